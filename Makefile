@@ -1,0 +1,38 @@
+# pdnn front door. `make mnist` (the main job) and `make test` work from a fresh clone: they
+# install missing Debian packages (scripts/install_deps.sh), configure, build, then run.
+BUILD    ?= build
+JOBS     ?= $(shell nproc)
+THREADS  ?= $(shell nproc)
+CMAKE_FLAGS ?=
+BIN      := $(BUILD)/bin
+
+.PHONY: all deps configure build test clean help
+all: build
+
+help:
+	@echo "make mnist          set up, fetch MNIST, train the small CNN (W2) 5 epochs -> results/mnist/"
+	@echo "make test           build and run the whole test suite (ctest)"
+	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
+	@echo "make pi             W1 pi benchmark -> results/pi/"
+	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
+	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
+	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) CMAKE_FLAGS=..."
+
+# Stamp so the package check runs once per build folder, not at every make.
+$(BUILD)/.deps-ok: scripts/install_deps.sh
+	@scripts/install_deps.sh
+	@mkdir -p $(BUILD) && touch $@
+deps: $(BUILD)/.deps-ok
+
+$(BUILD)/CMakeCache.txt: $(BUILD)/.deps-ok
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+configure: $(BUILD)/CMakeCache.txt
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,27 @@
+// Rng: normal draws and permutations (see rng.h for the stream definition).
+#include "core/rng.h"
+
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+namespace pdnn {
+
+double Rng::normal() {
+  // 1 - u keeps the log argument in (0, 1].
+  const double u1 = 1.0 - uniform();
+  const double u2 = uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+std::vector<int64_t> Rng::permutation(int64_t n) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  std::iota(p.begin(), p.end(), 0);
+  for (int64_t i = n - 1; i >= 1; --i) {
+    const int64_t j = static_cast<int64_t>(next() % static_cast<uint64_t>(i + 1));
+    std::swap(p[i], p[j]);
+  }
+  return p;
+}
+
+}  // namespace pdnn

@@ -1,0 +1,44 @@
+// Seeded random numbers, counter-based (splitmix64): value i of a stream is mix(seed + i*gamma),
+// so a block of values can be drawn in parallel with the same result at any thread count, and
+// scripts/torch_reference.py reproduces pdnn's initial weights and data order in numpy.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace pdnn {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0) : seed_(seed) {}
+  void seed(uint64_t s) { seed_ = s; counter_ = 0; }
+  uint64_t seed() const { return seed_; }
+  uint64_t counter() const { return counter_; }
+  void set_counter(uint64_t c) { counter_ = c; }
+
+  // The i-th value of the stream (1-based), without advancing it.
+  static uint64_t at(uint64_t seed, uint64_t i) {
+    uint64_t z = seed + i * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0,1) with 53 random bits.
+  static double to_unit(uint64_t v) { return static_cast<double>(v >> 11) * 0x1.0p-53; }
+
+  uint64_t next() { return at(seed_, ++counter_); }
+  double uniform() { return to_unit(next()); }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(uniform()); }
+  // Standard normal by Box-Muller: one value per two draws (no cached spare, so the stream
+  // position after n normals is always 2n: simple to reproduce elsewhere).
+  double normal();
+  // Reserve n consecutive values for a parallel draw: value k (0-based) is at(seed(), base+k+1).
+  uint64_t reserve(uint64_t n) { uint64_t b = counter_; counter_ += n; return b; }
+  // Fisher-Yates shuffle of 0..n-1: for i = n-1..1, j = next() % (i+1), swap.
+  std::vector<int64_t> permutation(int64_t n);
+
+ private:
+  uint64_t seed_;
+  uint64_t counter_ = 0;
+};
+
+}  // namespace pdnn

@@ -1,0 +1,54 @@
+// The layer contract (after Caffe): forward(x) -> y into a buffer the caller sized with
+// output_shape(); backward(x, y, dy) -> dx, accumulating parameter gradients.
+// Gradients are true dL/dx: parameter gradients accumulate (+=), activation gradients are
+// written (=), zero_grad() is explicit.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/tensor.h"
+
+namespace pdnn {
+
+// A trainable tensor with its gradient, named for checkpoints and summaries ("weight", "bias").
+struct Param {
+  std::string name;
+  Tensor* value;
+  Tensor* grad;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  // Kind, e.g. "Conv2d"; describe() adds the hyper-parameters, e.g. "Conv2d(1->10, k3 s1 p1)".
+  virtual std::string kind() const = 0;
+  virtual std::string describe() const { return kind(); }
+  // Output shape for an input shape; throws pdnn::Error on an input the layer cannot take.
+  virtual Shape output_shape(const Shape& in) const = 0;
+  // x: input; y: already sized to output_shape(x.shape()).
+  virtual void forward(Context& ctx, const Tensor& x, Tensor& y) = 0;
+  // x, y: the tensors of the last forward; dy: dL/dy. dx: dL/dx to write (=), or nullptr when
+  // nobody needs it (first layer). Parameter gradients accumulate (+=).
+  virtual void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                        Tensor* dx) = 0;
+  // Trainable parameters (empty for parameter-free layers).
+  virtual std::vector<Param> params() { return {}; }
+  // Non-trainable state saved in checkpoints (BatchNorm running statistics).
+  virtual std::vector<Param> buffers() { return {}; }
+  // Forward floating-point operations for one batch of input shape `in` (multiply-add = 2).
+  virtual double flops(const Shape& in) const { (void)in; return 0.0; }
+  // Re-draw the parameters with the layer's default initialisation (PyTorch's per-layer one).
+  virtual void reset_parameters(Rng& rng) { (void)rng; }
+
+  void train(bool on) { training_ = on; }
+  bool training() const { return training_; }
+  void zero_grad() {
+    for (auto& p : params()) p.grad->zero();
+  }
+
+ protected:
+  bool training_ = true;
+};
+
+}  // namespace pdnn

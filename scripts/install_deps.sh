@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, only the Debian packages pdnn needs that are missing. Idempotent.
+#   scripts/install_deps.sh          the build and test set
+#   scripts/install_deps.sh torch    also python3-torch (the PyTorch yardstick; large)
+#   scripts/install_deps.sh fashion  also dataset-fashion-mnist
+# OpenBLAS: the OpenMP flavour (libopenblas0-openmp) is chosen on purpose: BLAS and our own
+# loops then share libgomp's one thread pool (DESIGN.md rule 7); the pthread flavour spins its
+# own threads against OpenMP's. The measured comparison is in results/README.md.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libopenblas-openmp-dev libopencv-dev libgtest-dev
+      zlib1g-dev libcli11-dev nlohmann-json3-dev python3 python3-matplotlib curl ca-certificates
+)
+for extra in "$@"; do
+  case "$extra" in
+    torch) pkgs+=(python3-torch) ;;
+    fashion) pkgs+=(dataset-fashion-mnist) ;;
+    *) echo "install_deps.sh: unknown extra '$extra' (known: torch, fashion)" >&2; exit 2 ;;
+  esac
+done
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO=sudo
+  else
+    echo "install_deps: missing packages: ${missing[*]}" >&2
+    echo "install_deps: run as root:  apt-get update && $cmd" >&2
+    exit 1
+  fi
+else SUDO=""; fi
+echo "install_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

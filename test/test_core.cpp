@@ -1,0 +1,102 @@
+// Core: shapes, tensors (views, copies, alignment), RNG streams, context threads/workspace.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstdint>
+#include <set>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+using namespace pdnn;
+
+TEST(Shape, AccessorsAndErrors) {
+  Shape s{8, 3, 5, 7};
+  EXPECT_EQ(s.n(), 8);
+  EXPECT_EQ(s.c(), 3);
+  EXPECT_EQ(s.h(), 5);
+  EXPECT_EQ(s.w(), 7);
+  EXPECT_EQ(s.numel(), 8 * 3 * 5 * 7);
+  EXPECT_EQ(s.per_sample(), 3 * 5 * 7);
+  EXPECT_EQ(s[-1], 7);
+  EXPECT_EQ(s.str(), "(8,3,5,7)");
+  EXPECT_EQ(s.with_n(2), (Shape{2, 3, 5, 7}));
+  EXPECT_THROW(s[4], Error);
+  EXPECT_THROW((Shape{4, 10}).h(), Error);
+}
+
+TEST(Tensor, AlignedReshapeIsAViewToCopies) {
+  Context ctx(1);
+  Tensor t(Shape{2, 3, 4, 5});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(i);
+  Tensor v = t.reshape(Shape{2, 60});
+  EXPECT_EQ(v.data(), t.data());  // no copy
+  v[5] = -1.f;
+  EXPECT_EQ(t[5], -1.f);
+  Tensor c = t.to(Device::CPU, ctx);
+  EXPECT_NE(c.data(), t.data());
+  EXPECT_EQ(c[5], -1.f);
+  EXPECT_EQ(ctx.bytes_moved(), 0u);  // same device: not a transfer
+  try {
+    t.reshape(Shape{7, 7});
+    FAIL() << "reshape to a wrong size must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(2,3,4,5)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(7,7)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Tensor, ResizeReusesStorageWhenItFits) {
+  Tensor t(Shape{4, 100});
+  const float* p = t.data();
+  t.resize(Shape{2, 100});
+  EXPECT_EQ(t.data(), p);
+  t.resize(Shape{8, 100});
+  EXPECT_EQ(t.shape(), (Shape{8, 100}));
+}
+
+TEST(Rng, SeededStreamsAreReproducibleAndDistinct) {
+  Rng a(42), b(42), c(43);
+  for (int i = 0; i < 100; ++i) {
+    uint64_t x = a.next();
+    EXPECT_EQ(x, b.next());
+    EXPECT_NE(x, c.next());
+  }
+  // at() is the stream without state: value i of seed s.
+  Rng d(7);
+  d.next();
+  EXPECT_EQ(d.next(), Rng::at(7, 2));
+  // uniform in [0,1), mean near 1/2; normal mean near 0, variance near 1.
+  Rng r(1);
+  double su = 0, sn = 0, sn2 = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    double u = r.uniform();
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    su += u;
+    double z = r.normal();
+    sn += z;
+    sn2 += z * z;
+  }
+  EXPECT_NEAR(su / n, 0.5, 0.005);
+  EXPECT_NEAR(sn / n, 0.0, 0.01);
+  EXPECT_NEAR(sn2 / n, 1.0, 0.02);
+  auto p = Rng(3).permutation(1000);
+  EXPECT_EQ(std::set<int64_t>(p.begin(), p.end()).size(), 1000u);
+  EXPECT_EQ(p, Rng(3).permutation(1000));
+}
+
+TEST(Context, ThreadsAndWorkspace) {
+  Context ctx(2);
+  EXPECT_EQ(ctx.threads(), 2);
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  ctx.set_threads(1);
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  float* w = ctx.workspace(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(w) % 64, 0u);
+  EXPECT_EQ(ctx.workspace(500), w);  // grow-only: a smaller request reuses the buffer
+  EXPECT_GE(ctx.workspace_size(), 1000u);
+}

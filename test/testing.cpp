@@ -1,0 +1,123 @@
+// Shared test helpers (see testing.h).
+#include "testing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace pdnn {
+namespace testing {
+
+Tensor random_tensor(const Shape& s, Rng& rng, float lo, float hi) {
+  Tensor t(s);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = rng.uniform(lo, hi);
+  return t;
+}
+
+void expect_close(const Tensor& a, const Tensor& ref, double atol, double rtol,
+                  const std::string& what) {
+  ASSERT_EQ(a.shape(), ref.shape()) << what << ": shape " << a.shape().str() << " vs "
+                                    << ref.shape().str();
+  int64_t bad = 0, first = -1;
+  double worst = 0.0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - ref[i]);
+    const double tol = atol + rtol * std::fabs(static_cast<double>(ref[i]));
+    if (!(d <= tol)) {  // also catches NaN
+      if (first < 0) first = i;
+      ++bad;
+      worst = std::max(worst, d);
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << a.numel()
+                    << " elements out of tolerance; first at " << first << ": got "
+                    << (first >= 0 ? a[first] : 0.f) << ", want " << (first >= 0 ? ref[first] : 0.f)
+                    << " (worst |diff| " << worst << ", atol " << atol << ", rtol " << rtol << ")";
+}
+
+namespace {
+
+std::vector<int64_t> pick_indices(int64_t n, int max_checks, Rng& rng) {
+  std::vector<int64_t> idx;
+  if (n <= max_checks) {
+    for (int64_t i = 0; i < n; ++i) idx.push_back(i);
+  } else {
+    for (int k = 0; k < max_checks; ++k) idx.push_back(static_cast<int64_t>(rng.next() % n));
+  }
+  return idx;
+}
+
+double dot_double(const Tensor& y, const Tensor& g) {
+  double s = 0.0;
+  for (int64_t i = 0; i < y.numel(); ++i) s += static_cast<double>(y[i]) * g[i];
+  return s;
+}
+
+// Compares analytic gradient entries with central differences of f at the picked indices.
+void compare_fd(const std::function<double()>& f, Tensor& v, const Tensor& grad,
+                const GradCheckOptions& opt, Rng& rng, const std::string& what) {
+  ASSERT_EQ(v.shape(), grad.shape()) << what;
+  int64_t bad = 0, first = -1;
+  double got_first = 0, want_first = 0;
+  for (int64_t i : pick_indices(v.numel(), opt.max_checks, rng)) {
+    const float orig = v[i];
+    v[i] = static_cast<float>(orig + opt.eps);
+    const double lp = f();
+    v[i] = static_cast<float>(orig - opt.eps);
+    const double lm = f();
+    v[i] = orig;
+    // The step actually taken in float, not the nominal eps.
+    const double h = static_cast<double>(static_cast<float>(orig + opt.eps)) -
+                     static_cast<double>(static_cast<float>(orig - opt.eps));
+    const double fd = (lp - lm) / h;
+    const double d = std::fabs(fd - grad[i]);
+    if (!(d <= opt.atol + opt.rtol * std::fabs(fd))) {
+      if (first < 0) { first = i; got_first = grad[i]; want_first = fd; }
+      ++bad;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " gradient entries disagree with finite differences;"
+                    << " first at " << first << ": analytic " << got_first << ", numeric "
+                    << want_first;
+}
+
+}  // namespace
+
+void check_layer_gradients(Context& ctx, Layer& layer, const Tensor& x_in,
+                           const GradCheckOptions& opt) {
+  Rng rng(opt.seed);
+  Tensor x = x_in.clone();
+  Tensor y(layer.output_shape(x.shape()));
+  layer.forward(ctx, x, y);
+  Tensor g = random_tensor(y.shape(), rng);
+
+  layer.zero_grad();
+  Tensor dx(x.shape());
+  dx.fill(std::nanf(""));  // poison: every element must be written
+  layer.backward(ctx, x, y, g, &dx);
+  // Gradients are copied before any further forward can disturb layer state.
+  std::vector<Param> ps = layer.params();
+  std::vector<Tensor> pgrads;
+  for (auto& p : ps) pgrads.push_back(p.grad->clone());
+
+  Tensor yy(y.shape());
+  auto loss = [&]() {
+    layer.forward(ctx, x, yy);
+    return dot_double(yy, g);
+  };
+  compare_fd(loss, x, dx, opt, rng, layer.describe() + " dL/dx at " + x.shape().str());
+  for (size_t k = 0; k < ps.size(); ++k)
+    compare_fd(loss, *ps[k].value, pgrads[k], opt, rng,
+               layer.describe() + " dL/d" + ps[k].name + " at " + x.shape().str());
+}
+
+void check_function_gradient(const std::function<double(const Tensor&)>& f, Tensor x,
+                             const Tensor& grad, const GradCheckOptions& opt,
+                             const std::string& what) {
+  Rng rng(opt.seed);
+  Tensor v = x.clone();
+  compare_fd([&]() { return f(v); }, v, grad, opt, rng, what);
+}
+
+}  // namespace testing
+}  // namespace pdnn

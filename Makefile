@@ -36,3 +36,6 @@ test: build
 
 clean:
 	rm -rf $(BUILD)
+
+# Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace pdnn {
 
@@ -29,12 +30,14 @@ ConvGeom conv_geom(const char* op, int64_t c, int64_t h, int64_t w, int64_t kh, 
 }
 
 void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y) {
+#pragma omp parallel for schedule(static) if (PDNN_PAR(n * c * p))
   for (int64_t ci = 0; ci < c; ++ci)
     for (int64_t ni = 0; ni < n; ++ni)
       std::memcpy(y + (ci * n + ni) * p, x + (ni * c + ci) * p, sizeof(float) * p);
 }
 
 void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y) {
+#pragma omp parallel for schedule(static) if (PDNN_PAR(n * c * p))
   for (int64_t ni = 0; ni < n; ++ni)
     for (int64_t ci = 0; ci < c; ++ci)
       std::memcpy(y + (ni * c + ci) * p, x + (ci * n + ni) * p, sizeof(float) * p);

@@ -38,6 +38,10 @@ inline void chunk(int64_t n, int t, int nt, int64_t* lo, int64_t* hi) {
 // parallel region pays for its fork/join.
 inline int64_t macs(const ConvGeom& g, int64_t n, int64_t k) { return n * k * g.col_size(); }
 
+// Per-image GEMMs narrower than this many output pixels (columns) are matrix-vector-like and
+// pay OpenBLAS's per-call overhead per image; below it one batched GEMM wins.
+constexpr int64_t kBatchedBelowCols = 64;
+
 // One image's bias, serial (called inside the per-image parallel regions).
 void bias_add_image(int64_t k, int64_t p, const float* b, float* y) {
   for (int64_t c = 0; c < k; ++c) {
@@ -68,11 +72,10 @@ const char* conv_algo_name(ConvAlgo a) {
 }
 
 ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads) {
-  (void)g;
   (void)n;
   (void)k;
   (void)threads;
-  return ConvAlgo::PerImage;
+  return g.col_cols() < kBatchedBelowCols ? ConvAlgo::Batched : ConvAlgo::PerImage;
 }
 
 size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,

@@ -56,6 +56,13 @@ inline void valid_range(int64_t k, int64_t s, int64_t p, int64_t w, int64_t out,
   if (*lo > *hi) *lo = *hi;
 }
 
+// Rows of a column matrix are short (one output row, often 8-30 floats): an inline vectorised
+// loop, not a memcpy call per row, which cost about a third of im2col's time on W3's conv2.
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) inline void copy_row(
+    float* __restrict dst, const float* __restrict src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
 }  // namespace
 
 namespace cpu {
@@ -74,13 +81,13 @@ void im2col(const ConvGeom& g, const float* x_img, float* cols, int64_t ld) {
         for (int64_t oy = ylo; oy < yhi; ++oy) {
           float* r = row + oy * g.ow;
           const float* xr = xc + (oy * g.sh - g.ph + ki) * g.w - g.pw + kj;
-          std::fill(r, r + xlo, 0.f);
+          for (int64_t ox = 0; ox < xlo; ++ox) r[ox] = 0.f;
           if (g.sw == 1) {
-            std::memcpy(r + xlo, xr + xlo, sizeof(float) * (xhi - xlo));
+            copy_row(r + xlo, xr + xlo, xhi - xlo);
           } else {
             for (int64_t ox = xlo; ox < xhi; ++ox) r[ox] = xr[ox * g.sw];
           }
-          std::fill(r + xhi, r + g.ow, 0.f);
+          for (int64_t ox = xhi; ox < g.ow; ++ox) r[ox] = 0.f;
         }
         std::memset(row + yhi * g.ow, 0, sizeof(float) * (g.oh - yhi) * g.ow);
       }

@@ -48,6 +48,7 @@ const Cfg kCfgs[] = {
     {3, 2, 7, 5, 3, 3, 2, 1, true},   // stride 2
     {2, 2, 6, 7, 3, 3, 2, 2, false},  // padding 2, no bias
     {2, 3, 6, 6, 2, 1, 1, 0, true},   // kernel 1
+    {2, 2, 5, 4, 5, 1, 1, 0, true},   // kernel 1, fewer column rows (2) than outputs (5)
     {2, 2, 5, 5, 3, 5, 1, 0, true},   // kernel = input size
     {2, 2, 9, 8, 3, 4, 3, 2, true},   // even kernel, stride 3
 };

@@ -51,13 +51,23 @@ void bias_add_image(int64_t k, int64_t p, const float* b, float* y) {
   }
 }
 
+// Sum of n floats in a fixed order through 32 independent partial sums. A plain loop is one
+// dependent add per element (not vectorised without -ffast-math): on W3's conv2 that bias
+// gradient took ~6 ms per batch, a tenth of the whole backward pass.
+inline float row_sum(const float* r, int64_t n) {
+  constexpr int kLanes = 32;
+  float acc[kLanes] = {};
+  int64_t q = 0;
+  for (; q + kLanes <= n; q += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += r[q + j];
+  float s = 0.f;
+  for (; q < n; ++q) s += r[q];
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
+}
+
 void bias_sum_image(int64_t k, int64_t p, const float* dy, float* db) {
-  for (int64_t c = 0; c < k; ++c) {
-    const float* r = dy + c * p;
-    float s = 0.f;
-    for (int64_t q = 0; q < p; ++q) s += r[q];
-    db[c] += s;
-  }
+  for (int64_t c = 0; c < k; ++c) db[c] += row_sum(dy + c * p, p);
 }
 
 }  // namespace
@@ -98,12 +108,7 @@ void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db) 
 #pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
   for (int64_t c = 0; c < k; ++c) {
     double s = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      const float* r = dy + (i * k + c) * p;
-      float si = 0.f;
-      for (int64_t q = 0; q < p; ++q) si += r[q];
-      s += si;
-    }
+    for (int64_t i = 0; i < n; ++i) s += row_sum(dy + (i * k + c) * p, p);
     db[c] += static_cast<float>(s);
   }
 }
@@ -135,6 +140,9 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
   const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
   const int64_t dw_off = round_line(g.col_size()), db_off = dw_off + round_line(k * rows);
   const int nt_req = threads_for(threads, n);
+  // Partial dW kept transposed, (rows, k), when rows > k: OpenBLAS runs the product ~8% faster
+  // with the longer side first (W3 conv2: 25.3 vs 27.3 ms per 128 images, thread CPU time).
+  const bool dw_t = rows > k;
   int nt_used = 1;
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
   {
@@ -151,7 +159,10 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
       const float* dyi = dy + i * k * p;
       if (dw) {
         im2col(g, x + i * g.image_size(), cols);
-        gemm(false, true, k, rows, p, 1.f, dyi, cols, 1.f, pdw);
+        if (dw_t)
+          gemm(false, true, rows, k, p, 1.f, cols, dyi, 1.f, pdw);
+        else
+          gemm(false, true, k, rows, p, 1.f, dyi, cols, 1.f, pdw);
       }
       if (db) bias_sum_image(k, p, dyi, pdb);
       if (dx) {
@@ -164,8 +175,12 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
   for (int t = 0; t < nt_used; ++t) {
     const float* pdw = ws + t * slot + dw_off;
     const float* pdb = ws + t * slot + db_off;
-    if (dw)
+    if (dw && dw_t) {
+      for (int64_t c = 0; c < k; ++c)
+        for (int64_t r = 0; r < rows; ++r) dw[c * rows + r] += pdw[r * k + c];
+    } else if (dw) {
       for (int64_t j = 0; j < k * rows; ++j) dw[j] += pdw[j];
+    }
     if (db)
       for (int64_t j = 0; j < k; ++j) db[j] += pdb[j];
   }

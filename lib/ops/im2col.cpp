@@ -67,6 +67,12 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) inline void fill_z
   for (int64_t i = 0; i < n; ++i) dst[i] = 0.f;
 }
 
+// One window covering the unpadded image exactly (DCGAN's 4x4 <-> 1x1 layers): the column is
+// the image itself, row (ci, ki, kj) = pixel (ci, ki, kj).
+inline bool whole_image_window(const ConvGeom& g) {
+  return g.oh == 1 && g.ow == 1 && g.ph == 0 && g.pw == 0 && g.kh == g.h && g.kw == g.w;
+}
+
 }  // namespace
 
 namespace cpu {
@@ -74,6 +80,10 @@ namespace cpu {
 // Loops run kernel offset (ki, kj) outermost so the valid ranges are computed once per offset,
 // not once per row: with tiny outputs (1x1 in DCGAN's last layers) that bookkeeping dominated.
 void im2col(const ConvGeom& g, const float* x_img, float* cols, int64_t ld) {
+  if (whole_image_window(g)) {
+    for (int64_t r = 0; r < g.col_rows(); ++r) cols[r * ld] = x_img[r];
+    return;
+  }
   for (int64_t ki = 0; ki < g.kh; ++ki) {
     int64_t ylo, yhi;
     valid_range(ki, g.sh, g.ph, g.h, g.oh, &ylo, &yhi);
@@ -102,6 +112,10 @@ void im2col(const ConvGeom& g, const float* x_img, float* cols, int64_t ld) {
 }
 
 void col2im(const ConvGeom& g, const float* cols, float* x_img, int64_t ld) {
+  if (whole_image_window(g)) {
+    for (int64_t r = 0; r < g.col_rows(); ++r) x_img[r] = cols[r * ld];
+    return;
+  }
   fill_zero(x_img, g.image_size());
   for (int64_t ki = 0; ki < g.kh; ++ki) {
     int64_t ylo, yhi;

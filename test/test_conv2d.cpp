@@ -1,6 +1,7 @@
 // Conv2d: forward against a naive 7-loop convolution, gradients by finite differences at
 // several shapes, both algorithms (per image, batched), shape errors, determinism and
 // 1-vs-2-thread agreement.
+#include <algorithm>
 #include <cmath>
 #include <string>
 

@@ -1,8 +1,10 @@
 // ConvTranspose2d: forward against a naive scatter loop (PyTorch's definition), the adjoint
 // identity with Conv2d sharing the weights, gradients by finite differences, shape errors,
 // determinism and 1-vs-2-thread agreement.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "layers/conv2d.h"

@@ -53,8 +53,11 @@ int main(int argc, char** argv) {
       {"W2 conv 1->10 k3 p1 b8", 8, 1, 28, 28, 10, 3, 1, 1, false, false},
       {"W2 conv 1->10 k3 p1 b128", 128, 1, 28, 28, 10, 3, 1, 1, false, false},
       {"W5 G1 convT 100->512 1x1", 64, 100, 1, 1, 512, 4, 1, 0, false, true},
+      {"W5 G2 convT 512->256 4x4", 64, 512, 4, 4, 256, 4, 2, 1, true, true},
+      {"W5 G3 convT 256->128 8x8", 64, 256, 8, 8, 128, 4, 2, 1, true, true},
       {"W5 G4 convT 128->64 16x16", 64, 128, 16, 16, 64, 4, 2, 1, true, true},
       {"W5 D2 conv 64->128 32x32", 64, 64, 32, 32, 128, 4, 2, 1, true, false},
+      {"W5 D4 conv 256->512 8x8", 64, 256, 8, 8, 512, 4, 2, 1, true, false},
       {"W5 D5 conv 512->1 4x4", 64, 512, 4, 4, 1, 4, 1, 0, true, false},
   };
   std::printf("# blas: %s (%s); repeats %d after %d warm-up; times in ms: median (min-max)\n",

@@ -38,8 +38,24 @@ inline void chunk(int64_t n, int t, int nt, int64_t* lo, int64_t* hi) {
 // parallel region pays for its fork/join.
 inline int64_t macs(const ConvGeom& g, int64_t n, int64_t k) { return n * k * g.col_size(); }
 
-// Per-image GEMMs narrower than this many output pixels (columns) are matrix-vector-like and
-// pay OpenBLAS's per-call overhead per image; below it one batched GEMM wins.
+// Per-image GEMMs narrower than this many output pixels (columns, p = oh*ow) are
+// matrix-vector-like and pay OpenBLAS's per-call overhead per image; below it one batched GEMM
+// wins, at or above it images in parallel win, at 1 and at 2 threads alike. Measured with
+// `build/bin/bench_conv 7 2` (forward + backward, median of 7 after 2 warm-up, then the
+// median of 3 such runs started only when the shared 2-core EPYC was >= 85% idle; OpenBLAS
+// 0.3.21 Haswell kernels), ms at 1 / 2 threads:
+//     p  shape (batch)                                  per-image        batched
+//   784  W2 Conv 1->10 k3 p1 28x28 (8), no dx          0.10 / 0.07      0.13 / 0.16
+//   784  W2 Conv 1->10 k3 p1 28x28 (128), no dx        1.68 / 1.17      2.06 / 3.35
+//   676  W3 Conv 1->32 k3 28x28 (128), no dx           3.60 / 1.83      5.89 / 4.24
+//   576  W3 Conv 32->64 k3 26x26 (128)                 88.2 / 44.4     118.3 / 65.1
+//   256  W5 Conv 64->128 k4 s2 p1 32x32 (64)          143.1 / 73.1     160.3 / 85.3
+//   256  W5 ConvT 128->64 k4 s2 p1 16x16 (64)         150.0 / 75.9     164.1 / 88.9
+//    64  W5 ConvT 256->128 k4 s2 p1 8x8 (64)          149.0 / 75-81    153-160 / 84.5
+//    16  W5 ConvT 512->256 k4 s2 p1 4x4 (64)          182 / 112-120    140.6 / 74-76
+//    16  W5 Conv 256->512 k4 s2 p1 8x8 (64)           205-232 / 149    137.1 / 70.4
+//     1  W5 Conv 512->1 k4 4x4 (64)                   3.05 / 1.59      1.61 / 0.96
+//     1  W5 ConvT 100->512 k4 1x1 (64), no dx        18.7 / 12.4       3.51 / 2.37
 constexpr int64_t kBatchedBelowCols = 64;
 
 // One image's bias, serial (called inside the per-image parallel regions).
@@ -52,8 +68,8 @@ void bias_add_image(int64_t k, int64_t p, const float* b, float* y) {
 }
 
 // Sum of n floats in a fixed order through 32 independent partial sums. A plain loop is one
-// dependent add per element (not vectorised without -ffast-math): on W3's conv2 that bias
-// gradient took ~6 ms per batch, a tenth of the whole backward pass.
+// dependent add per element (not vectorised without -ffast-math): with it W3's conv1 backward
+// (batch 128, 1 thread) took 3.1 ms instead of 2.0.
 inline float row_sum(const float* r, int64_t n) {
   constexpr int kLanes = 32;
   float acc[kLanes] = {};

@@ -176,3 +176,16 @@ TEST(Conv2d, DeterministicAndThreadCountIndependent) {
     pt::expect_close(db2, db1, 1e-6, 1e-5, what + " db, 2 vs 1 threads");
   }
 }
+
+// The measured rule (conv_gemm.cpp): one batched GEMM for narrow per-image outputs only.
+TEST(Conv2d, AlgorithmRuleFollowsTheMeasurements) {
+  const ConvGeom w3 = conv_geom("t", 32, 26, 26, 3, 3, 1, 1, 0, 0);  // 24x24 outputs
+  EXPECT_EQ(conv_algo_for(w3, 128, 64, 1), ConvAlgo::PerImage);
+  EXPECT_EQ(conv_algo_for(w3, 128, 64, 2), ConvAlgo::PerImage);
+  const ConvGeom d4 = conv_geom("t", 256, 8, 8, 4, 4, 2, 2, 1, 1);  // 4x4 outputs
+  EXPECT_EQ(conv_algo_for(d4, 64, 512, 2), ConvAlgo::Batched);
+  const ConvGeom d5 = conv_geom("t", 512, 4, 4, 4, 4, 1, 1, 0, 0);  // 1x1 outputs
+  EXPECT_EQ(conv_algo_for(d5, 64, 1, 1), ConvAlgo::Batched);
+  EXPECT_GE(conv_workspace_floats(d5, 64, 1, ConvAlgo::Batched, 1),
+            static_cast<size_t>(d5.col_size() * 64));
+}

@@ -73,6 +73,18 @@ inline bool whole_image_window(const ConvGeom& g) {
   return g.oh == 1 && g.ow == 1 && g.ph == 0 && g.pw == 0 && g.kh == g.h && g.kw == g.w;
 }
 
+// Output rows [ylo, yhi) and columns [xlo, xhi) whose input pixel for kernel offset (ki, kj)
+// lies inside the image; the rest read padding.
+struct Window {
+  int64_t ylo, yhi, xlo, xhi;
+};
+inline Window valid_window(const ConvGeom& g, int64_t ki, int64_t kj) {
+  Window v;
+  valid_range(ki, g.sh, g.ph, g.h, g.oh, &v.ylo, &v.yhi);
+  valid_range(kj, g.sw, g.pw, g.w, g.ow, &v.xlo, &v.xhi);
+  return v;
+}
+
 }  // namespace
 
 namespace cpu {
@@ -84,31 +96,27 @@ void im2col(const ConvGeom& g, const float* x_img, float* cols, int64_t ld) {
     for (int64_t r = 0; r < g.col_rows(); ++r) cols[r * ld] = x_img[r];
     return;
   }
-  for (int64_t ki = 0; ki < g.kh; ++ki) {
-    int64_t ylo, yhi;
-    valid_range(ki, g.sh, g.ph, g.h, g.oh, &ylo, &yhi);
+  for (int64_t ki = 0; ki < g.kh; ++ki)
     for (int64_t kj = 0; kj < g.kw; ++kj) {
-      int64_t xlo, xhi;
-      valid_range(kj, g.sw, g.pw, g.w, g.ow, &xlo, &xhi);
+      const Window v = valid_window(g, ki, kj);
       for (int64_t ci = 0; ci < g.c; ++ci) {
         float* row = cols + ((ci * g.kh + ki) * g.kw + kj) * ld;
         const float* xc = x_img + ci * g.h * g.w;
-        fill_zero(row, ylo * g.ow);
-        for (int64_t oy = ylo; oy < yhi; ++oy) {
+        fill_zero(row, v.ylo * g.ow);
+        for (int64_t oy = v.ylo; oy < v.yhi; ++oy) {
           float* r = row + oy * g.ow;
           const float* xr = xc + (oy * g.sh - g.ph + ki) * g.w - g.pw + kj;
-          fill_zero(r, xlo);
+          fill_zero(r, v.xlo);
           if (g.sw == 1) {
-            copy_row(r + xlo, xr + xlo, xhi - xlo);
+            copy_row(r + v.xlo, xr + v.xlo, v.xhi - v.xlo);
           } else {
-            for (int64_t ox = xlo; ox < xhi; ++ox) r[ox] = xr[ox * g.sw];
+            for (int64_t ox = v.xlo; ox < v.xhi; ++ox) r[ox] = xr[ox * g.sw];
           }
-          fill_zero(r + xhi, g.ow - xhi);
+          fill_zero(r + v.xhi, g.ow - v.xhi);
         }
-        fill_zero(row + yhi * g.ow, (g.oh - yhi) * g.ow);
+        fill_zero(row + v.yhi * g.ow, (g.oh - v.yhi) * g.ow);
       }
     }
-  }
 }
 
 void col2im(const ConvGeom& g, const float* cols, float* x_img, int64_t ld) {
@@ -117,27 +125,23 @@ void col2im(const ConvGeom& g, const float* cols, float* x_img, int64_t ld) {
     return;
   }
   fill_zero(x_img, g.image_size());
-  for (int64_t ki = 0; ki < g.kh; ++ki) {
-    int64_t ylo, yhi;
-    valid_range(ki, g.sh, g.ph, g.h, g.oh, &ylo, &yhi);
+  for (int64_t ki = 0; ki < g.kh; ++ki)
     for (int64_t kj = 0; kj < g.kw; ++kj) {
-      int64_t xlo, xhi;
-      valid_range(kj, g.sw, g.pw, g.w, g.ow, &xlo, &xhi);
+      const Window v = valid_window(g, ki, kj);
       for (int64_t ci = 0; ci < g.c; ++ci) {
         const float* row = cols + ((ci * g.kh + ki) * g.kw + kj) * ld;
         float* xc = x_img + ci * g.h * g.w;
-        for (int64_t oy = ylo; oy < yhi; ++oy) {
+        for (int64_t oy = v.ylo; oy < v.yhi; ++oy) {
           const float* r = row + oy * g.ow;
           float* xr = xc + (oy * g.sh - g.ph + ki) * g.w - g.pw + kj;
           if (g.sw == 1) {
-            for (int64_t ox = xlo; ox < xhi; ++ox) xr[ox] += r[ox];
+            for (int64_t ox = v.xlo; ox < v.xhi; ++ox) xr[ox] += r[ox];
           } else {
-            for (int64_t ox = xlo; ox < xhi; ++ox) xr[ox * g.sw] += r[ox];
+            for (int64_t ox = v.xlo; ox < v.xhi; ++ox) xr[ox * g.sw] += r[ox];
           }
         }
       }
     }
-  }
 }
 
 }  // namespace cpu

@@ -37,5 +37,27 @@ test: build
 clean:
 	rm -rf $(BUILD)
 
+# ---- MNIST (W2, W3) -----------------------------------------------------------------------
+# Extra flags for build/bin/mnist, e.g. make mnist MNIST_ARGS="--epochs 1 --seed 7".
+MNIST_ARGS ?=
+.PHONY: mnist mnist-keras fashion-mnist mnist-app bench-mnist
+mnist-app: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target mnist
+
+# W2 as the blog ran it: batch 8, Adam 1e-3, 5 epochs. Full MNIST when it can be had, else the
+# offline mnist-npm10k set (named so in the output).
+mnist: mnist-app
+	datasets/get_mnist.sh
+	$(BIN)/mnist --model small --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
+
+# W3, the Keras example: batch 128, Adadelta (lr 1, rho 0.95), 12 epochs.
+mnist-keras: mnist-app
+	datasets/get_mnist.sh
+	$(BIN)/mnist --model keras --batch 128 --epochs 12 --threads $(THREADS) $(MNIST_ARGS)
+
+fashion-mnist: mnist-app
+	datasets/get_fashion_mnist.sh
+	$(BIN)/mnist --model small --dataset fashion-mnist --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
+
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)

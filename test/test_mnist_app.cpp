@@ -154,11 +154,11 @@ TEST_F(MnistApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
   const std::string data = make_data("data", 96, 32, 12);
   for (const char* model : {"small", "keras"}) {
     const std::string base = kBin + " --model " + model + " --data " + data +
-                             " --batch 32 --threads 1 --seed 11 --out " + dir_ + "/r.csv";
+                             " --batch 32 --threads 1 --out " + dir_ + "/r.csv";
     const std::string a = dir_ + "/a.ckpt", b = dir_ + "/b.ckpt";
-    Result r = run(base + " --epochs 2 --checkpoint " + a);
+    Result r = run(base + " --seed 11 --epochs 2 --checkpoint " + a);
     ASSERT_EQ(r.status, 0) << r.output;
-    r = run(base + " --epochs 1 --checkpoint " + b);
+    r = run(base + " --seed 11 --epochs 1 --checkpoint " + b);
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(slurp(a), slurp(b)) << model << ": epoch 1 and 2 checkpoints should differ";
     r = run(base + " --epochs 2 --resume --checkpoint " + b);
@@ -167,7 +167,7 @@ TEST_F(MnistApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
     const std::string sa = slurp(a), sb = slurp(b);
     EXPECT_GT(sa.size(), 1000u);
     EXPECT_TRUE(sa == sb) << model << ": resumed checkpoint differs from the uninterrupted one";
-    // A different seed on resume is refused.
+    // The seed comes from the checkpoint; a different one on resume is refused.
     r = run(base + " --epochs 3 --resume --checkpoint " + b + " --seed 12");
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.output.find("was made with --seed 11"), std::string::npos) << r.output;

@@ -200,7 +200,10 @@ TEST(BinaryCrossEntropy, ClampingKeepsZeroAndOneFinite) {
   // p = 0 and p = 1 with both targets: log clamps at -100, so the wrong ones cost 100 each.
   Tensor p(Shape{4, 1}), t(Shape{4, 1});
   const float pv[] = {0.f, 0.f, 1.f, 1.f}, tv[] = {0.f, 1.f, 0.f, 1.f};
-  for (int i = 0; i < 4; ++i) { p[i] = pv[i]; t[i] = tv[i]; }
+  for (int i = 0; i < 4; ++i) {
+    p[i] = pv[i];
+    t[i] = tv[i];
+  }
   BinaryCrossEntropy bce;
   EXPECT_FLOAT_EQ(bce.forward(ctx, p, t), 200.f / 4.f);
   Tensor d;
@@ -215,7 +218,10 @@ TEST(BinaryCrossEntropy, ClampingKeepsZeroAndOneFinite) {
   Tensor z(Shape{4, 1});
   const float zv[] = {200.f, -200.f, 200.f, -200.f};
   const float tz[] = {0.f, 1.f, 1.f, 0.f};
-  for (int i = 0; i < 4; ++i) { z[i] = zv[i]; t[i] = tz[i]; }
+  for (int i = 0; i < 4; ++i) {
+    z[i] = zv[i];
+    t[i] = tz[i];
+  }
   BinaryCrossEntropyWithLogits bcel;
   EXPECT_FLOAT_EQ(bcel.forward(ctx, z, t), 400.f / 4.f);
   bcel.backward(ctx, d);
@@ -236,8 +242,8 @@ TEST(BinaryCrossEntropy, GradientsMatchFiniteDifferences) {
     Tensor dp(s);
     dp.fill(std::nanf(""));
     bce.backward(ctx, dp);
-    check_function_gradient([&](const Tensor& x) { return double(probe.forward(ctx, x, t)); },
-                            p, dp, loss_check(3e-3, 5e-5), "BCE dp " + s.str());
+    check_function_gradient([&](const Tensor& x) { return double(probe.forward(ctx, x, t)); }, p,
+                            dp, loss_check(3e-3, 5e-5), "BCE dp " + s.str());
 
     Tensor z = random_tensor(s, rng, -4.f, 4.f);
     BinaryCrossEntropyWithLogits bcel, probel;
@@ -245,8 +251,8 @@ TEST(BinaryCrossEntropy, GradientsMatchFiniteDifferences) {
     Tensor dz(s);
     dz.fill(std::nanf(""));
     bcel.backward(ctx, dz);
-    check_function_gradient([&](const Tensor& x) { return double(probel.forward(ctx, x, t)); },
-                            z, dz, loss_check(1e-2, 2e-5), "BCE-with-logits dz " + s.str());
+    check_function_gradient([&](const Tensor& x) { return double(probel.forward(ctx, x, t)); }, z,
+                            dz, loss_check(1e-2, 2e-5), "BCE-with-logits dz " + s.str());
   }
 }
 

@@ -25,9 +25,8 @@ using Vec = std::vector<double>;
 
 // One parameter of 5 elements and the gradients of three steps (also in the torch script below).
 const Vec kW0 = {0.5, -1.0, 2.0, 0.0, -0.25};
-const std::vector<Vec> kGrads = {{0.1, -0.2, 0.3, 0.0, 1.5},
-                                 {0.05, 0.4, -0.3, 0.2, 1.0},
-                                 {-0.1, 0.1, 0.3, -0.5, 0.5}};
+const std::vector<Vec> kGrads = {
+    {0.1, -0.2, 0.3, 0.0, 1.5}, {0.05, 0.4, -0.3, 0.2, 1.0}, {-0.1, 0.1, 0.3, -0.5, 0.5}};
 
 Tensor tensor_of(const Vec& v) {
   Tensor t(Shape{static_cast<int64_t>(v.size())});
@@ -50,7 +49,8 @@ void expect_trajectory(Optimizer& opt, Weight& p, const std::vector<Vec>& want, 
   for (size_t s = 0; s < want.size(); ++s) {
     p.g = tensor_of(kGrads[s]);
     opt.step(ctx);
-    expect_close(p.w, tensor_of(want[s]), atol, rtol, what + " after step " + std::to_string(s + 1));
+    expect_close(p.w, tensor_of(want[s]), atol, rtol,
+                 what + " after step " + std::to_string(s + 1));
   }
 }
 
@@ -151,7 +151,8 @@ TEST(Optim, FirstStepByHand) {
     EXPECT_NEAR(p.w[0], 0.5 - 0.01 * 0.1 / (0.1 + 1e-10), 1e-7);
   }
   {
-    Weight p;  // Adadelta: square_avg = 0.1 * 0.01 = 1e-3; delta = sqrt(1e-6)/sqrt(1e-3 + 1e-6) * 0.1
+    Weight
+        p;  // Adadelta: square_avg = 0.1 * 0.01 = 1e-3; delta = sqrt(1e-6)/sqrt(1e-3 + 1e-6) * 0.1
     Adadelta opt(p.params());
     p.g = tensor_of(kGrads[0]);
     opt.step(ctx);
@@ -167,10 +168,15 @@ TEST(Optim, FirstStepByHand) {
 }
 
 TEST(Optim, SgdMatchesFormulas) {
-  struct Case { double lr, momentum, wd, dampening; bool nesterov; const char* name; };
-  for (const Case& c : {Case{0.1, 0, 0, 0, false, "plain"}, Case{0.1, 0.9, 0, 0, false, "momentum"},
-                        Case{0.05, 0.9, 0.01, 0.1, false, "momentum+wd+dampening"},
-                        Case{0.1, 0.9, 0.01, 0, true, "nesterov+wd"}, Case{0.2, 0, 0.1, 0, false, "wd"}}) {
+  struct Case {
+    double lr, momentum, wd, dampening;
+    bool nesterov;
+    const char* name;
+  };
+  for (const Case& c :
+       {Case{0.1, 0, 0, 0, false, "plain"}, Case{0.1, 0.9, 0, 0, false, "momentum"},
+        Case{0.05, 0.9, 0.01, 0.1, false, "momentum+wd+dampening"},
+        Case{0.1, 0.9, 0.01, 0, true, "nesterov+wd"}, Case{0.2, 0, 0.1, 0, false, "wd"}}) {
     Weight p;
     Sgd opt(p.params(), c.lr, c.momentum, c.wd, c.dampening, c.nesterov);
     expect_trajectory(opt, p, ref_sgd(c.lr, c.momentum, c.wd, c.dampening, c.nesterov), kAtol,
@@ -232,12 +238,14 @@ TEST(Optim, AdamMatchesFormulas) {
 //   w0 = [0.5, -1.0, 2.0, 0.0, -0.25]
 //   gs = [[0.1, -0.2, 0.3, 0.0, 1.5], [0.05, 0.4, -0.3, 0.2, 1.0], [-0.1, 0.1, 0.3, -0.5, 0.5]]
 //   cases = {"adam_default": lambda p: torch.optim.Adam([p]),
-//     "adam_dcgan_wd": lambda p: torch.optim.Adam([p], lr=2e-4, betas=(0.5, 0.999), weight_decay=0.01),
-//     "adadelta_default": lambda p: torch.optim.Adadelta([p]),
-//     "adadelta_rho95_wd": lambda p: torch.optim.Adadelta([p], lr=1.0, rho=0.95, eps=1e-6, weight_decay=0.01),
-//     "adagrad_decay_wd": lambda p: torch.optim.Adagrad([p], lr=0.1, lr_decay=0.5, weight_decay=0.01,
+//     "adam_dcgan_wd": lambda p: torch.optim.Adam([p], lr=2e-4, betas=(0.5, 0.999),
+//     weight_decay=0.01), "adadelta_default": lambda p: torch.optim.Adadelta([p]),
+//     "adadelta_rho95_wd": lambda p: torch.optim.Adadelta([p], lr=1.0, rho=0.95, eps=1e-6,
+//     weight_decay=0.01), "adagrad_decay_wd": lambda p: torch.optim.Adagrad([p], lr=0.1,
+//     lr_decay=0.5, weight_decay=0.01,
 //                                                       initial_accumulator_value=0.1),
-//     "sgd_nesterov_wd": lambda p: torch.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True)}
+//     "sgd_nesterov_wd": lambda p: torch.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.01,
+//     nesterov=True)}
 //   for name, make in cases.items():
 //       p = torch.tensor(w0, dtype=torch.float32, requires_grad=True); opt = make(p); print(name)
 //       for g in gs:
@@ -250,16 +258,20 @@ TEST(Optim, MatchesPyTorch113) {
     std::vector<Vec> want;
   };
   const std::vector<Case> cases = {
-      {"adam_default", [](std::vector<Param> ps) { return std::make_unique<Adam>(ps); },
+      {"adam_default",
+       [](std::vector<Param> ps) { return std::make_unique<Adam>(ps); },
        {{0.499000013f, -0.999000013f, 1.99899995f, 0.f, -0.250999987f},
         {0.498067826f, -0.999366105f, 1.99905264f, -0.000744136749f, -0.251970351f},
         {0.497957051f, -0.999781728f, 1.99871683f, -0.000364511536f, -0.252863973f}}},
       {"adam_dcgan_wd",
-       [](std::vector<Param> ps) { return std::make_unique<Adam>(ps, 2e-4, 0.5, 0.999, 1e-8, 0.01); },
+       [](std::vector<Param> ps) {
+         return std::make_unique<Adam>(ps, 2e-4, 0.5, 0.999, 1e-8, 0.01);
+       },
        {{0.499799997f, -0.999800026f, 1.99979997f, 0.f, -0.250200003f},
         {0.499628961f, -0.999921322f, 1.99985313f, -0.000188514619f, -0.250383019f},
         {0.499682724f, -1.00002313f, 1.99975646f, -4.15452087e-05f, -0.250528395f}}},
-      {"adadelta_default", [](std::vector<Param> ps) { return std::make_unique<Adadelta>(ps); },
+      {"adadelta_default",
+       [](std::vector<Param> ps) { return std::make_unique<Adadelta>(ps); },
        {{0.496839315f, -0.996838093f, 1.99683785f, 0.f, -0.253162265f},
         {0.494755596f, -1.00087833f, 2.00008202f, -0.00316188275f, -0.25573355f},
         {0.498140872f, -1.00225484f, 1.99678135f, 0.00101899332f, -0.257201225f}}},

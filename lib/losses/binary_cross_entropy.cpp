@@ -88,8 +88,8 @@ void binary_cross_entropy_with_logits_forward(float* parts, const float* z, cons
   });
 }
 
-void binary_cross_entropy_with_logits_backward(float* dz, const float* z, const float* t,
-                                               int64_t n, float scale) {
+void binary_cross_entropy_with_logits_backward(float* dz, const float* z, const float* t, int64_t n,
+                                               float scale) {
 #pragma omp parallel for if(PDNN_PAR(n))
   for (int64_t i = 0; i < n; ++i) {
     // sigmoid without overflow: exp of a non-positive number only.

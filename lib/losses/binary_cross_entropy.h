@@ -46,8 +46,8 @@ void binary_cross_entropy_backward(float* dp, const float* p, const float* t, in
                                    float scale);
 void binary_cross_entropy_with_logits_forward(float* parts, const float* z, const float* t,
                                               int64_t n);
-void binary_cross_entropy_with_logits_backward(float* dz, const float* z, const float* t,
-                                               int64_t n, float scale);
+void binary_cross_entropy_with_logits_backward(float* dz, const float* z, const float* t, int64_t n,
+                                               float scale);
 }  // namespace cpu
 
 }  // namespace pdnn

@@ -23,9 +23,8 @@ void check_labels(const char* op, const int32_t* labels, int64_t n, int64_t k) {
   PDNN_CHECK(labels != nullptr || n == 0, "%s: labels is null", op);
   for (int64_t i = 0; i < n; ++i)
     PDNN_CHECK(labels[i] >= 0 && labels[i] < k,
-               "%s: label %d of sample %lld is outside [0,%lld) (K = %lld classes)", op,
-               labels[i], static_cast<long long>(i), static_cast<long long>(k),
-               static_cast<long long>(k));
+               "%s: label %d of sample %lld is outside [0,%lld) (K = %lld classes)", op, labels[i],
+               static_cast<long long>(i), static_cast<long long>(k), static_cast<long long>(k));
 }
 
 void check_cpu(const char* op, const Tensor& t) {
@@ -57,8 +56,8 @@ void softmax_cross_entropy_forward(float* probs, float* row_loss, const float* z
   }
 }
 
-void softmax_cross_entropy_backward(float* dz, const float* probs, const int32_t* labels,
-                                    int64_t n, int64_t k, float scale) {
+void softmax_cross_entropy_backward(float* dz, const float* probs, const int32_t* labels, int64_t n,
+                                    int64_t k, float scale) {
 #pragma omp parallel for if(PDNN_PAR(n * k))
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < k; ++j) dz[i * k + j] = probs[i * k + j] * scale;
@@ -80,8 +79,8 @@ float SoftmaxCrossEntropy::forward(Context& ctx, const Tensor& logits, const int
   labels_.assign(labels, labels + n);
   probs_.resize(Shape{n, k});
   row_loss_.resize(Shape{n});
-  cpu::softmax_cross_entropy_forward(probs_.data(), row_loss_.data(), logits.data(),
-                                     labels_.data(), n, k);
+  cpu::softmax_cross_entropy_forward(probs_.data(), row_loss_.data(), logits.data(), labels_.data(),
+                                     n, k);
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) total += row_loss_[i];
   return static_cast<float>(total / static_cast<double>(n));

@@ -37,8 +37,8 @@ namespace cpu {
 void softmax_cross_entropy_forward(float* probs, float* row_loss, const float* z,
                                    const int32_t* labels, int64_t n, int64_t k);
 // dz (N,K) = (probs - onehot(labels)) * scale.
-void softmax_cross_entropy_backward(float* dz, const float* probs, const int32_t* labels,
-                                    int64_t n, int64_t k, float scale);
+void softmax_cross_entropy_backward(float* dz, const float* probs, const int32_t* labels, int64_t n,
+                                    int64_t k, float scale);
 }  // namespace cpu
 
 }  // namespace pdnn

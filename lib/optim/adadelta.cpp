@@ -30,11 +30,9 @@ Adadelta::Adadelta(std::vector<Param> params, double lr, double rho, double eps,
                    double weight_decay)
     : Optimizer(std::move(params)), rho_(rho), eps_(eps), weight_decay_(weight_decay) {
   PDNN_CHECK(lr >= 0, "adadelta: invalid learning rate %g", lr);
-  PDNN_CHECK(rho >= 0 && rho <= 1, "adadelta: invalid rho %g (needs [0,1])",
-             rho);
+  PDNN_CHECK(rho >= 0 && rho <= 1, "adadelta: invalid rho %g (needs [0,1])", rho);
   PDNN_CHECK(eps >= 0, "adadelta: invalid eps %g", eps);
-  PDNN_CHECK(weight_decay >= 0, "adadelta: invalid weight_decay %g",
-             weight_decay);
+  PDNN_CHECK(weight_decay >= 0, "adadelta: invalid weight_decay %g", weight_decay);
   lr_ = static_cast<float>(lr);
   square_avg_ = state_like(params_, 0.f);
   acc_delta_ = state_like(params_, 0.f);
@@ -44,8 +42,8 @@ void Adadelta::update(Context& ctx, size_t i) {
   (void)ctx;
   const Param& p = params_[i];
   check_param("adadelta", i, p);
-  cpu::adadelta_update(p.value->data(), square_avg_[i].data(), acc_delta_[i].data(),
-                       p.grad->data(), p.value->numel(), lr_, static_cast<float>(rho_),
+  cpu::adadelta_update(p.value->data(), square_avg_[i].data(), acc_delta_[i].data(), p.grad->data(),
+                       p.value->numel(), lr_, static_cast<float>(rho_),
                        static_cast<float>(1.0 - rho_), static_cast<float>(eps_),
                        static_cast<float>(weight_decay_));
 }

@@ -11,8 +11,8 @@ namespace pdnn {
 
 namespace cpu {
 
-void adagrad_update(float* w, float* sum, const float* g, int64_t n, float clr,
-                    float weight_decay, float eps) {
+void adagrad_update(float* w, float* sum, const float* g, int64_t n, float clr, float weight_decay,
+                    float eps) {
 #pragma omp parallel for if(PDNN_PAR(n))
   for (int64_t i = 0; i < n; ++i) {
     const float d = weight_decay != 0.f ? g[i] + weight_decay * w[i] : g[i];
@@ -28,8 +28,7 @@ Adagrad::Adagrad(std::vector<Param> params, double lr, double lr_decay, double w
     : Optimizer(std::move(params)), lr_decay_(lr_decay), weight_decay_(weight_decay), eps_(eps) {
   PDNN_CHECK(lr >= 0, "adagrad: invalid learning rate %g", lr);
   PDNN_CHECK(lr_decay >= 0, "adagrad: invalid lr_decay %g", lr_decay);
-  PDNN_CHECK(weight_decay >= 0, "adagrad: invalid weight_decay %g",
-             weight_decay);
+  PDNN_CHECK(weight_decay >= 0, "adagrad: invalid weight_decay %g", weight_decay);
   PDNN_CHECK(initial_accumulator_value >= 0, "adagrad: invalid initial_accumulator_value %g",
              initial_accumulator_value);
   PDNN_CHECK(eps >= 0, "adagrad: invalid eps %g", eps);
@@ -42,8 +41,7 @@ void Adagrad::update(Context& ctx, size_t i) {
   const Param& p = params_[i];
   check_param("adagrad", i, p);
   // In double as PyTorch's Python float arithmetic, then rounded once.
-  const double clr =
-      static_cast<double>(lr_) / (1.0 + static_cast<double>(steps_ - 1) * lr_decay_);
+  const double clr = static_cast<double>(lr_) / (1.0 + static_cast<double>(steps_ - 1) * lr_decay_);
   cpu::adagrad_update(p.value->data(), sum_[i].data(), p.grad->data(), p.value->numel(),
                       static_cast<float>(clr), static_cast<float>(weight_decay_),
                       static_cast<float>(eps_));

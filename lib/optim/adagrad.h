@@ -24,8 +24,8 @@ class Adagrad : public Optimizer {
 
 namespace cpu {
 // w, sum (n) updated in place from g (n) as above; clr is this step's decayed rate.
-void adagrad_update(float* w, float* sum, const float* g, int64_t n, float clr,
-                    float weight_decay, float eps);
+void adagrad_update(float* w, float* sum, const float* g, int64_t n, float clr, float weight_decay,
+                    float eps);
 }  // namespace cpu
 
 }  // namespace pdnn

@@ -11,9 +11,9 @@ namespace pdnn {
 
 namespace cpu {
 
-void adam_update(float* w, float* m, float* v, const float* g, int64_t n, float beta1,
-                 float keep1, float beta2, float keep2, float eps, float weight_decay,
-                 float step_size, float bc2_sqrt) {
+void adam_update(float* w, float* m, float* v, const float* g, int64_t n, float beta1, float keep1,
+                 float beta2, float keep2, float eps, float weight_decay, float step_size,
+                 float bc2_sqrt) {
 #pragma omp parallel for if(PDNN_PAR(n))
   for (int64_t i = 0; i < n; ++i) {
     const float d = weight_decay != 0.f ? g[i] + weight_decay * w[i] : g[i];
@@ -52,12 +52,11 @@ void Adam::update(Context& ctx, size_t i) {
   const double step = static_cast<double>(steps_);
   const double bc1 = 1.0 - std::pow(beta1_, step);
   const double bc2 = 1.0 - std::pow(beta2_, step);
-  cpu::adam_update(p.value->data(), exp_avg_[i].data(), exp_avg_sq_[i].data(), p.grad->data(),
-                   p.value->numel(), static_cast<float>(beta1_), static_cast<float>(1.0 - beta1_),
-                   static_cast<float>(beta2_), static_cast<float>(1.0 - beta2_),
-                   static_cast<float>(eps_), static_cast<float>(weight_decay_),
-                   static_cast<float>(static_cast<double>(lr_) / bc1),
-                   static_cast<float>(std::sqrt(bc2)));
+  cpu::adam_update(
+      p.value->data(), exp_avg_[i].data(), exp_avg_sq_[i].data(), p.grad->data(), p.value->numel(),
+      static_cast<float>(beta1_), static_cast<float>(1.0 - beta1_), static_cast<float>(beta2_),
+      static_cast<float>(1.0 - beta2_), static_cast<float>(eps_), static_cast<float>(weight_decay_),
+      static_cast<float>(static_cast<double>(lr_) / bc1), static_cast<float>(std::sqrt(bc2)));
 }
 
 std::vector<std::pair<std::string, Tensor*>> Adam::state() {

@@ -28,11 +28,11 @@ class Adam : public Optimizer {
 namespace cpu {
 // w, m (exp_avg), v (exp_avg_sq) (n) updated in place from g (n) as above; keep1 = 1 - beta1,
 // keep2 = 1 - beta2 (rounded from double, as PyTorch hands Python floats to the float kernel);
-// step_size =
-// lr / bias_correction1 and bc2_sqrt = sqrt(bias_correction2) come from the step count.
-void adam_update(float* w, float* m, float* v, const float* g, int64_t n, float beta1,
-                 float keep1, float beta2, float keep2, float eps, float weight_decay,
-                 float step_size, float bc2_sqrt);
+// step_size = lr / bias_correction1 and bc2_sqrt = sqrt(bias_correction2) come from the step
+// count.
+void adam_update(float* w, float* m, float* v, const float* g, int64_t n, float beta1, float keep1,
+                 float beta2, float keep2, float eps, float weight_decay, float step_size,
+                 float bc2_sqrt);
 }  // namespace cpu
 
 }  // namespace pdnn

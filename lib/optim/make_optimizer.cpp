@@ -15,8 +15,9 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<P
                                           float lr) {
   const bool dflt = lr < 0.f;
   if (name == "sgd") {
-    PDNN_CHECK(!dflt, "make_optimizer: sgd has no default learning rate (PyTorch requires one); "
-                      "give one (--lr)");
+    PDNN_CHECK(!dflt,
+               "make_optimizer: sgd has no default learning rate (PyTorch requires one); "
+               "give one (--lr)");
     return std::make_unique<Sgd>(std::move(params), lr);
   }
   // The defaults live in the constructors' default arguments only.
@@ -29,8 +30,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<P
   if (name == "adam")
     return dflt ? std::make_unique<Adam>(std::move(params))
                 : std::make_unique<Adam>(std::move(params), lr);
-  PDNN_FAIL("make_optimizer: unknown optimizer '%s' (known: %s)", name.c_str(),
-            optimizer_names());
+  PDNN_FAIL("make_optimizer: unknown optimizer '%s' (known: %s)", name.c_str(), optimizer_names());
 }
 
 }  // namespace pdnn

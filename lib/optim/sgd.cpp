@@ -33,8 +33,7 @@ Sgd::Sgd(std::vector<Param> params, double lr, double momentum, double weight_de
       nesterov_(nesterov) {
   PDNN_CHECK(lr >= 0, "sgd: invalid learning rate %g", lr);
   PDNN_CHECK(momentum >= 0, "sgd: invalid momentum %g", momentum);
-  PDNN_CHECK(weight_decay >= 0, "sgd: invalid weight_decay %g",
-             weight_decay);
+  PDNN_CHECK(weight_decay >= 0, "sgd: invalid weight_decay %g", weight_decay);
   PDNN_CHECK(!nesterov || (momentum > 0 && dampening == 0),
              "sgd: nesterov needs momentum > 0 and dampening 0 (got momentum %g, dampening %g)",
              momentum, dampening);
@@ -48,8 +47,8 @@ void Sgd::update(Context& ctx, size_t i) {
   check_param("sgd", i, p);
   cpu::sgd_update(p.value->data(), buf_.empty() ? nullptr : buf_[i].data(), p.grad->data(),
                   p.value->numel(), lr_, static_cast<float>(momentum_),
-                  static_cast<float>(1.0 - dampening_), static_cast<float>(weight_decay_), nesterov_,
-                  steps_ <= 1);
+                  static_cast<float>(1.0 - dampening_), static_cast<float>(weight_decay_),
+                  nesterov_, steps_ <= 1);
 }
 
 std::vector<std::pair<std::string, Tensor*>> Sgd::state() {

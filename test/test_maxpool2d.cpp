@@ -110,14 +110,30 @@ TEST(MaxPool2d, TiesGoToTheFirstMaximum) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(dx[i], want[i]) << "at " << i;
 }
 
+TEST(MaxPool2d, TiesGoToTheFirstMaximumGeneralPath) {
+  Context ctx(1);
+  MaxPool2d pool(2, 1);  // not 2x2/2: the general kernel
+  Tensor x(Shape{1, 1, 2, 3});
+  x.fill(4.f);  // every window all ties -> its top-left element
+  Tensor y(pool.output_shape(x.shape())), dx(x.shape()), dy(y.shape());
+  pool.forward(ctx, x, y);
+  dy[0] = 1.f;
+  dy[1] = 2.f;
+  pool.backward(ctx, x, y, dy, &dx);
+  const float want[6] = {1, 2, 0, 0, 0, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(dx[i], want[i]) << "at " << i;
+}
+
 TEST(MaxPool2d, NaNPropagates) {
   Context ctx(1);
-  MaxPool2d pool(2);
-  Tensor x(Shape{1, 1, 2, 2});
-  x[0] = 1.f; x[1] = std::nanf(""); x[2] = 3.f; x[3] = 2.f;
-  Tensor y(Shape{1, 1, 1, 1});
-  pool.forward(ctx, x, y);
-  EXPECT_TRUE(std::isnan(y[0]));
+  for (int stride : {2, 1}) {  // the 2x2/2 kernel and the general one
+    MaxPool2d pool(2, stride);
+    Tensor x(Shape{1, 1, 2, 2});
+    x[0] = 1.f; x[1] = std::nanf(""); x[2] = 3.f; x[3] = 2.f;
+    Tensor y(Shape{1, 1, 1, 1});
+    pool.forward(ctx, x, y);
+    EXPECT_TRUE(std::isnan(y[0])) << pool.describe();
+  }
 }
 
 TEST(MaxPool2d, SameResultAtOneAndTwoThreads) {

@@ -11,32 +11,78 @@ namespace pdnn {
 
 namespace cpu {
 
+namespace {
+
+// The common 2x2 stride-2 window (every pool in W2..W4): the four candidates of an output are
+// two adjacent pairs of two rows, compared in row-major order with selects, not branches.
+void maxpool2x2_plane(const Pool2d& g, const float* __restrict xp, float* __restrict yp,
+                      int32_t* __restrict ap) {
+  const int32_t w = static_cast<int32_t>(g.w), ow = static_cast<int32_t>(g.ow);
+  for (int32_t oy = 0; oy < static_cast<int32_t>(g.oh); ++oy) {
+    const int32_t r0 = 2 * oy * w, r1 = r0 + w;
+    const float* __restrict x0 = xp + r0;
+    const float* __restrict x1 = xp + r1;
+    float* __restrict yr = yp + oy * ow;
+    int32_t* __restrict ar = ap + oy * ow;
+    for (int32_t ox = 0; ox < ow; ++ox) {
+      const float a = x0[2 * ox], b = x0[2 * ox + 1], c = x1[2 * ox], d = x1[2 * ox + 1];
+      float best = a;
+      int32_t bi = r0 + 2 * ox;
+      // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|', not
+      // '||': no branch).
+      bool t = (b > best) | (b != b);
+      best = t ? b : best;
+      bi = t ? r0 + 2 * ox + 1 : bi;
+      t = (c > best) | (c != c);
+      best = t ? c : best;
+      bi = t ? r1 + 2 * ox : bi;
+      t = (d > best) | (d != d);
+      best = t ? d : best;
+      bi = t ? r1 + 2 * ox + 1 : bi;
+      yr[ox] = best;
+      ar[ox] = bi;
+    }
+  }
+}
+
+}  // namespace
+
 void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax) {
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+  const int32_t s = static_cast<int32_t>(g.s);
   // Planes are independent: parallel over N*C, each plane's outputs in order (deterministic).
 #pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
   for (int64_t p = 0; p < g.planes; ++p) {
-    const float* xp = x + p * in_plane;
-    float* yp = y + p * out_plane;
-    int32_t* ap = argmax + p * out_plane;
+    const float* __restrict xp = x + p * in_plane;
+    if (g.k == 2 && g.s == 2) {
+      maxpool2x2_plane(g, xp, y + p * out_plane, argmax + p * out_plane);
+      continue;
+    }
     for (int64_t oy = 0; oy < g.oh; ++oy) {
+      // One output row at a time, window offsets (ky, kx) outermost and outputs innermost: the
+      // comparisons become branch-free selects over a row (a compare-and-branch per element
+      // mispredicts half the time on real data and cost ~4 ns per input). Each output still
+      // sees its window in row-major order, so the first maximum wins.
+      float* __restrict yr = y + p * out_plane + oy * g.ow;
+      int32_t* __restrict ar = argmax + p * out_plane + oy * g.ow;
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        const int64_t start = oy * g.s * g.w + ox * g.s;
-        float best = -std::numeric_limits<float>::infinity();
-        int64_t best_i = start;
-        for (int64_t ky = 0; ky < g.k; ++ky) {
-          const int64_t row = start + ky * g.w;
-          for (int64_t kx = 0; kx < g.k; ++kx) {
-            const float v = xp[row + kx];
-            // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch.
-            if (v > best || v != v) {
-              best = v;
-              best_i = row + kx;
-            }
+        yr[ox] = -std::numeric_limits<float>::infinity();
+        ar[ox] = static_cast<int32_t>(oy * g.s * g.w + ox * g.s);
+      }
+      for (int64_t ky = 0; ky < g.k; ++ky) {
+        const int32_t row = static_cast<int32_t>((oy * g.s + ky) * g.w);
+        for (int64_t kx = 0; kx < g.k; ++kx) {
+          const float* __restrict xr = xp + row + kx;
+          const int32_t first = row + static_cast<int32_t>(kx);
+          for (int32_t ox = 0; ox < static_cast<int32_t>(g.ow); ++ox) {
+            const float v = xr[ox * s];
+            // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|', not
+      // '||': no branch).
+            const bool take = (v > yr[ox]) | (v != v);
+            yr[ox] = take ? v : yr[ox];
+            ar[ox] = take ? first + ox * s : ar[ox];
           }
         }
-        yp[oy * g.ow + ox] = best;
-        ap[oy * g.ow + ox] = static_cast<int32_t>(best_i);
       }
     }
   }

@@ -106,7 +106,7 @@ std::vector<Profiler::Row> Profiler::rows() const {
 
 std::string Profiler::table() const {
   const std::vector<Row> rs = rows();
-  size_t wl = 5, wd = 5, ws = 12;
+  size_t wl = 1, wd = 5, ws = 12;
   for (const Row& r : rs) {
     wl = std::max(wl, r.layer.size());
     wd = std::max(wd, r.describe.size());
@@ -115,7 +115,7 @@ std::string Profiler::table() const {
   std::string s = strprintf("profile: %lld steps, %.3f ms per step (means per step)\n",
                             static_cast<long long>(steps_), step_ms());
   const int il = static_cast<int>(wl), id = static_cast<int>(wd), is = static_cast<int>(ws);
-  s += strprintf("%-*s  %-*s  %-*s  %10s  %10s  %10s  %6s  %8s\n", il, "layer", id, "kind", is,
+  s += strprintf("%-*s  %-*s  %-*s  %10s  %10s  %10s  %6s  %8s\n", il, "#", id, "layer", is,
                  "output shape", "fwd ms", "bwd ms", "update ms", "share", "GFLOP/s");
   s += std::string(wl + wd + ws + 4 + 3 * 12 + 8 + 10, '-') + "\n";
   double f = 0, b = 0, u = 0, sh = 0;

@@ -44,11 +44,16 @@ class Rng:
         return (self.next_many(n) >> np.uint64(11)).astype(np.float64) * (2.0 ** -53)
 
     def uniform_float(self, shape, lo, hi):
-        """pdnn's Rng::uniform(lo, hi) per element: lo + (hi - lo) * float(u), in float32."""
+        """pdnn's Rng::uniform(lo, hi) per element: lo + (hi - lo) * float(u) in float32, with
+        the multiply-add fused into one rounding, as GCC compiles it for x86-64 with FMA
+        (-march=native contracts a*b+c). The product of two floats is exact in long double and
+        the sum is rounded there first: a double rounding that could differ from a true FMA
+        only for a sum lying within 2^-64 relative of a float midpoint."""
         n = int(np.prod(shape))
         u = self.uniform_many(n).astype(np.float32)
         lo32, hi32 = np.float32(lo), np.float32(hi)
-        return (lo32 + (hi32 - lo32) * u).astype(np.float32).reshape(shape)
+        d = np.longdouble(hi32 - lo32)
+        return (np.longdouble(lo32) + d * u.astype(np.longdouble)).astype(np.float32).reshape(shape)
 
     def permutation(self, n):
         p = list(range(n))

@@ -32,7 +32,8 @@ using namespace pdnn;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  std::string model = "small", dataset = "mnist", data, optimizer, out, checkpoint, profile_out;
+  std::string model = "small", dataset = "mnist", data, optimizer, out, checkpoint, profile_out,
+      save_init;
   int epochs = 5, threads = 0;
   int64_t batch = 0, steps = 0;
   float lr = -1.f;
@@ -151,6 +152,8 @@ int run(int argc, char** argv) {
   app.add_option("--out", o.out,
                  "CSV to append one row per epoch to (default results/mnist/<model>_<dataset>.csv)");
   app.add_option("--checkpoint", o.checkpoint, "checkpoint file, written at each epoch end");
+  app.add_option("--save-init", o.save_init,
+                 "also write the initial weights as a checkpoint (for scripts/torch_reference.py)");
   app.add_flag("--resume", o.resume, "continue from --checkpoint (weights, optimizer, epoch, RNG)");
   app.add_option("--steps", o.steps,
                  "stop after this many training steps and print step times (benchmarks)")
@@ -186,6 +189,8 @@ int run(int argc, char** argv) {
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
   std::unique_ptr<Optimizer> opt = make_mnist_optimizer(o.model, o.optimizer, model, o.lr);
   const std::string opt_name = o.optimizer.empty() ? default_mnist_optimizer(o.model) : o.optimizer;
+
+  if (!o.save_init.empty()) save_checkpoint(o.save_init, model, nullptr, 0);
 
   int start_epoch = 0;
   if (o.resume) {

@@ -209,4 +209,34 @@ TEST_F(MnistApp, BadInputFailsWithOneLineAndWritesNothing) {
   expect_failure("--data " + good + " --resume", "");  // the checkpoint does not exist yet
 }
 
+// scripts/torch_reference.py rebuilds pdnn's initial weights exactly, and with the same data
+// order, dropout masks and optimizer ends an epoch at the same weights up to float rounding.
+TEST_F(MnistApp, TorchReferenceReproducesTheRun) {
+  const std::string py = "/usr/bin/python3";
+  if (run(py + " -c 'import torch'").status != 0)
+    GTEST_SKIP() << "no torch for " << py << " (scripts/install_deps.sh torch)";
+  const std::string data = make_data("data", 100, 40, 12);
+  const std::string csv = dir_ + "/r.csv", init = dir_ + "/init.ckpt", fin = dir_ + "/e1.ckpt";
+  const std::string args = " --model keras --data " + data +
+                           " --epochs 1 --batch 32 --threads 1 --seed 5 --out " + csv;
+  Result r = run(kBin + args + " --save-init " + init + " --checkpoint " + fin);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run(py + " " + PDNN_SOURCE_DIR + "/scripts/torch_reference.py mnist" + args +
+          " --init-checkpoint " + init + " --compare-checkpoint " + fin);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("initial weights: max |torch - pdnn| over all parameters = 0.000e+00"),
+            std::string::npos)
+      << r.output;
+  const size_t at = r.output.find("final weights: max |torch - pdnn| over all parameters = ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double diff = std::stod(r.output.substr(at + 56));
+  EXPECT_LT(diff, 1e-4) << r.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1][0], "pdnn");
+  EXPECT_EQ(rows[2][0], "torch");
+  for (int c : {7, 8, 9, 10})  // train/test loss and accuracy
+    EXPECT_NEAR(std::stod(rows[1][c]), std::stod(rows[2][c]), 1e-4) << rows[0][c];
+}
+
 }  // namespace

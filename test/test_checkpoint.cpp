@@ -17,10 +17,10 @@
 #include "layers/dense.h"
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
-#include "losses/softmax_cross_entropy.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "testing.h"
+#include "train/classifier_trainer.h"
 #include "toy_layers.h"
 
 namespace pdnn {
@@ -264,13 +264,7 @@ TEST(Checkpoint, ConvNetWithAdamResumesBitIdentically) {
     const Tensor x = testing::random_tensor(Shape{6, 1, 8, 8}, rng);
     std::vector<int32_t> labels(6);
     for (auto& l : labels) l = static_cast<int32_t>(rng.next() % 3);
-    SoftmaxCrossEntropy loss;
-    Tensor dlogits;
-    loss.forward(ctx, m.forward(ctx, x), labels.data());
-    loss.backward(ctx, dlogits);
-    m.zero_grad();
-    m.backward(ctx, dlogits);
-    opt.step(ctx);
+    ClassifierTrainer(m, opt).step(ctx, x, labels.data());
   };
   Context ctx(1, 3);
   Rng init_a(1), init_b(2);

@@ -10,11 +10,10 @@
 #include "layers/dense.h"
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
-#include "losses/softmax_cross_entropy.h"
 #include "model/sequential.h"
 #include "optim/adam.h"
 #include "testing.h"
-#include "train/optimizer_step.h"
+#include "train/classifier_trainer.h"
 
 namespace pdnn {
 namespace {
@@ -37,18 +36,12 @@ std::vector<Tensor> train_and_get_weights(int threads, uint64_t seed) {
   m.emplace<Dense>(32, kClasses);
   m.reset_parameters(ctx.rng());
   Adam opt(m.params(), 1e-3);
-  SoftmaxCrossEntropy loss;
-  Tensor dlogits;
+  ClassifierTrainer trainer(m, opt);
   for (int step = 0; step < 4; ++step) {
     Tensor x = testing::random_tensor(Shape{kBatch, 3, 16, 16}, ctx.rng());
     std::vector<int32_t> labels(kBatch);
     for (auto& l : labels) l = static_cast<int32_t>(ctx.rng().next() % kClasses);
-    const Tensor& logits = m.forward(ctx, x);
-    loss.forward(ctx, logits, labels.data());
-    loss.backward(ctx, dlogits);
-    m.zero_grad();
-    m.backward(ctx, dlogits);
-    optimizer_step(ctx, opt, m);
+    trainer.step(ctx, x, labels.data());
   }
   std::vector<Tensor> w;
   for (const Param& p : m.params()) w.push_back(p.value->clone());

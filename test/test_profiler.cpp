@@ -14,10 +14,10 @@
 #include "layers/dense.h"
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
-#include "losses/softmax_cross_entropy.h"
 #include "optim/adam.h"
 #include "testing.h"
 #include "toy_layers.h"
+#include "train/classifier_trainer.h"
 #include "train/optimizer_step.h"
 #include "train/profiler.h"
 
@@ -158,21 +158,16 @@ TEST(Profiler, CnnStepIsCoveredByItsLayers) {
   m.emplace<Dense>(100, 10);
   m.reset_parameters(ctx.rng());
   Adam opt(m.params(), 1e-3);
-  SoftmaxCrossEntropy loss;
+  ClassifierTrainer trainer(m, opt);
   const Tensor x = testing::random_tensor(Shape{32, 1, 28, 28}, ctx.rng(), 0.f, 1.f);
   std::vector<int32_t> labels(32);
   for (auto& l : labels) l = static_cast<int32_t>(ctx.rng().next() % 10);
-  Tensor dlogits;
   Profiler prof;
   ctx.set_profiler(&prof);
   for (int s = 0; s < 6; ++s) {
     if (s == 1) prof.reset();  // the first step pays for allocations and page faults
     prof.begin_step(ctx);
-    loss.forward(ctx, m.forward(ctx, x), labels.data());
-    loss.backward(ctx, dlogits);
-    m.zero_grad();
-    m.backward(ctx, dlogits);
-    optimizer_step(ctx, opt, m);
+    trainer.step(ctx, x, labels.data());
     prof.end_step(ctx);
   }
   ctx.set_profiler(nullptr);

@@ -32,7 +32,8 @@ std::vector<Case> cases() {
       {[] { return std::make_unique<LeakyReLU>(); }, [](double v) { return v > 0 ? v : 0.01 * v; }},
       {[] { return std::make_unique<LeakyReLU>(0.2f); },
        [](double v) { return v > 0 ? v : 0.2 * v; }},
-      {[] { return std::make_unique<Sigmoid>(); }, [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
+      {[] { return std::make_unique<Sigmoid>(); },
+       [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
       {[] { return std::make_unique<Tanh>(); }, [](double v) { return std::tanh(v); }},
   };
 }
@@ -80,7 +81,10 @@ TEST(Activation, SameResultAtOneAndTwoThreads) {
 TEST(Activation, SaturatesWithoutNaN) {
   Context ctx(1);
   Tensor x(Shape{1, 4});
-  x[0] = -200.f; x[1] = 200.f; x[2] = -90.f; x[3] = 90.f;
+  x[0] = -200.f;
+  x[1] = 200.f;
+  x[2] = -90.f;
+  x[3] = 90.f;
   Sigmoid sig;
   Tanh th;
   Tensor y(x.shape());

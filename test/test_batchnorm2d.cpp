@@ -53,7 +53,8 @@ TEST(BatchNorm2d, TrainForwardUsesBatchStatistics) {
   Context ctx(1);
   Rng rng(1);
   // The last shape is above the parallel threshold.
-  for (const Shape& s : {Shape{2, 3, 4, 5}, Shape{1, 2, 3, 3}, Shape{5, 1, 1, 1}, Shape{8, 16, 16, 16}}) {
+  for (const Shape& s :
+       {Shape{2, 3, 4, 5}, Shape{1, 2, 3, 3}, Shape{5, 1, 1, 1}, Shape{8, 16, 16, 16}}) {
     BatchNorm2d bn(s.c());
     randomise_affine(bn, rng);
     Tensor x = pt::random_tensor(s, rng, -2.f, 3.f);
@@ -91,7 +92,10 @@ TEST(BatchNorm2d, RunningStatisticsUpdateByHand) {
   // One channel, values 1, 2, 3, 6: mean 3, biased var 3.5, unbiased var 14/3.
   BatchNorm2d bn(1, 1e-5f, 0.1f);
   Tensor x(Shape{2, 1, 1, 2});
-  x[0] = 1.f; x[1] = 2.f; x[2] = 3.f; x[3] = 6.f;
+  x[0] = 1.f;
+  x[1] = 2.f;
+  x[2] = 3.f;
+  x[3] = 6.f;
   Tensor y(x.shape());
   bn.forward(ctx, x, y);
   EXPECT_FLOAT_EQ(bn.running_mean()[0], 0.9f * 0.f + 0.1f * 3.f);
@@ -131,8 +135,10 @@ TEST(BatchNorm2d, MatchesPyTorch) {
   const Shape s{2, 2, 1, 2};
   Context ctx(1);
   BatchNorm2d bn(2);
-  bn.weight()[0] = 1.5f; bn.weight()[1] = -0.5f;
-  bn.bias()[0] = 0.1f; bn.bias()[1] = 0.2f;
+  bn.weight()[0] = 1.5f;
+  bn.weight()[1] = -0.5f;
+  bn.bias()[0] = 0.1f;
+  bn.bias()[1] = 0.2f;
   Tensor x = from(xs, s), dy = from(dys, s), y(s), dx(s);
   bn.forward(ctx, x, y);
   bn.zero_grad();
@@ -153,7 +159,8 @@ TEST(BatchNorm2d, MatchesPyTorch) {
 TEST(BatchNorm2d, TrainGradientsThroughBatchStatistics) {
   Context ctx(1);
   Rng rng(3);
-  for (const Shape& s : {Shape{2, 3, 3, 3}, Shape{1, 2, 5, 3}, Shape{4, 1, 1, 1}, Shape{3, 2, 2, 5}}) {
+  for (const Shape& s :
+       {Shape{2, 3, 3, 3}, Shape{1, 2, 5, 3}, Shape{4, 1, 1, 1}, Shape{3, 2, 2, 5}}) {
     BatchNorm2d bn(s.c());
     randomise_affine(bn, rng);
     pt::check_layer_gradients(ctx, bn, pt::random_tensor(s, rng, -2.f, 2.f));
@@ -188,8 +195,11 @@ TEST(BatchNorm2d, SameResultAtOneAndTwoThreads) {
 TEST(BatchNorm2d, Errors) {
   Context ctx(1);
   BatchNorm2d bn(3);
-  pt::expect_error_mentions([&] { bn.output_shape(Shape{2, 4, 5, 5}); },
-                            {"BatchNorm2d", "(2,4,5,5)", "(N,3,H,W)"});
+  pt::expect_error_mentions(
+      [&] {
+        bn.output_shape(Shape{2, 4, 5, 5});
+      },
+      {"BatchNorm2d", "(2,4,5,5)", "(N,3,H,W)"});
   Tensor one(Shape{1, 3, 1, 1}), y(one.shape());
   EXPECT_THROW(bn.forward(ctx, one, y), Error);  // one value per channel in training
   bn.train(false);

@@ -119,8 +119,11 @@ TEST(Dense, SameResultAtOneAndTwoThreads) {
 TEST(Dense, WrongFeatureCountThrowsNamingBothShapes) {
   Context ctx(1);
   Dense d(1960, 100);
-  pt::expect_error_mentions([&] { d.output_shape(Shape{8, 10, 14, 15}); },
-                            {"Dense", "(8,10,14,15)", "(100,1960)"});
+  pt::expect_error_mentions(
+      [&] {
+        d.output_shape(Shape{8, 10, 14, 15});
+      },
+      {"Dense", "(8,10,14,15)", "(100,1960)"});
   Tensor x(Shape{2, 1961}), y(Shape{2, 100});
   EXPECT_THROW(d.forward(ctx, x, y), Error);
   EXPECT_THROW(d.output_shape(Shape{1960}), Error);

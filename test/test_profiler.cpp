@@ -9,8 +9,15 @@
 #include <vector>
 
 #include "model/sequential.h"
+#include "layers/activation.h"
+#include "layers/conv2d.h"
+#include "layers/dense.h"
+#include "layers/flatten.h"
+#include "layers/maxpool2d.h"
+#include "optim/adam.h"
 #include "testing.h"
 #include "toy_layers.h"
+#include "train/classifier_trainer.h"
 #include "train/optimizer_step.h"
 #include "train/profiler.h"
 
@@ -135,6 +142,47 @@ TEST(Profiler, OptimizerStepChecksTheModelMatches) {
   Sequential other;
   other.emplace<toy::Linear>(2, 2);
   EXPECT_THROW(optimizer_step(ctx, *n.opt, other), Error);
+}
+
+// The W2 network at batch 32 with the real layers, loss and Adam: the layers account for the
+// step up to 10% (the rest is the loss and zero_grad).
+TEST(Profiler, CnnStepIsCoveredByItsLayers) {
+  Context ctx(1, 1);
+  Sequential m;
+  m.emplace<Conv2d>(1, 10, 3, 1, 1);
+  m.emplace<ReLU>();
+  m.emplace<MaxPool2d>(2);
+  m.emplace<Flatten>();
+  m.emplace<Dense>(1960, 100);
+  m.emplace<ReLU>();
+  m.emplace<Dense>(100, 10);
+  m.reset_parameters(ctx.rng());
+  Adam opt(m.params(), 1e-3);
+  ClassifierTrainer trainer(m, opt);
+  const Tensor x = testing::random_tensor(Shape{32, 1, 28, 28}, ctx.rng(), 0.f, 1.f);
+  std::vector<int32_t> labels(32);
+  for (auto& l : labels) l = static_cast<int32_t>(ctx.rng().next() % 10);
+  Profiler prof;
+  ctx.set_profiler(&prof);
+  for (int s = 0; s < 6; ++s) {
+    if (s == 1) prof.reset();  // the first step pays for allocations and page faults
+    prof.begin_step(ctx);
+    trainer.step(ctx, x, labels.data());
+    prof.end_step(ctx);
+  }
+  ctx.set_profiler(nullptr);
+  const std::vector<Profiler::Row> rows = prof.rows();
+  ASSERT_EQ(rows.size(), m.size() + 1);
+  double sum = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    sum += rows[i].fwd_ms + rows[i].bwd_ms + rows[i].update_ms;
+    EXPECT_EQ(rows[i].kind, m.layer(i).kind());
+  }
+  EXPECT_EQ(rows[0].output_shape, "(32,10,28,28)");
+  EXPECT_GT(rows[4].update_ms, 0.0);  // Dense(1960->100): the largest Adam update
+  EXPECT_GT(rows[0].gflops, 0.0);
+  EXPECT_GE(sum, 0.9 * prof.step_ms()) << prof.table();
+  EXPECT_LE(sum, prof.step_ms() * 1.0001) << prof.table();
 }
 
 }  // namespace pdnn

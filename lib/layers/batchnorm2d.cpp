@@ -10,8 +10,7 @@ namespace pdnn {
 
 namespace cpu {
 
-void batchnorm2d_stats(float* mean, float* var, const float* x, int64_t n, int64_t c,
-                       int64_t hw) {
+void batchnorm2d_stats(float* mean, float* var, const float* x, int64_t n, int64_t c, int64_t hw) {
   const double m = static_cast<double>(n * hw);
   // One channel per iteration, its sums in a fixed order: deterministic at any thread count.
   // Two passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2.
@@ -53,10 +52,9 @@ void batchnorm2d_apply(float* y, const float* x, const float* mean, const float*
   }
 }
 
-void batchnorm2d_backward(float* dx, float* dgamma, float* dbeta, const float* dy,
-                          const float* x, const float* mean, const float* invstd,
-                          const float* gamma, int64_t n, int64_t c, int64_t hw,
-                          bool batch_stats) {
+void batchnorm2d_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                          const float* mean, const float* invstd, const float* gamma, int64_t n,
+                          int64_t c, int64_t hw, bool batch_stats) {
   const double m = static_cast<double>(n * hw);
 #pragma omp parallel for if(PDNN_PAR(n * c * hw)) schedule(static)
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -117,9 +115,8 @@ std::string BatchNorm2d::describe() const {
 }
 
 Shape BatchNorm2d::output_shape(const Shape& in) const {
-  PDNN_CHECK(in.rank() == 4 && in.c() == c_,
-             "BatchNorm2d: input %s must be (N,%lld,H,W)", in.str().c_str(),
-             static_cast<long long>(c_));
+  PDNN_CHECK(in.rank() == 4 && in.c() == c_, "BatchNorm2d: input %s must be (N,%lld,H,W)",
+             in.str().c_str(), static_cast<long long>(c_));
   return in;
 }
 

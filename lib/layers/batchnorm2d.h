@@ -18,17 +18,16 @@ namespace pdnn {
 
 namespace cpu {
 // Per-channel batch statistics of x (n,c,hw), accumulated in double: mean, biased var.
-void batchnorm2d_stats(float* mean, float* var, const float* x, int64_t n, int64_t c,
-                       int64_t hw);
+void batchnorm2d_stats(float* mean, float* var, const float* x, int64_t n, int64_t c, int64_t hw);
 // y = (x - mean) * invstd * gamma + beta per channel; gamma/beta nullptr mean 1/0.
 void batchnorm2d_apply(float* y, const float* x, const float* mean, const float* invstd,
                        const float* gamma, const float* beta, int64_t n, int64_t c, int64_t hw);
 // With xhat = (x - mean) * invstd: dgamma += sum dy*xhat, dbeta += sum dy (either may be
 // nullptr); dx = gamma*invstd*(dy - [batch_stats] (sum dy + xhat * sum dy*xhat)/M), M = n*hw
 // (dx may be nullptr).
-void batchnorm2d_backward(float* dx, float* dgamma, float* dbeta, const float* dy,
-                          const float* x, const float* mean, const float* invstd,
-                          const float* gamma, int64_t n, int64_t c, int64_t hw, bool batch_stats);
+void batchnorm2d_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
+                          const float* mean, const float* invstd, const float* gamma, int64_t n,
+                          int64_t c, int64_t hw, bool batch_stats);
 }  // namespace cpu
 
 class BatchNorm2d : public Layer {

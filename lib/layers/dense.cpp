@@ -9,8 +9,8 @@ namespace pdnn {
 
 namespace cpu {
 
-void dense_forward(float* y, const float* x, const float* w, const float* b, int64_t n,
-                   int64_t in, int64_t out) {
+void dense_forward(float* y, const float* x, const float* w, const float* b, int64_t n, int64_t in,
+                   int64_t out) {
   // Broadcast the bias into y, then one GEMM accumulates x W^T on top (beta = 1).
   float beta = 0.f;
   if (b) {
@@ -47,8 +47,8 @@ Dense::Dense(int64_t in_features, int64_t out_features, bool bias)
 }
 
 std::string Dense::describe() const {
-  return strprintf("Dense(%lld->%lld%s)", static_cast<long long>(in_),
-                   static_cast<long long>(out_), has_bias_ ? "" : ", no bias");
+  return strprintf("Dense(%lld->%lld%s)", static_cast<long long>(in_), static_cast<long long>(out_),
+                   has_bias_ ? "" : ", no bias");
 }
 
 Shape Dense::output_shape(const Shape& in) const {
@@ -57,8 +57,8 @@ Shape Dense::output_shape(const Shape& in) const {
              w_.shape().str().c_str());
   PDNN_CHECK(in.per_sample() == in_,
              "Dense: input %s has %lld features per sample, weight %s expects %lld",
-             in.str().c_str(), static_cast<long long>(in.per_sample()),
-             w_.shape().str().c_str(), static_cast<long long>(in_));
+             in.str().c_str(), static_cast<long long>(in.per_sample()), w_.shape().str().c_str(),
+             static_cast<long long>(in_));
   return Shape{in.n(), out_};
 }
 
@@ -69,8 +69,7 @@ void Dense::forward(Context& ctx, const Tensor& x, Tensor& y) {
                      in_, out_);
 }
 
-void Dense::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
-                     Tensor* dx) {
+void Dense::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
   (void)ctx;
   check_same_shape("Dense backward: y vs expected", y.shape(), output_shape(x.shape()));
   check_same_shape("Dense backward: dy vs y", dy.shape(), y.shape());

@@ -77,7 +77,7 @@ void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argma
           for (int32_t ox = 0; ox < static_cast<int32_t>(g.ow); ++ox) {
             const float v = xr[ox * s];
             // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|', not
-      // '||': no branch).
+            // '||': no branch).
             const bool take = (v > yr[ox]) | (v != v);
             yr[ox] = take ? v : yr[ox];
             ar[ox] = take ? first + ox * s : ar[ox];
@@ -110,13 +110,13 @@ std::string MaxPool2d::describe() const { return strprintf("MaxPool2d(k%d s%d)",
 
 Pool2d MaxPool2d::geometry(const Shape& in) const {
   PDNN_CHECK(in.rank() == 4, "MaxPool2d: input %s must be NCHW (rank 4)", in.str().c_str());
-  PDNN_CHECK(in.h() >= k_ && in.w() >= k_, "MaxPool2d(k%d s%d): input %s is smaller than the kernel",
-             k_, s_, in.str().c_str());
+  PDNN_CHECK(in.h() >= k_ && in.w() >= k_,
+             "MaxPool2d(k%d s%d): input %s is smaller than the kernel", k_, s_, in.str().c_str());
   // The argmax is an int32 index within one plane.
   PDNN_CHECK(in.h() * in.w() <= std::numeric_limits<int32_t>::max(),
              "MaxPool2d: input plane of %s too large for int32 indices", in.str().c_str());
-  return Pool2d{in.n() * in.c(), in.h(), in.w(), (in.h() - k_) / s_ + 1, (in.w() - k_) / s_ + 1,
-                k_, s_};
+  return Pool2d{in.n() * in.c(),        in.h(), in.w(), (in.h() - k_) / s_ + 1,
+                (in.w() - k_) / s_ + 1, k_,     s_};
 }
 
 Shape MaxPool2d::output_shape(const Shape& in) const {

@@ -22,7 +22,7 @@
 #include "model/checkpoint.h"
 #include "model/mnist_models.h"
 #include "train/csv.h"
-#include "train/optimizer_step.h"
+#include "train/classifier_trainer.h"
 #include "train/profiler.h"
 #include "train/run_info.h"
 
@@ -244,8 +244,8 @@ int run(int argc, char** argv) {
   if (o.profile) ctx.set_profiler(&profiler);
 
   BatchLoader loader(data.train, o.batch);
-  SoftmaxCrossEntropy ce;
-  Tensor x, dlogits;
+  ClassifierTrainer trainer(model, *opt);
+  Tensor x;
   std::vector<int32_t> y;
   std::vector<double> step_ms;
   int64_t steps = 0;
@@ -262,13 +262,8 @@ int run(int argc, char** argv) {
       const auto ts = Clock::now();
       if (o.profile) profiler.begin_step(ctx);
       const int64_t nb = loader.load(b, x, y);
-      model.zero_grad();
-      const Tensor& logits = model.forward(ctx, x);
-      const float loss = ce.forward(ctx, logits, y.data());
-      correct += count_correct(logits, y.data());
-      ce.backward(ctx, dlogits);
-      model.backward(ctx, dlogits);
-      optimizer_step(ctx, *opt, model);
+      const float loss = trainer.step(ctx, x, y.data());
+      correct += count_correct(trainer.logits(), y.data());
       if (o.profile) profiler.end_step(ctx);
       step_ms.push_back(1e3 * seconds_since(ts));
       PDNN_CHECK(std::isfinite(loss), "training diverged: loss %g at epoch %d, batch %lld", loss,

@@ -103,7 +103,8 @@ def load_dataset(args):
         x = read_idx(find_idx(folder, f"{prefix}-images-idx3-ubyte"), 0x803)
         y = read_idx(find_idx(folder, f"{prefix}-labels-idx1-ubyte"), 0x801)
         if x.shape[0] != y.shape[0]:
-            sys.exit(f"torch_reference: {folder}: {prefix}: {x.shape[0]} images, {y.shape[0]} labels")
+            sys.exit(f"torch_reference: {folder}: {prefix}: {x.shape[0]} images, "
+                     f"{y.shape[0]} labels")
         # pixel / 255 in float32, as idx_to_tensor divides.
         xf = (x.astype(np.float32) / np.float32(255.0)).reshape(x.shape[0], 1, x.shape[1],
                                                                  x.shape[2])

@@ -150,8 +150,7 @@ TEST_F(IdxTest, WrongMagicAndMissingFiles) {
   EXPECT_NE(error_of([&] { read_idx_images(path("text")); }).find("not an IDX image file"),
             std::string::npos);
   spit(path("empty"), "");
-  EXPECT_NE(error_of([&] { read_idx_labels(path("empty")); }).find("too short"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { read_idx_labels(path("empty")); }).find("too short"), std::string::npos);
   e = error_of([&] { read_idx_images(path("nope")); });
   EXPECT_NE(e.find(path("nope") + ": cannot open"), std::string::npos) << e;
 }
@@ -210,8 +209,7 @@ TEST_F(IdxTest, LoaderCoversEveryImageOncePerEpochWithAPartialLastBatch) {
       const int64_t k = loader.order()[static_cast<size_t>(b * 8 + i)];
       seen.insert(k);
       EXPECT_EQ(y[static_cast<size_t>(i)], d.train.labels[static_cast<size_t>(k)]);
-      for (int64_t j = 0; j < per; ++j)
-        ASSERT_EQ(x[i * per + j], d.train.images[k * per + j]);
+      for (int64_t j = 0; j < per; ++j) ASSERT_EQ(x[i * per + j], d.train.images[k * per + j]);
     }
   }
   EXPECT_EQ(seen.size(), 23u);

@@ -113,17 +113,17 @@ class MnistApp : public ::testing::Test {
 TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
   const std::string data = make_data("data", 400, 200, 28);
   // No --out: the default results/mnist/<model>_<dataset>.csv under the working folder.
-  const Result r = run("cd " + dir_ + " && " + kBin +
-                       " --data data --epochs 2 --batch 16 --threads 1 --seed 3");
+  const Result r =
+      run("cd " + dir_ + " && " + kBin + " --data data --epochs 2 --batch 16 --threads 1 --seed 3");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("dataset synthetic-4class"), std::string::npos) << r.output;
   const std::string csv = dir_ + "/results/mnist/small_synthetic-4class.csv";
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u) << slurp(csv);
-  const std::vector<std::string> cols = {
-      "app",      "model",     "dataset",   "device",   "threads", "batch",
-      "epoch",    "train_loss", "train_acc", "test_loss", "test_acc", "seconds",
-      "images_per_s", "git_rev", "host",     "timestamp"};
+  const std::vector<std::string> cols = {"app",          "model",     "dataset",  "device",
+                                         "threads",      "batch",     "epoch",    "train_loss",
+                                         "train_acc",    "test_loss", "test_acc", "seconds",
+                                         "images_per_s", "git_rev",   "host",     "timestamp"};
   EXPECT_EQ(rows[0], cols);
   for (size_t i = 1; i < rows.size(); ++i) {
     ASSERT_EQ(rows[i].size(), cols.size());
@@ -141,9 +141,19 @@ TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
   EXPECT_LT(std::stod(rows[2][9]), std::stod(rows[1][7]));  // test loss below first train loss
 
   // A second run appends under the same header.
-  ASSERT_EQ(run("cd " + dir_ + " && " + kBin + " --data data --epochs 1 --batch 16 --threads 1")
-                .status,
-            0);
+  ASSERT_EQ(
+      run("cd " + dir_ + " && " + kBin + " --data data --epochs 1 --batch 16 --threads 1").status,
+      0);
+  EXPECT_EQ(read_csv(csv).size(), 4u);
+
+  // --steps runs across the epoch boundary (25 batches per epoch), times the steps after the
+  // first two, and writes no CSV row.
+  const Result s =
+      run("cd " + dir_ + " && " + kBin + " --data data --steps 30 --batch 16 --threads 1");
+  ASSERT_EQ(s.status, 0) << s.output;
+  EXPECT_NE(s.output.find("step_ms model=small batch=16 threads=1 steps=28 median="),
+            std::string::npos)
+      << s.output;
   EXPECT_EQ(read_csv(csv).size(), 4u);
 }
 
@@ -217,8 +227,8 @@ TEST_F(MnistApp, TorchReferenceReproducesTheRun) {
     GTEST_SKIP() << "no torch for " << py << " (scripts/install_deps.sh torch)";
   const std::string data = make_data("data", 100, 40, 12);
   const std::string csv = dir_ + "/r.csv", init = dir_ + "/init.ckpt", fin = dir_ + "/e1.ckpt";
-  const std::string args = " --model keras --data " + data +
-                           " --epochs 1 --batch 32 --threads 1 --seed 5 --out " + csv;
+  const std::string args =
+      " --model keras --data " + data + " --epochs 1 --batch 32 --threads 1 --seed 5 --out " + csv;
   Result r = run(kBin + args + " --save-init " + init + " --checkpoint " + fin);
   ASSERT_EQ(r.status, 0) << r.output;
   r = run(py + " " + PDNN_SOURCE_DIR + "/scripts/torch_reference.py mnist" + args +

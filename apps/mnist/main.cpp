@@ -1,6 +1,7 @@
 // build/bin/mnist: trains W2 (small) or W3 (keras) of SPEC.md on MNIST-layout IDX data and
 // writes one CSV row per epoch (train/test loss and accuracy, time, images/s). Also the
 // step-time probe of the benchmarks (--steps) and the per-layer profile (--profile).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,7 +12,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include "core/context.h"
@@ -21,8 +21,8 @@
 #include "losses/softmax_cross_entropy.h"
 #include "model/checkpoint.h"
 #include "model/mnist_models.h"
-#include "train/csv.h"
 #include "train/classifier_trainer.h"
+#include "train/csv.h"
 #include "train/profiler.h"
 #include "train/run_info.h"
 
@@ -33,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::string model = "small", dataset = "mnist", data, optimizer, out, checkpoint, profile_out,
-      save_init;
+              save_init;
   int epochs = 5, threads = 0;
   int64_t batch = 0, steps = 0;
   float lr = -1.f;
@@ -61,8 +61,9 @@ std::string resolve_data_dir(const Options& o) {
   }
   if (is_dir("datasets/mnist")) return "datasets/mnist";
   if (is_dir("datasets/mnist-npm10k")) return "datasets/mnist-npm10k";
-  PDNN_FAIL("no MNIST in datasets/mnist or datasets/mnist-npm10k: run datasets/get_mnist.sh "
-            "(or pass --data DIR)");
+  PDNN_FAIL(
+      "no MNIST in datasets/mnist or datasets/mnist-npm10k: run datasets/get_mnist.sh "
+      "(or pass --data DIR)");
 }
 
 // "12.3k img/s, ETA 1:02": one line, rewritten in place on a terminal, printed every few
@@ -70,8 +71,12 @@ std::string resolve_data_dir(const Options& o) {
 class Progress {
  public:
   Progress(int epoch, int epochs, int64_t batches)
-      : epoch_(epoch), epochs_(epochs), batches_(batches), tty_(isatty(STDOUT_FILENO)),
-        t0_(Clock::now()), last_(t0_) {}
+      : epoch_(epoch),
+        epochs_(epochs),
+        batches_(batches),
+        tty_(isatty(STDOUT_FILENO)),
+        t0_(Clock::now()),
+        last_(t0_) {}
   void update(int64_t done, int64_t images, double loss, double acc) {
     const auto now = Clock::now();
     const double since = std::chrono::duration<double>(now - last_).count();
@@ -129,14 +134,17 @@ int run(int argc, char** argv) {
   Options o;
   CLI::App app{"Trains the MNIST CNNs of SPEC.md (W2 small, W3 keras) with pdnn on the CPU"};
   app.add_option("--model", o.model, "small (W2) or keras (W3)")
-      ->capture_default_str()->check(CLI::IsMember({"small", "keras"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"small", "keras"}));
   app.add_option("--dataset", o.dataset, "mnist or fashion-mnist (picks the default --data)")
-      ->capture_default_str()->check(CLI::IsMember({"mnist", "fashion-mnist"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
   app.add_option("--data", o.data,
                  "folder with the four IDX files (default datasets/mnist, else "
                  "datasets/mnist-npm10k; datasets/fashion-mnist)");
   app.add_option("--epochs", o.epochs, "epochs in all (a resumed run continues up to this)")
-      ->capture_default_str()->check(CLI::Range(1, 100000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   app.add_option("--batch", o.batch, "batch size (default 8 for small, 128 for keras)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--optimizer", o.optimizer,
@@ -146,21 +154,25 @@ int run(int argc, char** argv) {
   app.add_option("--lr", o.lr, "learning rate (default: the optimizer's, adam 1e-3, adadelta 1)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", o.threads, "OpenMP/OpenBLAS threads (0 = all cores)")
-      ->capture_default_str()->check(CLI::Range(0, 4096));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   app.add_option("--seed", o.seed, "seed of the initial weights, data order and dropout")
       ->capture_default_str();
-  app.add_option("--out", o.out,
-                 "CSV to append one row per epoch to (default results/mnist/<model>_<dataset>.csv)");
+  app.add_option(
+      "--out", o.out,
+      "CSV to append one row per epoch to (default results/mnist/<model>_<dataset>.csv)");
   app.add_option("--checkpoint", o.checkpoint, "checkpoint file, written at each epoch end");
   app.add_option("--save-init", o.save_init,
                  "also write the initial weights as a checkpoint (for scripts/torch_reference.py)");
   app.add_flag("--resume", o.resume, "continue from --checkpoint (weights, optimizer, epoch, RNG)");
   app.add_option("--steps", o.steps,
-                 "stop after this many training steps and print step times (benchmarks)")
+                 "benchmark: run this many training steps (over as many epochs as that takes; "
+                 "no evaluation, CSV or checkpoint) and print step times")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_flag("--profile", o.profile, "per-layer time table (printed, and written as CSV)");
-  app.add_option("--profile-out", o.profile_out,
-                 "profile CSV (default results/mnist/profile_<model>_<dataset>_b<batch>_t<threads>.csv)");
+  app.add_option(
+      "--profile-out", o.profile_out,
+      "profile CSV (default results/mnist/profile_<model>_<dataset>_b<batch>_t<threads>.csv)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -212,19 +224,18 @@ int run(int argc, char** argv) {
   const uint64_t data_seed = Rng::at(o.seed, 0);
 
   const RunInfo info = run_info(ctx);
-  std::printf("mnist: model %s, dataset %s (%s: %lld train / %lld test, %lldx%lld), batch %lld, "
-              "%s%s, %d threads, seed %llu | %s | BLAS %s | rev %s\n",
-              o.model.c_str(), data.name.c_str(), dir.c_str(),
-              static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()),
-              static_cast<long long>(img.h()), static_cast<long long>(img.w()),
-              static_cast<long long>(o.batch), opt_name.c_str(),
-              o.lr > 0 ? (" lr " + fmt(o.lr, 6)).c_str() : "", ctx.threads(),
-              static_cast<unsigned long long>(o.seed), info.host.c_str(), blas_core_name(),
-              info.git_rev.c_str());
+  std::printf(
+      "mnist: model %s, dataset %s (%s: %lld train / %lld test, %lldx%lld), batch %lld, "
+      "%s%s, %d threads, seed %llu | %s | BLAS %s | rev %s\n",
+      o.model.c_str(), data.name.c_str(), dir.c_str(), static_cast<long long>(data.train.size()),
+      static_cast<long long>(data.test.size()), static_cast<long long>(img.h()),
+      static_cast<long long>(img.w()), static_cast<long long>(o.batch), opt_name.c_str(),
+      o.lr > 0 ? (" lr " + fmt(o.lr, 6)).c_str() : "", ctx.threads(),
+      static_cast<unsigned long long>(o.seed), info.host.c_str(), blas_core_name(),
+      info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s", seconds_since(t_load),
               model.summary(img.with_n(o.batch)).c_str());
-  if (o.resume)
-    std::printf("resumed from %s after epoch %d\n", o.checkpoint.c_str(), start_epoch);
+  if (o.resume) std::printf("resumed from %s after epoch %d\n", o.checkpoint.c_str(), start_epoch);
   if (start_epoch >= o.epochs) {
     std::printf("nothing to do: the checkpoint has %d epochs, --epochs is %d\n", start_epoch,
                 o.epochs);
@@ -237,9 +248,8 @@ int run(int argc, char** argv) {
   if (o.steps == 0)
     csv = std::make_unique<CsvWriter>(
         out, std::vector<std::string>{"app", "model", "dataset", "device", "threads", "batch",
-                                      "epoch", "train_loss", "train_acc", "test_loss",
-                                      "test_acc", "seconds", "images_per_s", "git_rev", "host",
-                                      "timestamp"});
+                                      "epoch", "train_loss", "train_acc", "test_loss", "test_acc",
+                                      "seconds", "images_per_s", "git_rev", "host", "timestamp"});
   Profiler profiler;
   if (o.profile) ctx.set_profiler(&profiler);
 
@@ -250,7 +260,7 @@ int run(int argc, char** argv) {
   std::vector<double> step_ms;
   int64_t steps = 0;
   const int64_t eval_batch = std::max<int64_t>(o.batch, 128);
-  for (int epoch = start_epoch; epoch < o.epochs; ++epoch) {
+  for (int epoch = start_epoch; o.steps > 0 ? steps < o.steps : epoch < o.epochs; ++epoch) {
     Rng order = BatchLoader::epoch_rng(data_seed, epoch);
     loader.start_epoch(&order);
     model.train(true);
@@ -276,23 +286,24 @@ int run(int argc, char** argv) {
     }
     const double secs = seconds_since(t0);
     progress.finish();
-    if (o.steps > 0 && steps >= o.steps) break;
+    if (o.steps > 0) continue;
 
     const EvalResult test = evaluate(ctx, model, data.test, eval_batch);
     const double train_loss = loss_sum / seen, train_acc = static_cast<double>(correct) / seen;
-    std::printf("epoch %d/%d  %s  train loss %.4f acc %.4f  test loss %.4f acc %.4f  "
-                "%.1f s  %.0f img/s\n",
-                epoch + 1, o.epochs, data.name.c_str(), train_loss, train_acc, test.loss,
-                test.acc, secs, seen / secs);
+    std::printf(
+        "epoch %d/%d  %s  train loss %.4f acc %.4f  test loss %.4f acc %.4f  "
+        "%.1f s  %.0f img/s\n",
+        epoch + 1, o.epochs, data.name.c_str(), train_loss, train_acc, test.loss, test.acc, secs,
+        seen / secs);
     std::fflush(stdout);
     if (!o.checkpoint.empty())
       save_checkpoint(o.checkpoint, model, opt.get(), epoch + 1,
                       {{"seed", static_cast<int64_t>(o.seed)},
                        {"rng_counter", static_cast<int64_t>(ctx.rng().counter())}});
-    csv->row({"pdnn", o.model, data.name, device_name(ctx.device()),
-              std::to_string(ctx.threads()), std::to_string(o.batch), std::to_string(epoch + 1),
-              fmt(train_loss, 6), fmt(train_acc, 6), fmt(test.loss, 6), fmt(test.acc, 6),
-              fmt(secs, 3), fmt(seen / secs, 1), info.git_rev, info.host, iso8601_utc_now()});
+    csv->row({"pdnn", o.model, data.name, device_name(ctx.device()), std::to_string(ctx.threads()),
+              std::to_string(o.batch), std::to_string(epoch + 1), fmt(train_loss, 6),
+              fmt(train_acc, 6), fmt(test.loss, 6), fmt(test.acc, 6), fmt(secs, 3),
+              fmt(seen / secs, 1), info.git_rev, info.host, iso8601_utc_now()});
   }
 
   if (o.steps > 0) {
@@ -308,8 +319,8 @@ int run(int argc, char** argv) {
     const std::string p = !o.profile_out.empty()
                               ? o.profile_out
                               : "results/mnist/profile_" + o.model + "_" + data.name + "_b" +
-                                    std::to_string(o.batch) + "_t" +
-                                    std::to_string(ctx.threads()) + ".csv";
+                                    std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) +
+                                    ".csv";
     std::printf("%s", profiler.table().c_str());
     profiler.write_csv(p);
     std::printf("profile written to %s\n", p.c_str());

@@ -19,7 +19,8 @@ constexpr uint32_t kImagesMagic = 0x00000803;  // unsigned byte, 3 dimensions
 constexpr uint32_t kLabelsMagic = 0x00000801;  // unsigned byte, 1 dimension
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool file_exists(const std::string& path) {
@@ -58,8 +59,7 @@ FileBytes read_all(const std::string& path) {
   const std::string zmsg = msg ? msg : "";
   gzclose(f);
   if (err != Z_OK && err != Z_STREAM_END) {
-    if (err == Z_ERRNO)
-      PDNN_FAIL("%s: read error: %s", path.c_str(), std::strerror(errno));
+    if (err == Z_ERRNO) PDNN_FAIL("%s: read error: %s", path.c_str(), std::strerror(errno));
     PDNN_FAIL("%s: corrupt or truncated gzip data (zlib: %s)", path.c_str(), zmsg.c_str());
   }
   return out;
@@ -135,8 +135,7 @@ std::string find_file(const std::string& dir, const std::string& base, const std
       const std::string p = dir + "/" + b + ext;
       if (file_exists(p)) return p;
     }
-  PDNN_FAIL("%s: no %s or %s.gz (see datasets/README.md)", dir.c_str(), base.c_str(),
-            base.c_str());
+  PDNN_FAIL("%s: no %s or %s.gz (see datasets/README.md)", dir.c_str(), base.c_str(), base.c_str());
 }
 
 LabeledImages load_split(const std::string& dir, const char* prefix, int num_classes) {

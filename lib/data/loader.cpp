@@ -26,8 +26,8 @@ void BatchLoader::start_epoch(Rng* rng) {
 }
 
 int64_t BatchLoader::load(int64_t b, Tensor& x, std::vector<int32_t>& y) const {
-  PDNN_CHECK(b >= 0 && b < num_batches(), "loader: batch %lld of %lld",
-             static_cast<long long>(b), static_cast<long long>(num_batches()));
+  PDNN_CHECK(b >= 0 && b < num_batches(), "loader: batch %lld of %lld", static_cast<long long>(b),
+             static_cast<long long>(num_batches()));
   const int64_t begin = b * batch_;
   const int64_t nb = std::min(batch_, size() - begin);
   const Shape& s = data_.images.shape();

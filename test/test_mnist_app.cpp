@@ -163,8 +163,9 @@ TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
 TEST_F(MnistApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
   const std::string data = make_data("data", 96, 32, 12);
   for (const char* model : {"small", "keras"}) {
-    const std::string base = kBin + " --model " + model + " --data " + data +
-                             " --batch 32 --threads 1 --out " + dir_ + "/r.csv";
+    const std::string common =
+        kBin + " --model " + model + " --data " + data + " --threads 1 --out " + dir_ + "/r.csv";
+    const std::string base = common + " --batch 32";
     const std::string a = dir_ + "/a.ckpt", b = dir_ + "/b.ckpt";
     Result r = run(base + " --seed 11 --epochs 2 --checkpoint " + a);
     ASSERT_EQ(r.status, 0) << r.output;
@@ -181,6 +182,10 @@ TEST_F(MnistApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
     r = run(base + " --epochs 3 --resume --checkpoint " + b + " --seed 12");
     EXPECT_NE(r.status, 0);
     EXPECT_NE(r.output.find("was made with --seed 11"), std::string::npos) << r.output;
+    r = run(common + " --epochs 3 --resume --checkpoint " + b + " --batch 16");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.output.find("was made with batch 32, this run has 16"), std::string::npos)
+        << r.output;
   }
 }
 

@@ -214,6 +214,14 @@ int run(int argc, char** argv) {
     PDNN_CHECK(app.count("--seed") == 0 || ck_seed == o.seed,
                "%s was made with --seed %llu, not %llu", o.checkpoint.c_str(),
                static_cast<unsigned long long>(ck_seed), static_cast<unsigned long long>(o.seed));
+    // The same batch size and training set, or the resumed run would not be the same run.
+    for (const auto& [key, now] :
+         {std::pair<const char*, int64_t>{"batch", o.batch}, {"train_images", data.train.size()}}) {
+      const auto it = ck.values.find(key);
+      PDNN_CHECK(it == ck.values.end() || it->second == now,
+                 "%s was made with %s %lld, this run has %lld", o.checkpoint.c_str(), key,
+                 static_cast<long long>(it->second), static_cast<long long>(now));
+    }
     o.seed = ck_seed;
     ctx.rng().seed(ck_seed);
     ctx.rng().set_counter(static_cast<uint64_t>(counter->second));
@@ -299,7 +307,9 @@ int run(int argc, char** argv) {
     if (!o.checkpoint.empty())
       save_checkpoint(o.checkpoint, model, opt.get(), epoch + 1,
                       {{"seed", static_cast<int64_t>(o.seed)},
-                       {"rng_counter", static_cast<int64_t>(ctx.rng().counter())}});
+                       {"rng_counter", static_cast<int64_t>(ctx.rng().counter())},
+                       {"batch", o.batch},
+                       {"train_images", data.train.size()}});
     csv->row({"pdnn", o.model, data.name, device_name(ctx.device()), std::to_string(ctx.threads()),
               std::to_string(o.batch), std::to_string(epoch + 1), fmt(train_loss, 6),
               fmt(train_acc, 6), fmt(test.loss, 6), fmt(test.acc, 6), fmt(secs, 3),

@@ -15,11 +15,12 @@ cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 
-have_idx() {  # dir: all four files present, raw or gzip
-  local f
+have_idx() {  # dir: all four files present, raw or gzip, "-idx3" or ".idx3" spelling
+  local f g
   for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte \
            t10k-labels-idx1-ubyte; do
-    [ -f "$1/$f" ] || [ -f "$1/$f.gz" ] || return 1
+    g=${f/-idx/.idx}
+    [ -f "$1/$f" ] || [ -f "$1/$f.gz" ] || [ -f "$1/$g" ] || [ -f "$1/$g.gz" ] || return 1
   done
 }
 

@@ -88,10 +88,11 @@ int run(int argc, char** argv) {
 
   pdnn::Context ctx(1);
   const pdnn::RunInfo info = pdnn::run_info(ctx);
-  std::printf("pi W1: n=%lld, repeat=%d, warmup=%d | %s, %s | rev %s | %s | OMP_PROC_BIND=%s "
-              "OMP_PLACES=%s\n",
+  std::printf("pi W1: n=%lld, repeat=%d, warmup=%d | %s, %s, %d cores | rev %s | %s | "
+              "OpenBLAS %s | OMP_PROC_BIND=%s OMP_PLACES=%s\n",
               static_cast<long long>(n), repeat, warmup, info.host.c_str(), info.cpu_model.c_str(),
-              info.git_rev.c_str(), info.compiler.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
+              omp_get_num_procs(), info.git_rev.c_str(), info.compiler.c_str(),
+              info.blas_core.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
               env_or("OMP_PLACES", "(unset)"));
 
   std::unique_ptr<pdnn::CsvWriter> csv;

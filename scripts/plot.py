@@ -195,27 +195,28 @@ def plot_pi(rows, out_dir, name):
     variants = list(OrderedDict((r["variant"], 0) for r in rows))
     max_t = max(int(num(r["threads"])) for r in rows)
     series = OrderedDict()
+    thread_counts = sorted({int(num(r["threads"])) for r in rows})
+    width = 0.8 / len(variants)
     for i, v in enumerate(variants):
         rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: num(r["threads"]))
         t = [int(num(r["threads"])) for r in rs]
         med = [num(r["median_ms"]) for r in rs]
         lo = [m - num(r["min_ms"]) for m, r in zip(med, rs)]
         hi = [num(r["max_ms"]) - m for m, r in zip(med, rs)]
-        ax_t.errorbar(t, med, yerr=[lo, hi], fmt="-o", capsize=3, color="C%d" % i, label=v)
-        for x, y in zip(t, med):
-            ax_t.annotate("%.3g" % y, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=7)
+        xs = [thread_counts.index(x) + (i - (len(variants) - 1) / 2) * width for x in t]
+        bars = ax_t.bar(xs, med, width, yerr=[lo, hi], capsize=3, color="C%d" % i, label=v)
+        ax_t.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
         sp = [(int(num(r["threads"])), num(r["speedup"])) for r in rs
               if num(r.get("speedup")) is not None]
         if v != "serial" and sp:
             series[v] = sp
-    ax_t.set(title="Time (median, bars min..max)", xlabel="threads", ylabel="ms per run")
-    ax_t.set_yscale("log")
-    ax_t.set_xticks(range(1, max_t + 1))
-    ax_t.grid(alpha=0.3, which="both")
+    ax_t.set(title="Time (median; whiskers min..max)", xlabel="threads", ylabel="ms per run")
+    ax_t.set_xticks(range(len(thread_counts)), [str(t) for t in thread_counts])
+    ax_t.grid(axis="y", alpha=0.3)
     ax_t.legend(fontsize=8)
     speedup_axes(ax_s, ax_e, series, max_t)
-    fig.suptitle("W1 pi, trapezoidal rule, N = %s (%s, %s)" %
-                 (n, rows[-1].get("cpu_model", ""), rows[-1].get("host", "")))
+    fig.suptitle("W1 pi, trapezoidal rule, N = {:,} ({}, {})".format(
+                 int(num(n)), rows[-1].get("cpu_model", ""), rows[-1].get("host", "")))
     return [save(fig, out_dir, name)]
 
 

@@ -1,5 +1,6 @@
-// Whole-file atomic writes: write to a temporary name in the same folder, then rename over the
-// target, so a crash leaves either the old file or the new one, never half of one.
+// AtomicFile: write a file so that readers see either the old file or the complete new one,
+// never a half-written one: everything goes to "<path>.tmp.<pid>", and commit() renames it
+// over <path> (rename is atomic within one file system). Used for checkpoints and CSV files.
 #pragma once
 #include <fstream>
 #include <ostream>
@@ -9,18 +10,23 @@ namespace pdnn {
 
 class AtomicFile {
  public:
-  // Opens "<path>.tmp.<pid>.<n>" beside path (same file system, so rename is atomic).
-  explicit AtomicFile(std::string path);
+  // Opens the temporary file; throws pdnn::Error naming it when it cannot be created.
+  explicit AtomicFile(const std::string& path, bool binary = false);
+  // Removes the temporary file unless commit() succeeded.
+  ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
-  ~AtomicFile();  // removes the temporary if commit() was not reached
 
   std::ostream& stream() { return out_; }
-  // Flushes, fsyncs and renames the temporary onto path; throws pdnn::Error on any failure.
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return tmp_; }
+  // Flushes, closes and renames over path(); throws pdnn::Error (and removes the temporary
+  // file) if any write failed or the rename does.
   void commit();
 
  private:
-  std::string path_, tmp_;
+  std::string path_;
+  std::string tmp_;
   std::ofstream out_;
   bool committed_ = false;
 };

@@ -1,0 +1,83 @@
+// Conv2d: shape checks and dispatch to the im2col + GEMM kernels of ops/conv_gemm.
+#include "layers/conv2d.h"
+
+#include "core/error.h"
+#include "core/init.h"
+
+namespace pdnn {
+
+Conv2d::Conv2d(int64_t in_ch, int64_t out_ch, int64_t kernel, int64_t stride, int64_t padding,
+               bool bias)
+    : in_ch_(in_ch), out_ch_(out_ch), kernel_(kernel), stride_(stride), padding_(padding),
+      has_bias_(bias) {
+  PDNN_CHECK(in_ch > 0 && out_ch > 0 && kernel > 0 && stride > 0 && padding >= 0,
+             "conv2d: channels %lld->%lld, kernel %lld, stride %lld, padding %lld: channels, "
+             "kernel and stride must be positive, padding >= 0",
+             (long long)in_ch, (long long)out_ch, (long long)kernel, (long long)stride,
+             (long long)padding);
+  weight_ = Tensor::zeros(Shape{out_ch, in_ch, kernel, kernel});
+  dweight_ = Tensor::zeros(weight_.shape());
+  if (has_bias_) {
+    bias_ = Tensor::zeros(Shape{out_ch});
+    dbias_ = Tensor::zeros(Shape{out_ch});
+  }
+}
+
+std::string Conv2d::describe() const {
+  return strprintf("Conv2d(%lld->%lld, k%lld s%lld p%lld%s)", (long long)in_ch_,
+                   (long long)out_ch_, (long long)kernel_, (long long)stride_,
+                   (long long)padding_, has_bias_ ? "" : ", no bias");
+}
+
+ConvGeom Conv2d::geom(const Shape& in) const {
+  PDNN_CHECK(in.rank() == 4, "conv2d: input %s must be (N,C,H,W)", in.str().c_str());
+  PDNN_CHECK(in.c() == in_ch_, "conv2d: input %s has %lld channels, layer expects %lld",
+             in.str().c_str(), (long long)in.c(), (long long)in_ch_);
+  return conv_geom("conv2d", in.c(), in.h(), in.w(), kernel_, kernel_, stride_, stride_,
+                   padding_, padding_);
+}
+
+Shape Conv2d::output_shape(const Shape& in) const {
+  const ConvGeom g = geom(in);
+  return Shape{in.n(), out_ch_, g.oh, g.ow};
+}
+
+void Conv2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
+  const ConvGeom g = geom(x.shape());
+  const int64_t n = x.shape().n();
+  check_same_shape("conv2d forward: y", y.shape(), Shape{n, out_ch_, g.oh, g.ow});
+  float* ws = ctx.workspace(conv_workspace_floats(g, n, out_ch_, algo_, ctx.threads()));
+  cpu::conv2d_forward(g, n, out_ch_, x.data(), weight_.data(),
+                      has_bias_ ? bias_.data() : nullptr, y.data(), algo_, ctx.threads(), ws);
+}
+
+void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                      Tensor* dx) {
+  (void)y;
+  const ConvGeom g = geom(x.shape());
+  const int64_t n = x.shape().n();
+  check_same_shape("conv2d backward: dy", dy.shape(), Shape{n, out_ch_, g.oh, g.ow});
+  if (dx) check_same_shape("conv2d backward: dx", dx->shape(), x.shape());
+  float* ws = ctx.workspace(conv_workspace_floats(g, n, out_ch_, algo_, ctx.threads()));
+  cpu::conv2d_backward(g, n, out_ch_, x.data(), weight_.data(), dy.data(), dweight_.data(),
+                       has_bias_ ? dbias_.data() : nullptr, dx ? dx->data() : nullptr, algo_,
+                       ctx.threads(), ws);
+}
+
+std::vector<Param> Conv2d::params() {
+  std::vector<Param> ps{{"weight", &weight_, &dweight_}};
+  if (has_bias_) ps.push_back({"bias", &bias_, &dbias_});
+  return ps;
+}
+
+double Conv2d::flops(const Shape& in) const {
+  const ConvGeom g = geom(in);
+  const double out = static_cast<double>(in.n()) * out_ch_ * g.oh * g.ow;
+  return 2.0 * out * g.col_rows() + (has_bias_ ? out : 0.0);
+}
+
+void Conv2d::reset_parameters(Rng& rng) {
+  init::torch_default(weight_, has_bias_ ? &bias_ : nullptr, rng);
+}
+
+}  // namespace pdnn

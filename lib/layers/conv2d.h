@@ -1,0 +1,48 @@
+// 2-D convolution (cross-correlation, as PyTorch's Conv2d) with square kernel, stride and zero
+// padding, through im2col + GEMM.
+//   x (N,C,H,W) -> y (N,K,OH,OW), OH = (H + 2p - k)/s + 1 (floor), likewise OW.
+//   weight (K,C,k,k), bias (K).  backward: dweight, dbias +=, dx = (skipped when dx is null).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+#include "ops/conv_gemm.h"
+
+namespace pdnn {
+
+class Conv2d : public Layer {
+ public:
+  Conv2d(int64_t in_ch, int64_t out_ch, int64_t kernel, int64_t stride = 1, int64_t padding = 0,
+         bool bias = true);
+
+  std::string kind() const override { return "Conv2d"; }
+  std::string describe() const override;  // "Conv2d(1->10, k3 s1 p1)"
+  Shape output_shape(const Shape& in) const override;
+  void forward(Context& ctx, const Tensor& x, Tensor& y) override;
+  void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                Tensor* dx) override;
+  std::vector<Param> params() override;
+  double flops(const Shape& in) const override;  // 2*N*K*C*k*k*OH*OW (+ N*K*OH*OW bias)
+  void reset_parameters(Rng& rng) override;      // PyTorch's default (init::torch_default)
+
+  // Images in parallel or one batched GEMM; Auto (default) picks the measured-faster per shape.
+  void set_algo(ConvAlgo a) { algo_ = a; }
+
+  Tensor& weight() { return weight_; }
+  Tensor& bias() { return bias_; }
+  Tensor& weight_grad() { return dweight_; }
+  Tensor& bias_grad() { return dbias_; }
+  bool has_bias() const { return has_bias_; }
+
+ private:
+  ConvGeom geom(const Shape& in) const;  // checks the input shape
+
+  int64_t in_ch_, out_ch_, kernel_, stride_, padding_;
+  bool has_bias_;
+  ConvAlgo algo_ = ConvAlgo::Auto;
+  Tensor weight_, bias_, dweight_, dbias_;
+};
+
+}  // namespace pdnn

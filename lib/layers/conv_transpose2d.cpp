@@ -1,0 +1,102 @@
+// ConvTranspose2d: the convolution kernels of ops/conv_gemm with forward and backward swapped.
+// With g the geometry of the matching convolution (Cout-channel image of OH x OW -> Cin
+// channels of H x W) and the weight (Cin, Cout*k*k) read as that convolution's (K, C*k*k):
+//   forward:  y  = conv backward-data(dy := x)          (GEMM W^T x, col2im)
+//   backward: dx = conv forward(x := dy)                (im2col dy, GEMM W cols)
+//             dW += conv backward-weights(x := dy, dy := x)
+#include "layers/conv_transpose2d.h"
+
+#include "core/error.h"
+#include "core/init.h"
+
+namespace pdnn {
+
+ConvTranspose2d::ConvTranspose2d(int64_t in_ch, int64_t out_ch, int64_t kernel, int64_t stride,
+                                 int64_t padding, bool bias)
+    : in_ch_(in_ch), out_ch_(out_ch), kernel_(kernel), stride_(stride), padding_(padding),
+      has_bias_(bias) {
+  PDNN_CHECK(in_ch > 0 && out_ch > 0 && kernel > 0 && stride > 0 && padding >= 0,
+             "conv_transpose2d: channels %lld->%lld, kernel %lld, stride %lld, padding %lld: "
+             "channels, kernel and stride must be positive, padding >= 0",
+             (long long)in_ch, (long long)out_ch, (long long)kernel, (long long)stride,
+             (long long)padding);
+  weight_ = Tensor::zeros(Shape{in_ch, out_ch, kernel, kernel});
+  dweight_ = Tensor::zeros(weight_.shape());
+  if (has_bias_) {
+    bias_ = Tensor::zeros(Shape{out_ch});
+    dbias_ = Tensor::zeros(Shape{out_ch});
+  }
+}
+
+std::string ConvTranspose2d::describe() const {
+  return strprintf("ConvTranspose2d(%lld->%lld, k%lld s%lld p%lld%s)", (long long)in_ch_,
+                   (long long)out_ch_, (long long)kernel_, (long long)stride_,
+                   (long long)padding_, has_bias_ ? "" : ", no bias");
+}
+
+ConvGeom ConvTranspose2d::geom(const Shape& in) const {
+  PDNN_CHECK(in.rank() == 4, "conv_transpose2d: input %s must be (N,C,H,W)", in.str().c_str());
+  PDNN_CHECK(in.c() == in_ch_, "conv_transpose2d: input %s has %lld channels, layer expects %lld",
+             in.str().c_str(), (long long)in.c(), (long long)in_ch_);
+  const int64_t oh = (in.h() - 1) * stride_ - 2 * padding_ + kernel_;
+  const int64_t ow = (in.w() - 1) * stride_ - 2 * padding_ + kernel_;
+  PDNN_CHECK(in.h() > 0 && in.w() > 0 && oh > 0 && ow > 0,
+             "conv_transpose2d: input %s with kernel %lld, stride %lld, padding %lld gives an "
+             "empty output %lldx%lld", in.str().c_str(), (long long)kernel_, (long long)stride_,
+             (long long)padding_, (long long)oh, (long long)ow);
+  const ConvGeom g = conv_geom("conv_transpose2d", out_ch_, oh, ow, kernel_, kernel_, stride_,
+                               stride_, padding_, padding_);
+  PDNN_CHECK(g.oh == in.h() && g.ow == in.w(),
+             "conv_transpose2d: internal geometry mismatch %lldx%lld vs input %s",
+             (long long)g.oh, (long long)g.ow, in.str().c_str());
+  return g;
+}
+
+Shape ConvTranspose2d::output_shape(const Shape& in) const {
+  const ConvGeom g = geom(in);
+  return Shape{in.n(), out_ch_, g.h, g.w};
+}
+
+void ConvTranspose2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
+  const ConvGeom g = geom(x.shape());
+  const int64_t n = x.shape().n();
+  check_same_shape("conv_transpose2d forward: y", y.shape(), Shape{n, out_ch_, g.h, g.w});
+  float* ws = ctx.workspace(conv_workspace_floats(g, n, in_ch_, algo_, ctx.threads()));
+  cpu::conv2d_backward(g, n, in_ch_, nullptr, weight_.data(), x.data(), nullptr, nullptr,
+                       y.data(), algo_, ctx.threads(), ws);
+  if (has_bias_) cpu::bias_add(n, out_ch_, g.h * g.w, bias_.data(), y.data());
+}
+
+void ConvTranspose2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                               Tensor* dx) {
+  (void)y;
+  const ConvGeom g = geom(x.shape());
+  const int64_t n = x.shape().n();
+  check_same_shape("conv_transpose2d backward: dy", dy.shape(), Shape{n, out_ch_, g.h, g.w});
+  if (dx) check_same_shape("conv_transpose2d backward: dx", dx->shape(), x.shape());
+  float* ws = ctx.workspace(conv_workspace_floats(g, n, in_ch_, algo_, ctx.threads()));
+  if (has_bias_) cpu::bias_backward(n, out_ch_, g.h * g.w, dy.data(), dbias_.data());
+  cpu::conv2d_backward(g, n, in_ch_, dy.data(), weight_.data(), x.data(), dweight_.data(),
+                       nullptr, nullptr, algo_, ctx.threads(), ws);
+  if (dx)
+    cpu::conv2d_forward(g, n, in_ch_, dy.data(), weight_.data(), nullptr, dx->data(), algo_,
+                        ctx.threads(), ws);
+}
+
+std::vector<Param> ConvTranspose2d::params() {
+  std::vector<Param> ps{{"weight", &weight_, &dweight_}};
+  if (has_bias_) ps.push_back({"bias", &bias_, &dbias_});
+  return ps;
+}
+
+double ConvTranspose2d::flops(const Shape& in) const {
+  const ConvGeom g = geom(in);
+  const double macs = static_cast<double>(in.n()) * in_ch_ * g.col_rows() * g.oh * g.ow;
+  return 2.0 * macs + (has_bias_ ? static_cast<double>(in.n()) * out_ch_ * g.h * g.w : 0.0);
+}
+
+void ConvTranspose2d::reset_parameters(Rng& rng) {
+  init::torch_default(weight_, has_bias_ ? &bias_ : nullptr, rng);
+}
+
+}  // namespace pdnn

@@ -1,0 +1,48 @@
+// im2col/col2im: unrolls image patches into a column matrix so a convolution becomes one GEMM
+// (Caffe's scheme), for any kernel, stride and zero padding. Shared by Conv2d and
+// ConvTranspose2d (whose forward is convolution's backward-data).
+#pragma once
+#include <cstdint>
+
+namespace pdnn {
+
+// Geometry of one convolution over one image: input (c, h, w), kernel (kh, kw), stride (sh, sw),
+// zero padding (ph, pw); output spatial size (oh, ow). Make it with conv_geom(), which checks.
+struct ConvGeom {
+  int64_t c, h, w, kh, kw, sh, sw, ph, pw, oh, ow;
+  int64_t col_rows() const { return c * kh * kw; }  // rows of the column matrix
+  int64_t col_cols() const { return oh * ow; }      // columns: one per output pixel
+  int64_t col_size() const { return col_rows() * col_cols(); }
+  int64_t image_size() const { return c * h * w; }
+};
+
+// oh = (h + 2 ph - kh) / sh + 1 (floor), likewise ow. Throws pdnn::Error, naming `op` and the
+// offending sizes, unless every size is positive, padding >= 0 and the kernel fits the padded input.
+ConvGeom conv_geom(const char* op, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                   int64_t sh, int64_t sw, int64_t ph, int64_t pw);
+
+// Permutes (n, c, p) to (c, n, p) and back: the layouts of a batch of images and of a batched
+// GEMM's columns/rows (one big GEMM over the whole batch).
+void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y);
+void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y);
+
+namespace cpu {
+
+// cols (c*kh*kw, oh*ow) row-major, row (ci, ki, kj), column (oy, ox):
+// x_img[ci][oy*sh - ph + ki][ox*sw - pw + kj], or 0 outside the image. x_img (c, h, w).
+// `ld` is the distance between rows of cols (oh*ow for one image alone; n*oh*ow when images of a
+// batch sit side by side in one column matrix).
+void im2col(const ConvGeom& g, const float* x_img, float* cols, int64_t ld);
+inline void im2col(const ConvGeom& g, const float* x_img, float* cols) {
+  im2col(g, x_img, cols, g.col_cols());
+}
+
+// The adjoint of im2col: x_img (c, h, w) = sum of every column entry at the pixel it was read
+// from (overlapping windows add up; padding entries are dropped). Writes x_img (=).
+void col2im(const ConvGeom& g, const float* cols, float* x_img, int64_t ld);
+inline void col2im(const ConvGeom& g, const float* cols, float* x_img) {
+  col2im(g, cols, x_img, g.col_cols());
+}
+
+}  // namespace cpu
+}  // namespace pdnn

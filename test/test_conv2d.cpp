@@ -1,0 +1,176 @@
+// Conv2d: forward against a naive 7-loop convolution, gradients by finite differences at
+// several shapes, both algorithms (per image, batched), shape errors, determinism and
+// 1-vs-2-thread agreement.
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "layers/conv2d.h"
+#include "testing.h"
+
+using namespace pdnn;
+namespace pt = pdnn::testing;
+
+namespace {
+
+struct Cfg {
+  int64_t n, c, h, w, k, kernel, stride, pad;
+  bool bias;
+};
+
+// y[n][k][oy][ox] = b[k] + sum_{c,ki,kj} w[k][c][ki][kj] x[n][c][oy*s-p+ki][ox*s-p+kj], in double.
+Tensor naive_conv2d(const Tensor& x, const Tensor& w, const Tensor* b, int64_t s, int64_t p) {
+  const int64_t N = x.shape(0), C = x.shape(1), H = x.shape(2), W = x.shape(3);
+  const int64_t K = w.shape(0), R = w.shape(2), S = w.shape(3);
+  const int64_t OH = (H + 2 * p - R) / s + 1, OW = (W + 2 * p - S) / s + 1;
+  Tensor y(Shape{N, K, OH, OW});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          double acc = b ? (*b)[k] : 0.0;
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t ki = 0; ki < R; ++ki)
+              for (int64_t kj = 0; kj < S; ++kj) {
+                const int64_t iy = oy * s - p + ki, ix = ox * s - p + kj;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                acc += static_cast<double>(w[((k * C + c) * R + ki) * S + kj]) *
+                       x[((n * C + c) * H + iy) * W + ix];
+              }
+          y[((n * K + k) * OH + oy) * OW + ox] = static_cast<float>(acc);
+        }
+  return y;
+}
+
+const Cfg kCfgs[] = {
+    {1, 1, 5, 5, 2, 3, 1, 0, true},   // batch 1
+    {2, 3, 7, 5, 4, 3, 1, 1, true},   // odd sizes, padding 1
+    {3, 2, 7, 5, 3, 3, 2, 1, true},   // stride 2
+    {2, 2, 6, 7, 3, 3, 2, 2, false},  // padding 2, no bias
+    {2, 3, 6, 6, 2, 1, 1, 0, true},   // kernel 1
+    {2, 2, 5, 5, 3, 5, 1, 0, true},   // kernel = input size
+    {2, 2, 9, 8, 3, 4, 3, 2, true},   // even kernel, stride 3
+};
+
+const ConvAlgo kAlgos[] = {ConvAlgo::PerImage, ConvAlgo::Batched, ConvAlgo::Auto};
+
+}  // namespace
+
+TEST(Conv2d, ForwardMatchesNaiveLoops) {
+  for (int threads : {1, 2}) {
+    Context ctx(threads, 7);
+    for (const Cfg& f : kCfgs)
+      for (ConvAlgo a : kAlgos) {
+        Conv2d conv(f.c, f.k, f.kernel, f.stride, f.pad, f.bias);
+        conv.set_algo(a);
+        conv.reset_parameters(ctx.rng());
+        Tensor x = pt::random_tensor(Shape{f.n, f.c, f.h, f.w}, ctx.rng());
+        Tensor y(conv.output_shape(x.shape()));
+        conv.forward(ctx, x, y);
+        Tensor ref = naive_conv2d(x, conv.weight(), f.bias ? &conv.bias() : nullptr, f.stride, f.pad);
+        pt::expect_close(y, ref, 1e-5, 1e-5,
+                         conv.describe() + " " + conv_algo_name(a) + " at " + x.shape().str());
+      }
+  }
+}
+
+TEST(Conv2d, GradientsMatchFiniteDifferences) {
+  Context ctx(1, 11);
+  for (const Cfg& f : kCfgs)
+    for (ConvAlgo a : {ConvAlgo::PerImage, ConvAlgo::Batched}) {
+      Conv2d conv(f.c, f.k, f.kernel, f.stride, f.pad, f.bias);
+      conv.set_algo(a);
+      conv.reset_parameters(ctx.rng());
+      Tensor x = pt::random_tensor(Shape{f.n, f.c, f.h, f.w}, ctx.rng());
+      SCOPED_TRACE(conv.describe() + " " + conv_algo_name(a));
+      pt::check_layer_gradients(ctx, conv, x);
+    }
+}
+
+TEST(Conv2d, ParameterGradientsAccumulateAndDxMayBeSkipped) {
+  Context ctx(1, 3);
+  Conv2d conv(2, 3, 3, 1, 1);
+  conv.reset_parameters(ctx.rng());
+  Tensor x = pt::random_tensor(Shape{2, 2, 5, 6}, ctx.rng());
+  Tensor y(conv.output_shape(x.shape()));
+  conv.forward(ctx, x, y);
+  Tensor dy = pt::random_tensor(y.shape(), ctx.rng());
+  conv.zero_grad();
+  conv.backward(ctx, x, y, dy, nullptr);
+  Tensor once = conv.weight_grad().clone(), once_b = conv.bias_grad().clone();
+  conv.backward(ctx, x, y, dy, nullptr);
+  for (int64_t i = 0; i < once.numel(); ++i) once[i] *= 2.f;
+  for (int64_t i = 0; i < once_b.numel(); ++i) once_b[i] *= 2.f;
+  pt::expect_close(conv.weight_grad(), once, 1e-6, 1e-5, "dW after two backward calls");
+  pt::expect_close(conv.bias_grad(), once_b, 1e-6, 1e-5, "db after two backward calls");
+}
+
+TEST(Conv2d, ShapeErrorsNameBothShapes) {
+  Conv2d conv(3, 4, 3);
+  try {
+    conv.output_shape(Shape{2, 5, 8, 8});
+    FAIL() << "wrong channel count must throw";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("conv2d"), std::string::npos) << m;
+    EXPECT_NE(m.find("5 channels"), std::string::npos) << m;
+    EXPECT_NE(m.find("expects 3"), std::string::npos) << m;
+  }
+  EXPECT_THROW(conv.output_shape(Shape{2, 3, 2, 2}), Error);  // kernel larger than input
+  EXPECT_THROW(conv.output_shape(Shape{2, 3}), Error);
+  EXPECT_THROW(Conv2d(3, 4, 3, 0), Error);
+}
+
+TEST(Conv2d, DescribeFlopsAndDefaultInit) {
+  Conv2d conv(1, 10, 3, 1, 1);
+  EXPECT_EQ(conv.describe(), "Conv2d(1->10, k3 s1 p1)");
+  EXPECT_EQ(conv.params().size(), 2u);
+  EXPECT_EQ(conv.params()[0].name, "weight");
+  EXPECT_EQ(conv.params()[1].name, "bias");
+  EXPECT_DOUBLE_EQ(conv.flops(Shape{8, 1, 28, 28}), 2.0 * 8 * 10 * 9 * 784 + 8 * 10 * 784);
+  Conv2d nb(32, 64, 3, 1, 0, false);
+  EXPECT_EQ(nb.params().size(), 1u);
+  EXPECT_DOUBLE_EQ(nb.flops(Shape{1, 32, 26, 26}), 2.0 * 64 * 288 * 576);
+  Rng rng(5);
+  nb.reset_parameters(rng);
+  const float bound = 1.f / std::sqrt(288.f);
+  float mx = 0.f;
+  for (int64_t i = 0; i < nb.weight().numel(); ++i) mx = std::max(mx, std::fabs(nb.weight()[i]));
+  EXPECT_LE(mx, bound);
+  EXPECT_GT(mx, 0.9f * bound);
+}
+
+// Same thread count: bit-identical; 1 vs 2 threads: within 1e-5 relative.
+TEST(Conv2d, DeterministicAndThreadCountIndependent) {
+  for (ConvAlgo a : {ConvAlgo::PerImage, ConvAlgo::Batched}) {
+    Rng rng(21);
+    Tensor x = pt::random_tensor(Shape{6, 4, 12, 11}, rng);
+    Conv2d conv(4, 8, 3, 1, 1);
+    conv.set_algo(a);
+    conv.reset_parameters(rng);
+    const Tensor dy = pt::random_tensor(conv.output_shape(x.shape()), rng);
+    auto run = [&](int threads, Tensor& y, Tensor& dx, Tensor& dw, Tensor& db) {
+      Context ctx(threads);
+      y = Tensor(conv.output_shape(x.shape()));
+      dx = Tensor(x.shape());
+      conv.forward(ctx, x, y);
+      conv.zero_grad();
+      conv.backward(ctx, x, y, dy, &dx);
+      dw = conv.weight_grad().clone();
+      db = conv.bias_grad().clone();
+    };
+    Tensor y1, dx1, dw1, db1, y2, dx2, dw2, db2, y2b, dx2b, dw2b, db2b;
+    run(1, y1, dx1, dw1, db1);
+    run(2, y2, dx2, dw2, db2);
+    run(2, y2b, dx2b, dw2b, db2b);
+    const std::string what = std::string(conv_algo_name(a));
+    pt::expect_close(y2b, y2, 0, 0, what + " y, two runs at 2 threads");
+    pt::expect_close(dx2b, dx2, 0, 0, what + " dx, two runs at 2 threads");
+    pt::expect_close(dw2b, dw2, 0, 0, what + " dW, two runs at 2 threads");
+    pt::expect_close(db2b, db2, 0, 0, what + " db, two runs at 2 threads");
+    pt::expect_close(y2, y1, 1e-6, 1e-5, what + " y, 2 vs 1 threads");
+    pt::expect_close(dx2, dx1, 1e-6, 1e-5, what + " dx, 2 vs 1 threads");
+    pt::expect_close(dw2, dw1, 1e-6, 1e-5, what + " dW, 2 vs 1 threads");
+    pt::expect_close(db2, db1, 1e-6, 1e-5, what + " db, 2 vs 1 threads");
+  }
+}

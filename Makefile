@@ -6,7 +6,7 @@ THREADS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 BIN      := $(BUILD)/bin
 
-.PHONY: all deps configure build test clean help
+.PHONY: all deps configure build test clean help pi scaling plots
 all: build
 
 help:
@@ -68,3 +68,18 @@ bench-mnist: mnist-app
 
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+
+# THREADS may be a count (sweep 1..THREADS) or a comma list (exactly those).
+comma := ,
+THREAD_LIST = $(if $(findstring $(comma),$(THREADS)),$(THREADS),$(shell seq -s, 1 $(THREADS)))
+# Threads pinned one per core, neighbours together: steadier timings, same as scaling.sh.
+PIN := OMP_PROC_BIND=close OMP_PLACES=cores
+
+pi: build
+	$(PIN) $(BIN)/pi --threads $(THREAD_LIST) --out results/pi/pi.csv
+
+scaling: build
+	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/scaling.sh
+
+plots:
+	$(PYTHON) scripts/plot.py --results results --out results/plots

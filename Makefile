@@ -59,12 +59,13 @@ fashion-mnist: mnist-app
 	datasets/get_fashion_mnist.sh
 	$(BIN)/mnist --model small --dataset fashion-mnist --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
 
-# pdnn vs PyTorch step times (W2 b8, W2 b128, W3 b128 at THREADS=1,2): results/bench/mnist.csv.
+# pdnn vs PyTorch step times (W2 b8, W2 b128, W3 b128 at 1..THREADS threads, or the list
+# THREADS=1,2): results/bench/mnist.csv.
 # PyTorch (Debian's python3-torch) is installed here when missing and possible.
 bench-mnist: mnist-app
 	datasets/get_mnist.sh
 	scripts/install_deps.sh torch || echo "bench-mnist: no PyTorch: timing pdnn alone"
-	BIN=$(BIN) scripts/bench_mnist.sh
+	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_mnist.sh
 
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)

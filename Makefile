@@ -6,6 +6,18 @@ THREADS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 BIN      := $(BUILD)/bin
 
+# OpenBLAS picks its kernels for the CPU it finds. An OPENBLAS_CORETYPE inherited from the
+# environment overrides that: the development machine's sets Haswell (AVX2), which halves sgemm
+# on its AVX-512 cores (96 vs 200 GFLOP/s at 2048^3). Targets here let OpenBLAS detect the core
+# unless BLAS_CORE names one (make bench-mnist BLAS_CORE=Haswell). Every app prints the core
+# it runs, and benchmark CSV rows record it.
+BLAS_CORE ?= auto
+ifeq ($(BLAS_CORE),auto)
+unexport OPENBLAS_CORETYPE
+else
+export OPENBLAS_CORETYPE := $(BLAS_CORE)
+endif
+
 .PHONY: all deps configure build test clean help pi scaling plots
 all: build
 
@@ -16,7 +28,7 @@ help:
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
-	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) CMAKE_FLAGS=..."
+	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) CMAKE_FLAGS=..."
 
 # Stamp so the package check runs once per build folder, not at every make.
 $(BUILD)/.deps-ok: scripts/install_deps.sh
@@ -62,7 +74,7 @@ fashion-mnist: mnist-app
 # pdnn vs PyTorch step times (W2 b8, W2 b128, W3 b128 at 1..THREADS threads, or the list
 # THREADS=1,2): results/bench/mnist.csv.
 # PyTorch (Debian's python3-torch) is installed here when missing and possible.
-bench-mnist: mnist-app
+bench-mnist: build
 	datasets/get_mnist.sh
 	scripts/install_deps.sh torch || echo "bench-mnist: no PyTorch: timing pdnn alone"
 	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_mnist.sh

@@ -23,7 +23,7 @@ PIN=(OMP_PROC_BIND=close OMP_PLACES=cores)
 BEST=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296
       OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1)
 
-[ -x "$BIN/mnist" ] || { echo "bench_mnist: $BIN/mnist not built (make mnist-app)" >&2; exit 1; }
+[ -x "$BIN/mnist" ] && [ -x "$BIN/pi" ] || { echo "bench_mnist: $BIN/mnist or $BIN/pi not built (make build)" >&2; exit 1; }
 have_torch=0
 if "$PY" -c 'import torch' 2>/dev/null; then have_torch=1
 else echo "bench_mnist: no torch for $PY (scripts/install_deps.sh torch): pdnn only" >&2; fi
@@ -31,7 +31,7 @@ else echo "bench_mnist: no torch for $PY (scripts/install_deps.sh torch): pdnn o
 rev=$(git describe --always --dirty --abbrev=10 2>/dev/null || echo unknown)
 host=$(hostname)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/,/ /g')
-header="app,config,model,batch,threads,steps,median_ms,min_ms,max_ms,torch_over_pdnn,dataset,git_rev,host,cpu_model,timestamp"
+header="app,config,model,batch,threads,steps,median_ms,min_ms,max_ms,torch_over_pdnn,blas_core,dataset,git_rev,host,cpu_model,timestamp"
 rows=()
 
 # Runs one point; prints "median min max steps" parsed from the step_ms line.
@@ -41,6 +41,10 @@ measure() {
   echo "$line" | sed -E 's/.*steps=([0-9]+) median=([0-9.]+) min=([0-9.]+) max=([0-9.]+).*/\2 \3 \4 \1/'
 }
 
+# The OpenBLAS kernel set in use (OPENBLAS_CORETYPE, or OpenBLAS's own detection): it sets the
+# sgemm speed of pdnn and of PyTorch's dense layers alike.
+blas_core=$("$BIN/pi" --n 1000 --repeat 1 --warmup 0 --threads 1 --out '' | sed -nE 's/.*OpenBLAS ([A-Za-z0-9_]+).*/\1/p' | head -1)
+echo "bench_mnist: OpenBLAS core $blas_core (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
 dataset=$("$BIN/mnist" --epochs 1 --steps 1 --threads 1 | sed -nE 's/.*dataset ([^ ]+) .*/\1/p' | head -1)
 printf "%-6s %-8s %-6s %5s %7s %10s %10s %10s %8s\n" app config model batch threads median_ms \
        min_ms max_ms t/pdnn
@@ -52,7 +56,7 @@ for spec in small:8:300 small:128:60 keras:128:12; do
         --batch "$batch" --threads "$t" --steps "$steps")
     printf "%-6s %-8s %-6s %5s %7s %10s %10s %10s %8s\n" pdnn - "$model" "$batch" "$t" "$med" \
            "$mn" "$mx" -
-    rows+=("pdnn,-,$model,$batch,$t,$n,$med,$mn,$mx,,$dataset,$rev,$host,$cpu,$(date -u +%FT%TZ)")
+    rows+=("pdnn,-,$model,$batch,$t,$n,$med,$mn,$mx,,$blas_core,$dataset,$rev,$host,$cpu,$(date -u +%FT%TZ)")
     pdnn_med=$med
     [ $have_torch = 1 ] || continue
     for config in default best; do
@@ -63,7 +67,7 @@ for spec in small:8:300 small:128:60 keras:128:12; do
       ratio=$(awk -v a="$tmed" -v b="$pdnn_med" 'BEGIN { printf "%.3f", a / b }')
       printf "%-6s %-8s %-6s %5s %7s %10s %10s %10s %8s\n" torch "$config" "$model" "$batch" \
              "$t" "$tmed" "$tmn" "$tmx" "$ratio"
-      rows+=("torch,$config,$model,$batch,$t,$tn,$tmed,$tmn,$tmx,$ratio,$dataset,$rev,$host,$cpu,$(date -u +%FT%TZ)")
+      rows+=("torch,$config,$model,$batch,$t,$tn,$tmed,$tmn,$tmx,$ratio,$blas_core,$dataset,$rev,$host,$cpu,$(date -u +%FT%TZ)")
     done
   done
 done

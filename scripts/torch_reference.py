@@ -198,7 +198,7 @@ def pdnn_dropout_class(torch):
             n = x.numel()
             u = self.rng.uniform_many(n)
             keep = (u >= self.p).astype(np.float32) * np.float32(1.0 / (1.0 - self.p))
-            return x * torch.from_numpy(keep.reshape(tuple(x.shape)))
+            return x * torch.from_numpy(keep.reshape(tuple(x.shape))).to(x.device)
 
     return PdnnDropout
 
@@ -247,7 +247,7 @@ def compare_with_checkpoint(torch, model, path, what):
     for name, p in pdnn_param_names(torch, model):
         if name not in ck:
             sys.exit(f"torch_reference: {path}: no tensor {name}")
-        a = p.detach().numpy()
+        a = p.detach().cpu().numpy()
         if ck[name].shape != a.shape:
             sys.exit(f"torch_reference: {path}: {name} is {ck[name].shape}, torch has {a.shape}")
         worst = max(worst, float(np.max(np.abs(ck[name] - a))))
@@ -275,12 +275,16 @@ def mode_mnist(args):
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_reference: --device cuda, but torch sees no GPU")
     batch = args.batch or (128 if args.model == "keras" else 8)
     name, folder, (xtr, ytr), (xte, yte) = load_dataset(args)
     side = xtr.shape[2]
     rng = pdnn_rng.Rng(args.seed)
     model = mnist_model(torch, args.model, side, 10, rng)
     pdnn_init(torch, model, rng)
+    model.to(dev)
     if args.init_checkpoint:
         worst = compare_with_checkpoint(torch, model, args.init_checkpoint, "initial weights")
         if worst != 0.0:
@@ -290,13 +294,13 @@ def mode_mnist(args):
     data_seed = pdnn_rng.at(args.seed, 0)
     print(f"torch mnist: model {args.model}, dataset {name} ({folder}: {len(ytr)} train / "
           f"{len(yte)} test), batch {batch}, {opt_name}, {threads} threads, seed {args.seed}, "
-          f"torch {torch.__version__}", flush=True)
-    xtr_t, ytr_t = torch.from_numpy(xtr), torch.from_numpy(ytr)
+          f"torch {torch.__version__}, device {dev}", flush=True)
+    xtr_t, ytr_t = torch.from_numpy(xtr).to(dev), torch.from_numpy(ytr).to(dev)
     out = args.out or os.path.join(ROOT, "results", "mnist", f"{args.model}_{name}.csv")
     rev, host = git_rev(), socket.gethostname()
     steps, step_ms = 0, []
     for epoch in range(args.epochs):
-        order = torch.from_numpy(pdnn_rng.epoch_rng(data_seed, epoch).permutation(len(ytr)))
+        order = torch.from_numpy(pdnn_rng.epoch_rng(data_seed, epoch).permutation(len(ytr))).to(dev)
         model.train()
         loss_sum, correct, seen = 0.0, 0, 0
         t0 = time.perf_counter()
@@ -309,6 +313,8 @@ def mode_mnist(args):
             loss = loss_fn(logits, y)
             loss.backward()
             opt.step()
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
             step_ms.append(1e3 * (time.perf_counter() - ts))
             nb = len(idx)
             loss_sum += float(loss) * nb
@@ -320,13 +326,13 @@ def mode_mnist(args):
         secs = time.perf_counter() - t0
         if args.steps and steps >= args.steps:
             break
-        test_loss, test_acc = evaluate(torch, model, xte, yte, max(batch, 128), loss_fn)
+        test_loss, test_acc = evaluate(torch, model, xte, yte, max(batch, 128), loss_fn, dev)
         train_loss, train_acc = loss_sum / seen, correct / seen
         print(f"epoch {epoch + 1}/{args.epochs}  {name}  train loss {train_loss:.4f} acc "
               f"{train_acc:.4f}  test loss {test_loss:.4f} acc {test_acc:.4f}  {secs:.1f} s  "
               f"{seen / secs:.0f} img/s", flush=True)
         append_csv_row(out, RESULT_COLUMNS,
-                       ["torch", args.model, name, "cpu", threads, batch, epoch + 1,
+                       ["torch", args.model, name, dev.type, threads, batch, epoch + 1,
                         f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss:.6f}",
                         f"{test_acc:.6f}", f"{secs:.3f}", f"{seen / secs:.1f}", rev, host,
                         utc_now()])
@@ -342,13 +348,13 @@ def mode_mnist(args):
         compare_with_checkpoint(torch, model, args.compare_checkpoint, "final weights")
 
 
-def evaluate(torch, model, x, y, batch, loss_fn):
+def evaluate(torch, model, x, y, batch, loss_fn, dev):
     model.eval()
     loss, correct = 0.0, 0
     with torch.no_grad():
         for b0 in range(0, len(y), batch):
-            xb = torch.from_numpy(x[b0:b0 + batch])
-            yb = torch.from_numpy(y[b0:b0 + batch])
+            xb = torch.from_numpy(x[b0:b0 + batch]).to(dev)
+            yb = torch.from_numpy(y[b0:b0 + batch]).to(dev)
             logits = model(xb)
             loss += float(loss_fn(logits, yb)) * len(yb)
             correct += int((logits.argmax(1) == yb).sum())
@@ -366,6 +372,7 @@ def add_mnist_args(p):
     p.add_argument("--lr", type=float, default=-1.0)
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda (accuracy runs on a GPU host)")
     p.add_argument("--out", default="", help="CSV (default results/mnist/<model>_<dataset>.csv)")
     p.add_argument("--steps", type=int, default=0, help="stop after N steps, print step times")
     p.add_argument("--init-checkpoint", default="",

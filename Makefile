@@ -6,7 +6,19 @@ THREADS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 BIN      := $(BUILD)/bin
 
-.PHONY: all deps configure build test clean help
+# OpenBLAS picks its kernels for the CPU it finds. An OPENBLAS_CORETYPE inherited from the
+# environment overrides that: the development machine's sets Haswell (AVX2), which halves sgemm
+# on its AVX-512 cores (96 vs 200 GFLOP/s at 2048^3). Targets here let OpenBLAS detect the core
+# unless BLAS_CORE names one (make bench-mnist BLAS_CORE=Haswell). Every app prints the core
+# it runs, and benchmark CSV rows record it.
+BLAS_CORE ?= auto
+ifeq ($(BLAS_CORE),auto)
+unexport OPENBLAS_CORETYPE
+else
+export OPENBLAS_CORETYPE := $(BLAS_CORE)
+endif
+
+.PHONY: all deps configure build test clean help pi scaling plots
 all: build
 
 help:
@@ -16,7 +28,7 @@ help:
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
-	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) CMAKE_FLAGS=..."
+	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) CMAKE_FLAGS=..."
 
 # Stamp so the package check runs once per build folder, not at every make.
 $(BUILD)/.deps-ok: scripts/install_deps.sh
@@ -37,5 +49,50 @@ test: build
 clean:
 	rm -rf $(BUILD)
 
+# ---- MNIST (W2, W3) -----------------------------------------------------------------------
+# Extra flags for build/bin/mnist, e.g. make mnist MNIST_ARGS="--epochs 1 --seed 7".
+MNIST_ARGS ?=
+.PHONY: mnist mnist-keras fashion-mnist mnist-app bench-mnist
+mnist-app: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target mnist
+
+# W2 as the blog ran it: batch 8, Adam 1e-3, 5 epochs. Full MNIST when it can be had, else the
+# offline mnist-npm10k set (named so in the output).
+mnist: mnist-app
+	datasets/get_mnist.sh
+	$(BIN)/mnist --model small --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
+
+# W3, the Keras example: batch 128, Adadelta (lr 1, rho 0.95), 12 epochs.
+mnist-keras: mnist-app
+	datasets/get_mnist.sh
+	$(BIN)/mnist --model keras --batch 128 --epochs 12 --threads $(THREADS) $(MNIST_ARGS)
+
+fashion-mnist: mnist-app
+	datasets/get_fashion_mnist.sh
+	$(BIN)/mnist --model small --dataset fashion-mnist --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
+
+# pdnn vs PyTorch step times (W2 b8, W2 b128, W3 b128 at 1..THREADS threads, or the list
+# THREADS=1,2): results/bench/mnist.csv.
+# PyTorch (Debian's python3-torch) is installed here when missing and possible.
+bench-mnist: build
+	datasets/get_mnist.sh
+	scripts/install_deps.sh torch || echo "bench-mnist: no PyTorch: timing pdnn alone"
+	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_mnist.sh
+
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+
+# THREADS may be a count (sweep 1..THREADS) or a comma list (exactly those).
+comma := ,
+THREAD_LIST = $(if $(findstring $(comma),$(THREADS)),$(THREADS),$(shell seq -s, 1 $(THREADS)))
+# Threads pinned one per core, neighbours together: steadier timings, same as scaling.sh.
+PIN := OMP_PROC_BIND=close OMP_PLACES=cores
+
+pi: build
+	$(PIN) $(BIN)/pi --threads $(THREAD_LIST) --out results/pi/pi.csv
+
+scaling: build
+	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/scaling.sh
+
+plots:
+	$(PYTHON) scripts/plot.py --results results --out results/plots

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "core/error.h"
+
 namespace pdnn {
 namespace testing {
 
@@ -109,6 +111,40 @@ void check_layer_gradients(Context& ctx, Layer& layer, const Tensor& x_in,
   for (size_t k = 0; k < ps.size(); ++k)
     compare_fd(loss, *ps[k].value, pgrads[k], opt, rng,
                layer.describe() + " dL/d" + ps[k].name + " at " + x.shape().str());
+}
+
+void expect_same_at_one_and_two_threads(Layer& layer, const Tensor& x, double atol,
+                                        double rtol) {
+  Rng rng(99);
+  const Shape ys = layer.output_shape(x.shape());
+  Tensor dy = random_tensor(ys, rng);
+  Tensor y[2] = {Tensor(ys), Tensor(ys)};
+  Tensor dx[2] = {Tensor(x.shape()), Tensor(x.shape())};
+  std::vector<Tensor> grads[2];
+  for (int t = 0; t < 2; ++t) {
+    Context ctx(t + 1);
+    layer.zero_grad();
+    layer.forward(ctx, x, y[t]);
+    layer.backward(ctx, x, y[t], dy, &dx[t]);
+    for (auto& p : layer.params()) grads[t].push_back(p.grad->clone());
+  }
+  const std::string what = layer.describe() + " at " + x.shape().str() + ", 2 vs 1 threads: ";
+  expect_close(y[1], y[0], atol, rtol, what + "y");
+  expect_close(dx[1], dx[0], atol, rtol, what + "dx");
+  const std::vector<Param> ps = layer.params();
+  for (size_t k = 0; k < ps.size(); ++k)
+    expect_close(grads[1][k], grads[0][k], atol, rtol, what + "d" + ps[k].name);
+}
+
+void expect_error_mentions(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected a pdnn::Error mentioning " << parts.front();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    for (const std::string& part : parts)
+      EXPECT_NE(m.find(part), std::string::npos) << "\"" << part << "\" not in: " << m;
+  }
 }
 
 void check_function_gradient(const std::function<double(const Tensor&)>& f, Tensor x,

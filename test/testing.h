@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/context.h"
 #include "core/tensor.h"
@@ -35,6 +36,15 @@ struct GradCheckOptions {
 // caller's to avoid by choosing x.
 void check_layer_gradients(Context& ctx, Layer& layer, const Tensor& x,
                            const GradCheckOptions& opt = {});
+
+// Runs forward and backward of `layer` on x (and a fixed random dy) at 1 and at 2 threads and
+// expects y, dx and every parameter gradient to agree within atol + rtol*|ref| (0, 0 for
+// kernels without thread-dependent reductions). Parameter gradients are zeroed before each run.
+void expect_same_at_one_and_two_threads(Layer& layer, const Tensor& x, double atol = 0,
+                                        double rtol = 0);
+
+// Expects f to throw pdnn::Error whose message contains every one of `parts` (e.g. both shapes).
+void expect_error_mentions(const std::function<void()>& f, const std::vector<std::string>& parts);
 
 // The same check for any scalar function of one tensor, given its analytic gradient.
 void check_function_gradient(const std::function<double(const Tensor&)>& f, Tensor x,

@@ -27,13 +27,20 @@ class Sequential {
   size_t size() const { return layers_.size(); }
   Layer& layer(size_t i) { return *layers_.at(i); }
   const Layer& layer(size_t i) const { return *layers_.at(i); }
+  // Optional name ("G", "D"): prefixes layer labels in the profiler when several models share
+  // one context. Parameter names stay "<index>.<name>".
+  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& name() const { return name_; }
 
   // Runs every layer; the returned output is owned by the model and valid until the next call.
+  // The model keeps a reference to x's storage for backward: do not modify x in between.
   const Tensor& forward(Context& ctx, const Tensor& x);
   // dy = dL/d(output of the last forward). Accumulates parameter gradients (+=).
   // dL/d(input) is computed only when want_input_grad (e.g. a GAN's discriminator feeding G).
   void backward(Context& ctx, const Tensor& dy, bool want_input_grad = false);
   const Tensor& input_grad() const { return dx_in_; }
+  // Output of layer i in the last forward (for tests and debugging).
+  const Tensor& activation(size_t i) const { return acts_.at(i); }
 
   // Parameters in layer order, named "<layer index>.<name>", e.g. "0.weight".
   std::vector<Param> params();
@@ -51,11 +58,15 @@ class Sequential {
   std::string summary(const Shape& in);
 
  private:
+  std::string label(size_t i) const;
+
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::string name_;
   std::vector<Tensor> acts_;  // acts_[i] = output of layer i
-  std::vector<Tensor> grads_; // two ping-pong gradient buffers
-  Tensor x_in_;               // view of the last forward's input
+  Tensor grads_[2];           // ping-pong: layer i writes dL/d(its input) into grads_[i % 2]
+  Tensor x_in_;               // the last forward's input (shares the caller's storage)
   Tensor dx_in_;
+  bool have_forward_ = false;
 };
 
 }  // namespace pdnn

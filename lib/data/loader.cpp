@@ -1,0 +1,47 @@
+// BatchLoader (see loader.h).
+#include "data/loader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace pdnn {
+
+BatchLoader::BatchLoader(const LabeledImages& data, int64_t batch) : data_(data), batch_(batch) {
+  PDNN_CHECK(batch >= 1, "loader: batch size %lld must be >= 1", static_cast<long long>(batch));
+  PDNN_CHECK(data.images.shape(0) == data.size(), "loader: %lld images but %lld labels",
+             static_cast<long long>(data.images.shape(0)), static_cast<long long>(data.size()));
+  order_.resize(static_cast<size_t>(size()));
+  std::iota(order_.begin(), order_.end(), 0);
+}
+
+void BatchLoader::start_epoch(Rng* rng) {
+  if (rng) {
+    order_ = rng->permutation(size());
+  } else {
+    std::iota(order_.begin(), order_.end(), 0);
+  }
+}
+
+int64_t BatchLoader::load(int64_t b, Tensor& x, std::vector<int32_t>& y) const {
+  PDNN_CHECK(b >= 0 && b < num_batches(), "loader: batch %lld of %lld", static_cast<long long>(b),
+             static_cast<long long>(num_batches()));
+  const int64_t begin = b * batch_;
+  const int64_t nb = std::min(batch_, size() - begin);
+  const Shape& s = data_.images.shape();
+  const int64_t per = s.per_sample();
+  x.resize(s.with_n(nb));
+  y.resize(static_cast<size_t>(nb));
+  const float* src = data_.images.data();
+  float* dst = x.data();
+  for (int64_t i = 0; i < nb; ++i) {
+    const int64_t k = order_[static_cast<size_t>(begin + i)];
+    std::memcpy(dst + i * per, src + k * per, static_cast<size_t>(per) * sizeof(float));
+    y[static_cast<size_t>(i)] = data_.labels[static_cast<size_t>(k)];
+  }
+  return nb;
+}
+
+}  // namespace pdnn

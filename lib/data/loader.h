@@ -1,0 +1,43 @@
+// BatchLoader: fixed-size batches over an in-memory image set, in a fresh random order each
+// epoch (Rng::permutation, which scripts/torch_reference.py reproduces), copied into a
+// reusable tensor and label buffer. The last batch of an epoch keeps the remainder: with N
+// images and batch B it holds N % B images (when that is not 0), so every image is seen once.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "data/idx.h"
+
+namespace pdnn {
+
+class BatchLoader {
+ public:
+  // data must outlive the loader. batch >= 1.
+  BatchLoader(const LabeledImages& data, int64_t batch);
+
+  // Order for one epoch: a permutation of 0..N-1 from rng (advancing it by N-1 draws), or the
+  // stored order when rng is nullptr (evaluation).
+  void start_epoch(Rng* rng);
+  // The order of epoch `epoch` (0-based) of a run whose data seed is `seed`: a permutation
+  // drawn from Rng(Rng::at(seed, epoch + 1)), so any epoch's order can be rebuilt on its own
+  // (resuming mid-run, the PyTorch reference) without replaying the epochs before it.
+  static Rng epoch_rng(uint64_t seed, int64_t epoch) { return Rng(Rng::at(seed, epoch + 1)); }
+
+  int64_t size() const { return data_.size(); }
+  int64_t batch_size() const { return batch_; }
+  int64_t num_batches() const { return (size() + batch_ - 1) / batch_; }
+  const std::vector<int64_t>& order() const { return order_; }
+
+  // Copies batch b (0 <= b < num_batches()) of the current epoch: x is resized to
+  // (nb,C,H,W) and y to nb labels. Returns nb (batch_size(), or less for the last batch).
+  int64_t load(int64_t b, Tensor& x, std::vector<int32_t>& y) const;
+
+ private:
+  const LabeledImages& data_;
+  int64_t batch_;
+  std::vector<int64_t> order_;
+};
+
+}  // namespace pdnn

@@ -1,0 +1,90 @@
+// Elementwise activations: ReLU, LeakyReLU, Sigmoid, Tanh. They share one shape rule and one
+// base class, so they live in one file pair rather than four near-identical ones.
+// x (any shape) -> y (same shape); backward: dx = (no parameters).
+// Sigmoid and Tanh differentiate from y (y(1-y), 1-y^2): cheaper than re-evaluating exp/tanh.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "layers/layer.h"
+
+namespace pdnn {
+
+// CPU kernels over raw pointers, output first; n elements each. x and y may alias in forward.
+namespace cpu {
+void relu_forward(float* y, const float* x, int64_t n);
+void relu_backward(float* dx, const float* x, const float* dy, int64_t n);
+void leaky_relu_forward(float* y, const float* x, int64_t n, float slope);
+void leaky_relu_backward(float* dx, const float* x, const float* dy, int64_t n, float slope);
+void sigmoid_forward(float* y, const float* x, int64_t n);
+void sigmoid_backward(float* dx, const float* y, const float* dy, int64_t n);
+void tanh_forward(float* y, const float* x, int64_t n);
+void tanh_backward(float* dx, const float* y, const float* dy, int64_t n);
+}  // namespace cpu
+
+// Shape checks shared by the elementwise layers; subclasses supply the two kernels.
+class Elementwise : public Layer {
+ public:
+  Shape output_shape(const Shape& in) const override { return in; }
+  void forward(Context& ctx, const Tensor& x, Tensor& y) override;
+  void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                Tensor* dx) override;
+  double flops(const Shape& in) const override { return static_cast<double>(in.numel()); }
+
+ protected:
+  virtual void forward_kernel(float* y, const float* x, int64_t n) const = 0;
+  virtual void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
+                               int64_t n) const = 0;
+};
+
+// y = max(x, 0); the gradient at exactly 0 is taken as 0 (PyTorch's choice).
+class ReLU : public Elementwise {
+ public:
+  std::string kind() const override { return "ReLU"; }
+
+ protected:
+  void forward_kernel(float* y, const float* x, int64_t n) const override;
+  void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
+                       int64_t n) const override;
+};
+
+// y = x for x > 0, slope * x otherwise.
+class LeakyReLU : public Elementwise {
+ public:
+  explicit LeakyReLU(float slope = 0.01f);
+  std::string kind() const override { return "LeakyReLU"; }
+  std::string describe() const override;
+  float slope() const { return slope_; }
+
+ protected:
+  void forward_kernel(float* y, const float* x, int64_t n) const override;
+  void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
+                       int64_t n) const override;
+
+ private:
+  float slope_;
+};
+
+// y = 1 / (1 + exp(-x)); dx = dy * y * (1 - y).
+class Sigmoid : public Elementwise {
+ public:
+  std::string kind() const override { return "Sigmoid"; }
+
+ protected:
+  void forward_kernel(float* y, const float* x, int64_t n) const override;
+  void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
+                       int64_t n) const override;
+};
+
+// y = tanh(x); dx = dy * (1 - y^2).
+class Tanh : public Elementwise {
+ public:
+  std::string kind() const override { return "Tanh"; }
+
+ protected:
+  void forward_kernel(float* y, const float* x, int64_t n) const override;
+  void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
+                       int64_t n) const override;
+};
+
+}  // namespace pdnn

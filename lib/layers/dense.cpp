@@ -1,0 +1,94 @@
+// Dense: shape logic and CPU kernels over cpu::gemm (see dense.h).
+#include "layers/dense.h"
+
+#include "core/error.h"
+#include "core/init.h"
+#include "ops/gemm.h"
+
+namespace pdnn {
+
+namespace cpu {
+
+void dense_forward(float* y, const float* x, const float* w, const float* b, int64_t n, int64_t in,
+                   int64_t out) {
+  // Broadcast the bias into y, then one GEMM accumulates x W^T on top (beta = 1).
+  float beta = 0.f;
+  if (b) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t o = 0; o < out; ++o) y[i * out + o] = b[o];
+    beta = 1.f;
+  }
+  gemm(false, true, n, out, in, 1.f, x, w, beta, y);
+}
+
+void dense_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
+                    const float* w, int64_t n, int64_t in, int64_t out) {
+  gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw);
+  if (db) {
+    // Rows in order: a fixed summation order at any thread count.
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t o = 0; o < out; ++o) db[o] += dy[i * out + o];
+  }
+  if (dx) gemm(false, false, n, in, out, 1.f, dy, w, 0.f, dx);
+}
+
+}  // namespace cpu
+
+Dense::Dense(int64_t in_features, int64_t out_features, bool bias)
+    : in_(in_features), out_(out_features), has_bias_(bias) {
+  PDNN_CHECK(in_features >= 1 && out_features >= 1, "Dense: features %lld -> %lld must be >= 1",
+             static_cast<long long>(in_features), static_cast<long long>(out_features));
+  w_ = Tensor::zeros(Shape{out_, in_});
+  dw_ = Tensor::zeros(Shape{out_, in_});
+  if (has_bias_) {
+    b_ = Tensor::zeros(Shape{out_});
+    db_ = Tensor::zeros(Shape{out_});
+  }
+}
+
+std::string Dense::describe() const {
+  return strprintf("Dense(%lld->%lld%s)", static_cast<long long>(in_), static_cast<long long>(out_),
+                   has_bias_ ? "" : ", no bias");
+}
+
+Shape Dense::output_shape(const Shape& in) const {
+  PDNN_CHECK(in.rank() == 2 || in.rank() == 4,
+             "Dense: input %s must be (N,features) or (N,C,H,W); weight %s", in.str().c_str(),
+             w_.shape().str().c_str());
+  PDNN_CHECK(in.per_sample() == in_,
+             "Dense: input %s has %lld features per sample, weight %s expects %lld",
+             in.str().c_str(), static_cast<long long>(in.per_sample()), w_.shape().str().c_str(),
+             static_cast<long long>(in_));
+  return Shape{in.n(), out_};
+}
+
+void Dense::forward(Context& ctx, const Tensor& x, Tensor& y) {
+  (void)ctx;
+  check_same_shape("Dense forward: y vs expected", y.shape(), output_shape(x.shape()));
+  cpu::dense_forward(y.data(), x.data(), w_.data(), has_bias_ ? b_.data() : nullptr, x.shape(0),
+                     in_, out_);
+}
+
+void Dense::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
+  (void)ctx;
+  check_same_shape("Dense backward: y vs expected", y.shape(), output_shape(x.shape()));
+  check_same_shape("Dense backward: dy vs y", dy.shape(), y.shape());
+  if (dx) check_same_shape("Dense backward: dx vs x", dx->shape(), x.shape());
+  cpu::dense_backward(dx ? dx->data() : nullptr, dw_.data(), has_bias_ ? db_.data() : nullptr,
+                      dy.data(), x.data(), w_.data(), x.shape(0), in_, out_);
+}
+
+std::vector<Param> Dense::params() {
+  std::vector<Param> ps{{"weight", &w_, &dw_}};
+  if (has_bias_) ps.push_back({"bias", &b_, &db_});
+  return ps;
+}
+
+double Dense::flops(const Shape& in) const {
+  return 2.0 * static_cast<double>(output_shape(in).n()) * static_cast<double>(in_) *
+         static_cast<double>(out_);
+}
+
+void Dense::reset_parameters(Rng& rng) { init::torch_default(w_, has_bias_ ? &b_ : nullptr, rng); }
+
+}  // namespace pdnn

@@ -1,0 +1,48 @@
+// Dense (fully connected), PyTorch's Linear: x (N,in) or (N,C,H,W) with C*H*W = in -> y (N,out),
+// y = x W^T + b with W (out,in), b (out). Backward: dW += dy^T x, db += sum_N dy, dx = dy W.
+// The constructor zero-fills the parameters; reset_parameters(rng) draws PyTorch's default
+// (U(+-1/sqrt(in)) for W, then b), so initial weights come only from a seeded Rng.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace pdnn {
+
+namespace cpu {
+// y (n,out) = x (n,in) w^T (w: out,in) + b (b may be nullptr). GEMM through cpu::gemm.
+void dense_forward(float* y, const float* x, const float* w, const float* b, int64_t n, int64_t in,
+                   int64_t out);
+// dw (out,in) += dy^T x; db (out) += sum over n of dy (db may be nullptr);
+// dx (n,in) = dy w (dx may be nullptr).
+void dense_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
+                    const float* w, int64_t n, int64_t in, int64_t out);
+}  // namespace cpu
+
+class Dense : public Layer {
+ public:
+  Dense(int64_t in_features, int64_t out_features, bool bias = true);
+  std::string kind() const override { return "Dense"; }
+  std::string describe() const override;
+  Shape output_shape(const Shape& in) const override;
+  void forward(Context& ctx, const Tensor& x, Tensor& y) override;
+  void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                Tensor* dx) override;
+  std::vector<Param> params() override;
+  double flops(const Shape& in) const override;
+  void reset_parameters(Rng& rng) override;
+
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+  Tensor& weight() { return w_; }
+  Tensor& bias() { return b_; }  // empty when constructed with bias = false
+
+ private:
+  int64_t in_, out_;
+  bool has_bias_;
+  Tensor w_, dw_, b_, db_;
+};
+
+}  // namespace pdnn

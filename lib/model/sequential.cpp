@@ -1,0 +1,197 @@
+// Sequential: forward/backward through the layers with model-owned, reused buffers; summary.
+#include "model/sequential.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "train/profiler.h"
+
+namespace pdnn {
+
+Layer& Sequential::add(std::unique_ptr<Layer> layer) {
+  PDNN_CHECK(layer != nullptr, "sequential: add(nullptr)");
+  layers_.push_back(std::move(layer));
+  acts_.resize(layers_.size());
+  have_forward_ = false;
+  return *layers_.back();
+}
+
+std::string Sequential::label(size_t i) const {
+  return name_.empty() ? std::to_string(i) : name_ + "." + std::to_string(i);
+}
+
+const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
+  PDNN_CHECK(!layers_.empty(), "sequential: forward through an empty model");
+  Profiler* prof = ctx.profiler();
+  x_in_ = x;
+  const Tensor* in = &x_in_;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer& l = *layers_[i];
+    const Shape out = l.output_shape(in->shape());
+    acts_[i].resize(out);
+    if (prof) {
+      const TimeMark t0 = time_mark(ctx);
+      l.forward(ctx, *in, acts_[i]);
+      prof->record_forward(l, label(i), in->shape(), out, ms_since(ctx, t0));
+    } else {
+      l.forward(ctx, *in, acts_[i]);
+    }
+    in = &acts_[i];
+  }
+  have_forward_ = true;
+  return acts_.back();
+}
+
+void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) {
+  PDNN_CHECK(have_forward_, "sequential: backward() before forward()");
+  check_same_shape("sequential backward: dy vs the last output", dy.shape(), acts_.back().shape());
+  Profiler* prof = ctx.profiler();
+  const Tensor* g = &dy;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    Layer& l = *layers_[i];
+    const Tensor& in = i == 0 ? x_in_ : acts_[i - 1];
+    Tensor* dx = nullptr;
+    if (i > 0 || want_input_grad) {
+      dx = i > 0 ? &grads_[i % 2] : &dx_in_;
+      // A layer may have made its dx a view of its dy (Flatten): never hand the next layer a
+      // buffer that aliases the gradient it reads.
+      if (!dx->empty() && dx->data() == g->data()) *dx = Tensor();
+      dx->resize(in.shape());
+    }
+    if (prof) {
+      const TimeMark t0 = time_mark(ctx);
+      l.backward(ctx, in, acts_[i], *g, dx);
+      prof->record_backward(l, ms_since(ctx, t0));
+    } else {
+      l.backward(ctx, in, acts_[i], *g, dx);
+    }
+    g = dx;
+  }
+}
+
+std::vector<Param> Sequential::params() {
+  std::vector<Param> out;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (Param p : layers_[i]->params()) {
+      p.name = std::to_string(i) + "." + p.name;
+      out.push_back(p);
+    }
+  return out;
+}
+
+std::vector<Param> Sequential::buffers() {
+  std::vector<Param> out;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (Param p : layers_[i]->buffers()) {
+      p.name = std::to_string(i) + "." + p.name;
+      out.push_back(p);
+    }
+  return out;
+}
+
+std::vector<size_t> Sequential::param_layers() {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < layers_.size(); ++i) out.insert(out.end(), layers_[i]->params().size(), i);
+  return out;
+}
+
+void Sequential::zero_grad() {
+  for (auto& l : layers_) l->zero_grad();
+}
+
+void Sequential::train(bool on) {
+  for (auto& l : layers_) l->train(on);
+}
+
+void Sequential::reset_parameters(Rng& rng) {
+  for (auto& l : layers_) l->reset_parameters(rng);
+}
+
+Shape Sequential::output_shape(const Shape& in) const {
+  Shape s = in;
+  for (const auto& l : layers_) s = l->output_shape(s);
+  return s;
+}
+
+double Sequential::flops(const Shape& in) const {
+  Shape s = in;
+  double f = 0;
+  for (const auto& l : layers_) {
+    f += l->flops(s);
+    s = l->output_shape(s);
+  }
+  return f;
+}
+
+int64_t Sequential::num_params() {
+  int64_t n = 0;
+  for (const Param& p : params()) n += p.value->numel();
+  return n;
+}
+
+namespace {
+
+// 1234567 -> "1,234,567" (as Keras prints parameter counts).
+std::string group_digits(int64_t v) {
+  std::string d = std::to_string(v < 0 ? -v : v), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+}  // namespace
+
+std::string Sequential::summary(const Shape& in) {
+  struct Line {
+    std::string idx, layer, shape, params, mflops;
+  };
+  std::vector<Line> lines;
+  Shape s = in;
+  int64_t total_params = 0;
+  double total_flops = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer& l = *layers_[i];
+    int64_t np = 0;
+    for (const Param& p : l.params()) np += p.value->numel();
+    const double f = l.flops(s);
+    s = l.output_shape(s);
+    total_params += np;
+    total_flops += f;
+    lines.push_back({std::to_string(i), l.describe(), s.str(), group_digits(np),
+                     strprintf("%.2f", f / 1e6)});
+  }
+  Line head{"#", "layer", "output shape", "params", "MFLOPs"};
+  size_t w[5] = {head.idx.size(), head.layer.size(), head.shape.size(), head.params.size(),
+                 head.mflops.size()};
+  for (const Line& ln : lines) {
+    w[0] = std::max(w[0], ln.idx.size());
+    w[1] = std::max(w[1], ln.layer.size());
+    w[2] = std::max(w[2], ln.shape.size());
+    w[3] = std::max(w[3], ln.params.size());
+    w[4] = std::max(w[4], ln.mflops.size());
+  }
+  auto row = [&](const Line& ln) {
+    return strprintf("%-*s  %-*s  %-*s  %*s  %*s\n", static_cast<int>(w[0]), ln.idx.c_str(),
+                     static_cast<int>(w[1]), ln.layer.c_str(), static_cast<int>(w[2]),
+                     ln.shape.c_str(), static_cast<int>(w[3]), ln.params.c_str(),
+                     static_cast<int>(w[4]), ln.mflops.c_str());
+  };
+  const std::string rule(w[0] + w[1] + w[2] + w[3] + w[4] + 8, '-');
+  std::string out = strprintf("Model%s%s, input %s\n", name_.empty() ? "" : " ", name_.c_str(),
+                              in.str().c_str());
+  out += rule + "\n" + row(head) + rule + "\n";
+  for (const Line& ln : lines) out += row(ln);
+  out += rule + "\n";
+  out += strprintf("Total params: %s (%.2f MiB as float32)\n", group_digits(total_params).c_str(),
+                   static_cast<double>(total_params) * 4.0 / (1024.0 * 1024.0));
+  const double per_sample = in.rank() > 0 && in.n() > 0 ? total_flops / in.n() : total_flops;
+  out += strprintf("Forward: %.2f MFLOPs per batch of %lld (%.3f per sample); "
+                   "a training step costs about 3x\n",
+                   total_flops / 1e6, static_cast<long long>(in.rank() > 0 ? in.n() : 0),
+                   per_sample / 1e6);
+  return out;
+}
+
+}  // namespace pdnn

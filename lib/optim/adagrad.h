@@ -1,0 +1,31 @@
+// Adagrad, exactly as torch/optim/adagrad.py (PyTorch 1.13, _single_tensor_adagrad):
+//   g' = g + weight_decay * w
+//   clr = lr / (1 + (step - 1) * lr_decay)            (step = steps(), 1 on the first step)
+//   sum += g' * g'                                     (sum starts at initial_accumulator_value)
+//   w -= clr * g' / (sqrt(sum) + eps)
+// State: "<i>.sum".
+#pragma once
+#include "optim/optimizer.h"
+
+namespace pdnn {
+
+class Adagrad : public Optimizer {
+ public:
+  Adagrad(std::vector<Param> params, double lr = 1e-2, double lr_decay = 0, double weight_decay = 0,
+          double initial_accumulator_value = 0, double eps = 1e-10);
+  std::string kind() const override { return "adagrad"; }
+  void update(Context& ctx, size_t i) override;
+  std::vector<std::pair<std::string, Tensor*>> state() override;
+
+ private:
+  double lr_decay_, weight_decay_, eps_;
+  std::vector<Tensor> sum_;
+};
+
+namespace cpu {
+// w, sum (n) updated in place from g (n) as above; clr is this step's decayed rate.
+void adagrad_update(float* w, float* sum, const float* g, int64_t n, float clr, float weight_decay,
+                    float eps);
+}  // namespace cpu
+
+}  // namespace pdnn

@@ -1,0 +1,37 @@
+// Stochastic gradient descent with optional momentum, dampening, Nesterov and L2 weight decay,
+// exactly as torch/optim/sgd.py (PyTorch 1.13, _single_tensor_sgd):
+//   d = g + weight_decay * w
+//   momentum != 0: buf = d on the first step, else buf = momentum * buf + (1 - dampening) * d
+//                  d = nesterov ? d + momentum * buf : buf
+//   w -= lr * d
+// State: "<i>.momentum_buffer" (only when momentum != 0). The first step is steps() == 1, so a
+// checkpoint restores steps() together with the buffers.
+#pragma once
+#include "optim/optimizer.h"
+
+namespace pdnn {
+
+class Sgd : public Optimizer {
+ public:
+  // PyTorch has no default lr for SGD; nesterov needs momentum > 0 and dampening == 0.
+  // Hyper-parameters are doubles, as PyTorch's Python floats: the kernels get them rounded once.
+  Sgd(std::vector<Param> params, double lr, double momentum = 0, double weight_decay = 0,
+      double dampening = 0, bool nesterov = false);
+  std::string kind() const override { return "sgd"; }
+  void update(Context& ctx, size_t i) override;
+  std::vector<std::pair<std::string, Tensor*>> state() override;
+
+ private:
+  double momentum_, weight_decay_, dampening_;
+  bool nesterov_;
+  std::vector<Tensor> buf_;
+};
+
+namespace cpu {
+// w (n) -= lr * d, with d from g, w and buf (n; nullptr when momentum == 0) as above.
+// keep = 1 - dampening. first: buf is taken as d (PyTorch's "buf is None").
+void sgd_update(float* w, float* buf, const float* g, int64_t n, float lr, float momentum,
+                float keep, float weight_decay, bool nesterov, bool first);
+}  // namespace cpu
+
+}  // namespace pdnn

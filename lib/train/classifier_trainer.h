@@ -1,0 +1,30 @@
+// ClassifierTrainer: one training step of a classifier, the sequence every app and test repeats:
+// forward, softmax cross-entropy, zero_grad, backward, optimizer update (the update timed per
+// layer when a profiler is attached). Owns the loss and its gradient buffer.
+#pragma once
+#include <cstdint>
+
+#include "losses/softmax_cross_entropy.h"
+#include "model/sequential.h"
+#include "optim/optimizer.h"
+
+namespace pdnn {
+
+class ClassifierTrainer {
+ public:
+  // `opt` must have been built over model.params(); both must outlive the trainer.
+  ClassifierTrainer(Sequential& model, Optimizer& opt) : model_(model), opt_(opt) {}
+  // One step on a batch; returns the batch's mean loss. labels: x.shape(0) values.
+  float step(Context& ctx, const Tensor& x, const int32_t* labels);
+  // The logits of the last step (valid until the model's next forward).
+  const Tensor& logits() const { return *logits_; }
+
+ private:
+  Sequential& model_;
+  Optimizer& opt_;
+  SoftmaxCrossEntropy loss_;
+  Tensor dlogits_;
+  const Tensor* logits_ = nullptr;
+};
+
+}  // namespace pdnn

@@ -1,0 +1,150 @@
+// Per-layer profiler: accumulation, table and CSV.
+#include "train/profiler.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "layers/layer.h"
+
+namespace pdnn {
+
+TimeMark time_mark(Context& ctx) {
+  (void)ctx;
+  return TimeMark{std::chrono::steady_clock::now()};
+}
+
+double ms_since(Context& ctx, const TimeMark& start) {
+  (void)ctx;
+  const auto d = std::chrono::steady_clock::now() - start.t;
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+void Profiler::begin_step(Context& ctx) {
+  PDNN_CHECK(!in_step_, "profiler: begin_step() called twice without end_step()");
+  in_step_ = true;
+  step_start_ = time_mark(ctx);
+}
+
+void Profiler::end_step(Context& ctx) {
+  PDNN_CHECK(in_step_, "profiler: end_step() without begin_step()");
+  step_total_ms_ += ms_since(ctx, step_start_);
+  ++steps_;
+  in_step_ = false;
+}
+
+double Profiler::step_ms() const { return steps_ > 0 ? step_total_ms_ / steps_ : 0.0; }
+
+void Profiler::reset() {
+  entries_.clear();
+  index_.clear();
+  step_total_ms_ = 0;
+  steps_ = 0;
+  in_step_ = false;
+}
+
+Profiler::Entry* Profiler::find(const Layer& layer) {
+  auto it = index_.find(&layer);
+  return it == index_.end() ? nullptr : &entries_[it->second];
+}
+
+void Profiler::record_forward(const Layer& layer, const std::string& label, const Shape& in,
+                              const Shape& out, double ms) {
+  if (!in_step_) return;
+  Entry* e = find(layer);
+  if (!e) {
+    index_[&layer] = entries_.size();
+    entries_.push_back(Entry{label, layer.kind(), layer.describe(), out});
+    e = &entries_.back();
+  }
+  e->out = out;
+  e->fwd_ms += ms;
+  e->fwd_flops += layer.flops(in);
+}
+
+void Profiler::record_backward(const Layer& layer, double ms) {
+  if (!in_step_) return;
+  if (Entry* e = find(layer)) e->bwd_ms += ms;
+}
+
+void Profiler::record_update(const Layer& layer, double ms) {
+  if (!in_step_) return;
+  if (Entry* e = find(layer)) e->update_ms += ms;
+}
+
+std::vector<Profiler::Row> Profiler::rows() const {
+  std::vector<Row> out;
+  const double steps = static_cast<double>(std::max<int64_t>(steps_, 1));
+  const double step = step_ms();
+  double in_layers = 0;
+  for (const Entry& e : entries_) {
+    Row r;
+    r.layer = e.label;
+    r.kind = e.kind;
+    r.describe = e.describe;
+    r.output_shape = e.out.str();
+    r.fwd_ms = e.fwd_ms / steps;
+    r.bwd_ms = e.bwd_ms / steps;
+    r.update_ms = e.update_ms / steps;
+    const double total = r.fwd_ms + r.bwd_ms + r.update_ms;
+    in_layers += total;
+    r.share = step > 0 ? total / step : 0.0;
+    // ms -> s is 1e-3, FLOP -> GFLOP is 1e-9: GFLOP/s = flops / ms * 1e-6.
+    r.gflops = e.bwd_ms > 0 ? 3.0 * e.fwd_flops / (e.fwd_ms + e.bwd_ms) * 1e-6 : 0.0;
+    out.push_back(r);
+  }
+  Row other;
+  other.layer = "other";
+  other.kind = "other";
+  other.describe = "loss, zero_grad, data, overhead";
+  other.fwd_ms = std::max(0.0, step - in_layers);
+  other.share = step > 0 ? other.fwd_ms / step : 0.0;
+  out.push_back(other);
+  return out;
+}
+
+std::string Profiler::table() const {
+  const std::vector<Row> rs = rows();
+  size_t wl = 1, wd = 5, ws = 12;
+  for (const Row& r : rs) {
+    wl = std::max(wl, r.layer.size());
+    wd = std::max(wd, r.describe.size());
+    ws = std::max(ws, r.output_shape.size());
+  }
+  std::string s = strprintf("profile: %lld steps, %.3f ms per step (means per step)\n",
+                            static_cast<long long>(steps_), step_ms());
+  const int il = static_cast<int>(wl), id = static_cast<int>(wd), is = static_cast<int>(ws);
+  s += strprintf("%-*s  %-*s  %-*s  %10s  %10s  %10s  %6s  %8s\n", il, "#", id, "layer", is,
+                 "output shape", "fwd ms", "bwd ms", "update ms", "share", "GFLOP/s");
+  s += std::string(wl + wd + ws + 4 + 3 * 12 + 8 + 10, '-') + "\n";
+  double f = 0, b = 0, u = 0, sh = 0;
+  for (const Row& r : rs) {
+    s += strprintf("%-*s  %-*s  %-*s  %10.3f  %10.3f  %10.3f  %5.1f%%  %8.2f\n", il,
+                   r.layer.c_str(), id, r.describe.c_str(), is, r.output_shape.c_str(), r.fwd_ms,
+                   r.bwd_ms, r.update_ms, 100.0 * r.share, r.gflops);
+    f += r.fwd_ms;
+    b += r.bwd_ms;
+    u += r.update_ms;
+    sh += r.share;
+  }
+  s += std::string(wl + wd + ws + 4 + 3 * 12 + 8 + 10, '-') + "\n";
+  s += strprintf("%-*s  %-*s  %-*s  %10.3f  %10.3f  %10.3f  %5.1f%%\n", il, "total", id, "", is,
+                 "", f, b, u, 100.0 * sh);
+  return s;
+}
+
+void Profiler::write_csv(const std::string& path) const {
+  AtomicFile file(path);
+  std::ostream& o = file.stream();
+  o << "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n";
+  for (const Row& r : rows()) {
+    // Shapes contain commas: quote them (RFC 4180).
+    o << r.layer << ',' << r.kind << ",\"" << r.output_shape << "\","
+      << strprintf("%.6f,%.6f,%.6f,%.6f,%.4f", r.fwd_ms, r.bwd_ms, r.update_ms, r.share, r.gflops)
+      << '\n';
+  }
+  file.commit();
+}
+
+}  // namespace pdnn

@@ -1,0 +1,76 @@
+// Per-layer profiler: forward, backward and optimizer-update time of every layer, averaged over
+// training steps, with each layer's share of the measured step time and its achieved GFLOP/s.
+// Attach with ctx.set_profiler(&p); Sequential and optimizer_step() report to it. Only work
+// between begin_step() and end_step() is recorded, so evaluation passes do not pollute it.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/context.h"
+#include "core/shape.h"
+
+namespace pdnn {
+
+class Layer;
+
+// The two timing calls everything goes through. On the CPU: steady_clock. The CUDA backend
+// will record an event on the context's stream in time_mark() and synchronise/measure in
+// ms_since(), without any caller changing.
+struct TimeMark {
+  std::chrono::steady_clock::time_point t;
+};
+TimeMark time_mark(Context& ctx);
+double ms_since(Context& ctx, const TimeMark& start);  // milliseconds from start to now
+
+class Profiler {
+ public:
+  // One output row. Times are means per step in ms; share is (fwd+bwd+update) / step time;
+  // gflops is 3 x forward FLOPs / (fwd + bwd time) (the usual "a training step costs three
+  // forwards" convention, so a layer's rate is comparable with sgemm's), 0 without a backward.
+  struct Row {
+    std::string layer;  // index in its model ("3", or "D.3" for a named model)
+    std::string kind, describe, output_shape;
+    double fwd_ms = 0, bwd_ms = 0, update_ms = 0, share = 0, gflops = 0;
+  };
+
+  void begin_step(Context& ctx);
+  void end_step(Context& ctx);
+  bool in_step() const { return in_step_; }
+  int64_t steps() const { return steps_; }
+  double step_ms() const;  // mean measured step time
+  void reset();
+
+  // Called by Sequential / optimizer_step. `label` names the layer in the table.
+  void record_forward(const Layer& layer, const std::string& label, const Shape& in,
+                      const Shape& out, double ms);
+  void record_backward(const Layer& layer, double ms);
+  void record_update(const Layer& layer, double ms);
+
+  // Rows in the order layers were first seen, then an "other" row: step time not spent inside
+  // any layer (loss, zero_grad, data handling, timing overhead), its time in the fwd_ms column.
+  std::vector<Row> rows() const;
+  // Human-readable table with a header line (steps, mean step ms) and a total line.
+  std::string table() const;
+  // CSV: layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops (written atomically).
+  void write_csv(const std::string& path) const;
+
+ private:
+  struct Entry {
+    std::string label, kind, describe;
+    Shape out;
+    double fwd_ms = 0, bwd_ms = 0, update_ms = 0, fwd_flops = 0;
+  };
+  Entry* find(const Layer& layer);
+
+  std::vector<Entry> entries_;
+  std::unordered_map<const Layer*, size_t> index_;
+  TimeMark step_start_{};
+  double step_total_ms_ = 0;
+  int64_t steps_ = 0;
+  bool in_step_ = false;
+};
+
+}  // namespace pdnn

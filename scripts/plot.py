@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""PNG figures from pdnn's results CSV files (run with Debian's /usr/bin/python3: matplotlib).
+
+  scripts/plot.py [--results results] [--out results/plots]
+
+Finds every *.csv under --results and recognises it by its columns:
+  training runs  (epoch, train_loss, test_acc, ...)     -> <name>_curves.png: loss and accuracy per
+                 epoch; <name>_cpu_vs_gpu.png when rows with device=cuda exist
+  thread sweeps  (workload, threads, speedup, ...)      -> <name>.png: speedup and efficiency
+  pi benchmark   (app=pi, variant, threads, median_ms)  -> <name>.png: time and speedup
+  layer profiles (layer, kind, fwd_ms, bwd_ms, ...)     -> <name>_profile.png: time per layer
+<name> is the CSV's path under --results with '/' as '_' (pi/pi.csv: pi). Other CSV files are skipped with a
+message, as is every kind of figure whose input is missing.
+"""
+import argparse
+import csv
+import os
+import statistics
+import sys
+from collections import OrderedDict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+DPI = 120
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return rows
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def save(fig, out_dir, name):
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name + ".png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    print("plot: wrote %s" % path)
+    return path
+
+
+def last_per_key(rows, key):
+    """The last row for each key (files are appended to: the last row is the newest run)."""
+    latest = OrderedDict()
+    for r in rows:
+        latest[key(r)] = r
+    return list(latest.values())
+
+
+# ---- training curves -------------------------------------------------------------------------
+
+def training_runs(rows):
+    """Splits rows into runs: one per (model, dataset, device, threads, batch); within it a new
+    run starts where the epoch number does not increase. Returns {label: [rows of last run]}."""
+    runs = OrderedDict()
+    for r in rows:
+        key = tuple(r.get(k, "") for k in ("model", "dataset", "device", "threads", "batch"))
+        ep = num(r.get("epoch"))
+        if ep is None:
+            continue
+        if key not in runs or ep <= num(runs[key][-1].get("epoch")):
+            runs[key] = []
+        runs[key].append(r)
+    out = OrderedDict()
+    for (model, dataset, device, threads, batch), rs in runs.items():
+        label = "%s %s, %s, %s thr, batch %s" % (model, dataset, device, threads, batch)
+        out[label] = rs
+    return out
+
+
+def plot_training(rows, out_dir, name):
+    runs = training_runs(rows)
+    if not runs:
+        print("plot: %s: no rows with an epoch: skipped" % name)
+        return []
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for i, (label, rs) in enumerate(runs.items()):
+        color = "C%d" % (i % 10)
+        ep = [num(r["epoch"]) for r in rs]
+        for ax, col, style, what in ((ax_loss, "train_loss", "--", "train"),
+                                     (ax_loss, "test_loss", "-", "test"),
+                                     (ax_acc, "train_acc", "--", "train"),
+                                     (ax_acc, "test_acc", "-", "test")):
+            ys = [num(r.get(col)) for r in rs]
+            pts = [(x, y) for x, y in zip(ep, ys) if y is not None]
+            if not pts:
+                continue
+            if col.endswith("acc") and max(y for _, y in pts) <= 1.0:
+                pts = [(x, 100.0 * y) for x, y in pts]  # fractions shown as percent
+            ax.plot(*zip(*pts), style, marker="o", ms=3, color=color,
+                    label="%s (%s)" % (label, what))
+    ax_loss.set(title="Loss per epoch", xlabel="epoch", ylabel="cross-entropy loss")
+    ax_acc.set(title="Accuracy per epoch", xlabel="epoch", ylabel="accuracy (%)")
+    for ax in (ax_loss, ax_acc):
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=7)
+    fig.suptitle("Training: %s" % name)
+    made = [save(fig, out_dir, name + "_curves")]
+    made += plot_cpu_vs_gpu(rows, out_dir, name)
+    return made
+
+
+def plot_cpu_vs_gpu(rows, out_dir, name):
+    if not any(r.get("device", "").startswith("cuda") for r in rows):
+        print("plot: %s: no device=cuda rows: CPU vs GPU figure skipped" % name)
+        return []
+    # Median seconds per epoch for each (model, batch, device); CPU bars at their thread count.
+    groups = OrderedDict()
+    for r in rows:
+        s = num(r.get("seconds"))
+        if s is None:
+            continue
+        dev = r.get("device", "?")
+        if dev == "cpu":
+            dev = "cpu, %s thr" % r.get("threads", "?")
+        groups.setdefault("%s b%s" % (r.get("model", "?"), r.get("batch", "?")), OrderedDict()) \
+            .setdefault(dev, []).append(s)
+    devices = list(OrderedDict((d, 0) for g in groups.values() for d in g))
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(groups) * len(devices)), 4.2))
+    width = 0.8 / len(devices)
+    for j, dev in enumerate(devices):
+        xs, ys = [], []
+        for i, g in enumerate(groups.values()):
+            if dev in g:
+                xs.append(i + (j - (len(devices) - 1) / 2) * width)
+                ys.append(statistics.median(g[dev]))
+        bars = ax.bar(xs, ys, width, label=dev, color="C%d" % j)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+    ax.set_xticks(range(len(groups)), list(groups))
+    ax.set(title="CPU vs GPU: %s" % name, ylabel="seconds per epoch (median)")
+    tops = [statistics.median(v) for g in groups.values() for v in g.values()]
+    if max(tops) > 30 * min(tops):  # GPU bars would vanish on a linear axis
+        ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return [save(fig, out_dir, name + "_cpu_vs_gpu")]
+
+
+# ---- thread scaling --------------------------------------------------------------------------
+
+def speedup_axes(ax_s, ax_e, series, max_t):
+    """series: {label: [(threads, speedup)]}; draws speedup with the ideal line, and efficiency."""
+    ts = list(range(1, max_t + 1))
+    ax_s.plot(ts, ts, ":", color="gray", label="ideal (linear)")
+    ax_e.plot(ts, [1.0] * len(ts), ":", color="gray", label="ideal")
+    for i, (label, pts) in enumerate(series.items()):
+        pts = sorted(pts)
+        x = [t for t, _ in pts]
+        ax_s.plot(x, [s for _, s in pts], "-o", color="C%d" % i, label=label)
+        ax_e.plot(x, [s / t for t, s in pts], "-o", color="C%d" % i, label=label)
+    ax_s.set(title="Speedup vs threads", xlabel="threads", ylabel="speedup (x, vs 1 thread)")
+    ax_e.set(title="Parallel efficiency", xlabel="threads", ylabel="speedup / threads",
+             ylim=(0, 1.15))
+    for ax in (ax_s, ax_e):
+        ax.set_xticks(ts)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+
+
+def plot_scaling(rows, out_dir, name):
+    rows = last_per_key(rows, lambda r: (r["workload"], r["threads"]))
+    series = OrderedDict()
+    for r in rows:
+        t, s = num(r["threads"]), num(r.get("speedup"))
+        if t is not None and s is not None:
+            series.setdefault(r["workload"], []).append((int(t), s))
+    if not series:
+        print("plot: %s: no speedup values: skipped" % name)
+        return []
+    max_t = max(t for pts in series.values() for t, _ in pts)
+    fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
+    speedup_axes(ax_s, ax_e, series, max_t)
+    host = rows[-1].get("host", "")
+    fig.suptitle("Thread scaling (%s, %s)" % (name, host))
+    return [save(fig, out_dir, name)]
+
+
+def plot_pi(rows, out_dir, name):
+    rows = last_per_key(rows, lambda r: (r["variant"], r["n"], r["threads"]))
+    n = rows[-1]["n"]
+    rows = [r for r in rows if r["n"] == n]  # the newest problem size only
+    fig, (ax_t, ax_s, ax_e) = plt.subplots(1, 3, figsize=(15, 4.4))
+    variants = list(OrderedDict((r["variant"], 0) for r in rows))
+    max_t = max(int(num(r["threads"])) for r in rows)
+    series = OrderedDict()
+    thread_counts = sorted({int(num(r["threads"])) for r in rows})
+    width = 0.8 / len(variants)
+    for i, v in enumerate(variants):
+        rs = sorted((r for r in rows if r["variant"] == v), key=lambda r: num(r["threads"]))
+        t = [int(num(r["threads"])) for r in rs]
+        med = [num(r["median_ms"]) for r in rs]
+        lo = [m - num(r["min_ms"]) for m, r in zip(med, rs)]
+        hi = [num(r["max_ms"]) - m for m, r in zip(med, rs)]
+        xs = [thread_counts.index(x) + (i - (len(variants) - 1) / 2) * width for x in t]
+        bars = ax_t.bar(xs, med, width, yerr=[lo, hi], capsize=3, color="C%d" % i, label=v)
+        ax_t.bar_label(bars, fmt="%.3g", fontsize=7, padding=2)
+        sp = [(int(num(r["threads"])), num(r["speedup"])) for r in rs
+              if num(r.get("speedup")) is not None]
+        if v != "serial" and sp:
+            series[v] = sp
+    ax_t.set(title="Time (median; whiskers min..max)", xlabel="threads", ylabel="ms per run")
+    ax_t.set_xticks(range(len(thread_counts)), [str(t) for t in thread_counts])
+    ax_t.grid(axis="y", alpha=0.3)
+    ax_t.legend(fontsize=8)
+    speedup_axes(ax_s, ax_e, series, max_t)
+    fig.suptitle("W1 pi, trapezoidal rule, N = {:,} ({}, {})".format(
+                 int(num(n)), rows[-1].get("cpu_model", ""), rows[-1].get("host", "")))
+    return [save(fig, out_dir, name)]
+
+
+# ---- per-layer profile -----------------------------------------------------------------------
+
+def plot_profile(rows, out_dir, name):
+    rows = [r for r in rows if r.get("layer")]
+    if not rows:
+        print("plot: %s: no layer rows: skipped" % name)
+        return []
+    labels = ["%s (%s) %s" % (r["layer"], r.get("kind", ""), r.get("output_shape", "")) for r in rows]
+    parts = [("fwd_ms", "forward"), ("bwd_ms", "backward"), ("update_ms", "update")]
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.38 * len(rows)))
+    left = [0.0] * len(rows)
+    y = list(range(len(rows)))
+    for i, (col, what) in enumerate(parts):
+        vals = [num(r.get(col)) or 0.0 for r in rows]
+        ax.barh(y, vals, left=left, color="C%d" % i, label=what)
+        left = [a + b for a, b in zip(left, vals)]
+    for yi, total, r in zip(y, left, rows):
+        share = num(r.get("share"))
+        text = "%.2f ms" % total + ("" if share is None else
+                                    " (%.1f%%)" % (100 * share if share <= 1 else share))
+        ax.annotate(text, (total, yi), textcoords="offset points", xytext=(4, -3), fontsize=7)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.invert_yaxis()  # first layer on top
+    ax.set_xlim(0, max(left) * 1.25 if max(left) > 0 else 1)
+    ax.set(title="Time per layer: %s" % name, xlabel="ms per step")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return [save(fig, out_dir, name + "_profile")]
+
+
+# ---- driver ----------------------------------------------------------------------------------
+
+KINDS = [
+    ("training", {"epoch", "train_loss", "test_acc"}, plot_training),
+    ("scaling", {"workload", "threads", "speedup"}, plot_scaling),
+    ("pi", {"app", "variant", "threads", "median_ms", "min_ms", "max_ms"}, plot_pi),
+    ("profile", {"layer", "kind", "fwd_ms", "bwd_ms"}, plot_profile),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", default="results", help="folder searched for *.csv")
+    ap.add_argument("--out", default="results/plots", help="folder for the PNG files")
+    args = ap.parse_args()
+    if not os.path.isdir(args.results):
+        sys.exit("plot: %s is not a folder" % args.results)
+    found = {k: 0 for k, _, _ in KINDS}
+    made = []
+    for root, dirs, files in os.walk(args.results):
+        dirs.sort()
+        for f in sorted(files):
+            if not f.endswith(".csv"):
+                continue
+            path = os.path.join(root, f)
+            parts = os.path.splitext(os.path.relpath(path, args.results))[0].split(os.sep)
+            if len(parts) >= 2 and parts[-1] == parts[-2]:
+                parts.pop()  # pi/pi.csv -> "pi", not "pi_pi"
+            name = "_".join(parts)
+            rows = read_csv(path)
+            cols = set(rows[0]) if rows else set()
+            for kind, need, fn in KINDS:
+                if need <= cols:
+                    found[kind] += 1
+                    made += fn(rows, args.out, name)
+                    break
+            else:
+                print("plot: %s: not a results file plot.py knows (or empty): skipped" % path)
+    for kind, n in found.items():
+        if n == 0:
+            print("plot: no %s CSV under %s: those figures skipped" % (kind, args.results))
+    print("plot: %d PNG file(s) in %s" % (len(made), args.out))
+
+
+if __name__ == "__main__":
+    main()

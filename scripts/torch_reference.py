@@ -1,0 +1,397 @@
+#!/usr/bin/python3
+"""PyTorch twins of pdnn's experiments: the same nets, initial weights, data order, dropout
+masks and optimizer as pdnn for a given seed, so the two can be compared run for run.
+
+Run with Debian's python3 (torch 1.13 from python3-torch: scripts/install_deps.sh torch).
+One mode per experiment; each takes the flags of the pdnn app it mirrors:
+
+  torch_reference.py mnist [--model small|keras] [--dataset ...] [--data DIR] [--epochs N]
+                           [--batch B] [--optimizer NAME] [--lr X] [--threads T] [--seed S]
+                           [--out CSV] [--steps N] [--init-checkpoint F] [--compare-checkpoint F]
+
+How pdnn's choices are reproduced (scripts/pdnn_rng.py holds the random stream):
+  * initial weights: Sequential::reset_parameters draws, layer by layer, weight then bias,
+    each element lo + (hi - lo) * float(u) in row-major order, with bound 1/sqrt(fan_in);
+  * data order: epoch e is Rng(at(at(seed, 0), e + 1)).permutation(N) (BatchLoader::epoch_rng);
+  * dropout: each training forward reserves numel values of the run's stream; element i is kept
+    iff to_unit(at(seed, base + i + 1)) >= p and then scaled by 1/(1 - p);
+  * the last batch of an epoch keeps the N % B remaining images; loss = mean cross-entropy.
+--init-checkpoint compares the regenerated initial weights with a pdnn checkpoint written by
+`build/bin/mnist --save-init F`; --compare-checkpoint compares the final weights with pdnn's
+(F from `build/bin/mnist --checkpoint F`), so a run can be checked against pdnn's in one line.
+"""
+import argparse
+import datetime
+import gzip
+import math
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pdnn_rng  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULT_COLUMNS = ["app", "model", "dataset", "device", "threads", "batch", "epoch", "train_loss",
+                  "train_acc", "test_loss", "test_acc", "seconds", "images_per_s", "git_rev",
+                  "host", "timestamp"]
+
+
+def torch_module():
+    try:
+        import torch
+    except ImportError:
+        sys.exit("torch_reference: no torch for %s: run scripts/install_deps.sh torch "
+                 "(Debian's python3-torch) and use /usr/bin/python3" % sys.executable)
+    return torch
+
+
+# ---- shared: data, results, pdnn checkpoints ------------------------------------------------
+
+def read_idx(path, magic):
+    """An IDX file (raw or gzip, by content) as a uint8 array, validated like lib/data/idx.cpp."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    if len(data) < 4 or struct.unpack(">I", data[:4])[0] != magic:
+        sys.exit(f"torch_reference: {path}: not an IDX file with magic 0x{magic:08x}")
+    ndim = magic & 0xFF
+    head = 4 + 4 * ndim
+    if len(data) < head:
+        sys.exit(f"torch_reference: {path}: truncated header")
+    dims = struct.unpack(">" + "I" * ndim, data[4:head])
+    if len(data) - head != int(np.prod(dims)):
+        sys.exit(f"torch_reference: {path}: header says {dims} ({int(np.prod(dims))} bytes), "
+                 f"file has {len(data) - head}")
+    return np.frombuffer(data, dtype=np.uint8, offset=head).reshape(dims)
+
+
+def find_idx(folder, base):
+    for name in (base, base + ".gz", base.replace("-idx", ".idx"),
+                 base.replace("-idx", ".idx") + ".gz"):
+        p = os.path.join(folder, name)
+        if os.path.isfile(p):
+            return p
+    sys.exit(f"torch_reference: {folder}: no {base} or {base}.gz")
+
+
+def load_dataset(args):
+    """(name, folder, (train_x, train_y), (test_x, test_y)), images float32 (N,1,H,W)."""
+    folder = args.data
+    if not folder:
+        cands = (["datasets/fashion-mnist"] if args.dataset == "fashion-mnist"
+                 else ["datasets/mnist", "datasets/mnist-npm10k"])
+        folder = next((c for c in cands if os.path.isdir(os.path.join(ROOT, c))), None)
+        if folder is None:
+            sys.exit(f"torch_reference: no data in {' or '.join(cands)}: run datasets/get_*.sh")
+        folder = os.path.join(ROOT, folder)
+    name = args.dataset
+    try:
+        with open(os.path.join(folder, "NAME")) as f:
+            name = f.readline().strip() or name
+    except OSError:
+        pass
+    splits = []
+    for prefix in ("train", "t10k"):
+        x = read_idx(find_idx(folder, f"{prefix}-images-idx3-ubyte"), 0x803)
+        y = read_idx(find_idx(folder, f"{prefix}-labels-idx1-ubyte"), 0x801)
+        if x.shape[0] != y.shape[0]:
+            sys.exit(f"torch_reference: {folder}: {prefix}: {x.shape[0]} images, "
+                     f"{y.shape[0]} labels")
+        # pixel / 255 in float32, as idx_to_tensor divides.
+        xf = (x.astype(np.float32) / np.float32(255.0)).reshape(x.shape[0], 1, x.shape[1],
+                                                                 x.shape[2])
+        splits.append((xf, y.astype(np.int64)))
+    return name, folder, splits[0], splits[1]
+
+
+def git_rev():
+    try:
+        return subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty",
+                               "--abbrev=10"], capture_output=True, text=True,
+                              check=True).stdout.strip() or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def append_csv_row(path, columns, values):
+    """Appends a row, rewriting the whole file under a temporary name and renaming it (as
+    pdnn's CsvWriter does), after checking that an existing header matches."""
+    header = ",".join(columns)
+    lines = []
+    if os.path.exists(path):
+        with open(path) as f:
+            lines = f.read().splitlines()
+        if lines and lines[0] != header:
+            sys.exit(f"torch_reference: {path} has header '{lines[0]}', this run writes '{header}'")
+    if not lines:
+        lines = [header]
+    lines.append(",".join(str(v) for v in values))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".csv.")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+
+
+def read_pdnn_checkpoint(path):
+    """{name: ndarray} of a pdnn checkpoint's tensors (format in lib/model/checkpoint.h)."""
+    with open(path, "rb") as f:
+        b = f.read()
+    if b[:8] != b"PDNNCKPT":
+        sys.exit(f"torch_reference: {path}: not a pdnn checkpoint")
+    off = 8
+    version, n_values = struct.unpack_from("<II", b, off)
+    off += 8
+
+    def string():
+        nonlocal off
+        (n,) = struct.unpack_from("<I", b, off)
+        off += 4
+        s = b[off:off + n].decode()
+        off += n
+        return s
+
+    for _ in range(n_values):
+        string()
+        off += 8
+    string()  # optimizer kind
+    (n_tensors,) = struct.unpack_from("<I", b, off)
+    off += 4
+    out = {}
+    for _ in range(n_tensors):
+        name = string()
+        (rank,) = struct.unpack_from("<I", b, off)
+        off += 4
+        dims = struct.unpack_from("<" + "q" * rank, b, off)
+        off += 8 * rank
+        n = int(np.prod(dims)) if rank else 0
+        out[name] = np.frombuffer(b, dtype="<f4", count=n, offset=off).reshape(dims)
+        off += 4 * n
+    return out
+
+
+# ---- mnist (W2, W3) -------------------------------------------------------------------------
+
+def pdnn_dropout_class(torch):
+    class PdnnDropout(torch.nn.Module):
+        """Dropout with pdnn's mask: counter-based draws from the run's stream."""
+
+        def __init__(self, p, rng):
+            super().__init__()
+            self.p, self.rng = p, rng
+
+        def forward(self, x):
+            if not self.training:
+                return x
+            n = x.numel()
+            u = self.rng.uniform_many(n)
+            keep = (u >= self.p).astype(np.float32) * np.float32(1.0 / (1.0 - self.p))
+            return x * torch.from_numpy(keep.reshape(tuple(x.shape))).to(x.device)
+
+    return PdnnDropout
+
+
+def mnist_model(torch, name, side, classes, rng):
+    nn = torch.nn
+    if name == "small":
+        return nn.Sequential(nn.Conv2d(1, 10, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(10 * (side // 2) ** 2, 100), nn.ReLU(),
+                             nn.Linear(100, classes))
+    drop = pdnn_dropout_class(torch)
+    return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                         nn.MaxPool2d(2), drop(0.25, rng), nn.Flatten(),
+                         nn.Linear(64 * ((side - 4) // 2) ** 2, 128), nn.ReLU(), drop(0.5, rng),
+                         nn.Linear(128, classes))
+
+
+def pdnn_init(torch, model, rng):
+    """init::torch_default per layer in order: weight then bias, U(+-1/sqrt(fan_in))."""
+    with torch.no_grad():
+        for m in model:
+            if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
+                w = m.weight
+                fan_in = int(np.prod(w.shape[1:]))
+                bound = np.float32(1.0 / math.sqrt(fan_in))
+                w.copy_(torch.from_numpy(rng.uniform_float(tuple(w.shape), -bound, bound)))
+                if m.bias is not None:
+                    m.bias.copy_(torch.from_numpy(
+                        rng.uniform_float(tuple(m.bias.shape), -bound, bound)))
+
+
+def pdnn_param_names(torch, model):
+    """pdnn's checkpoint names ("param:<layer>.weight") for the torch parameters, in order."""
+    names = []
+    for i, m in enumerate(model):
+        if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
+            names.append((f"param:{i}.weight", m.weight))
+            if m.bias is not None:
+                names.append((f"param:{i}.bias", m.bias))
+    return names
+
+
+def compare_with_checkpoint(torch, model, path, what):
+    ck = read_pdnn_checkpoint(path)
+    worst = 0.0
+    for name, p in pdnn_param_names(torch, model):
+        if name not in ck:
+            sys.exit(f"torch_reference: {path}: no tensor {name}")
+        a = p.detach().cpu().numpy()
+        if ck[name].shape != a.shape:
+            sys.exit(f"torch_reference: {path}: {name} is {ck[name].shape}, torch has {a.shape}")
+        worst = max(worst, float(np.max(np.abs(ck[name] - a))))
+    print(f"{what}: max |torch - pdnn| over all parameters = {worst:.3e} ({path})")
+    return worst
+
+
+def make_optimizer(torch, args, params):
+    name = args.optimizer or ("adadelta" if args.model == "keras" else "adam")
+    lr = args.lr
+    if name == "adam":
+        return name, torch.optim.Adam(params, lr=lr if lr > 0 else 1e-3)
+    if name == "adadelta":
+        rho = 0.95 if args.model == "keras" else 0.9
+        return name, torch.optim.Adadelta(params, lr=lr if lr > 0 else 1.0, rho=rho, eps=1e-6)
+    if name == "adagrad":
+        return name, torch.optim.Adagrad(params, lr=lr if lr > 0 else 0.01)
+    if lr <= 0:
+        sys.exit("torch_reference: sgd needs --lr")
+    return name, torch.optim.SGD(params, lr=lr)
+
+
+def mode_mnist(args):
+    torch = torch_module()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_reference: --device cuda, but torch sees no GPU")
+    batch = args.batch or (128 if args.model == "keras" else 8)
+    name, folder, (xtr, ytr), (xte, yte) = load_dataset(args)
+    side = xtr.shape[2]
+    rng = pdnn_rng.Rng(args.seed)
+    model = mnist_model(torch, args.model, side, 10, rng)
+    pdnn_init(torch, model, rng)
+    model.to(dev)
+    if args.init_checkpoint:
+        worst = compare_with_checkpoint(torch, model, args.init_checkpoint, "initial weights")
+        if worst != 0.0:
+            sys.exit("torch_reference: the regenerated initial weights differ from pdnn's")
+    opt_name, opt = make_optimizer(torch, args, model.parameters())
+    loss_fn = torch.nn.CrossEntropyLoss()
+    data_seed = pdnn_rng.at(args.seed, 0)
+    print(f"torch mnist: model {args.model}, dataset {name} ({folder}: {len(ytr)} train / "
+          f"{len(yte)} test), batch {batch}, {opt_name}, {threads} threads, seed {args.seed}, "
+          f"torch {torch.__version__}, device {dev}", flush=True)
+    xtr_t, ytr_t = torch.from_numpy(xtr).to(dev), torch.from_numpy(ytr).to(dev)
+    out = args.out or os.path.join(ROOT, "results", "mnist", f"{args.model}_{name}.csv")
+    rev, host = git_rev(), socket.gethostname()
+    steps, step_ms = 0, []
+    for epoch in range(args.epochs):
+        order = torch.from_numpy(pdnn_rng.epoch_rng(data_seed, epoch).permutation(len(ytr))).to(dev)
+        model.train()
+        loss_sum, correct, seen = 0.0, 0, 0
+        t0 = time.perf_counter()
+        for b0 in range(0, len(ytr), batch):
+            ts = time.perf_counter()
+            idx = order[b0:b0 + batch]
+            x, y = xtr_t[idx], ytr_t[idx]
+            opt.zero_grad()
+            logits = model(x)
+            loss = loss_fn(logits, y)
+            loss.backward()
+            opt.step()
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            step_ms.append(1e3 * (time.perf_counter() - ts))
+            nb = len(idx)
+            loss_sum += float(loss) * nb
+            correct += int((logits.argmax(1) == y).sum())
+            seen += nb
+            steps += 1
+            if args.steps and steps >= args.steps:
+                break
+        secs = time.perf_counter() - t0
+        if args.steps and steps >= args.steps:
+            break
+        test_loss, test_acc = evaluate(torch, model, xte, yte, max(batch, 128), loss_fn, dev)
+        train_loss, train_acc = loss_sum / seen, correct / seen
+        print(f"epoch {epoch + 1}/{args.epochs}  {name}  train loss {train_loss:.4f} acc "
+              f"{train_acc:.4f}  test loss {test_loss:.4f} acc {test_acc:.4f}  {secs:.1f} s  "
+              f"{seen / secs:.0f} img/s", flush=True)
+        append_csv_row(out, RESULT_COLUMNS,
+                       ["torch", args.model, name, dev.type, threads, batch, epoch + 1,
+                        f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss:.6f}",
+                        f"{test_acc:.6f}", f"{secs:.3f}", f"{seen / secs:.1f}", rev, host,
+                        utc_now()])
+    if args.steps:
+        skip = 2 if len(step_ms) > 4 else 0
+        t = sorted(step_ms[skip:])
+        med = t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
+        print(f"step_ms model={args.model} batch={batch} threads={threads} steps={len(t)} "
+              f"median={med:.4f} min={t[0]:.4f} max={t[-1]:.4f}")
+    else:
+        print(f"results in {out}")
+    if args.compare_checkpoint:
+        compare_with_checkpoint(torch, model, args.compare_checkpoint, "final weights")
+
+
+def evaluate(torch, model, x, y, batch, loss_fn, dev):
+    model.eval()
+    loss, correct = 0.0, 0
+    with torch.no_grad():
+        for b0 in range(0, len(y), batch):
+            xb = torch.from_numpy(x[b0:b0 + batch]).to(dev)
+            yb = torch.from_numpy(y[b0:b0 + batch]).to(dev)
+            logits = model(xb)
+            loss += float(loss_fn(logits, yb)) * len(yb)
+            correct += int((logits.argmax(1) == yb).sum())
+    model.train()
+    return loss / len(y), correct / len(y)
+
+
+def add_mnist_args(p):
+    p.add_argument("--model", choices=["small", "keras"], default="small")
+    p.add_argument("--dataset", choices=["mnist", "fashion-mnist"], default="mnist")
+    p.add_argument("--data", default="", help="IDX folder (default as build/bin/mnist)")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--batch", type=int, default=0, help="default 8 small, 128 keras")
+    p.add_argument("--optimizer", choices=["adam", "adadelta", "adagrad", "sgd"], default="")
+    p.add_argument("--lr", type=float, default=-1.0)
+    p.add_argument("--threads", type=int, default=0, help="0: torch's default")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda (accuracy runs on a GPU host)")
+    p.add_argument("--out", default="", help="CSV (default results/mnist/<model>_<dataset>.csv)")
+    p.add_argument("--steps", type=int, default=0, help="stop after N steps, print step times")
+    p.add_argument("--init-checkpoint", default="",
+                   help="pdnn checkpoint of the initial weights (mnist --save-init) to verify")
+    p.add_argument("--compare-checkpoint", default="",
+                   help="pdnn checkpoint to compare the final weights with")
+
+
+MODES = {"mnist": (mode_mnist, add_mnist_args, "W2/W3 on MNIST-layout IDX data")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    for name, (_, add_args, helptext) in MODES.items():
+        add_args(sub.add_parser(name, help=helptext))
+    args = ap.parse_args()
+    MODES[args.mode][0](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+// CsvWriter: header and rows on disk after each row, quoting, append with a matching header,
+// refusal of a different header, parent folders, no temp files left; RunInfo fields.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "testing.h"
+#include "train/csv.h"
+#include "train/run_info.h"
+
+namespace pdnn {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Csv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("pdnn_csv_" + std::to_string(getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  fs::path dir_;
+};
+
+TEST_F(Csv, WritesHeaderAndEachRowAndCreatesFolders) {
+  const fs::path p = dir_ / "a" / "b" / "out.csv";
+  CsvWriter w(p.string(), {"x", "y"});
+  EXPECT_EQ(slurp(p), "x,y\n");  // the header is on disk before any row
+  w.row({"1", "2"});
+  EXPECT_EQ(slurp(p), "x,y\n1,2\n");
+  w.row({"3", ""});
+  EXPECT_EQ(slurp(p), "x,y\n1,2\n3,\n");
+  // Only out.csv in the folder: the temporary of each rewrite was renamed, not left behind.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(p.parent_path())) {
+    ++files;
+    EXPECT_EQ(e.path().filename(), "out.csv");
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST_F(Csv, QuotesFieldsThatNeedIt) {
+  EXPECT_EQ(csv_escape("plain"), "plain");
+  EXPECT_EQ(csv_escape("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_escape("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_escape("two\nlines"), "\"two\nlines\"");
+  const fs::path p = dir_ / "q.csv";
+  CsvWriter w(p.string(), {"name", "cpu"});
+  w.row({"x", "AMD EPYC, 2 cores"});
+  EXPECT_EQ(slurp(p), "name,cpu\nx,\"AMD EPYC, 2 cores\"\n");
+}
+
+TEST_F(Csv, RejectsWrongValueCount) {
+  CsvWriter w((dir_ / "n.csv").string(), {"a", "b", "c"});
+  EXPECT_THROW(w.row({"1", "2"}), Error);
+  EXPECT_THROW(w.row({"1", "2", "3", "4"}), Error);
+  EXPECT_EQ(slurp(dir_ / "n.csv"), "a,b,c\n");
+}
+
+TEST_F(Csv, AppendKeepsRowsWhenHeaderMatches) {
+  const fs::path p = dir_ / "app.csv";
+  {
+    CsvWriter w(p.string(), {"k", "note"});
+    w.row({"1", "multi\nline, quoted"});
+  }
+  {
+    CsvWriter w(p.string(), {"k", "note"});
+    EXPECT_EQ(slurp(p), "k,note\n1,\"multi\nline, quoted\"\n");  // opening alone changes nothing
+    w.row({"2", "b"});
+  }
+  EXPECT_EQ(slurp(p), "k,note\n1,\"multi\nline, quoted\"\n2,b\n");
+}
+
+TEST_F(Csv, NoAppendStartsAfresh) {
+  const fs::path p = dir_ / "fresh.csv";
+  {
+    CsvWriter w(p.string(), {"k"});
+    w.row({"old"});
+  }
+  CsvWriter w(p.string(), {"k"}, /*append=*/false);
+  EXPECT_EQ(slurp(p), "k\n");
+  w.row({"new"});
+  EXPECT_EQ(slurp(p), "k\nnew\n");
+}
+
+TEST_F(Csv, DifferentHeaderThrowsNamingTheFile) {
+  const fs::path p = dir_ / "h.csv";
+  {
+    CsvWriter w(p.string(), {"a", "b"});
+    w.row({"1", "2"});
+  }
+  try {
+    CsvWriter w(p.string(), {"a", "c"});
+    FAIL() << "expected pdnn::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(p), "a,b\n1,2\n");  // the old file is untouched
+}
+
+TEST(CsvFmt, FixedDigits) {
+  EXPECT_EQ(fmt(3.14159, 2), "3.14");
+  EXPECT_EQ(fmt(2.0, 0), "2");
+  EXPECT_EQ(fmt(-0.5, 3), "-0.500");
+}
+
+TEST(RunInfo, FieldsAreFilled) {
+  Context ctx(2);
+  const RunInfo r = run_info(ctx);
+  EXPECT_EQ(r.threads, 2);
+  EXPECT_FALSE(r.git_rev.empty());
+  EXPECT_FALSE(r.host.empty());
+  EXPECT_FALSE(r.cpu_model.empty());
+  EXPECT_FALSE(r.blas_core.empty());
+  EXPECT_FALSE(r.compiler.empty());
+  // 2024-05-01T12:34:56Z
+  ASSERT_EQ(r.timestamp.size(), 20u) << r.timestamp;
+  EXPECT_EQ(r.timestamp[4], '-');
+  EXPECT_EQ(r.timestamp[10], 'T');
+  EXPECT_EQ(r.timestamp.back(), 'Z');
+}
+
+}  // namespace
+}  // namespace pdnn

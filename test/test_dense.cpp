@@ -1,0 +1,131 @@
+// Dense: forward against a naive loop (2-D and 4-D input, with and without bias), gradients
+// by finite differences, accumulation of parameter gradients, PyTorch-default init, errors.
+#include <cmath>
+
+#include "core/error.h"
+#include "layers/dense.h"
+#include "testing.h"
+
+using namespace pdnn;
+namespace pt = pdnn::testing;
+
+namespace {
+
+void randomise(Dense& d, Rng& rng) {
+  for (auto& p : d.params()) *p.value = pt::random_tensor(p.value->shape(), rng);
+}
+
+Tensor reference(const Tensor& x, Dense& d) {
+  const int64_t N = x.shape(0), in = d.in_features(), out = d.out_features();
+  Tensor y(Shape{N, out});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < out; ++o) {
+      double s = d.bias().empty() ? 0.0 : d.bias()[o];
+      for (int64_t i = 0; i < in; ++i)
+        s += static_cast<double>(x[n * in + i]) * d.weight()[o * in + i];
+      y[n * out + o] = static_cast<float>(s);
+    }
+  return y;
+}
+
+struct Case {
+  Shape in;
+  int64_t out;
+  bool bias;
+};
+
+}  // namespace
+
+TEST(Dense, ForwardMatchesReference) {
+  Context ctx(1);
+  Rng rng(1);
+  for (const Case& c : {Case{{1, 5}, 3, true}, Case{{7, 13}, 11, true}, Case{{4, 2, 3, 3}, 5, true},
+                        Case{{3, 9}, 4, false}, Case{{8, 1960}, 100, true}}) {
+    Dense d(c.in.per_sample(), c.out, c.bias);
+    randomise(d, rng);
+    Tensor x = pt::random_tensor(c.in, rng);
+    Tensor y(d.output_shape(c.in));
+    EXPECT_EQ(y.shape(), (Shape{c.in.n(), c.out}));
+    d.forward(ctx, x, y);
+    pt::expect_close(y, reference(x, d), 1e-5, 1e-5, d.describe() + " at " + c.in.str());
+    EXPECT_EQ(d.flops(c.in), 2.0 * c.in.n() * c.in.per_sample() * c.out);
+  }
+}
+
+TEST(Dense, GradientsMatchFiniteDifferences) {
+  Context ctx(1);
+  Rng rng(2);
+  for (const Case& c : {Case{{1, 5}, 3, true}, Case{{4, 7}, 6, true}, Case{{3, 2, 3, 3}, 5, true},
+                        Case{{2, 9}, 4, false}}) {
+    Dense d(c.in.per_sample(), c.out, c.bias);
+    randomise(d, rng);
+    pt::check_layer_gradients(ctx, d, pt::random_tensor(c.in, rng));
+  }
+}
+
+TEST(Dense, ParameterGradientsAccumulateInputGradientIsWritten) {
+  Context ctx(1);
+  Rng rng(3);
+  Dense d(6, 4);
+  randomise(d, rng);
+  Tensor x = pt::random_tensor(Shape{3, 6}, rng);
+  Tensor y(Shape{3, 4}), dx(x.shape());
+  Tensor dy = pt::random_tensor(y.shape(), rng);
+  d.forward(ctx, x, y);
+  d.zero_grad();
+  d.backward(ctx, x, y, dy, &dx);
+  std::vector<Tensor> once;
+  for (auto& p : d.params()) once.push_back(p.grad->clone());
+  Tensor dx_once = dx.clone();
+  d.backward(ctx, x, y, dy, &dx);
+  auto ps = d.params();
+  for (size_t k = 0; k < ps.size(); ++k) {
+    Tensor twice = once[k].clone();
+    for (int64_t i = 0; i < twice.numel(); ++i) twice[i] *= 2.f;
+    pt::expect_close(*ps[k].grad, twice, 1e-6, 1e-6, "d" + ps[k].name + " after two backwards");
+  }
+  pt::expect_close(dx, dx_once, 0, 0, "dx is written, not accumulated");
+  d.backward(ctx, x, y, dy, nullptr);  // first layer: no input gradient wanted
+}
+
+TEST(Dense, ResetParametersIsPyTorchDefaultAndSeeded) {
+  Dense a(50, 20), b(50, 20);
+  Rng r1(7), r2(7);
+  a.reset_parameters(r1);
+  b.reset_parameters(r2);
+  const float bound = static_cast<float>(1.0 / std::sqrt(50.0));  // as init.cpp rounds it
+  float wmax = 0.f, bmax = 0.f;
+  for (int64_t i = 0; i < a.weight().numel(); ++i) wmax = std::max(wmax, std::fabs(a.weight()[i]));
+  for (int64_t i = 0; i < a.bias().numel(); ++i) bmax = std::max(bmax, std::fabs(a.bias()[i]));
+  EXPECT_LE(wmax, bound);
+  EXPECT_GT(wmax, 0.9f * bound);  // 1000 uniform draws reach close to the bound
+  EXPECT_LE(bmax, bound);
+  EXPECT_GT(bmax, 0.5f * bound);
+  pt::expect_close(a.weight(), b.weight(), 0, 0, "same seed, same weights");
+  // Weight first, then bias, each in row-major order (init.h's documented draw order).
+  Rng r3(7);
+  EXPECT_FLOAT_EQ(a.weight()[0], r3.uniform(-bound, bound));  // FMA contraction may differ
+  EXPECT_EQ(r1.counter(), 50u * 20u + 20u);
+}
+
+TEST(Dense, SameResultAtOneAndTwoThreads) {
+  Rng rng(4);
+  Dense d(300, 200);
+  randomise(d, rng);
+  // OpenBLAS may split the GEMMs differently by thread count: within 1e-5, not bit-equal.
+  pt::expect_same_at_one_and_two_threads(d, pt::random_tensor(Shape{64, 300}, rng), 1e-5, 1e-5);
+}
+
+TEST(Dense, WrongFeatureCountThrowsNamingBothShapes) {
+  Context ctx(1);
+  Dense d(1960, 100);
+  pt::expect_error_mentions(
+      [&] {
+        d.output_shape(Shape{8, 10, 14, 15});
+      },
+      {"Dense", "(8,10,14,15)", "(100,1960)"});
+  Tensor x(Shape{2, 1961}), y(Shape{2, 100});
+  EXPECT_THROW(d.forward(ctx, x, y), Error);
+  EXPECT_THROW(d.output_shape(Shape{1960}), Error);
+  EXPECT_THROW(Dense(0, 3), Error);
+}

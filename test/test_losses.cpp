@@ -1,0 +1,317 @@
+// Losses: softmax cross-entropy and binary cross-entropy (probabilities and logits) against
+// naive double-precision references, stability at extreme inputs, finite-difference gradients.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "losses/binary_cross_entropy.h"
+#include "losses/softmax_cross_entropy.h"
+#include "testing.h"
+
+using namespace pdnn;
+using pdnn::testing::check_function_gradient;
+using pdnn::testing::expect_close;
+using pdnn::testing::GradCheckOptions;
+using pdnn::testing::random_tensor;
+
+namespace {
+
+// Mean losses have gradients of order 1/numel, far below the layer checks' default atol, so the
+// checks here are tighter: a larger step (the losses are smooth) keeps the float loss's rounding
+// (~1e-7 relative) from swamping the difference, while eps^2 times the third derivative stays
+// below atol.
+GradCheckOptions loss_check(double eps, double atol) {
+  GradCheckOptions o;
+  o.eps = eps;
+  o.atol = atol;
+  o.rtol = 1e-3;
+  return o;
+}
+
+std::vector<int32_t> random_labels(int64_t n, int64_t k, Rng& rng) {
+  std::vector<int32_t> l(static_cast<size_t>(n));
+  for (auto& v : l) v = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(k));
+  return l;
+}
+
+// Textbook softmax and mean -log p[label], in double, no max subtraction.
+double naive_softmax_ce(const Tensor& z, const std::vector<int32_t>& labels, Tensor* probs) {
+  const int64_t n = z.shape(0), k = z.numel() / n;
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0.0;
+    for (int64_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(z[i * k + j]));
+    for (int64_t j = 0; j < k; ++j)
+      if (probs) (*probs)[i * k + j] = static_cast<float>(std::exp(double(z[i * k + j])) / sum);
+    total += -std::log(std::exp(static_cast<double>(z[i * k + labels[i]])) / sum);
+  }
+  return total / static_cast<double>(n);
+}
+
+}  // namespace
+
+TEST(SoftmaxCrossEntropy, ForwardMatchesNaiveReference) {
+  Context ctx(1);
+  Rng rng(11);
+  for (Shape s : {Shape{1, 10}, Shape{7, 5}, Shape{13, 101}, Shape{6, 4, 1, 1}}) {
+    Tensor z = random_tensor(s, rng, -4.f, 4.f);
+    auto labels = random_labels(s[0], s[1], rng);
+    Tensor ref_probs(Shape{s[0], s[1]});
+    const double ref = naive_softmax_ce(z, labels, &ref_probs);
+    SoftmaxCrossEntropy ce;
+    const float loss = ce.forward(ctx, z, labels.data());
+    EXPECT_NEAR(loss, ref, 1e-6 + 1e-6 * ref) << s.str();
+    expect_close(ce.probs(), ref_probs, 1e-7, 1e-5, "softmax probs " + s.str());
+  }
+}
+
+TEST(SoftmaxCrossEntropy, HugeLogitsStayFinite) {
+  Context ctx(1);
+  Rng rng(12);
+  // Shifting every logit of a row by 1000 changes nothing mathematically, but exp(1000)
+  // overflows even a double: the shifted loss must equal the naive loss of the unshifted row.
+  Tensor z = random_tensor(Shape{5, 6}, rng, -3.f, 3.f);
+  auto labels = random_labels(5, 6, rng);
+  Tensor ref_probs(Shape{5, 6});
+  const double ref = naive_softmax_ce(z, labels, &ref_probs);
+  Tensor big = z.clone();
+  for (int64_t i = 0; i < big.numel(); ++i) big[i] += 1000.f;
+  SoftmaxCrossEntropy ce;
+  const float loss = ce.forward(ctx, big, labels.data());
+  // 1000 + z rounds z to float's spacing at 1000 (6e-5), hence the looser absolute tolerance.
+  EXPECT_NEAR(loss, ref, 2e-4);
+  expect_close(ce.probs(), ref_probs, 2e-4, 1e-3, "probs of shifted logits");
+
+  // A spread of 2000: the label's probability underflows to 0 in float, the loss is exactly
+  // 1000 - (-1000) = 2000 by log-sum-exp, and the gradient is finite.
+  Tensor wide(Shape{1, 3});
+  wide[0] = 1000.f;
+  wide[1] = 0.f;
+  wide[2] = -1000.f;
+  const int32_t lab = 2;
+  EXPECT_FLOAT_EQ(ce.forward(ctx, wide, &lab), 2000.f);
+  Tensor d;
+  ce.backward(ctx, d);
+  EXPECT_FLOAT_EQ(d[0], 1.f);
+  EXPECT_FLOAT_EQ(d[1], 0.f);
+  EXPECT_FLOAT_EQ(d[2], -1.f);
+}
+
+TEST(SoftmaxCrossEntropy, GradientMatchesFiniteDifferences) {
+  Context ctx(1);
+  Rng rng(13);
+  for (Shape s : {Shape{1, 4}, Shape{5, 3}, Shape{9, 10}, Shape{3, 7, 1, 1}}) {
+    Tensor z = random_tensor(s, rng, -2.f, 2.f);
+    auto labels = random_labels(s[0], s[1], rng);
+    SoftmaxCrossEntropy ce;
+    ce.forward(ctx, z, labels.data());
+    Tensor dz(s);
+    dz.fill(std::nanf(""));  // every element must be written
+    ce.backward(ctx, dz);
+    ASSERT_EQ(dz.shape(), s);
+    SoftmaxCrossEntropy probe;
+    auto f = [&](const Tensor& x) { return double(probe.forward(ctx, x, labels.data())); };
+    check_function_gradient(f, z, dz, loss_check(1e-2, 3e-5), "softmax CE dlogits " + s.str());
+  }
+}
+
+TEST(SoftmaxCrossEntropy, CountCorrectTiesGoToLowestIndex) {
+  // Rows: argmax 2; tie between 1 and 2 -> 1; all equal -> 0; argmax 0.
+  const float v[] = {0.f, 1.f, 5.f, 0.f, 3.f, 3.f, 2.f, 2.f, 2.f, 9.f, -1.f, 8.f};
+  Tensor z(Shape{4, 3});
+  for (int i = 0; i < 12; ++i) z[i] = v[i];
+  const int32_t right[] = {2, 1, 0, 0};
+  EXPECT_EQ(count_correct(z, right), 4);
+  const int32_t wrong_ties[] = {2, 2, 1, 0};
+  EXPECT_EQ(count_correct(z, wrong_ties), 2);
+  const int32_t none[] = {0, 0, 2, 2};
+  EXPECT_EQ(count_correct(z, none), 0);
+  EXPECT_EQ(count_correct(z.reshape(Shape{4, 3, 1, 1}), right), 4);
+}
+
+TEST(SoftmaxCrossEntropy, BadLabelsAndShapesThrow) {
+  Context ctx(1);
+  Tensor z = Tensor::zeros(Shape{3, 4});
+  SoftmaxCrossEntropy ce;
+  for (int32_t bad : {-1, 4, 100}) {
+    const int32_t labels[] = {0, bad, 1};
+    try {
+      ce.forward(ctx, z, labels);
+      FAIL() << "label " << bad << " must throw";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("label " + std::to_string(bad)), std::string::npos) << msg;
+      EXPECT_NE(msg.find("K = 4"), std::string::npos) << msg;
+    }
+    EXPECT_THROW(count_correct(z, labels), Error);
+  }
+  const int32_t ok[] = {0, 1, 2};
+  EXPECT_THROW(ce.forward(ctx, Tensor::zeros(Shape{3, 4, 2, 2}), ok), Error);
+  EXPECT_THROW(ce.forward(ctx, Tensor::zeros(Shape{12}), ok), Error);
+  SoftmaxCrossEntropy fresh;
+  Tensor d;
+  EXPECT_THROW(fresh.backward(ctx, d), Error);
+}
+
+namespace {
+
+double naive_bce(const Tensor& p, const Tensor& t) {
+  double s = 0.0;
+  for (int64_t i = 0; i < p.numel(); ++i) {
+    const double lp = std::max(std::log(double(p[i])), -100.0);
+    const double lq = std::max(std::log(1.0 - double(p[i])), -100.0);
+    s += -(t[i] * lp + (1.0 - t[i]) * lq);
+  }
+  return s / static_cast<double>(p.numel());
+}
+
+// Textbook form through the sigmoid, in double (fine for |z| well below 700).
+double naive_bce_logits(const Tensor& z, const Tensor& t) {
+  double s = 0.0;
+  for (int64_t i = 0; i < z.numel(); ++i) {
+    const double sig = 1.0 / (1.0 + std::exp(-double(z[i])));
+    s += -(t[i] * std::log(sig) + (1.0 - t[i]) * std::log(1.0 - sig));
+  }
+  return s / static_cast<double>(z.numel());
+}
+
+}  // namespace
+
+TEST(BinaryCrossEntropy, ForwardMatchesNaiveReference) {
+  Context ctx(1);
+  Rng rng(21);
+  // The last shape spans several reduction chunks.
+  for (Shape s : {Shape{1, 1}, Shape{7, 1}, Shape{4, 3, 5, 5}, Shape{3, 5000}}) {
+    Tensor p = random_tensor(s, rng, 0.01f, 0.99f);
+    Tensor t = random_tensor(s, rng, 0.f, 1.f);
+    BinaryCrossEntropy bce;
+    const double ref = naive_bce(p, t);
+    EXPECT_NEAR(bce.forward(ctx, p, t), ref, 1e-6 * (1.0 + ref)) << s.str();
+    Tensor z = random_tensor(s, rng, -6.f, 6.f);
+    BinaryCrossEntropyWithLogits bcel;
+    const double refl = naive_bce_logits(z, t);
+    EXPECT_NEAR(bcel.forward(ctx, z, t), refl, 1e-6 * (1.0 + refl)) << s.str();
+  }
+}
+
+TEST(BinaryCrossEntropy, ClampingKeepsZeroAndOneFinite) {
+  Context ctx(1);
+  // p = 0 and p = 1 with both targets: log clamps at -100, so the wrong ones cost 100 each.
+  Tensor p(Shape{4, 1}), t(Shape{4, 1});
+  const float pv[] = {0.f, 0.f, 1.f, 1.f}, tv[] = {0.f, 1.f, 0.f, 1.f};
+  for (int i = 0; i < 4; ++i) {
+    p[i] = pv[i];
+    t[i] = tv[i];
+  }
+  BinaryCrossEntropy bce;
+  EXPECT_FLOAT_EQ(bce.forward(ctx, p, t), 200.f / 4.f);
+  Tensor d;
+  bce.backward(ctx, d);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(std::isfinite(d[i])) << i << ": " << d[i];
+  EXPECT_EQ(d[0], 0.f);  // right answers get no push
+  EXPECT_EQ(d[3], 0.f);
+  EXPECT_LT(d[1], 0.f);  // p should rise towards t = 1
+  EXPECT_GT(d[2], 0.f);
+
+  // Logits far beyond exp's range: max(z,0) - z t + log1p(exp(-|z|)).
+  Tensor z(Shape{4, 1});
+  const float zv[] = {200.f, -200.f, 200.f, -200.f};
+  const float tz[] = {0.f, 1.f, 1.f, 0.f};
+  for (int i = 0; i < 4; ++i) {
+    z[i] = zv[i];
+    t[i] = tz[i];
+  }
+  BinaryCrossEntropyWithLogits bcel;
+  EXPECT_FLOAT_EQ(bcel.forward(ctx, z, t), 400.f / 4.f);
+  bcel.backward(ctx, d);
+  const float want[] = {0.25f, -0.25f, 0.f, 0.f};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(d[i], want[i]) << i;
+}
+
+TEST(BinaryCrossEntropy, GradientsMatchFiniteDifferences) {
+  Context ctx(1);
+  Rng rng(22);
+  for (Shape s : {Shape{1, 1}, Shape{5, 3}, Shape{2, 3, 3, 3}}) {
+    Tensor t = random_tensor(s, rng, 0.f, 1.f);
+    // Away from 0 and 1, where the clamp and the 1e-12 guard would change the derivative and
+    // the third derivative of -log p (2/p^3) would dominate the finite-difference error.
+    Tensor p = random_tensor(s, rng, 0.2f, 0.8f);
+    BinaryCrossEntropy bce, probe;
+    bce.forward(ctx, p, t);
+    Tensor dp(s);
+    dp.fill(std::nanf(""));
+    bce.backward(ctx, dp);
+    check_function_gradient([&](const Tensor& x) { return double(probe.forward(ctx, x, t)); }, p,
+                            dp, loss_check(3e-3, 5e-5), "BCE dp " + s.str());
+
+    Tensor z = random_tensor(s, rng, -4.f, 4.f);
+    BinaryCrossEntropyWithLogits bcel, probel;
+    bcel.forward(ctx, z, t);
+    Tensor dz(s);
+    dz.fill(std::nanf(""));
+    bcel.backward(ctx, dz);
+    check_function_gradient([&](const Tensor& x) { return double(probel.forward(ctx, x, t)); }, z,
+                            dz, loss_check(1e-2, 2e-5), "BCE-with-logits dz " + s.str());
+  }
+}
+
+TEST(BinaryCrossEntropy, LogitsFormEqualsProbabilityFormOfSigmoid) {
+  Context ctx(1);
+  Rng rng(23);
+  const Shape s{6, 7};
+  Tensor z = random_tensor(s, rng, -5.f, 5.f);
+  Tensor t = random_tensor(s, rng, 0.f, 1.f);
+  Tensor p(s);
+  for (int64_t i = 0; i < z.numel(); ++i) p[i] = 1.f / (1.f + std::exp(-z[i]));
+  BinaryCrossEntropy bce;
+  BinaryCrossEntropyWithLogits bcel;
+  const float lp = bce.forward(ctx, p, t);
+  const float lz = bcel.forward(ctx, z, t);
+  EXPECT_NEAR(lz, lp, 1e-5 * (1.0 + lp));
+  // Chain rule: dL/dz = dL/dp * p (1 - p).
+  Tensor dp, dz;
+  bce.backward(ctx, dp);
+  bcel.backward(ctx, dz);
+  Tensor chained(s);
+  for (int64_t i = 0; i < p.numel(); ++i) chained[i] = dp[i] * p[i] * (1.f - p[i]);
+  expect_close(dz, chained, 1e-6, 1e-4, "dz vs dp * sigmoid'");
+}
+
+TEST(BinaryCrossEntropy, RejectsBadInputs) {
+  Context ctx(1);
+  Tensor p = Tensor::zeros(Shape{2, 2}), t = Tensor::zeros(Shape{2, 2});
+  BinaryCrossEntropy bce;
+  BinaryCrossEntropyWithLogits bcel;
+  EXPECT_THROW(bce.forward(ctx, p, Tensor::zeros(Shape{4, 1})), Error);
+  p[1] = 1.5f;
+  EXPECT_THROW(bce.forward(ctx, p, t), Error);
+  EXPECT_NO_THROW(bcel.forward(ctx, p, t));  // logits may be any real
+  t[2] = -0.5f;
+  EXPECT_THROW(bcel.forward(ctx, p, t), Error);
+  t[2] = std::nanf("");
+  EXPECT_THROW(bcel.forward(ctx, p, t), Error);
+}
+
+TEST(Losses, ThreadCountDoesNotChangeTheLoss) {
+  Rng rng(24);
+  const Shape s{64, 2048};  // above the parallel threshold, many reduction chunks
+  Tensor z = random_tensor(s, rng, -3.f, 3.f);
+  Tensor t = random_tensor(s, rng, 0.f, 1.f);
+  auto labels = random_labels(64, 2048, rng);
+  float bl[2], cl[2];
+  Tensor bd[2], cd[2];
+  for (int k = 0; k < 2; ++k) {
+    Context ctx(k + 1);
+    BinaryCrossEntropyWithLogits bcel;
+    bl[k] = bcel.forward(ctx, z, t);
+    bcel.backward(ctx, bd[k]);
+    SoftmaxCrossEntropy ce;
+    cl[k] = ce.forward(ctx, z, labels.data());
+    ce.backward(ctx, cd[k]);
+  }
+  EXPECT_EQ(bl[0], bl[1]);
+  EXPECT_EQ(cl[0], cl[1]);
+  expect_close(bd[1], bd[0], 0, 0, "BCE gradient 1 vs 2 threads");
+  expect_close(cd[1], cd[0], 0, 0, "CE gradient 1 vs 2 threads");
+}

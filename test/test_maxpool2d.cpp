@@ -1,0 +1,165 @@
+// MaxPool2d: output size, forward and argmax routing against a naive reference, gradients by
+// finite differences (stride = kernel, stride < kernel, odd sizes), ties, threads, errors.
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "layers/maxpool2d.h"
+#include "testing.h"
+
+using namespace pdnn;
+namespace pt = pdnn::testing;
+
+namespace {
+
+// Distinct values 0.01 apart (a shuffled arange), so a finite-difference step of 1e-3 never
+// changes which element is the maximum.
+Tensor distinct_values(const Shape& s, Rng& rng) {
+  Tensor x(s);
+  std::vector<int64_t> perm = rng.permutation(s.numel());
+  for (int64_t i = 0; i < s.numel(); ++i)
+    x[i] = 0.01f * static_cast<float>(perm[static_cast<size_t>(i)] - s.numel() / 2);
+  return x;
+}
+
+// Naive reference: y, and dx for a given dy (first maximum in row-major window order wins).
+void reference(const Tensor& x, int k, int s, const Tensor& dy, Tensor& y, Tensor& dx) {
+  const int64_t N = x.shape(0), C = x.shape(1), H = x.shape(2), W = x.shape(3);
+  const int64_t OH = (H - k) / s + 1, OW = (W - k) / s + 1;
+  y = Tensor(Shape{N, C, OH, OW});
+  dx = Tensor::zeros(x.shape());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          int64_t bi = -1;
+          for (int64_t ky = 0; ky < k; ++ky)
+            for (int64_t kx = 0; kx < k; ++kx) {
+              const int64_t i = ((n * C + c) * H + oy * s + ky) * W + ox * s + kx;
+              if (bi < 0 || x[i] > x[bi]) bi = i;
+            }
+          const int64_t o = ((n * C + c) * OH + oy) * OW + ox;
+          y[o] = x[bi];
+          dx[bi] += dy[o];
+        }
+}
+
+struct Geo {
+  Shape in;
+  int k, s;
+};
+
+}  // namespace
+
+TEST(MaxPool2d, OutputShapeAndDescribe) {
+  EXPECT_EQ(MaxPool2d(2).output_shape(Shape{8, 10, 28, 28}), (Shape{8, 10, 14, 14}));
+  EXPECT_EQ(MaxPool2d(2, 2).output_shape(Shape{1, 1, 5, 5}), (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(MaxPool2d(3, 2).output_shape(Shape{1, 1, 7, 7}), (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(MaxPool2d(3, 1).output_shape(Shape{2, 3, 6, 4}), (Shape{2, 3, 4, 2}));
+  EXPECT_EQ(MaxPool2d(2).describe(), "MaxPool2d(k2 s2)");
+  EXPECT_EQ(MaxPool2d(2).flops(Shape{8, 10, 28, 28}), 8.0 * 10 * 28 * 28);
+}
+
+TEST(MaxPool2d, ForwardAndBackwardMatchReference) {
+  Context ctx(1);
+  Rng rng(1);
+  // The last shape is above the parallel threshold.
+  for (const Geo& g :
+       {Geo{{2, 3, 8, 8}, 2, 2}, Geo{{1, 2, 7, 7}, 3, 2}, Geo{{2, 1, 5, 5}, 2, 2},
+        Geo{{1, 2, 6, 5}, 3, 1}, Geo{{3, 2, 9, 11}, 2, 3}, Geo{{4, 16, 24, 24}, 2, 2}}) {
+    MaxPool2d pool(g.k, g.s);
+    Tensor x = pt::random_tensor(g.in, rng);
+    Tensor y(pool.output_shape(g.in)), dx(g.in);
+    pool.forward(ctx, x, y);
+    Tensor dy = pt::random_tensor(y.shape(), rng);
+    pool.backward(ctx, x, y, dy, &dx);
+    Tensor y_ref, dx_ref;
+    reference(x, g.k, g.s, dy, y_ref, dx_ref);
+    const std::string at = pool.describe() + " at " + g.in.str();
+    pt::expect_close(y, y_ref, 0, 0, at + " y");
+    // Overlapping windows add in another order than the reference: allow float rounding.
+    pt::expect_close(dx, dx_ref, 1e-6, 1e-6, at + " dx");
+  }
+}
+
+TEST(MaxPool2d, GradientsMatchFiniteDifferences) {
+  Context ctx(1);
+  Rng rng(2);
+  for (const Geo& g : {Geo{{1, 1, 4, 4}, 2, 2}, Geo{{1, 2, 7, 7}, 3, 2}, Geo{{2, 1, 5, 5}, 2, 2},
+                       Geo{{2, 3, 6, 6}, 2, 1}, Geo{{1, 1, 6, 6}, 3, 3}}) {
+    MaxPool2d pool(g.k, g.s);
+    pt::check_layer_gradients(ctx, pool, distinct_values(g.in, rng));
+  }
+}
+
+TEST(MaxPool2d, TiesGoToTheFirstMaximum) {
+  Context ctx(1);
+  MaxPool2d pool(2);
+  Tensor x(Shape{1, 1, 2, 4});
+  x.fill(1.f);
+  x[3] = 5.f;  // window 2: values 1, 5, 1, 1 -> the 5 (index 3) wins
+  x[7] = 5.f;  // ... and a tie with the later 5 (index 7) keeps index 3
+  Tensor y(pool.output_shape(x.shape())), dx(x.shape()), dy(y.shape());
+  pool.forward(ctx, x, y);
+  dy[0] = 1.f;
+  dy[1] = 2.f;
+  pool.backward(ctx, x, y, dy, &dx);
+  EXPECT_EQ(y[0], 1.f);
+  EXPECT_EQ(y[1], 5.f);
+  const float want[8] = {1, 0, 0, 2, 0, 0, 0, 0};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(dx[i], want[i]) << "at " << i;
+}
+
+TEST(MaxPool2d, TiesGoToTheFirstMaximumGeneralPath) {
+  Context ctx(1);
+  MaxPool2d pool(2, 1);  // not 2x2/2: the general kernel
+  Tensor x(Shape{1, 1, 2, 3});
+  x.fill(4.f);  // every window all ties -> its top-left element
+  Tensor y(pool.output_shape(x.shape())), dx(x.shape()), dy(y.shape());
+  pool.forward(ctx, x, y);
+  dy[0] = 1.f;
+  dy[1] = 2.f;
+  pool.backward(ctx, x, y, dy, &dx);
+  const float want[6] = {1, 2, 0, 0, 0, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(dx[i], want[i]) << "at " << i;
+}
+
+TEST(MaxPool2d, NaNPropagates) {
+  Context ctx(1);
+  for (int stride : {2, 1}) {  // the 2x2/2 kernel and the general one
+    MaxPool2d pool(2, stride);
+    Tensor x(Shape{1, 1, 2, 2});
+    x[0] = 1.f;
+    x[1] = std::nanf("");
+    x[2] = 3.f;
+    x[3] = 2.f;
+    Tensor y(Shape{1, 1, 1, 1});
+    pool.forward(ctx, x, y);
+    EXPECT_TRUE(std::isnan(y[0])) << pool.describe();
+  }
+}
+
+TEST(MaxPool2d, SameResultAtOneAndTwoThreads) {
+  Rng rng(3);
+  const Shape s{16, 32, 24, 24};
+  Tensor x = pt::random_tensor(s, rng);
+  MaxPool2d pool2(2), pool3(3, 2);  // the 2x2/2 kernel and the general one
+  pt::expect_same_at_one_and_two_threads(pool2, x);
+  pt::expect_same_at_one_and_two_threads(pool3, x);
+}
+
+TEST(MaxPool2d, Errors) {
+  Context ctx(1);
+  EXPECT_THROW(MaxPool2d(0), Error);
+  MaxPool2d pool(3);
+  EXPECT_THROW(pool.output_shape(Shape{1, 1, 2, 5}), Error);  // smaller than the kernel
+  EXPECT_THROW(pool.output_shape(Shape{4, 9}), Error);        // not NCHW
+  Tensor x(Shape{1, 1, 6, 6}), y(Shape{1, 1, 3, 3});
+  pt::expect_error_mentions([&] { pool.forward(ctx, x, y); },
+                            {"MaxPool2d", "(1,1,3,3)", "(1,1,2,2)"});
+  // Backward with an input other than the one the argmax was recorded for.
+  Tensor y2(Shape{1, 1, 2, 2});
+  pool.forward(ctx, x, y2);
+  Tensor x7(Shape{1, 1, 7, 7}), dx7(x7.shape());
+  EXPECT_THROW(pool.backward(ctx, x7, y2, y2, &dx7), Error);
+}

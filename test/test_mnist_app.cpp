@@ -1,0 +1,257 @@
+// End to end: build/bin/mnist on small generated IDX sets (4 easily told apart classes). It
+// must learn them, write the documented CSV, resume from a checkpoint to the very same weights
+// as an uninterrupted run, and refuse bad input with a non-zero exit and no output files.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "data/idx.h"
+
+using namespace pdnn;
+
+namespace {
+
+const std::string kBin = std::string(PDNN_BIN_DIR) + "/mnist";
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+// Runs a shell command line, stdout and stderr together.
+Result run(const std::string& cmd) {
+  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<std::vector<std::string>> read_csv(const std::string& p) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(slurp(p));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    std::string cell;
+    while (std::getline(ls, cell, ',')) f.push_back(cell);
+    rows.push_back(f);
+  }
+  return rows;
+}
+
+// Class c is a bright square in quadrant c on faint noise, at a random offset: trivially
+// separable by a CNN, yet no two images alike.
+void make_split(const std::string& dir, const std::string& prefix, int64_t n, int64_t side,
+                uint64_t seed) {
+  Rng rng(seed);
+  IdxImages im;
+  im.n = n, im.rows = side, im.cols = side;
+  im.pixels.resize(static_cast<size_t>(n * side * side));
+  std::vector<uint8_t> labels(static_cast<size_t>(n));
+  const int64_t half = side / 2, sq = side / 4;
+  for (int64_t i = 0; i < n; ++i) {
+    const int c = static_cast<int>(i % 4);
+    labels[static_cast<size_t>(i)] = static_cast<uint8_t>(c);
+    uint8_t* img = &im.pixels[static_cast<size_t>(i * side * side)];
+    for (int64_t k = 0; k < side * side; ++k) img[k] = static_cast<uint8_t>(rng.next() % 40);
+    const int64_t r0 = (c / 2) * half + static_cast<int64_t>(rng.next() % (half - sq + 1));
+    const int64_t c0 = (c % 2) * half + static_cast<int64_t>(rng.next() % (half - sq + 1));
+    for (int64_t r = r0; r < r0 + sq; ++r)
+      for (int64_t q = c0; q < c0 + sq; ++q) img[r * side + q] = 230;
+  }
+  write_idx_images(dir + "/" + prefix + "-images-idx3-ubyte.gz", im);
+  write_idx_labels(dir + "/" + prefix + "-labels-idx1-ubyte", labels);
+}
+
+class MnistApp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(kBin)) GTEST_SKIP() << kBin << " not built";
+    char tmpl[] = "/tmp/pdnn_mnist_app_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  // A data folder named `name` with train/test sets of side x side images.
+  std::string make_data(const std::string& name, int64_t n_train, int64_t n_test, int64_t side) {
+    const std::string d = dir_ + "/" + name;
+    ::mkdir(d.c_str(), 0755);
+    make_split(d, "train", n_train, side, 1);
+    make_split(d, "t10k", n_test, side, 2);
+    std::ofstream(d + "/NAME") << "synthetic-4class\n";
+    return d;
+  }
+  std::string dir_;
+};
+
+TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
+  const std::string data = make_data("data", 400, 200, 28);
+  // No --out: the default results/mnist/<model>_<dataset>.csv under the working folder.
+  const Result r =
+      run("cd " + dir_ + " && " + kBin + " --data data --epochs 2 --batch 16 --threads 1 --seed 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("dataset synthetic-4class"), std::string::npos) << r.output;
+  const std::string csv = dir_ + "/results/mnist/small_synthetic-4class.csv";
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u) << slurp(csv);
+  const std::vector<std::string> cols = {"app",          "model",     "dataset",  "device",
+                                         "threads",      "batch",     "epoch",    "train_loss",
+                                         "train_acc",    "test_loss", "test_acc", "seconds",
+                                         "images_per_s", "git_rev",   "host",     "timestamp"};
+  EXPECT_EQ(rows[0], cols);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), cols.size());
+    EXPECT_EQ(rows[i][0], "pdnn");
+    EXPECT_EQ(rows[i][1], "small");
+    EXPECT_EQ(rows[i][2], "synthetic-4class");
+    EXPECT_EQ(rows[i][3], "cpu");
+    EXPECT_EQ(rows[i][4], "1");
+    EXPECT_EQ(rows[i][5], "16");
+    EXPECT_EQ(rows[i][6], std::to_string(i));
+    EXPECT_GT(std::stod(rows[i][12]), 0.0);
+  }
+  // Chance is 0.25: after two short epochs the net must be far above it.
+  EXPECT_GT(std::stod(rows[2][10]), 0.9) << slurp(csv);
+  EXPECT_LT(std::stod(rows[2][9]), std::stod(rows[1][7]));  // test loss below first train loss
+
+  // A second run appends under the same header.
+  ASSERT_EQ(
+      run("cd " + dir_ + " && " + kBin + " --data data --epochs 1 --batch 16 --threads 1").status,
+      0);
+  EXPECT_EQ(read_csv(csv).size(), 4u);
+
+  // --steps runs across the epoch boundary (25 batches per epoch), times the steps after the
+  // first two, and writes no CSV row.
+  const Result s =
+      run("cd " + dir_ + " && " + kBin + " --data data --steps 30 --batch 16 --threads 1");
+  ASSERT_EQ(s.status, 0) << s.output;
+  EXPECT_NE(s.output.find("step_ms model=small batch=16 threads=1 steps=28 median="),
+            std::string::npos)
+      << s.output;
+  EXPECT_EQ(read_csv(csv).size(), 4u);
+}
+
+// Resuming must give the same weights, optimizer state and RNG position as never stopping:
+// the checkpoints of epoch 2 are compared byte for byte. The keras model (dropout draws from
+// the context's RNG) on 12x12 images keeps it fast.
+TEST_F(MnistApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
+  const std::string data = make_data("data", 96, 32, 12);
+  for (const char* model : {"small", "keras"}) {
+    const std::string common =
+        kBin + " --model " + model + " --data " + data + " --threads 1 --out " + dir_ + "/r.csv";
+    const std::string base = common + " --batch 32";
+    const std::string a = dir_ + "/a.ckpt", b = dir_ + "/b.ckpt";
+    Result r = run(base + " --seed 11 --epochs 2 --checkpoint " + a);
+    ASSERT_EQ(r.status, 0) << r.output;
+    r = run(base + " --seed 11 --epochs 1 --checkpoint " + b);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(slurp(a), slurp(b)) << model << ": epoch 1 and 2 checkpoints should differ";
+    r = run(base + " --epochs 2 --resume --checkpoint " + b);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+    const std::string sa = slurp(a), sb = slurp(b);
+    EXPECT_GT(sa.size(), 1000u);
+    EXPECT_TRUE(sa == sb) << model << ": resumed checkpoint differs from the uninterrupted one";
+    // The seed comes from the checkpoint; a different one on resume is refused.
+    r = run(base + " --epochs 3 --resume --checkpoint " + b + " --seed 12");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.output.find("was made with --seed 11"), std::string::npos) << r.output;
+    r = run(common + " --epochs 3 --resume --checkpoint " + b + " --batch 16");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.output.find("was made with batch 32, this run has 16"), std::string::npos)
+        << r.output;
+  }
+}
+
+TEST_F(MnistApp, BadInputFailsWithOneLineAndWritesNothing) {
+  const std::string good = make_data("good", 40, 20, 28);
+  const std::string out = dir_ + "/out.csv", ck = dir_ + "/x.ckpt";
+  const std::string tail = " --epochs 1 --threads 1 --out " + out + " --checkpoint " + ck;
+  auto expect_failure = [&](const std::string& args, const std::string& message) {
+    const Result r = run(kBin + " " + args + tail);
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_FALSE(exists(out)) << args;
+    EXPECT_FALSE(exists(ck)) << args;
+  };
+  expect_failure("--data " + dir_ + "/missing", "no such data folder");
+
+  // Truncated training images.
+  const std::string trunc = make_data("trunc", 40, 20, 28);
+  const std::string raw = trunc + "/train-images-idx3-ubyte";
+  write_idx_images(raw, read_idx_images(raw + ".gz"));
+  std::remove((raw + ".gz").c_str());
+  const std::string bytes = slurp(raw);
+  std::ofstream(raw, std::ios::binary) << bytes.substr(0, bytes.size() - 100);
+  expect_failure("--data " + trunc, raw + ": truncated: header says 40 images of 28x28");
+
+  // Fewer labels than images.
+  const std::string mism = make_data("mism", 40, 20, 28);
+  write_idx_labels(mism + "/t10k-labels-idx1-ubyte", std::vector<uint8_t>(19, 1));
+  expect_failure("--data " + mism, "20 images but " + mism + "/t10k-labels-idx1-ubyte has 19");
+
+  expect_failure("--data " + good + " --frobnicate", "--frobnicate");
+  expect_failure("--data " + good + " --batch 0", "--batch");
+  expect_failure("--data " + good + " --model huge", "--model");
+  expect_failure("--data " + good + " --epochs two", "--epochs");
+  expect_failure("--data " + good + " --resume", "");  // the checkpoint does not exist yet
+}
+
+// scripts/torch_reference.py rebuilds pdnn's initial weights exactly, and with the same data
+// order, dropout masks and optimizer ends an epoch at the same weights up to float rounding.
+TEST_F(MnistApp, TorchReferenceReproducesTheRun) {
+  const std::string py = "/usr/bin/python3";
+  if (run(py + " -c 'import torch'").status != 0)
+    GTEST_SKIP() << "no torch for " << py << " (scripts/install_deps.sh torch)";
+  const std::string data = make_data("data", 100, 40, 12);
+  const std::string csv = dir_ + "/r.csv", init = dir_ + "/init.ckpt", fin = dir_ + "/e1.ckpt";
+  const std::string args =
+      " --model keras --data " + data + " --epochs 1 --batch 32 --threads 1 --seed 5 --out " + csv;
+  Result r = run(kBin + args + " --save-init " + init + " --checkpoint " + fin);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run(py + " " + PDNN_SOURCE_DIR + "/scripts/torch_reference.py mnist" + args +
+          " --init-checkpoint " + init + " --compare-checkpoint " + fin);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("initial weights: max |torch - pdnn| over all parameters = 0.000e+00"),
+            std::string::npos)
+      << r.output;
+  const size_t at = r.output.find("final weights: max |torch - pdnn| over all parameters = ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double diff = std::stod(r.output.substr(at + 56));
+  EXPECT_LT(diff, 1e-4) << r.output;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1][0], "pdnn");
+  EXPECT_EQ(rows[2][0], "torch");
+  for (int c : {7, 8, 9, 10})  // train/test loss and accuracy
+    EXPECT_NEAR(std::stod(rows[1][c]), std::stod(rows[2][c]), 1e-4) << rows[0][c];
+}
+
+}  // namespace

@@ -1,0 +1,188 @@
+// Profiler: per-layer forward/backward/update times add up to the measured step, the table and
+// the CSV name every layer, and work outside a step is not recorded.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/sequential.h"
+#include "layers/activation.h"
+#include "layers/conv2d.h"
+#include "layers/dense.h"
+#include "layers/flatten.h"
+#include "layers/maxpool2d.h"
+#include "optim/adam.h"
+#include "testing.h"
+#include "toy_layers.h"
+#include "train/classifier_trainer.h"
+#include "train/optimizer_step.h"
+#include "train/profiler.h"
+
+namespace pdnn {
+namespace {
+
+struct Net {
+  Sequential model;
+  std::unique_ptr<toy::Momentum> opt;
+  Tensor x, target;
+};
+
+Net make_net() {
+  Net n;
+  Rng rng(4);
+  n.model.emplace<toy::Linear>(256, 384);
+  n.model.emplace<toy::Tanh>();
+  n.model.emplace<toy::Linear>(384, 10);
+  n.model.reset_parameters(rng);
+  n.opt = std::make_unique<toy::Momentum>(n.model.params(), 0.01f, 0.9f);
+  n.x = testing::random_tensor(Shape{32, 256}, rng);
+  n.target = testing::random_tensor(Shape{32, 10}, rng);
+  return n;
+}
+
+void profiled_step(Context& ctx, Profiler& prof, Net& n) {
+  prof.begin_step(ctx);
+  const Tensor& y = n.model.forward(ctx, n.x);
+  Tensor dy(y.shape());
+  for (int64_t i = 0; i < y.numel(); ++i) dy[i] = y[i] - n.target[i];
+  n.model.zero_grad();
+  n.model.backward(ctx, dy);
+  optimizer_step(ctx, *n.opt, n.model);
+  prof.end_step(ctx);
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(f, l);) lines.push_back(l);
+  return lines;
+}
+
+}  // namespace
+
+TEST(Profiler, LayerTimesAddUpToTheStep) {
+  Context ctx(1, 1);
+  Net n = make_net();
+  Profiler prof;
+  ctx.set_profiler(&prof);
+  profiled_step(ctx, prof, n);  // warm-up: first-touch allocations
+  prof.reset();
+  for (int s = 0; s < 5; ++s) profiled_step(ctx, prof, n);
+  ctx.set_profiler(nullptr);
+
+  EXPECT_EQ(prof.steps(), 5);
+  const std::vector<Profiler::Row> rows = prof.rows();
+  ASSERT_EQ(rows.size(), 4u);  // three layers + "other"
+  double sum = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const Profiler::Row& r = rows[i];
+    EXPECT_EQ(r.layer, std::to_string(i));
+    EXPECT_GT(r.fwd_ms, 0.0) << r.layer;
+    EXPECT_GT(r.bwd_ms, 0.0) << r.layer;
+    EXPECT_GT(r.gflops, 0.0) << r.layer;
+    sum += r.fwd_ms + r.bwd_ms + r.update_ms;
+  }
+  EXPECT_GT(rows[0].update_ms, 0.0);
+  EXPECT_EQ(rows[1].update_ms, 0.0);  // Tanh has no parameters
+  EXPECT_EQ(rows[0].output_shape, "(32,384)");
+  EXPECT_EQ(rows[1].kind, "ToyTanh");
+  EXPECT_EQ(rows[3].layer, "other");
+  const double step = prof.step_ms();
+  EXPECT_GT(step, 0.0);
+  EXPECT_LE(sum, step * 1.0001);
+  EXPECT_GE(sum, 0.9 * step) << "layers " << sum << " ms of a " << step << " ms step\n"
+                             << prof.table();
+  double shares = 0;
+  for (const auto& r : rows) shares += r.share;
+  EXPECT_NEAR(shares, 1.0, 1e-6);
+
+  const std::string t = prof.table();
+  EXPECT_NE(t.find("ToyLinear(256->384)"), std::string::npos) << t;
+  EXPECT_NE(t.find("5 steps"), std::string::npos) << t;
+}
+
+TEST(Profiler, RecordsOnlyInsideSteps) {
+  Context ctx(1, 1);
+  Net n = make_net();
+  Profiler prof;
+  ctx.set_profiler(&prof);
+  n.model.forward(ctx, n.x);  // an evaluation pass: not part of any step
+  EXPECT_EQ(prof.rows().size(), 1u);  // only "other"
+  EXPECT_THROW(prof.end_step(ctx), Error);
+  prof.begin_step(ctx);
+  EXPECT_THROW(prof.begin_step(ctx), Error);
+  ctx.set_profiler(nullptr);
+}
+
+TEST(Profiler, CsvHasTheColumnsAndOneRowPerLayer) {
+  Context ctx(1, 1);
+  Net n = make_net();
+  Profiler prof;
+  ctx.set_profiler(&prof);
+  for (int s = 0; s < 2; ++s) profiled_step(ctx, prof, n);
+  ctx.set_profiler(nullptr);
+  const std::string path =
+      ::testing::TempDir() + "pdnn_profile_" + std::to_string(::getpid()) + ".csv";
+  prof.write_csv(path);
+  const std::vector<std::string> lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0], "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops");
+  EXPECT_EQ(lines[1].rfind("0,ToyLinear,\"(32,384)\",", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[4].rfind("other,other,", 0), 0u) << lines[4];
+  EXPECT_FALSE(std::ifstream(path + ".tmp." + std::to_string(::getpid())).good());
+  std::remove(path.c_str());
+}
+
+TEST(Profiler, OptimizerStepChecksTheModelMatches) {
+  Context ctx(1, 1);
+  Net n = make_net();
+  Sequential other;
+  other.emplace<toy::Linear>(2, 2);
+  EXPECT_THROW(optimizer_step(ctx, *n.opt, other), Error);
+}
+
+// The W2 network at batch 32 with the real layers, loss and Adam: the layers account for the
+// step up to 10% (the rest is the loss and zero_grad).
+TEST(Profiler, CnnStepIsCoveredByItsLayers) {
+  Context ctx(1, 1);
+  Sequential m;
+  m.emplace<Conv2d>(1, 10, 3, 1, 1);
+  m.emplace<ReLU>();
+  m.emplace<MaxPool2d>(2);
+  m.emplace<Flatten>();
+  m.emplace<Dense>(1960, 100);
+  m.emplace<ReLU>();
+  m.emplace<Dense>(100, 10);
+  m.reset_parameters(ctx.rng());
+  Adam opt(m.params(), 1e-3);
+  ClassifierTrainer trainer(m, opt);
+  const Tensor x = testing::random_tensor(Shape{32, 1, 28, 28}, ctx.rng(), 0.f, 1.f);
+  std::vector<int32_t> labels(32);
+  for (auto& l : labels) l = static_cast<int32_t>(ctx.rng().next() % 10);
+  Profiler prof;
+  ctx.set_profiler(&prof);
+  for (int s = 0; s < 6; ++s) {
+    if (s == 1) prof.reset();  // the first step pays for allocations and page faults
+    prof.begin_step(ctx);
+    trainer.step(ctx, x, labels.data());
+    prof.end_step(ctx);
+  }
+  ctx.set_profiler(nullptr);
+  const std::vector<Profiler::Row> rows = prof.rows();
+  ASSERT_EQ(rows.size(), m.size() + 1);
+  double sum = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    sum += rows[i].fwd_ms + rows[i].bwd_ms + rows[i].update_ms;
+    EXPECT_EQ(rows[i].kind, m.layer(i).kind());
+  }
+  EXPECT_EQ(rows[0].output_shape, "(32,10,28,28)");
+  EXPECT_GT(rows[4].update_ms, 0.0);  // Dense(1960->100): the largest Adam update
+  EXPECT_GT(rows[0].gflops, 0.0);
+  EXPECT_GE(sum, 0.9 * prof.step_ms()) << prof.table();
+  EXPECT_LE(sum, prof.step_ms() * 1.0001) << prof.table();
+}
+
+}  // namespace pdnn

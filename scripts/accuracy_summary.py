@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Summarises accuracy runs: final-epoch test accuracy per framework and workload.
+
+Reads every CSV in FOLDER (rows per epoch, DESIGN.md columns; one file per framework, workload
+and seed, as scripts/accuracy_mnist.sh and scripts/gpu_accuracy.sh write them), takes each
+file's last epoch, and writes FOLDER/summary.csv with mean and sample std over seeds, and the
+difference pdnn - PyTorch in points. Prints the same as a table.
+"""
+import csv
+import glob
+import os
+import statistics
+import sys
+import tempfile
+
+
+def main():
+    folder = sys.argv[1] if len(sys.argv) > 1 else "results/mnist/accuracy"
+    finals = {}  # (model, dataset, batch, epochs) -> app -> list of (test_acc, device, file)
+    for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
+        if os.path.basename(path) == "summary.csv":
+            continue
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        if not rows or "test_acc" not in rows[0]:
+            continue
+        last = rows[-1]
+        key = (last["model"], last["dataset"], last["batch"], last["epoch"])
+        finals.setdefault(key, {}).setdefault(last["app"], []).append(
+            (float(last["test_acc"]), last["device"], os.path.basename(path)))
+    if not finals:
+        sys.exit(f"accuracy_summary: no run CSV files in {folder}")
+    out_rows = []
+    for (model, dataset, batch, epochs), apps in sorted(finals.items()):
+        means = {}
+        for app, runs in sorted(apps.items()):
+            accs = [100.0 * a for a, _, _ in runs]
+            mean = statistics.mean(accs)
+            std = statistics.stdev(accs) if len(accs) > 1 else 0.0
+            means[app] = mean
+            out_rows.append([model, dataset, batch, epochs, app,
+                             "/".join(sorted({d for _, d, _ in runs})), len(accs),
+                             f"{mean:.2f}", f"{std:.2f}", " ".join(f"{a:.2f}" for a in accs), ""])
+        if "pdnn" in means and "torch" in means:
+            out_rows[-1][-1] = f"{means['pdnn'] - means['torch']:+.2f}"
+    header = ["model", "dataset", "batch", "epochs", "app", "device", "seeds",
+              "mean_test_acc_pct", "std_pct", "per_seed_pct", "pdnn_minus_torch_pts"]
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(out_rows)
+    os.replace(tmp, os.path.join(folder, "summary.csv"))
+    fmt = "{:<6} {:<14} {:>5} {:>6} {:<6} {:<6} {:>5} {:>9} {:>6}  {:<22} {:>8}"
+    print(fmt.format("model", "dataset", "batch", "epochs", "app", "device", "seeds", "mean %",
+                     "std", "per seed", "diff"))
+    for r in out_rows:
+        print(fmt.format(*r))
+    print(f"summary written to {os.path.join(folder, 'summary.csv')}")
+
+
+if __name__ == "__main__":
+    main()

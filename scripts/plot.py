@@ -9,6 +9,8 @@ Finds every *.csv under --results and recognises it by its columns:
   thread sweeps  (workload, threads, speedup, ...)      -> <name>.png: speedup and efficiency
   pi benchmark   (app=pi, variant, threads, median_ms)  -> <name>.png: time and speedup
   layer profiles (layer, kind, fwd_ms, bwd_ms, ...)     -> <name>_profile.png: time per layer
+  accuracy runs  (a folder named accuracy/ of training-run CSVs, one per framework and seed)
+                 -> accuracy_<model>_<dataset>.png: test accuracy per epoch, pdnn vs PyTorch
 <name> is the CSV's path under --results with '/' as '_' (pi/pi.csv: pi). Other CSV files are skipped with a
 message, as is every kind of figure whose input is missing.
 """
@@ -260,6 +262,45 @@ KINDS = [
 ]
 
 
+def plot_accuracy(runs, out_dir):
+    """runs: [(app, rows)] from an accuracy/ folder. One figure per (model, dataset): test
+    accuracy and loss per epoch, a thin line per seed and a thick one for the mean, per app."""
+    groups = OrderedDict()
+    for app, rows in runs:
+        if not rows:
+            continue
+        key = (rows[0].get("model", "?"), rows[0].get("dataset", "?"), rows[0].get("batch", "?"))
+        groups.setdefault(key, OrderedDict()).setdefault(app, []).append(rows)
+    made = []
+    colors = {"pdnn": "C0", "torch": "C3"}
+    for (model, dataset, batch), apps in groups.items():
+        fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(11, 4.2))
+        for app, seeds in apps.items():
+            color = colors.get(app, "C2")
+            devices = sorted({r.get("device", "?") for rows in seeds for r in rows})
+            n_ep = min(len(rows) for rows in seeds)
+            for col, ax, scale in (("test_acc", ax_acc, 100.0), ("test_loss", ax_loss, 1.0)):
+                for rows in seeds:
+                    ax.plot([num(r["epoch"]) for r in rows], [scale * num(r[col]) for r in rows],
+                            "-", color=color, alpha=0.3, lw=1)
+                mean = [scale * statistics.mean(num(rows[e][col]) for rows in seeds)
+                        for e in range(n_ep)]
+                ax.plot(range(1, n_ep + 1), mean, "-o", ms=3, lw=2, color=color,
+                        label="%s (%s), mean of %d seeds; final %.2f" % (
+                            "PyTorch" if app == "torch" else app, "/".join(devices), len(seeds),
+                            mean[-1]))
+        ax_acc.set(title="Test accuracy per epoch", xlabel="epoch", ylabel="test accuracy (%)")
+        ax_loss.set(title="Test loss per epoch", xlabel="epoch", ylabel="cross-entropy loss")
+        for ax in (ax_acc, ax_loss):
+            ax.grid(alpha=0.3)
+            ax.xaxis.get_major_locator().set_params(integer=True)
+            ax.legend(fontsize=8)
+        fig.suptitle("%s on %s, batch %s: pdnn vs PyTorch (same init and data order; thin "
+                     "lines: single seeds)" % (model, dataset, batch))
+        made.append(save(fig, out_dir, "accuracy_%s_%s" % (model, dataset)))
+    return made
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default="results", help="folder searched for *.csv")
@@ -271,6 +312,14 @@ def main():
     made = []
     for root, dirs, files in os.walk(args.results):
         dirs.sort()
+        if os.path.basename(root) == "accuracy":
+            runs = []
+            for f in sorted(files):
+                rows = read_csv(os.path.join(root, f)) if f.endswith(".csv") else []
+                if rows and "test_acc" in rows[0]:
+                    runs.append((rows[0].get("app", "?"), rows))
+            made += plot_accuracy(runs, args.out)
+            continue
         for f in sorted(files):
             if not f.endswith(".csv"):
                 continue

@@ -155,6 +155,24 @@ TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
             std::string::npos)
       << s.output;
   EXPECT_EQ(read_csv(csv).size(), 4u);
+
+  // --bench-csv: the same statistics as one row (what scripts/scaling.sh reads).
+  const std::string bench = dir_ + "/bench.csv";
+  ASSERT_EQ(run("cd " + dir_ + " && " + kBin +
+                " --data data --steps 10 --batch 16 --threads 1 --bench-csv bench.csv")
+                .status,
+            0);
+  const auto brows = read_csv(bench);
+  ASSERT_EQ(brows.size(), 2u);
+  ASSERT_EQ(brows[0].size(), 14u);
+  EXPECT_EQ(brows[0][7], "median_ms");
+  ASSERT_EQ(brows[1].size(), 14u);
+  EXPECT_EQ(brows[1][0], "pdnn");
+  EXPECT_EQ(brows[1][2], "synthetic-4class");
+  EXPECT_EQ(brows[1][6], "8");  // 10 steps, the first two left out
+  EXPECT_GT(std::stod(brows[1][7]), 0.0);
+  EXPECT_NE(run("cd " + dir_ + " && " + kBin + " --data data --bench-csv b2.csv").status, 0);
+  EXPECT_FALSE(exists(dir_ + "/b2.csv"));
 }
 
 // Resuming must give the same weights, optimizer state and RNG position as never stopping:

@@ -33,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::string model = "small", dataset = "mnist", data, optimizer, out, checkpoint, profile_out,
-              save_init;
+              save_init, bench_csv;
   int epochs = 5, threads = 0;
   int64_t batch = 0, steps = 0;
   float lr = -1.f;
@@ -169,6 +169,9 @@ int run(int argc, char** argv) {
                  "benchmark: run this many training steps (over as many epochs as that takes; "
                  "no evaluation, CSV or checkpoint) and print step times")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--bench-csv", o.bench_csv,
+                 "with --steps: append the step-time row (median/min/max ms) to this CSV")
+      ->needs("--steps");
   app.add_flag("--profile", o.profile, "per-layer time table (printed, and written as CSV)");
   app.add_option(
       "--profile-out", o.profile_out,
@@ -320,10 +323,19 @@ int run(int argc, char** argv) {
     // The first steps fault in buffers and warm caches: left out of the statistics.
     const size_t skip = step_ms.size() > 4 ? 2 : 0;
     std::vector<double> timed(step_ms.begin() + static_cast<long>(skip), step_ms.end());
+    const double med = median(timed), lo = *std::min_element(timed.begin(), timed.end()),
+                 hi = *std::max_element(timed.begin(), timed.end());
     std::printf("step_ms model=%s batch=%lld threads=%d steps=%zu median=%.4f min=%.4f max=%.4f\n",
                 o.model.c_str(), static_cast<long long>(o.batch), ctx.threads(), timed.size(),
-                median(timed), *std::min_element(timed.begin(), timed.end()),
-                *std::max_element(timed.begin(), timed.end()));
+                med, lo, hi);
+    if (!o.bench_csv.empty())
+      CsvWriter(o.bench_csv, {"app", "model", "dataset", "device", "threads", "batch", "steps",
+                              "median_ms", "min_ms", "max_ms", "blas_core", "git_rev", "host",
+                              "timestamp"})
+          .row({"pdnn", o.model, data.name, device_name(ctx.device()),
+                std::to_string(ctx.threads()), std::to_string(o.batch),
+                std::to_string(timed.size()), fmt(med, 4), fmt(lo, 4), fmt(hi, 4),
+                blas_core_name(), info.git_rev, info.host, iso8601_utc_now()});
   }
   if (o.profile) {
     const std::string p = !o.profile_out.empty()

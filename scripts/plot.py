@@ -254,8 +254,49 @@ def plot_profile(rows, out_dir, name):
 
 # ---- driver ----------------------------------------------------------------------------------
 
+def plot_bench(rows, out_dir, name):
+    """pdnn vs PyTorch step times (scripts/bench_mnist.sh): one figure per OpenBLAS core, bars
+    per workload and thread count, the newest row of each point."""
+    rows = last_per_key(rows, lambda r: (r.get("blas_core", ""), r["app"], r["config"],
+                                         r["model"], r["batch"], r["threads"]))
+    made = []
+    for core in sorted({r.get("blas_core", "") for r in rows}):
+        rs = [r for r in rows if r.get("blas_core", "") == core]
+        points = list(OrderedDict.fromkeys((r["model"], r["batch"], r["threads"]) for r in rs))
+        bars = list(OrderedDict.fromkeys((r["app"], r["config"]) for r in rs))
+        fig, axes = plt.subplots(1, len({(m, b) for m, b, _ in points}), figsize=(12, 4.2))
+        axes = list(axes) if hasattr(axes, "__len__") else [axes]
+        workloads = list(OrderedDict.fromkeys((m, b) for m, b, _ in points))
+        for ax, (model, batch) in zip(axes, workloads):
+            threads = [t for m, b, t in points if (m, b) == (model, batch)]
+            width = 0.8 / len(bars)
+            for i, (app, config) in enumerate(bars):
+                ys = []
+                for t in threads:
+                    hit = [r for r in rs if (r["app"], r["config"], r["model"], r["batch"],
+                                             r["threads"]) == (app, config, model, batch, t)]
+                    ys.append(num(hit[0]["median_ms"]) if hit else 0.0)
+                xs = [k + (i - (len(bars) - 1) / 2) * width for k in range(len(threads))]
+                label = "pdnn" if app == "pdnn" else "PyTorch %s" % config
+                ax.bar(xs, ys, width, label=label, color="C0" if app == "pdnn" else
+                       ("C3" if config == "default" else "C1"))
+                for x, y in zip(xs, ys):
+                    ax.annotate("%.3g" % y, (x, y), ha="center", va="bottom", fontsize=7)
+            ax.set_xticks(range(len(threads)))
+            ax.set_xticklabels(["%s thr" % t for t in threads])
+            ax.set(title="%s, batch %s" % ("W2 small" if model == "small" else "W3 keras", batch),
+                   ylabel="ms per training step (median)")
+            ax.grid(axis="y", alpha=0.3)
+        axes[0].legend(fontsize=8)
+        fig.suptitle("Step time, pdnn vs PyTorch (%s; OpenBLAS core %s; lower is better)" % (
+            rs[-1].get("cpu_model", rs[-1].get("host", "")), core or "?"))
+        made.append(save(fig, out_dir, "%s_%s" % (name, core or "unknown")))
+    return made
+
+
 KINDS = [
     ("training", {"epoch", "train_loss", "test_acc"}, plot_training),
+    ("bench", {"app", "config", "model", "batch", "threads", "median_ms"}, plot_bench),
     ("scaling", {"workload", "threads", "speedup"}, plot_scaling),
     ("pi", {"app", "variant", "threads", "median_ms", "min_ms", "max_ms"}, plot_pi),
     ("profile", {"layer", "kind", "fwd_ms", "bwd_ms"}, plot_profile),

@@ -324,8 +324,10 @@ def mode_mnist(args):
             if args.steps and steps >= args.steps:
                 break
         secs = time.perf_counter() - t0
-        if args.steps and steps >= args.steps:
-            break
+        if args.steps:  # a timing run, like the app's --steps: no evaluation, no CSV row
+            if steps >= args.steps:
+                break
+            continue
         test_loss, test_acc = evaluate(torch, model, xte, yte, max(batch, 128), loss_fn, dev)
         train_loss, train_acc = loss_sum / seen, correct / seen
         print(f"epoch {epoch + 1}/{args.epochs}  {name}  train loss {train_loss:.4f} acc "

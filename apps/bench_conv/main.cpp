@@ -15,6 +15,7 @@
 #include "core/context.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
+#include "train/timing.h"
 
 using namespace pdnn;
 
@@ -32,14 +33,6 @@ double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-struct Stats {
-  double med, lo, hi;
-};
-
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
-}
 
 }  // namespace
 
@@ -96,10 +89,10 @@ int main(int argc, char** argv) {
         }
         // forward F; backward: dW costs F, dx another F when needed.
         const double flops = conv.flops(x.shape()) * (s.need_dx ? 3.0 : 2.0);
-        const Stats f = stats(tf), b = stats(tb), t = stats(tt);
+        const TimingStats f = timing_stats(tf), b = timing_stats(tb), t = timing_stats(tt);
         std::printf("%-26s %-9s %3d %8.2f (%5.2f-%6.2f) %8.2f (%5.2f-%6.2f) %8.2f (%5.2f-%6.2f) %8.1f\n",
-                    s.name, conv_algo_name(algo), threads, f.med, f.lo, f.hi, b.med, b.lo, b.hi,
-                    t.med, t.lo, t.hi, flops / (t.med * 1e6));
+                    s.name, conv_algo_name(algo), threads, f.median, f.min, f.max, b.median, b.min, b.max,
+                    t.median, t.min, t.max, flops / (t.median * 1e6));
         std::fflush(stdout);
       }
   }

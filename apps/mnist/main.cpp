@@ -23,6 +23,7 @@
 #include "model/mnist_models.h"
 #include "train/classifier_trainer.h"
 #include "train/csv.h"
+#include "train/timing.h"
 #include "train/profiler.h"
 #include "train/run_info.h"
 
@@ -122,12 +123,6 @@ EvalResult evaluate(Context& ctx, Sequential& model, const LabeledImages& data, 
   }
   model.train(true);
   return {loss / data.size(), static_cast<double>(correct) / data.size()};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size();
-  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
 
 int run(int argc, char** argv) {
@@ -323,8 +318,8 @@ int run(int argc, char** argv) {
     // The first steps fault in buffers and warm caches: left out of the statistics.
     const size_t skip = step_ms.size() > 4 ? 2 : 0;
     std::vector<double> timed(step_ms.begin() + static_cast<long>(skip), step_ms.end());
-    const double med = median(timed), lo = *std::min_element(timed.begin(), timed.end()),
-                 hi = *std::max_element(timed.begin(), timed.end());
+    const TimingStats st = timing_stats(timed);
+    const double med = st.median, lo = st.min, hi = st.max;
     std::printf("step_ms model=%s batch=%lld threads=%d steps=%zu median=%.4f min=%.4f max=%.4f\n",
                 o.model.c_str(), static_cast<long long>(o.batch), ctx.threads(), timed.size(),
                 med, lo, hi);
@@ -353,11 +348,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mnist: error: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return pdnn::run_app("mnist", run, argc, argv); }

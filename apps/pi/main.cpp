@@ -18,6 +18,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "train/csv.h"
+#include "train/timing.h"
 #include "train/run_info.h"
 
 namespace {
@@ -47,10 +48,8 @@ Timing measure(const Kernel& k, int64_t n, int threads, int warmup, int repeat) 
     auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
-  std::sort(ms.begin(), ms.end());
-  const size_t m = ms.size();
-  const double median = m % 2 ? ms[m / 2] : 0.5 * (ms[m / 2 - 1] + ms[m / 2]);
-  return {median, ms.front(), ms.back(), std::fabs(result - M_PI)};
+  const pdnn::TimingStats st = pdnn::timing_stats(ms);
+  return {st.median, st.min, st.max, std::fabs(result - M_PI)};
 }
 
 const char* env_or(const char* name, const char* fallback) {
@@ -133,11 +132,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pi: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return pdnn::run_app("pi", run, argc, argv); }

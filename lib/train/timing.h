@@ -1,0 +1,20 @@
+// Summary statistics of repeated timings, as every benchmark reports them (median, min, max),
+// and the guard every app's main() runs in.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+namespace pdnn {
+
+struct TimingStats {
+  double median, min, max;
+  size_t n;
+};
+// Median (mean of the middle two for an even count), min and max; throws on no samples.
+TimingStats timing_stats(std::vector<double> samples);
+
+// Runs an app's body: any exception becomes one line "<name>: error: <what>" on stderr and
+// exit status 1, so bad input never ends in a crash or a core dump.
+int run_app(const char* name, int (*body)(int, char**), int argc, char** argv);
+
+}  // namespace pdnn

@@ -29,14 +29,12 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 cmd="apt-get install -y --no-install-recommends ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO=sudo
-  else
-    echo "install_deps: missing packages: ${missing[*]}" >&2
-    echo "install_deps: run as root:  apt-get update && $cmd" >&2
-    exit 1
-  fi
-else SUDO=""; fi
+  # Never escalate behind the user's back: say exactly what to run.
+  echo "install_deps: missing packages: ${missing[*]}" >&2
+  echo "install_deps: run as root:  apt-get update && $cmd" >&2
+  exit 1
+fi
 echo "install_deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

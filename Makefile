@@ -28,6 +28,7 @@ help:
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
+	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
 	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) CMAKE_FLAGS=..."
 
 # Stamp so the package check runs once per build folder, not at every make.
@@ -78,6 +79,16 @@ bench-mnist: build
 	datasets/get_mnist.sh
 	scripts/install_deps.sh torch || echo "bench-mnist: no PyTorch: timing pdnn alone"
 	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_mnist.sh
+
+# pdnn vs PyTorch accuracy, 3 seeds per workload (scripts/accuracy_mnist.sh; long: W3 on
+# Fashion-MNIST is ~17 minutes per seed on 2 cores): results/mnist/accuracy/ and its summary.
+ACCURACY_WORKLOADS ?= small-npm10k small-fashion keras-fashion
+.PHONY: accuracy-mnist
+accuracy-mnist: build
+	datasets/get_mnist.sh
+	datasets/get_fashion_mnist.sh
+	scripts/install_deps.sh torch
+	BIN=$(BIN) PYTHON=$(PYTHON) scripts/accuracy_mnist.sh $(ACCURACY_WORKLOADS)
 
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)

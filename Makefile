@@ -51,7 +51,8 @@ clean:
 	rm -rf $(BUILD)
 
 # ---- MNIST (W2, W3) -----------------------------------------------------------------------
-# Extra flags for build/bin/mnist, e.g. make mnist MNIST_ARGS="--epochs 1 --seed 7".
+# Extra flags for build/bin/mnist, appended (the last of a repeated flag wins), e.g.
+# make mnist MNIST_ARGS="--epochs 1 --seed 7".
 MNIST_ARGS ?=
 .PHONY: mnist mnist-keras fashion-mnist mnist-app bench-mnist
 mnist-app: $(BUILD)/CMakeCache.txt

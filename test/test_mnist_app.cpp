@@ -273,3 +273,12 @@ TEST_F(MnistApp, TorchReferenceReproducesTheRun) {
 }
 
 }  // namespace
+
+// Makefile targets pass their own flags and append the user's (MNIST_ARGS): the last wins.
+TEST_F(MnistApp, ARepeatedFlagTakesItsLastValue) {
+  make_data("data", 64, 32, 12);
+  const Result r = run("cd " + dir_ + " && " + kBin +
+                       " --data data --epochs 3 --batch 16 --threads 1 --out last.csv --epochs 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_csv(dir_ + "/last.csv").size(), 2u);  // the header and one epoch
+}

@@ -128,6 +128,9 @@ EvalResult evaluate(Context& ctx, Sequential& model, const LabeledImages& data, 
 int run(int argc, char** argv) {
   Options o;
   CLI::App app{"Trains the MNIST CNNs of SPEC.md (W2 small, W3 keras) with pdnn on the CPU"};
+  // A flag given twice takes its last value, so Makefile targets can be overridden by
+  // appending flags (make mnist MNIST_ARGS="--epochs 1").
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--model", o.model, "small (W2) or keras (W3)")
       ->capture_default_str()
       ->check(CLI::IsMember({"small", "keras"}));

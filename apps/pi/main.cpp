@@ -59,6 +59,9 @@ const char* env_or(const char* name, const char* fallback) {
 
 int run(int argc, char** argv) {
   CLI::App app{"W1: pi as the integral of 4/(1+x^2) on [0,1], trapezoidal rule, in double"};
+  // A flag given twice takes its last value, so Makefile targets can be overridden by
+  // appending flags (make mnist MNIST_ARGS="--epochs 1").
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   int64_t n = 200000000;
   std::vector<std::string> variants = {"serial", "omp", "omp-simd"};
   std::vector<int> threads;

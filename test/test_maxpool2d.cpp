@@ -61,12 +61,15 @@ TEST(MaxPool2d, OutputShapeAndDescribe) {
 }
 
 TEST(MaxPool2d, ForwardAndBackwardMatchReference) {
-  Context ctx(1);
+  Context ctx(2);
   Rng rng(1);
-  // The last shape is above the parallel threshold.
+  // The last shapes are above the parallel threshold; the 2x2 ones cover the vector kernel's
+  // row tails (OW = 3, 5, 12, 18, 35: one or several 16-wide steps) and its writes past a
+  // row's end, which must stay inside the plane (planes run on two threads).
   for (const Geo& g :
        {Geo{{2, 3, 8, 8}, 2, 2}, Geo{{1, 2, 7, 7}, 3, 2}, Geo{{2, 1, 5, 5}, 2, 2},
-        Geo{{1, 2, 6, 5}, 3, 1}, Geo{{3, 2, 9, 11}, 2, 3}, Geo{{4, 16, 24, 24}, 2, 2}}) {
+        Geo{{1, 2, 6, 5}, 3, 1}, Geo{{3, 2, 9, 11}, 2, 3}, Geo{{4, 16, 24, 24}, 2, 2},
+        Geo{{3, 5, 40, 37}, 2, 2}, Geo{{2, 3, 34, 70}, 2, 2}, Geo{{64, 8, 10, 11}, 2, 2}}) {
     MaxPool2d pool(g.k, g.s);
     Tensor x = pt::random_tensor(g.in, rng);
     Tensor y(pool.output_shape(g.in)), dx(g.in);

@@ -2,7 +2,6 @@
 // writes one CSV row per epoch (train/test loss and accuracy, time, images/s). Also the
 // step-time probe of the benchmarks (--steps) and the per-layer profile (--profile).
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "model/mnist_models.h"
 #include "train/classifier_trainer.h"
 #include "train/csv.h"
+#include "train/progress.h"
 #include "train/timing.h"
 #include "train/profiler.h"
 #include "train/run_info.h"
@@ -65,64 +65,6 @@ std::string resolve_data_dir(const Options& o) {
   PDNN_FAIL(
       "no MNIST in datasets/mnist or datasets/mnist-npm10k: run datasets/get_mnist.sh "
       "(or pass --data DIR)");
-}
-
-// "12.3k img/s, ETA 1:02": one line, rewritten in place on a terminal, printed every few
-// seconds otherwise (so a log file is not flooded).
-class Progress {
- public:
-  Progress(int epoch, int epochs, int64_t batches)
-      : epoch_(epoch),
-        epochs_(epochs),
-        batches_(batches),
-        tty_(isatty(STDOUT_FILENO)),
-        t0_(Clock::now()),
-        last_(t0_) {}
-  void update(int64_t done, int64_t images, double loss, double acc) {
-    const auto now = Clock::now();
-    const double since = std::chrono::duration<double>(now - last_).count();
-    if (done < batches_ && since < (tty_ ? 0.25 : 5.0)) return;
-    last_ = now;
-    const double el = seconds_since(t0_);
-    const double eta = done > 0 ? el * static_cast<double>(batches_ - done) / done : 0.0;
-    std::printf("%sepoch %d/%d  batch %lld/%lld  loss %.4f  acc %.4f  %.0f img/s  ETA %d:%02d%s",
-                tty_ ? "\r" : "", epoch_ + 1, epochs_, static_cast<long long>(done),
-                static_cast<long long>(batches_), loss, acc, el > 0 ? images / el : 0.0,
-                static_cast<int>(eta) / 60, static_cast<int>(eta) % 60, tty_ ? "\033[K" : "\n");
-    std::fflush(stdout);
-  }
-  void finish() {
-    if (tty_) std::printf("\r\033[K");
-  }
-
- private:
-  int epoch_, epochs_;
-  int64_t batches_;
-  bool tty_;
-  Clock::time_point t0_, last_;
-};
-
-struct EvalResult {
-  double loss = 0, acc = 0;
-};
-
-// Mean loss and accuracy over a whole split, in stored order, in evaluation mode.
-EvalResult evaluate(Context& ctx, Sequential& model, const LabeledImages& data, int64_t batch) {
-  model.train(false);
-  BatchLoader loader(data, batch);
-  SoftmaxCrossEntropy ce;
-  Tensor x;
-  std::vector<int32_t> y;
-  double loss = 0;
-  int64_t correct = 0;
-  for (int64_t b = 0; b < loader.num_batches(); ++b) {
-    const int64_t nb = loader.load(b, x, y);
-    const Tensor& logits = model.forward(ctx, x);
-    loss += static_cast<double>(ce.forward(ctx, logits, y.data())) * nb;
-    correct += count_correct(logits, y.data());
-  }
-  model.train(true);
-  return {loss / data.size(), static_cast<double>(correct) / data.size()};
 }
 
 int run(int argc, char** argv) {
@@ -297,7 +239,7 @@ int run(int argc, char** argv) {
     progress.finish();
     if (o.steps > 0) continue;
 
-    const EvalResult test = evaluate(ctx, model, data.test, eval_batch);
+    const EvalResult test = evaluate_classifier(ctx, model, data.test, eval_batch);
     const double train_loss = loss_sum / seen, train_acc = static_cast<double>(correct) / seen;
     std::printf(
         "epoch %d/%d  %s  train loss %.4f acc %.4f  test loss %.4f acc %.4f  "

@@ -29,7 +29,8 @@ class Layer {
   // x: input; y: already sized to output_shape(x.shape()).
   virtual void forward(Context& ctx, const Tensor& x, Tensor& y) = 0;
   // x, y: the tensors of the last forward; dy: dL/dy. dx: dL/dx to write (=), or nullptr when
-  // nobody needs it (first layer). Parameter gradients accumulate (+=).
+  // nobody needs it (first layer). Parameter gradients accumulate (+=). y and dx arrive sized;
+  // a layer writes into them and never rebinds them (they are the model's reused buffers).
   virtual void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                         Tensor* dx) = 0;
   // Trainable parameters (empty for parameter-free layers).

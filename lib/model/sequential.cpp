@@ -53,9 +53,6 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) 
     Tensor* dx = nullptr;
     if (i > 0 || want_input_grad) {
       dx = i > 0 ? &grads_[i % 2] : &dx_in_;
-      // A layer may have made its dx a view of its dy (Flatten): never hand the next layer a
-      // buffer that aliases the gradient it reads.
-      if (!dx->empty() && dx->data() == g->data()) *dx = Tensor();
       dx->resize(in.shape());
     }
     if (prof) {

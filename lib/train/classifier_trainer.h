@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "data/idx.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/sequential.h"
 #include "optim/optimizer.h"
@@ -26,5 +27,14 @@ class ClassifierTrainer {
   Tensor dlogits_;
   const Tensor* logits_ = nullptr;
 };
+
+struct EvalResult {
+  double loss = 0, acc = 0;
+};
+
+// Mean softmax cross-entropy and accuracy over a whole split, in stored order, in evaluation
+// mode (the model is put back in training mode afterwards).
+EvalResult evaluate_classifier(Context& ctx, Sequential& model, const LabeledImages& data,
+                               int64_t batch);
 
 }  // namespace pdnn

@@ -1,0 +1,27 @@
+// The progress line of a training epoch: "epoch 2/5  batch 300/1000  loss 0.21  acc 0.94
+// 12345 img/s  ETA 0:42", rewritten in place on a terminal, printed every few seconds otherwise
+// (so a log file is not flooded), and always once at the epoch's last batch.
+#pragma once
+#include <chrono>
+#include <cstdint>
+
+namespace pdnn {
+
+class Progress {
+ public:
+  // epoch counts from 0; printed as epoch+1 of epochs.
+  Progress(int epoch, int epochs, int64_t batches);
+  // After batch `done` (1-based) of the epoch: images seen so far, running loss and accuracy.
+  void update(int64_t done, int64_t images, double loss, double acc);
+  // Clears the line on a terminal, so the epoch summary that follows starts clean.
+  void finish();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int epoch_, epochs_;
+  int64_t batches_;
+  bool tty_;
+  Clock::time_point t0_, last_;
+};
+
+}  // namespace pdnn

@@ -11,7 +11,9 @@ import glob
 import os
 import statistics
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_csv import write_rows  # noqa: E402
 
 
 def main():
@@ -45,12 +47,7 @@ def main():
             out_rows[-1][-1] = f"{means['pdnn'] - means['torch']:+.2f}"
     header = ["model", "dataset", "batch", "epochs", "app", "device", "seeds",
               "mean_test_acc_pct", "std_pct", "per_seed_pct", "pdnn_minus_torch_pts"]
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(out_rows)
-    os.replace(tmp, os.path.join(folder, "summary.csv"))
+    write_rows(os.path.join(folder, "summary.csv"), header, out_rows, append=False)
     fmt = "{:<6} {:<14} {:>5} {:>6} {:<6} {:<6} {:>5} {:>9} {:>6}  {:<22} {:>8}"
     print(fmt.format("model", "dataset", "batch", "epochs", "app", "device", "seeds", "mean %",
                      "std", "per seed", "diff"))

@@ -12,6 +12,7 @@
 # over those steps. Rows are appended to results/bench/mnist.csv (OUT=...), with the ratio
 # torch median / pdnn median (> 1: pdnn faster). Both read the same data (datasets/get_mnist.sh).
 # Timings on a shared machine are noisy: run it on an idle one and repeat before quoting.
+# Environment: BIN, PYTHON, OUT, THREADS, SCALE (step-count multiplier), TORCH=0 (pdnn alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bin}
@@ -23,9 +24,11 @@ PIN=(OMP_PROC_BIND=close OMP_PLACES=cores)
 BEST=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296
       OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1)
 
-[ -x "$BIN/mnist" ] && [ -x "$BIN/pi" ] || { echo "bench_mnist: $BIN/mnist or $BIN/pi not built (make build)" >&2; exit 1; }
+TORCH=${TORCH:-1}   # 0: time pdnn alone
+[ -x "$BIN/mnist" ] || { echo "bench_mnist: $BIN/mnist not built (make build)" >&2; exit 1; }
 have_torch=0
-if "$PY" -c 'import torch' 2>/dev/null; then have_torch=1
+if [ "$TORCH" = 0 ]; then echo "bench_mnist: TORCH=0: pdnn only"
+elif "$PY" -c 'import torch' 2>/dev/null; then have_torch=1
 else echo "bench_mnist: no torch for $PY (scripts/install_deps.sh torch): pdnn only" >&2; fi
 
 rev=$(git describe --always --dirty --abbrev=10 2>/dev/null || echo unknown)
@@ -41,11 +44,13 @@ measure() {
   echo "$line" | sed -E 's/.*steps=([0-9]+) median=([0-9.]+) min=([0-9.]+) max=([0-9.]+).*/\2 \3 \4 \1/'
 }
 
-# The OpenBLAS kernel set in use (OPENBLAS_CORETYPE, or OpenBLAS's own detection): it sets the
-# sgemm speed of pdnn and of PyTorch's dense layers alike.
-blas_core=$("$BIN/pi" --n 1000 --repeat 1 --warmup 0 --threads 1 --out '' | sed -nE 's/.*OpenBLAS ([A-Za-z0-9_]+).*/\1/p' | head -1)
-echo "bench_mnist: OpenBLAS core $blas_core (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
-dataset=$("$BIN/mnist" --epochs 1 --steps 1 --threads 1 | sed -nE 's/.*dataset ([^ ]+) .*/\1/p' | head -1)
+# The data set and the OpenBLAS kernel set in use (OPENBLAS_CORETYPE, or OpenBLAS's own
+# detection: it sets the sgemm speed of pdnn and of PyTorch's dense layers alike), from the
+# header line the app prints.
+hdr=$("$BIN/mnist" --epochs 1 --steps 1 --threads 1 | head -1)
+dataset=$(echo "$hdr" | sed -nE 's/.*dataset ([^ ]+) .*/\1/p')
+blas_core=$(echo "$hdr" | sed -nE 's/.*BLAS ([A-Za-z0-9_]+).*/\1/p')
+echo "bench_mnist: dataset $dataset, OpenBLAS core $blas_core (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
 printf "%-6s %-8s %-6s %5s %7s %10s %10s %10s %8s\n" app config model batch threads median_ms \
        min_ms max_ms t/pdnn
 for spec in small:8:300 small:128:60 keras:128:12; do
@@ -72,17 +77,5 @@ for spec in small:8:300 small:128:60 keras:128:12; do
   done
 done
 
-# Append atomically: old rows (same header) + new rows to a temporary file, then rename.
-mkdir -p "$(dirname "$OUT")"
-tmp=$(mktemp "$OUT.XXXXXX")
-if [ -s "$OUT" ]; then
-  if [ "$(head -1 "$OUT")" != "$header" ]; then
-    rm -f "$tmp"; echo "bench_mnist: $OUT has another header: move it away" >&2; exit 1
-  fi
-  cat "$OUT" > "$tmp"
-else
-  echo "$header" > "$tmp"
-fi
-printf "%s\n" "${rows[@]}" >> "$tmp"
-mv "$tmp" "$OUT"
+printf "%s\n" "${rows[@]}" | "$PY" scripts/results_csv.py append "$OUT" "$header"
 echo "bench_mnist: ${#rows[@]} rows appended to $OUT"

@@ -75,39 +75,29 @@ sweep mnist-small-b128 mnist --model small --batch 128 --steps "$STEPS_SMALL" --
 sweep mnist-keras-b128 mnist --model keras --batch 128 --steps "$STEPS_KERAS" --out "$tmp/run.csv" --bench-csv "{csv}" $MNIST_ARGS
 
 rev=$(git describe --always --dirty --abbrev=10 2>/dev/null || echo unknown)
-# Speedup against the 1-thread point of the same workload; the file is rewritten through a
-# temp name and renamed, like the apps' CSV files.
+# Speedup against the 1-thread point of the same workload; rows appended through
+# scripts/results_csv.py (atomic, header checked), like the apps' CSV files.
 "$PYTHON" - "$points" "$OUT" "$(hostname)" "$rev" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" <<'PY'
-import csv, os, sys
+import csv, sys
+sys.path.insert(0, "scripts")
+from results_csv import HeaderMismatch, write_rows
 points, out, host, rev, stamp = sys.argv[1:]
 header = ["workload", "threads", "median_ms", "speedup", "efficiency", "host", "git_rev", "timestamp"]
-rows = []
-if os.path.exists(out):
-    with open(out, newline="") as f:
-        old = list(csv.reader(f))
-    if old and old[0] != header:
-        sys.exit("scaling.sh: %s has header %s, expected %s" % (out, old[0], header))
-    rows = old[1:]
-base = {}
 pts = [r for r in csv.reader(open(points, newline="")) if r]
-for w, t, ms in pts:
-    if int(t) == 1:
-        base[w] = float(ms)
+base = {w: float(ms) for w, t, ms in pts if int(t) == 1}
+rows = []
 print("%-18s %7s %10s %8s %10s" % ("workload", "threads", "median_ms", "speedup", "efficiency"))
 for w, t, ms in pts:
     t, ms = int(t), float(ms)
     s = base[w] / ms if w in base else None
     e = s / t if s is not None else None
-    rows.append([w, str(t), "%.3f" % ms, "" if s is None else "%.3f" % s,
+    rows.append([w, t, "%.3f" % ms, "" if s is None else "%.3f" % s,
                  "" if e is None else "%.3f" % e, host, rev, stamp])
     print("%-18s %7d %10.2f %8s %10s" % (w, t, ms, "-" if s is None else "%.2f" % s,
                                          "-" if e is None else "%.2f" % e))
-os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-tmp = "%s.tmp.%d" % (out, os.getpid())
-with open(tmp, "w", newline="") as f:
-    w = csv.writer(f, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
-os.replace(tmp, out)
-print("wrote %s (%d new rows)" % (out, len(pts)))
+try:
+    write_rows(out, header, rows)
+except HeaderMismatch as err:
+    sys.exit("scaling.sh: %s" % err)
+print("wrote %s (%d new rows)" % (out, len(rows)))
 PY

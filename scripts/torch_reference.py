@@ -21,21 +21,19 @@ How pdnn's choices are reproduced (scripts/pdnn_rng.py holds the random stream):
 (F from `build/bin/mnist --checkpoint F`), so a run can be checked against pdnn's in one line.
 """
 import argparse
-import datetime
 import gzip
 import math
 import os
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pdnn_rng  # noqa: E402
+from results_csv import HeaderMismatch, git_rev, utc_now, write_rows  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT_COLUMNS = ["app", "model", "dataset", "device", "threads", "batch", "epoch", "train_loss",
@@ -110,39 +108,6 @@ def load_dataset(args):
                                                                  x.shape[2])
         splits.append((xf, y.astype(np.int64)))
     return name, folder, splits[0], splits[1]
-
-
-def git_rev():
-    try:
-        return subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty",
-                               "--abbrev=10"], capture_output=True, text=True,
-                              check=True).stdout.strip() or "unknown"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def utc_now():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def append_csv_row(path, columns, values):
-    """Appends a row, rewriting the whole file under a temporary name and renaming it (as
-    pdnn's CsvWriter does), after checking that an existing header matches."""
-    header = ",".join(columns)
-    lines = []
-    if os.path.exists(path):
-        with open(path) as f:
-            lines = f.read().splitlines()
-        if lines and lines[0] != header:
-            sys.exit(f"torch_reference: {path} has header '{lines[0]}', this run writes '{header}'")
-    if not lines:
-        lines = [header]
-    lines.append(",".join(str(v) for v in values))
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".csv.")
-    with os.fdopen(fd, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
 
 
 def read_pdnn_checkpoint(path):
@@ -333,11 +298,11 @@ def mode_mnist(args):
         print(f"epoch {epoch + 1}/{args.epochs}  {name}  train loss {train_loss:.4f} acc "
               f"{train_acc:.4f}  test loss {test_loss:.4f} acc {test_acc:.4f}  {secs:.1f} s  "
               f"{seen / secs:.0f} img/s", flush=True)
-        append_csv_row(out, RESULT_COLUMNS,
+        write_rows(out, RESULT_COLUMNS, [
                        ["torch", args.model, name, dev.type, threads, batch, epoch + 1,
                         f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss:.6f}",
                         f"{test_acc:.6f}", f"{secs:.3f}", f"{seen / secs:.1f}", rev, host,
-                        utc_now()])
+                        utc_now()]])
     if args.steps:
         skip = 2 if len(step_ms) > 4 else 0
         t = sorted(step_ms[skip:])
@@ -392,7 +357,10 @@ def main():
     for name, (_, add_args, helptext) in MODES.items():
         add_args(sub.add_parser(name, help=helptext))
     args = ap.parse_args()
-    MODES[args.mode][0](args)
+    try:
+        MODES[args.mode][0](args)
+    except HeaderMismatch as e:
+        sys.exit(f"torch_reference: {e}")
 
 
 if __name__ == "__main__":

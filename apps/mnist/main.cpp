@@ -182,7 +182,7 @@ int run(int argc, char** argv) {
       static_cast<long long>(data.test.size()), static_cast<long long>(img.h()),
       static_cast<long long>(img.w()), static_cast<long long>(o.batch), opt_name.c_str(),
       o.lr > 0 ? (" lr " + fmt(o.lr, 6)).c_str() : "", ctx.threads(),
-      static_cast<unsigned long long>(o.seed), info.host.c_str(), blas_core_name(),
+      static_cast<unsigned long long>(o.seed), info.host.c_str(), info.blas_core.c_str(),
       info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s", seconds_since(t_load),
               model.summary(img.with_n(o.batch)).c_str());
@@ -275,7 +275,7 @@ int run(int argc, char** argv) {
           .row({"pdnn", o.model, data.name, device_name(ctx.device()),
                 std::to_string(ctx.threads()), std::to_string(o.batch),
                 std::to_string(timed.size()), fmt(med, 4), fmt(lo, 4), fmt(hi, 4),
-                blas_core_name(), info.git_rev, info.host, iso8601_utc_now()});
+                info.blas_core, info.git_rev, info.host, iso8601_utc_now()});
   }
   if (o.profile) {
     const std::string p = !o.profile_out.empty()

@@ -36,9 +36,17 @@ import pdnn_rng  # noqa: E402
 from results_csv import HeaderMismatch, git_rev, utc_now, write_rows  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULT_COLUMNS = ["app", "model", "dataset", "device", "threads", "batch", "epoch", "train_loss",
+RESULT_COLUMNS = ["app", "model", "dataset", "device", "gpu", "threads", "batch", "epoch", "train_loss",
                   "train_acc", "test_loss", "test_acc", "seconds", "images_per_s", "git_rev",
                   "host", "timestamp"]
+
+
+def gpu_name(torch, dev):
+    """The GPU's name, memory and compute capability for the results row ("" on the CPU)."""
+    if dev.type != "cuda":
+        return ""
+    p = torch.cuda.get_device_properties(dev)
+    return f"{p.name}, {p.total_memory / 2**30:.1f} GiB, cc {p.major}.{p.minor}"
 
 
 def torch_module():
@@ -299,7 +307,8 @@ def mode_mnist(args):
               f"{train_acc:.4f}  test loss {test_loss:.4f} acc {test_acc:.4f}  {secs:.1f} s  "
               f"{seen / secs:.0f} img/s", flush=True)
         write_rows(out, RESULT_COLUMNS, [
-                       ["torch", args.model, name, dev.type, threads, batch, epoch + 1,
+                       ["torch", args.model, name, dev.type, gpu_name(torch, dev), threads, batch,
+                        epoch + 1,
                         f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss:.6f}",
                         f"{test_acc:.6f}", f"{secs:.3f}", f"{seen / secs:.1f}", rev, host,
                         utc_now()]])

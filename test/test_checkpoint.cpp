@@ -60,7 +60,7 @@ void train_step(Context& ctx, Sequential& m, Optimizer& opt, int step) {
   const Tensor& y = m.forward(ctx, x);
   Tensor dy(y.shape());
   for (int64_t i = 0; i < y.numel(); ++i) dy[i] = y[i] - t[i];
-  m.zero_grad();
+  m.zero_grad(ctx);
   m.backward(ctx, dy);
   opt.step(ctx);
 }
@@ -106,14 +106,14 @@ void expect_load_fails(const std::string& path, Sequential& m, Optimizer* opt,
 TEST(Checkpoint, RoundTripIsBitExact) {
   Context ctx(1, 3);
   Sequential a = make_model(1);
-  toy::Momentum opt_a(a.params(), 0.05f, 0.9f);
+  toy::Momentum opt_a(a.parameters(), 0.05f, 0.9f);
   for (int s = 0; s < 3; ++s) train_step(ctx, a, opt_a, s);
   const std::string path = temp_path("roundtrip.ckpt");
   save_checkpoint(path, a, &opt_a, 7, {{"rng_counter", 123456789012345}});
   EXPECT_FALSE(file_exists(path + ".tmp." + std::to_string(::getpid())));
 
   Sequential b = make_model(2);  // different weights
-  toy::Momentum opt_b(b.params(), 0.05f, 0.9f);
+  toy::Momentum opt_b(b.parameters(), 0.05f, 0.9f);
   const CheckpointInfo info = load_checkpoint(path, b, &opt_b);
   EXPECT_EQ(info.epoch, 7);
   EXPECT_EQ(info.optimizer, "toy_momentum");
@@ -132,14 +132,14 @@ TEST(Checkpoint, RoundTripIsBitExact) {
 TEST(Checkpoint, ResumedTrainingEqualsUninterrupted) {
   Context ctx(1, 3);
   Sequential a = make_model(1);
-  toy::Momentum opt_a(a.params(), 0.05f, 0.9f);
+  toy::Momentum opt_a(a.parameters(), 0.05f, 0.9f);
   const std::string path = temp_path("resume.ckpt");
   for (int s = 0; s < 6; ++s) {
     if (s == 3) save_checkpoint(path, a, &opt_a, 3);
     train_step(ctx, a, opt_a, s);
   }
   Sequential b = make_model(9);
-  toy::Momentum opt_b(b.params(), 0.05f, 0.9f);
+  toy::Momentum opt_b(b.parameters(), 0.05f, 0.9f);
   const CheckpointInfo info = load_checkpoint(path, b, &opt_b);
   for (int s = static_cast<int>(info.epoch); s < 6; ++s) train_step(ctx, b, opt_b, s);
   expect_bit_equal(snapshot(b, &opt_b), snapshot(a, &opt_a));
@@ -149,7 +149,7 @@ TEST(Checkpoint, ResumedTrainingEqualsUninterrupted) {
 TEST(Checkpoint, DamagedOrMismatchedFilesThrowAndLeaveTheModelUnchanged) {
   Context ctx(1, 3);
   Sequential a = make_model(1);
-  toy::Momentum opt_a(a.params(), 0.05f, 0.9f);
+  toy::Momentum opt_a(a.parameters(), 0.05f, 0.9f);
   train_step(ctx, a, opt_a, 0);
   const std::string good = temp_path("good.ckpt");
   save_checkpoint(good, a, &opt_a, 1);
@@ -157,7 +157,7 @@ TEST(Checkpoint, DamagedOrMismatchedFilesThrowAndLeaveTheModelUnchanged) {
   ASSERT_GT(bytes.size(), 100u);
 
   Sequential m = make_model(5);
-  toy::Momentum opt(m.params(), 0.05f, 0.9f);
+  toy::Momentum opt(m.parameters(), 0.05f, 0.9f);
   train_step(ctx, m, opt, 1);
   const std::string bad = temp_path("bad.ckpt");
 
@@ -187,7 +187,7 @@ TEST(Checkpoint, DamagedOrMismatchedFilesThrowAndLeaveTheModelUnchanged) {
 
   // A model of another width: names agree, shapes do not.
   Sequential wide = make_model(1, 7);
-  toy::Momentum opt_wide(wide.params(), 0.05f, 0.9f);
+  toy::Momentum opt_wide(wide.parameters(), 0.05f, 0.9f);
   expect_load_fails(good, wide, &opt_wide, "tensor 'param:0.weight' has shape (6,4) in the file,"
                                            " (7,4) in the model");
   // A model with an extra layer: the file lacks its tensors.
@@ -264,14 +264,14 @@ TEST(Checkpoint, ConvNetWithAdamResumesBitIdentically) {
     const Tensor x = testing::random_tensor(Shape{6, 1, 8, 8}, rng);
     std::vector<int32_t> labels(6);
     for (auto& l : labels) l = static_cast<int32_t>(rng.next() % 3);
-    ClassifierTrainer(m, opt).step(ctx, x, labels.data());
+    ClassifierTrainer(m, opt).step(ctx, x, testing::labels_tensor(labels));
   };
   Context ctx(1, 3);
   Rng init_a(1), init_b(2);
   Sequential a, b;
   build(a, init_a);
   build(b, init_b);
-  Adam opt_a(a.params(), 1e-2), opt_b(b.params(), 1e-2);
+  Adam opt_a(a.parameters(), 1e-2), opt_b(b.parameters(), 1e-2);
   const std::string path = temp_path("adam.ckpt");
   for (int s = 0; s < 6; ++s) {
     if (s == 3) save_checkpoint(path, a, &opt_a, s);
@@ -283,7 +283,7 @@ TEST(Checkpoint, ConvNetWithAdamResumesBitIdentically) {
   for (int s = static_cast<int>(info.epoch); s < 6; ++s) step(ctx, b, opt_b, s);
   expect_bit_equal(snapshot(b, &opt_b), snapshot(a, &opt_a));
   // An optimizer of another kind is refused by name.
-  Sgd sgd(b.params(), 0.1f, 0.9f);
+  Sgd sgd(b.parameters(), 0.1f, 0.9f);
   expect_load_fails(path, b, &sgd, "holds adam optimizer state, the optimizer given is sgd");
   std::remove(path.c_str());
 }

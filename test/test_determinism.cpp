@@ -35,13 +35,13 @@ std::vector<Tensor> train_and_get_weights(int threads, uint64_t seed) {
   m.emplace<ReLU>();
   m.emplace<Dense>(32, kClasses);
   m.reset_parameters(ctx.rng());
-  Adam opt(m.params(), 1e-3);
+  Adam opt(m.parameters(), 1e-3);
   ClassifierTrainer trainer(m, opt);
   for (int step = 0; step < 4; ++step) {
     Tensor x = testing::random_tensor(Shape{kBatch, 3, 16, 16}, ctx.rng());
     std::vector<int32_t> labels(kBatch);
     for (auto& l : labels) l = static_cast<int32_t>(ctx.rng().next() % kClasses);
-    trainer.step(ctx, x, labels.data());
+    trainer.step(ctx, x, testing::labels_tensor(labels));
   }
   std::vector<Tensor> w;
   for (const Param& p : m.params()) w.push_back(p.value->clone());

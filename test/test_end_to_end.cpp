@@ -63,20 +63,19 @@ TEST(EndToEnd, SmallCnnLearnsBarOrientations) {
   m.emplace<Flatten>();
   m.emplace<Dense>(16 * 6 * 6, 4);
   m.reset_parameters(ctx.rng());
-  Adam opt(m.params(), 3e-3);
+  Adam opt(m.parameters(), 3e-3);
   ClassifierTrainer trainer(m, opt);
 
   const double before = evaluate_classifier(ctx, m, test, 128).acc;
 
   BatchLoader loader(train, 32);
-  Tensor x;
-  std::vector<int32_t> y;
+  Tensor x, y;
   for (int epoch = 0; epoch < 4; ++epoch) {
     Rng order = BatchLoader::epoch_rng(ctx.rng().next(), epoch);
     loader.start_epoch(&order);
     for (int64_t b = 0; b < loader.num_batches(); ++b) {
       loader.load(b, x, y);
-      trainer.step(ctx, x, y.data());
+      trainer.step(ctx, x, y);
     }
   }
   const double after = evaluate_classifier(ctx, m, test, 128).acc;
@@ -96,7 +95,7 @@ TEST(ClassifierTrainer, StepEqualsTheManualSequence) {
     Rng init(9);
     m->reset_parameters(init);
   }
-  Adam opt_a(a.params(), 1e-2), opt_b(b.params(), 1e-2);
+  Adam opt_a(a.parameters(), 1e-2), opt_b(b.parameters(), 1e-2);
   ClassifierTrainer trainer(a, opt_a);
   SoftmaxCrossEntropy loss;
   Tensor dlogits;
@@ -104,10 +103,12 @@ TEST(ClassifierTrainer, StepEqualsTheManualSequence) {
   for (int s = 0; s < 3; ++s) {
     const Tensor x = testing::random_tensor(Shape{5, 1, 6, 6}, rng);
     const std::vector<int32_t> labels{0, 3, 1, 2, 3};
-    const float la = trainer.step(ctx, x, labels.data());
+    trainer.reset_metrics(ctx);
+    trainer.step(ctx, x, testing::labels_tensor(labels));
+    const float la = static_cast<float>(trainer.metrics(ctx).loss());
     const float lb = loss.forward(ctx, b.forward(ctx, x), labels.data());
     loss.backward(ctx, dlogits);
-    b.zero_grad();
+    b.zero_grad(ctx);
     b.backward(ctx, dlogits);
     opt_b.step(ctx);
     EXPECT_EQ(la, lb) << "step " << s;

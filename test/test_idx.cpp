@@ -197,8 +197,7 @@ TEST_F(IdxTest, LoaderCoversEveryImageOncePerEpochWithAPartialLastBatch) {
   Rng rng(5);
   loader.start_epoch(&rng);
   EXPECT_EQ(rng.counter(), 22u);  // Fisher-Yates on 23 items draws 22 values
-  Tensor x;
-  std::vector<int32_t> y;
+  Tensor x, y;
   std::multiset<int64_t> seen;
   const int64_t per = 20;
   for (int64_t b = 0; b < loader.num_batches(); ++b) {
@@ -208,7 +207,7 @@ TEST_F(IdxTest, LoaderCoversEveryImageOncePerEpochWithAPartialLastBatch) {
     for (int64_t i = 0; i < nb; ++i) {
       const int64_t k = loader.order()[static_cast<size_t>(b * 8 + i)];
       seen.insert(k);
-      EXPECT_EQ(y[static_cast<size_t>(i)], d.train.labels[static_cast<size_t>(k)]);
+      EXPECT_EQ(y.data<int32_t>()[i], d.train.labels[static_cast<size_t>(k)]);
       for (int64_t j = 0; j < per; ++j) ASSERT_EQ(x[i * per + j], d.train.images[k * per + j]);
     }
   }

@@ -107,9 +107,9 @@ TEST(Im2col, BatchedLayoutPutsImagesSideBySide) {
   }
   // The permutation helpers are inverse to each other.
   Tensor t(x.shape()), u(x.shape());
-  nchw_to_cnhw(n, g.c, g.h * g.w, x.data(), t.data());
+  cpu::nchw_to_cnhw(n, g.c, g.h * g.w, x.data(), t.data(), CpuExec{1});
   EXPECT_EQ(t[(1 * n + 2) * g.h * g.w + 4], x[(2 * g.c + 1) * g.h * g.w + 4]);
-  cnhw_to_nchw(n, g.c, g.h * g.w, t.data(), u.data());
+  cpu::cnhw_to_nchw(n, g.c, g.h * g.w, t.data(), u.data(), CpuExec{1});
   pdnn::testing::expect_close(u, x, 0, 0, "cnhw round trip");
 }
 

@@ -178,6 +178,13 @@ double naive_bce_logits(const Tensor& z, const Tensor& t) {
 
 }  // namespace
 
+// Forward, then the mean loss (the losses keep their parts on the device until asked).
+template <class L>
+float loss_of(Context& ctx, L& l, const Tensor& x, const Tensor& t) {
+  l.forward(ctx, x, t);
+  return l.loss(ctx);
+}
+
 TEST(BinaryCrossEntropy, ForwardMatchesNaiveReference) {
   Context ctx(1);
   Rng rng(21);
@@ -187,11 +194,11 @@ TEST(BinaryCrossEntropy, ForwardMatchesNaiveReference) {
     Tensor t = random_tensor(s, rng, 0.f, 1.f);
     BinaryCrossEntropy bce;
     const double ref = naive_bce(p, t);
-    EXPECT_NEAR(bce.forward(ctx, p, t), ref, 1e-6 * (1.0 + ref)) << s.str();
+    EXPECT_NEAR(loss_of(ctx, bce, p, t), ref, 1e-6 * (1.0 + ref)) << s.str();
     Tensor z = random_tensor(s, rng, -6.f, 6.f);
     BinaryCrossEntropyWithLogits bcel;
     const double refl = naive_bce_logits(z, t);
-    EXPECT_NEAR(bcel.forward(ctx, z, t), refl, 1e-6 * (1.0 + refl)) << s.str();
+    EXPECT_NEAR(loss_of(ctx, bcel, z, t), refl, 1e-6 * (1.0 + refl)) << s.str();
   }
 }
 
@@ -205,7 +212,7 @@ TEST(BinaryCrossEntropy, ClampingKeepsZeroAndOneFinite) {
     t[i] = tv[i];
   }
   BinaryCrossEntropy bce;
-  EXPECT_FLOAT_EQ(bce.forward(ctx, p, t), 200.f / 4.f);
+  EXPECT_FLOAT_EQ(loss_of(ctx, bce, p, t), 200.f / 4.f);
   Tensor d;
   bce.backward(ctx, d);
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(std::isfinite(d[i])) << i << ": " << d[i];
@@ -223,7 +230,7 @@ TEST(BinaryCrossEntropy, ClampingKeepsZeroAndOneFinite) {
     t[i] = tz[i];
   }
   BinaryCrossEntropyWithLogits bcel;
-  EXPECT_FLOAT_EQ(bcel.forward(ctx, z, t), 400.f / 4.f);
+  EXPECT_FLOAT_EQ(loss_of(ctx, bcel, z, t), 400.f / 4.f);
   bcel.backward(ctx, d);
   const float want[] = {0.25f, -0.25f, 0.f, 0.f};
   for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(d[i], want[i]) << i;
@@ -238,20 +245,20 @@ TEST(BinaryCrossEntropy, GradientsMatchFiniteDifferences) {
     // the third derivative of -log p (2/p^3) would dominate the finite-difference error.
     Tensor p = random_tensor(s, rng, 0.2f, 0.8f);
     BinaryCrossEntropy bce, probe;
-    bce.forward(ctx, p, t);
+    loss_of(ctx, bce, p, t);
     Tensor dp(s);
     dp.fill(std::nanf(""));
     bce.backward(ctx, dp);
-    check_function_gradient([&](const Tensor& x) { return double(probe.forward(ctx, x, t)); }, p,
+    check_function_gradient([&](const Tensor& x) { return double(loss_of(ctx, probe, x, t)); }, p,
                             dp, loss_check(3e-3, 5e-5), "BCE dp " + s.str());
 
     Tensor z = random_tensor(s, rng, -4.f, 4.f);
     BinaryCrossEntropyWithLogits bcel, probel;
-    bcel.forward(ctx, z, t);
+    loss_of(ctx, bcel, z, t);
     Tensor dz(s);
     dz.fill(std::nanf(""));
     bcel.backward(ctx, dz);
-    check_function_gradient([&](const Tensor& x) { return double(probel.forward(ctx, x, t)); }, z,
+    check_function_gradient([&](const Tensor& x) { return double(loss_of(ctx, probel, x, t)); }, z,
                             dz, loss_check(1e-2, 2e-5), "BCE-with-logits dz " + s.str());
   }
 }
@@ -266,8 +273,8 @@ TEST(BinaryCrossEntropy, LogitsFormEqualsProbabilityFormOfSigmoid) {
   for (int64_t i = 0; i < z.numel(); ++i) p[i] = 1.f / (1.f + std::exp(-z[i]));
   BinaryCrossEntropy bce;
   BinaryCrossEntropyWithLogits bcel;
-  const float lp = bce.forward(ctx, p, t);
-  const float lz = bcel.forward(ctx, z, t);
+  const float lp = loss_of(ctx, bce, p, t);
+  const float lz = loss_of(ctx, bcel, z, t);
   EXPECT_NEAR(lz, lp, 1e-5 * (1.0 + lp));
   // Chain rule: dL/dz = dL/dp * p (1 - p).
   Tensor dp, dz;
@@ -283,14 +290,14 @@ TEST(BinaryCrossEntropy, RejectsBadInputs) {
   Tensor p = Tensor::zeros(Shape{2, 2}), t = Tensor::zeros(Shape{2, 2});
   BinaryCrossEntropy bce;
   BinaryCrossEntropyWithLogits bcel;
-  EXPECT_THROW(bce.forward(ctx, p, Tensor::zeros(Shape{4, 1})), Error);
+  EXPECT_THROW(loss_of(ctx, bce, p, Tensor::zeros(Shape{4, 1})), Error);
   p[1] = 1.5f;
-  EXPECT_THROW(bce.forward(ctx, p, t), Error);
-  EXPECT_NO_THROW(bcel.forward(ctx, p, t));  // logits may be any real
+  EXPECT_THROW(loss_of(ctx, bce, p, t), Error);
+  EXPECT_NO_THROW(loss_of(ctx, bcel, p, t));  // logits may be any real
   t[2] = -0.5f;
-  EXPECT_THROW(bcel.forward(ctx, p, t), Error);
+  EXPECT_THROW(loss_of(ctx, bcel, p, t), Error);
   t[2] = std::nanf("");
-  EXPECT_THROW(bcel.forward(ctx, p, t), Error);
+  EXPECT_THROW(loss_of(ctx, bcel, p, t), Error);
 }
 
 TEST(Losses, ThreadCountDoesNotChangeTheLoss) {
@@ -304,7 +311,7 @@ TEST(Losses, ThreadCountDoesNotChangeTheLoss) {
   for (int k = 0; k < 2; ++k) {
     Context ctx(k + 1);
     BinaryCrossEntropyWithLogits bcel;
-    bl[k] = bcel.forward(ctx, z, t);
+    bl[k] = loss_of(ctx, bcel, z, t);
     bcel.backward(ctx, bd[k]);
     SoftmaxCrossEntropy ce;
     cl[k] = ce.forward(ctx, z, labels.data());

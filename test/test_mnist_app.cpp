@@ -121,6 +121,7 @@ TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u) << slurp(csv);
   const std::vector<std::string> cols = {"app",          "model",     "dataset",  "device",
+                                         "gpu",
                                          "threads",      "batch",     "epoch",    "train_loss",
                                          "train_acc",    "test_loss", "test_acc", "seconds",
                                          "images_per_s", "git_rev",   "host",     "timestamp"};
@@ -131,14 +132,15 @@ TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
     EXPECT_EQ(rows[i][1], "small");
     EXPECT_EQ(rows[i][2], "synthetic-4class");
     EXPECT_EQ(rows[i][3], "cpu");
-    EXPECT_EQ(rows[i][4], "1");
-    EXPECT_EQ(rows[i][5], "16");
-    EXPECT_EQ(rows[i][6], std::to_string(i));
-    EXPECT_GT(std::stod(rows[i][12]), 0.0);
+    EXPECT_EQ(rows[i][4], "");  // no GPU
+    EXPECT_EQ(rows[i][5], "1");
+    EXPECT_EQ(rows[i][6], "16");
+    EXPECT_EQ(rows[i][7], std::to_string(i));
+    EXPECT_GT(std::stod(rows[i][13]), 0.0);
   }
   // Chance is 0.25: after two short epochs the net must be far above it.
-  EXPECT_GT(std::stod(rows[2][10]), 0.9) << slurp(csv);
-  EXPECT_LT(std::stod(rows[2][9]), std::stod(rows[1][7]));  // test loss below first train loss
+  EXPECT_GT(std::stod(rows[2][11]), 0.9) << slurp(csv);
+  EXPECT_LT(std::stod(rows[2][10]), std::stod(rows[1][8]));  // test loss below first train loss
 
   // A second run appends under the same header.
   ASSERT_EQ(
@@ -164,13 +166,13 @@ TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
             0);
   const auto brows = read_csv(bench);
   ASSERT_EQ(brows.size(), 2u);
-  ASSERT_EQ(brows[0].size(), 14u);
-  EXPECT_EQ(brows[0][7], "median_ms");
-  ASSERT_EQ(brows[1].size(), 14u);
+  ASSERT_EQ(brows[0].size(), 17u);
+  EXPECT_EQ(brows[0][10], "median_ms");
+  ASSERT_EQ(brows[1].size(), 17u);
   EXPECT_EQ(brows[1][0], "pdnn");
   EXPECT_EQ(brows[1][2], "synthetic-4class");
-  EXPECT_EQ(brows[1][6], "8");  // 10 steps, the first two left out
-  EXPECT_GT(std::stod(brows[1][7]), 0.0);
+  EXPECT_EQ(brows[1][9], "8");  // 10 steps, the first two left out
+  EXPECT_GT(std::stod(brows[1][10]), 0.0);
   EXPECT_NE(run("cd " + dir_ + " && " + kBin + " --data data --bench-csv b2.csv").status, 0);
   EXPECT_FALSE(exists(dir_ + "/b2.csv"));
 }
@@ -268,7 +270,7 @@ TEST_F(MnistApp, TorchReferenceReproducesTheRun) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[1][0], "pdnn");
   EXPECT_EQ(rows[2][0], "torch");
-  for (int c : {7, 8, 9, 10})  // train/test loss and accuracy
+  for (int c : {8, 9, 10, 11})  // train/test loss and accuracy
     EXPECT_NEAR(std::stod(rows[1][c]), std::stod(rows[2][c]), 1e-4) << rows[0][c];
 }
 

@@ -37,7 +37,7 @@ Net make_net() {
   n.model.emplace<toy::Tanh>();
   n.model.emplace<toy::Linear>(384, 10);
   n.model.reset_parameters(rng);
-  n.opt = std::make_unique<toy::Momentum>(n.model.params(), 0.01f, 0.9f);
+  n.opt = std::make_unique<toy::Momentum>(n.model.parameters(), 0.01f, 0.9f);
   n.x = testing::random_tensor(Shape{32, 256}, rng);
   n.target = testing::random_tensor(Shape{32, 10}, rng);
   return n;
@@ -48,7 +48,7 @@ void profiled_step(Context& ctx, Profiler& prof, Net& n) {
   const Tensor& y = n.model.forward(ctx, n.x);
   Tensor dy(y.shape());
   for (int64_t i = 0; i < y.numel(); ++i) dy[i] = y[i] - n.target[i];
-  n.model.zero_grad();
+  n.model.zero_grad(ctx);
   n.model.backward(ctx, dy);
   optimizer_step(ctx, *n.opt, n.model);
   prof.end_step(ctx);
@@ -75,7 +75,7 @@ TEST(Profiler, LayerTimesAddUpToTheStep) {
 
   EXPECT_EQ(prof.steps(), 5);
   const std::vector<Profiler::Row> rows = prof.rows();
-  ASSERT_EQ(rows.size(), 4u);  // three layers + "other"
+  ASSERT_EQ(rows.size(), 5u);  // three layers + the (fused) update + "other"
   double sum = 0;
   for (size_t i = 0; i < 3; ++i) {
     const Profiler::Row& r = rows[i];
@@ -83,13 +83,16 @@ TEST(Profiler, LayerTimesAddUpToTheStep) {
     EXPECT_GT(r.fwd_ms, 0.0) << r.layer;
     EXPECT_GT(r.bwd_ms, 0.0) << r.layer;
     EXPECT_GT(r.gflops, 0.0) << r.layer;
+    EXPECT_EQ(r.update_ms, 0.0) << r.layer;  // the update is one kernel over all parameters
     sum += r.fwd_ms + r.bwd_ms + r.update_ms;
   }
-  EXPECT_GT(rows[0].update_ms, 0.0);
-  EXPECT_EQ(rows[1].update_ms, 0.0);  // Tanh has no parameters
+  EXPECT_EQ(rows[3].layer, "update");
+  EXPECT_EQ(rows[3].kind, "update");
+  EXPECT_GT(rows[3].update_ms, 0.0);
+  sum += rows[3].update_ms;
   EXPECT_EQ(rows[0].output_shape, "(32,384)");
   EXPECT_EQ(rows[1].kind, "ToyTanh");
-  EXPECT_EQ(rows[3].layer, "other");
+  EXPECT_EQ(rows[4].layer, "other");
   const double step = prof.step_ms();
   EXPECT_GT(step, 0.0);
   EXPECT_LE(sum, step * 1.0001);
@@ -128,10 +131,11 @@ TEST(Profiler, CsvHasTheColumnsAndOneRowPerLayer) {
       ::testing::TempDir() + "pdnn_profile_" + std::to_string(::getpid()) + ".csv";
   prof.write_csv(path);
   const std::vector<std::string> lines = read_lines(path);
-  ASSERT_EQ(lines.size(), 5u);
+  ASSERT_EQ(lines.size(), 6u);
   EXPECT_EQ(lines[0], "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops");
   EXPECT_EQ(lines[1].rfind("0,ToyLinear,\"(32,384)\",", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[4].rfind("other,other,", 0), 0u) << lines[4];
+  EXPECT_EQ(lines[4].rfind("update,update,", 0), 0u) << lines[4];
+  EXPECT_EQ(lines[5].rfind("other,other,", 0), 0u) << lines[5];
   EXPECT_FALSE(std::ifstream(path + ".tmp." + std::to_string(::getpid())).good());
   std::remove(path.c_str());
 }
@@ -157,7 +161,7 @@ TEST(Profiler, CnnStepIsCoveredByItsLayers) {
   m.emplace<ReLU>();
   m.emplace<Dense>(100, 10);
   m.reset_parameters(ctx.rng());
-  Adam opt(m.params(), 1e-3);
+  Adam opt(m.parameters(), 1e-3);
   ClassifierTrainer trainer(m, opt);
   const Tensor x = testing::random_tensor(Shape{32, 1, 28, 28}, ctx.rng(), 0.f, 1.f);
   std::vector<int32_t> labels(32);
@@ -167,19 +171,19 @@ TEST(Profiler, CnnStepIsCoveredByItsLayers) {
   for (int s = 0; s < 6; ++s) {
     if (s == 1) prof.reset();  // the first step pays for allocations and page faults
     prof.begin_step(ctx);
-    trainer.step(ctx, x, labels.data());
+    trainer.step(ctx, x, testing::labels_tensor(labels));
     prof.end_step(ctx);
   }
   ctx.set_profiler(nullptr);
   const std::vector<Profiler::Row> rows = prof.rows();
-  ASSERT_EQ(rows.size(), m.size() + 1);
+  ASSERT_EQ(rows.size(), m.size() + 2);  // layers, the update, "other"
   double sum = 0;
-  for (size_t i = 0; i < m.size(); ++i) {
+  for (size_t i = 0; i <= m.size(); ++i) {
     sum += rows[i].fwd_ms + rows[i].bwd_ms + rows[i].update_ms;
-    EXPECT_EQ(rows[i].kind, m.layer(i).kind());
+    if (i < m.size()) EXPECT_EQ(rows[i].kind, m.layer(i).kind());
   }
   EXPECT_EQ(rows[0].output_shape, "(32,10,28,28)");
-  EXPECT_GT(rows[4].update_ms, 0.0);  // Dense(1960->100): the largest Adam update
+  EXPECT_GT(rows[m.size()].update_ms, 0.0);  // Adam over all 197,000 parameters
   EXPECT_GT(rows[0].gflops, 0.0);
   EXPECT_GE(sum, 0.9 * prof.step_ms()) << prof.table();
   EXPECT_LE(sum, prof.step_ms() * 1.0001) << prof.table();

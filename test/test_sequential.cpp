@@ -33,7 +33,7 @@ TEST(Sequential, ForwardBackwardEqualComposingByHand) {
   const Tensor dy = testing::random_tensor(Shape{6, 3}, rng);
 
   const Tensor& y = m.forward(ctx, x);
-  m.zero_grad();
+  m.zero_grad(ctx);
   m.backward(ctx, dy, /*want_input_grad=*/true);
 
   // By hand, with our own buffers, through the same layer objects.
@@ -45,7 +45,7 @@ TEST(Sequential, ForwardBackwardEqualComposingByHand) {
 
   std::vector<Tensor> grads_model;
   for (const Param& p : m.params()) grads_model.push_back(p.grad->clone());
-  m.zero_grad();
+  m.zero_grad(ctx);
   Tensor g2(Shape{6, 4}), g1(Shape{6, 4}), g0(Shape{6, 5});
   m.layer(2).backward(ctx, h2, yy, dy, &g2);
   m.layer(1).backward(ctx, h1, h2, g2, &g1);
@@ -80,7 +80,7 @@ TEST(Sequential, ParameterGradientsAccumulateAcrossBackwards) {
   const Tensor x = testing::random_tensor(Shape{3, 5}, rng);
   const Tensor dy = testing::random_tensor(Shape{3, 3}, rng);
   m.forward(ctx, x);
-  m.zero_grad();
+  m.zero_grad(ctx);
   m.backward(ctx, dy);
   const Tensor once = m.params()[0].grad->clone();
   m.backward(ctx, dy);

@@ -10,6 +10,12 @@
 namespace pdnn {
 namespace testing {
 
+Tensor labels_tensor(const std::vector<int32_t>& labels) {
+  Tensor t(Shape{static_cast<int64_t>(labels.size())}, DType::I32);
+  for (size_t i = 0; i < labels.size(); ++i) t.data<int32_t>()[i] = labels[i];
+  return t;
+}
+
 Tensor random_tensor(const Shape& s, Rng& rng, float lo, float hi) {
   Tensor t(s);
   for (int64_t i = 0; i < t.numel(); ++i) t[i] = rng.uniform(lo, hi);

@@ -16,6 +16,8 @@ namespace testing {
 
 // Uniform in [lo, hi).
 Tensor random_tensor(const Shape& s, Rng& rng, float lo = -1.f, float hi = 1.f);
+// A host int32 tensor (n) holding the labels.
+Tensor labels_tensor(const std::vector<int32_t>& labels);
 
 // Fails the current test (with the first bad index and the count of bad elements) unless
 // |a[i]-ref[i]| <= atol + rtol*|ref[i]| for every i.

@@ -94,28 +94,27 @@ class Tanh : public Layer {
 // step count matters: lr_t = lr / (1 + 0.1*steps).
 class Momentum : public Optimizer {
  public:
-  Momentum(std::vector<Param> params, float lr, float m) : Optimizer(params), m_(m) {
+  Momentum(ParamSet& params, float lr, float m) : Optimizer(params), m_(m) {
     lr_ = lr;
-    for (const Param& p : params_) buf_.push_back(Tensor::zeros(p.value->shape()));
+    buf_ = state_like(0.f);
   }
   std::string kind() const override { return "toy_momentum"; }
-  void update(Context&, size_t i) override {
-    const Param& p = params_[i];
-    const float lr = lr_ / (1.f + 0.1f * static_cast<float>(steps_));
-    for (int64_t k = 0; k < p.value->numel(); ++k) {
-      buf_[i][k] = m_ * buf_[i][k] + (*p.grad)[k];
-      (*p.value)[k] -= lr * buf_[i][k];
+
+ protected:
+  std::vector<std::pair<const char*, Tensor*>> slots() override { return {{"buf", &buf_}}; }
+  void update(Context&, const Tensor&) override {
+    Tensor& w = ps_.values();
+    const Tensor& g = ps_.grads();
+    const float lr = lr_ / (1.f + 0.1f * static_cast<float>(steps()));
+    for (int64_t k = 0; k < w.numel(); ++k) {
+      buf_[k] = m_ * buf_[k] + g[k];
+      w[k] -= lr * buf_[k];
     }
-  }
-  std::vector<std::pair<std::string, Tensor*>> state() override {
-    std::vector<std::pair<std::string, Tensor*>> s;
-    for (size_t i = 0; i < buf_.size(); ++i) s.push_back({std::to_string(i) + ".buf", &buf_[i]});
-    return s;
   }
 
  private:
   float m_;
-  std::vector<Tensor> buf_;
+  Tensor buf_;
 };
 
 }  // namespace toy

@@ -15,6 +15,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "cuda/cuda_state.h"
 #include "data/idx.h"
 #include "data/loader.h"
 #include "losses/softmax_cross_entropy.h"
@@ -31,10 +32,12 @@ namespace {
 
 using namespace pdnn;
 using Clock = std::chrono::steady_clock;
+constexpr int64_t kBlock = 10;  // GPU steps per timed block
 
 struct Options {
   std::string model = "small", dataset = "mnist", data, optimizer, out, checkpoint, profile_out,
-              save_init, bench_csv;
+              save_init, bench_csv, device = "cpu", cuda_graph = "on";
+  bool tf32 = false;
   int epochs = 5, threads = 0;
   int64_t batch = 0, steps = 0;
   float lr = -1.f;
@@ -69,7 +72,7 @@ std::string resolve_data_dir(const Options& o) {
 
 int run(int argc, char** argv) {
   Options o;
-  CLI::App app{"Trains the MNIST CNNs of SPEC.md (W2 small, W3 keras) with pdnn on the CPU"};
+  CLI::App app{"Trains the MNIST CNNs of SPEC.md (W2 small, W3 keras) with pdnn on the CPU or GPU"};
   // A flag given twice takes its last value, so Makefile targets can be overridden by
   // appending flags (make mnist MNIST_ARGS="--epochs 1").
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -93,6 +96,14 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"adam", "adadelta", "adagrad", "sgd"}));
   app.add_option("--lr", o.lr, "learning rate (default: the optimizer's, adam 1e-3, adadelta 1)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--device", o.device, "cpu or cuda (the first GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--cuda-graph", o.cuda_graph,
+                 "on the GPU, capture the whole training step as one CUDA graph and replay it")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_flag("--tf32", o.tf32, "on the GPU, run the fp32 GEMMs on the tensor cores as TF32");
   app.add_option("--threads", o.threads, "OpenMP/OpenBLAS threads (0 = all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
@@ -139,17 +150,19 @@ int run(int argc, char** argv) {
              "%s: images are %lldx%lld; the MNIST models need square images of at least 6x6",
              dir.c_str(), static_cast<long long>(img.h()), static_cast<long long>(img.w()));
 
-  Context ctx(o.threads, o.seed);
+  const Device dev = o.device == "cuda" ? Device::CUDA : Device::CPU;
+  Context ctx(o.threads, o.seed, dev);  // --device cuda without a GPU fails here, in one line
+  if (ctx.has_cuda()) ctx.cuda().set_tf32(o.tf32);
   Sequential model = make_mnist_model(o.model, img.h(), data.num_classes);
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
+  if (!o.save_init.empty()) save_checkpoint(o.save_init, model, nullptr, 0);
+  model.to(dev, ctx);
   std::unique_ptr<Optimizer> opt = make_mnist_optimizer(o.model, o.optimizer, model, o.lr);
   const std::string opt_name = o.optimizer.empty() ? default_mnist_optimizer(o.model) : o.optimizer;
 
-  if (!o.save_init.empty()) save_checkpoint(o.save_init, model, nullptr, 0);
-
   int start_epoch = 0;
   if (o.resume) {
-    const CheckpointInfo ck = load_checkpoint(o.checkpoint, model, opt.get());
+    const CheckpointInfo ck = load_checkpoint(o.checkpoint, model, opt.get(), &ctx);
     const auto seed = ck.values.find("seed"), counter = ck.values.find("rng_counter");
     PDNN_CHECK(seed != ck.values.end() && counter != ck.values.end(),
                "%s: not an mnist checkpoint (no seed / rng_counter values)", o.checkpoint.c_str());
@@ -175,15 +188,19 @@ int run(int argc, char** argv) {
   const uint64_t data_seed = Rng::at(o.seed, 0);
 
   const RunInfo info = run_info(ctx);
+  const std::string device_line =
+      ctx.has_cuda() ? strprintf("cuda: %s | %s, CUDA graph %s", info.gpu.c_str(),
+                                 o.tf32 ? "TF32" : "fp32", o.cuda_graph.c_str())
+                     : std::string("cpu");
   std::printf(
       "mnist: model %s, dataset %s (%s: %lld train / %lld test, %lldx%lld), batch %lld, "
-      "%s%s, %d threads, seed %llu | %s | BLAS %s | rev %s\n",
+      "%s%s, %d threads, seed %llu | %s | %s | BLAS %s | rev %s\n",
       o.model.c_str(), data.name.c_str(), dir.c_str(), static_cast<long long>(data.train.size()),
       static_cast<long long>(data.test.size()), static_cast<long long>(img.h()),
       static_cast<long long>(img.w()), static_cast<long long>(o.batch), opt_name.c_str(),
       o.lr > 0 ? (" lr " + fmt(o.lr, 6)).c_str() : "", ctx.threads(),
-      static_cast<unsigned long long>(o.seed), info.host.c_str(), info.blas_core.c_str(),
-      info.git_rev.c_str());
+      static_cast<unsigned long long>(o.seed), device_line.c_str(), info.host.c_str(),
+      info.blas_core.c_str(), info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s", seconds_since(t_load),
               model.summary(img.with_n(o.batch)).c_str());
   if (o.resume) std::printf("resumed from %s after epoch %d\n", o.checkpoint.c_str(), start_epoch);
@@ -198,16 +215,17 @@ int run(int argc, char** argv) {
       !o.out.empty() ? o.out : "results/mnist/" + o.model + "_" + data.name + ".csv";
   if (o.steps == 0)
     csv = std::make_unique<CsvWriter>(
-        out, std::vector<std::string>{"app", "model", "dataset", "device", "threads", "batch",
+        out, std::vector<std::string>{"app", "model", "dataset", "device", "gpu", "threads", "batch",
                                       "epoch", "train_loss", "train_acc", "test_loss", "test_acc",
                                       "seconds", "images_per_s", "git_rev", "host", "timestamp"});
   Profiler profiler;
   if (o.profile) ctx.set_profiler(&profiler);
 
   BatchLoader loader(data.train, o.batch);
-  ClassifierTrainer trainer(model, *opt);
-  Tensor x;
-  std::vector<int32_t> y;
+  ClassifierTrainer trainer(model, *opt, o.cuda_graph == "on");
+  // Batches are assembled in host memory the GPU can copy from asynchronously (pinned).
+  Tensor x(img.with_n(o.batch), DType::F32, ctx.staging_allocator());
+  Tensor y(Shape{o.batch}, DType::I32, ctx.staging_allocator());
   std::vector<double> step_ms;
   int64_t steps = 0;
   const int64_t eval_batch = std::max<int64_t>(o.batch, 128);
@@ -216,31 +234,44 @@ int run(int argc, char** argv) {
     loader.start_epoch(&order);
     model.train(true);
     Progress progress(epoch, o.epochs, loader.num_batches());
-    double loss_sum = 0;
-    int64_t correct = 0, seen = 0;
+    trainer.reset_metrics(ctx);
+    int64_t seen = 0, checked_batch = 0;
     const auto t0 = Clock::now();
+    auto tb = Clock::now();  // start of the current block of timed steps
+    int64_t in_block = 0;
     for (int64_t b = 0; b < loader.num_batches(); ++b) {
-      const auto ts = Clock::now();
       if (o.profile) profiler.begin_step(ctx);
       const int64_t nb = loader.load(b, x, y);
-      const float loss = trainer.step(ctx, x, y.data());
-      correct += count_correct(trainer.logits(), y.data());
+      trainer.step(ctx, x, y);
       if (o.profile) profiler.end_step(ctx);
-      step_ms.push_back(1e3 * seconds_since(ts));
-      PDNN_CHECK(std::isfinite(loss), "training diverged: loss %g at epoch %d, batch %lld", loss,
-                 epoch + 1, static_cast<long long>(b));
-      loss_sum += static_cast<double>(loss) * nb;
       seen += nb;
       ++steps;
-      progress.update(b + 1, seen, loss_sum / seen, static_cast<double>(correct) / seen);
+      // Step times: on the GPU the work is queued, so steps are timed in blocks of
+      // kBlock ending in a synchronisation (per-step syncs would time the launch latency).
+      if (++in_block == (ctx.has_cuda() ? kBlock : 1) || b + 1 == loader.num_batches()) {
+        ctx.synchronize();
+        step_ms.push_back(1e3 * seconds_since(tb) / static_cast<double>(in_block));
+        tb = Clock::now();
+        in_block = 0;
+      }
+      // Metrics are read back (a GPU sync) only when the progress line prints.
+      if (progress.due(b + 1)) {
+        const ClassifierMetrics m = trainer.metrics(ctx);
+        PDNN_CHECK(std::isfinite(m.loss_sum),
+                   "training diverged: non-finite loss in epoch %d between batches %lld and %lld",
+                   epoch + 1, static_cast<long long>(checked_batch + 1), static_cast<long long>(b + 1));
+        checked_batch = b + 1;
+        progress.update(b + 1, seen, m.loss(), m.acc());
+      }
       if (o.steps > 0 && steps >= o.steps) break;
     }
     const double secs = seconds_since(t0);
     progress.finish();
     if (o.steps > 0) continue;
+    const ClassifierMetrics m = trainer.metrics(ctx);
 
     const EvalResult test = evaluate_classifier(ctx, model, data.test, eval_batch);
-    const double train_loss = loss_sum / seen, train_acc = static_cast<double>(correct) / seen;
+    const double train_loss = m.loss(), train_acc = m.acc();
     std::printf(
         "epoch %d/%d  %s  train loss %.4f acc %.4f  test loss %.4f acc %.4f  "
         "%.1f s  %.0f img/s\n",
@@ -252,27 +283,37 @@ int run(int argc, char** argv) {
                       {{"seed", static_cast<int64_t>(o.seed)},
                        {"rng_counter", static_cast<int64_t>(ctx.rng().counter())},
                        {"batch", o.batch},
-                       {"train_images", data.train.size()}});
-    csv->row({"pdnn", o.model, data.name, device_name(ctx.device()), std::to_string(ctx.threads()),
+                       {"train_images", data.train.size()}},
+                      &ctx);
+    csv->row({"pdnn", o.model, data.name, device_name(ctx.device()), info.gpu,
+              std::to_string(ctx.threads()),
               std::to_string(o.batch), std::to_string(epoch + 1), fmt(train_loss, 6),
               fmt(train_acc, 6), fmt(test.loss, 6), fmt(test.acc, 6), fmt(secs, 3),
               fmt(seen / secs, 1), info.git_rev, info.host, iso8601_utc_now()});
   }
 
   if (o.steps > 0) {
-    // The first steps fault in buffers and warm caches: left out of the statistics.
+    // The first steps (blocks on the GPU) fault in buffers, warm caches and capture the graph:
+    // left out of the statistics.
     const size_t skip = step_ms.size() > 4 ? 2 : 0;
     std::vector<double> timed(step_ms.begin() + static_cast<long>(skip), step_ms.end());
     const TimingStats st = timing_stats(timed);
     const double med = st.median, lo = st.min, hi = st.max;
-    std::printf("step_ms model=%s batch=%lld threads=%d steps=%zu median=%.4f min=%.4f max=%.4f\n",
+    const std::string mode = !ctx.has_cuda()          ? ""
+                             : trainer.graph_replays() > 0 ? "graph"
+                                                           : "eager";
+    const std::string precision = !ctx.has_cuda() ? "" : o.tf32 ? "tf32" : "fp32";
+    std::printf("step_ms model=%s batch=%lld threads=%d steps=%zu median=%.4f min=%.4f max=%.4f%s\n",
                 o.model.c_str(), static_cast<long long>(o.batch), ctx.threads(), timed.size(),
-                med, lo, hi);
+                med, lo, hi,
+                ctx.has_cuda()
+                    ? (" device=cuda mode=" + mode + " precision=" + precision).c_str()
+                    : "");
     if (!o.bench_csv.empty())
-      CsvWriter(o.bench_csv, {"app", "model", "dataset", "device", "threads", "batch", "steps",
-                              "median_ms", "min_ms", "max_ms", "blas_core", "git_rev", "host",
-                              "timestamp"})
-          .row({"pdnn", o.model, data.name, device_name(ctx.device()),
+      CsvWriter(o.bench_csv, {"app", "model", "dataset", "device", "gpu", "mode", "precision",
+                              "threads", "batch", "steps", "median_ms", "min_ms", "max_ms",
+                              "blas_core", "git_rev", "host", "timestamp"})
+          .row({"pdnn", o.model, data.name, device_name(ctx.device()), info.gpu, mode, precision,
                 std::to_string(ctx.threads()), std::to_string(o.batch),
                 std::to_string(timed.size()), fmt(med, 4), fmt(lo, 4), fmt(hi, 4),
                 info.blas_core, info.git_rev, info.host, iso8601_utc_now()});

@@ -1,21 +1,40 @@
-// Context: thread pool settings, workspace.
+// Context: thread pool settings, the device's state, workspaces, counters.
 #include "core/context.h"
 
 #include <cblas.h>
 #include <omp.h>
 
-#include <cstdlib>
+#include <string>
 
 #include "core/error.h"
+#include "cuda/cuda_state.h"
+
 
 namespace pdnn {
 
-Context::Context(int threads, uint64_t seed, Device dev) : device_(dev), rng_(seed) {
-  PDNN_CHECK(dev == Device::CPU, "context: the CUDA backend is not built into this pdnn");
+namespace {
+void delete_cuda_state(CudaState* s) {
+#if PDNN_HAVE_CUDA
+  delete s;
+#else
+  (void)s;  // a CPU build never makes one
+#endif
+}
+}  // namespace
+
+Context::Context(int threads, uint64_t seed, Device dev)
+    : device_(dev), rng_(seed), cuda_(nullptr, delete_cuda_state) {
+  if (dev == Device::CUDA) {
+    std::string why;
+    if (!cuda_usable(&why)) PDNN_FAIL("--device cuda: %s", why.c_str());
+#if PDNN_HAVE_CUDA
+    cuda_.reset(new CudaState(0));
+#endif
+  }
   set_threads(threads);
 }
 
-Context::~Context() { std::free(ws_); }
+Context::~Context() = default;
 
 void Context::set_threads(int n) {
   if (n <= 0) n = omp_get_num_procs();
@@ -26,15 +45,78 @@ void Context::set_threads(int n) {
   openblas_set_num_threads(n);
 }
 
-float* Context::workspace(size_t n_floats) {
-  if (n_floats > ws_n_) {
-    std::free(ws_);
-    size_t bytes = ((n_floats * sizeof(float) + 63) / 64) * 64;
-    ws_ = static_cast<float*>(std::aligned_alloc(64, bytes));
-    PDNN_CHECK(ws_ != nullptr, "workspace: out of memory allocating %zu bytes", bytes);
-    ws_n_ = n_floats;
+CudaState& Context::cuda() const {
+  PDNN_CHECK(cuda_ != nullptr,
+             "context: this run has no GPU (made with --device cpu); a CUDA tensor needs a "
+             "context made with Device::CUDA");
+  return *cuda_;
+}
+
+CudaExec Context::cuda_exec() const { return CudaExec{cuda().stream(), cuda().cublas()}; }
+
+std::shared_ptr<Allocator> Context::allocator(Device dev) const {
+  return dev == Device::CPU ? host_allocator() : cuda().allocator();
+}
+
+std::shared_ptr<Allocator> Context::staging_allocator() const {
+  return cuda_ ? cuda_->pinned() : host_allocator();
+}
+
+float* Context::workspace(Device dev, size_t n_floats) {
+  Tensor& ws = ws_[dev == Device::CPU ? 0 : 1];
+  if (ws.empty() || static_cast<size_t>(ws.numel()) < n_floats) {
+    const int64_t n = static_cast<int64_t>(n_floats > 0 ? n_floats : 1);
+    ws = Tensor();  // give the old block back before taking a bigger one
+    ws = Tensor::empty(Shape{n}, DType::F32, dev, *this);
   }
-  return ws_;
+  return ws.data();
+}
+
+size_t Context::workspace_size(Device dev) const {
+  const Tensor& ws = ws_[dev == Device::CPU ? 0 : 1];
+  return ws.empty() ? 0 : static_cast<size_t>(ws.numel());
+}
+
+void Context::count_transfer(Device dst, Device src, size_t bytes) {
+  if (dst == src) return;
+  if (dst == Device::CUDA) {
+    transfers_.h2d_bytes += bytes;
+    ++transfers_.h2d_copies;
+  } else {
+    transfers_.d2h_bytes += bytes;
+    ++transfers_.d2h_copies;
+  }
+}
+
+AllocStats Context::device_alloc_stats() const {
+  return cuda_ ? cuda_->allocator()->stats() : AllocStats{};
+}
+
+Tensor& Context::device_rng_counter() {
+  if (rng_dev_.empty()) rng_dev_ = Tensor::empty(Shape{1}, DType::I64, Device::CUDA, *this);
+  if (!rng_dev_valid_ || rng_dev_counter_ != rng_.counter() || rng_dev_seed_ != rng_.seed()) {
+    Tensor host(Shape{1}, DType::I64);
+    host.data<int64_t>()[0] = static_cast<int64_t>(rng_.counter());
+    copy_into(rng_dev_, host, *this);
+    rng_dev_counter_ = rng_.counter();
+    rng_dev_seed_ = rng_.seed();
+    rng_dev_valid_ = true;
+  }
+  return rng_dev_;
+}
+
+void Context::mirror_rng_advance(uint64_t n) {
+  rng_.reserve(n);
+  rng_dev_counter_ += n;
+}
+
+void Context::rewind_rng(uint64_t counter) {
+  rng_.set_counter(counter);
+  rng_dev_counter_ = counter;
+}
+
+void Context::synchronize() {
+  if (cuda_) cuda_->synchronize();
 }
 
 const char* blas_core_name() { return openblas_get_corename(); }

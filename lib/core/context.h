@@ -1,52 +1,97 @@
 // Context: everything that would otherwise be global. Thread count (one pool: OpenMP and
-// OpenBLAS set together), device, seeded RNG, a grow-only workspace, a transfer counter and
-// an optional per-layer profiler. Passed explicitly to every op and layer.
+// OpenBLAS set together), the device the run computes on with its stream, handles and
+// allocators, the seeded RNG (and its mirror on the device), grow-only workspaces, transfer
+// counters and an optional per-layer profiler. Passed explicitly to every op and layer.
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
+#include "core/allocator.h"
 #include "core/device.h"
+#include "core/exec.h"
 #include "core/rng.h"
+#include "core/tensor.h"
 
 namespace pdnn {
 
 class Profiler;
+class CudaState;
+
+// Bytes and copies that crossed between host and device (Tensor::to, copy_into).
+struct TransferStats {
+  uint64_t h2d_bytes = 0, d2h_bytes = 0, h2d_copies = 0, d2h_copies = 0;
+};
 
 class Context {
  public:
-  // threads <= 0: all cores (omp_get_num_procs).
+  // threads <= 0: all cores (omp_get_num_procs). dev == CUDA opens GPU 0 and throws
+  // pdnn::Error at once, in one line, when the build has no CUDA or there is no device.
   explicit Context(int threads = 0, uint64_t seed = 0, Device dev = Device::CPU);
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
+  ~Context();
 
   int threads() const { return threads_; }
   // Sets OpenMP's and OpenBLAS's thread counts to n together.
   void set_threads(int n);
+  // The device this run computes on (where models and batches are put).
   Device device() const { return device_; }
   Rng& rng() { return rng_; }
 
-  // Scratch memory (im2col columns etc.), 64-byte aligned, valid until the next call.
-  // Grows only, so its pages fault once.
-  float* workspace(size_t n_floats);
-  size_t workspace_size() const { return ws_n_; }
+  CpuExec cpu_exec() const { return CpuExec{threads_}; }
+  CudaExec cuda_exec() const;
+  // The GPU state; pdnn::Error when this context has none.
+  CudaState& cuda() const;
+  bool has_cuda() const { return cuda_ != nullptr; }
 
-  void count_transfer(size_t bytes) { bytes_moved_ += bytes; }
-  uint64_t bytes_moved() const { return bytes_moved_; }
+  // Memory for tensors on `dev` (CUDA: the caching allocator).
+  std::shared_ptr<Allocator> allocator(Device dev) const;
+  // Host memory for data on its way to device(): pinned when that is a GPU.
+  std::shared_ptr<Allocator> staging_allocator() const;
+
+  // Scratch memory on `dev` (im2col columns etc.), valid until the next call for that device.
+  // Grows only, so a training loop allocates once; size it before capturing a CUDA graph.
+  float* workspace(Device dev, size_t n_floats);
+  float* workspace(size_t n_floats) { return workspace(Device::CPU, n_floats); }
+  size_t workspace_size(Device dev = Device::CPU) const;
+
+  void count_transfer(Device dst, Device src, size_t bytes);
+  const TransferStats& transfers() const { return transfers_; }
+  uint64_t bytes_moved() const { return transfers_.h2d_bytes + transfers_.d2h_bytes; }
+  // The device allocator's counters (zeros without CUDA).
+  AllocStats device_alloc_stats() const;
+
+  // The RNG position on the device, (1) int64, for kernels that draw counter-based random
+  // numbers inside a CUDA graph (dropout). Uploaded from rng() when the host has moved it
+  // (seeding, resume). An op whose kernel draws n values from it then adds n to it with a
+  // kernel (ops::counter_add) and calls mirror_rng_advance(n), so host and device stay equal.
+  Tensor& device_rng_counter();
+  // Moves rng() and the known device position by n (the device's own kernel did the rest; also
+  // the host side of a replayed CUDA graph).
+  void mirror_rng_advance(uint64_t n);
+  // Sets rng()'s position and what the device copy is known to hold, without a copy: for
+  // undoing the host side of a CUDA graph capture, whose kernels did not run.
+  void rewind_rng(uint64_t counter);
+
+  // Waits for all work queued on the device (no-op on the CPU).
+  void synchronize();
 
   // The profiler, when one is attached (not owned); nullptr when profiling is off.
   Profiler* profiler() const { return profiler_; }
   void set_profiler(Profiler* p) { profiler_ = p; }
 
-  ~Context();
-
  private:
   int threads_ = 1;
   Device device_;
   Rng rng_;
-  float* ws_ = nullptr;
-  size_t ws_n_ = 0;
-  uint64_t bytes_moved_ = 0;
+  std::unique_ptr<CudaState, void (*)(CudaState*)> cuda_;
+  Tensor ws_[2];  // per device: grow-only scratch
+  TransferStats transfers_;
+  Tensor rng_dev_;                  // (1) int64 on the GPU
+  uint64_t rng_dev_counter_ = 0;    // what rng_dev_ holds
+  uint64_t rng_dev_seed_ = 0;       // the seed it was uploaded for
+  bool rng_dev_valid_ = false;
   Profiler* profiler_ = nullptr;
 };
 

@@ -25,21 +25,25 @@ void BatchLoader::start_epoch(Rng* rng) {
   }
 }
 
-int64_t BatchLoader::load(int64_t b, Tensor& x, std::vector<int32_t>& y) const {
+int64_t BatchLoader::load(int64_t b, Tensor& x, Tensor& y) const {
   PDNN_CHECK(b >= 0 && b < num_batches(), "loader: batch %lld of %lld", static_cast<long long>(b),
              static_cast<long long>(num_batches()));
   const int64_t begin = b * batch_;
   const int64_t nb = std::min(batch_, size() - begin);
   const Shape& s = data_.images.shape();
   const int64_t per = s.per_sample();
+  PDNN_CHECK(x.device() == Device::CPU && y.device() == Device::CPU,
+             "loader: batches are assembled in host memory");
+  if (y.empty()) y = Tensor(Shape{nb}, DType::I32);
   x.resize(s.with_n(nb));
-  y.resize(static_cast<size_t>(nb));
+  y.resize(Shape{nb});
+  int32_t* labels = y.data<int32_t>();
   const float* src = data_.images.data();
   float* dst = x.data();
   for (int64_t i = 0; i < nb; ++i) {
     const int64_t k = order_[static_cast<size_t>(begin + i)];
     std::memcpy(dst + i * per, src + k * per, static_cast<size_t>(per) * sizeof(float));
-    y[static_cast<size_t>(i)] = data_.labels[static_cast<size_t>(k)];
+    labels[i] = data_.labels[static_cast<size_t>(k)];
   }
   return nb;
 }

@@ -31,8 +31,10 @@ class BatchLoader {
   const std::vector<int64_t>& order() const { return order_; }
 
   // Copies batch b (0 <= b < num_batches()) of the current epoch: x is resized to
-  // (nb,C,H,W) and y to nb labels. Returns nb (batch_size(), or less for the last batch).
-  int64_t load(int64_t b, Tensor& x, std::vector<int32_t>& y) const;
+  // (nb,C,H,W) float32 and y to (nb) int32 labels, both host tensors (made from the allocator
+  // they already have, e.g. pinned memory for a GPU run). Returns nb (batch_size(), or less for
+  // the last batch).
+  int64_t load(int64_t b, Tensor& x, Tensor& y) const;
 
  private:
   const LabeledImages& data_;

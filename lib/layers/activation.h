@@ -10,19 +10,9 @@
 
 namespace pdnn {
 
-// CPU kernels over raw pointers, output first; n elements each. x and y may alias in forward.
-namespace cpu {
-void relu_forward(float* y, const float* x, int64_t n);
-void relu_backward(float* dx, const float* x, const float* dy, int64_t n);
-void leaky_relu_forward(float* y, const float* x, int64_t n, float slope);
-void leaky_relu_backward(float* dx, const float* x, const float* dy, int64_t n, float slope);
-void sigmoid_forward(float* y, const float* x, int64_t n);
-void sigmoid_backward(float* dx, const float* y, const float* dy, int64_t n);
-void tanh_forward(float* y, const float* x, int64_t n);
-void tanh_backward(float* dx, const float* y, const float* dy, int64_t n);
-}  // namespace cpu
 
-// Shape checks shared by the elementwise layers; subclasses supply the two kernels.
+// Shape checks shared by the elementwise layers; subclasses supply the two ops
+// (ops/activation.h, which also has the formulas).
 class Elementwise : public Layer {
  public:
   Shape output_shape(const Shape& in) const override { return in; }
@@ -32,9 +22,9 @@ class Elementwise : public Layer {
   double flops(const Shape& in) const override { return static_cast<double>(in.numel()); }
 
  protected:
-  virtual void forward_kernel(float* y, const float* x, int64_t n) const = 0;
-  virtual void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
-                               int64_t n) const = 0;
+  virtual void forward_op(Context& ctx, const Tensor& x, Tensor& y) const = 0;
+  virtual void backward_op(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                           Tensor& dx) const = 0;
 };
 
 // y = max(x, 0); the gradient at exactly 0 is taken as 0 (PyTorch's choice).
@@ -43,9 +33,9 @@ class ReLU : public Elementwise {
   std::string kind() const override { return "ReLU"; }
 
  protected:
-  void forward_kernel(float* y, const float* x, int64_t n) const override;
-  void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
-                       int64_t n) const override;
+  void forward_op(Context& ctx, const Tensor& x, Tensor& y) const override;
+  void backward_op(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                   Tensor& dx) const override;
 };
 
 // y = x for x > 0, slope * x otherwise.
@@ -57,9 +47,9 @@ class LeakyReLU : public Elementwise {
   float slope() const { return slope_; }
 
  protected:
-  void forward_kernel(float* y, const float* x, int64_t n) const override;
-  void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
-                       int64_t n) const override;
+  void forward_op(Context& ctx, const Tensor& x, Tensor& y) const override;
+  void backward_op(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                   Tensor& dx) const override;
 
  private:
   float slope_;
@@ -71,9 +61,9 @@ class Sigmoid : public Elementwise {
   std::string kind() const override { return "Sigmoid"; }
 
  protected:
-  void forward_kernel(float* y, const float* x, int64_t n) const override;
-  void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
-                       int64_t n) const override;
+  void forward_op(Context& ctx, const Tensor& x, Tensor& y) const override;
+  void backward_op(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                   Tensor& dx) const override;
 };
 
 // y = tanh(x); dx = dy * (1 - y^2).
@@ -82,9 +72,9 @@ class Tanh : public Elementwise {
   std::string kind() const override { return "Tanh"; }
 
  protected:
-  void forward_kernel(float* y, const float* x, int64_t n) const override;
-  void backward_kernel(float* dx, const float* x, const float* y, const float* dy,
-                       int64_t n) const override;
+  void forward_op(Context& ctx, const Tensor& x, Tensor& y) const override;
+  void backward_op(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
+                   Tensor& dx) const override;
 };
 
 }  // namespace pdnn

@@ -7,33 +7,23 @@
 // map (dy * gamma / sqrt(running_var + eps)) in evaluation.
 // Params "weight" (gamma, 1) and "bias" (beta, 0) when affine; buffers "running_mean" (0),
 // "running_var" (1).
+// With act = ReLU or LeakyReLU(slope >= 0) the activation that follows in the model is fused in
+// (y = act(bn(x)), one pass each way; the kernels and formulas are in ops/batchnorm.h).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "layers/layer.h"
+#include "ops/batchnorm.h"
 
 namespace pdnn {
 
-namespace cpu {
-// Per-channel batch statistics of x (n,c,hw), accumulated in double: mean, biased var.
-void batchnorm2d_stats(float* mean, float* var, const float* x, int64_t n, int64_t c, int64_t hw);
-// y = (x - mean) * invstd * gamma + beta per channel; gamma/beta nullptr mean 1/0.
-void batchnorm2d_apply(float* y, const float* x, const float* mean, const float* invstd,
-                       const float* gamma, const float* beta, int64_t n, int64_t c, int64_t hw);
-// With xhat = (x - mean) * invstd: dgamma += sum dy*xhat, dbeta += sum dy (either may be
-// nullptr); dx = gamma*invstd*(dy - [batch_stats] (sum dy + xhat * sum dy*xhat)/M), M = n*hw
-// (dx may be nullptr).
-void batchnorm2d_backward(float* dx, float* dgamma, float* dbeta, const float* dy, const float* x,
-                          const float* mean, const float* invstd, const float* gamma, int64_t n,
-                          int64_t c, int64_t hw, bool batch_stats);
-}  // namespace cpu
 
 class BatchNorm2d : public Layer {
  public:
   explicit BatchNorm2d(int64_t channels, float eps = 1e-5f, float momentum = 0.1f,
-                       bool affine = true);
+                       bool affine = true, FusedAct act = FusedAct::None, float slope = 0.01f);
   std::string kind() const override { return "BatchNorm2d"; }
   std::string describe() const override;
   Shape output_shape(const Shape& in) const override;
@@ -42,7 +32,8 @@ class BatchNorm2d : public Layer {
                 Tensor* dx) override;
   std::vector<Param> params() override;
   std::vector<Param> buffers() override;
-  // Statistics (train) plus the fused normalise-scale-shift, ~2 flops per element each.
+  // Statistics (train) plus the fused normalise-scale-shift, ~2 flops per element each (+1 for
+  // a fused activation).
   double flops(const Shape& in) const override;
   // gamma = 1, beta = 0 (PyTorch's default; nothing is drawn).
   void reset_parameters(Rng& rng) override;
@@ -51,6 +42,7 @@ class BatchNorm2d : public Layer {
   Tensor& running_var() { return running_var_; }
   Tensor& weight() { return gamma_; }
   Tensor& bias() { return beta_; }
+  FusedAct fused_activation() const { return act_; }
 
  private:
   void set_defaults();  // gamma 1, beta 0, running mean 0, running var 1
@@ -59,8 +51,10 @@ class BatchNorm2d : public Layer {
   bool affine_;
   Tensor gamma_, dgamma_, beta_, dbeta_;
   Tensor running_mean_, running_var_;
+  FusedAct act_;
+  float slope_;
   // Saved by forward for backward: the mean and 1/sqrt(var+eps) it normalised with.
-  Tensor mean_, var_, invstd_;
+  Tensor mean_, invstd_;
   bool batch_stats_ = true;  // whether the last forward used batch statistics
   Shape last_;
 };

@@ -46,9 +46,7 @@ void Conv2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const ConvGeom g = geom(x.shape());
   const int64_t n = x.shape().n();
   check_same_shape("conv2d forward: y", y.shape(), Shape{n, out_ch_, g.oh, g.ow});
-  float* ws = ctx.workspace(conv_workspace_floats(g, n, out_ch_, algo_, ctx.threads()));
-  cpu::conv2d_forward(g, n, out_ch_, x.data(), weight_.data(),
-                      has_bias_ ? bias_.data() : nullptr, y.data(), algo_, ctx.threads(), ws);
+  ops::conv2d_forward(ctx, g, n, out_ch_, x, weight_, has_bias_ ? &bias_ : nullptr, y, algo_);
 }
 
 void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -58,10 +56,8 @@ void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tens
   const int64_t n = x.shape().n();
   check_same_shape("conv2d backward: dy", dy.shape(), Shape{n, out_ch_, g.oh, g.ow});
   if (dx) check_same_shape("conv2d backward: dx", dx->shape(), x.shape());
-  float* ws = ctx.workspace(conv_workspace_floats(g, n, out_ch_, algo_, ctx.threads()));
-  cpu::conv2d_backward(g, n, out_ch_, x.data(), weight_.data(), dy.data(), dweight_.data(),
-                       has_bias_ ? dbias_.data() : nullptr, dx ? dx->data() : nullptr, algo_,
-                       ctx.threads(), ws);
+  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, &dweight_,
+                       has_bias_ ? &dbias_ : nullptr, dx, algo_);
 }
 
 std::vector<Param> Conv2d::params() {

@@ -61,10 +61,8 @@ void ConvTranspose2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const ConvGeom g = geom(x.shape());
   const int64_t n = x.shape().n();
   check_same_shape("conv_transpose2d forward: y", y.shape(), Shape{n, out_ch_, g.h, g.w});
-  float* ws = ctx.workspace(conv_workspace_floats(g, n, in_ch_, algo_, ctx.threads()));
-  cpu::conv2d_backward(g, n, in_ch_, nullptr, weight_.data(), x.data(), nullptr, nullptr,
-                       y.data(), algo_, ctx.threads(), ws);
-  if (has_bias_) cpu::bias_add(n, out_ch_, g.h * g.w, bias_.data(), y.data());
+  ops::conv2d_backward(ctx, g, n, in_ch_, nullptr, weight_, x, nullptr, nullptr, &y, algo_);
+  if (has_bias_) ops::bias_add(ctx, n, out_ch_, g.h * g.w, bias_, y);
 }
 
 void ConvTranspose2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -74,13 +72,9 @@ void ConvTranspose2d::backward(Context& ctx, const Tensor& x, const Tensor& y, c
   const int64_t n = x.shape().n();
   check_same_shape("conv_transpose2d backward: dy", dy.shape(), Shape{n, out_ch_, g.h, g.w});
   if (dx) check_same_shape("conv_transpose2d backward: dx", dx->shape(), x.shape());
-  float* ws = ctx.workspace(conv_workspace_floats(g, n, in_ch_, algo_, ctx.threads()));
-  if (has_bias_) cpu::bias_backward(n, out_ch_, g.h * g.w, dy.data(), dbias_.data());
-  cpu::conv2d_backward(g, n, in_ch_, dy.data(), weight_.data(), x.data(), dweight_.data(),
-                       nullptr, nullptr, algo_, ctx.threads(), ws);
-  if (dx)
-    cpu::conv2d_forward(g, n, in_ch_, dy.data(), weight_.data(), nullptr, dx->data(), algo_,
-                        ctx.threads(), ws);
+  if (has_bias_) ops::bias_backward(ctx, n, out_ch_, g.h * g.w, dy, dbias_);
+  ops::conv2d_backward(ctx, g, n, in_ch_, &dy, weight_, x, &dweight_, nullptr, nullptr, algo_);
+  if (dx) ops::conv2d_forward(ctx, g, n, in_ch_, dy, weight_, nullptr, *dx, algo_);
 }
 
 std::vector<Param> ConvTranspose2d::params() {

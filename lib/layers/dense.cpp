@@ -1,38 +1,12 @@
-// Dense: shape logic and CPU kernels over cpu::gemm (see dense.h).
+// Dense: shape logic; the math is in ops/dense.
 #include "layers/dense.h"
 
 #include "core/error.h"
 #include "core/init.h"
-#include "ops/gemm.h"
+#include "ops/dense.h"
 
 namespace pdnn {
 
-namespace cpu {
-
-void dense_forward(float* y, const float* x, const float* w, const float* b, int64_t n, int64_t in,
-                   int64_t out) {
-  // Broadcast the bias into y, then one GEMM accumulates x W^T on top (beta = 1).
-  float beta = 0.f;
-  if (b) {
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t o = 0; o < out; ++o) y[i * out + o] = b[o];
-    beta = 1.f;
-  }
-  gemm(false, true, n, out, in, 1.f, x, w, beta, y);
-}
-
-void dense_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                    const float* w, int64_t n, int64_t in, int64_t out) {
-  gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw);
-  if (db) {
-    // Rows in order: a fixed summation order at any thread count.
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t o = 0; o < out; ++o) db[o] += dy[i * out + o];
-  }
-  if (dx) gemm(false, false, n, in, out, 1.f, dy, w, 0.f, dx);
-}
-
-}  // namespace cpu
 
 Dense::Dense(int64_t in_features, int64_t out_features, bool bias)
     : in_(in_features), out_(out_features), has_bias_(bias) {
@@ -63,19 +37,15 @@ Shape Dense::output_shape(const Shape& in) const {
 }
 
 void Dense::forward(Context& ctx, const Tensor& x, Tensor& y) {
-  (void)ctx;
   check_same_shape("Dense forward: y vs expected", y.shape(), output_shape(x.shape()));
-  cpu::dense_forward(y.data(), x.data(), w_.data(), has_bias_ ? b_.data() : nullptr, x.shape(0),
-                     in_, out_);
+  ops::dense_forward(ctx, x, w_, b_, y);
 }
 
 void Dense::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
-  (void)ctx;
   check_same_shape("Dense backward: y vs expected", y.shape(), output_shape(x.shape()));
   check_same_shape("Dense backward: dy vs y", dy.shape(), y.shape());
   if (dx) check_same_shape("Dense backward: dx vs x", dx->shape(), x.shape());
-  cpu::dense_backward(dx ? dx->data() : nullptr, dw_.data(), has_bias_ ? db_.data() : nullptr,
-                      dy.data(), x.data(), w_.data(), x.shape(0), in_, out_);
+  ops::dense_backward(ctx, x, w_, dy, dw_, db_, dx);
 }
 
 std::vector<Param> Dense::params() {

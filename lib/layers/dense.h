@@ -11,15 +11,6 @@
 
 namespace pdnn {
 
-namespace cpu {
-// y (n,out) = x (n,in) w^T (w: out,in) + b (b may be nullptr). GEMM through cpu::gemm.
-void dense_forward(float* y, const float* x, const float* w, const float* b, int64_t n, int64_t in,
-                   int64_t out);
-// dw (out,in) += dy^T x; db (out) += sum over n of dy (db may be nullptr);
-// dx (n,in) = dy w (dx may be nullptr).
-void dense_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                    const float* w, int64_t n, int64_t in, int64_t out);
-}  // namespace cpu
 
 class Dense : public Layer {
  public:

@@ -1,24 +1,17 @@
 // Dropout(p): x (any shape) -> y (same shape); backward: dx = (no parameters).
 // Training: element i is kept iff u_i >= p, u_i = Rng::to_unit(Rng::at(seed, base + i + 1)) with
-// base = ctx.rng().reserve(numel): counter-based, so the mask is the same at any thread count
-// and each forward draws a fresh one. Kept values are scaled by 1/(1-p) (inverted dropout, as
+// base the context RNG's position, which then moves by numel (ops/dropout.h): counter-based, so
+// the mask is the same at any thread count and on either device, and each forward draws a fresh
+// one. Kept values are scaled by 1/(1-p) (inverted dropout, as
 // PyTorch), so evaluation is the identity. Backward reuses the last forward's mask.
 #pragma once
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "layers/layer.h"
 
 namespace pdnn {
 
-namespace cpu {
-// mask[i] = scale if element i is kept, else 0 (scale = 1/(1-p)); y = x * mask.
-void dropout_forward(float* y, float* mask, const float* x, int64_t n, float p, uint64_t seed,
-                     uint64_t base);
-// dx = dy * mask.
-void dropout_backward(float* dx, const float* dy, const float* mask, int64_t n);
-}  // namespace cpu
 
 class Dropout : public Layer {
  public:
@@ -31,12 +24,12 @@ class Dropout : public Layer {
                 Tensor* dx) override;
   double flops(const Shape& in) const override { return static_cast<double>(in.numel()); }
   float p() const { return p_; }
-  // The last training forward's mask (0 or 1/(1-p) per element), for tests.
-  const float* mask() const { return mask_.data(); }
+  // The last training forward's mask (0 or 1/(1-p) per element, on x's device), for tests.
+  const Tensor& mask() const { return mask_; }
 
  private:
   float p_;
-  std::vector<float> mask_;  // grow-only
+  Tensor mask_;              // float32 on x's device, grow-only
   bool masked_ = false;      // whether the last forward applied a mask (training mode)
   Shape last_;               // input shape of the last forward
 };

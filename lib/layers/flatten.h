@@ -1,6 +1,6 @@
 // Flatten: x (N, d1, ..., dk) -> y (N, d1*...*dk); backward: dx = dy reshaped.
 // The data are copied into y (the contract gives every layer its own output buffer); the copy
-// is one memcpy, small beside the Dense layer that follows. Dense also takes 4-D input
+// is one memcpy (or device copy), small beside the Dense layer that follows. Dense also takes 4-D input
 // directly, so a model may skip Flatten altogether.
 #pragma once
 #include <cstdint>
@@ -10,10 +10,6 @@
 
 namespace pdnn {
 
-namespace cpu {
-// y[i] = x[i], n elements (the buffers must not overlap).
-void copy(float* y, const float* x, int64_t n);
-}  // namespace cpu
 
 class Flatten : public Layer {
  public:

@@ -7,16 +7,10 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/param.h"
 #include "core/tensor.h"
 
 namespace pdnn {
-
-// A trainable tensor with its gradient, named for checkpoints and summaries ("weight", "bias").
-struct Param {
-  std::string name;
-  Tensor* value;
-  Tensor* grad;
-};
 
 class Layer {
  public:
@@ -26,7 +20,9 @@ class Layer {
   virtual std::string describe() const { return kind(); }
   // Output shape for an input shape; throws pdnn::Error on an input the layer cannot take.
   virtual Shape output_shape(const Shape& in) const = 0;
-  // x: input; y: already sized to output_shape(x.shape()).
+  // x: input; y: already sized to output_shape(x.shape()), on x's device. A layer keeps its
+  // scratch (argmax, masks, statistics) in Tensors on x's device, and its parameters must be
+  // there too (Sequential::to moves them).
   virtual void forward(Context& ctx, const Tensor& x, Tensor& y) = 0;
   // x, y: the tensors of the last forward; dy: dL/dy. dx: dL/dx to write (=), or nullptr when
   // nobody needs it (first layer). Parameter gradients accumulate (+=). y and dx arrive sized;
@@ -44,6 +40,7 @@ class Layer {
 
   void train(bool on) { training_ = on; }
   bool training() const { return training_; }
+  // Host-side convenience for layers used on their own (a model zeroes its flat buffer).
   void zero_grad() {
     for (auto& p : params()) p.grad->zero();
   }

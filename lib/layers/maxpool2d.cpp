@@ -1,172 +1,13 @@
-// MaxPool2d: shape logic and CPU kernels (see maxpool2d.h).
+// MaxPool2d: shape logic; the kernels are in ops/pool.
 #include "layers/maxpool2d.h"
 
-#include <algorithm>
-#include <cstring>
 #include <limits>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "core/error.h"
-#include "core/parallel.h"
 
 namespace pdnn {
 
-namespace cpu {
 
-namespace {
-
-// The common 2x2 stride-2 window (every pool in W2..W4): the four candidates of an output are
-// two adjacent pairs of two rows, compared in row-major order.
-#if defined(__AVX512F__)
-// AVX-512 version of the scalar row loop below: 16 outputs per step from 32 inputs of each row,
-// de-interleaved into the four window candidates, compared with mask registers. The scalar
-// loop is written with selects, but GCC 12 emits compare-and-branch code for it, which
-// mispredicts on real activations. Measured (1 thread, this machine): W2 b128's pool forward
-// in the app 0.60-0.69 -> 0.21-0.42 ms, whole step 3.46 -> 3.13 ms (median of 4 alternating
-// runs); W3's pool (19 MB in) is bound by this VM's ~8 GB/s memory bandwidth either way.
-// A row has only 12-14 outputs in W2/W3, so its tail is the common case: masked stores there
-// are slow on this CPU, so when spill_ok the full 16 lanes are stored (and 32 inputs read):
-// the lanes past the row's end land on the next output row of the same plane, written after
-// this one. spill_ok is false near a plane's end, where planes of other threads begin.
-void maxpool2x2_row(const float* __restrict x0, const float* __restrict x1, int32_t r0, int32_t w,
-                    int32_t ow, float* __restrict yr, int32_t* __restrict ar, bool spill_ok) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  for (int32_t ox = 0; ox < ow; ox += 16) {
-    const int32_t n = std::min<int32_t>(16, ow - ox);  // outputs this step; 2n inputs per row
-    // Reading past the row pair's end is harmless inside the plane (those lanes are dropped);
-    // unmasked loads there, masked ones only where the plane ends.
-    const __mmask16 lo = n >= 8 || spill_ok ? 0xFFFF : static_cast<__mmask16>((1u << (2 * n)) - 1);
-    const __mmask16 hi = spill_ok ? 0xFFFF
-                         : n > 8  ? static_cast<__mmask16>((1u << (2 * n - 16)) - 1)
-                                  : 0;
-    const __m512 p0 = _mm512_maskz_loadu_ps(lo, x0 + 2 * ox), q0 = _mm512_maskz_loadu_ps(hi, x0 + 2 * ox + 16);
-    const __m512 p1 = _mm512_maskz_loadu_ps(lo, x1 + 2 * ox), q1 = _mm512_maskz_loadu_ps(hi, x1 + 2 * ox + 16);
-    const __m512 a = _mm512_permutex2var_ps(p0, even, q0), b = _mm512_permutex2var_ps(p0, odd, q0);
-    const __m512 c = _mm512_permutex2var_ps(p1, even, q1), d = _mm512_permutex2var_ps(p1, odd, q1);
-    const __m512i ia = _mm512_add_epi32(_mm512_set1_epi32(r0 + 2 * ox), even);
-    __m512 best = a;
-    __m512i bi = ia;
-    // Row-major order, strict '>' (first maximum wins), a NaN candidate wins (as PyTorch).
-    __mmask16 t = _mm512_cmp_ps_mask(b, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
-    best = _mm512_mask_blend_ps(t, best, b);
-    bi = _mm512_mask_blend_epi32(t, bi, _mm512_add_epi32(ia, _mm512_set1_epi32(1)));
-    t = _mm512_cmp_ps_mask(c, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
-    best = _mm512_mask_blend_ps(t, best, c);
-    bi = _mm512_mask_blend_epi32(t, bi, _mm512_add_epi32(ia, _mm512_set1_epi32(w)));
-    t = _mm512_cmp_ps_mask(d, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q);
-    best = _mm512_mask_blend_ps(t, best, d);
-    bi = _mm512_mask_blend_epi32(t, bi, _mm512_add_epi32(ia, _mm512_set1_epi32(w + 1)));
-    if (n == 16 || spill_ok) {
-      _mm512_storeu_ps(yr + ox, best);
-      _mm512_storeu_si512(ar + ox, bi);
-    } else {
-      const __mmask16 out = static_cast<__mmask16>((1u << n) - 1);
-      _mm512_mask_storeu_ps(yr + ox, out, best);
-      _mm512_mask_storeu_epi32(ar + ox, out, bi);
-    }
-  }
-}
-#endif
-
-void maxpool2x2_plane(const Pool2d& g, const float* __restrict xp, float* __restrict yp,
-                      int32_t* __restrict ap) {
-  const int32_t w = static_cast<int32_t>(g.w), ow = static_cast<int32_t>(g.ow);
-#if defined(__AVX512F__)
-  for (int32_t oy = 0; oy < static_cast<int32_t>(g.oh); ++oy) {
-    const int32_t r0 = 2 * oy * w;
-    // Spilling past the row end stays inside this plane only if 16 lanes fit before its end.
-    const bool spill_ok = (oy + 1) * ow + 16 <= static_cast<int32_t>(g.oh) * ow;
-    maxpool2x2_row(xp + r0, xp + r0 + w, r0, w, ow, yp + oy * ow, ap + oy * ow, spill_ok);
-  }
-  return;
-#endif
-  for (int32_t oy = 0; oy < static_cast<int32_t>(g.oh); ++oy) {
-    const int32_t r0 = 2 * oy * w, r1 = r0 + w;
-    const float* __restrict x0 = xp + r0;
-    const float* __restrict x1 = xp + r1;
-    float* __restrict yr = yp + oy * ow;
-    int32_t* __restrict ar = ap + oy * ow;
-    for (int32_t ox = 0; ox < ow; ++ox) {
-      const float a = x0[2 * ox], b = x0[2 * ox + 1], c = x1[2 * ox], d = x1[2 * ox + 1];
-      float best = a;
-      int32_t bi = r0 + 2 * ox;
-      // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|', not
-      // '||': no branch).
-      bool t = (b > best) | (b != b);
-      best = t ? b : best;
-      bi = t ? r0 + 2 * ox + 1 : bi;
-      t = (c > best) | (c != c);
-      best = t ? c : best;
-      bi = t ? r1 + 2 * ox : bi;
-      t = (d > best) | (d != d);
-      best = t ? d : best;
-      bi = t ? r1 + 2 * ox + 1 : bi;
-      yr[ox] = best;
-      ar[ox] = bi;
-    }
-  }
-}
-
-}  // namespace
-
-void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax) {
-  const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
-  const int32_t s = static_cast<int32_t>(g.s);
-  // Planes are independent: parallel over N*C, each plane's outputs in order (deterministic).
-#pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const float* __restrict xp = x + p * in_plane;
-    if (g.k == 2 && g.s == 2) {
-      maxpool2x2_plane(g, xp, y + p * out_plane, argmax + p * out_plane);
-      continue;
-    }
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      // One output row at a time, window offsets (ky, kx) outermost and outputs innermost: the
-      // comparisons become branch-free selects over a row (a compare-and-branch per element
-      // mispredicts half the time on real data and cost ~4 ns per input). Each output still
-      // sees its window in row-major order, so the first maximum wins.
-      float* __restrict yr = y + p * out_plane + oy * g.ow;
-      int32_t* __restrict ar = argmax + p * out_plane + oy * g.ow;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        yr[ox] = -std::numeric_limits<float>::infinity();
-        ar[ox] = static_cast<int32_t>(oy * g.s * g.w + ox * g.s);
-      }
-      for (int64_t ky = 0; ky < g.k; ++ky) {
-        const int32_t row = static_cast<int32_t>((oy * g.s + ky) * g.w);
-        for (int64_t kx = 0; kx < g.k; ++kx) {
-          const float* __restrict xr = xp + row + kx;
-          const int32_t first = row + static_cast<int32_t>(kx);
-          for (int32_t ox = 0; ox < static_cast<int32_t>(g.ow); ++ox) {
-            const float v = xr[ox * s];
-            // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|', not
-            // '||': no branch).
-            const bool take = (v > yr[ox]) | (v != v);
-            yr[ox] = take ? v : yr[ox];
-            ar[ox] = take ? first + ox * s : ar[ox];
-          }
-        }
-      }
-    }
-  }
-}
-
-void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx) {
-  const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
-#pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
-  for (int64_t p = 0; p < g.planes; ++p) {
-    float* dxp = dx + p * in_plane;
-    const float* dyp = dy + p * out_plane;
-    const int32_t* ap = argmax + p * out_plane;
-    std::memset(dxp, 0, static_cast<size_t>(in_plane) * sizeof(float));
-    for (int64_t o = 0; o < out_plane; ++o) dxp[ap[o]] += dyp[o];
-  }
-}
-
-}  // namespace cpu
 
 MaxPool2d::MaxPool2d(int kernel, int stride) : k_(kernel), s_(stride > 0 ? stride : kernel) {
   PDNN_CHECK(kernel >= 1, "MaxPool2d: kernel %d must be >= 1", kernel);
@@ -196,23 +37,20 @@ double MaxPool2d::flops(const Shape& in) const {
 }
 
 void MaxPool2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
-  (void)ctx;
   const Pool2d g = geometry(x.shape());
   check_same_shape("MaxPool2d forward: y vs expected", y.shape(), output_shape(x.shape()));
-  const size_t n_out = static_cast<size_t>(y.numel());
-  if (argmax_.size() < n_out) argmax_.resize(n_out);
-  cpu::maxpool2d_forward(g, x.data(), y.data(), argmax_.data());
+  argmax_.resize(y.shape(), DType::I32, x.device(), ctx);
+  ops::maxpool2d_forward(ctx, g, x, y, argmax_);
   last_ = x.shape();
 }
 
 void MaxPool2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                          Tensor* dx) {
-  (void)ctx;
   if (!dx) return;
   check_same_shape("MaxPool2d backward: x vs last forward's input", x.shape(), last_);
   check_same_shape("MaxPool2d backward: dy vs y", dy.shape(), y.shape());
   check_same_shape("MaxPool2d backward: dx vs x", dx->shape(), x.shape());
-  cpu::maxpool2d_backward(geometry(x.shape()), dy.data(), argmax_.data(), dx->data());
+  ops::maxpool2d_backward(ctx, geometry(x.shape()), dy, argmax_, *dx);
 }
 
 }  // namespace pdnn

@@ -8,23 +8,12 @@
 #pragma once
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "layers/layer.h"
+#include "ops/pool.h"
 
 namespace pdnn {
 
-// Geometry of one pooling call: planes = N*C, each H x W in and OH x OW out.
-struct Pool2d {
-  int64_t planes, h, w, oh, ow, k, s;
-};
-
-namespace cpu {
-// y (planes,OH,OW), argmax (planes,OH,OW) = index in the H*W input plane; x (planes,H,W).
-void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax);
-// dx (planes,H,W) =, from dy (planes,OH,OW) and the forward's argmax.
-void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx);
-}  // namespace cpu
 
 class MaxPool2d : public Layer {
  public:
@@ -44,7 +33,7 @@ class MaxPool2d : public Layer {
  private:
   Pool2d geometry(const Shape& in) const;
   int k_, s_;
-  std::vector<int32_t> argmax_;  // grow-only, from the last forward
+  Tensor argmax_;  // int32, on x's device, grow-only, from the last forward
   Shape last_;                   // input shape of the last forward
 };
 

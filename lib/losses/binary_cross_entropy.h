@@ -6,6 +6,8 @@
 //   BinaryCrossEntropyWithLogits (on logits z, any real; targets t in [0,1], same shape):
 //     loss = mean( max(z,0) - z t + log1p(exp(-|z|)) )   (never overflows)
 //     dz (=) = (sigmoid(z) - t) / numel
+// The kernels are in ops/loss. Inputs and targets are copied (on their device), so the caller
+// may reuse its buffers before backward(). Value ranges are checked for CPU tensors.
 #pragma once
 #include <cstdint>
 
@@ -16,10 +18,13 @@ namespace pdnn {
 
 class BinaryCrossEntropy {
  public:
-  // p, t: same shape; every p and t in [0,1] (pdnn::Error otherwise). Returns the mean loss and
-  // keeps copies of p and t for backward().
-  float forward(Context& ctx, const Tensor& p, const Tensor& t);
-  // dp is resized to p's shape and written (=).
+  // p, t: same shape and device. Computes the loss parts on that device (no read-back).
+  void forward(Context& ctx, const Tensor& p, const Tensor& t);
+  // Mean loss of the last forward (reads back: a sync on the GPU).
+  float loss(Context& ctx) const;
+  // acc (float64, on the device): acc[slot] += the last forward's mean loss.
+  void accumulate(Context& ctx, Tensor& acc, int64_t slot) const;
+  // dp is resized to p's shape (on its device) and written (=).
   void backward(Context& ctx, Tensor& dp);
 
  private:
@@ -28,26 +33,14 @@ class BinaryCrossEntropy {
 
 class BinaryCrossEntropyWithLogits {
  public:
-  // z, t: same shape; every t in [0,1] (pdnn::Error otherwise). Returns the mean loss.
-  float forward(Context& ctx, const Tensor& z, const Tensor& t);
-  // dz is resized to z's shape and written (=).
+  void forward(Context& ctx, const Tensor& z, const Tensor& t);
+  float loss(Context& ctx) const;
+  void accumulate(Context& ctx, Tensor& acc, int64_t slot) const;
+  // dz is resized to z's shape (on its device) and written (=).
   void backward(Context& ctx, Tensor& dz);
 
  private:
   Tensor z_, t_, parts_;
 };
-
-namespace cpu {
-// parts (ceil(n / kLossChunk)): the loss summed over each chunk of kLossChunk elements, so the
-// caller's final sum does not depend on the thread count.
-constexpr int64_t kLossChunk = 4096;
-void binary_cross_entropy_forward(float* parts, const float* p, const float* t, int64_t n);
-void binary_cross_entropy_backward(float* dp, const float* p, const float* t, int64_t n,
-                                   float scale);
-void binary_cross_entropy_with_logits_forward(float* parts, const float* z, const float* t,
-                                              int64_t n);
-void binary_cross_entropy_with_logits_backward(float* dz, const float* z, const float* t, int64_t n,
-                                               float scale);
-}  // namespace cpu
 
 }  // namespace pdnn

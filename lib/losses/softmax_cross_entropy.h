@@ -3,9 +3,11 @@
 //   forward:  loss = (1/N) sum_n [ log sum_k exp(z_nk - m_n) - (z_n,label_n - m_n) ],
 //             m_n = max_k z_nk (so exp never overflows, even for logits of 1000)
 //   backward: dlogits (same shape as logits) = (softmax(z) - onehot(label)) / N, written (=)
+// The per-sample losses stay on the logits' device; loss() reads the mean back (a sync on the
+// GPU), accumulate_metrics() adds loss, correct count and sample count to a device accumulator
+// so a training loop reads back only when it prints.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "core/context.h"
 #include "core/tensor.h"
@@ -14,31 +16,29 @@ namespace pdnn {
 
 class SoftmaxCrossEntropy {
  public:
-  // logits: (N,K) or (N,K,1,1); labels: N values, each in [0,K) (pdnn::Error otherwise).
-  // Returns the mean loss; keeps softmax(logits) and the labels for backward().
+  // labels: N int32 values on the logits' device, each in [0,K) (checked on the CPU; on the GPU
+  // a bad label gives a NaN loss). Keeps softmax(logits), the losses and a copy of the labels.
+  void forward(Context& ctx, const Tensor& logits, const Tensor& labels);
+  // Convenience for host code and tests: CPU logits, labels from a host array; returns loss().
   float forward(Context& ctx, const Tensor& logits, const int32_t* labels);
-  // dlogits is resized to the logits' shape of the last forward and written (=).
+  // Mean loss of the last forward.
+  float loss(Context& ctx) const;
+  // dlogits is resized to the logits' shape of the last forward (on their device), written (=).
   void backward(Context& ctx, Tensor& dlogits);
+  // acc (float64, >= 3, logits' device): [0] += sum of losses, [1] += correct, [2] += N, for the
+  // last forward; `logits` must be the tensor that forward saw.
+  void accumulate_metrics(Context& ctx, const Tensor& logits, Tensor& acc) const;
   // softmax(logits) of the last forward, shape (N,K).
   const Tensor& probs() const { return probs_; }
 
  private:
   Tensor probs_;
-  Tensor row_loss_;  // (N): per-sample loss, summed serially so the mean is thread-independent
-  std::vector<int32_t> labels_;
+  Tensor row_loss_;  // (N): per-sample loss, summed in order so the mean is thread-independent
+  Tensor labels_;
   Shape in_shape_;
 };
 
-// Samples whose argmax (ties -> lowest index) equals the label; logits (N,K) or (N,K,1,1).
+// Samples whose argmax (ties -> lowest index) equals the label; CPU logits (N,K) or (N,K,1,1).
 int64_t count_correct(const Tensor& logits, const int32_t* labels);
-
-namespace cpu {
-// probs (N,K) = softmax(z) row by row; row_loss (N) = -log probs[n, labels[n]].
-void softmax_cross_entropy_forward(float* probs, float* row_loss, const float* z,
-                                   const int32_t* labels, int64_t n, int64_t k);
-// dz (N,K) = (probs - onehot(labels)) * scale.
-void softmax_cross_entropy_backward(float* dz, const float* probs, const int32_t* labels, int64_t n,
-                                    int64_t k, float scale);
-}  // namespace cpu
 
 }  // namespace pdnn

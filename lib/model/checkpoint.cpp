@@ -143,17 +143,30 @@ std::string printable(const char* p, size_t n) {
 
 }  // namespace
 
+namespace {
+// The host copy of a tensor that may live on a device (to(CPU): the only way out).
+Tensor on_host(const Tensor& t, Context* ctx, const std::string& path) {
+  if (t.device() == Device::CPU) return t;
+  PDNN_CHECK(ctx != nullptr, "checkpoint '%s': the model is on %s; pass the context",
+             path.c_str(), device_name(t.device()));
+  return t.to(Device::CPU, *ctx);
+}
+}  // namespace
+
 void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt, int64_t epoch,
-                     const std::map<std::string, int64_t>& values) {
+                     const std::map<std::string, int64_t>& values, Context* ctx) {
   for (const auto& kv : values)
     PDNN_CHECK(kv.first != "epoch" && kv.first != "optim.steps" && kv.first.size() <= kMaxName,
                "save_checkpoint '%s': value name '%s' is reserved or too long", path.c_str(),
                kv.first.c_str());
-  std::vector<std::pair<std::string, const Tensor*>> tensors;
-  for (const Param& p : model.params()) tensors.push_back({"param:" + p.name, p.value});
-  for (const Param& p : model.buffers()) tensors.push_back({"buffer:" + p.name, p.value});
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const Param& p : model.params())
+    tensors.push_back({"param:" + p.name, on_host(*p.value, ctx, path)});
+  for (const Param& p : model.buffers())
+    tensors.push_back({"buffer:" + p.name, on_host(*p.value, ctx, path)});
   if (opt)
-    for (const auto& s : opt->state()) tensors.push_back({"optim:" + s.first, s.second});
+    for (const auto& s : opt->state())
+      tensors.push_back({"optim:" + s.first, on_host(*s.second, ctx, path)});
 
   AtomicFile file(path, /*binary=*/true);
   Writer w(file.stream());
@@ -172,12 +185,13 @@ void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt,
   }
   w.str(opt ? opt->kind() : std::string());
   w.u32(static_cast<uint32_t>(tensors.size()));
-  for (const auto& t : tensors) w.tensor(t.first, *t.second);
+  for (const auto& t : tensors) w.tensor(t.first, t.second);
   w.finish();
   file.commit();
 }
 
-CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optimizer* opt) {
+CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optimizer* opt,
+                               Context* ctx) {
   Reader r(path);
 
   // 1. Read and check the whole file into temporaries.
@@ -292,10 +306,21 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
     if (opt_steps < 0) r.fail("holds optimizer state but no step count");
   }
 
-  // 3. Everything checked: copy.
+  // 3. Everything checked: copy (to the model's device when it is elsewhere).
   for (const auto& c : copies)
-    if (!c.second->data.empty())
+    PDNN_CHECK(c.first->device() == Device::CPU || ctx != nullptr,
+               "checkpoint '%s': the model is on %s; pass the context", path.c_str(),
+               device_name(c.first->device()));
+  for (const auto& c : copies) {
+    if (c.second->data.empty()) continue;
+    if (c.first->device() == Device::CPU) {
       std::memcpy(c.first->data(), c.second->data.data(), c.second->data.size() * sizeof(float));
+    } else {
+      Tensor host(c.first->shape());
+      std::memcpy(host.data(), c.second->data.data(), c.second->data.size() * sizeof(float));
+      copy_into(*c.first, host, *ctx);
+    }
+  }
   if (opt) opt->set_steps(opt_steps);
   return info;
 }

@@ -28,14 +28,17 @@ struct CheckpointInfo {
 
 // Throws pdnn::Error if the file cannot be written; an existing file at `path` is replaced only
 // once the new one is complete. `values` may not use the reserved names "epoch", "optim.steps".
+// ctx: needed when the model (or optimizer) lives on a device: its tensors are copied to the
+// host through it.
 void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt = nullptr,
-                     int64_t epoch = 0, const std::map<std::string, int64_t>& values = {});
+                     int64_t epoch = 0, const std::map<std::string, int64_t>& values = {},
+                     Context* ctx = nullptr);
 
 // Reads and validates the whole file (magic, version, length, checksum, every name and shape
 // against the model and, when opt is given, the optimizer's kind and state) before touching
 // anything; on any problem throws pdnn::Error naming the file and the problem, with the model
 // and optimizer unchanged. Optimizer state in the file is ignored when opt is nullptr.
 CheckpointInfo load_checkpoint(const std::string& path, Sequential& model,
-                               Optimizer* opt = nullptr);
+                               Optimizer* opt = nullptr, Context* ctx = nullptr);
 
 }  // namespace pdnn

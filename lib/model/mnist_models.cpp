@@ -50,8 +50,8 @@ std::unique_ptr<Optimizer> make_mnist_optimizer(const std::string& model_name,
                                                 float lr) {
   const std::string name = optimizer.empty() ? default_mnist_optimizer(model_name) : optimizer;
   if (model_name == "keras" && name == "adadelta")  // Keras's example: rho 0.95, not 0.9
-    return std::make_unique<Adadelta>(model.params(), lr < 0 ? 1.0 : lr, 0.95, 1e-6);
-  return make_optimizer(name, model.params(), lr);
+    return std::make_unique<Adadelta>(model.parameters(), lr < 0 ? 1.0 : lr, 0.95, 1e-6);
+  return make_optimizer(name, model.parameters(), lr);
 }
 
 }  // namespace pdnn

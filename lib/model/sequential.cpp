@@ -4,14 +4,18 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "ops/basic.h"
 #include "train/profiler.h"
 
 namespace pdnn {
 
 Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   PDNN_CHECK(layer != nullptr, "sequential: add(nullptr)");
+  PDNN_CHECK(device() == Device::CPU, "sequential: add a layer before moving the model to %s",
+             device_name(device()));
   layers_.push_back(std::move(layer));
   acts_.resize(layers_.size());
+  *params_ = ParamSet();  // gathered again, with the new layer's, on next use
   have_forward_ = false;
   return *layers_.back();
 }
@@ -20,15 +24,43 @@ std::string Sequential::label(size_t i) const {
   return name_.empty() ? std::to_string(i) : name_ + "." + std::to_string(i);
 }
 
+ParamSet& Sequential::parameters() {
+  if (!params_->built()) {
+    std::vector<Param> ps;
+    for (size_t i = 0; i < layers_.size(); ++i)
+      for (Param p : layers_[i]->params()) {
+        p.name = std::to_string(i) + "." + p.name;
+        ps.push_back(p);
+      }
+    params_->build(std::move(ps));
+  }
+  return *params_;
+}
+
+Device Sequential::device() { return params_->built() ? params_->device() : Device::CPU; }
+
+void Sequential::to(Device dev, Context& ctx) {
+  parameters().to(dev, ctx);
+  for (Param& b : buffers())
+    if (b.value->device() != dev) *b.value = b.value->to(dev, ctx);
+  // Activation buffers are made again on the new device by the next forward.
+  for (Tensor& a : acts_) a = Tensor();
+  grads_[0] = grads_[1] = x_in_ = dx_in_ = Tensor();
+  have_forward_ = false;
+}
+
 const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   PDNN_CHECK(!layers_.empty(), "sequential: forward through an empty model");
+  PDNN_CHECK(x.device() == device(),
+             "sequential: input %s is on %s, the model on %s (move one: model.to() or x.to())",
+             x.shape().str().c_str(), device_name(x.device()), device_name(device()));
   Profiler* prof = ctx.profiler();
   x_in_ = x;
   const Tensor* in = &x_in_;
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = *layers_[i];
     const Shape out = l.output_shape(in->shape());
-    acts_[i].resize(out);
+    acts_[i].resize(out, DType::F32, x.device(), ctx);
     if (prof) {
       const TimeMark t0 = time_mark(ctx);
       l.forward(ctx, *in, acts_[i]);
@@ -53,7 +85,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) 
     Tensor* dx = nullptr;
     if (i > 0 || want_input_grad) {
       dx = i > 0 ? &grads_[i % 2] : &dx_in_;
-      dx->resize(in.shape());
+      dx->resize(in.shape(), DType::F32, in.device(), ctx);
     }
     if (prof) {
       const TimeMark t0 = time_mark(ctx);
@@ -66,15 +98,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) 
   }
 }
 
-std::vector<Param> Sequential::params() {
-  std::vector<Param> out;
-  for (size_t i = 0; i < layers_.size(); ++i)
-    for (Param p : layers_[i]->params()) {
-      p.name = std::to_string(i) + "." + p.name;
-      out.push_back(p);
-    }
-  return out;
-}
+std::vector<Param> Sequential::params() { return parameters().params(); }
 
 std::vector<Param> Sequential::buffers() {
   std::vector<Param> out;
@@ -92,15 +116,16 @@ std::vector<size_t> Sequential::param_layers() {
   return out;
 }
 
-void Sequential::zero_grad() {
-  for (auto& l : layers_) l->zero_grad();
-}
+void Sequential::zero_grad(Context& ctx) { ops::zero(ctx, parameters().grads()); }
 
 void Sequential::train(bool on) {
   for (auto& l : layers_) l->train(on);
 }
 
 void Sequential::reset_parameters(Rng& rng) {
+  PDNN_CHECK(device() == Device::CPU,
+             "sequential: reset_parameters draws on the host; call it before to(%s)",
+             device_name(device()));
   for (auto& l : layers_) l->reset_parameters(rng);
 }
 

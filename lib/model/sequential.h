@@ -1,5 +1,7 @@
 // Sequential: layers in order, with the activation buffers they pass along. Buffers are owned
-// here and reused across steps (grow-only), so a training loop allocates once.
+// here and reused across steps (grow-only), so a training loop allocates once. The parameters
+// of all layers live in one flat buffer and their gradients in another (parameters()), on the
+// device the model was moved to (to()); activations follow the input's device.
 #pragma once
 #include <memory>
 #include <string>
@@ -32,8 +34,17 @@ class Sequential {
   void set_name(std::string name) { name_ = std::move(name); }
   const std::string& name() const { return name_; }
 
+  // Moves the parameters (and buffers, e.g. BatchNorm's statistics) to `dev`: one counted copy
+  // of the flat buffer. Gradients there start at zero. Initialise (reset_parameters) before.
+  void to(Device dev, Context& ctx);
+  // The device of the parameters (CPU until to() moves them).
+  Device device();
+  // All parameters as one flat buffer (gathered on first use, on the host).
+  ParamSet& parameters();
+
   // Runs every layer; the returned output is owned by the model and valid until the next call.
   // The model keeps a reference to x's storage for backward: do not modify x in between.
+  // x must be on the model's device.
   const Tensor& forward(Context& ctx, const Tensor& x);
   // dy = dL/d(output of the last forward). Accumulates parameter gradients (+=).
   // dL/d(input) is computed only when want_input_grad (e.g. a GAN's discriminator feeding G).
@@ -47,8 +58,10 @@ class Sequential {
   std::vector<Param> buffers();
   // Index of the layer that owns params()[i] (for per-layer update timing).
   std::vector<size_t> param_layers();
-  void zero_grad();
+  // One fill of the flat gradient buffer, on its device.
+  void zero_grad(Context& ctx);
   void train(bool on);
+  // Draws every layer's initial parameters (on the host: before to(CUDA)).
   void reset_parameters(Rng& rng);
 
   Shape output_shape(const Shape& in) const;
@@ -61,6 +74,7 @@ class Sequential {
   std::string label(size_t i) const;
 
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::unique_ptr<ParamSet> params_ = std::make_unique<ParamSet>();  // stable across moves
   std::string name_;
   std::vector<Tensor> acts_;  // acts_[i] = output of layer i
   Tensor grads_[2];           // ping-pong: layer i writes dL/d(its input) into grads_[i % 2]

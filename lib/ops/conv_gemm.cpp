@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/dispatch.h"
 #include "ops/gemm.h"
 
 namespace pdnn {
@@ -115,12 +116,12 @@ size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo a
 
 namespace cpu {
 
-void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y) {
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec) {
 #pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
   for (int64_t i = 0; i < n; ++i) bias_add_image(k, p, b, y + i * k * p);
 }
 
-void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db) {
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CpuExec) {
 #pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
   for (int64_t c = 0; c < k; ++c) {
     double s = 0.0;
@@ -144,7 +145,7 @@ void forward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x, 
     for (int64_t i = lo; i < hi; ++i) {
       float* yi = y + i * k * p;
       im2col(g, x + i * g.image_size(), cols);
-      gemm(false, false, k, p, rows, 1.f, w, cols, 0.f, yi);
+      gemm(false, false, k, p, rows, 1.f, w, cols, 0.f, yi, CpuExec{1});
       if (b) bias_add_image(k, p, b, yi);
     }
   }
@@ -176,13 +177,13 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
       if (dw) {
         im2col(g, x + i * g.image_size(), cols);
         if (dw_t)
-          gemm(false, true, rows, k, p, 1.f, cols, dyi, 1.f, pdw);
+          gemm(false, true, rows, k, p, 1.f, cols, dyi, 1.f, pdw, CpuExec{1});
         else
-          gemm(false, true, k, rows, p, 1.f, dyi, cols, 1.f, pdw);
+          gemm(false, true, k, rows, p, 1.f, dyi, cols, 1.f, pdw, CpuExec{1});
       }
       if (db) bias_sum_image(k, p, dyi, pdb);
       if (dx) {
-        gemm(true, false, rows, p, k, 1.f, w, dyi, 0.f, cols);
+        gemm(true, false, rows, p, k, 1.f, w, dyi, 0.f, cols, CpuExec{1});
         col2im(g, cols, dx + i * g.image_size());
       }
     }
@@ -202,63 +203,119 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
   }
 }
 
-// Columns of all images side by side: cols (rows, n*p), image i at column offset i*p.
-void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols) {
-  const int64_t p = g.col_cols();
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * g.col_size()))
-  for (int64_t i = 0; i < n; ++i) im2col(g, x + i * g.image_size(), cols + i * p, n * p);
-}
-
 void forward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* b, float* y, float* ws) {
+                     const float* b, float* y, float* ws, CpuExec e) {
   const int64_t rows = g.col_rows(), p = g.col_cols();
   float* cols = ws;
   float* tmp = ws + round_line(rows * n * p);  // y as (k, n*p)
-  im2col_batch(g, n, x, cols);
-  gemm(false, false, k, n * p, rows, 1.f, w, cols, 0.f, tmp);
-  cnhw_to_nchw(n, k, p, tmp, y);
-  if (b) bias_add(n, k, p, b, y);
+  im2col_batch(g, n, x, cols, e);
+  gemm(false, false, k, n * p, rows, 1.f, w, cols, 0.f, tmp, e);
+  cnhw_to_nchw(n, k, p, tmp, y, e);
+  if (b) bias_add(n, k, p, b, y, e);
 }
 
 void backward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                      const float* dy, float* dw, float* db, float* dx, float* ws) {
+                      const float* dy, float* dw, float* db, float* dx, float* ws, CpuExec e) {
   const int64_t rows = g.col_rows(), p = g.col_cols();
   float* cols = ws;
   float* dyt = ws + round_line(rows * n * p);  // dy as (k, n*p)
-  if (db) bias_backward(n, k, p, dy, db);
+  if (db) bias_backward(n, k, p, dy, db, e);
   if (!dw && !dx) return;
-  nchw_to_cnhw(n, k, p, dy, dyt);
+  nchw_to_cnhw(n, k, p, dy, dyt, e);
   if (dw) {
-    im2col_batch(g, n, x, cols);
-    gemm(false, true, k, rows, n * p, 1.f, dyt, cols, 1.f, dw);
+    im2col_batch(g, n, x, cols, e);
+    gemm(false, true, k, rows, n * p, 1.f, dyt, cols, 1.f, dw, e);
   }
   if (dx) {
-    gemm(true, false, rows, n * p, k, 1.f, w, dyt, 0.f, cols);
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * g.col_size()))
-    for (int64_t i = 0; i < n; ++i) col2im(g, cols + i * p, dx + i * g.image_size(), n * p);
+    gemm(true, false, rows, n * p, k, 1.f, w, dyt, 0.f, cols, e);
+    col2im_batch(g, n, cols, dx, e);
   }
 }
 
 }  // namespace
 
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, ConvAlgo algo, int threads, float* ws) {
-  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
+                    const float* b, float* y, ConvAlgo algo, float* ws, CpuExec e) {
+  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   if (algo == ConvAlgo::Batched)
-    forward_batched(g, n, k, x, w, b, y, ws);
+    forward_batched(g, n, k, x, w, b, y, ws, e);
   else
-    forward_per_image(g, n, k, x, w, b, y, threads, ws);
+    forward_per_image(g, n, k, x, w, b, y, e.threads, ws);
 }
 
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, ConvAlgo algo,
-                     int threads, float* ws) {
-  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
+                     const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
+                     CpuExec e) {
+  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   if (algo == ConvAlgo::Batched)
-    backward_batched(g, n, k, x, w, dy, dw, db, dx, ws);
+    backward_batched(g, n, k, x, w, dy, dw, db, dx, ws, e);
   else
-    backward_per_image(g, n, k, x, w, dy, dw, db, dx, threads, ws);
+    backward_per_image(g, n, k, x, w, dy, dw, db, dx, e.threads, ws);
 }
 
 }  // namespace cpu
+
+int64_t cuda_conv_chunk(const ConvGeom& g, int64_t n, int64_t k) {
+  constexpr int64_t kBudget = int64_t{64} << 20;  // floats: 256 MB of columns + product
+  const int64_t per_image = (g.col_rows() + k) * g.col_cols();
+  return std::max<int64_t>(1, std::min<int64_t>(n, kBudget / std::max<int64_t>(1, per_image)));
+}
+
+size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k) {
+  const int64_t c = cuda_conv_chunk(g, n, k);
+  return static_cast<size_t>(round_line(g.col_rows() * c * g.col_cols()) + k * c * g.col_cols());
+}
+
+namespace ops {
+
+namespace {
+const float* ptr(const Tensor* t) { return t ? t->data() : nullptr; }
+float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
+}  // namespace
+
+void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
+                    const Tensor& w, const Tensor* b, Tensor& y, ConvAlgo algo) {
+  PDNN_CHECK(x.numel() == n * g.image_size() && w.numel() == k * g.col_rows() &&
+                 y.numel() == n * k * g.col_cols() && (!b || b->numel() == k),
+             "conv2d_forward: x %s, w %s, y %s do not fit the geometry", x.shape().str().c_str(),
+             w.shape().str().c_str(), y.shape().str().c_str());
+  const Device d = op_device("conv2d_forward", {&x, &w, b, &y});
+  const size_t ws_n = d == Device::CUDA ? cuda_conv_workspace_floats(g, n, k)
+                                        : conv_workspace_floats(g, n, k, algo, ctx.threads());
+  float* ws = ctx.workspace(d, ws_n);
+  PDNN_DISPATCH(ctx, d, conv2d_forward, g, n, k, x.data(), w.data(), ptr(b), y.data(), algo, ws);
+}
+
+void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
+                     const Tensor& w, const Tensor& dy, Tensor* dw, Tensor* db, Tensor* dx,
+                     ConvAlgo algo) {
+  PDNN_CHECK((!x || x->numel() == n * g.image_size()) && w.numel() == k * g.col_rows() &&
+                 dy.numel() == n * k * g.col_cols() && (!dw || dw->numel() == w.numel()) &&
+                 (!db || db->numel() == k) && (!dx || dx->numel() == n * g.image_size()),
+             "conv2d_backward: w %s, dy %s do not fit the geometry", w.shape().str().c_str(),
+             dy.shape().str().c_str());
+  PDNN_CHECK(!dw || x, "conv2d_backward: the weight gradient needs x");
+  const Device d = op_device("conv2d_backward", {x, &w, &dy, dw, db, dx});
+  const size_t ws_n = d == Device::CUDA ? cuda_conv_workspace_floats(g, n, k)
+                                        : conv_workspace_floats(g, n, k, algo, ctx.threads());
+  float* ws = ctx.workspace(d, ws_n);
+  PDNN_DISPATCH(ctx, d, conv2d_backward, g, n, k, ptr(x), w.data(), dy.data(), ptr(dw), ptr(db),
+                ptr(dx), algo, ws);
+}
+
+void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y) {
+  PDNN_CHECK(b.numel() == k && y.numel() == n * k * p, "bias_add: b %s, y %s",
+             b.shape().str().c_str(), y.shape().str().c_str());
+  const Device d = op_device("bias_add", {&b, &y});
+  PDNN_DISPATCH(ctx, d, bias_add, n, k, p, b.data(), y.data());
+}
+
+void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db) {
+  PDNN_CHECK(db.numel() == k && dy.numel() == n * k * p, "bias_backward: dy %s, db %s",
+             dy.shape().str().c_str(), db.shape().str().c_str());
+  const Device d = op_device("bias_backward", {&dy, &db});
+  PDNN_DISPATCH(ctx, d, bias_backward, n, k, p, dy.data(), db.data());
+}
+
+}  // namespace ops
 }  // namespace pdnn

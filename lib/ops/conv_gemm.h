@@ -10,6 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/context.h"
+#include "core/exec.h"
+#include "core/tensor.h"
 #include "ops/im2col.h"
 
 namespace pdnn {
@@ -24,24 +27,53 @@ const char* conv_algo_name(ConvAlgo a);
 // The measured-faster algorithm for a shape at a thread count (never Auto).
 ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads);
 
-// Floats of scratch the functions below need (pass at least this much as `ws`).
+// Floats of scratch the CPU kernels below need (pass at least this much as `ws`).
 size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo, int threads);
+
+// The GPU runs every convolution as batched im2col + one GEMM per chunk of images (the CPU's
+// Batched scheme): columns of `chunk` images side by side, then the product. The chunk keeps
+// the column buffer under about 256 MB (W4 at batch 64 would need 3.7 GB at once).
+int64_t cuda_conv_chunk(const ConvGeom& g, int64_t n, int64_t k);
+size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k);
 
 namespace cpu {
 
-// y = conv(x, w) (+ b when b != nullptr). Writes y.
+// y = conv(x, w) (+ b when b != nullptr). Writes y. ws: conv_workspace_floats() floats.
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, ConvAlgo algo, int threads, float* ws);
+                    const float* b, float* y, ConvAlgo algo, float* ws, CpuExec e);
 
 // dw += dL/dw, db += dL/db, dx = dL/dx; each skipped when nullptr (x may then be nullptr
 // too when dw is). dy (n, k, oh, ow).
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, ConvAlgo algo,
-                     int threads, float* ws);
+                     const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
+                     CpuExec e);
 
 // y (n, k, p) += b[k]; db[k] += sum over n, p of dy (n, k, p) (fixed order).
-void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y);
-void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db);
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec e);
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CpuExec e);
 
 }  // namespace cpu
+
+namespace cuda {
+// algo is ignored (the GPU has one scheme); ws: cuda_conv_workspace_floats() floats.
+void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* b, float* y, ConvAlgo algo, float* ws, CudaExec e);
+void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                     const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
+                     CudaExec e);
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e);
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e);
+}  // namespace cuda
+
+// Tensor ops: the workspace comes from ctx on the tensors' device. Optional tensors as nullptr.
+namespace ops {
+void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
+                    const Tensor& w, const Tensor* b, Tensor& y, ConvAlgo algo);
+void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
+                     const Tensor& w, const Tensor& dy, Tensor* dw, Tensor* db, Tensor* dx,
+                     ConvAlgo algo);
+void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y);
+void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db);
+}  // namespace ops
+
 }  // namespace pdnn

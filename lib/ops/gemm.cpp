@@ -8,7 +8,7 @@ namespace pdnn {
 namespace cpu {
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-          const float* A, const float* B, float beta, float* C) {
+          const float* A, const float* B, float beta, float* C, CpuExec) {
   if (M == 0 || N == 0) return;
   const int lda = static_cast<int>(trans_a ? M : K);
   const int ldb = static_cast<int>(trans_b ? K : N);

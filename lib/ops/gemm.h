@@ -1,13 +1,30 @@
-// GEMM: C = alpha * op(A) op(B) + beta * C, row-major, through cblas_sgemm.
-// A is M x K (or K x M when trans_a), B is K x N (or N x K when trans_b), C is M x N.
+// GEMM: C = alpha * op(A) op(B) + beta * C, row-major, in fp32: OpenBLAS's cblas_sgemm on the
+// CPU, cuBLAS on the GPU (fp32, or TF32 tensor cores when the context asks for them).
+// A is M x K (or K x M when trans_a), B is K x N (or N x K when trans_b), C is M x N; each
+// matrix densely packed (leading dimension = its row length).
 #pragma once
 #include <cstdint>
 
+#include "core/exec.h"
+
 namespace pdnn {
+
 namespace cpu {
-
+// Threads: OpenBLAS's own setting (the context sets it); inside an OpenMP region it runs on the
+// calling thread alone.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-          const float* A, const float* B, float beta, float* C);
-
+          const float* A, const float* B, float beta, float* C, CpuExec e);
 }  // namespace cpu
+
+namespace cuda {
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const float* A, const float* B, float beta, float* C, CudaExec e);
+// count products C_i = alpha op(A_i) op(B_i) + beta C_i, A_i = A + i*stride_a, ... (cuBLAS's
+// strided batched GEMM).
+void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                          float alpha, const float* A, int64_t stride_a, const float* B,
+                          int64_t stride_b, float beta, float* C, int64_t stride_c,
+                          int64_t count, CudaExec e);
+}  // namespace cuda
+
 }  // namespace pdnn

@@ -28,20 +28,6 @@ ConvGeom conv_geom(const char* op, int64_t c, int64_t h, int64_t w, int64_t kh, 
   return g;
 }
 
-void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y) {
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * c * p))
-  for (int64_t ci = 0; ci < c; ++ci)
-    for (int64_t ni = 0; ni < n; ++ni)
-      std::memcpy(y + (ci * n + ni) * p, x + (ni * c + ci) * p, sizeof(float) * p);
-}
-
-void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y) {
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * c * p))
-  for (int64_t ni = 0; ni < n; ++ni)
-    for (int64_t ci = 0; ci < c; ++ci)
-      std::memcpy(y + (ni * c + ci) * p, x + (ci * n + ni) * p, sizeof(float) * p);
-}
-
 namespace {
 
 // Output columns ox whose input column ox*s - p + k lies in [0, w): [lo, hi).
@@ -142,6 +128,32 @@ void col2im(const ConvGeom& g, const float* cols, float* x_img, int64_t ld) {
         }
       }
     }
+}
+
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CpuExec) {
+  const int64_t p = g.col_cols();
+#pragma omp parallel for schedule(static) if (PDNN_PAR(n * g.col_size()))
+  for (int64_t i = 0; i < n; ++i) im2col(g, x + i * g.image_size(), cols + i * p, n * p);
+}
+
+void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CpuExec) {
+  const int64_t p = g.col_cols();
+#pragma omp parallel for schedule(static) if (PDNN_PAR(n * g.col_size()))
+  for (int64_t i = 0; i < n; ++i) col2im(g, cols + i * p, x + i * g.image_size(), n * p);
+}
+
+void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CpuExec) {
+#pragma omp parallel for schedule(static) if (PDNN_PAR(n * c * p))
+  for (int64_t ci = 0; ci < c; ++ci)
+    for (int64_t ni = 0; ni < n; ++ni)
+      std::memcpy(y + (ci * n + ni) * p, x + (ni * c + ci) * p, sizeof(float) * p);
+}
+
+void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CpuExec) {
+#pragma omp parallel for schedule(static) if (PDNN_PAR(n * c * p))
+  for (int64_t ni = 0; ni < n; ++ni)
+    for (int64_t ci = 0; ci < c; ++ci)
+      std::memcpy(y + (ni * c + ci) * p, x + (ci * n + ni) * p, sizeof(float) * p);
 }
 
 }  // namespace cpu

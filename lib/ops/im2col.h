@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/exec.h"
+
 namespace pdnn {
 
 // Geometry of one convolution over one image: input (c, h, w), kernel (kh, kw), stride (sh, sw),
@@ -20,11 +22,6 @@ struct ConvGeom {
 // offending sizes, unless every size is positive, padding >= 0 and the kernel fits the padded input.
 ConvGeom conv_geom(const char* op, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw,
                    int64_t sh, int64_t sw, int64_t ph, int64_t pw);
-
-// Permutes (n, c, p) to (c, n, p) and back: the layouts of a batch of images and of a batched
-// GEMM's columns/rows (one big GEMM over the whole batch).
-void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y);
-void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y);
 
 namespace cpu {
 
@@ -44,5 +41,24 @@ inline void col2im(const ConvGeom& g, const float* cols, float* x_img) {
   col2im(g, cols, x_img, g.col_cols());
 }
 
+// The batch-level twins below (both backends) work on all n images at once: their columns side
+// by side, cols (c*kh*kw, n*oh*ow), image i at column offset i*oh*ow (the layout of one big
+// GEMM over the batch). On the GPU col2im is a gather (one thread per input pixel sums the
+// column entries that read it), so no atomics.
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CpuExec e);
+void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CpuExec e);
+// Permutes (n, c, p) to (c, n, p) and back: the layouts of a batch of images and of a batched
+// GEMM's columns/rows.
+void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CpuExec e);
+void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CpuExec e);
+
 }  // namespace cpu
+
+namespace cuda {
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e);
+void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CudaExec e);
+void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e);
+void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e);
+}  // namespace cuda
+
 }  // namespace pdnn

@@ -12,21 +12,17 @@ namespace pdnn {
 
 class Adadelta : public Optimizer {
  public:
-  Adadelta(std::vector<Param> params, double lr = 1.0, double rho = 0.9, double eps = 1e-6,
+  Adadelta(ParamSet& params, double lr = 1.0, double rho = 0.9, double eps = 1e-6,
            double weight_decay = 0);
   std::string kind() const override { return "adadelta"; }
-  void update(Context& ctx, size_t i) override;
-  std::vector<std::pair<std::string, Tensor*>> state() override;
+
+ protected:
+  std::vector<std::pair<const char*, Tensor*>> slots() override;
+  void update(Context& ctx, const Tensor& step) override;
 
  private:
   double rho_, eps_, weight_decay_;
-  std::vector<Tensor> square_avg_, acc_delta_;
+  Tensor square_avg_, acc_delta_;  // flat
 };
-
-namespace cpu {
-// w, square_avg, acc_delta (n) updated in place from g (n) as above; keep = 1 - rho.
-void adadelta_update(float* w, float* square_avg, float* acc_delta, const float* g, int64_t n,
-                     float lr, float rho, float keep, float eps, float weight_decay);
-}  // namespace cpu
 
 }  // namespace pdnn

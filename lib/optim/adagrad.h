@@ -11,21 +11,17 @@ namespace pdnn {
 
 class Adagrad : public Optimizer {
  public:
-  Adagrad(std::vector<Param> params, double lr = 1e-2, double lr_decay = 0, double weight_decay = 0,
+  Adagrad(ParamSet& params, double lr = 1e-2, double lr_decay = 0, double weight_decay = 0,
           double initial_accumulator_value = 0, double eps = 1e-10);
   std::string kind() const override { return "adagrad"; }
-  void update(Context& ctx, size_t i) override;
-  std::vector<std::pair<std::string, Tensor*>> state() override;
+
+ protected:
+  std::vector<std::pair<const char*, Tensor*>> slots() override;
+  void update(Context& ctx, const Tensor& step) override;
 
  private:
   double lr_decay_, weight_decay_, eps_;
-  std::vector<Tensor> sum_;
+  Tensor sum_;  // flat
 };
-
-namespace cpu {
-// w, sum (n) updated in place from g (n) as above; clr is this step's decayed rate.
-void adagrad_update(float* w, float* sum, const float* g, int64_t n, float clr, float weight_decay,
-                    float eps);
-}  // namespace cpu
 
 }  // namespace pdnn

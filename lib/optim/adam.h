@@ -14,25 +14,17 @@ namespace pdnn {
 
 class Adam : public Optimizer {
  public:
-  Adam(std::vector<Param> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
+  Adam(ParamSet& params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
        double eps = 1e-8, double weight_decay = 0);
   std::string kind() const override { return "adam"; }
-  void update(Context& ctx, size_t i) override;
-  std::vector<std::pair<std::string, Tensor*>> state() override;
+
+ protected:
+  std::vector<std::pair<const char*, Tensor*>> slots() override;
+  void update(Context& ctx, const Tensor& step) override;
 
  private:
   double beta1_, beta2_, eps_, weight_decay_;
-  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  Tensor exp_avg_, exp_avg_sq_;  // flat, like the parameters
 };
-
-namespace cpu {
-// w, m (exp_avg), v (exp_avg_sq) (n) updated in place from g (n) as above; keep1 = 1 - beta1,
-// keep2 = 1 - beta2 (rounded from double, as PyTorch hands Python floats to the float kernel);
-// step_size = lr / bias_correction1 and bc2_sqrt = sqrt(bias_correction2) come from the step
-// count.
-void adam_update(float* w, float* m, float* v, const float* g, int64_t n, float beta1, float keep1,
-                 float beta2, float keep2, float eps, float weight_decay, float step_size,
-                 float bc2_sqrt);
-}  // namespace cpu
 
 }  // namespace pdnn

@@ -11,8 +11,7 @@ namespace pdnn {
 
 // lr < 0: the optimizer's default (adagrad 0.01, adadelta 1.0, adam 1e-3; sgd has none in
 // PyTorch, so "sgd" with lr < 0 throws). Unknown names throw pdnn::Error listing the known ones.
-std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<Param> params,
-                                          float lr);
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, ParamSet& params, float lr);
 
 // The names make_optimizer accepts, comma separated (for --help texts and errors).
 const char* optimizer_names();

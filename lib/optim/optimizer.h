@@ -1,42 +1,61 @@
-// Optimizer base: owns per-parameter state; step() applies one update to every parameter with
-// PyTorch's formulas (each subclass cites the one it follows).
+// Optimizer base: updates all of a model's parameters with one fused kernel over its flat
+// buffers (ParamSet), with PyTorch's formulas (each subclass cites the one it follows). Its
+// state (moments, sums) lives in flat buffers of the same size on the same device. The step
+// count lives there too, so a CUDA graph that captured step() sees it move every replay.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "layers/layer.h"
+#include "core/param.h"
 
 namespace pdnn {
 
+// ("<param index>.<slot>", tensor): per-parameter views of the state, for checkpoints.
+using StateList = std::vector<std::pair<std::string, Tensor*>>;
+
 class Optimizer {
  public:
-  explicit Optimizer(std::vector<Param> params) : params_(std::move(params)) {}
+  // `params` must outlive the optimizer; it may move between devices before a step (the state
+  // follows at the next step, one counted copy).
+  explicit Optimizer(ParamSet& params) : ps_(params) {}
   virtual ~Optimizer() = default;
   virtual std::string kind() const = 0;
 
   // One update of every parameter from its gradient (does not zero the gradients).
   void step(Context& ctx);
-  // Split form of step() for per-layer timing: begin_step(), then update(i) for every i.
-  void begin_step() { ++steps_; }
-  virtual void update(Context& ctx, size_t i) = 0;
 
-  size_t num_params() const { return params_.size(); }
+  size_t num_params() const { return ps_.params().size(); }
   int64_t steps() const { return steps_; }
-  void set_steps(int64_t s) { steps_ = s; }
+  void set_steps(int64_t s) {
+    steps_ = s;
+    step_synced_ = false;
+  }
+  // The host's count alone, for the host side of a CUDA graph (a capture that did not run, a
+  // replay that did): the graph's own kernel moves the device's count.
+  void set_host_steps(int64_t s) { steps_ = s; }
   float lr() const { return lr_; }
   void set_lr(float lr) { lr_ = lr; }
-  // State tensors for checkpoints, named "<param index>.<slot>" (e.g. "3.exp_avg").
-  virtual std::vector<std::pair<std::string, Tensor*>> state() = 0;
+  // State as per-parameter views, named "<i>.<slot>" (e.g. "3.exp_avg"); valid until the next
+  // call or step. On the state's device (copy through to(CPU) to read it).
+  StateList state();
 
  protected:
-  std::vector<Param> params_;
-  float lr_ = 0.f;
-  int64_t steps_ = 0;
-};
+  // The flat state buffers with their slot names (e.g. {"exp_avg", &m_}).
+  virtual std::vector<std::pair<const char*, Tensor*>> slots() = 0;
+  // The update itself; `step` (1) int64 on the parameters' device holds the new count.
+  virtual void update(Context& ctx, const Tensor& step) = 0;
+  // A flat state buffer for the parameters, filled with v (on the host until the first step).
+  Tensor state_like(float v) const;
 
-inline void Optimizer::step(Context& ctx) {
-  begin_step();
-  for (size_t i = 0; i < params_.size(); ++i) update(ctx, i);
-}
+  ParamSet& ps_;
+  float lr_ = 0.f;
+
+ private:
+  int64_t steps_ = 0;
+  Tensor step_;  // (1) int64 beside the parameters
+  bool step_synced_ = false;
+  std::vector<Tensor> views_;  // backing store of state()
+};
 
 }  // namespace pdnn

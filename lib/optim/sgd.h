@@ -15,23 +15,18 @@ class Sgd : public Optimizer {
  public:
   // PyTorch has no default lr for SGD; nesterov needs momentum > 0 and dampening == 0.
   // Hyper-parameters are doubles, as PyTorch's Python floats: the kernels get them rounded once.
-  Sgd(std::vector<Param> params, double lr, double momentum = 0, double weight_decay = 0,
+  Sgd(ParamSet& params, double lr, double momentum = 0, double weight_decay = 0,
       double dampening = 0, bool nesterov = false);
   std::string kind() const override { return "sgd"; }
-  void update(Context& ctx, size_t i) override;
-  std::vector<std::pair<std::string, Tensor*>> state() override;
+
+ protected:
+  std::vector<std::pair<const char*, Tensor*>> slots() override;
+  void update(Context& ctx, const Tensor& step) override;
 
  private:
   double momentum_, weight_decay_, dampening_;
   bool nesterov_;
-  std::vector<Tensor> buf_;
+  Tensor buf_;  // flat momentum buffers (empty without momentum)
 };
-
-namespace cpu {
-// w (n) -= lr * d, with d from g, w and buf (n; nullptr when momentum == 0) as above.
-// keep = 1 - dampening. first: buf is taken as d (PyTorch's "buf is None").
-void sgd_update(float* w, float* buf, const float* g, int64_t n, float lr, float momentum,
-                float keep, float weight_decay, bool nesterov, bool first);
-}  // namespace cpu
 
 }  // namespace pdnn

@@ -1,38 +1,143 @@
-// ClassifierTrainer: forward, loss, backward, update.
+// ClassifierTrainer: forward, loss, backward, update; on the GPU as a CUDA graph.
 #include "train/classifier_trainer.h"
 
+#include "core/error.h"
+#include "cuda/cuda_state.h"
+#include "cuda/graph.h"
 #include "data/loader.h"
+#include "ops/basic.h"
 #include "train/optimizer_step.h"
 
 namespace pdnn {
 
-float ClassifierTrainer::step(Context& ctx, const Tensor& x, const int32_t* labels) {
-  logits_ = &model_.forward(ctx, x);
-  const float l = loss_.forward(ctx, *logits_, labels);
+namespace {
+// The batch in a buffer on `dev`: copied (counted) when it is elsewhere or, on the GPU, always,
+// so that a captured graph always reads the same address.
+void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, const Tensor*& use) {
+  if (dev == Device::CPU && src.device() == Device::CPU) {
+    use = &src;
+    return;
+  }
+  buf.resize(src.shape(), t, dev, ctx);
+  copy_into(buf, src, ctx);
+  use = &buf;
+}
+}  // namespace
+
+ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph)
+    : model_(model), opt_(opt), use_graph_(cuda_graph), graph_(std::make_unique<CudaGraph>()) {}
+
+ClassifierTrainer::~ClassifierTrainer() = default;
+
+void ClassifierTrainer::run_step(Context& ctx) {
+  logits_ = &model_.forward(ctx, x_);
+  loss_.forward(ctx, *logits_, y_);
   loss_.backward(ctx, dlogits_);
-  model_.zero_grad();
+  model_.zero_grad(ctx);
   model_.backward(ctx, dlogits_);
   optimizer_step(ctx, opt_, model_);
-  return l;
+  loss_.accumulate_metrics(ctx, *logits_, acc_);
+}
+
+void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels) {
+  PDNN_CHECK(labels.dtype() == DType::I32 && labels.numel() == x.shape(0),
+             "trainer: %lld labels (int32) for a batch %s", static_cast<long long>(labels.numel()),
+             x.shape().str().c_str());
+  const Device dev = model_.device();
+  if (acc_.empty() || acc_.device() != dev) {
+    acc_ = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
+    ops::zero(ctx, acc_);
+  }
+  const Tensor *xs = nullptr, *ys = nullptr;
+  stage(ctx, x, DType::F32, dev, x_, xs);
+  stage(ctx, labels, DType::I32, dev, y_, ys);
+  if (dev == Device::CPU) {
+    // No copies on the CPU: the step reads the caller's tensors (views, no data moved).
+    x_ = *xs;
+    y_ = *ys;
+  }
+  if (dev == Device::CUDA && use_graph_ && !ctx.profiler() && graph_step(ctx)) return;
+  run_step(ctx);
+}
+
+bool ClassifierTrainer::graph_step(Context& ctx) {
+  const uint64_t frees = ctx.device_alloc_stats().frees;
+  const bool valid = graph_->ready() && graph_shape_ == x_.shape() && graph_frees_ == frees &&
+                     graph_lr_ == opt_.lr();
+  if (!valid) {
+    // The first step of a shape runs eagerly: it sizes every buffer and warms the caching
+    // allocator, so the capture allocates nothing. A smaller last batch of an epoch is run
+    // eagerly too, and keeps the full-size graph.
+    if (warm_shape_ != x_.shape() || (graph_->ready() && graph_shape_ != x_.shape())) {
+      warm_shape_ = x_.shape();
+      return false;
+    }
+    // Capture: record the step without running it, then undo its host-side bookkeeping (the
+    // optimizer's count and the RNG position moved on the host, their device copies did not).
+    const int64_t steps0 = opt_.steps();
+    const uint64_t rng0 = ctx.rng().counter();
+    CUstream_st* s = ctx.cuda().stream();
+    graph_->begin_capture(s);
+    try {
+      run_step(ctx);
+      graph_->end_capture(s);
+    } catch (...) {
+      graph_->abort_capture(s);
+      graph_->reset();
+      throw;
+    }
+    PDNN_CHECK(ctx.device_alloc_stats().frees == frees,
+               "trainer: a device buffer was freed while the step was captured as a CUDA graph "
+               "(a temporary inside the step); run with --cuda-graph off");
+    step_delta_ = opt_.steps() - steps0;
+    rng_delta_ = ctx.rng().counter() - rng0;
+    opt_.set_host_steps(steps0);
+    ctx.rewind_rng(rng0);
+    graph_shape_ = x_.shape();
+    graph_frees_ = frees;
+    graph_lr_ = opt_.lr();
+    ++captures_;
+  }
+  graph_->launch(ctx.cuda().stream());
+  opt_.set_host_steps(opt_.steps() + step_delta_);
+  ctx.mirror_rng_advance(rng_delta_);
+  ++replays_;
+  return true;
+}
+
+ClassifierMetrics ClassifierTrainer::metrics(Context& ctx) {
+  if (acc_.empty()) return {};
+  const Tensor h = acc_.device() == Device::CPU ? acc_ : acc_.to(Device::CPU, ctx);
+  const double* a = h.data<double>();
+  return ClassifierMetrics{a[0], a[1], a[2]};
+}
+
+void ClassifierTrainer::reset_metrics(Context& ctx) {
+  if (!acc_.empty()) ops::zero(ctx, acc_);
 }
 
 EvalResult evaluate_classifier(Context& ctx, Sequential& model, const LabeledImages& data,
                                int64_t batch) {
   model.train(false);
+  const Device dev = model.device();
   BatchLoader loader(data, batch);
   SoftmaxCrossEntropy ce;
-  Tensor x;
-  std::vector<int32_t> y;
-  double loss = 0;
-  int64_t correct = 0;
+  Tensor x, y, xd, yd;
+  Tensor acc = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
+  ops::zero(ctx, acc);
   for (int64_t b = 0; b < loader.num_batches(); ++b) {
-    const int64_t nb = loader.load(b, x, y);
-    const Tensor& logits = model.forward(ctx, x);
-    loss += static_cast<double>(ce.forward(ctx, logits, y.data())) * nb;
-    correct += count_correct(logits, y.data());
+    loader.load(b, x, y);
+    const Tensor *xs = nullptr, *ys = nullptr;
+    stage(ctx, x, DType::F32, dev, xd, xs);
+    stage(ctx, y, DType::I32, dev, yd, ys);
+    const Tensor& logits = model.forward(ctx, *xs);
+    ce.forward(ctx, logits, *ys);
+    ce.accumulate_metrics(ctx, logits, acc);
   }
   model.train(true);
-  return {loss / data.size(), static_cast<double>(correct) / data.size()};
+  const Tensor h = dev == Device::CPU ? acc : acc.to(Device::CPU, ctx);
+  const double* a = h.data<double>();
+  return {a[0] / data.size(), a[1] / data.size()};
 }
 
 }  // namespace pdnn

@@ -1,8 +1,11 @@
 // ClassifierTrainer: one training step of a classifier, the sequence every app and test repeats:
-// forward, softmax cross-entropy, zero_grad, backward, optimizer update (the update timed per
-// layer when a profiler is attached). Owns the loss and its gradient buffer.
+// forward, softmax cross-entropy, zero_grad, backward, optimizer update, metrics. On the GPU the
+// batch is copied into the trainer's device buffers (the only transfer of a step), the loss and
+// the correct count are added to device accumulators (read back only when asked), and from the
+// second step of a batch shape on the whole step is one CUDA graph, replayed every step.
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "data/idx.h"
 #include "losses/softmax_cross_entropy.h"
@@ -11,29 +14,60 @@
 
 namespace pdnn {
 
-class ClassifierTrainer {
- public:
-  // `opt` must have been built over model.params(); both must outlive the trainer.
-  ClassifierTrainer(Sequential& model, Optimizer& opt) : model_(model), opt_(opt) {}
-  // One step on a batch; returns the batch's mean loss. labels: x.shape(0) values.
-  float step(Context& ctx, const Tensor& x, const int32_t* labels);
-  // The logits of the last step (valid until the model's next forward).
-  const Tensor& logits() const { return *logits_; }
+class CudaGraph;
 
- private:
-  Sequential& model_;
-  Optimizer& opt_;
-  SoftmaxCrossEntropy loss_;
-  Tensor dlogits_;
-  const Tensor* logits_ = nullptr;
+// Totals over the steps since reset_metrics().
+struct ClassifierMetrics {
+  double loss_sum = 0, correct = 0, count = 0;
+  double loss() const { return count > 0 ? loss_sum / count : 0.0; }
+  double acc() const { return count > 0 ? correct / count : 0.0; }
 };
 
-struct EvalResult {
-  double loss = 0, acc = 0;
+class ClassifierTrainer {
+ public:
+  // `opt` must have been built over model.parameters(); both must outlive the trainer.
+  // cuda_graph: capture and replay the step on the GPU (ignored on the CPU, and while a
+  // profiler is attached, which times layers one by one).
+  ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph = true);
+  ~ClassifierTrainer();
+
+  // One step on a batch: x (N,...) float32 and labels (N) int32, on the host (pinned memory
+  // makes the copy asynchronous) or on the model's device.
+  void step(Context& ctx, const Tensor& x, const Tensor& labels);
+  // Totals since the last reset (reads them back: a sync on the GPU; call it when printing).
+  ClassifierMetrics metrics(Context& ctx);
+  void reset_metrics(Context& ctx);
+  // The logits of the last step, on the model's device (valid until the model's next forward).
+  const Tensor& logits() const { return *logits_; }
+  // Steps run as a replayed graph, and graphs captured, so far.
+  int64_t graph_replays() const { return replays_; }
+  int64_t graph_captures() const { return captures_; }
+
+ private:
+  void run_step(Context& ctx);  // the step itself, on x_ and y_
+  bool graph_step(Context& ctx);
+
+  Sequential& model_;
+  Optimizer& opt_;
+  bool use_graph_;
+  SoftmaxCrossEntropy loss_;
+  Tensor x_, y_;       // the batch on the model's device (GPU: the graph's fixed inputs)
+  Tensor dlogits_, acc_;
+  const Tensor* logits_ = nullptr;
+  std::unique_ptr<CudaGraph> graph_;
+  Shape graph_shape_, warm_shape_;
+  uint64_t graph_frees_ = 0;      // device frees seen when the graph was captured
+  float graph_lr_ = 0.f;
+  int64_t step_delta_ = 0;        // per replay: optimizer steps and RNG draws on the host side
+  uint64_t rng_delta_ = 0;
+  int64_t replays_ = 0, captures_ = 0;
 };
 
 // Mean softmax cross-entropy and accuracy over a whole split, in stored order, in evaluation
-// mode (the model is put back in training mode afterwards).
+// mode (the model is put back in training mode afterwards), on the model's device.
+struct EvalResult {
+  double loss = 0, acc = 0;
+};
 EvalResult evaluate_classifier(Context& ctx, Sequential& model, const LabeledImages& data,
                                int64_t batch);
 

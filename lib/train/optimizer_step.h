@@ -1,5 +1,5 @@
-// optimizer_step: one optimizer update of a model's parameters, timed per owning layer when a
-// profiler is attached to the context (otherwise the same as opt.step(ctx)).
+// optimizer_step: one optimizer update of a model's parameters (one fused kernel over the flat
+// buffer), timed as the profiler's "update" row when a profiler is attached to the context.
 #pragma once
 #include "core/context.h"
 #include "model/sequential.h"
@@ -7,7 +7,7 @@
 
 namespace pdnn {
 
-// `opt` must have been built over model.params() (same order); checked by count.
+// `opt` must have been built over model.parameters() (checked by count).
 void optimizer_step(Context& ctx, Optimizer& opt, Sequential& model);
 
 }  // namespace pdnn

@@ -6,17 +6,19 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "cuda/cuda_state.h"
 #include "layers/layer.h"
 
 namespace pdnn {
 
 TimeMark time_mark(Context& ctx) {
-  (void)ctx;
-  return TimeMark{std::chrono::steady_clock::now()};
+  TimeMark m{std::chrono::steady_clock::now(), nullptr};
+  if (ctx.has_cuda()) m.event = cuda_event_record(ctx.cuda().stream());
+  return m;
 }
 
 double ms_since(Context& ctx, const TimeMark& start) {
-  (void)ctx;
+  if (start.event) return cuda_event_elapsed_ms(start.event, cuda_event_record(ctx.cuda().stream()));
   const auto d = std::chrono::steady_clock::now() - start.t;
   return std::chrono::duration<double, std::milli>(d).count();
 }
@@ -39,20 +41,21 @@ double Profiler::step_ms() const { return steps_ > 0 ? step_total_ms_ / steps_ :
 void Profiler::reset() {
   entries_.clear();
   index_.clear();
+  update_keys_.clear();
   step_total_ms_ = 0;
   steps_ = 0;
   in_step_ = false;
 }
 
-Profiler::Entry* Profiler::find(const Layer& layer) {
-  auto it = index_.find(&layer);
+Profiler::Entry* Profiler::find(const void* key) {
+  auto it = index_.find(key);
   return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 void Profiler::record_forward(const Layer& layer, const std::string& label, const Shape& in,
                               const Shape& out, double ms) {
   if (!in_step_) return;
-  Entry* e = find(layer);
+  Entry* e = find(&layer);
   if (!e) {
     index_[&layer] = entries_.size();
     entries_.push_back(Entry{label, layer.kind(), layer.describe(), out});
@@ -65,12 +68,20 @@ void Profiler::record_forward(const Layer& layer, const std::string& label, cons
 
 void Profiler::record_backward(const Layer& layer, double ms) {
   if (!in_step_) return;
-  if (Entry* e = find(layer)) e->bwd_ms += ms;
+  if (Entry* e = find(&layer)) e->bwd_ms += ms;
 }
 
-void Profiler::record_update(const Layer& layer, double ms) {
+void Profiler::record_update(const std::string& label, const std::string& optimizer, double ms) {
   if (!in_step_) return;
-  if (Entry* e = find(layer)) e->update_ms += ms;
+  // Keyed by the address of a string this profiler owns, one per label.
+  const std::string& key = update_keys_.emplace(label, label).first->second;
+  Entry* e = find(&key);
+  if (!e) {
+    index_[&key] = entries_.size();
+    entries_.push_back(Entry{label, "update", optimizer + " (all parameters, fused)", Shape{}});
+    e = &entries_.back();
+  }
+  e->update_ms += ms;
 }
 
 std::vector<Profiler::Row> Profiler::rows() const {

@@ -1,5 +1,5 @@
-// Per-layer profiler: forward, backward and optimizer-update time of every layer, averaged over
-// training steps, with each layer's share of the measured step time and its achieved GFLOP/s.
+// Per-layer profiler: forward and backward time of every layer and the optimizer's update
+// (one fused kernel over all parameters: its own row), averaged over training steps, with each layer's share of the measured step time and its achieved GFLOP/s.
 // Attach with ctx.set_profiler(&p); Sequential and optimizer_step() report to it. Only work
 // between begin_step() and end_step() is recorded, so evaluation passes do not pollute it.
 #pragma once
@@ -12,15 +12,18 @@
 #include "core/context.h"
 #include "core/shape.h"
 
+struct CUevent_st;
+
 namespace pdnn {
 
 class Layer;
 
-// The two timing calls everything goes through. On the CPU: steady_clock. The CUDA backend
-// will record an event on the context's stream in time_mark() and synchronise/measure in
-// ms_since(), without any caller changing.
+// The two timing calls everything goes through. On the CPU: steady_clock. On the GPU:
+// time_mark() records an event on the context's stream and ms_since() records another and
+// waits for it, so a layer's time is its kernels' time (profiling therefore runs eagerly).
 struct TimeMark {
   std::chrono::steady_clock::time_point t;
+  CUevent_st* event = nullptr;
 };
 TimeMark time_mark(Context& ctx);
 double ms_since(Context& ctx, const TimeMark& start);  // milliseconds from start to now
@@ -47,7 +50,8 @@ class Profiler {
   void record_forward(const Layer& layer, const std::string& label, const Shape& in,
                       const Shape& out, double ms);
   void record_backward(const Layer& layer, double ms);
-  void record_update(const Layer& layer, double ms);
+  // The optimizer's update of a whole model, as a row of its own named `label`.
+  void record_update(const std::string& label, const std::string& optimizer, double ms);
 
   // Rows in the order layers were first seen, then an "other" row: step time not spent inside
   // any layer (loss, zero_grad, data handling, timing overhead), its time in the fwd_ms column.
@@ -63,10 +67,11 @@ class Profiler {
     Shape out;
     double fwd_ms = 0, bwd_ms = 0, update_ms = 0, fwd_flops = 0;
   };
-  Entry* find(const Layer& layer);
+  Entry* find(const void* key);
 
   std::vector<Entry> entries_;
-  std::unordered_map<const Layer*, size_t> index_;
+  std::unordered_map<const void*, size_t> index_;  // layer, or the update label's interned copy
+  std::unordered_map<std::string, std::string> update_keys_;
   TimeMark step_start_{};
   double step_total_ms_ = 0;
   int64_t steps_ = 0;

@@ -15,10 +15,14 @@ Progress::Progress(int epoch, int epochs, int64_t batches)
       t0_(Clock::now()),
       last_(t0_) {}
 
+bool Progress::due(int64_t done) const {
+  const double since = std::chrono::duration<double>(Clock::now() - last_).count();
+  return done >= batches_ || since >= (tty_ ? 0.25 : 5.0);
+}
+
 void Progress::update(int64_t done, int64_t images, double loss, double acc) {
+  if (!due(done)) return;
   const auto now = Clock::now();
-  const double since = std::chrono::duration<double>(now - last_).count();
-  if (done < batches_ && since < (tty_ ? 0.25 : 5.0)) return;
   last_ = now;
   const double el = std::chrono::duration<double>(now - t0_).count();
   const double eta = done > 0 ? el * static_cast<double>(batches_ - done) / done : 0.0;

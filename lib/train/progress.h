@@ -11,6 +11,9 @@ class Progress {
  public:
   // epoch counts from 0; printed as epoch+1 of epochs.
   Progress(int epoch, int epochs, int64_t batches);
+  // Whether update(done, ...) would print now: the caller reads its metrics back (a GPU sync)
+  // only then.
+  bool due(int64_t done) const;
   // After batch `done` (1-based) of the epoch: images seen so far, running loss and accuracy.
   void update(int64_t done, int64_t images, double loss, double acc);
   // Clears the line on a terminal, so the epoch summary that follows starts clean.

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/context.h"
+#include "cuda/cuda_state.h"
 #include "pdnn_version.h"
 
 namespace pdnn {
@@ -61,6 +62,7 @@ RunInfo run_info(const Context& ctx) {
   r.blas_core = blas_core_name();
   r.compiler = compiler_name();
   r.threads = ctx.threads();
+  if (ctx.has_cuda()) r.gpu = ctx.cuda().info().str();
   return r;
 }
 

@@ -15,6 +15,7 @@ struct RunInfo {
   std::string blas_core;  // OpenBLAS kernel set, e.g. Haswell, Zen
   std::string compiler;   // e.g. "GCC 12.2.0"
   int threads = 1;        // ctx.threads()
+  std::string gpu;        // the context's GPU (name, memory, compute capability, driver), or ""
 };
 
 RunInfo run_info(const Context& ctx);

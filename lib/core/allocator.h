@@ -1,0 +1,37 @@
+// Where Storage gets its memory. One allocator per kind of memory: aligned host memory (here),
+// pinned host memory and the CUDA caching allocator (lib/cuda/allocator.cpp, the only file that
+// calls cudaMalloc/cudaFree). Storage keeps a shared_ptr to its allocator, so memory is always
+// returned to the allocator that gave it, even when the Context that made it is gone.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/device.h"
+
+namespace pdnn {
+
+// What an allocator has done, for tests and the run header ("after the first step no
+// cudaMalloc happens").
+struct AllocStats {
+  uint64_t allocs = 0, frees = 0;           // allocate() / deallocate() calls
+  uint64_t sys_allocs = 0, sys_frees = 0;   // calls into the system (cudaMalloc / cudaFree)
+  size_t in_use = 0, peak_in_use = 0;       // bytes handed out now / at most
+  size_t reserved = 0;                      // bytes held from the system (in use + cached)
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual Device device() const = 0;
+  virtual const char* name() const = 0;
+  // Never returns nullptr: throws pdnn::Error saying how much was asked for and why it failed.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* p, size_t bytes) noexcept = 0;
+  virtual AllocStats stats() const { return {}; }
+};
+
+// 64-byte aligned host memory (AVX-512 loads never split a cache line). Stateless, shared.
+const std::shared_ptr<Allocator>& host_allocator();
+
+}  // namespace pdnn

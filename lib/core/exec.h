@@ -1,0 +1,11 @@
+// The execution argument every kernel takes last: threads on the CPU; a stream (and the cuBLAS
+// handle bound to it) on the GPU. CUstream_st and cublasContext are CUDA's opaque types
+// (cudaStream_t == CUstream_st*, cublasHandle_t == cublasContext*), declared here so CPU
+// headers stay free of CUDA headers.
+#pragma once
+struct CUstream_st;
+struct cublasContext;
+namespace pdnn {
+struct CpuExec { int threads = 1; };
+struct CudaExec { CUstream_st* stream = nullptr; cublasContext* blas = nullptr; };
+}  // namespace pdnn

@@ -1,0 +1,163 @@
+// The CUDA memory allocators, and the only file that calls cudaMalloc/cudaFree (and their
+// page-locked host twins).
+//
+// CachingAllocator (after PyTorch's): freed blocks are kept, keyed by size, and handed out
+// again for requests of about the same size, so after the first step of a training loop no
+// cudaMalloc or cudaFree happens (cudaMalloc costs 10s-100s of microseconds and synchronises
+// the device; and a CUDA graph needs the same addresses every step). One stream per context:
+// a block freed while a kernel still uses it is only handed to work queued later on that same
+// stream, which runs after it. Out of memory: the cache is released and the allocation retried
+// once; then a pdnn::Error says how much was asked for and what is free.
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "cuda/allocator.h"
+#include "cuda/check.h"
+
+namespace pdnn {
+
+namespace {
+
+constexpr size_t kRound = 512;          // every block a multiple of this (cudaMalloc's is 256)
+constexpr size_t kSlack = size_t{1} << 20;  // reuse a cached block up to 2x + 1 MiB the request
+
+class CachingAllocator final : public Allocator {
+ public:
+  explicit CachingAllocator(int device) : device_(device) {}
+  ~CachingAllocator() override {
+    cudaSetDevice(device_);
+    for (auto& [p, size] : sizes_) cudaFree(p);
+  }
+  Device device() const override { return Device::CUDA; }
+  const char* name() const override { return "cuda-caching"; }
+
+  void* allocate(size_t bytes) override {
+    const size_t size = ((bytes > 0 ? bytes : 1) + kRound - 1) / kRound * kRound;
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.allocs;
+    auto it = free_.lower_bound(size);
+    if (it != free_.end() && it->first <= 2 * size + kSlack) {
+      void* p = it->second;
+      stats_.in_use += it->first;
+      free_.erase(it);
+      note_peak();
+      return p;
+    }
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, size);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear it, give the cache back, try once more
+      release_cached();
+      e = cudaMalloc(&p, size);
+    }
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      PDNN_FAIL("out of GPU memory (%s): asked for %.1f MiB; %.1f MiB free of %.1f MiB, pdnn "
+                "holds %.1f MiB (try a smaller --batch or --size)",
+                cudaGetErrorString(e), size / 1048576.0, free_b / 1048576.0, total_b / 1048576.0,
+                stats_.reserved / 1048576.0);
+    }
+    ++stats_.sys_allocs;
+    sizes_[p] = size;
+    stats_.reserved += size;
+    stats_.in_use += size;
+    note_peak();
+    return p;
+  }
+
+  void deallocate(void* p, size_t) noexcept override {
+    if (!p) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = sizes_.find(p);
+    if (it == sizes_.end()) return;  // not ours: never happens, and never worth a crash
+    ++stats_.frees;
+    stats_.in_use -= it->second;
+    free_.emplace(it->second, p);
+  }
+
+  AllocStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  void note_peak() {
+    if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
+  }
+  // Every cached (free) block back to the driver. Waits for the device first: a cached block
+  // may still be in use by queued work.
+  void release_cached() {
+    cudaDeviceSynchronize();
+    for (auto& [size, p] : free_) {
+      cudaFree(p);
+      sizes_.erase(p);
+      stats_.reserved -= size;
+      ++stats_.sys_frees;
+    }
+    free_.clear();
+  }
+
+  int device_;
+  mutable std::mutex mu_;
+  std::multimap<size_t, void*> free_;         // cached blocks by size
+  std::unordered_map<void*, size_t> sizes_;   // every block we hold, in use or cached
+  AllocStats stats_;
+};
+
+// Page-locked host memory for batches on their way to the GPU (an asynchronous copy needs it).
+// Batch buffers live for the whole run, so there is no cache.
+class PinnedAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device::CPU; }
+  const char* name() const override { return "pinned"; }
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    const cudaError_t e = cudaMallocHost(&p, bytes > 0 ? bytes : 64);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      PDNN_FAIL("out of page-locked host memory: asked for %.1f MiB (%s)", bytes / 1048576.0,
+                cudaGetErrorString(e));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.allocs;
+    ++stats_.sys_allocs;
+    stats_.in_use += bytes;
+    stats_.reserved += bytes;
+    if (stats_.in_use > stats_.peak_in_use) stats_.peak_in_use = stats_.in_use;
+    return p;
+  }
+  void deallocate(void* p, size_t bytes) noexcept override {
+    if (!p) return;
+    cudaFreeHost(p);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.frees;
+    ++stats_.sys_frees;
+    stats_.in_use -= bytes;
+    stats_.reserved -= bytes;
+  }
+  AllocStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  AllocStats stats_;
+};
+
+}  // namespace
+
+std::shared_ptr<Allocator> make_cuda_caching_allocator(int device) {
+  return std::make_shared<CachingAllocator>(device);
+}
+
+std::shared_ptr<Allocator> make_cuda_pinned_allocator() {
+  return std::make_shared<PinnedAllocator>();
+}
+
+}  // namespace pdnn

@@ -1,0 +1,75 @@
+// The CUDA side of a Context: the device, its stream, the cuBLAS handle, the caching and pinned
+// allocators, the device's description. This header includes no CUDA header (CUDA's handle
+// types are forward-declared), so CPU code may name these types; the definitions are compiled
+// only in CUDA builds (PDNN_HAVE_CUDA), and a CPU build never constructs a CudaState.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "core/allocator.h"
+#include "core/device.h"
+#include "core/exec.h"
+
+struct cublasContext;  // cublasHandle_t == cublasContext*
+struct CUevent_st;     // cudaEvent_t == CUevent_st*
+
+namespace pdnn {
+
+// What the run header and CSV rows say about the GPU.
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  size_t total_memory = 0;  // bytes
+  int cc_major = 0, cc_minor = 0, sm_count = 0;
+  int driver_version = 0, runtime_version = 0;  // e.g. 13000
+  // "NVIDIA H100 80GB HBM3, 79.2 GiB, cc 9.0, 132 SMs, driver 13.0, runtime 13.0"
+  std::string str() const;
+};
+
+class CudaState {
+ public:
+  // Opens device `index`; throws pdnn::Error saying why it cannot (no device, driver too old).
+  explicit CudaState(int index = 0);
+  ~CudaState();
+  CudaState(const CudaState&) = delete;
+  CudaState& operator=(const CudaState&) = delete;
+
+  CUstream_st* stream() const { return stream_; }
+  cublasContext* cublas() const { return cublas_; }
+  // Device memory: the caching allocator (no cudaMalloc once a training loop has warmed up).
+  const std::shared_ptr<Allocator>& allocator() const { return alloc_; }
+  // Page-locked host memory, for batches copied to the device asynchronously.
+  const std::shared_ptr<Allocator>& pinned() const { return pinned_; }
+  const CudaDeviceInfo& info() const { return info_; }
+  // TF32 tensor-core math for cuBLAS's fp32 GEMMs (off by default: plain fp32).
+  void set_tf32(bool on);
+  bool tf32() const { return tf32_; }
+  void synchronize();
+  // Bytes of device memory free right now (cudaMemGetInfo).
+  size_t free_memory() const;
+
+ private:
+  CudaDeviceInfo info_;
+  CUstream_st* stream_ = nullptr;
+  cublasContext* cublas_ = nullptr;
+  void* cublas_ws_ = nullptr;  // cuBLAS's workspace, set once so graph capture never allocates
+  std::shared_ptr<Allocator> alloc_, pinned_;
+  bool tf32_ = false;
+};
+
+// Whether this build has CUDA and a device is present; *why (when given) says why not in one
+// line ("this pdnn was built without CUDA ...", "no CUDA device: ...").
+bool cuda_usable(std::string* why = nullptr);
+
+// The raw copy behind Tensor::to/copy_into: bytes from src (on src_dev) to dst (on dst_dev),
+// on `stream`; waits for it when `wait`.
+void cuda_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes,
+               CUstream_st* stream, bool wait);
+
+// Timing with events on a stream (the profiler's time_mark/ms_since on the GPU).
+CUevent_st* cuda_event_record(CUstream_st* stream);
+// Milliseconds between two recorded events (waits for `end`); destroys both.
+double cuda_event_elapsed_ms(CUevent_st* start, CUevent_st* end);
+
+}  // namespace pdnn

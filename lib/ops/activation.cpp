@@ -1,0 +1,107 @@
+// Elementwise activations: CPU kernels and the dispatch (see activation.h).
+#include "ops/activation.h"
+
+#include <cmath>
+
+#include "core/parallel.h"
+#include "ops/dispatch.h"
+
+namespace pdnn {
+
+namespace cpu {
+
+void relu_forward(int64_t n, const float* x, float* y, CpuExec) {
+#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+
+void relu_backward(int64_t n, const float* x, const float* dy, float* dx, CpuExec) {
+#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.f ? dy[i] : 0.f;
+}
+
+void leaky_relu_forward(int64_t n, float slope, const float* x, float* y, CpuExec) {
+#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : slope * x[i];
+}
+
+void leaky_relu_backward(int64_t n, float slope, const float* x, const float* dy, float* dx,
+                         CpuExec) {
+#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.f ? dy[i] : slope * dy[i];
+}
+
+void sigmoid_forward(int64_t n, const float* x, float* y, CpuExec) {
+  // exp(-x) overflows to inf for x < -88, giving y = 0: the correct limit, no NaN.
+#pragma omp parallel for if(PDNN_PAR(n / 8)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-x[i]));
+}
+
+void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec) {
+#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.f - y[i]);
+}
+
+void tanh_forward(int64_t n, const float* x, float* y, CpuExec) {
+  // tanh costs ~10x a multiply-add, so the serial threshold is lower than for cheap loops.
+#pragma omp parallel for if(PDNN_PAR(n / 8)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+}
+
+void tanh_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec) {
+#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.f - y[i] * y[i]);
+}
+
+}  // namespace cpu
+
+namespace ops {
+
+namespace {
+Device check2(const char* op, const Tensor& a, const Tensor& b) {
+  check_same_shape(op, a.shape(), b.shape());
+  return op_device(op, {&a, &b});
+}
+Device check3(const char* op, const Tensor& a, const Tensor& b, const Tensor& c) {
+  check_same_shape(op, a.shape(), b.shape());
+  check_same_shape(op, a.shape(), c.shape());
+  return op_device(op, {&a, &b, &c});
+}
+}  // namespace
+
+void relu_forward(Context& ctx, const Tensor& x, Tensor& y) {
+  const Device d = check2("relu_forward", x, y);
+  PDNN_DISPATCH(ctx, d, relu_forward, x.numel(), x.data(), y.data());
+}
+void relu_backward(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  const Device d = check3("relu_backward", x, dy, dx);
+  PDNN_DISPATCH(ctx, d, relu_backward, x.numel(), x.data(), dy.data(), dx.data());
+}
+void leaky_relu_forward(Context& ctx, float slope, const Tensor& x, Tensor& y) {
+  const Device d = check2("leaky_relu_forward", x, y);
+  PDNN_DISPATCH(ctx, d, leaky_relu_forward, x.numel(), slope, x.data(), y.data());
+}
+void leaky_relu_backward(Context& ctx, float slope, const Tensor& x, const Tensor& dy,
+                         Tensor& dx) {
+  const Device d = check3("leaky_relu_backward", x, dy, dx);
+  PDNN_DISPATCH(ctx, d, leaky_relu_backward, x.numel(), slope, x.data(), dy.data(), dx.data());
+}
+void sigmoid_forward(Context& ctx, const Tensor& x, Tensor& y) {
+  const Device d = check2("sigmoid_forward", x, y);
+  PDNN_DISPATCH(ctx, d, sigmoid_forward, x.numel(), x.data(), y.data());
+}
+void sigmoid_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  const Device d = check3("sigmoid_backward", y, dy, dx);
+  PDNN_DISPATCH(ctx, d, sigmoid_backward, y.numel(), y.data(), dy.data(), dx.data());
+}
+void tanh_forward(Context& ctx, const Tensor& x, Tensor& y) {
+  const Device d = check2("tanh_forward", x, y);
+  PDNN_DISPATCH(ctx, d, tanh_forward, x.numel(), x.data(), y.data());
+}
+void tanh_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  const Device d = check3("tanh_backward", y, dy, dx);
+  PDNN_DISPATCH(ctx, d, tanh_backward, y.numel(), y.data(), dy.data(), dx.data());
+}
+
+}  // namespace ops
+}  // namespace pdnn

@@ -1,0 +1,52 @@
+// Elementwise activations: ReLU, LeakyReLU, Sigmoid, Tanh; n elements each.
+//   relu:       y = max(x, 0);              dx = x > 0 ? dy : 0   (the gradient at 0 is 0, as PyTorch)
+//   leaky_relu: y = x > 0 ? x : slope x;    dx = x > 0 ? dy : slope dy
+//   sigmoid:    y = 1 / (1 + exp(-x));      dx = dy y (1 - y)     (from y: cheaper than exp again)
+//   tanh:       y = tanh(x);                dx = dy (1 - y^2)
+// Kernels may run in place (y == x in forward, dx == dy in backward).
+#pragma once
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/exec.h"
+#include "core/tensor.h"
+
+namespace pdnn {
+
+namespace cpu {
+void relu_forward(int64_t n, const float* x, float* y, CpuExec e);
+void relu_backward(int64_t n, const float* x, const float* dy, float* dx, CpuExec e);
+void leaky_relu_forward(int64_t n, float slope, const float* x, float* y, CpuExec e);
+void leaky_relu_backward(int64_t n, float slope, const float* x, const float* dy, float* dx,
+                         CpuExec e);
+void sigmoid_forward(int64_t n, const float* x, float* y, CpuExec e);
+void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec e);
+void tanh_forward(int64_t n, const float* x, float* y, CpuExec e);
+void tanh_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec e);
+}  // namespace cpu
+
+namespace cuda {
+void relu_forward(int64_t n, const float* x, float* y, CudaExec e);
+void relu_backward(int64_t n, const float* x, const float* dy, float* dx, CudaExec e);
+void leaky_relu_forward(int64_t n, float slope, const float* x, float* y, CudaExec e);
+void leaky_relu_backward(int64_t n, float slope, const float* x, const float* dy, float* dx,
+                         CudaExec e);
+void sigmoid_forward(int64_t n, const float* x, float* y, CudaExec e);
+void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx, CudaExec e);
+void tanh_forward(int64_t n, const float* x, float* y, CudaExec e);
+void tanh_backward(int64_t n, const float* y, const float* dy, float* dx, CudaExec e);
+}  // namespace cuda
+
+// Tensor ops: shapes must agree, all tensors on one device.
+namespace ops {
+void relu_forward(Context& ctx, const Tensor& x, Tensor& y);
+void relu_backward(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dx);
+void leaky_relu_forward(Context& ctx, float slope, const Tensor& x, Tensor& y);
+void leaky_relu_backward(Context& ctx, float slope, const Tensor& x, const Tensor& dy, Tensor& dx);
+void sigmoid_forward(Context& ctx, const Tensor& x, Tensor& y);
+void sigmoid_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx);
+void tanh_forward(Context& ctx, const Tensor& x, Tensor& y);
+void tanh_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx);
+}  // namespace ops
+
+}  // namespace pdnn

@@ -1,0 +1,62 @@
+// Dropout: CPU kernels and dispatch (see dropout.h).
+#include "ops/dropout.h"
+
+#include "core/parallel.h"
+#include "core/rng.h"
+#include "ops/basic.h"
+#include "ops/dispatch.h"
+
+namespace pdnn {
+
+namespace cpu {
+
+void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, const float* x,
+                     float* y, float* mask, CpuExec) {
+  const float scale = 1.f / (1.f - p);
+  const double pd = p;
+  const uint64_t b = static_cast<uint64_t>(*base);
+  // One hash per element (~10 integer ops): worth threads at a lower size than a plain loop.
+#pragma omp parallel for if(PDNN_PAR(n / 4)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const bool keep = Rng::to_unit(Rng::at(seed, b + static_cast<uint64_t>(i) + 1)) >= pd;
+    mask[i] = keep ? scale : 0.f;
+    y[i] = x[i] * mask[i];
+  }
+}
+
+void dropout_backward(int64_t n, const float* dy, const float* mask, float* dx, CpuExec) {
+#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
+}
+
+}  // namespace cpu
+
+namespace ops {
+
+void dropout_forward(Context& ctx, float p, const Tensor& x, Tensor& y, Tensor& mask) {
+  const Device d = op_device("dropout_forward", {&x, &y, &mask});
+  check_same_shape("dropout_forward: y vs x", y.shape(), x.shape());
+  check_same_shape("dropout_forward: mask vs x", mask.shape(), x.shape());
+  const int64_t n = x.numel();
+  const uint64_t seed = ctx.rng().seed();
+  if (d == Device::CPU) {
+    const int64_t base = static_cast<int64_t>(ctx.rng().reserve(static_cast<uint64_t>(n)));
+    cpu::dropout_forward(n, p, seed, &base, x.data(), y.data(), mask.data(), ctx.cpu_exec());
+    return;
+  }
+  Tensor& counter = ctx.device_rng_counter();
+  PDNN_DISPATCH(ctx, d, dropout_forward, n, p, seed, counter.data<int64_t>(), x.data(), y.data(),
+                mask.data());
+  counter_add(ctx, counter, n);
+  ctx.mirror_rng_advance(static_cast<uint64_t>(n));
+}
+
+void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& mask, Tensor& dx) {
+  const Device d = op_device("dropout_backward", {&dy, &mask, &dx});
+  check_same_shape("dropout_backward: mask vs dy", mask.shape(), dy.shape());
+  check_same_shape("dropout_backward: dx vs dy", dx.shape(), dy.shape());
+  PDNN_DISPATCH(ctx, d, dropout_backward, dy.numel(), dy.data(), mask.data(), dx.data());
+}
+
+}  // namespace ops
+}  // namespace pdnn

@@ -1,0 +1,36 @@
+// Inverted dropout with a counter-based mask: element i of a forward that starts at RNG
+// position `base` is kept iff Rng::to_unit(Rng::at(seed, base + i + 1)) >= p, and kept values
+// are scaled by 1/(1-p). The mask depends only on (seed, base, i): the same at any thread count
+// and on either device, so CPU and GPU masks are identical.
+#pragma once
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/exec.h"
+#include "core/tensor.h"
+
+namespace pdnn {
+
+namespace cpu {
+// base: where the draw starts (read, not changed; on the GPU it lives in device memory so a
+// CUDA graph sees it move). mask[i] = 1/(1-p) if kept else 0; y = x * mask.
+void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, const float* x,
+                     float* y, float* mask, CpuExec e);
+// dx = dy * mask.
+void dropout_backward(int64_t n, const float* dy, const float* mask, float* dx, CpuExec e);
+}  // namespace cpu
+
+namespace cuda {
+void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, const float* x,
+                     float* y, float* mask, CudaExec e);
+void dropout_backward(int64_t n, const float* dy, const float* mask, float* dx, CudaExec e);
+}  // namespace cuda
+
+namespace ops {
+// Draws n = x.numel() values from the context's RNG (ctx.rng() on the CPU, its device copy on
+// the GPU, both advanced by n). mask: float32, x's shape.
+void dropout_forward(Context& ctx, float p, const Tensor& x, Tensor& y, Tensor& mask);
+void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& mask, Tensor& dx);
+}  // namespace ops
+
+}  // namespace pdnn

@@ -1,0 +1,79 @@
+// Loss kernels and the on-device metric accumulators (so a training step never reads back).
+//   softmax cross-entropy, fused and stable: probs = softmax(z) per row (max subtracted, sums in
+//     double); row_loss = log sum exp(z - m) - (z_label - m); dz = (probs - onehot) * scale.
+//   binary cross-entropy on probabilities (PyTorch's BCELoss: logs clamped at -100) and on
+//     logits (BCEWithLogitsLoss: max(z,0) - z t + log1p(exp(-|z|))): per-chunk sums `parts`
+//     (kLossChunk elements each, summed in double in index order), so the total is the same at
+//     any thread count; dp = scale (p - t) / max(p (1-p), 1e-12); dz = scale (sigmoid(z) - t).
+//   classifier_metrics: acc[0] += sum of row_loss, acc[1] += samples whose argmax (ties: lowest
+//     index) is the label, acc[2] += n  (acc: float64 on the device).
+//   sum_into: acc[0] += scale * sum(x) (in double, fixed order).
+// Labels outside [0,K) are refused on the CPU; on the GPU they give a NaN loss (the run then
+// stops as diverged): loaders check labels before they reach the device.
+#pragma once
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/exec.h"
+#include "core/tensor.h"
+
+namespace pdnn {
+
+constexpr int64_t kLossChunk = 4096;
+inline int64_t loss_chunks(int64_t n) { return (n + kLossChunk - 1) / kLossChunk; }
+
+namespace cpu {
+void softmax_cross_entropy_forward(int64_t n, int64_t k, const float* z, const int32_t* labels,
+                                   float* probs, float* row_loss, CpuExec e);
+void softmax_cross_entropy_backward(int64_t n, int64_t k, float scale, const float* probs,
+                                    const int32_t* labels, float* dz, CpuExec e);
+void classifier_metrics(int64_t n, int64_t k, const float* z, const int32_t* labels,
+                        const float* row_loss, double* acc, CpuExec e);
+void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, float* parts,
+                                  CpuExec e);
+void binary_cross_entropy_backward(int64_t n, float scale, const float* p, const float* t,
+                                   float* dp, CpuExec e);
+void bce_with_logits_forward(int64_t n, const float* z, const float* t, float* parts, CpuExec e);
+void bce_with_logits_backward(int64_t n, float scale, const float* z, const float* t, float* dz,
+                              CpuExec e);
+void sum_into(int64_t n, float scale, const float* x, double* acc, CpuExec e);
+}  // namespace cpu
+
+namespace cuda {
+void softmax_cross_entropy_forward(int64_t n, int64_t k, const float* z, const int32_t* labels,
+                                   float* probs, float* row_loss, CudaExec e);
+void softmax_cross_entropy_backward(int64_t n, int64_t k, float scale, const float* probs,
+                                    const int32_t* labels, float* dz, CudaExec e);
+void classifier_metrics(int64_t n, int64_t k, const float* z, const int32_t* labels,
+                        const float* row_loss, double* acc, CudaExec e);
+void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, float* parts,
+                                  CudaExec e);
+void binary_cross_entropy_backward(int64_t n, float scale, const float* p, const float* t,
+                                   float* dp, CudaExec e);
+void bce_with_logits_forward(int64_t n, const float* z, const float* t, float* parts, CudaExec e);
+void bce_with_logits_backward(int64_t n, float scale, const float* z, const float* t, float* dz,
+                              CudaExec e);
+void sum_into(int64_t n, float scale, const float* x, double* acc, CudaExec e);
+}  // namespace cuda
+
+namespace ops {
+// z (n,k), labels (n) int32; probs (n,k), row_loss (n) written.
+void softmax_cross_entropy_forward(Context& ctx, const Tensor& z, const Tensor& labels,
+                                   Tensor& probs, Tensor& row_loss);
+void softmax_cross_entropy_backward(Context& ctx, float scale, const Tensor& probs,
+                                    const Tensor& labels, Tensor& dz);
+// acc: float64 (>= 3).
+void classifier_metrics(Context& ctx, const Tensor& z, const Tensor& labels,
+                        const Tensor& row_loss, Tensor& acc);
+// parts: float32 (loss_chunks(n)).
+void binary_cross_entropy_forward(Context& ctx, const Tensor& p, const Tensor& t, Tensor& parts);
+void binary_cross_entropy_backward(Context& ctx, float scale, const Tensor& p, const Tensor& t,
+                                   Tensor& dp);
+void bce_with_logits_forward(Context& ctx, const Tensor& z, const Tensor& t, Tensor& parts);
+void bce_with_logits_backward(Context& ctx, float scale, const Tensor& z, const Tensor& t,
+                              Tensor& dz);
+// acc: float64; acc[slot] += scale * sum(x).
+void sum_into(Context& ctx, float scale, const Tensor& x, Tensor& acc, int64_t slot = 0);
+}  // namespace ops
+
+}  // namespace pdnn

@@ -1,0 +1,124 @@
+// Optimizer updates: CPU kernels and dispatch (see optim.h).
+#include "ops/optim.h"
+
+#include <cmath>
+
+#include "core/parallel.h"
+#include "ops/dispatch.h"
+
+namespace pdnn {
+
+namespace cpu {
+
+void sgd_update(int64_t n, const SgdArgs& a, const int64_t* step, const float* g, float* w,
+                float* buf, CpuExec) {
+  const bool first = *step <= 1;
+  const float lr = a.lr, momentum = a.momentum, keep = a.keep, wd = a.weight_decay;
+  const bool nesterov = a.nesterov, use_buf = a.has_buffer;
+#pragma omp parallel for if(PDNN_PAR(n))
+  for (int64_t i = 0; i < n; ++i) {
+    float d = wd != 0.f ? g[i] + wd * w[i] : g[i];
+    if (use_buf) {
+      buf[i] = first ? d : buf[i] * momentum + keep * d;
+      d = nesterov ? d + momentum * buf[i] : buf[i];
+    }
+    w[i] -= lr * d;
+  }
+}
+
+void adagrad_update(int64_t n, const AdagradArgs& a, const int64_t* step, const float* g, float* w,
+                    float* sum, CpuExec) {
+  const float clr =
+      static_cast<float>(a.lr / (1.0 + static_cast<double>(*step - 1) * a.lr_decay));
+  const float wd = a.weight_decay, eps = a.eps;
+#pragma omp parallel for if(PDNN_PAR(n))
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = wd != 0.f ? g[i] + wd * w[i] : g[i];
+    sum[i] += d * d;
+    w[i] -= clr * (d / (std::sqrt(sum[i]) + eps));
+  }
+}
+
+void adadelta_update(int64_t n, const AdadeltaArgs& a, const float* g, float* w,
+                     float* square_avg, float* acc_delta, CpuExec) {
+  const float lr = a.lr, rho = a.rho, keep = a.keep, eps = a.eps, wd = a.weight_decay;
+#pragma omp parallel for if(PDNN_PAR(n))
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = wd != 0.f ? g[i] + wd * w[i] : g[i];
+    square_avg[i] = square_avg[i] * rho + keep * (d * d);
+    const float std_ = std::sqrt(square_avg[i] + eps);
+    const float delta = std::sqrt(acc_delta[i] + eps) / std_ * d;
+    acc_delta[i] = acc_delta[i] * rho + keep * (delta * delta);
+    w[i] -= lr * delta;
+  }
+}
+
+void adam_update(int64_t n, const AdamArgs& a, const int64_t* step, const float* g, float* w,
+                 float* m, float* v, CpuExec) {
+  const double s = static_cast<double>(*step);
+  const double bc1 = 1.0 - std::pow(a.beta1, s), bc2 = 1.0 - std::pow(a.beta2, s);
+  const float step_size = static_cast<float>(a.lr / bc1);
+  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  const float beta1 = static_cast<float>(a.beta1), keep1 = static_cast<float>(1.0 - a.beta1);
+  const float beta2 = static_cast<float>(a.beta2), keep2 = static_cast<float>(1.0 - a.beta2);
+  const float eps = a.eps, wd = a.weight_decay;
+#pragma omp parallel for if(PDNN_PAR(n))
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = wd != 0.f ? g[i] + wd * w[i] : g[i];
+    m[i] = m[i] * beta1 + keep1 * d;
+    v[i] = v[i] * beta2 + keep2 * (d * d);
+    const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+    w[i] -= step_size * (m[i] / denom);
+  }
+}
+
+}  // namespace cpu
+
+namespace ops {
+
+namespace {
+Device check_flat(const char* op, const Tensor* step, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = *ts.begin();
+  for (const Tensor* t : ts)
+    PDNN_CHECK(!t || t->numel() == first->numel(), "%s: flat buffers of %lld and %lld values",
+               op, static_cast<long long>(first->numel()), static_cast<long long>(t->numel()));
+  if (step)
+    PDNN_CHECK(step->numel() == 1 && step->dtype() == DType::I64,
+               "%s: step must be one int64", op);
+  std::initializer_list<const Tensor*> all = ts;
+  const Device d = op_device(op, all);
+  if (step) op_device(op, {first, step});
+  return d;
+}
+}  // namespace
+
+void sgd_update(Context& ctx, const SgdArgs& a, const Tensor& step, const Tensor& g, Tensor& w,
+                Tensor& buf) {
+  const Device d = check_flat("sgd_update", &step, {&g, &w, a.has_buffer ? &buf : nullptr});
+  PDNN_DISPATCH(ctx, d, sgd_update, w.numel(), a, step.data<int64_t>(), g.data(), w.data(),
+                a.has_buffer ? buf.data() : nullptr);
+}
+
+void adagrad_update(Context& ctx, const AdagradArgs& a, const Tensor& step, const Tensor& g,
+                    Tensor& w, Tensor& sum) {
+  const Device d = check_flat("adagrad_update", &step, {&g, &w, &sum});
+  PDNN_DISPATCH(ctx, d, adagrad_update, w.numel(), a, step.data<int64_t>(), g.data(), w.data(),
+                sum.data());
+}
+
+void adadelta_update(Context& ctx, const AdadeltaArgs& a, const Tensor& g, Tensor& w,
+                     Tensor& square_avg, Tensor& acc_delta) {
+  const Device d = check_flat("adadelta_update", nullptr, {&g, &w, &square_avg, &acc_delta});
+  PDNN_DISPATCH(ctx, d, adadelta_update, w.numel(), a, g.data(), w.data(), square_avg.data(),
+                acc_delta.data());
+}
+
+void adam_update(Context& ctx, const AdamArgs& a, const Tensor& step, const Tensor& g, Tensor& w,
+                 Tensor& m, Tensor& v) {
+  const Device d = check_flat("adam_update", &step, {&g, &w, &m, &v});
+  PDNN_DISPATCH(ctx, d, adam_update, w.numel(), a, step.data<int64_t>(), g.data(), w.data(),
+                m.data(), v.data());
+}
+
+}  // namespace ops
+}  // namespace pdnn

@@ -263,7 +263,7 @@ int64_t cuda_conv_chunk(const ConvGeom& g, int64_t n, int64_t k) {
 
 size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k) {
   const int64_t c = cuda_conv_chunk(g, n, k);
-  return static_cast<size_t>(round_line(g.col_rows() * c * g.col_cols()) + k * c * g.col_cols());
+  return static_cast<size_t>(cuda_conv_product_offset(g, c) + k * c * g.col_cols());
 }
 
 namespace ops {

@@ -34,6 +34,10 @@ size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo a
 // Batched scheme): columns of `chunk` images side by side, then the product. The chunk keeps
 // the column buffer under about 256 MB (W4 at batch 64 would need 3.7 GB at once).
 int64_t cuda_conv_chunk(const ConvGeom& g, int64_t n, int64_t k);
+// The workspace holds the columns, then (at this offset, in floats) the product.
+inline int64_t cuda_conv_product_offset(const ConvGeom& g, int64_t chunk) {
+  return (g.col_rows() * chunk * g.col_cols() + 15) / 16 * 16;
+}
 size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k);
 
 namespace cpu {

@@ -138,6 +138,32 @@ TEST_F(ImageFolderTest, ReadsEveryKindSkipsAndCountsTheBadFiles) {
   EXPECT_NE(log.find("skipped 4 of 14 files: cats/empty.jpg (empty file)"), std::string::npos)
       << log;
 
+  // The default normalisation is the train split's: its plain samples at the cache size have
+  // mean 0 and std 1 per channel.
+  {
+    ImageFolderOptions at_cache = quiet(19);
+    at_cache.cache_size = 19;
+    const ImageFolder g = load_image_folder(dir_, at_cache);
+    const int64_t plane = 19 * 19;
+    std::vector<float> s(static_cast<size_t>(3 * plane));
+    double sum[3] = {0, 0, 0}, sum_sq[3] = {0, 0, 0};
+    for (int64_t i = 0; i < g.train.size(); ++i) {
+      g.train.read(i, s.data(), std::nullopt);
+      for (int c = 0; c < 3; ++c)
+        for (int64_t k = 0; k < plane; ++k) {
+          sum[c] += s[static_cast<size_t>(c * plane + k)];
+          sum_sq[c] += s[static_cast<size_t>(c * plane + k)] * s[static_cast<size_t>(c * plane + k)];
+        }
+    }
+    const double n = static_cast<double>(plane * g.train.size());
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_NEAR(sum[c] / n, 0.0, 1e-4) << "channel " << c;
+      EXPECT_NEAR(sum_sq[c] / n, 1.0, 1e-4) << "channel " << c;
+    }
+    EXPECT_EQ(g.test.normalization().mean[1], g.norm.mean[1]);
+    EXPECT_EQ(g.train.normalization().std[2], g.norm.std[2]);
+  }
+
   // Every sample reads finite values of the right shape, with and without augmentation.
   std::vector<float> x(3 * 16 * 16);
   for (const ImageFolderDataset* split : {&f.train, &f.test})
@@ -230,6 +256,21 @@ TEST_F(ImageFolderTest, ClassListOrderSplitAndDeterminism) {
     for (int64_t i = 0; i < c.train.size(); ++i) differs |= c.train.path(i) != a.train.path(i);
   }
   EXPECT_TRUE(differs);
+  // A class splits the same way whatever the class list: cats alone, with dogs, in any order.
+  o.split_seed = 4;
+  auto cats_train = [&](const std::vector<std::string>& classes) {
+    ImageFolderOptions p = o;
+    p.classes = classes;
+    const ImageFolder g = load_image_folder(dir_, p);
+    std::vector<std::string> paths;
+    for (int64_t i = 0; i < g.train.size(); ++i)
+      if (g.train.path(i).rfind("cats/", 0) == 0) paths.push_back(g.train.path(i));
+    return paths;
+  };
+  const std::vector<std::string> alone = cats_train({"cats"});
+  EXPECT_EQ(alone.size(), 4u);
+  EXPECT_EQ(cats_train({"dogs", "cats"}), alone);
+  EXPECT_EQ(cats_train({}), alone);
 }
 
 TEST_F(ImageFolderTest, AugmentedBatchesArePrefetchedExactlyAndAtAnyThreadCount) {

@@ -1,13 +1,12 @@
 // Throughput of the image-folder data path, to size the loader's core budget (a benchmark,
 // not a test): at each thread count, how many photos per second are decoded into the cache
 // (once per run), and how many training samples (augmented) and test samples (plain) per
-// second are packed into batches at --size. Also the train split's per-channel mean and std,
-// against the ImageNet constants used for normalisation.
+// second are packed into batches at --size. Also the train split's per-channel mean and std
+// (the normalisation the loader uses), against ImageNet's.
 //   build/bin/bench_loader [--data datasets/caltech101-6] [--size 224] [--threads 1,2]
 //                          [--batches 20] [--csv results/bench/loader.csv]
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -30,26 +29,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 #ifdef PDNN_HAVE_OPENCV
-// Per-channel mean and std of a split's cached bytes / 255.
-void channel_stats(const ImageFolderDataset& d, double mean[3], double std[3]) {
-  double s[3] = {0, 0, 0}, s2[3] = {0, 0, 0};
-  const int64_t px = static_cast<int64_t>(d.cache_size()) * d.cache_size();
-  for (int64_t i = 0; i < d.size(); ++i) {
-    const uint8_t* p = d.cached(i);
-    for (int64_t k = 0; k < px; ++k)
-      for (int c = 0; c < 3; ++c) {
-        const double v = p[k * 3 + c] / 255.0;
-        s[c] += v;
-        s2[c] += v * v;
-      }
-  }
-  const double n = static_cast<double>(px) * d.size();
-  for (int c = 0; c < 3; ++c) {
-    mean[c] = s[c] / n;
-    std[c] = std::sqrt(s2[c] / n - mean[c] * mean[c]);
-  }
-}
-
 int run(int argc, char** argv) {
   CLI::App app{"bench_loader: images/s of decoding and of batch packing (augmented and plain)"};
   std::string data = "datasets/caltech101-6", csv_path;
@@ -109,13 +88,11 @@ int run(int argc, char** argv) {
     report("decode+resize (once)", f.files, static_cast<double>(f.files) / decode_s,
            TimingStats{per_photo_ms, per_photo_ms, per_photo_ms, 1});
     if (!stats_done) {
-      double mean[3], std[3];
-      channel_stats(f.train, mean, std);
       std::printf("# %lld photos, cache %dx%d = %.0f MB; train split RGB mean %.3f %.3f %.3f, "
                   "std %.3f %.3f %.3f (ImageNet: 0.485 0.456 0.406 / 0.229 0.224 0.225)\n",
                   static_cast<long long>(photos), f.cache_size, f.cache_size,
-                  static_cast<double>(f.cache_bytes) / 1e6, mean[0], mean[1], mean[2], std[0],
-                  std[1], std[2]);
+                  static_cast<double>(f.cache_bytes) / 1e6, f.norm.mean[0], f.norm.mean[1],
+                  f.norm.mean[2], f.norm.std[0], f.norm.std[1], f.norm.std[2]);
       stats_done = true;
     }
     for (const bool augment : {true, false}) {

@@ -206,6 +206,46 @@ std::vector<std::string> list_files(const std::string& dir, const std::string& c
   return files;
 }
 
+// FNV-1a (64 bits) of a class name: the class's split stream, so that a class splits the same
+// way whichever other classes are loaded and in whatever order.
+uint64_t name_hash(const std::string& name) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (const char ch : name) {
+    h ^= static_cast<uint8_t>(ch);
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+// Per-channel mean and std of the given cached images' bytes / 255. Integer sums are exact,
+// so the result does not depend on the thread count or order.
+Normalization channel_statistics(const ImageStore& store, const std::vector<int64_t>& images,
+                                 int threads) {
+  uint64_t sum[3] = {0, 0, 0}, sum_sq[3] = {0, 0, 0};
+  const int64_t n = static_cast<int64_t>(images.size());
+  const size_t per = store.bytes_per_image();
+#pragma omp parallel for num_threads(threads) reduction(+ : sum[:3], sum_sq[:3]) if (n > 64)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* p = store.image(images[static_cast<size_t>(i)]);
+    for (size_t k = 0; k < per; k += 3)
+      for (int c = 0; c < 3; ++c) {
+        const uint64_t v = p[k + static_cast<size_t>(c)];
+        sum[c] += v;
+        sum_sq[c] += v * v;
+      }
+  }
+  Normalization norm;
+  const double count = static_cast<double>(n) * static_cast<double>(per / 3);
+  for (int c = 0; c < 3; ++c) {
+    const double mean = static_cast<double>(sum[c]) / count;
+    const double var = static_cast<double>(sum_sq[c]) / count - mean * mean;
+    norm.mean[c] = static_cast<float>(mean / 255.0);
+    // A constant channel (one flat colour everywhere) keeps std 1 rather than dividing by 0.
+    norm.std[c] = var > 1e-6 ? static_cast<float>(std::sqrt(var) / 255.0) : 1.f;
+  }
+  return norm;
+}
+
 std::string with_commas(int64_t v) {
   std::string s = std::to_string(v);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
@@ -325,9 +365,9 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
 
   // ---- keep the readable images (moving them down over the skipped ones' slots)
   ImageFolder out{dir, store->classes,
-                  ImageFolderDataset(store, {}, opt.size, opt.augment, opt.norm),
-                  ImageFolderDataset(store, {}, opt.size, AugmentOptions::none(), opt.norm),
-                  {}, {}, n_files, {}, side, 0, 0};
+                  ImageFolderDataset(store, {}, opt.size, opt.augment, Normalization{}),
+                  ImageFolderDataset(store, {}, opt.size, AugmentOptions::none(), Normalization{}),
+                  {}, {}, Normalization{}, n_files, {}, side, 0, 0};
   std::vector<int64_t> per_class(static_cast<size_t>(num_classes), 0);
   int64_t kept = 0;
   for (int64_t i = 0; i < n_files; ++i) {
@@ -368,7 +408,7 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
     const int64_t n = per_class[static_cast<size_t>(k)];
     int64_t n_train = std::llround(static_cast<double>(n) * opt.train_fraction);
     n_train = std::max<int64_t>(1, std::min(n_train, opt.train_fraction < 1 ? n - 1 : n));
-    Rng rng(Rng::at(opt.split_seed, static_cast<uint64_t>(k) + 1));
+    Rng rng(Rng::at(opt.split_seed, name_hash(store->classes[static_cast<size_t>(k)])));
     std::vector<int64_t> perm = rng.permutation(n);
     std::sort(perm.begin(), perm.begin() + n_train);
     std::sort(perm.begin() + n_train, perm.end());
@@ -378,8 +418,9 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
     out.test_per_class.push_back(n - n_train);
     begin += n;
   }
-  out.train = ImageFolderDataset(store, std::move(train), opt.size, opt.augment, opt.norm);
-  out.test = ImageFolderDataset(store, std::move(test), opt.size, AugmentOptions::none(), opt.norm);
+  out.norm = opt.norm ? *opt.norm : channel_statistics(*store, train, threads);
+  out.train = ImageFolderDataset(store, std::move(train), opt.size, opt.augment, out.norm);
+  out.test = ImageFolderDataset(store, std::move(test), opt.size, AugmentOptions::none(), out.norm);
   out.cache_bytes = per * static_cast<size_t>(n_files);
   out.decode_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -391,13 +432,18 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
                 std::to_string(out.train_per_class[static_cast<size_t>(k)]) + "/" +
                 std::to_string(out.test_per_class[static_cast<size_t>(k)]);
     std::fprintf(opt.log,
-                 "image folder %s: %s images in %d classes, decoded to %dx%d in %.2f s on %d "
-                 "thread%s (cache %.0f MB); train/test (split seed %llu): %s = %s/%s\n",
+                 "image folder %s: %s images in %d classes decoded to %dx%d in %.2f s on %d "
+                 "thread%s (cache %.0f MB)\n",
                  dir.c_str(), with_commas(kept).c_str(), num_classes, side, side,
                  out.decode_seconds, threads, threads == 1 ? "" : "s",
-                 static_cast<double>(out.cache_bytes) / 1e6,
-                 static_cast<unsigned long long>(opt.split_seed), counts.c_str(),
-                 with_commas(out.train.size()).c_str(), with_commas(out.test.size()).c_str());
+                 static_cast<double>(out.cache_bytes) / 1e6);
+    std::fprintf(opt.log,
+                 "image folder %s: train/test (split seed %llu) %s = %s/%s; RGB mean %.3f %.3f "
+                 "%.3f, std %.3f %.3f %.3f (%s)\n",
+                 dir.c_str(), static_cast<unsigned long long>(opt.split_seed), counts.c_str(),
+                 with_commas(out.train.size()).c_str(), with_commas(out.test.size()).c_str(),
+                 out.norm.mean[0], out.norm.mean[1], out.norm.mean[2], out.norm.std[0],
+                 out.norm.std[1], out.norm.std[2], opt.norm ? "given" : "of the train split");
     if (!out.skipped.empty())
       std::fprintf(opt.log, "image folder %s: skipped %zu of %s files: %s%s\n", dir.c_str(),
                    out.skipped.size(), with_commas(n_files).c_str(), skipped_list("", 5).c_str(),

@@ -5,7 +5,7 @@
 // Core budget. The loader owns one background thread, which packs with opt.threads threads
 // (an OpenMP team of its own when > 1); OpenCV's pool is held at 1 thread (image_folder.h);
 // the training step keeps the Context's threads. On a 2-core CPU run use opt.threads = 1:
-// a W4 batch costs the loader about 30 ms (64 x ~0.5 ms) against a step of several seconds,
+// a W4 batch costs the loader about 25-30 ms (64 x ~0.4 ms) against a step of seconds,
 // so the one extra thread steals ~1% of a core and is hidden entirely. On a GPU host the step
 // is tens of ms and the host cores are otherwise idle: give the loader 2-4 threads there so
 // a batch is ready before the step ends (the bench tool, build/bin/bench_loader, measures

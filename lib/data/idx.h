@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "data/dataset.h"  // LabeledImages: one split, images (N,1,rows,cols) = pixel/255
 
 namespace pdnn {
 
@@ -24,13 +25,6 @@ std::vector<uint8_t> read_idx_labels(const std::string& path);
 // Writes are compressed when the path ends in ".gz".
 void write_idx_images(const std::string& path, const IdxImages& images);
 void write_idx_labels(const std::string& path, const std::vector<uint8_t>& labels);
-
-// One split: images (N,1,rows,cols) as float pixel/255 in [0,1], labels int32 in [0, classes).
-struct LabeledImages {
-  Tensor images;
-  std::vector<int32_t> labels;
-  int64_t size() const { return static_cast<int64_t>(labels.size()); }
-};
 
 struct ImageDataset {
   std::string name;  // as printed and written to results ("mnist", "mnist-npm10k", ...)

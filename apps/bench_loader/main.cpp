@@ -1,0 +1,137 @@
+// Throughput of the image-folder data path, to size the loader's core budget (a benchmark,
+// not a test): at each thread count, how many photos per second are decoded into the cache
+// (once per run), and how many training samples (augmented) and test samples (plain) per
+// second are packed into batches at --size. Also the train split's per-channel mean and std
+// (the normalisation the loader uses), against ImageNet's.
+//   build/bin/bench_loader [--data datasets/caltech101-6] [--size 224] [--threads 1,2]
+//                          [--batches 20] [--csv results/bench/loader.csv]
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "data/dataset_loader.h"
+#include "train/csv.h"
+#include "train/run_info.h"
+#include "train/timing.h"
+#ifdef PDNN_HAVE_OPENCV
+#include "data/image_folder.h"
+#endif
+
+using namespace pdnn;
+
+namespace {
+
+#ifdef PDNN_HAVE_OPENCV
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"bench_loader: images/s of decoding and of batch packing (augmented and plain)"};
+  std::string data = "datasets/caltech101-6", csv_path;
+  int size = 224, batches = 20, repeats = 3;
+  int64_t batch = 64;
+  std::vector<int> threads = {1, 2};
+  app.add_option("--data", data, "image folder (one subfolder per class)")->capture_default_str();
+  app.add_option("--size", size, "sample side")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--batch", batch, "images per batch")->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--batches", batches, "batches timed per pass")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--repeats", repeats, "passes over the batches; the median batch is reported")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--threads", threads, "thread counts")->delimiter(',')->capture_default_str();
+  app.add_option("--csv", csv_path, "append one row per measurement to this CSV");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  std::unique_ptr<CsvWriter> csv;
+  if (!csv_path.empty())
+    csv = std::make_unique<CsvWriter>(
+        csv_path, std::vector<std::string>{"bench", "what", "data", "size", "cache", "batch",
+                                           "threads", "images", "images_per_s", "median_ms",
+                                           "min_ms", "max_ms", "git_rev", "host", "cpu",
+                                           "timestamp"});
+  std::printf("bench_loader: %s at %dx%d, batch %lld, %d batches x %d repeats; the machine may "
+              "be shared: compare rows of one run only\n",
+              data.c_str(), size, size, static_cast<long long>(batch), batches, repeats);
+  std::printf("%-22s %7s %10s %12s %24s\n", "what", "threads", "images", "images/s",
+              "ms per unit: median (min-max)");
+  bool stats_done = false;
+  for (const int t : threads) {
+    Context ctx(t);
+    const RunInfo info = run_info(ctx);
+    ImageFolderOptions opt;
+    opt.size = size;
+    opt.threads = t;
+    opt.log = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ImageFolder f = load_image_folder(data, opt);
+    const double decode_s = seconds_since(t0);
+    const int64_t photos = f.train.size() + f.test.size();
+    auto report = [&](const char* what, int64_t images, double ips, const TimingStats& ms) {
+      std::printf("%-22s %7d %10lld %12.0f %10.2f (%.2f-%.2f)\n", what, t,
+                  static_cast<long long>(images), ips, ms.median, ms.min, ms.max);
+      if (csv)
+        csv->row({"loader", what, data, std::to_string(size), std::to_string(f.cache_size),
+                  std::to_string(batch), std::to_string(t), std::to_string(images), fmt(ips, 1),
+                  fmt(ms.median, 3), fmt(ms.min, 3), fmt(ms.max, 3), info.git_rev, info.host,
+                  info.cpu_model, info.timestamp});
+    };
+    const double per_photo_ms = decode_s * 1e3 / static_cast<double>(f.files);
+    report("decode+resize (once)", f.files, static_cast<double>(f.files) / decode_s,
+           TimingStats{per_photo_ms, per_photo_ms, per_photo_ms, 1});
+    if (!stats_done) {
+      std::printf("# %lld photos, cache %dx%d = %.0f MB; train split RGB mean %.3f %.3f %.3f, "
+                  "std %.3f %.3f %.3f (ImageNet: 0.485 0.456 0.406 / 0.229 0.224 0.225)\n",
+                  static_cast<long long>(photos), f.cache_size, f.cache_size,
+                  static_cast<double>(f.cache_bytes) / 1e6, f.norm.mean[0], f.norm.mean[1],
+                  f.norm.mean[2], f.norm.std[0], f.norm.std[1], f.norm.std[2]);
+      stats_done = true;
+    }
+    for (const bool augment : {true, false}) {
+      const ImageFolderDataset& split = augment ? f.train : f.test;
+      LoaderOptions lo;
+      lo.batch = batch;
+      lo.augment = augment;
+      lo.threads = t;
+      lo.seed = 1;
+      DatasetLoader loader(split, lo);
+      Tensor x;
+      std::vector<int32_t> y;
+      loader.load(0, x, y);  // warm-up: the batch buffer's pages
+      std::vector<double> ms;
+      int64_t images = 0;
+      double total = 0;
+      for (int r = 0; r < repeats; ++r) {
+        loader.start_epoch(r);
+        for (int64_t b = 0; b < std::min<int64_t>(batches, loader.num_batches()); ++b) {
+          const auto s = std::chrono::steady_clock::now();
+          images += loader.load(b, x, y);
+          const double took = seconds_since(s);
+          total += took;
+          ms.push_back(took * 1e3);
+        }
+      }
+      report(augment ? "train batch (augment)" : "test batch (plain)", images,
+             static_cast<double>(images) / total, timing_stats(ms));
+    }
+  }
+  return 0;
+}
+#else
+int run(int, char**) {
+  std::fprintf(stderr, "bench_loader: built without OpenCV, no image folders to measure\n");
+  return 1;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) { return run_app("bench_loader", run, argc, argv); }

@@ -1,0 +1,35 @@
+// TensorDataset (see dataset.h).
+#include "data/dataset.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace pdnn {
+
+TensorDataset::TensorDataset(const LabeledImages& data, int num_classes)
+    : data_(data), num_classes_(num_classes) {
+  PDNN_CHECK(num_classes >= 1, "TensorDataset: %d classes (need at least 1)", num_classes);
+  PDNN_CHECK(data.images.rank() == 4, "TensorDataset: images %s, expected (N,C,H,W)",
+             data.images.shape().str().c_str());
+  PDNN_CHECK(data.images.shape(0) == data.size(), "TensorDataset: %lld images but %lld labels",
+             static_cast<long long>(data.images.shape(0)), static_cast<long long>(data.size()));
+  for (size_t i = 0; i < data.labels.size(); ++i)
+    PDNN_CHECK(data.labels[i] >= 0 && data.labels[i] < num_classes,
+               "TensorDataset: label %d of sample %zu is outside [0, %d)", data.labels[i], i,
+               num_classes);
+}
+
+Shape TensorDataset::sample_shape() const {
+  const Shape& s = data_.images.shape();
+  return Shape{s.c(), s.h(), s.w()};
+}
+
+void TensorDataset::read(int64_t i, float* dst, std::optional<uint64_t> /*augment_key*/) const {
+  PDNN_CHECK(i >= 0 && i < size(), "TensorDataset: sample %lld of %lld",
+             static_cast<long long>(i), static_cast<long long>(size()));
+  const int64_t per = data_.images.shape().per_sample();
+  std::memcpy(dst, data_.images.data() + i * per, static_cast<size_t>(per) * sizeof(float));
+}
+
+}  // namespace pdnn

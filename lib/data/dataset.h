@@ -1,0 +1,65 @@
+// Dataset: what a loader needs from a labelled image set, whatever holds it: the number of
+// samples, each sample's shape and label, and the sample itself written into a caller's buffer
+// (so a loader can pack a batch straight into pinned memory). The IDX sets (in memory, as
+// LabeledImages, through TensorDataset) and the image folders (lib/data/image_folder.h)
+// implement it; DatasetLoader and PrefetchLoader (lib/data/dataset_loader.h,
+// prefetch_loader.h) batch any of them.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+#include "core/tensor.h"
+
+namespace pdnn {
+
+// One split held in memory: images (N,C,H,W) float, labels int32 in [0, classes).
+// For the IDX sets (idx.h) C = 1 and the values are pixel/255 in [0,1].
+struct LabeledImages {
+  Tensor images;
+  std::vector<int32_t> labels;
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+
+  virtual int64_t size() const = 0;
+  // Shape of one sample, (C,H,W); every sample has it.
+  virtual Shape sample_shape() const = 0;
+  virtual int num_classes() const = 0;
+  // Class k's name as printed and written to results ("airplanes"; "3" for a digit).
+  virtual std::string class_name(int k) const = 0;
+  virtual int32_t label(int64_t i) const = 0;
+
+  // Writes sample i (0 <= i < size()) as sample_shape().numel() floats, CHW, to dst.
+  // augment_key: nullopt for the sample as it is (evaluation); otherwise the seed of this
+  // sample's random draws (augment_key() in augment.h), which a set with augmentation uses and
+  // one without ignores. The same (i, key) always gives the same floats. Safe to call from
+  // several threads at once (it only reads the set).
+  virtual void read(int64_t i, float* dst, std::optional<uint64_t> augment_key) const = 0;
+};
+
+// A LabeledImages seen as a Dataset (the IDX sets, generated test data). Holds a reference:
+// `data` must outlive it. No augmentation: read() copies sample i whatever the key.
+class TensorDataset : public Dataset {
+ public:
+  // Checks that data has rank 4, one label per image, and labels in [0, num_classes).
+  TensorDataset(const LabeledImages& data, int num_classes);
+
+  int64_t size() const override { return data_.size(); }
+  Shape sample_shape() const override;
+  int num_classes() const override { return num_classes_; }
+  std::string class_name(int k) const override { return std::to_string(k); }
+  int32_t label(int64_t i) const override { return data_.labels[static_cast<size_t>(i)]; }
+  void read(int64_t i, float* dst, std::optional<uint64_t> augment_key) const override;
+
+ private:
+  const LabeledImages& data_;
+  int num_classes_;
+};
+
+}  // namespace pdnn

@@ -1,0 +1,81 @@
+// EpochPlan, load_batch and DatasetLoader (see dataset_loader.h).
+#include "data/dataset_loader.h"
+
+#include <algorithm>
+#include <exception>
+#include <numeric>
+
+#include "core/error.h"
+#include "data/augment.h"
+#include "data/loader.h"
+
+namespace pdnn {
+
+EpochPlan::EpochPlan(const Dataset& data, const LoaderOptions& opt, int64_t epoch)
+    : epoch_(epoch), batch_(opt.batch) {
+  const int64_t n = data.size();
+  PDNN_CHECK(opt.batch >= 1, "loader: batch size %lld must be >= 1",
+             static_cast<long long>(opt.batch));
+  PDNN_CHECK(epoch >= 0, "loader: epoch %lld", static_cast<long long>(epoch));
+  PDNN_CHECK(opt.images_per_epoch >= 0 && opt.images_per_epoch <= n,
+             "loader: %lld images per epoch asked, the data set has %lld",
+             static_cast<long long>(opt.images_per_epoch), static_cast<long long>(n));
+  if (opt.shuffle) {
+    Rng rng = BatchLoader::epoch_rng(opt.seed, epoch);
+    order_ = rng.permutation(n);
+  } else {
+    order_.resize(static_cast<size_t>(n));
+    std::iota(order_.begin(), order_.end(), 0);
+  }
+  images_ = opt.images_per_epoch > 0 ? opt.images_per_epoch : n;
+  if (opt.drop_last) images_ -= images_ % opt.batch;
+  PDNN_CHECK(images_ > 0 || n == 0,
+             "loader: drop_last leaves no batch (%lld images, batch %lld)",
+             static_cast<long long>(n), static_cast<long long>(opt.batch));
+  order_.resize(static_cast<size_t>(images_));
+  num_batches_ = (images_ + batch_ - 1) / batch_;
+}
+
+const int64_t* EpochPlan::batch_indices(int64_t b, int64_t* count) const {
+  PDNN_CHECK(b >= 0 && b < num_batches_, "loader: batch %lld of %lld (epoch %lld)",
+             static_cast<long long>(b), static_cast<long long>(num_batches_),
+             static_cast<long long>(epoch_));
+  const int64_t begin = b * batch_;
+  *count = std::min(batch_, images_ - begin);
+  return order_.data() + begin;
+}
+
+int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPlan& plan,
+                   int64_t b, Tensor& x, std::vector<int32_t>& y) {
+  int64_t nb = 0;
+  const int64_t* idx = plan.batch_indices(b, &nb);
+  const Shape s = data.sample_shape();
+  const int64_t per = s.numel();
+  x.resize(Shape{nb, s[0], s[1], s[2]});
+  y.resize(static_cast<size_t>(nb));
+  float* dst = x.data();
+  for (int64_t i = 0; i < nb; ++i) y[static_cast<size_t>(i)] = data.label(idx[i]);
+  // Each image is independent, so the thread count changes nothing but the time. Errors are
+  // carried out of the parallel region (an exception must not cross it).
+  std::exception_ptr error;
+#pragma omp parallel for num_threads(opt.threads) if (opt.threads > 1 && nb > 1) schedule(dynamic, 1)
+  for (int64_t i = 0; i < nb; ++i) {
+    try {
+      std::optional<uint64_t> key;
+      if (opt.augment) key = augment_key(opt.seed, plan.epoch(), idx[i]);
+      data.read(idx[i], dst + i * per, key);
+    } catch (...) {
+#pragma omp critical(pdnn_load_batch_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return nb;
+}
+
+DatasetLoader::DatasetLoader(const Dataset& data, const LoaderOptions& opt)
+    : data_(data), opt_(opt), plan_(data, opt, 0) {
+  PDNN_CHECK(opt.threads >= 1, "loader: %d threads (need at least 1)", opt.threads);
+}
+
+}  // namespace pdnn

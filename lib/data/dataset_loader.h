@@ -1,0 +1,73 @@
+// DatasetLoader: batches over any Dataset, the plain (synchronous) path. Each epoch's order is
+// BatchLoader's (a permutation from BatchLoader::epoch_rng(seed, epoch), which
+// scripts/torch_reference.py reproduces) or the stored order; with augmentation on, image i of
+// epoch e is read with augment_key(seed, e, i). So a batch is a function of (seed, epoch,
+// batch index) alone: PrefetchLoader (prefetch_loader.h) computes the same batches on its own
+// thread, and either gives the same floats at any thread count.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data/dataset.h"
+
+namespace pdnn {
+
+struct LoaderOptions {
+  int64_t batch = 64;
+  bool shuffle = true;      // a fresh permutation each epoch; false: stored order (evaluation)
+  bool augment = false;     // read training samples with their augmentation keys
+  uint64_t seed = 0;        // order and augmentation draws
+  // Images per epoch: the first images_per_epoch of the epoch's order (0: all). W4 sets 1280.
+  int64_t images_per_epoch = 0;
+  bool drop_last = false;   // leave out a last batch smaller than `batch`
+  // Threads reading the images of one batch (OpenMP, on the thread that packs it). Results do
+  // not depend on it. The image folder costs about 0.4 ms per 224x224 image and thread.
+  int threads = 1;
+};
+
+// The sequence of batches of one epoch: which images, in which order.
+class EpochPlan {
+ public:
+  EpochPlan() = default;
+  EpochPlan(const Dataset& data, const LoaderOptions& opt, int64_t epoch);
+  int64_t epoch() const { return epoch_; }
+  int64_t num_batches() const { return num_batches_; }
+  int64_t images() const { return images_; }  // in this epoch, over all its batches
+  // The dataset indices of batch b.
+  const int64_t* batch_indices(int64_t b, int64_t* count) const;
+
+ private:
+  int64_t epoch_ = 0, batch_ = 1, images_ = 0, num_batches_ = 0;
+  std::vector<int64_t> order_;
+};
+
+// Packs batch b of `plan`: x is resized to (nb,C,H,W) (its storage, and so its memory kind,
+// is kept when large enough) and y to nb labels. Returns nb. Used by both loaders.
+int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPlan& plan,
+                   int64_t b, Tensor& x, std::vector<int32_t>& y);
+
+class DatasetLoader {
+ public:
+  // data must outlive the loader. Starts at epoch 0.
+  DatasetLoader(const Dataset& data, const LoaderOptions& opt);
+
+  void start_epoch(int64_t epoch) { plan_ = EpochPlan(data_, opt_, epoch); }
+  int64_t epoch() const { return plan_.epoch(); }
+  int64_t num_batches() const { return plan_.num_batches(); }
+  int64_t images_per_epoch() const { return plan_.images(); }
+  const LoaderOptions& options() const { return opt_; }
+  const Dataset& dataset() const { return data_; }
+
+  // Batch b (0 <= b < num_batches()) of the current epoch into x and y; returns its size.
+  int64_t load(int64_t b, Tensor& x, std::vector<int32_t>& y) const {
+    return load_batch(data_, opt_, plan_, b, x, y);
+  }
+
+ private:
+  const Dataset& data_;
+  LoaderOptions opt_;
+  EpochPlan plan_;
+};
+
+}  // namespace pdnn

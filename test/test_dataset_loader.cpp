@@ -92,11 +92,11 @@ TEST(DatasetLoader, TensorDatasetGivesBatchLoadersBatches) {
     reference.start_epoch(&order);
     const Plain p = plain_epoch(set, opt, epoch);
     ASSERT_EQ(static_cast<int64_t>(p.x.size()), reference.num_batches());
-    Tensor x;
-    std::vector<int32_t> y;
+    Tensor x, y;
     for (int64_t b = 0; b < reference.num_batches(); ++b) {
       reference.load(b, x, y);
-      EXPECT_EQ(p.y[static_cast<size_t>(b)], y);
+      EXPECT_EQ(p.y[static_cast<size_t>(b)],
+                std::vector<int32_t>(y.data<int32_t>(), y.data<int32_t>() + y.numel()));
       EXPECT_EQ(p.x[static_cast<size_t>(b)], std::vector<float>(x.data(), x.data() + x.numel()));
     }
   }

@@ -25,13 +25,30 @@ namespace {
 
 using Kernel = std::function<double(int64_t n, int threads)>;
 
-const std::map<std::string, Kernel>& kernels() {
-  static const std::map<std::string, Kernel> k = {
-      {"serial", [](int64_t n, int) { return pdnn::cpu::pi_serial(n); }},
-      {"omp", pdnn::cpu::pi_omp},
-      {"omp-simd", pdnn::cpu::pi_omp_simd},
+bool is_gpu_variant(const std::string& v) { return v.rfind("cuda", 0) == 0; }
+
+// The GPU variants need a context with a GPU and a device buffer for the partial sums; the
+// result comes back through a device-to-host copy (the only time pdnn reads a raw device
+// pointer outside Tensor::to: the copy is the benchmark's own last step).
+Kernel gpu_kernel(pdnn::Context& gpu, bool fp32) {
+  double* partials = reinterpret_cast<double*>(
+      gpu.workspace(pdnn::Device::CUDA, 2 * pdnn::cuda::kPiBlocks));
+  return [&gpu, fp32, partials](int64_t n, int) {
+#if PDNN_HAVE_CUDA
+    return pdnn::cuda::pi_trapezoid(n, fp32, partials, gpu.cuda_exec());
+#else
+    (void)n;
+    (void)partials;
+    PDNN_FAIL("pi: the cuda variants need a CUDA build");
+#endif
   };
-  return k;
+}
+
+Kernel kernel(const std::string& v, pdnn::Context* gpu) {
+  if (v == "serial") return [](int64_t n, int) { return pdnn::cpu::pi_serial(n); };
+  if (v == "omp") return pdnn::cpu::pi_omp;
+  if (v == "omp-simd") return pdnn::cpu::pi_omp_simd;
+  return gpu_kernel(*gpu, v == "cuda-fp32");
 }
 
 struct Timing {
@@ -68,9 +85,11 @@ int run(int argc, char** argv) {
   int repeat = 5, warmup = 1;
   std::string out = "results/pi/pi.csv";
   app.add_option("--n", n, "intervals")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 52));
-  app.add_option("--variants", variants, "comma list of serial, omp, omp-simd")
+  app.add_option("--variants", variants,
+                 "comma list of serial, omp, omp-simd, cuda-fp64, cuda-fp32 (the GPU sum in "
+                 "double or float)")
       ->delimiter(',')->capture_default_str()
-      ->check(CLI::IsMember({"serial", "omp", "omp-simd"}));
+      ->check(CLI::IsMember({"serial", "omp", "omp-simd", "cuda-fp64", "cuda-fp32"}));
   app.add_option("--threads", threads, "comma list of thread counts (default 1..nproc)")
       ->delimiter(',')->check(CLI::Range(1, 4096));
   app.add_option("--repeat", repeat, "timed runs per point")->capture_default_str()->check(CLI::Range(1, 100000));
@@ -88,7 +107,10 @@ int run(int argc, char** argv) {
   if (threads.empty())
     for (int t = 1; t <= omp_get_num_procs(); ++t) threads.push_back(t);
 
-  pdnn::Context ctx(1);
+  const bool want_gpu =
+      std::any_of(variants.begin(), variants.end(), [](const std::string& v) { return is_gpu_variant(v); });
+  // --variants cuda-* without a GPU (or a CUDA build) fails here, in one line.
+  pdnn::Context ctx(1, 0, want_gpu ? pdnn::Device::CUDA : pdnn::Device::CPU);
   const pdnn::RunInfo info = pdnn::run_info(ctx);
   std::printf("pi W1: n=%lld, repeat=%d, warmup=%d | %s, %s, %d cores | rev %s | %s | "
               "OpenBLAS %s | OMP_PROC_BIND=%s OMP_PLACES=%s\n",
@@ -96,20 +118,22 @@ int run(int argc, char** argv) {
               omp_get_num_procs(), info.git_rev.c_str(), info.compiler.c_str(),
               info.blas_core.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
               env_or("OMP_PLACES", "(unset)"));
+  if (want_gpu) std::printf("GPU: %s\n", info.gpu.c_str());
 
   std::unique_ptr<pdnn::CsvWriter> csv;
   if (!out.empty())
     csv = std::make_unique<pdnn::CsvWriter>(
         out, std::vector<std::string>{"app", "variant", "n", "threads", "median_ms", "min_ms",
                                       "max_ms", "abs_error", "speedup", "host", "cpu_model",
-                                      "git_rev", "timestamp"});
+                                      "device", "git_rev", "timestamp"});
+
 
   std::printf("%-9s %7s %10s %10s %10s %10s %8s\n", "variant", "threads", "median_ms", "min_ms",
               "max_ms", "abs_error", "speedup");
   for (const std::string& v : variants) {
-    const Kernel& k = kernels().at(v);
-    // The serial loop ignores the thread count: one point, at 1 thread.
-    const std::vector<int> ts = v == "serial" ? std::vector<int>{1} : threads;
+    const Kernel k = kernel(v, &ctx);
+    // The serial loop and the GPU ignore the thread count: one point, at 1 thread.
+    const std::vector<int> ts = v == "serial" || is_gpu_variant(v) ? std::vector<int>{1} : threads;
     double base_ms = 0.0;  // median at 1 thread, when 1 is in the list
     for (int t : ts) {
       const Timing r = measure(k, n, t, warmup, repeat);
@@ -125,7 +149,8 @@ int run(int argc, char** argv) {
         csv->row({"pi", v, std::to_string(n), std::to_string(t), pdnn::fmt(r.median_ms, 3),
                   pdnn::fmt(r.min_ms, 3), pdnn::fmt(r.max_ms, 3), err,
                   std::isnan(speedup) ? "" : pdnn::fmt(speedup, 3), info.host, info.cpu_model,
-                  info.git_rev, pdnn::iso8601_utc_now()});
+                  is_gpu_variant(v) ? "cuda: " + info.gpu : "cpu", info.git_rev,
+                  pdnn::iso8601_utc_now()});
       }
     }
   }

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/exec.h"
+
 namespace pdnn {
 namespace cpu {
 
@@ -18,4 +20,13 @@ double pi_omp(int64_t n, int threads);
 double pi_omp_simd(int64_t n, int threads);
 
 }  // namespace cpu
+
+namespace cuda {
+// The same sum on the GPU, in double or (fp32) in float: each thread sums a grid-stride share
+// of the points, each block reduces its threads' sums in a tree, one more block reduces the
+// blocks' sums, and the result comes back to the host (so the call includes that copy and its
+// synchronisation). partials: kPiBlocks doubles of device memory.
+constexpr int kPiBlocks = 1056;  // 8 per multiprocessor of an H100 (132)
+double pi_trapezoid(int64_t n, bool fp32, double* partials, CudaExec e);
+}  // namespace cuda
 }  // namespace pdnn

@@ -1,0 +1,356 @@
+// Every op, layer, loss and optimizer on every backend present (after ggml's test-backend-ops):
+// one table of cases, each run through the same code on the CPU and, when a GPU is present, on
+// CUDA from the same inputs; the GPU's outputs, all gradients, one update and BatchNorm in both
+// modes must match the CPU's within per-tensor tolerances. (The CPU itself is checked against
+// naive references and finite differences in the per-layer test files.) Without a GPU each case
+// still runs its CPU side through the dispatch, then skips visibly.
+//
+// Tolerances, |gpu - cpu| <= atol + rtol |cpu|, per kind of output:
+// - exact (0, 0): data movement and selection (im2col/col2im, permutes, max pool and its
+//   argmax, dropout masks, ReLU), and sums the GPU does in the CPU's order (col2im's gather,
+//   pool backward, dense bias gradient).
+// - elementwise math (1e-6 relative + 1e-7): CUDA's expf/tanhf/log1p are within 2 ulp of the
+//   correctly rounded value and nvcc contracts a*b+c into one fma (the CPU does not): a few ulp.
+// - GEMM outputs (conv, dense; 2e-5 relative of the largest term + 2e-5): cuBLAS sums the K
+//   products in another order than OpenBLAS; the float32 rounding bound of a dot product is
+//   about K * 2^-24 * sum|a b|, which for K <= 600 and inputs in [-1,1] stays under 2e-5 of
+//   the magnitudes involved.
+// - reductions in double (BatchNorm statistics, bias gradients, losses, metrics): 1e-5
+//   relative: the double sums agree to 1e-15; what differs is float rounding of the results and
+//   of the products that feed them.
+// - optimizer updates (1e-6 relative + 1e-7): one fma and sqrt rounding per element per step.
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "cuda/cuda_state.h"
+#include "layers/activation.h"
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/conv_transpose2d.h"
+#include "layers/dense.h"
+#include "layers/dropout.h"
+#include "layers/flatten.h"
+#include "layers/maxpool2d.h"
+#include "losses/binary_cross_entropy.h"
+#include "losses/softmax_cross_entropy.h"
+#include "model/mnist_models.h"
+#include "model/sequential.h"
+#include "ops/basic.h"
+#include "ops/im2col.h"
+#include "ops/loss.h"
+#include "optim/adadelta.h"
+#include "optim/adagrad.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
+#include "testing.h"
+#include "train/classifier_trainer.h"
+
+using namespace pdnn;
+namespace pt = pdnn::testing;
+
+namespace {
+
+struct Tol {
+  double atol, rtol;
+};
+constexpr Tol kExact{0, 0}, kElementwise{1e-7, 1e-6}, kGemm{2e-5, 2e-5}, kReduce{1e-6, 1e-5},
+    kUpdate{1e-7, 1e-6};
+
+// Named outputs of one run, copied to the host, each with its tolerance.
+struct Output {
+  std::string name;
+  Tensor value;
+  Tol tol;
+};
+using Outputs = std::vector<Output>;
+
+Tensor host(const Tensor& t, Context& ctx) {
+  return t.device() == Device::CPU ? t.clone() : t.to(Device::CPU, ctx);
+}
+Tensor on(Device d, const Tensor& t, Context& ctx) { return d == Device::CPU ? t.clone() : t.to(d, ctx); }
+
+// Float copy of an int32 tensor, so argmax and labels compare with the same helper.
+Tensor as_float(const Tensor& t) {
+  Tensor f(t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) f[i] = static_cast<float>(t.data<int32_t>()[i]);
+  return f;
+}
+
+struct Case {
+  std::string name;
+  std::function<Outputs(Context&, Device)> run;
+};
+// gtest prints a case by its name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// A layer's forward and backward in a one-layer model on `dev` from fixed random inputs:
+// y, dx, every parameter gradient, every buffer (BatchNorm's running statistics).
+Outputs run_layer(Context& ctx, Device dev, const std::function<std::unique_ptr<Layer>()>& make,
+                  const Shape& in, bool training, Tol y_tol, Tol grad_tol, float lo = -1.f,
+                  float hi = 1.f) {
+  Sequential m;
+  m.add(make());
+  Rng init(11);
+  m.reset_parameters(init);
+  m.train(training);
+  m.to(dev, ctx);
+  ctx.rng().seed(5);
+  Rng data(7);
+  const Tensor x = on(dev, pt::random_tensor(in, data, lo, hi), ctx);
+  const Tensor& y = m.forward(ctx, x);
+  const Tensor dy = on(dev, pt::random_tensor(y.shape(), data), ctx);
+  m.zero_grad(ctx);
+  m.backward(ctx, dy, /*want_input_grad=*/true);
+  Outputs out{{"y", host(y, ctx), y_tol}, {"dx", host(m.input_grad(), ctx), grad_tol}};
+  for (const Param& p : m.params()) out.push_back({"d" + p.name, host(*p.grad, ctx), grad_tol});
+  for (const Param& b : m.buffers()) out.push_back({b.name, host(*b.value, ctx), kReduce});
+  out.push_back({"rng position", Tensor::zeros(Shape{1}), kExact});
+  out.back().value[0] = static_cast<float>(ctx.rng().counter());
+  return out;
+}
+
+template <class L, class... A>
+std::function<std::unique_ptr<Layer>()> maker(A... args) {
+  return [=] { return std::unique_ptr<Layer>(new L(args...)); };
+}
+
+Case layer_case(std::string name, std::function<std::unique_ptr<Layer>()> make, Shape in,
+                Tol y_tol, Tol grad_tol, bool training = true, float lo = -1.f, float hi = 1.f) {
+  return {name, [=](Context& ctx, Device dev) {
+            return run_layer(ctx, dev, make, in, training, y_tol, grad_tol, lo, hi);
+          }};
+}
+
+// Three steps of an optimizer over a flat buffer of odd length (the last partial vector).
+template <class Make>
+Case optim_case(std::string name, Make make) {
+  return {name, [=](Context& ctx, Device dev) {
+            Rng r(3);
+            Tensor w = pt::random_tensor(Shape{1001}, r), g = Tensor::zeros(Shape{1001});
+            ParamSet ps;
+            ps.build({Param{"w", &w, &g}});
+            ps.to(dev, ctx);
+            auto opt = make(ps);
+            for (int s = 0; s < 3; ++s) {
+              copy_into(ps.grads(), on(dev, pt::random_tensor(ps.grads().shape(), r), ctx), ctx);
+              opt->step(ctx);
+            }
+            Outputs out{{"w", host(ps.values(), ctx), kUpdate}};
+            for (auto& st : opt->state()) out.push_back({st.first, host(*st.second, ctx), kUpdate});
+            return out;
+          }};
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  // ---- layers (forward, backward, parameter gradients) ----
+  c.push_back(layer_case("Conv2d_W2", maker<Conv2d>(1, 10, 3, 1, 1), {4, 1, 28, 28}, kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_W3a", maker<Conv2d>(1, 32, 3), {3, 1, 28, 28}, kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_W3b", maker<Conv2d>(32, 64, 3), {2, 32, 26, 26}, kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_W4", maker<Conv2d>(3, 8, 3, 1, 1), {2, 3, 30, 30}, kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_k4s2p1", maker<Conv2d>(3, 16, 4, 2, 1), {2, 3, 16, 16}, kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_to1x1", maker<Conv2d>(16, 1, 4), {3, 16, 4, 4}, kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_s2_odd_nobias", maker<Conv2d>(4, 6, 3, 2, 0, false),
+                         {3, 4, 9, 7}, kGemm, kGemm));
+  c.push_back(layer_case("ConvT_from1x1", maker<ConvTranspose2d>(10, 16, 4, 1, 0), {2, 10, 1, 1},
+                         kGemm, kGemm));
+  c.push_back(layer_case("ConvT_k4s2p1", maker<ConvTranspose2d>(16, 8, 4, 2, 1), {2, 16, 4, 4},
+                         kGemm, kGemm));
+  c.push_back(layer_case("Dense", maker<Dense>(300, 17), {5, 300}, kGemm, kGemm));
+  c.push_back(layer_case("Dense_4d_nobias", maker<Dense>(2 * 3 * 4, 9, false), {3, 2, 3, 4},
+                         kGemm, kGemm));
+  c.push_back(layer_case("MaxPool2d_2x2", maker<MaxPool2d>(2), {3, 5, 13, 12}, kExact, kExact));
+  c.push_back(layer_case("MaxPool2d_k3s2", maker<MaxPool2d>(3, 2), {2, 3, 11, 9}, kExact, kExact));
+  // Integer-valued inputs: many ties in each window (the first maximum must win on both).
+  c.push_back({"MaxPool2d_ties", [](Context& ctx, Device dev) {
+                 Sequential m;
+                 m.emplace<MaxPool2d>(3, 2);
+                 m.to(dev, ctx);
+                 Rng r(9);
+                 Tensor xh(Shape{2, 2, 9, 9});
+                 for (int64_t i = 0; i < xh.numel(); ++i) xh[i] = static_cast<float>(r.next() % 3);
+                 const Tensor& y = m.forward(ctx, on(dev, xh, ctx));
+                 const Tensor dy = on(dev, pt::random_tensor(y.shape(), r), ctx);
+                 m.backward(ctx, dy, true);
+                 return Outputs{{"y", host(y, ctx), kExact}, {"dx", host(m.input_grad(), ctx), kExact}};
+               }});
+  c.push_back(layer_case("ReLU", maker<ReLU>(), {4, 1000}, kExact, kExact));
+  c.push_back(layer_case("LeakyReLU", maker<LeakyReLU>(0.2f), {4, 1000}, kElementwise, kElementwise));
+  c.push_back(layer_case("Sigmoid", maker<Sigmoid>(), {4, 1000}, kElementwise, kElementwise, true,
+                         -12.f, 12.f));
+  c.push_back(layer_case("Tanh", maker<Tanh>(), {4, 1000}, kElementwise, kElementwise, true, -5.f,
+                         5.f));
+  c.push_back(layer_case("Flatten", maker<Flatten>(), {3, 2, 5, 5}, kExact, kExact));
+  c.push_back(layer_case("Dropout_train", maker<Dropout>(0.3f), {7, 1001}, kExact, kExact));
+  c.push_back(layer_case("Dropout_eval", maker<Dropout>(0.3f), {7, 1001}, kExact, kExact, false));
+  for (bool train : {true, false}) {
+    const std::string mode = train ? "_train" : "_eval";
+    c.push_back(layer_case("BatchNorm2d" + mode, maker<BatchNorm2d>(6), {4, 6, 5, 7}, kReduce,
+                           kReduce, train, -2.f, 3.f));
+    c.push_back(layer_case("BatchNorm2d_noaffine" + mode, maker<BatchNorm2d>(3, 1e-5f, 0.1f, false),
+                           {5, 3, 4, 4}, kReduce, kReduce, train));
+    c.push_back(layer_case("BatchNorm2d_ReLU" + mode,
+                           maker<BatchNorm2d>(8, 1e-5f, 0.1f, true, FusedAct::ReLU), {4, 8, 4, 4},
+                           kReduce, kReduce, train));
+    c.push_back(layer_case("BatchNorm2d_LeakyReLU" + mode,
+                           maker<BatchNorm2d>(8, 1e-5f, 0.1f, true, FusedAct::LeakyReLU, 0.2f),
+                           {4, 8, 8, 8}, kReduce, kReduce, train));
+  }
+  // ---- batch-level ops without a layer of their own ----
+  c.push_back({"im2col_col2im_permute", [](Context& ctx, Device dev) {
+                 const ConvGeom g = conv_geom("t", 3, 7, 6, 3, 2, 2, 1, 1, 0);
+                 const int64_t n = 3;
+                 Rng r(2);
+                 const Tensor x = on(dev, pt::random_tensor(Shape{n, 3, 7, 6}, r), ctx);
+                 Tensor cols = Tensor::empty(Shape{g.col_rows(), n * g.col_cols()}, DType::F32, dev, ctx);
+                 Tensor back = Tensor::empty(x.shape(), DType::F32, dev, ctx);
+                 Tensor perm = Tensor::empty(x.shape(), DType::F32, dev, ctx);
+                 if (dev == Device::CPU) {
+                   cpu::im2col_batch(g, n, x.data(), cols.data(), ctx.cpu_exec());
+                   cpu::col2im_batch(g, n, cols.data(), back.data(), ctx.cpu_exec());
+                   cpu::nchw_to_cnhw(n, 3, 42, x.data(), perm.data(), ctx.cpu_exec());
+                 } else {
+#if PDNN_HAVE_CUDA
+                   cuda::im2col_batch(g, n, x.data(), cols.data(), ctx.cuda_exec());
+                   cuda::col2im_batch(g, n, cols.data(), back.data(), ctx.cuda_exec());
+                   cuda::nchw_to_cnhw(n, 3, 42, x.data(), perm.data(), ctx.cuda_exec());
+#endif
+                 }
+                 return Outputs{{"cols", host(cols, ctx), kExact},
+                                {"col2im(cols)", host(back, ctx), kExact},
+                                {"nchw_to_cnhw", host(perm, ctx), kExact}};
+               }});
+  c.push_back({"fill_zero_counter", [](Context& ctx, Device dev) {
+                 Tensor t = Tensor::empty(Shape{777}, DType::F32, dev, ctx);
+                 ops::fill(ctx, t, 2.5f);
+                 Tensor z = Tensor::empty(Shape{5}, DType::I32, dev, ctx);
+                 ops::zero(ctx, z);
+                 Tensor k = on(dev, Tensor::zeros(Shape{1}, DType::I64), ctx);
+                 ops::counter_add(ctx, k, 41);
+                 ops::counter_add(ctx, k, 1);
+                 Tensor kh = host(k, ctx), kf(Shape{1});
+                 kf[0] = static_cast<float>(kh.data<int64_t>()[0]);
+                 return Outputs{{"fill", host(t, ctx), kExact},
+                                {"zero", as_float(host(z, ctx)), kExact},
+                                {"counter", kf, kExact}};
+               }});
+  // ---- losses and metrics ----
+  c.push_back({"SoftmaxCrossEntropy", [](Context& ctx, Device dev) {
+                 Rng r(4);
+                 const Tensor z = on(dev, pt::random_tensor(Shape{37, 10}, r, -8.f, 8.f), ctx);
+                 std::vector<int32_t> l(37);
+                 for (auto& v : l) v = static_cast<int32_t>(r.next() % 10);
+                 const Tensor labels = on(dev, pt::labels_tensor(l), ctx);
+                 SoftmaxCrossEntropy ce;
+                 ce.forward(ctx, z, labels);
+                 Tensor dz;
+                 ce.backward(ctx, dz);
+                 Tensor acc = on(dev, Tensor::zeros(Shape{3}, DType::F64), ctx);
+                 ce.accumulate_metrics(ctx, z, acc);
+                 const Tensor ah = host(acc, ctx);
+                 Tensor m(Shape{4});
+                 m[0] = ce.loss(ctx);
+                 for (int i = 0; i < 3; ++i) m[i + 1] = static_cast<float>(ah.data<double>()[i]);
+                 return Outputs{{"probs", host(ce.probs(), ctx), kElementwise},
+                                {"dlogits", host(dz, ctx), kElementwise},
+                                {"loss, metrics", m, kReduce}};
+               }});
+  for (bool logits : {false, true}) {
+    c.push_back({logits ? "BCEWithLogits" : "BCE", [logits](Context& ctx, Device dev) {
+                   Rng r(6);
+                   // 5000 elements: two reduction chunks.
+                   const Tensor x = on(dev, logits ? pt::random_tensor(Shape{5000}, r, -9.f, 9.f)
+                                                   : pt::random_tensor(Shape{5000}, r, 0.f, 1.f),
+                                       ctx);
+                   const Tensor t = on(dev, pt::random_tensor(Shape{5000}, r, 0.f, 1.f), ctx);
+                   Tensor dx, acc = on(dev, Tensor::zeros(Shape{2}, DType::F64), ctx);
+                   Tensor loss(Shape{2});
+                   if (logits) {
+                     BinaryCrossEntropyWithLogits l;
+                     l.forward(ctx, x, t);
+                     l.backward(ctx, dx);
+                     l.accumulate(ctx, acc, 1);
+                     loss[0] = l.loss(ctx);
+                   } else {
+                     BinaryCrossEntropy l;
+                     l.forward(ctx, x, t);
+                     l.backward(ctx, dx);
+                     l.accumulate(ctx, acc, 1);
+                     loss[0] = l.loss(ctx);
+                   }
+                   loss[1] = static_cast<float>(host(acc, ctx).data<double>()[1]);
+                   return Outputs{{"loss, accumulated", loss, kReduce},
+                                  {"dx", host(dx, ctx), kElementwise}};
+                 }});
+  }
+  // ---- optimizers: three fused updates ----
+  c.push_back(optim_case("SGD_momentum_nesterov_wd", [](ParamSet& ps) {
+    return std::make_unique<Sgd>(ps, 0.1, 0.9, 0.01, 0.0, true);
+  }));
+  c.push_back(optim_case("SGD_plain", [](ParamSet& ps) { return std::make_unique<Sgd>(ps, 0.1); }));
+  c.push_back(optim_case("Adagrad_decay_wd", [](ParamSet& ps) {
+    return std::make_unique<Adagrad>(ps, 0.1, 0.5, 0.01, 0.1);
+  }));
+  c.push_back(optim_case("Adadelta", [](ParamSet& ps) { return std::make_unique<Adadelta>(ps, 1.0, 0.95); }));
+  c.push_back(optim_case("Adam_wd", [](ParamSet& ps) {
+    return std::make_unique<Adam>(ps, 1e-2, 0.5, 0.999, 1e-8, 0.01);
+  }));
+  // ---- whole training steps of the MNIST models (W3 with both dropouts) ----
+  for (const char* model : {"small", "keras"}) {
+    c.push_back({std::string("TrainStep_") + model, [model](Context& ctx, Device dev) {
+                   Sequential m = make_mnist_model(model, 28, 10);
+                   ctx.rng().seed(3);
+                   m.reset_parameters(ctx.rng());
+                   m.to(dev, ctx);
+                   auto opt = make_mnist_optimizer(model, "", m, -1.f);
+                   ClassifierTrainer tr(m, *opt, /*cuda_graph=*/false);
+                   Rng r(8);
+                   for (int s = 0; s < 2; ++s) {
+                     const Tensor x = pt::random_tensor(Shape{16, 1, 28, 28}, r, 0.f, 1.f);
+                     std::vector<int32_t> l(16);
+                     for (auto& v : l) v = static_cast<int32_t>(r.next() % 10);
+                     tr.step(ctx, x, pt::labels_tensor(l));
+                   }
+                   const ClassifierMetrics mt = tr.metrics(ctx);
+                   Tensor mm(Shape{3});
+                   mm[0] = static_cast<float>(mt.loss_sum);
+                   mm[1] = static_cast<float>(mt.correct);
+                   mm[2] = static_cast<float>(mt.count);
+                   // Two Adam/Adadelta steps amplify the GEMMs' rounding differences a little.
+                   return Outputs{{"weights", host(m.parameters().values(), ctx), {1e-5, 1e-4}},
+                                  {"metrics", mm, {1e-4, 1e-4}}};
+                 }});
+  }
+  return c;
+}
+
+class Backends : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Backends, CudaMatchesCpu) {
+  const Case& c = GetParam();
+  std::string why;
+  const bool gpu = cuda_usable(&why);
+  Context ctx(1, 1, gpu ? Device::CUDA : Device::CPU);
+  const Outputs cpu = c.run(ctx, Device::CPU);
+  for (const Output& o : cpu) {
+    bool finite = true;
+    for (int64_t i = 0; i < o.value.numel(); ++i) finite = finite && std::isfinite(o.value[i]);
+    EXPECT_TRUE(finite) << c.name << ": CPU output " << o.name << " is not finite";
+  }
+  if (!gpu) GTEST_SKIP() << "CPU side ran; CPU-vs-CUDA parity needs a GPU: " << why;
+  const Outputs dev = c.run(ctx, Device::CUDA);
+  ASSERT_EQ(dev.size(), cpu.size()) << c.name;
+  for (size_t i = 0; i < cpu.size(); ++i)
+    pt::expect_close(dev[i].value, cpu[i].value, cpu[i].tol.atol, cpu[i].tol.rtol,
+                     c.name + " " + cpu[i].name);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, Backends, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
+
+}  // namespace

@@ -1,0 +1,164 @@
+// The GPU runtime around the kernels: a training step moves only the batch and the labels
+// across the bus (and the metrics when they are read), allocates nothing once warm, replays as
+// a CUDA graph with the same results as eager steps; running out of device memory names the
+// tensor; checkpoints go through the host; asking for a GPU where there is none is one clear
+// error. Tests that need a GPU skip visibly without one.
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "cuda/cuda_state.h"
+#include "model/checkpoint.h"
+#include "model/mnist_models.h"
+#include "testing.h"
+#include "train/classifier_trainer.h"
+
+using namespace pdnn;
+namespace pt = pdnn::testing;
+
+namespace {
+
+#define PDNN_NEED_GPU()                                           \
+  do {                                                            \
+    std::string why;                                              \
+    if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why; \
+  } while (0)
+
+struct Batch {
+  Tensor x, y;
+};
+
+std::vector<Batch> batches(int n, int64_t size, uint64_t seed, int64_t last_size = 0) {
+  Rng r(seed);
+  std::vector<Batch> out;
+  for (int i = 0; i < n; ++i) {
+    const int64_t b = i + 1 == n && last_size > 0 ? last_size : size;
+    std::vector<int32_t> l(static_cast<size_t>(b));
+    for (auto& v : l) v = static_cast<int32_t>(r.next() % 10);
+    out.push_back({pt::random_tensor(Shape{b, 1, 28, 28}, r, 0.f, 1.f), pt::labels_tensor(l)});
+  }
+  return out;
+}
+
+TEST(CudaRuntime, AskingForAMissingGpuIsOneClearError) {
+  std::string why;
+  if (cuda_usable(&why)) GTEST_SKIP() << "a GPU is present";
+  try {
+    Context ctx(1, 0, Device::CUDA);
+    FAIL() << "Context(Device::CUDA) must fail without a GPU";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("--device cuda: "), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+  }
+}
+
+TEST(CudaRuntime, TrainingStepMovesOnlyTheBatchAndAllocatesNothingOnceWarm) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 3, Device::CUDA);
+  Sequential m = make_mnist_model("keras");
+  m.reset_parameters(ctx.rng());
+  m.to(Device::CUDA, ctx);
+  auto opt = make_mnist_optimizer("keras", "", m, -1.f);
+  ClassifierTrainer tr(m, *opt);
+  // Pinned host batches, as the app uses.
+  Tensor x(Shape{32, 1, 28, 28}, DType::F32, ctx.staging_allocator());
+  Tensor y(Shape{32}, DType::I32, ctx.staging_allocator());
+  const std::vector<Batch> bs = batches(8, 32, 1);
+  auto step = [&](int i) {
+    copy_into(x, bs[static_cast<size_t>(i)].x, ctx);
+    copy_into(y, bs[static_cast<size_t>(i)].y, ctx);
+    tr.step(ctx, x, y);
+  };
+  for (int i = 0; i < 3; ++i) step(i);  // eager, capture, first replay
+  ctx.synchronize();
+  const TransferStats t0 = ctx.transfers();
+  const AllocStats a0 = ctx.device_alloc_stats();
+  for (int i = 3; i < 8; ++i) step(i);
+  ctx.synchronize();
+  const TransferStats t1 = ctx.transfers();
+  const AllocStats a1 = ctx.device_alloc_stats();
+  EXPECT_EQ(t1.h2d_copies - t0.h2d_copies, 10u) << "one copy of images and one of labels per step";
+  EXPECT_EQ(t1.h2d_bytes - t0.h2d_bytes, 5u * (x.nbytes() + y.nbytes()));
+  EXPECT_EQ(t1.d2h_copies, t0.d2h_copies) << "a step reads nothing back";
+  EXPECT_EQ(a1.sys_allocs, a0.sys_allocs) << "cudaMalloc after warm-up";
+  EXPECT_EQ(a1.sys_frees, a0.sys_frees) << "cudaFree after warm-up";
+  EXPECT_EQ(a1.allocs, a0.allocs) << "allocations (even cached) after warm-up";
+  EXPECT_GE(tr.graph_replays(), 6);
+  // Reading the metrics is one small copy back: loss sum, correct, count.
+  const ClassifierMetrics mt = tr.metrics(ctx);
+  EXPECT_EQ(ctx.transfers().d2h_bytes - t1.d2h_bytes, 3u * sizeof(double));
+  EXPECT_EQ(mt.count, 8 * 32);
+  EXPECT_TRUE(std::isfinite(mt.loss_sum));
+}
+
+// The graph replays exactly the eager step: same weights, RNG position (dropout) and step
+// count, including a smaller last batch (run eagerly) and an evaluation between epochs (its
+// larger batch regrows buffers: the graph is captured again).
+TEST(CudaRuntime, GraphReplayEqualsEagerSteps) {
+  PDNN_NEED_GPU();
+  std::vector<Tensor> weights;
+  std::vector<uint64_t> rng;
+  std::vector<int64_t> steps, replays;
+  Rng tr_rng(4);
+  LabeledImages test{pt::random_tensor(Shape{200, 1, 28, 28}, tr_rng, 0.f, 1.f),
+                     std::vector<int32_t>(200, 3)};
+  for (bool graph : {false, true}) {
+    Context ctx(1, 9, Device::CUDA);
+    Sequential m = make_mnist_model("keras");
+    m.reset_parameters(ctx.rng());
+    m.to(Device::CUDA, ctx);
+    auto opt = make_mnist_optimizer("keras", "", m, -1.f);
+    ClassifierTrainer tr(m, *opt, graph);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (const Batch& b : batches(6, 16, 20 + epoch, 7)) tr.step(ctx, b.x, b.y);
+      evaluate_classifier(ctx, m, test, 100);
+    }
+    weights.push_back(m.parameters().values().to(Device::CPU, ctx));
+    rng.push_back(ctx.rng().counter());
+    steps.push_back(opt->steps());
+    replays.push_back(tr.graph_replays());
+  }
+  pt::expect_close(weights[1], weights[0], 0, 0, "weights, graph vs eager");
+  EXPECT_EQ(rng[1], rng[0]);
+  EXPECT_EQ(steps[1], steps[0]);
+  EXPECT_EQ(steps[0], 12);
+  EXPECT_EQ(replays[0], 0);
+  EXPECT_GE(replays[1], 4) << "replayed steps";
+}
+
+TEST(CudaRuntime, OutOfMemoryNamesTheTensor) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 0, Device::CUDA);
+  pt::expect_error_mentions(
+      [&] { Tensor::empty(Shape{int64_t{1} << 40}, DType::F32, Device::CUDA, ctx); },
+      {"(1099511627776)", "float32", "out of GPU memory"});
+  // The device still works afterwards.
+  Tensor t = Tensor::empty(Shape{4}, DType::F32, Device::CUDA, ctx);
+  EXPECT_EQ(t.to(Device::CPU, ctx).numel(), 4);
+}
+
+TEST(CudaRuntime, CheckpointOfADeviceModelLoadsOnTheHost) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 2, Device::CUDA);
+  Sequential m = make_mnist_model("small");
+  m.reset_parameters(ctx.rng());
+  m.to(Device::CUDA, ctx);
+  auto opt = make_mnist_optimizer("small", "", m, -1.f);
+  ClassifierTrainer tr(m, *opt);
+  for (const Batch& b : batches(3, 8, 5)) tr.step(ctx, b.x, b.y);
+  const std::string path = ::testing::TempDir() + "pdnn_cuda_ckpt.bin";
+  save_checkpoint(path, m, opt.get(), 1, {}, &ctx);
+  Sequential h = make_mnist_model("small");
+  auto hopt = make_mnist_optimizer("small", "", h, -1.f);
+  load_checkpoint(path, h, hopt.get());
+  pt::expect_close(h.parameters().values(), m.parameters().values().to(Device::CPU, ctx), 0, 0,
+                   "weights through a checkpoint");
+  EXPECT_EQ(hopt->steps(), 3);
+  std::remove(path.c_str());
+}
+
+}  // namespace

@@ -119,6 +119,16 @@ std::function<std::unique_ptr<Layer>()> maker(A... args) {
   return [=] { return std::unique_ptr<Layer>(new L(args...)); };
 }
 
+// The same layer with an activation fused into its output write.
+template <class L, class... A>
+std::function<std::unique_ptr<Layer>()> fused(Act act, A... args) {
+  return [=] {
+    auto l = std::unique_ptr<Layer>(new L(args...));
+    EXPECT_TRUE(l->fuse_activation(act));
+    return l;
+  };
+}
+
 Case layer_case(std::string name, std::function<std::unique_ptr<Layer>()> make, Shape in,
                 Tol y_tol, Tol grad_tol, bool training = true, float lo = -1.f, float hi = 1.f) {
   return {name, [=](Context& ctx, Device dev) {
@@ -157,6 +167,15 @@ std::vector<Case> cases() {
   c.push_back(layer_case("Conv2d_to1x1", maker<Conv2d>(16, 1, 4), {3, 16, 4, 4}, kGemm, kGemm));
   c.push_back(layer_case("Conv2d_s2_odd_nobias", maker<Conv2d>(4, 6, 3, 2, 0, false),
                          {3, 4, 9, 7}, kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_W3b_ReLU", fused<Conv2d>(Act{FusedAct::ReLU, 0.f}, 32, 64, 3),
+                         {2, 32, 26, 26}, kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_k4s2p1_LeakyReLU",
+                         fused<Conv2d>(Act{FusedAct::LeakyReLU, 0.2f}, 3, 16, 4, 2, 1),
+                         {2, 3, 16, 16}, kGemm, kGemm));
+  c.push_back(layer_case("Dense_small_batch_ReLU", fused<Dense>(Act{FusedAct::ReLU, 0.f}, 1960, 100),
+                         {8, 1960}, kGemm, kGemm));
+  c.push_back(layer_case("Dense_LeakyReLU", fused<Dense>(Act{FusedAct::LeakyReLU, 0.1f}, 200, 33),
+                         {40, 200}, kGemm, kGemm));
   c.push_back(layer_case("ConvT_from1x1", maker<ConvTranspose2d>(10, 16, 4, 1, 0), {2, 10, 1, 1},
                          kGemm, kGemm));
   c.push_back(layer_case("ConvT_k4s2p1", maker<ConvTranspose2d>(16, 8, 4, 2, 1), {2, 16, 4, 4},

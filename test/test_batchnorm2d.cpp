@@ -170,6 +170,21 @@ TEST(BatchNorm2d, TrainGradientsThroughBatchStatistics) {
   pt::check_layer_gradients(ctx, plain, pt::random_tensor(Shape{2, 3, 2, 3}, rng));
 }
 
+// BatchNorm with ReLU / LeakyReLU fused (as the DCGAN's generator and discriminator use it), in
+// training and evaluation mode.
+TEST(BatchNorm2d, FusedActivationGradients) {
+  Context ctx(1);
+  Rng rng(6);
+  for (bool train : {true, false})
+    for (const Act act : {Act{FusedAct::ReLU, 0.f}, Act{FusedAct::LeakyReLU, 0.2f}}) {
+      BatchNorm2d bn(3, 1e-5f, 0.1f, true, act.kind, act.slope);
+      randomise_affine(bn, rng);
+      bn.train(train);
+      SCOPED_TRACE(bn.describe() + (train ? " train" : " eval"));
+      pt::check_layer_gradients(ctx, bn, pt::random_tensor(Shape{2, 3, 3, 4}, rng, -2.f, 2.f));
+    }
+}
+
 TEST(BatchNorm2d, EvalGradients) {
   Context ctx(1);
   Rng rng(4);

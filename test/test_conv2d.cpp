@@ -89,6 +89,25 @@ TEST(Conv2d, GradientsMatchFiniteDifferences) {
     }
 }
 
+// With ReLU or LeakyReLU fused into the output write (what Sequential does for Conv2d + ReLU):
+// the gradients of act(conv(x)) by finite differences. The biases (+3 on even channels, -3 on
+// odd ones, against |conv| below about 1.5 here) keep every pre-activation away from the kink
+// at 0, where a finite difference would straddle it, while both sides of it are exercised.
+TEST(Conv2d, FusedActivationGradientsMatchFiniteDifferences) {
+  Context ctx(1, 12);
+  for (const Act act : {Act{FusedAct::ReLU, 0.f}, Act{FusedAct::LeakyReLU, 0.2f}})
+    for (ConvAlgo a : {ConvAlgo::PerImage, ConvAlgo::Batched}) {
+      Conv2d conv(3, 4, 3, 1, 1);
+      conv.set_algo(a);
+      ASSERT_TRUE(conv.fuse_activation(act));
+      conv.reset_parameters(ctx.rng());
+      for (int64_t c = 0; c < 4; ++c) conv.bias()[c] = c % 2 == 0 ? 3.f : -3.f;
+      Tensor x = pt::random_tensor(Shape{2, 3, 6, 5}, ctx.rng());
+      SCOPED_TRACE(conv.describe() + " " + conv_algo_name(a));
+      pt::check_layer_gradients(ctx, conv, x);
+    }
+}
+
 TEST(Conv2d, ParameterGradientsAccumulateAndDxMayBeSkipped) {
   Context ctx(1, 3);
   Conv2d conv(2, 3, 3, 1, 1);

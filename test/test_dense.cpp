@@ -83,6 +83,18 @@ TEST(Dense, GradientsMatchFiniteDifferences) {
   }
 }
 
+TEST(Dense, FusedActivationGradientsMatchFiniteDifferences) {
+  Context ctx(1);
+  Rng rng(5);
+  for (const Act act : {Act{FusedAct::ReLU, 0.f}, Act{FusedAct::LeakyReLU, 0.3f}}) {
+    Dense d(9, 6);
+    ASSERT_TRUE(d.fuse_activation(act));
+    randomise(d, rng);
+    SCOPED_TRACE(d.describe());
+    pt::check_layer_gradients(ctx, d, pt::random_tensor(Shape{4, 9}, rng));
+  }
+}
+
 TEST(Dense, ParameterGradientsAccumulateInputGradientIsWritten) {
   Context ctx(1);
   Rng rng(3);

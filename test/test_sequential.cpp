@@ -2,6 +2,12 @@
 // summary table, and buffer reuse across steps.
 #include <string>
 
+#include "core/error.h"
+#include "layers/activation.h"
+#include "layers/batchnorm2d.h"
+#include "layers/conv2d.h"
+#include "layers/dense.h"
+#include "layers/flatten.h"
 #include "model/sequential.h"
 #include "testing.h"
 #include "toy_layers.h"
@@ -164,6 +170,54 @@ TEST(Sequential, MisuseThrows) {
   EXPECT_THROW(m.forward(ctx, testing::random_tensor(Shape{4, 6}, rng)), Error);
   Sequential empty;
   EXPECT_THROW(empty.forward(ctx, dy), Error);
+}
+
+
+// Fusion: activations taken over by the layer before them give the same numbers as running
+// every layer on its own (forward output, input gradient, every parameter gradient), across
+// conv, dense and BatchNorm, ReLU and LeakyReLU, with two steps so the skipped layers'
+// gradient buffers are reused.
+TEST(Sequential, FusedActivationsGiveTheSameNumbers) {
+  auto build = [](bool fuse) {
+    Sequential m;
+    m.emplace<Conv2d>(2, 4, 3, 1, 1);
+    m.emplace<ReLU>();
+    m.emplace<Conv2d>(4, 6, 4, 2, 1);
+    m.emplace<BatchNorm2d>(6);
+    m.emplace<LeakyReLU>(0.2f);
+    m.emplace<Conv2d>(6, 5, 3);
+    m.emplace<LeakyReLU>(0.1f);
+    m.emplace<Flatten>();
+    m.emplace<Dense>(5 * 2 * 2, 7);
+    m.emplace<ReLU>();
+    m.emplace<Dense>(7, 3);
+    m.emplace<LeakyReLU>(-0.5f);  // a negative slope cannot be fused: it runs on its own
+    m.set_fusion(fuse);
+    Rng init(3);
+    m.reset_parameters(init);
+    return m;
+  };
+  Sequential a = build(false), b = build(true);
+  Context ctx(1, 2);
+  Rng r(8);
+  for (int step = 0; step < 2; ++step) {
+    const Tensor x = testing::random_tensor(Shape{3, 2, 8, 8}, r);
+    const Tensor dy = testing::random_tensor(Shape{3, 3}, r);
+    const Tensor ya = a.forward(ctx, x).clone();
+    const Tensor& yb = b.forward(ctx, x);
+    expect_equal(yb, ya, "output");
+    a.zero_grad(ctx);
+    b.zero_grad(ctx);
+    a.backward(ctx, dy, true);
+    b.backward(ctx, dy, true);
+    expect_equal(b.input_grad(), a.input_grad(), "input gradient");
+    expect_equal(b.parameters().grads(), a.parameters().grads(), "parameter gradients");
+  }
+  for (size_t i : {1, 4, 6, 9}) EXPECT_TRUE(b.absorbed(i)) << i;
+  for (size_t i : {0, 2, 3, 5, 7, 8, 10, 11}) EXPECT_FALSE(b.absorbed(i)) << i;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_FALSE(a.absorbed(i)) << i;
+  EXPECT_NE(b.layer(0).describe().find("+ ReLU"), std::string::npos) << b.layer(0).describe();
+  EXPECT_THROW(b.set_fusion(false), Error);
 }
 
 }  // namespace pdnn

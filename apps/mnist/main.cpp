@@ -248,7 +248,8 @@ int run(int argc, char** argv) {
       ++steps;
       // Step times: on the GPU the work is queued, so steps are timed in blocks of
       // kBlock ending in a synchronisation (per-step syncs would time the launch latency).
-      if (++in_block == (ctx.has_cuda() ? kBlock : 1) || b + 1 == loader.num_batches()) {
+      const bool last = b + 1 == loader.num_batches() || (o.steps > 0 && steps >= o.steps);
+      if (++in_block == (ctx.has_cuda() ? kBlock : 1) || last) {
         ctx.synchronize();
         step_ms.push_back(1e3 * seconds_since(tb) / static_cast<double>(in_block));
         tb = Clock::now();

@@ -33,7 +33,7 @@ bool is_gpu_variant(const std::string& v) { return v.rfind("cuda", 0) == 0; }
 Kernel gpu_kernel(pdnn::Context& gpu, bool fp32) {
   double* partials = reinterpret_cast<double*>(
       gpu.workspace(pdnn::Device::CUDA, 2 * pdnn::cuda::kPiBlocks));
-  return [&gpu, fp32, partials](int64_t n, int) {
+  return [&gpu, fp32, partials](int64_t n, int) -> double {
 #if PDNN_HAVE_CUDA
     return pdnn::cuda::pi_trapezoid(n, fp32, partials, gpu.cuda_exec());
 #else

@@ -43,7 +43,15 @@ __device__ __forceinline__ T block_sum(T v, T* sh) {
   return sh[0];
 }
 
-inline cudaStream_t stream_of(CudaExec e) { return reinterpret_cast<cudaStream_t>(e.stream); }
+inline cudaStream_t stream_of(CudaExec e) { return e.stream; }
+
+// A 2-D launch: x over `len` elements of a row (up to 64 blocks of kThreads, looped beyond),
+// y over `rows` rows (up to 65535, looped beyond).
+inline dim3 grid2d(int64_t len, int64_t rows) {
+  const int64_t bx = (len + kThreads - 1) / kThreads;
+  return dim3(static_cast<unsigned>(bx < 1 ? 1 : bx > 64 ? 64 : bx),
+              static_cast<unsigned>(rows < 1 ? 1 : rows > 65535 ? 65535 : rows));
+}
 
 }  // namespace cuda
 }  // namespace pdnn

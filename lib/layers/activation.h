@@ -31,6 +31,7 @@ class Elementwise : public Layer {
 class ReLU : public Elementwise {
  public:
   std::string kind() const override { return "ReLU"; }
+  Act fusable_activation() const override { return {FusedAct::ReLU, 0.f}; }
 
  protected:
   void forward_op(Context& ctx, const Tensor& x, Tensor& y) const override;
@@ -45,6 +46,10 @@ class LeakyReLU : public Elementwise {
   std::string kind() const override { return "LeakyReLU"; }
   std::string describe() const override;
   float slope() const { return slope_; }
+  // Fusable when slope >= 0 (the derivative is then read off the output's sign).
+  Act fusable_activation() const override {
+    return slope_ >= 0.f ? Act{FusedAct::LeakyReLU, slope_} : Act{};
+  }
 
  protected:
   void forward_op(Context& ctx, const Tensor& x, Tensor& y) const override;

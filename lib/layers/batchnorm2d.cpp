@@ -82,6 +82,13 @@ void BatchNorm2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const
                             affine_ ? dbeta_ : none, dx);
 }
 
+bool BatchNorm2d::fuse_activation(const Act& a) {
+  if (act_ != FusedAct::None || a.kind == FusedAct::None) return false;
+  act_ = a.kind;
+  slope_ = a.slope;
+  return true;
+}
+
 std::vector<Param> BatchNorm2d::params() {
   if (!affine_) return {};
   return {{"weight", &gamma_, &dgamma_}, {"bias", &beta_, &dbeta_}};

@@ -43,6 +43,7 @@ class BatchNorm2d : public Layer {
   Tensor& weight() { return gamma_; }
   Tensor& bias() { return beta_; }
   FusedAct fused_activation() const { return act_; }
+  bool fuse_activation(const Act& a) override;
 
  private:
   void set_defaults();  // gamma 1, beta 0, running mean 0, running var 1

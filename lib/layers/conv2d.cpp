@@ -24,9 +24,16 @@ Conv2d::Conv2d(int64_t in_ch, int64_t out_ch, int64_t kernel, int64_t stride, in
 }
 
 std::string Conv2d::describe() const {
-  return strprintf("Conv2d(%lld->%lld, k%lld s%lld p%lld%s)", (long long)in_ch_,
+  return strprintf("Conv2d(%lld->%lld, k%lld s%lld p%lld%s)%s", (long long)in_ch_,
                    (long long)out_ch_, (long long)kernel_, (long long)stride_,
-                   (long long)padding_, has_bias_ ? "" : ", no bias");
+                   (long long)padding_, has_bias_ ? "" : ", no bias",
+                   act_.kind == FusedAct::None ? "" : (std::string(" + ") + fused_act_name(act_.kind)).c_str());
+}
+
+bool Conv2d::fuse_activation(const Act& a) {
+  if (act_.kind != FusedAct::None || a.kind == FusedAct::None) return false;
+  act_ = a;
+  return true;
 }
 
 ConvGeom Conv2d::geom(const Shape& in) const {
@@ -46,18 +53,18 @@ void Conv2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const ConvGeom g = geom(x.shape());
   const int64_t n = x.shape().n();
   check_same_shape("conv2d forward: y", y.shape(), Shape{n, out_ch_, g.oh, g.ow});
-  ops::conv2d_forward(ctx, g, n, out_ch_, x, weight_, has_bias_ ? &bias_ : nullptr, y, algo_);
+  ops::conv2d_forward(ctx, g, n, out_ch_, x, weight_, has_bias_ ? &bias_ : nullptr, y, act_, algo_,
+                      &cols_);
 }
 
 void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                       Tensor* dx) {
-  (void)y;
   const ConvGeom g = geom(x.shape());
   const int64_t n = x.shape().n();
   check_same_shape("conv2d backward: dy", dy.shape(), Shape{n, out_ch_, g.oh, g.ow});
   if (dx) check_same_shape("conv2d backward: dx", dx->shape(), x.shape());
-  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, &dweight_,
-                       has_bias_ ? &dbias_ : nullptr, dx, algo_);
+  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, &y, &dweight_,
+                       has_bias_ ? &dbias_ : nullptr, dx, act_, algo_, &cols_);
 }
 
 std::vector<Param> Conv2d::params() {

@@ -2,6 +2,7 @@
 // padding, through im2col + GEMM.
 //   x (N,C,H,W) -> y (N,K,OH,OW), OH = (H + 2p - k)/s + 1 (floor), likewise OW.
 //   weight (K,C,k,k), bias (K).  backward: dweight, dbias +=, dx = (skipped when dx is null).
+//   With a fused activation, y = act(conv(x) + b).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,6 +30,9 @@ class Conv2d : public Layer {
 
   // Images in parallel or one batched GEMM; Auto (default) picks the measured-faster per shape.
   void set_algo(ConvAlgo a) { algo_ = a; }
+  // A following ReLU/LeakyReLU applied in the output write (see Layer::fuse_activation).
+  bool fuse_activation(const Act& a) override;
+  Act activation() const { return act_; }
 
   Tensor& weight() { return weight_; }
   Tensor& bias() { return bias_; }
@@ -42,7 +46,9 @@ class Conv2d : public Layer {
   int64_t in_ch_, out_ch_, kernel_, stride_, padding_;
   bool has_bias_;
   ConvAlgo algo_ = ConvAlgo::Auto;
+  Act act_;
   Tensor weight_, bias_, dweight_, dbias_;
+  Tensor cols_;  // the forward's columns, kept for backward on the GPU
 };
 
 }  // namespace pdnn

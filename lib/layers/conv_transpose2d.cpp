@@ -61,7 +61,8 @@ void ConvTranspose2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const ConvGeom g = geom(x.shape());
   const int64_t n = x.shape().n();
   check_same_shape("conv_transpose2d forward: y", y.shape(), Shape{n, out_ch_, g.h, g.w});
-  ops::conv2d_backward(ctx, g, n, in_ch_, nullptr, weight_, x, nullptr, nullptr, &y, algo_);
+  ops::conv2d_backward(ctx, g, n, in_ch_, nullptr, weight_, x, nullptr, nullptr, nullptr, &y, Act{},
+                       algo_);
   if (has_bias_) ops::bias_add(ctx, n, out_ch_, g.h * g.w, bias_, y);
 }
 
@@ -73,8 +74,9 @@ void ConvTranspose2d::backward(Context& ctx, const Tensor& x, const Tensor& y, c
   check_same_shape("conv_transpose2d backward: dy", dy.shape(), Shape{n, out_ch_, g.h, g.w});
   if (dx) check_same_shape("conv_transpose2d backward: dx", dx->shape(), x.shape());
   if (has_bias_) ops::bias_backward(ctx, n, out_ch_, g.h * g.w, dy, dbias_);
-  ops::conv2d_backward(ctx, g, n, in_ch_, &dy, weight_, x, &dweight_, nullptr, nullptr, algo_);
-  if (dx) ops::conv2d_forward(ctx, g, n, in_ch_, dy, weight_, nullptr, *dx, algo_);
+  ops::conv2d_backward(ctx, g, n, in_ch_, &dy, weight_, x, nullptr, &dweight_, nullptr, nullptr,
+                       Act{}, algo_);
+  if (dx) ops::conv2d_forward(ctx, g, n, in_ch_, dy, weight_, nullptr, *dx, Act{}, algo_);
 }
 
 std::vector<Param> ConvTranspose2d::params() {

@@ -21,8 +21,17 @@ Dense::Dense(int64_t in_features, int64_t out_features, bool bias)
 }
 
 std::string Dense::describe() const {
-  return strprintf("Dense(%lld->%lld%s)", static_cast<long long>(in_), static_cast<long long>(out_),
-                   has_bias_ ? "" : ", no bias");
+  return strprintf("Dense(%lld->%lld%s)%s", static_cast<long long>(in_),
+                   static_cast<long long>(out_), has_bias_ ? "" : ", no bias",
+                   act_.kind == FusedAct::None
+                       ? ""
+                       : (std::string(" + ") + fused_act_name(act_.kind)).c_str());
+}
+
+bool Dense::fuse_activation(const Act& a) {
+  if (act_.kind != FusedAct::None || a.kind == FusedAct::None) return false;
+  act_ = a;
+  return true;
 }
 
 Shape Dense::output_shape(const Shape& in) const {
@@ -38,14 +47,14 @@ Shape Dense::output_shape(const Shape& in) const {
 
 void Dense::forward(Context& ctx, const Tensor& x, Tensor& y) {
   check_same_shape("Dense forward: y vs expected", y.shape(), output_shape(x.shape()));
-  ops::dense_forward(ctx, x, w_, b_, y);
+  ops::dense_forward(ctx, x, w_, b_, y, act_);
 }
 
 void Dense::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
   check_same_shape("Dense backward: y vs expected", y.shape(), output_shape(x.shape()));
   check_same_shape("Dense backward: dy vs y", dy.shape(), y.shape());
   if (dx) check_same_shape("Dense backward: dx vs x", dx->shape(), x.shape());
-  ops::dense_backward(ctx, x, w_, dy, dw_, db_, dx);
+  ops::dense_backward(ctx, x, w_, dy, y, dw_, db_, dx, act_);
 }
 
 std::vector<Param> Dense::params() {

@@ -23,6 +23,8 @@ class Dense : public Layer {
                 Tensor* dx) override;
   std::vector<Param> params() override;
   double flops(const Shape& in) const override;
+  // A following ReLU/LeakyReLU applied in the output write (see Layer::fuse_activation).
+  bool fuse_activation(const Act& a) override;
   void reset_parameters(Rng& rng) override;
 
   int64_t in_features() const { return in_; }
@@ -34,6 +36,7 @@ class Dense : public Layer {
   int64_t in_, out_;
   bool has_bias_;
   Tensor w_, dw_, b_, db_;
+  Act act_;
 };
 
 }  // namespace pdnn

@@ -9,6 +9,7 @@
 #include "core/context.h"
 #include "core/param.h"
 #include "core/tensor.h"
+#include "ops/activation.h"
 
 namespace pdnn {
 
@@ -37,6 +38,17 @@ class Layer {
   virtual double flops(const Shape& in) const { (void)in; return 0.0; }
   // Re-draw the parameters with the layer's default initialisation (PyTorch's per-layer one).
   virtual void reset_parameters(Rng& rng) { (void)rng; }
+
+  // Fusion (Sequential does it): an elementwise activation layer says which activation it is
+  // (kind None: not fusable), and a layer that can apply one in its own output write takes it
+  // over (true), after which its output is act(its own result) and its backward receives dy
+  // with respect to that output. The activation layer then stays in the model (summaries,
+  // checkpoint names) but is skipped.
+  virtual Act fusable_activation() const { return {}; }
+  virtual bool fuse_activation(const Act& a) {
+    (void)a;
+    return false;
+  }
 
   void train(bool on) { training_ = on; }
   bool training() const { return training_; }

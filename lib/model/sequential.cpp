@@ -15,6 +15,8 @@ Layer& Sequential::add(std::unique_ptr<Layer> layer) {
              device_name(device()));
   layers_.push_back(std::move(layer));
   acts_.resize(layers_.size());
+  absorbed_.resize(layers_.size(), false);
+  fusion_checked_ = false;
   *params_ = ParamSet();  // gathered again, with the new layer's, on next use
   have_forward_ = false;
   return *layers_.back();
@@ -49,8 +51,27 @@ void Sequential::to(Device dev, Context& ctx) {
   have_forward_ = false;
 }
 
+void Sequential::fuse_activations() {
+  fusion_checked_ = true;
+  if (!fusion_) return;
+  for (size_t i = 1; i < layers_.size(); ++i) {
+    if (absorbed_[i] || absorbed_[i - 1]) continue;
+    const Act a = layers_[i]->fusable_activation();
+    if (a.kind != FusedAct::None && layers_[i - 1]->fuse_activation(a)) absorbed_[i] = true;
+  }
+}
+
+void Sequential::set_fusion(bool on) {
+  PDNN_CHECK(on || !fusion_checked_ || std::none_of(absorbed_.begin(), absorbed_.end(),
+                                                    [](bool b) { return b; }),
+             "sequential: set_fusion(false) after layers were fused (call it before the first "
+             "forward)");
+  fusion_ = on;
+}
+
 const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   PDNN_CHECK(!layers_.empty(), "sequential: forward through an empty model");
+  if (!fusion_checked_) fuse_activations();
   PDNN_CHECK(x.device() == device(),
              "sequential: input %s is on %s, the model on %s (move one: model.to() or x.to())",
              x.shape().str().c_str(), device_name(x.device()), device_name(device()));
@@ -59,6 +80,11 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   const Tensor* in = &x_in_;
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = *layers_[i];
+    if (absorbed_[i]) {  // the layer before applied it: its output is this layer's output
+      acts_[i] = acts_[i - 1];
+      in = &acts_[i];
+      continue;
+    }
     const Shape out = l.output_shape(in->shape());
     acts_[i].resize(out, DType::F32, x.device(), ctx);
     if (prof) {
@@ -79,13 +105,17 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) 
   check_same_shape("sequential backward: dy vs the last output", dy.shape(), acts_.back().shape());
   Profiler* prof = ctx.profiler();
   const Tensor* g = &dy;
+  int gi = -1;  // which of grads_ holds g (-1: the caller's dy); dx goes to the other one
   for (size_t i = layers_.size(); i-- > 0;) {
+    if (absorbed_[i]) continue;  // dy passes through: the layer before takes it w.r.t. its output
     Layer& l = *layers_[i];
     const Tensor& in = i == 0 ? x_in_ : acts_[i - 1];
     Tensor* dx = nullptr;
     if (i > 0 || want_input_grad) {
-      dx = i > 0 ? &grads_[i % 2] : &dx_in_;
+      const int di = gi == 0 ? 1 : 0;
+      dx = i > 0 ? &grads_[di] : &dx_in_;
       dx->resize(in.shape(), DType::F32, in.device(), ctx);
+      gi = i > 0 ? di : -1;
     }
     if (prof) {
       const TimeMark t0 = time_mark(ctx);

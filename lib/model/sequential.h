@@ -42,6 +42,15 @@ class Sequential {
   // All parameters as one flat buffer (gathered on first use, on the host).
   ParamSet& parameters();
 
+  // Fusion (on by default): at the first forward, an activation layer (ReLU, LeakyReLU) that
+  // follows a layer able to apply it in its own output write (Conv2d, Dense, BatchNorm2d) is
+  // taken over by that layer and skipped: one pass over memory less each way, the same
+  // numbers. The skipped layer stays in the model (summary, parameter names). Turn it off
+  // before the first forward to run every layer on its own.
+  void set_fusion(bool on);
+  // Whether layer i was taken over by the layer before it.
+  bool absorbed(size_t i) const { return absorbed_.at(i); }
+
   // Runs every layer; the returned output is owned by the model and valid until the next call.
   // The model keeps a reference to x's storage for backward: do not modify x in between.
   // x must be on the model's device.
@@ -72,12 +81,16 @@ class Sequential {
 
  private:
   std::string label(size_t i) const;
+  void fuse_activations();
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<ParamSet> params_ = std::make_unique<ParamSet>();  // stable across moves
   std::string name_;
   std::vector<Tensor> acts_;  // acts_[i] = output of layer i
-  Tensor grads_[2];           // ping-pong: layer i writes dL/d(its input) into grads_[i % 2]
+  Tensor grads_[2];           // ping-pong: each layer writes dL/d(its input) into the one that
+                              // does not hold its dy
+  std::vector<bool> absorbed_;
+  bool fusion_ = true, fusion_checked_ = false;
   Tensor x_in_;               // the last forward's input (shares the caller's storage)
   Tensor dx_in_;
   bool have_forward_ = false;

@@ -8,6 +8,10 @@
 
 namespace pdnn {
 
+const char* fused_act_name(FusedAct a) {
+  return a == FusedAct::ReLU ? "ReLU" : a == FusedAct::LeakyReLU ? "LeakyReLU" : "none";
+}
+
 namespace cpu {
 
 void relu_forward(int64_t n, const float* x, float* y, CpuExec) {

@@ -13,6 +13,16 @@
 
 namespace pdnn {
 
+// An activation fused into the op before it (a convolution's output write, BatchNorm's
+// normalisation): y = act(z), one pass over memory instead of two each way. Backward reads the
+// derivative off y (y > 0 iff z > 0, exact since slope >= 0).
+enum class FusedAct : uint8_t { None, ReLU, LeakyReLU };
+struct Act {
+  FusedAct kind = FusedAct::None;
+  float slope = 0.f;  // LeakyReLU's
+};
+const char* fused_act_name(FusedAct a);
+
 namespace cpu {
 void relu_forward(int64_t n, const float* x, float* y, CpuExec e);
 void relu_backward(int64_t n, const float* x, const float* dy, float* dx, CpuExec e);

@@ -8,10 +8,6 @@
 
 namespace pdnn {
 
-const char* fused_act_name(FusedAct a) {
-  return a == FusedAct::ReLU ? "ReLU" : a == FusedAct::LeakyReLU ? "LeakyReLU" : "none";
-}
-
 namespace cpu {
 
 namespace {

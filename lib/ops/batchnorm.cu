@@ -18,9 +18,15 @@ __device__ __forceinline__ float act(float z, FusedAct a, float slope) {
   return z > 0.f ? z : lo * z;
 }
 
-__device__ __forceinline__ int64_t at(const BnGeom& g, int64_t ch, int64_t j) {
-  return ((j / g.hw) * g.c + ch) * g.hw + j % g.hw;  // element j of channel ch
-}
+// for each element k of channel ch: body(k) — images in order, each plane's values by thread.
+#define PDNN_BN_CHANNEL_LOOP(g, ch, k, body)                                     \
+  for (int64_t i_ = 0; i_ < (g).n; ++i_) {                                       \
+    const int64_t base_ = (i_ * (g).c + (ch)) * (g).hw;                          \
+    for (int q_ = threadIdx.x; q_ < static_cast<int>((g).hw); q_ += blockDim.x) { \
+      const int64_t k = base_ + q_;                                              \
+      body;                                                                      \
+    }                                                                            \
+  }
 
 __global__ void bn_train_f(BnGeom g, const float* x, const float* gamma, const float* beta,
                            float* rmean, float* rvar, float* mean, float* invstd, float* y) {
@@ -28,14 +34,14 @@ __global__ void bn_train_f(BnGeom g, const float* x, const float* gamma, const f
   __shared__ float coef[2];
   const int64_t ch = blockIdx.x, m = g.n * g.hw;
   double s = 0.0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) s += x[at(g, ch, j)];
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, s += x[k]);
   const double mu = block_sum(s, sh) / static_cast<double>(m);
   __syncthreads();
   double ss = 0.0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const double d = x[at(g, ch, j)] - mu;
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, {
+    const double d = x[k] - mu;
     ss += d * d;
-  }
+  });
   const double var_d = block_sum(ss, sh) / static_cast<double>(m);
   if (threadIdx.x == 0) {
     const float meanf = static_cast<float>(mu), varf = static_cast<float>(var_d);
@@ -51,17 +57,14 @@ __global__ void bn_train_f(BnGeom g, const float* x, const float* gamma, const f
   }
   __syncthreads();
   const float scale = coef[0], shift = coef[1];
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const int64_t k = at(g, ch, j);
-    y[k] = act(x[k] * scale + shift, g.act, g.slope);
-  }
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, y[k] = act(x[k] * scale + shift, g.act, g.slope));
 }
 
 __global__ void bn_eval_f(BnGeom g, int64_t total, const float* x, const float* gamma,
                           const float* beta, const float* rmean, const float* rvar, float* mean,
                           float* invstd, float* y) {
   PDNN_GRID_LOOP(i, total) {
-    const int64_t ch = (i / g.hw) % g.c;
+    const int64_t ch = (i / g.hw) % g.c;  // eval mode only: not the training path
     const float is = static_cast<float>(1.0 / sqrt(static_cast<double>(rvar[ch]) + g.eps));
     const float scale = is * (gamma ? gamma[ch] : 1.f);
     const float shift = (beta ? beta[ch] : 0.f) - rmean[ch] * scale;
@@ -82,12 +85,11 @@ __global__ void bn_b(BnGeom g, bool batch_stats, const float* x, const float* y,
   const float lo = g.act == FusedAct::ReLU ? 0.f : g.slope;
   const double mu = mean[ch], is = invstd[ch];
   double s1 = 0.0, s2 = 0.0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const int64_t k = at(g, ch, j);
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, {
     const float gj = fused ? (y[k] > 0.f ? dy[k] : lo * dy[k]) : dy[k];
     s1 += gj;
     s2 += gj * ((x[k] - mu) * is);
-  }
+  });
   const double sum_dy = block_sum(s1, sh);
   __syncthreads();
   const double sum_dy_xhat = block_sum(s2, sh);
@@ -100,11 +102,10 @@ __global__ void bn_b(BnGeom g, bool batch_stats, const float* x, const float* y,
   const float a = batch_stats ? static_cast<float>(sum_dy / static_cast<double>(m)) : 0.f;
   const float b = batch_stats ? static_cast<float>(sum_dy_xhat / static_cast<double>(m)) : 0.f;
   const float muf = mean[ch], isf = invstd[ch];
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const int64_t k = at(g, ch, j);
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, {
     const float gj = fused ? (y[k] > 0.f ? dy[k] : lo * dy[k]) : dy[k];
     dx[k] = gs * (gj - a - (x[k] - muf) * isf * b);
-  }
+  });
 }
 
 }  // namespace

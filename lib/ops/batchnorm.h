@@ -15,11 +15,10 @@
 #include "core/context.h"
 #include "core/exec.h"
 #include "core/tensor.h"
+#include "ops/activation.h"
 
 namespace pdnn {
 
-enum class FusedAct : uint8_t { None, ReLU, LeakyReLU };
-const char* fused_act_name(FusedAct a);
 
 struct BnGeom {
   int64_t n, c, hw;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/dispatch.h"
+#include "ops/activation.h"
 #include "ops/gemm.h"
 
 namespace pdnn {
@@ -235,18 +236,34 @@ void backward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, c
 }  // namespace
 
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, ConvAlgo algo, float* ws, CpuExec e) {
+                    const float* b, float* y, Act act, ConvAlgo algo, float*, float* ws,
+                    CpuExec e) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   if (algo == ConvAlgo::Batched)
     forward_batched(g, n, k, x, w, b, y, ws, e);
   else
     forward_per_image(g, n, k, x, w, b, y, e.threads, ws);
+  // The activation in place over y (one more pass; fusing it into the GEMM's epilogue is the
+  // CPU speed issue's).
+  const int64_t total = n * k * g.col_cols();
+  if (act.kind == FusedAct::ReLU) relu_forward(total, y, y, e);
+  if (act.kind == FusedAct::LeakyReLU) leaky_relu_forward(total, act.slope, y, y, e);
 }
 
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
-                     CpuExec e) {
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo algo, const float*, float* ws, CpuExec e) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
+  if (act.kind != FusedAct::None) {
+    // dy through the activation, into the workspace's tail (conv_act_extra_floats).
+    const int64_t total = n * k * g.col_cols();
+    float* masked = ws + conv_workspace_floats(g, n, k, algo, e.threads);
+    if (act.kind == FusedAct::ReLU)
+      relu_backward(total, y, dy, masked, e);
+    else
+      leaky_relu_backward(total, act.slope, y, dy, masked, e);
+    dy = masked;
+  }
   if (algo == ConvAlgo::Batched)
     backward_batched(g, n, k, x, w, dy, dw, db, dx, ws, e);
   else
@@ -274,33 +291,50 @@ float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
 }  // namespace
 
 void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
-                    const Tensor& w, const Tensor* b, Tensor& y, ConvAlgo algo) {
+                    const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
+                    Tensor* saved_cols) {
   PDNN_CHECK(x.numel() == n * g.image_size() && w.numel() == k * g.col_rows() &&
                  y.numel() == n * k * g.col_cols() && (!b || b->numel() == k),
              "conv2d_forward: x %s, w %s, y %s do not fit the geometry", x.shape().str().c_str(),
              w.shape().str().c_str(), y.shape().str().c_str());
   const Device d = op_device("conv2d_forward", {&x, &w, b, &y});
-  const size_t ws_n = d == Device::CUDA ? cuda_conv_workspace_floats(g, n, k)
-                                        : conv_workspace_floats(g, n, k, algo, ctx.threads());
+  const bool gpu = d == Device::CUDA;
+  const size_t ws_n = gpu ? cuda_conv_workspace_floats(g, n, k)
+                          : conv_workspace_floats(g, n, k, algo, ctx.threads());
   float* ws = ctx.workspace(d, ws_n);
-  PDNN_DISPATCH(ctx, d, conv2d_forward, g, n, k, x.data(), w.data(), ptr(b), y.data(), algo, ws);
+  // The GPU keeps the columns for backward when the batch is one chunk.
+  float* keep = nullptr;
+  if (gpu && saved_cols && cuda_conv_chunk(g, n, k) == n) {
+    saved_cols->resize(Shape{g.col_rows() * n * g.col_cols()}, DType::F32, d, ctx);
+    keep = saved_cols->data();
+  }
+  PDNN_DISPATCH(ctx, d, conv2d_forward, g, n, k, x.data(), w.data(), ptr(b), y.data(), act, algo,
+                keep, ws);
 }
 
 void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
-                     const Tensor& w, const Tensor& dy, Tensor* dw, Tensor* db, Tensor* dx,
-                     ConvAlgo algo) {
+                     const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
+                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols) {
   PDNN_CHECK((!x || x->numel() == n * g.image_size()) && w.numel() == k * g.col_rows() &&
                  dy.numel() == n * k * g.col_cols() && (!dw || dw->numel() == w.numel()) &&
                  (!db || db->numel() == k) && (!dx || dx->numel() == n * g.image_size()),
              "conv2d_backward: w %s, dy %s do not fit the geometry", w.shape().str().c_str(),
              dy.shape().str().c_str());
   PDNN_CHECK(!dw || x, "conv2d_backward: the weight gradient needs x");
-  const Device d = op_device("conv2d_backward", {x, &w, &dy, dw, db, dx});
-  const size_t ws_n = d == Device::CUDA ? cuda_conv_workspace_floats(g, n, k)
-                                        : conv_workspace_floats(g, n, k, algo, ctx.threads());
+  PDNN_CHECK(act.kind == FusedAct::None || (y && y->numel() == dy.numel()),
+             "conv2d_backward: a fused activation needs the forward's output y");
+  const Device d = op_device("conv2d_backward", {x, &w, &dy, y, dw, db, dx});
+  const bool gpu = d == Device::CUDA;
+  size_t ws_n = gpu ? cuda_conv_workspace_floats(g, n, k)
+                    : conv_workspace_floats(g, n, k, algo, ctx.threads());
+  if (!gpu && act.kind != FusedAct::None) ws_n += static_cast<size_t>(n * k * g.col_cols());
   float* ws = ctx.workspace(d, ws_n);
-  PDNN_DISPATCH(ctx, d, conv2d_backward, g, n, k, ptr(x), w.data(), dy.data(), ptr(dw), ptr(db),
-                ptr(dx), algo, ws);
+  const float* keep = nullptr;
+  if (gpu && saved_cols && !saved_cols->empty() && cuda_conv_chunk(g, n, k) == n &&
+      saved_cols->numel() >= g.col_rows() * n * g.col_cols())
+    keep = saved_cols->data();
+  PDNN_DISPATCH(ctx, d, conv2d_backward, g, n, k, ptr(x), w.data(), dy.data(), ptr(y), ptr(dw),
+                ptr(db), ptr(dx), act, algo, keep, ws);
 }
 
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y) {

@@ -13,6 +13,7 @@
 #include "core/context.h"
 #include "core/exec.h"
 #include "core/tensor.h"
+#include "ops/activation.h"
 #include "ops/im2col.h"
 
 namespace pdnn {
@@ -40,17 +41,23 @@ inline int64_t cuda_conv_product_offset(const ConvGeom& g, int64_t chunk) {
 }
 size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k);
 
+// Fused activation: forward writes y = act(conv(x, w) + b); backward takes dy with respect to
+// that y (and y itself, to read the activation's derivative off it) and gives the gradients
+// through the activation. saved_cols (nullable): on the GPU, when the whole batch fits one
+// chunk, forward leaves the batch's columns there and backward reuses them instead of running
+// im2col again; the CPU recomputes them and ignores it.
 namespace cpu {
 
-// y = conv(x, w) (+ b when b != nullptr). Writes y. ws: conv_workspace_floats() floats.
+// y = act(conv(x, w) (+ b when b != nullptr)). Writes y. ws: conv_workspace_floats() floats.
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, ConvAlgo algo, float* ws, CpuExec e);
+                    const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols,
+                    float* ws, CpuExec e);
 
 // dw += dL/dw, db += dL/db, dx = dL/dx; each skipped when nullptr (x may then be nullptr
-// too when dw is). dy (n, k, oh, ow).
+// too when dw is). dy (n, k, oh, ow) with respect to y; y is read only with an activation.
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
-                     CpuExec e);
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo algo, const float* saved_cols, float* ws, CpuExec e);
 
 // y (n, k, p) += b[k]; db[k] += sum over n, p of dy (n, k, p) (fixed order).
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec e);
@@ -61,21 +68,26 @@ void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, 
 namespace cuda {
 // algo is ignored (the GPU has one scheme); ws: cuda_conv_workspace_floats() floats.
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, ConvAlgo algo, float* ws, CudaExec e);
+                    const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols,
+                    float* ws, CudaExec e);
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
-                     CudaExec e);
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e);
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e);
 void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e);
 }  // namespace cuda
 
 // Tensor ops: the workspace comes from ctx on the tensors' device. Optional tensors as nullptr.
+// saved_cols: a buffer the caller keeps from forward to backward (a layer's own scratch); used
+// on the GPU when the batch fits one chunk, resized here. Pass the same buffer to both, with
+// nothing else in between that changes x.
 namespace ops {
 void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
-                    const Tensor& w, const Tensor* b, Tensor& y, ConvAlgo algo);
+                    const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
+                    Tensor* saved_cols = nullptr);
 void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
-                     const Tensor& w, const Tensor& dy, Tensor* dw, Tensor* db, Tensor* dx,
-                     ConvAlgo algo);
+                     const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
+                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols = nullptr);
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y);
 void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db);
 }  // namespace ops

@@ -31,36 +31,103 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int6
 }
 
 namespace {
-// y (n, out) = b broadcast over rows.
-__global__ void rows_bias(int64_t n, int64_t out, const float* b, float* y) {
-  PDNN_GRID_LOOP(i, n * out) y[i] = b[i % out];
+
+__device__ __forceinline__ float apply(float z, Act a) {
+  if (a.kind == FusedAct::None) return z;
+  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
 }
-// db[o] += sum over rows of dy[i][o], rows in order (the CPU's order: bit-identical).
-__global__ void rows_bias_backward(int64_t n, int64_t out, const float* dy, float* db) {
-  PDNN_GRID_LOOP(o, out) {
+
+// y (n, out) = act(y + b) after a GEMM with beta 0.
+__global__ void rows_bias_act(int n, int out, const float* __restrict__ b, Act act,
+                              float* __restrict__ y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n * out; i += gridDim.x * blockDim.x)
+    y[i] = apply(y[i] + (b ? b[i % out] : 0.f), act);
+}
+
+// g = act'(y) dy.
+__global__ void act_mask(int total, const float* __restrict__ y, const float* __restrict__ dy,
+                         Act act, float* __restrict__ g) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
+    g[i] = y[i] > 0.f ? dy[i] : (act.kind == FusedAct::ReLU ? 0.f : act.slope * dy[i]);
+}
+
+// db[o] += sum over rows of g[i][o], rows in order (the CPU's order: bit-identical).
+__global__ void rows_bias_backward(int n, int out, const float* __restrict__ g,
+                                   float* __restrict__ db) {
+  for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < out; o += gridDim.x * blockDim.x) {
     float s = db[o];
-    for (int64_t i = 0; i < n; ++i) s += dy[i * out + o];
+    for (int i = 0; i < n; ++i) s += g[i * out + o];
     db[o] = s;
   }
 }
+
+// Small batches: one block per output feature o reads its weight row once and forms the dot
+// products with all n <= kDenseSmallRows rows of x (held in registers), reduced across the
+// block in a fixed order, then bias and activation.
+constexpr int kDenseThreads = 256;
+__global__ void dense_small(int n, int in, int out, const float* __restrict__ x,
+                            const float* __restrict__ w, const float* __restrict__ b, Act act,
+                            float* __restrict__ y) {
+  constexpr int R = static_cast<int>(kDenseSmallRows);
+  __shared__ float part[R][kDenseThreads / 32];
+  const int o = blockIdx.x;
+  const float* wr = w + static_cast<int64_t>(o) * in;
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = 0.f;
+  for (int k = threadIdx.x; k < in; k += blockDim.x) {
+    const float wk = wr[k];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (r < n) acc[r] += x[r * in + k] * wk;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float v = acc[r];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0) part[r][warp] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < n) {
+    float s = 0.f;
+    for (int wp = 0; wp < kDenseThreads / 32; ++wp) s += part[threadIdx.x][wp];
+    y[threadIdx.x * out + o] = apply(s + (b ? b[o] : 0.f), act);
+  }
+}
+
 }  // namespace
 
 void dense_forward(int64_t n, int64_t in, int64_t out, const float* x, const float* w,
-                   const float* b, float* y, CudaExec e) {
-  float beta = 0.f;
-  if (b) {
-    rows_bias<<<blocks_for(n * out), kThreads, 0, stream_of(e)>>>(n, out, b, y);
-    PDNN_CUDA_LAUNCH_CHECK("dense bias");
-    beta = 1.f;
+                   const float* b, float* y, Act act, CudaExec e) {
+  if (n <= 0 || out <= 0) return;
+  if (n <= kDenseSmallRows) {
+    dense_small<<<static_cast<unsigned>(out), kDenseThreads, 0, stream_of(e)>>>(
+        static_cast<int>(n), static_cast<int>(in), static_cast<int>(out), x, w, b, act, y);
+    PDNN_CUDA_LAUNCH_CHECK("dense_forward (small batch)");
+    return;
   }
-  gemm(false, true, n, out, in, 1.f, x, w, beta, y, e);
+  gemm(false, true, n, out, in, 1.f, x, w, 0.f, y, e);
+  if (b || act.kind != FusedAct::None) {
+    rows_bias_act<<<blocks_for(n * out), kThreads, 0, stream_of(e)>>>(
+        static_cast<int>(n), static_cast<int>(out), b, act, y);
+    PDNN_CUDA_LAUNCH_CHECK("dense bias/activation");
+  }
 }
 
 void dense_backward(int64_t n, int64_t in, int64_t out, const float* x, const float* w,
-                    const float* dy, float* dw, float* db, float* dx, CudaExec e) {
+                    const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                    float* ws, CudaExec e) {
+  if (act.kind != FusedAct::None) {
+    act_mask<<<blocks_for(n * out), kThreads, 0, stream_of(e)>>>(static_cast<int>(n * out), y, dy,
+                                                                act, ws);
+    PDNN_CUDA_LAUNCH_CHECK("dense activation backward");
+    dy = ws;
+  }
   gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw, e);
   if (db) {
-    rows_bias_backward<<<blocks_for(out), kThreads, 0, stream_of(e)>>>(n, out, dy, db);
+    rows_bias_backward<<<blocks_for(out, 64), 64, 0, stream_of(e)>>>(static_cast<int>(n),
+                                                                     static_cast<int>(out), dy, db);
     PDNN_CUDA_LAUNCH_CHECK("dense bias backward");
   }
   if (dx) gemm(false, false, n, in, out, 1.f, dy, w, 0.f, dx, e);

@@ -1,7 +1,11 @@
 // im2col / col2im over a batch, and the (n,c,p) <-> (c,n,p) permutes, on the GPU (see
-// im2col.h). One thread per output element; col2im is a gather (one thread per input pixel
-// sums the column entries that read it, in the CPU's (ki, kj) order: bit-identical), so there
-// are no atomics.
+// im2col.h). Index arithmetic is 32-bit (64-bit division is a long software sequence on the
+// GPU and made these kernels 5-10x slower); the row of the column matrix or the plane comes from
+// blockIdx.y, so its decomposition is done once per block. col2im is a gather (one thread per
+// input pixel sums the column entries that read it, in the CPU's (ki, kj) order: bit-identical),
+// so there are no atomics.
+#include <climits>
+
 #include "cuda/launch.h"
 #include "ops/im2col.h"
 
@@ -10,79 +14,117 @@ namespace cuda {
 
 namespace {
 
-__global__ void im2col_k(ConvGeom g, int64_t n, int64_t total, const float* x, float* cols) {
-  const int64_t p = g.oh * g.ow, ld = n * p;
-  PDNN_GRID_LOOP(t, total) {
-    const int64_t col = t % ld, r = t / ld;
-    const int64_t i = col / p, q = col % p, oy = q / g.ow, ox = q % g.ow;
-    const int64_t kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
-    const int64_t yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
-    cols[t] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
-                  ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
-                  : 0.f;
+// The geometry in 32 bits (every size the models use is far below 2^31; checked on launch).
+struct Geom32 {
+  int c, h, w, kh, kw, sh, sw, ph, pw, oh, ow;
+};
+Geom32 geom32(const ConvGeom& g, int64_t n) {
+  PDNN_CHECK(n * g.c * g.h * g.w < INT_MAX && g.col_rows() * n * g.col_cols() < (int64_t{1} << 40),
+             "conv on the GPU: sizes beyond 32-bit indexing");
+  return {static_cast<int>(g.c),  static_cast<int>(g.h),  static_cast<int>(g.w),
+          static_cast<int>(g.kh), static_cast<int>(g.kw), static_cast<int>(g.sh),
+          static_cast<int>(g.sw), static_cast<int>(g.ph), static_cast<int>(g.pw),
+          static_cast<int>(g.oh), static_cast<int>(g.ow)};
+}
+
+// grid.y: rows of cols (c*kh*kw), grid.x: columns (n*p).
+__global__ void im2col_k(Geom32 g, int np, const float* __restrict__ x, float* __restrict__ cols) {
+  const int p = g.oh * g.ow;
+  for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
+    const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
+    float* row = cols + static_cast<int64_t>(r) * np;
+    for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < np; col += gridDim.x * blockDim.x) {
+      const int i = col / p, q = col - i * p, oy = q / g.ow, ox = q - oy * g.ow;
+      const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
+      row[col] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
+                     ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
+                     : 0.f;
+    }
   }
 }
 
-__global__ void col2im_k(ConvGeom g, int64_t n, int64_t total, const float* cols, float* x) {
-  const int64_t p = g.oh * g.ow, ld = n * p;
-  PDNN_GRID_LOOP(t, total) {
-    const int64_t xx = t % g.w, yy = (t / g.w) % g.h, ci = (t / (g.w * g.h)) % g.c,
-                  i = t / (g.w * g.h * g.c);
+template <bool kStride1>
+__global__ void col2im_k(Geom32 g, int total, int np, const float* __restrict__ cols,
+                         float* __restrict__ x) {
+  const int p = g.oh * g.ow;
+  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+    const int xx = t % g.w, yy = (t / g.w) % g.h, ci = (t / (g.w * g.h)) % g.c,
+              i = t / (g.w * g.h * g.c);
+    const float* base = cols + i * p;
     float s = 0.f;
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      const int64_t ny = yy + g.ph - ki;
-      if (ny < 0 || ny % g.sh != 0 || ny / g.sh >= g.oh) continue;
-      const int64_t oy = ny / g.sh;
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const int64_t nx = xx + g.pw - kj;
-        if (nx < 0 || nx % g.sw != 0 || nx / g.sw >= g.ow) continue;
-        const int64_t ox = nx / g.sw;
-        s += cols[((ci * g.kh + ki) * g.kw + kj) * ld + i * p + oy * g.ow + ox];
+    for (int ki = 0; ki < g.kh; ++ki) {
+      const int ny = yy + g.ph - ki;
+      if (ny < 0) break;  // ny falls as ki grows
+      if (!kStride1 && ny % g.sh != 0) continue;
+      const int oy = kStride1 ? ny : ny / g.sh;
+      if (oy >= g.oh) continue;
+      for (int kj = 0; kj < g.kw; ++kj) {
+        const int nx = xx + g.pw - kj;
+        if (nx < 0) break;
+        if (!kStride1 && nx % g.sw != 0) continue;
+        const int ox = kStride1 ? nx : nx / g.sw;
+        if (ox >= g.ow) continue;
+        s += base[static_cast<int64_t>((ci * g.kh + ki) * g.kw + kj) * np + oy * g.ow + ox];
       }
     }
     x[t] = s;
   }
 }
 
-// y (c, n, p) from x (n, c, p) and back.
-__global__ void to_cnp(int64_t n, int64_t c, int64_t p, const float* x, float* y) {
-  PDNN_GRID_LOOP(t, n * c * p) {
-    const int64_t q = t % p, ni = (t / p) % n, ci = t / (p * n);
-    y[t] = x[(ni * c + ci) * p + q];
+// y (c, n, p) from x (n, c, p); grid.y over the n*c planes of x.
+__global__ void to_cnp(int n, int c, int p, const float* __restrict__ x, float* __restrict__ y) {
+  for (int plane = blockIdx.y; plane < n * c; plane += gridDim.y) {
+    const int ni = plane / c, ci = plane - ni * c;
+    const float* src = x + static_cast<int64_t>(plane) * p;
+    float* dst = y + (static_cast<int64_t>(ci) * n + ni) * p;
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < p; q += gridDim.x * blockDim.x)
+      dst[q] = src[q];
   }
 }
-__global__ void to_ncp(int64_t n, int64_t c, int64_t p, const float* x, float* y) {
-  PDNN_GRID_LOOP(t, n * c * p) {
-    const int64_t q = t % p, ci = (t / p) % c, ni = t / (p * c);
-    y[t] = x[(ci * n + ni) * p + q];
+__global__ void to_ncp(int n, int c, int p, const float* __restrict__ x, float* __restrict__ y) {
+  for (int plane = blockIdx.y; plane < n * c; plane += gridDim.y) {
+    const int ni = plane / c, ci = plane - ni * c;
+    const float* src = x + (static_cast<int64_t>(ci) * n + ni) * p;
+    float* dst = y + static_cast<int64_t>(plane) * p;
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < p; q += gridDim.x * blockDim.x)
+      dst[q] = src[q];
   }
 }
 
 }  // namespace
 
 void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e) {
-  const int64_t total = g.col_rows() * n * g.col_cols();
-  if (total <= 0) return;
-  im2col_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(g, n, total, x, cols);
+  const int64_t np = n * g.col_cols();
+  if (np <= 0) return;
+  im2col_k<<<grid2d(np, g.col_rows()), kThreads, 0, stream_of(e)>>>(geom32(g, n),
+                                                                   static_cast<int>(np), x, cols);
   PDNN_CUDA_LAUNCH_CHECK("im2col_batch");
 }
 
 void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CudaExec e) {
-  const int64_t total = n * g.image_size();
+  const int64_t total = n * g.image_size(), np = n * g.col_cols();
   if (total <= 0) return;
-  col2im_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(g, n, total, cols, x);
+  const Geom32 g32 = geom32(g, n);
+  if (g.sh == 1 && g.sw == 1)
+    col2im_k<true><<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+        g32, static_cast<int>(total), static_cast<int>(np), cols, x);
+  else
+    col2im_k<false><<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+        g32, static_cast<int>(total), static_cast<int>(np), cols, x);
   PDNN_CUDA_LAUNCH_CHECK("col2im_batch");
 }
 
 void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e) {
   if (n * c * p <= 0) return;
-  to_cnp<<<blocks_for(n * c * p), kThreads, 0, stream_of(e)>>>(n, c, p, x, y);
+  to_cnp<<<grid2d(p, n * c), kThreads, 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(c),
+                                                          static_cast<int>(p), x, y);
   PDNN_CUDA_LAUNCH_CHECK("nchw_to_cnhw");
 }
 
 void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e) {
   if (n * c * p <= 0) return;
-  to_ncp<<<blocks_for(n * c * p), kThreads, 0, stream_of(e)>>>(n, c, p, x, y);
+  to_ncp<<<grid2d(p, n * c), kThreads, 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(c),
+                                                          static_cast<int>(p), x, y);
   PDNN_CUDA_LAUNCH_CHECK("cnhw_to_nchw");
 }
 

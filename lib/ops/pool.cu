@@ -13,60 +13,90 @@ namespace cuda {
 
 namespace {
 
-__global__ void maxpool_f(Pool2d g, int64_t total, const float* x, float* y, int32_t* argmax) {
-  PDNN_GRID_LOOP(o, total) {
-    const int64_t ox = o % g.ow, oy = (o / g.ow) % g.oh, p = o / (g.ow * g.oh);
-    const float* xp = x + p * g.h * g.w;
-    float best = -INFINITY;
-    int32_t bi = static_cast<int32_t>(oy * g.s * g.w + ox * g.s);
-    for (int64_t ky = 0; ky < g.k; ++ky) {
-      const int64_t row = (oy * g.s + ky) * g.w + ox * g.s;
-      for (int64_t kx = 0; kx < g.k; ++kx) {
-        const float v = xp[row + kx];
-        if (v > best || isnan(v)) {
-          best = v;
-          bi = static_cast<int32_t>(row + kx);
+// 32-bit geometry (checked on launch): 64-bit division is a long software sequence on the GPU.
+struct Pool32 {
+  int planes, h, w, oh, ow, k, s;
+};
+
+__global__ void maxpool_f(Pool32 g, const float* __restrict__ x, float* __restrict__ y,
+                          int32_t* __restrict__ argmax) {
+  const int p_out = g.oh * g.ow;
+  for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
+    const float* xp = x + static_cast<int64_t>(plane) * g.h * g.w;
+    for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < p_out; o += gridDim.x * blockDim.x) {
+      const int oy = o / g.ow, ox = o - oy * g.ow;
+      float best = -INFINITY;
+      int bi = oy * g.s * g.w + ox * g.s;
+      for (int ky = 0; ky < g.k; ++ky) {
+        const int row = (oy * g.s + ky) * g.w + ox * g.s;
+        for (int kx = 0; kx < g.k; ++kx) {
+          const float v = xp[row + kx];
+          if (v > best || isnan(v)) {
+            best = v;
+            bi = row + kx;
+          }
         }
       }
+      const int64_t at = static_cast<int64_t>(plane) * p_out + o;
+      y[at] = best;
+      argmax[at] = bi;
     }
-    y[o] = best;
-    argmax[o] = bi;
   }
 }
 
-__global__ void maxpool_b(Pool2d g, int64_t total, const float* dy, const int32_t* argmax,
-                          float* dx) {
-  PDNN_GRID_LOOP(i, total) {
-    const int64_t xx = i % g.w, yy = (i / g.w) % g.h, p = i / (g.w * g.h);
-    // Outputs oy with oy*s <= yy < oy*s + k.
-    const int64_t oy0 = yy >= g.k ? (yy - g.k) / g.s + 1 : 0, oy1 = min(g.oh - 1, yy / g.s);
-    const int64_t ox0 = xx >= g.k ? (xx - g.k) / g.s + 1 : 0, ox1 = min(g.ow - 1, xx / g.s);
-    const int32_t me = static_cast<int32_t>(yy * g.w + xx);
-    const int64_t base = p * g.oh * g.ow;
-    float s = 0.f;
-    for (int64_t oy = oy0; oy <= oy1; ++oy)
-      for (int64_t ox = ox0; ox <= ox1; ++ox) {
-        const int64_t o = base + oy * g.ow + ox;
-        if (argmax[o] == me) s += dy[o];
+// One thread per input pixel; kNoOverlap (stride >= kernel): at most one window holds it.
+template <bool kNoOverlap>
+__global__ void maxpool_b(Pool32 g, const float* __restrict__ dy, const int32_t* __restrict__ argmax,
+                          float* __restrict__ dx) {
+  const int p_in = g.h * g.w, p_out = g.oh * g.ow;
+  for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
+    const float* dyp = dy + static_cast<int64_t>(plane) * p_out;
+    const int32_t* ap = argmax + static_cast<int64_t>(plane) * p_out;
+    float* dxp = dx + static_cast<int64_t>(plane) * p_in;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p_in; i += gridDim.x * blockDim.x) {
+      const int yy = i / g.w, xx = i - yy * g.w;
+      float s = 0.f;
+      if (kNoOverlap) {
+        const int oy = yy / g.s, ox = xx / g.s;
+        if (oy < g.oh && ox < g.ow && ap[oy * g.ow + ox] == i) s = dyp[oy * g.ow + ox];
+      } else {
+        // Outputs oy with oy*s <= yy < oy*s + k, in ascending order (the CPU's).
+        const int oy0 = yy >= g.k ? (yy - g.k) / g.s + 1 : 0, oy1 = min(g.oh - 1, yy / g.s);
+        const int ox0 = xx >= g.k ? (xx - g.k) / g.s + 1 : 0, ox1 = min(g.ow - 1, xx / g.s);
+        for (int oy = oy0; oy <= oy1; ++oy)
+          for (int ox = ox0; ox <= ox1; ++ox)
+            if (ap[oy * g.ow + ox] == i) s += dyp[oy * g.ow + ox];
       }
-    dx[i] = s;
+      dxp[i] = s;
+    }
   }
+}
+
+Pool32 pool32(const Pool2d& g) {
+  PDNN_CHECK(g.planes < (int64_t{1} << 31) && g.h * g.w < (int64_t{1} << 31),
+             "maxpool on the GPU: sizes beyond 32-bit indexing");
+  return {static_cast<int>(g.planes), static_cast<int>(g.h), static_cast<int>(g.w),
+          static_cast<int>(g.oh),     static_cast<int>(g.ow), static_cast<int>(g.k),
+          static_cast<int>(g.s)};
 }
 
 }  // namespace
 
 void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CudaExec e) {
-  const int64_t total = g.planes * g.oh * g.ow;
-  if (total <= 0) return;
-  maxpool_f<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(g, total, x, y, argmax);
+  if (g.planes * g.oh * g.ow <= 0) return;
+  maxpool_f<<<grid2d(g.oh * g.ow, g.planes), kThreads, 0, stream_of(e)>>>(pool32(g), x, y, argmax);
   PDNN_CUDA_LAUNCH_CHECK("maxpool2d_forward");
 }
 
 void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
                         CudaExec e) {
-  const int64_t total = g.planes * g.h * g.w;
-  if (total <= 0) return;
-  maxpool_b<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(g, total, dy, argmax, dx);
+  if (g.planes * g.h * g.w <= 0) return;
+  if (g.s >= g.k)
+    maxpool_b<true><<<grid2d(g.h * g.w, g.planes), kThreads, 0, stream_of(e)>>>(pool32(g), dy,
+                                                                                argmax, dx);
+  else
+    maxpool_b<false><<<grid2d(g.h * g.w, g.planes), kThreads, 0, stream_of(e)>>>(pool32(g), dy,
+                                                                                 argmax, dx);
   PDNN_CUDA_LAUNCH_CHECK("maxpool2d_backward");
 }
 

@@ -7,5 +7,11 @@ struct CUstream_st;
 struct cublasContext;
 namespace pdnn {
 struct CpuExec { int threads = 1; };
-struct CudaExec { CUstream_st* stream = nullptr; cublasContext* blas = nullptr; };
+// threads: threads per block for the grid-stride kernels (0: each kernel's default, chosen by
+// measurement: apps/bench_kernels); reductions keep their own fixed block sizes.
+struct CudaExec {
+  CUstream_st* stream = nullptr;
+  cublasContext* blas = nullptr;
+  int threads = 0;
+};
 }  // namespace pdnn

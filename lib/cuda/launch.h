@@ -44,11 +44,28 @@ __device__ __forceinline__ T block_sum(T v, T* sh) {
 }
 
 inline cudaStream_t stream_of(CudaExec e) { return e.stream; }
+// Threads per block of a grid-stride kernel: the caller's choice, else `dflt`.
+inline int tpb(CudaExec e, int dflt = kThreads) { return e.threads > 0 ? e.threads : dflt; }
+
+// Division by a divisor fixed for a launch, as a multiply-high, an add and a shift (the
+// Granlund-Montgomery method PyTorch's IntDivider uses): a 32-bit '/' is about 20 integer
+// instructions, and index-heavy kernels (im2col, col2im) were bound by them. Exact for
+// numerators below 2^31.
+struct FastDiv {
+  uint32_t d = 1, m = 0, s = 0;
+  FastDiv() = default;
+  explicit FastDiv(uint32_t divisor) : d(divisor) {
+    for (s = 0; s < 32; ++s)
+      if ((1ull << s) >= d) break;
+    m = static_cast<uint32_t>(((1ull << 32) * ((1ull << s) - d)) / d + 1);
+  }
+  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
+};
 
 // A 2-D launch: x over `len` elements of a row (up to 64 blocks of kThreads, looped beyond),
 // y over `rows` rows (up to 65535, looped beyond).
-inline dim3 grid2d(int64_t len, int64_t rows) {
-  const int64_t bx = (len + kThreads - 1) / kThreads;
+inline dim3 grid2d(int64_t len, int64_t rows, int threads = kThreads) {
+  const int64_t bx = (len + threads - 1) / threads;
   return dim3(static_cast<unsigned>(bx < 1 ? 1 : bx > 64 ? 64 : bx),
               static_cast<unsigned>(rows < 1 ? 1 : rows > 65535 ? 65535 : rows));
 }

@@ -37,7 +37,7 @@ __global__ void tanh_b(int64_t n, const float* y, const float* dy, float* dx) {
 #define PDNN_LAUNCH_1D(kernel, n, e, ...)                                        \
   do {                                                                           \
     if ((n) <= 0) return;                                                        \
-    kernel<<<blocks_for(n), kThreads, 0, stream_of(e)>>>((n), __VA_ARGS__);      \
+    kernel<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>((n), __VA_ARGS__);      \
     PDNN_CUDA_LAUNCH_CHECK(#kernel);                                             \
   } while (0)
 

@@ -14,7 +14,7 @@ __global__ void counter_add_kernel(int64_t add, int64_t* counter) { *counter += 
 
 void fill(int64_t n, float v, float* y, CudaExec e) {
   if (n <= 0) return;
-  fill_kernel<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, v, y);
+  fill_kernel<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, v, y);
   PDNN_CUDA_LAUNCH_CHECK("fill");
 }
 

@@ -123,7 +123,7 @@ void batchnorm2d_forward_eval(const BnGeom& g, const float* x, const float* gamm
                               const float* running_var, float* mean, float* invstd, float* y,
                               CudaExec e) {
   const int64_t total = g.n * g.c * g.hw;
-  bn_eval_f<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(g, total, x, gamma, beta,
+  bn_eval_f<<<blocks_for(total, tpb(e)), tpb(e), 0, stream_of(e)>>>(g, total, x, gamma, beta,
                                                               running_mean, running_var, mean,
                                                               invstd, y);
   PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_forward_eval");

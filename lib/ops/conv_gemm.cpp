@@ -280,7 +280,10 @@ int64_t cuda_conv_chunk(const ConvGeom& g, int64_t n, int64_t k) {
 
 size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k) {
   const int64_t c = cuda_conv_chunk(g, n, k);
-  return static_cast<size_t>(cuda_conv_product_offset(g, c) + k * c * g.col_cols());
+  // columns, the product, then 32 doubles per output channel for the bias gradient's partial
+  // sums (conv_gemm.cu).
+  return static_cast<size_t>(cuda_conv_product_offset(g, c) + k * c * g.col_cols() + 2 +
+                             2 * 32 * k);
 }
 
 namespace ops {

@@ -5,6 +5,7 @@
 // (contiguous) matrix; dW += dY' cols^T (the forward's columns when it kept them);
 // dcols = W^T dY', col2im as a gather. Index arithmetic is 32-bit, planes from blockIdx.y.
 #include <algorithm>
+#include <type_traits>
 
 #include "cuda/launch.h"
 #include "ops/conv_gemm.h"
@@ -26,28 +27,49 @@ __device__ __forceinline__ float derive(float y, float dy, Act a) {
 }
 
 // y (n, k, p) = act(tmp (k, n, p) permuted + b[k]); grid.y over the n*k planes of y.
+// V = 4: p % 4 == 0 (and so every plane 16-byte aligned): float4 loads and stores.
+template <int V>
 __global__ void to_ncp_bias_act(int n, int k, int p, const float* __restrict__ tmp,
                                 const float* __restrict__ b, Act act, float* __restrict__ y) {
+  using Vec = typename std::conditional<V == 4, float4, float>::type;
+  const int pv = p / V;
   for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
     const int i = plane / k, c = plane - i * k;
     const float bc = b ? b[c] : 0.f;
-    const float* src = tmp + (static_cast<int64_t>(c) * n + i) * p;
-    float* dst = y + static_cast<int64_t>(plane) * p;
-    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < p; q += gridDim.x * blockDim.x)
-      dst[q] = apply(src[q] + bc, act);
+    const Vec* src = reinterpret_cast<const Vec*>(tmp + (static_cast<int64_t>(c) * n + i) * p);
+    Vec* dst = reinterpret_cast<Vec*>(y + static_cast<int64_t>(plane) * p);
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
+      Vec v = src[q];
+      float* f = reinterpret_cast<float*>(&v);
+#pragma unroll
+      for (int j = 0; j < V; ++j) f[j] = apply(f[j] + bc, act);
+      dst[q] = v;
+    }
   }
 }
 
-// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted.
+// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted (vectorised as above).
+template <int V>
 __global__ void to_cnp_act(int n, int k, int p, const float* __restrict__ dy,
                            const float* __restrict__ y, Act act, float* __restrict__ dyt) {
+  using Vec = typename std::conditional<V == 4, float4, float>::type;
+  const int pv = p / V;
   for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
     const int i = plane / k, c = plane - i * k;
-    const float* src = dy + static_cast<int64_t>(plane) * p;
-    const float* ys = y ? y + static_cast<int64_t>(plane) * p : nullptr;
-    float* dst = dyt + (static_cast<int64_t>(c) * n + i) * p;
-    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < p; q += gridDim.x * blockDim.x)
-      dst[q] = ys ? derive(ys[q], src[q], act) : src[q];
+    const Vec* src = reinterpret_cast<const Vec*>(dy + static_cast<int64_t>(plane) * p);
+    const Vec* ys = y ? reinterpret_cast<const Vec*>(y + static_cast<int64_t>(plane) * p) : nullptr;
+    Vec* dst = reinterpret_cast<Vec*>(dyt + (static_cast<int64_t>(c) * n + i) * p);
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
+      Vec v = src[q];
+      if (ys) {
+        Vec yv = ys[q];
+        float* f = reinterpret_cast<float*>(&v);
+        const float* fy = reinterpret_cast<const float*>(&yv);
+#pragma unroll
+        for (int j = 0; j < V; ++j) f[j] = derive(fy[j], f[j], act);
+      }
+      dst[q] = v;
+    }
   }
 }
 
@@ -76,21 +98,33 @@ __global__ void bias_backward_k(int n, int k, int p, const float* __restrict__ d
   if (threadIdx.x == 0) db[c] += static_cast<float>(t);
 }
 
-// db[c] += sum of row c of m (rows of len contiguous values).
-__global__ void row_sums_k(int len, const float* __restrict__ m, float* __restrict__ db) {
-  __shared__ double sh[kSumThreads];
-  const float* row = m + static_cast<int64_t>(blockIdx.x) * len;
+// Row sums of m (k rows of len contiguous values) in two deterministic passes: block (s, c)
+// sums slice s of row c into part[c * kSlices + s]; then one block per row adds its slices in
+// order to db[c]. (One block per row was too little parallelism: 60-80 us for W2/W3.)
+constexpr int kSlices = 32;
+__global__ void row_sums_part(int len, const float* __restrict__ m, double* __restrict__ part) {
+  __shared__ double sh[kThreads];
+  const int c = blockIdx.y, sl = blockIdx.x;
+  const int per = (len + kSlices - 1) / kSlices, lo = sl * per, hi = min(len, lo + per);
+  const float* row = m + static_cast<int64_t>(c) * len;
   double s = 0.0;
-  for (int q = threadIdx.x; q < len; q += blockDim.x) s += row[q];
+  for (int q = lo + threadIdx.x; q < hi; q += blockDim.x) s += row[q];
   const double t = block_sum(s, sh);
-  if (threadIdx.x == 0) db[blockIdx.x] += static_cast<float>(t);
+  if (threadIdx.x == 0) part[c * kSlices + sl] = t;
+}
+__global__ void row_sums_final(int k, const double* __restrict__ part, float* __restrict__ db) {
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < k; c += gridDim.x * blockDim.x) {
+    double s = 0.0;
+    for (int sl = 0; sl < kSlices; ++sl) s += part[c * kSlices + sl];
+    db[c] += static_cast<float>(s);
+  }
 }
 
 }  // namespace
 
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e) {
   if (n * k * p <= 0) return;
-  bias_add_k<<<grid2d(p, n * k), kThreads, 0, stream_of(e)>>>(
+  bias_add_k<<<grid2d(p, n * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
       static_cast<int>(n), static_cast<int>(k), static_cast<int>(p), b, y);
   PDNN_CUDA_LAUNCH_CHECK("bias_add");
 }
@@ -112,9 +146,14 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
     float* cols = saved_cols && c == n ? saved_cols : ws;
     im2col_batch(g, c, x + i0 * g.image_size(), cols, e);
     gemm(false, false, k, c * p, rows, 1.f, w, cols, 0.f, tmp, e);
-    to_ncp_bias_act<<<grid2d(p, c * k), kThreads, 0, stream_of(e)>>>(
-        static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
-        y + i0 * k * p);
+    if (p % 4 == 0)
+      to_ncp_bias_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
+          y + i0 * k * p);
+    else
+      to_ncp_bias_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
+          y + i0 * k * p);
     PDNN_CUDA_LAUNCH_CHECK("conv2d_forward output");
   }
 }
@@ -127,13 +166,21 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
   float* dyt = ws + cuda_conv_product_offset(g, chunk);  // dy of the chunk as (k, c*p)
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t c = std::min(chunk, n - i0);
-    to_cnp_act<<<grid2d(p, c * k), kThreads, 0, stream_of(e)>>>(
-        static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p,
-        act.kind == FusedAct::None ? nullptr : y + i0 * k * p, act, dyt);
+    const float* yc = act.kind == FusedAct::None ? nullptr : y + i0 * k * p;
+    if (p % 4 == 0)
+      to_cnp_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p, yc, act,
+          dyt);
+    else
+      to_cnp_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p, yc, act,
+          dyt);
     PDNN_CUDA_LAUNCH_CHECK("conv2d_backward dy");
     if (db) {
-      row_sums_k<<<static_cast<unsigned>(k), kSumThreads, 0, stream_of(e)>>>(
-          static_cast<int>(c * p), dyt, db);
+      double* part = reinterpret_cast<double*>(dyt + k * c * p + (k * c * p) % 2);
+      row_sums_part<<<dim3(kSlices, static_cast<unsigned>(k)), kThreads, 0, stream_of(e)>>>(
+          static_cast<int>(c * p), dyt, part);
+      row_sums_final<<<blocks_for(k, 64), 64, 0, stream_of(e)>>>(static_cast<int>(k), part, db);
       PDNN_CUDA_LAUNCH_CHECK("conv2d_backward bias");
     }
     if (dw) {

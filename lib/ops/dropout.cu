@@ -28,13 +28,13 @@ __global__ void dropout_b(int64_t n, const float* dy, const float* mask, float* 
 void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, const float* x,
                      float* y, float* mask, CudaExec e) {
   if (n <= 0) return;
-  dropout_f<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, p, seed, base, x, y, mask);
+  dropout_f<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, p, seed, base, x, y, mask);
   PDNN_CUDA_LAUNCH_CHECK("dropout_forward");
 }
 
 void dropout_backward(int64_t n, const float* dy, const float* mask, float* dx, CudaExec e) {
   if (n <= 0) return;
-  dropout_b<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, dy, mask, dx);
+  dropout_b<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, dy, mask, dx);
   PDNN_CUDA_LAUNCH_CHECK("dropout_backward");
 }
 

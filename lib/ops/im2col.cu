@@ -27,14 +27,15 @@ Geom32 geom32(const ConvGeom& g, int64_t n) {
           static_cast<int>(g.oh), static_cast<int>(g.ow)};
 }
 
-// grid.y: rows of cols (c*kh*kw), grid.x: columns (n*p).
-__global__ void im2col_k(Geom32 g, int np, const float* __restrict__ x, float* __restrict__ cols) {
+// grid.y: rows of cols (c*kh*kw), grid.x: columns (n*p). div_p, div_ow: p and ow.
+__global__ void im2col_k(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
+                         const float* __restrict__ x, float* __restrict__ cols) {
   const int p = g.oh * g.ow;
   for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
     const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
     float* row = cols + static_cast<int64_t>(r) * np;
     for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < np; col += gridDim.x * blockDim.x) {
-      const int i = col / p, q = col - i * p, oy = q / g.ow, ox = q - oy * g.ow;
+      const int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
       const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
       row[col] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
                      ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
@@ -43,13 +44,15 @@ __global__ void im2col_k(Geom32 g, int np, const float* __restrict__ x, float* _
   }
 }
 
+// div_w, div_h, div_c: w, h and c.
 template <bool kStride1>
-__global__ void col2im_k(Geom32 g, int total, int np, const float* __restrict__ cols,
-                         float* __restrict__ x) {
+__global__ void col2im_k(Geom32 g, int total, int np, FastDiv div_w, FastDiv div_h, FastDiv div_c,
+                         const float* __restrict__ cols, float* __restrict__ x) {
   const int p = g.oh * g.ow;
   for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-    const int xx = t % g.w, yy = (t / g.w) % g.h, ci = (t / (g.w * g.h)) % g.c,
-              i = t / (g.w * g.h * g.c);
+    const int a = div_w.div(t), xx = t - a * g.w;
+    const int b = div_h.div(a), yy = a - b * g.h;
+    const int i = div_c.div(b), ci = b - i * g.c;
     const float* base = cols + i * p;
     float s = 0.f;
     for (int ki = 0; ki < g.kh; ++ki) {
@@ -96,8 +99,9 @@ __global__ void to_ncp(int n, int c, int p, const float* __restrict__ x, float* 
 void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e) {
   const int64_t np = n * g.col_cols();
   if (np <= 0) return;
-  im2col_k<<<grid2d(np, g.col_rows()), kThreads, 0, stream_of(e)>>>(geom32(g, n),
-                                                                   static_cast<int>(np), x, cols);
+  im2col_k<<<grid2d(np, g.col_rows(), tpb(e)), tpb(e), 0, stream_of(e)>>>(
+      geom32(g, n), static_cast<int>(np), FastDiv(static_cast<uint32_t>(g.col_cols())),
+      FastDiv(static_cast<uint32_t>(g.ow)), x, cols);
   PDNN_CUDA_LAUNCH_CHECK("im2col_batch");
 }
 
@@ -105,25 +109,27 @@ void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, Cud
   const int64_t total = n * g.image_size(), np = n * g.col_cols();
   if (total <= 0) return;
   const Geom32 g32 = geom32(g, n);
+  const FastDiv dw(static_cast<uint32_t>(g.w)), dh(static_cast<uint32_t>(g.h)),
+      dc(static_cast<uint32_t>(g.c));
   if (g.sh == 1 && g.sw == 1)
-    col2im_k<true><<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-        g32, static_cast<int>(total), static_cast<int>(np), cols, x);
+    col2im_k<true><<<blocks_for(total, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+        g32, static_cast<int>(total), static_cast<int>(np), dw, dh, dc, cols, x);
   else
-    col2im_k<false><<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-        g32, static_cast<int>(total), static_cast<int>(np), cols, x);
+    col2im_k<false><<<blocks_for(total, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+        g32, static_cast<int>(total), static_cast<int>(np), dw, dh, dc, cols, x);
   PDNN_CUDA_LAUNCH_CHECK("col2im_batch");
 }
 
 void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e) {
   if (n * c * p <= 0) return;
-  to_cnp<<<grid2d(p, n * c), kThreads, 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(c),
+  to_cnp<<<grid2d(p, n * c, tpb(e)), tpb(e), 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(c),
                                                           static_cast<int>(p), x, y);
   PDNN_CUDA_LAUNCH_CHECK("nchw_to_cnhw");
 }
 
 void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e) {
   if (n * c * p <= 0) return;
-  to_ncp<<<grid2d(p, n * c), kThreads, 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(c),
+  to_ncp<<<grid2d(p, n * c, tpb(e)), tpb(e), 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(c),
                                                           static_cast<int>(p), x, y);
   PDNN_CUDA_LAUNCH_CHECK("cnhw_to_nchw");
 }

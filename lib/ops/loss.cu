@@ -118,7 +118,7 @@ void softmax_cross_entropy_forward(int64_t n, int64_t k, const float* z, const i
 
 void softmax_cross_entropy_backward(int64_t n, int64_t k, float scale, const float* probs,
                                     const int32_t* labels, float* dz, CudaExec e) {
-  sce_b<<<blocks_for(n * k), kThreads, 0, stream_of(e)>>>(n, k, scale, probs, labels, dz);
+  sce_b<<<blocks_for(n * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, k, scale, probs, labels, dz);
   PDNN_CUDA_LAUNCH_CHECK("softmax_cross_entropy_backward");
 }
 
@@ -136,7 +136,7 @@ void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, flo
 
 void binary_cross_entropy_backward(int64_t n, float scale, const float* p, const float* t,
                                    float* dp, CudaExec e) {
-  bce_b<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, scale, p, t, dp);
+  bce_b<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, scale, p, t, dp);
   PDNN_CUDA_LAUNCH_CHECK("binary_cross_entropy_backward");
 }
 
@@ -148,7 +148,7 @@ void bce_with_logits_forward(int64_t n, const float* z, const float* t, float* p
 
 void bce_with_logits_backward(int64_t n, float scale, const float* z, const float* t, float* dz,
                               CudaExec e) {
-  bcel_b<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, scale, z, t, dz);
+  bcel_b<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, scale, z, t, dz);
   PDNN_CUDA_LAUNCH_CHECK("bce_with_logits_backward");
 }
 

@@ -70,25 +70,25 @@ __global__ void adam_k(int64_t n, AdamArgs a, const int64_t* step, const float* 
 
 void sgd_update(int64_t n, const SgdArgs& a, const int64_t* step, const float* g, float* w,
                 float* buf, CudaExec e) {
-  sgd_k<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, a, step, g, w, buf);
+  sgd_k<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, a, step, g, w, buf);
   PDNN_CUDA_LAUNCH_CHECK("sgd_update");
 }
 
 void adagrad_update(int64_t n, const AdagradArgs& a, const int64_t* step, const float* g, float* w,
                     float* sum, CudaExec e) {
-  adagrad_k<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, a, step, g, w, sum);
+  adagrad_k<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, a, step, g, w, sum);
   PDNN_CUDA_LAUNCH_CHECK("adagrad_update");
 }
 
 void adadelta_update(int64_t n, const AdadeltaArgs& a, const float* g, float* w,
                      float* square_avg, float* acc_delta, CudaExec e) {
-  adadelta_k<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, a, g, w, square_avg, acc_delta);
+  adadelta_k<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, a, g, w, square_avg, acc_delta);
   PDNN_CUDA_LAUNCH_CHECK("adadelta_update");
 }
 
 void adam_update(int64_t n, const AdamArgs& a, const int64_t* step, const float* g, float* w,
                  float* m, float* v, CudaExec e) {
-  adam_k<<<blocks_for(n), kThreads, 0, stream_of(e)>>>(n, a, step, g, w, m, v);
+  adam_k<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, a, step, g, w, m, v);
   PDNN_CUDA_LAUNCH_CHECK("adam_update");
 }
 

@@ -84,7 +84,7 @@ Pool32 pool32(const Pool2d& g) {
 
 void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CudaExec e) {
   if (g.planes * g.oh * g.ow <= 0) return;
-  maxpool_f<<<grid2d(g.oh * g.ow, g.planes), kThreads, 0, stream_of(e)>>>(pool32(g), x, y, argmax);
+  maxpool_f<<<grid2d(g.oh * g.ow, g.planes, tpb(e)), tpb(e), 0, stream_of(e)>>>(pool32(g), x, y, argmax);
   PDNN_CUDA_LAUNCH_CHECK("maxpool2d_forward");
 }
 
@@ -92,10 +92,10 @@ void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
                         CudaExec e) {
   if (g.planes * g.h * g.w <= 0) return;
   if (g.s >= g.k)
-    maxpool_b<true><<<grid2d(g.h * g.w, g.planes), kThreads, 0, stream_of(e)>>>(pool32(g), dy,
+    maxpool_b<true><<<grid2d(g.h * g.w, g.planes, tpb(e)), tpb(e), 0, stream_of(e)>>>(pool32(g), dy,
                                                                                 argmax, dx);
   else
-    maxpool_b<false><<<grid2d(g.h * g.w, g.planes), kThreads, 0, stream_of(e)>>>(pool32(g), dy,
+    maxpool_b<false><<<grid2d(g.h * g.w, g.planes, tpb(e)), tpb(e), 0, stream_of(e)>>>(pool32(g), dy,
                                                                                  argmax, dx);
   PDNN_CUDA_LAUNCH_CHECK("maxpool2d_backward");
 }

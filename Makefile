@@ -28,6 +28,7 @@ help:
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
+	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
 	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) CMAKE_FLAGS=..."
 
@@ -80,6 +81,15 @@ bench-mnist: build
 	datasets/get_mnist.sh
 	scripts/install_deps.sh torch || echo "bench-mnist: no PyTorch: timing pdnn alone"
 	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_mnist.sh
+
+# pdnn vs PyTorch on a GPU (run on a machine with one and a CUDA build): W2 b8, W2 b128, W3,
+# eager and CUDA graph, fp32 and TF32, PyTorch the same way in the same run, pi on the GPU:
+# results/bench/gpu.csv, results/pi/pi_gpu.csv (scripts/bench_gpu.sh). On a lent GPU host
+# without a build: scripts/gpu_prepare.sh here, then scripts/gpu_wrap.sh there (README).
+.PHONY: bench-gpu
+bench-gpu: build
+	datasets/get_mnist.sh
+	BIN=$(BIN) scripts/bench_gpu.sh
 
 # pdnn vs PyTorch accuracy, 3 seeds per workload (scripts/accuracy_mnist.sh; long: W3 on
 # Fashion-MNIST is ~17 minutes per seed on 2 cores): results/mnist/accuracy/ and its summary.

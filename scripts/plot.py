@@ -294,7 +294,49 @@ def plot_bench(rows, out_dir, name):
     return made
 
 
+def plot_gpu_bench(rows, out_dir, name):
+    """results/bench/gpu.csv (scripts/bench_gpu.sh): ms per step on the GPU per workload, pdnn
+    and PyTorch, eager and CUDA graph, one panel per precision; the latest row per point."""
+    latest = OrderedDict()
+    for r in rows:
+        latest[(r["workload"], r["app"], r["mode"], r["precision"])] = r
+    workloads = list(OrderedDict.fromkeys(k[0] for k in latest))
+    precisions = [p for p in ("fp32", "tf32") if any(k[3] == p for k in latest)]
+    if not workloads or not precisions:
+        return []
+    series = [("pdnn", "eager", "C0", 0.55), ("pdnn", "graph", "C0", 1.0),
+              ("torch", "eager", "C3", 0.55), ("torch", "graph", "C3", 1.0)]
+    fig, axes = plt.subplots(1, len(precisions), figsize=(6.5 * len(precisions), 4.3), squeeze=False)
+    width = 0.8 / len(series)
+    for ax, prec in zip(axes[0], precisions):
+        for j, (app, mode, color, alpha) in enumerate(series):
+            xs, ys = [], []
+            for i, w in enumerate(workloads):
+                r = latest.get((w, app, mode, prec))
+                if r:
+                    xs.append(i + (j - (len(series) - 1) / 2) * width)
+                    ys.append(num(r["median_ms"]))
+            if not xs:
+                continue
+            ax.bar(xs, ys, width, color=color, alpha=alpha,
+                   label="%s %s" % ("pdnn" if app == "pdnn" else "PyTorch", mode))
+            for x, y in zip(xs, ys):
+                ax.annotate("%.3g" % y, (x, y), ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(workloads)))
+        ax.set_xticklabels(workloads)
+        ax.set_yscale("log")
+        ax.set(title="%s" % ("fp32" if prec == "fp32" else "TF32 tensor cores"),
+               ylabel="ms per training step (median, log scale)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    gpu = rows[-1].get("gpu", "GPU").split(",")[0]
+    fig.suptitle("GPU step time, pdnn vs PyTorch on %s (eager and whole-step CUDA graph; lower "
+                 "is better)" % gpu)
+    return [save(fig, out_dir, name)]
+
+
 KINDS = [
+    ("gpu_bench", {"workload", "app", "mode", "precision", "median_ms"}, plot_gpu_bench),
     ("training", {"epoch", "train_loss", "test_acc"}, plot_training),
     ("bench", {"app", "config", "model", "batch", "threads", "median_ms"}, plot_bench),
     ("scaling", {"workload", "threads", "speedup"}, plot_scaling),

@@ -63,35 +63,43 @@ __global__ void rows_bias_backward(int n, int out, const float* __restrict__ g,
   }
 }
 
-// dW (out, in) += g^T (out x n) x (n x in) for batches of at most kDenseSmallKRows rows: a
-// long, thin product cuBLAS runs at 1-3 TFLOP/s (54 us for W3's 128 x 9216 x 128). One thread
-// per 4 consecutive weights of one output row, the rows of the batch summed in order.
+// dW (out, in) += g^T (out x n) x (n x in) for batches of at most kDenseSmallKRows rows and
+// large weights: a long, thin product cuBLAS runs at 1-3 TFLOP/s (54 us for W3's
+// 128 x 9216 x 128). Block (bx, o): 64 lanes of 4 consecutive weights of row o, the batch split
+// over 4 groups of threads (rows i = grp, grp+4, ...), whose partial sums are added in group
+// order: deterministic.
 constexpr int kDenseSmallKRows = 512;
-template <int V>
-__global__ void dense_dw_small(int n, int in, int out, FastDiv div_in, const float* __restrict__ g,
+constexpr int64_t kDenseSmallKMinWeights = 65536;  // below this cuBLAS is as fast
+__global__ void dense_dw_small(int n, int in, int out, const float* __restrict__ g,
                                const float* __restrict__ x, float* __restrict__ dw) {
-  using Vec = typename std::conditional<V == 4, float4, float>::type;
-  const int per_row = in / V;
-  const FastDiv& d = div_in;
-  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < out * per_row;
-       t += gridDim.x * blockDim.x) {
-    const int o = d.div(t), kv = t - o * per_row;
-    float acc[V];
-#pragma unroll
-    for (int j = 0; j < V; ++j) acc[j] = 0.f;
-    for (int i = 0; i < n; ++i) {
+  __shared__ float4 part[4][64];
+  const int o = blockIdx.y, lane = threadIdx.x & 63, grp = threadIdx.x >> 6;
+  const int per_row = in / 4, kv = blockIdx.x * 64 + lane;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (kv < per_row) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+#pragma unroll 4
+    for (int i = grp; i < n; i += 4) {
       const float gi = g[i * out + o];
-      const Vec xv = reinterpret_cast<const Vec*>(x + static_cast<int64_t>(i) * in)[kv];
-      const float* xf = reinterpret_cast<const float*>(&xv);
-#pragma unroll
-      for (int j = 0; j < V; ++j) acc[j] += gi * xf[j];
+      const float4 xv = x4[static_cast<int64_t>(i) * per_row + kv];
+      acc.x += gi * xv.x;
+      acc.y += gi * xv.y;
+      acc.z += gi * xv.z;
+      acc.w += gi * xv.w;
     }
-    Vec* out_v = reinterpret_cast<Vec*>(dw + static_cast<int64_t>(o) * in) + kv;
-    Vec cur = *out_v;
-    float* cf = reinterpret_cast<float*>(&cur);
-#pragma unroll
-    for (int j = 0; j < V; ++j) cf[j] += acc[j];
-    *out_v = cur;
+  }
+  part[grp][lane] = acc;
+  __syncthreads();
+  if (grp == 0 && kv < per_row) {
+    float4* d = reinterpret_cast<float4*>(dw + static_cast<int64_t>(o) * in) + kv;
+    float4 cur = *d;
+    for (int q = 0; q < 4; ++q) {
+      cur.x += part[q][lane].x;
+      cur.y += part[q][lane].y;
+      cur.z += part[q][lane].z;
+      cur.w += part[q][lane].w;
+    }
+    *d = cur;
   }
 }
 
@@ -158,15 +166,10 @@ void dense_backward(int64_t n, int64_t in, int64_t out, const float* x, const fl
     PDNN_CUDA_LAUNCH_CHECK("dense activation backward");
     dy = ws;
   }
-  if (n <= kDenseSmallKRows) {
-    if (in % 4 == 0)
-      dense_dw_small<4><<<blocks_for(out * in / 4, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(n), static_cast<int>(in), static_cast<int>(out),
-          FastDiv(static_cast<uint32_t>(in / 4)), dy, x, dw);
-    else
-      dense_dw_small<1><<<blocks_for(out * in, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(n), static_cast<int>(in), static_cast<int>(out),
-          FastDiv(static_cast<uint32_t>(in)), dy, x, dw);
+  if (n <= kDenseSmallKRows && in % 4 == 0 && out * in >= kDenseSmallKMinWeights) {
+    const dim3 grid(static_cast<unsigned>((in / 4 + 63) / 64), static_cast<unsigned>(out));
+    dense_dw_small<<<grid, 256, 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(in),
+                                                    static_cast<int>(out), dy, x, dw);
     PDNN_CUDA_LAUNCH_CHECK("dense weight gradient (small batch)");
   } else {
     gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw, e);

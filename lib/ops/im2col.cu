@@ -45,6 +45,37 @@ __global__ void im2col_k(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
 }
 
 // div_w, div_h, div_c: w, h and c.
+// The same with 4 consecutive columns per thread (n*p % 4 == 0): the index arithmetic once per
+// 4 values and one 16-byte store.
+__global__ void im2col_k4(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
+                          const float* __restrict__ x, float* __restrict__ cols) {
+  const int p = g.oh * g.ow, np4 = np / 4;
+  for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
+    const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
+    float4* row = reinterpret_cast<float4*>(cols + static_cast<int64_t>(r) * np);
+    for (int c4 = blockIdx.x * blockDim.x + threadIdx.x; c4 < np4; c4 += gridDim.x * blockDim.x) {
+      const int col = 4 * c4;
+      int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
+      float v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
+        v[j] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
+                   ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
+                   : 0.f;
+        if (++ox == g.ow) {
+          ox = 0;
+          if (++oy == g.oh) {
+            oy = 0;
+            ++i;
+          }
+        }
+      }
+      row[c4] = make_float4(v[0], v[1], v[2], v[3]);
+    }
+  }
+}
+
 template <bool kStride1>
 __global__ void col2im_k(Geom32 g, int total, int np, FastDiv div_w, FastDiv div_h, FastDiv div_c,
                          const float* __restrict__ cols, float* __restrict__ x) {
@@ -99,9 +130,13 @@ __global__ void to_ncp(int n, int c, int p, const float* __restrict__ x, float* 
 void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e) {
   const int64_t np = n * g.col_cols();
   if (np <= 0) return;
-  im2col_k<<<grid2d(np, g.col_rows(), tpb(e)), tpb(e), 0, stream_of(e)>>>(
-      geom32(g, n), static_cast<int>(np), FastDiv(static_cast<uint32_t>(g.col_cols())),
-      FastDiv(static_cast<uint32_t>(g.ow)), x, cols);
+  const FastDiv dp(static_cast<uint32_t>(g.col_cols())), dow(static_cast<uint32_t>(g.ow));
+  if (np % 4 == 0)
+    im2col_k4<<<grid2d(np / 4, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+        geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
+  else
+    im2col_k<<<grid2d(np, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+        geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
   PDNN_CUDA_LAUNCH_CHECK("im2col_batch");
 }
 
@@ -112,10 +147,10 @@ void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, Cud
   const FastDiv dw(static_cast<uint32_t>(g.w)), dh(static_cast<uint32_t>(g.h)),
       dc(static_cast<uint32_t>(g.c));
   if (g.sh == 1 && g.sw == 1)
-    col2im_k<true><<<blocks_for(total, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+    col2im_k<true><<<blocks_for(total, tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
         g32, static_cast<int>(total), static_cast<int>(np), dw, dh, dc, cols, x);
   else
-    col2im_k<false><<<blocks_for(total, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+    col2im_k<false><<<blocks_for(total, tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
         g32, static_cast<int>(total), static_cast<int>(np), dw, dh, dc, cols, x);
   PDNN_CUDA_LAUNCH_CHECK("col2im_batch");
 }

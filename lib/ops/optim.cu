@@ -48,22 +48,48 @@ __global__ void adadelta_k(int64_t n, AdadeltaArgs a, const float* g, float* w, 
   }
 }
 
+__device__ __forceinline__ void adam_one(float& w, float& m, float& v, float g, const float* c,
+                                         const AdamArgs& a) {
+  const float d = a.weight_decay != 0.f ? g + a.weight_decay * w : g;
+  m = m * c[2] + c[3] * d;
+  v = v * c[4] + c[5] * (d * d);
+  const float denom = sqrtf(v) / c[1] + a.eps;
+  w -= c[0] * (m / denom);
+}
+
+// The flat buffers are padded to 16 floats per parameter (ParamSet), so n % 4 == 0 and every
+// access is a 16-byte one. The step's constants (two double pow) are computed once per block.
 __global__ void adam_k(int64_t n, AdamArgs a, const int64_t* step, const float* g, float* w,
                        float* m, float* v) {
-  const double s = static_cast<double>(*step);
-  const double bc1 = 1.0 - pow(a.beta1, s), bc2 = 1.0 - pow(a.beta2, s);
-  const float step_size = static_cast<float>(a.lr / bc1), bc2_sqrt = static_cast<float>(sqrt(bc2));
-  const float beta1 = static_cast<float>(a.beta1), keep1 = static_cast<float>(1.0 - a.beta1);
-  const float beta2 = static_cast<float>(a.beta2), keep2 = static_cast<float>(1.0 - a.beta2);
-  PDNN_GRID_LOOP(i, n) {
-    const float d = a.weight_decay != 0.f ? g[i] + a.weight_decay * w[i] : g[i];
-    const float mi = m[i] * beta1 + keep1 * d;
-    const float vi = v[i] * beta2 + keep2 * (d * d);
-    m[i] = mi;
-    v[i] = vi;
-    const float denom = sqrtf(vi) / bc2_sqrt + a.eps;
-    w[i] -= step_size * (mi / denom);
+  __shared__ float c[6];  // step size, sqrt(bc2), beta1, 1-beta1, beta2, 1-beta2
+  if (threadIdx.x == 0) {
+    const double s = static_cast<double>(*step);
+    const double bc1 = 1.0 - pow(a.beta1, s), bc2 = 1.0 - pow(a.beta2, s);
+    c[0] = static_cast<float>(a.lr / bc1);
+    c[1] = static_cast<float>(sqrt(bc2));
+    c[2] = static_cast<float>(a.beta1);
+    c[3] = static_cast<float>(1.0 - a.beta1);
+    c[4] = static_cast<float>(a.beta2);
+    c[5] = static_cast<float>(1.0 - a.beta2);
   }
+  __syncthreads();
+  const int64_t n4 = n / 4;
+  float4* w4 = reinterpret_cast<float4*>(w);
+  float4* m4 = reinterpret_cast<float4*>(m);
+  float4* v4 = reinterpret_cast<float4*>(v);
+  const float4* g4 = reinterpret_cast<const float4*>(g);
+  PDNN_GRID_LOOP(i, n4) {
+    float4 wi = w4[i], mi = m4[i], vi = v4[i];
+    const float4 gi = g4[i];
+    adam_one(wi.x, mi.x, vi.x, gi.x, c, a);
+    adam_one(wi.y, mi.y, vi.y, gi.y, c, a);
+    adam_one(wi.z, mi.z, vi.z, gi.z, c, a);
+    adam_one(wi.w, mi.w, vi.w, gi.w, c, a);
+    w4[i] = wi;
+    m4[i] = mi;
+    v4[i] = vi;
+  }
+  PDNN_GRID_LOOP(i, n - 4 * n4) adam_one(w[4 * n4 + i], m[4 * n4 + i], v[4 * n4 + i], g[4 * n4 + i], c, a);
 }
 
 }  // namespace
@@ -88,7 +114,11 @@ void adadelta_update(int64_t n, const AdadeltaArgs& a, const float* g, float* w,
 
 void adam_update(int64_t n, const AdamArgs& a, const int64_t* step, const float* g, float* w,
                  float* m, float* v, CudaExec e) {
-  adam_k<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, a, step, g, w, m, v);
+  for (const void* p : {static_cast<const void*>(g), static_cast<const void*>(w),
+                        static_cast<const void*>(m), static_cast<const void*>(v)})
+    PDNN_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0,
+               "adam_update on the GPU: buffers must be 16-byte aligned (flat parameter buffers are)");
+  adam_k<<<blocks_for(n / 4 + 1, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, a, step, g, w, m, v);
   PDNN_CUDA_LAUNCH_CHECK("adam_update");
 }
 

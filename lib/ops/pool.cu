@@ -46,18 +46,18 @@ __global__ void maxpool_f(Pool32 g, const float* __restrict__ x, float* __restri
 
 // One thread per input pixel; kNoOverlap (stride >= kernel): at most one window holds it.
 template <bool kNoOverlap>
-__global__ void maxpool_b(Pool32 g, const float* __restrict__ dy, const int32_t* __restrict__ argmax,
-                          float* __restrict__ dx) {
+__global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* __restrict__ dy,
+                          const int32_t* __restrict__ argmax, float* __restrict__ dx) {
   const int p_in = g.h * g.w, p_out = g.oh * g.ow;
   for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
     const float* dyp = dy + static_cast<int64_t>(plane) * p_out;
     const int32_t* ap = argmax + static_cast<int64_t>(plane) * p_out;
     float* dxp = dx + static_cast<int64_t>(plane) * p_in;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p_in; i += gridDim.x * blockDim.x) {
-      const int yy = i / g.w, xx = i - yy * g.w;
+      const int yy = div_w.div(i), xx = i - yy * g.w;
       float s = 0.f;
       if (kNoOverlap) {
-        const int oy = yy / g.s, ox = xx / g.s;
+        const int oy = div_s.div(yy), ox = div_s.div(xx);
         if (oy < g.oh && ox < g.ow && ap[oy * g.ow + ox] == i) s = dyp[oy * g.ow + ox];
       } else {
         // Outputs oy with oy*s <= yy < oy*s + k, in ascending order (the CPU's).
@@ -91,12 +91,13 @@ void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argma
 void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
                         CudaExec e) {
   if (g.planes * g.h * g.w <= 0) return;
+  const FastDiv dw(static_cast<uint32_t>(g.w)), ds(static_cast<uint32_t>(g.s));
   if (g.s >= g.k)
-    maxpool_b<true><<<grid2d(g.h * g.w, g.planes, tpb(e)), tpb(e), 0, stream_of(e)>>>(pool32(g), dy,
-                                                                                argmax, dx);
+    maxpool_b<true><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+        pool32(g), dw, ds, dy, argmax, dx);
   else
-    maxpool_b<false><<<grid2d(g.h * g.w, g.planes, tpb(e)), tpb(e), 0, stream_of(e)>>>(pool32(g), dy,
-                                                                                 argmax, dx);
+    maxpool_b<false><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+        pool32(g), dw, ds, dy, argmax, dx);
   PDNN_CUDA_LAUNCH_CHECK("maxpool2d_backward");
 }
 

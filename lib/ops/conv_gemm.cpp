@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/conv3x3_winograd.h"
 #include "ops/gemm.h"
 
 namespace pdnn {
@@ -93,6 +94,7 @@ const char* conv_algo_name(ConvAlgo a) {
     case ConvAlgo::Auto: return "auto";
     case ConvAlgo::PerImage: return "per-image";
     case ConvAlgo::Batched: return "batched";
+    case ConvAlgo::Winograd: return "winograd";
   }
   return "?";
 }
@@ -107,6 +109,7 @@ ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads) {
 size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,
                              int threads) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
+  if (algo == ConvAlgo::Winograd) return cpu::conv3x3_winograd_workspace_floats(g, n, k, threads);
   if (algo == ConvAlgo::Batched)
     return static_cast<size_t>(round_line(g.col_rows() * n * g.col_cols()) +
                                k * n * g.col_cols());
@@ -244,7 +247,9 @@ void backward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, c
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                     const float* b, float* y, ConvAlgo algo, int threads, float* ws) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
-  if (algo == ConvAlgo::Batched)
+  if (algo == ConvAlgo::Winograd)
+    conv3x3_winograd_forward(y, x, w, b, g, n, k, threads, ws);
+  else if (algo == ConvAlgo::Batched)
     forward_batched(g, n, k, x, w, b, y, ws);
   else
     forward_per_image(g, n, k, x, w, b, y, threads, ws);
@@ -254,7 +259,11 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
                      const float* dy, float* dw, float* db, float* dx, ConvAlgo algo,
                      int threads, float* ws) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
-  if (algo == ConvAlgo::Batched)
+  if (algo == ConvAlgo::Winograd) {
+    if (db) bias_backward(n, k, g.col_cols(), dy, db);
+    if (dw) conv3x3_winograd_backward_weights(dw, dy, x, g, n, k, threads, ws);
+    if (dx) conv3x3_winograd_backward_data(dx, dy, w, g, n, k, threads, ws);
+  } else if (algo == ConvAlgo::Batched)
     backward_batched(g, n, k, x, w, dy, dw, db, dx, ws);
   else
     backward_per_image(g, n, k, x, w, dy, dw, db, dx, threads, ws);

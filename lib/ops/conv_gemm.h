@@ -18,10 +18,12 @@ enum class ConvAlgo {
   Auto,      // pick per shape (conv_algo_for)
   PerImage,  // images in parallel, single-threaded GEMM per image
   Batched,   // one GEMM over the batch with threaded BLAS
+  Winograd,  // F(4x4, 3x3) for 3x3 stride-1 kernels (ops/conv3x3_winograd.h), images in parallel
 };
 const char* conv_algo_name(ConvAlgo a);
 
-// The measured-faster algorithm for a shape at a thread count (never Auto).
+// The measured-faster algorithm for a shape at a thread count (never Auto). Winograd only where
+// conv3x3_winograd_applies(g).
 ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads);
 
 // Floats of scratch the functions below need (pass at least this much as `ws`).

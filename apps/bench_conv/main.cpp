@@ -134,7 +134,8 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
       std::vector<ConvAlgo> run_algos;
       size_t ws_n = 0;
       for (ConvAlgo a : algos) {
-        if (a == ConvAlgo::Winograd && !conv3x3_winograd_applies(g)) continue;
+        if ((a == ConvAlgo::Winograd || a == ConvAlgo::Direct) && !conv3x3_applies(g))
+          continue;
         run_algos.push_back(a);
         ws_n = std::max(ws_n, conv_workspace_floats(g, n, s.k, a, t));
       }
@@ -250,15 +251,15 @@ int run(int argc, char** argv) {
   CLI::App app{"Convolution benchmark: algorithms per pass (passes) or the im2col ways (layers)"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string mode = "passes", filter, out = "results/bench/conv.csv";
-  std::vector<std::string> algo_names = {"per-image", "winograd"};
+  std::vector<std::string> algo_names = {"per-image", "winograd", "direct"};
   std::vector<int> threads = {1, 2};
   int repeats = 7, warmup = 2;
   int64_t batch = 0;
   app.add_option("--mode", mode, "passes or layers")->capture_default_str()
       ->check(CLI::IsMember({"passes", "layers"}));
-  app.add_option("--algos", algo_names, "passes: comma list of per-image, batched, winograd, auto")
+  app.add_option("--algos", algo_names, "passes: comma list of per-image, batched, winograd, direct, auto")
       ->delimiter(',')->capture_default_str()
-      ->check(CLI::IsMember({"per-image", "batched", "winograd", "auto"}));
+      ->check(CLI::IsMember({"per-image", "batched", "winograd", "direct", "auto"}));
   app.add_option("--threads", threads, "passes: comma list of thread counts")->delimiter(',')
       ->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--repeats", repeats, "timed runs")->capture_default_str()->check(CLI::Range(1, 100000));
@@ -281,6 +282,7 @@ int run(int argc, char** argv) {
     algos.push_back(a == "per-image" ? ConvAlgo::PerImage
                     : a == "batched" ? ConvAlgo::Batched
                     : a == "winograd" ? ConvAlgo::Winograd
+                    : a == "direct"   ? ConvAlgo::Direct
                                       : ConvAlgo::Auto);
   return run_passes(algos, threads, repeats, warmup, batch, filter, out);
 }

@@ -18,23 +18,19 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/conv3x3.h"
 #include "ops/simd.h"
 
 namespace pdnn {
-
-bool conv3x3_winograd_applies(const ConvGeom& g) {
-  return g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.ph == g.pw && g.ph <= 2;
-}
-
 namespace cpu {
 
 namespace {
 
+using namespace conv3x3;  // round_up, threads_for, chunk, wgrad_groups
 using simd::vf;
 constexpr int L = simd::kLanes;
 constexpr int kXi = 36;  // points of a transformed 6x6 tile
 
-inline int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 // 16 floats = one 64-byte line: slots and arrays start on their own lines.
 inline int64_t round_line(int64_t n) { return round_up(n, 16); }
 
@@ -62,12 +58,11 @@ struct Plan {
   int64_t v_floats() const { return round_line(kXi * tb * cs); }
   int64_t m_floats() const { return round_line(kXi * tb * ks); }
   int64_t u_floats() const { return round_line(kXi * ci * ks); }
-  // Per-thread slots: forward (strip/out, V, M); weight gradient (strip, V, dy strip, dM, dU).
+  // Per-thread slots: forward (strip/out, V, M); weight gradient (strip, V, dy strip, dM).
   int64_t fwd_slot() const { return std::max(strip_floats(), out_floats()) + v_floats() + m_floats(); }
-  int64_t wgrad_slot() const {
-    return strip_floats() + v_floats() + out_floats() + m_floats() + u_floats();
-  }
+  int64_t wgrad_slot() const { return strip_floats() + v_floats() + out_floats() + m_floats(); }
 };
+
 
 Plan make_plan(int64_t ci, int64_t co, int64_t h, int64_t w, int64_t p) {
   Plan q;
@@ -94,23 +89,6 @@ Plan make_plan(int64_t ci, int64_t co, int64_t h, int64_t w, int64_t p) {
 
 Plan forward_plan(const ConvGeom& g, int64_t k) { return make_plan(g.c, k, g.h, g.w, g.ph); }
 Plan data_plan(const ConvGeom& g, int64_t k) { return make_plan(k, g.c, g.oh, g.ow, 2 - g.ph); }
-
-void check_geometry(const ConvGeom& g) {
-  PDNN_CHECK(conv3x3_winograd_applies(g), "conv3x3_winograd: needs a 3x3 stride-1 kernel with "
-             "equal padding <= 2, got %lldx%lld stride %lldx%lld padding %lldx%lld",
-             (long long)g.kh, (long long)g.kw, (long long)g.sh, (long long)g.sw, (long long)g.ph,
-             (long long)g.pw);
-}
-
-inline int threads_for(int threads, int64_t items) {
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, items)));
-}
-
-// Items [lo, hi) of thread t of nt: contiguous static chunks.
-inline void chunk(int64_t n, int t, int nt, int64_t* lo, int64_t* hi) {
-  *lo = n * t / nt;
-  *hi = n * (t + 1) / nt;
-}
 
 // ---- transforms of one 6-vector (or 4 -> 6, 6 -> 4, 6 -> 3) --------------------------------
 
@@ -450,75 +428,86 @@ void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool 
 }  // namespace
 
 size_t conv3x3_winograd_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, int threads) {
-  if (!conv3x3_winograd_applies(g)) return 0;  // the kernels reject g with a clear error
+  if (!conv3x3_applies(g)) return 0;  // the kernels reject g with a clear error
   const Plan f = forward_plan(g, k), d = data_plan(g, k);
   const int64_t fwd = f.u_floats() + round_line(f.ks) + threads_for(threads, n * f.nb) * f.fwd_slot();
   const int64_t data = d.u_floats() + round_line(d.ks) + threads_for(threads, n * d.nb) * d.fwd_slot();
-  const int64_t wgrad = threads_for(threads, n * f.nb) * f.wgrad_slot();
+  const int64_t wgrad =
+      threads_for(threads, n * f.nb) * f.wgrad_slot() + wgrad_groups(n * f.nb) * f.u_floats();
   return static_cast<size_t>(std::max({fwd, data, wgrad}));
 }
 
 void conv3x3_winograd_forward(float* y, const float* x, const float* w, const float* b,
                               const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws) {
-  check_geometry(g);
+  conv3x3_check(g, "conv3x3_winograd");
   run_forward(forward_plan(g, k), n, x, w, false, b, y, threads, ws);
 }
 
 void conv3x3_winograd_backward_data(float* dx, const float* dy, const float* w,
                                     const ConvGeom& g, int64_t n, int64_t k, int threads,
                                     float* ws) {
-  check_geometry(g);
+  conv3x3_check(g, "conv3x3_winograd");
   run_forward(data_plan(g, k), n, dy, w, true, nullptr, dx, threads, ws);
 }
 
 void conv3x3_winograd_backward_weights(float* dw, const float* dy, const float* x,
                                        const ConvGeom& g, int64_t n, int64_t k, int threads,
                                        float* ws) {
-  check_geometry(g);
+  conv3x3_check(g, "conv3x3_winograd");
   const Plan q = forward_plan(g, k);
-  const int64_t items = n * q.nb, slot = q.wgrad_slot();
-  const int nt_req = threads_for(threads, items);
+  const int64_t items = n * q.nb, slot = q.wgrad_slot(), groups = wgrad_groups(items);
+  const int nt_req = threads_for(threads, groups);
   const int64_t macs = n * q.co * q.ci * 9 * q.oh * q.ow;
-  const int64_t du_off = slot - q.u_floats();  // dU is the last array of a slot
+  float* dUs = ws + nt_req * slot;  // group g's dU at dUs + g * u_floats()
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    int64_t lo, hi;
-    chunk(items, t, nt, &lo, &hi);
     float* strip = ws + t * slot;
     float* V = strip + q.strip_floats();
     float* ds = V + q.v_floats();
     float* dM = ds + q.out_floats();
-    float* dU = strip + du_off;
-    std::memset(dU, 0, sizeof(float) * q.u_floats());
-    for (int64_t it = lo; it < hi; ++it) {
-      const int64_t i = it / q.nb, r0 = (it % q.nb) * q.rows;
-      const int64_t nr = std::min(q.rows, q.ty - r0), ntiles = nr * q.tx;
-      fill_strip(q, x + i * q.ci * q.h * q.w, r0, nr, strip);
-      transform_input(q, strip, nr, V);
-      fill_dy_strip(q, dy + i * q.co * q.oh * q.ow, r0, nr, ds);
-      transform_dy(q, ds, nr, dM);
-      // dU[xi] (ci, ks) += V[xi]^T (ci, tiles) dM[xi] (tiles, ks)
-      for (int xi = 0; xi < kXi; ++xi)
-        gemm_block(q.ci, q.ks, ntiles, V + xi * q.tb * q.cs, 1, q.cs, dM + xi * q.tb * q.ks,
-                   q.ks, dU + xi * q.ci * q.ks, q.ks, true);
+    int64_t glo, ghi;
+    chunk(groups, t, nt, &glo, &ghi);
+    for (int64_t gr = glo; gr < ghi; ++gr) {
+      float* dU = dUs + gr * q.u_floats();
+      std::memset(dU, 0, sizeof(float) * q.u_floats());
+      int64_t lo, hi;
+      chunk(items, gr, groups, &lo, &hi);
+      for (int64_t it = lo; it < hi; ++it) {
+        const int64_t i = it / q.nb, r0 = (it % q.nb) * q.rows;
+        const int64_t nr = std::min(q.rows, q.ty - r0), ntiles = nr * q.tx;
+        fill_strip(q, x + i * q.ci * q.h * q.w, r0, nr, strip);
+        transform_input(q, strip, nr, V);
+        fill_dy_strip(q, dy + i * q.co * q.oh * q.ow, r0, nr, ds);
+        transform_dy(q, ds, nr, dM);
+        // dU[xi] (ci, ks) += V[xi]^T (ci, tiles) dM[xi] (tiles, ks)
+        for (int xi = 0; xi < kXi; ++xi)
+          gemm_block(q.ci, q.ks, ntiles, V + xi * q.tb * q.cs, 1, q.cs, dM + xi * q.tb * q.ks,
+                     q.ks, dU + xi * q.ci * q.ks, q.ks, true);
+      }
     }
 #pragma omp barrier
-    // dw[o][i] += G^T (sum over threads, in thread order, of dU[.][i][o]) G.
+    // dw[o][i] += G^T (sum over groups, in group order, of dU[.][i][o]) G; the group sums of
+    // input plane i gathered first in this thread's dM buffer, (36, ks).
+    float* u = dM;
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < q.ci; ++i)
-      for (int64_t o = 0; o < q.co; ++o) {
-        double u[6][6];
-        for (int xi = 0; xi < kXi; ++xi) {
-          float s = 0.f;
-          for (int tt = 0; tt < nt; ++tt) s += ws[tt * slot + du_off + (xi * q.ci + i) * q.ks + o];
-          u[xi / 6][xi % 6] = s;
-        }
-        double g[3][3];
-        sandwich<6, 3, gt6>(u, g);
-        for (int r = 0; r < 9; ++r)
-          dw[(o * q.ci + i) * 9 + r] += static_cast<float>(g[r / 3][r % 3] / 576);
+    for (int64_t i = 0; i < q.ci; ++i) {
+      for (int xi = 0; xi < kXi; ++xi) {
+        float* ux = u + xi * q.ks;
+        const float* src = dUs + (xi * q.ci + i) * q.ks;
+        std::memcpy(ux, src, sizeof(float) * q.ks);
+        for (int64_t gr = 1; gr < groups; ++gr)
+          for (int64_t o = 0; o < q.ks; o += L)
+            simd::store(ux + o, simd::load(ux + o) + simd::load(src + gr * q.u_floats() + o));
       }
+      for (int64_t o = 0; o < q.co; ++o) {
+        double ut[6][6], gk[3][3];
+        for (int xi = 0; xi < kXi; ++xi) ut[xi / 6][xi % 6] = u[xi * q.ks + o];
+        sandwich<6, 3, gt6>(ut, gk);
+        for (int r = 0; r < 9; ++r)
+          dw[(o * q.ci + i) * 9 + r] += static_cast<float>(gk[r / 3][r % 3] / 576);
+      }
+    }
   }
 }
 

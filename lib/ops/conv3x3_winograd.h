@@ -30,12 +30,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/im2col.h"
+#include "ops/conv3x3.h"
 
 namespace pdnn {
-
-// True for the geometries these kernels handle: 3x3 kernel, stride 1, equal padding 0..2.
-bool conv3x3_winograd_applies(const ConvGeom& g);
 
 namespace cpu {
 
@@ -52,8 +49,8 @@ void conv3x3_winograd_backward_data(float* dx, const float* dy, const float* w,
                                     const ConvGeom& g, int64_t n, int64_t k, int threads,
                                     float* ws);
 
-// dw (k, c, 3, 3) += dL/dw from dy (n, k, oh, ow) and x (n, c, h, w). Partial sums per thread
-// are added in thread order: bit-identical runs at a given thread count.
+// dw (k, c, 3, 3) += dL/dw from dy (n, k, oh, ow) and x (n, c, h, w). Partial sums per fixed
+// group of tiles, added in group order: bit-identical at any thread count.
 void conv3x3_winograd_backward_weights(float* dw, const float* dy, const float* x,
                                        const ConvGeom& g, int64_t n, int64_t k, int threads,
                                        float* ws);

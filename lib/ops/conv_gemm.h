@@ -19,11 +19,13 @@ enum class ConvAlgo {
   PerImage,  // images in parallel, single-threaded GEMM per image
   Batched,   // one GEMM over the batch with threaded BLAS
   Winograd,  // F(4x4, 3x3) for 3x3 stride-1 kernels (ops/conv3x3_winograd.h), images in parallel
+  Direct,    // register-blocked direct 3x3 stride-1 kernels for few input channels
+             // (ops/conv3x3_direct.h), images in parallel
 };
 const char* conv_algo_name(ConvAlgo a);
 
-// The measured-faster algorithm for a shape at a thread count (never Auto). Winograd only where
-// conv3x3_winograd_applies(g).
+// The measured-faster algorithm for a shape at a thread count (never Auto). Winograd and Direct
+// only where conv3x3_applies(g).
 ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads);
 
 // Floats of scratch the functions below need (pass at least this much as `ws`).

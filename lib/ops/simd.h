@@ -56,6 +56,18 @@ inline vf fma(vf a, vf b, vf c) {
 #endif
 }
 
+// Lanes [0, n) from p, the others 0 (reads only those n floats), n <= kLanes.
+inline vf load_first(const float* p, int n) {
+  if (n == kLanes) return load(p);
+#if defined(__AVX512F__)
+  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p);
+#else
+  float t[kLanes] = {};
+  std::memcpy(t, p, sizeof(float) * n);
+  return load(t);
+#endif
+}
+
 // Stores lanes [0, n) of v, n <= kLanes.
 inline void store_first(float* p, vf v, int n) {
   if (n == kLanes) return store(p, v);

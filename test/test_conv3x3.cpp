@@ -1,11 +1,12 @@
-// Winograd F(4x4, 3x3) kernels (ops/conv3x3_winograd.h) at every convolution shape of W3 and
-// W4 (batch reduced) and odd ones, forward, backward data and backward weights, two ways:
+// The 3x3 stride-1 kernels, Winograd F(4x4, 3x3) (ops/conv3x3_winograd.h) and direct
+// (ops/conv3x3_direct.h), at every convolution shape of W3 and W4 (batch reduced) and odd
+// ones, forward, backward data and backward weights, two ways:
 //  - exact: small integer data with weights that are multiples of 576 = 24^2 (so G g G^T is
 //    an integer) make every intermediate an integer; where the sum of absolute values that
 //    bounds every partial sum stays below 2^24 (checked), float arithmetic is exact and the
 //    kernels must equal the naive convolution bit for bit. This catches any indexing slip.
 //  - rounding: uniform real data against the naive convolution in double, every element
-//    within the error bound stated in conv3x3_winograd.h, computed elementwise here.
+//    within the error bound stated in the kernel's header, computed elementwise here.
 // Also: 1 vs 2 threads, finite differences through Conv2d, and the per-shape algorithm rule.
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "core/error.h"
 #include "layers/conv2d.h"
+#include "ops/conv3x3_direct.h"
 #include "ops/conv3x3_winograd.h"
 #include "ops/conv_gemm.h"
 #include "testing.h"
@@ -240,22 +242,43 @@ struct Results {
   std::vector<float> y, dx, dw;
 };
 
+// One family of kernels.
+struct Kernels {
+  const char* name;
+  size_t (*workspace)(const ConvGeom&, int64_t, int64_t, int);
+  void (*forward)(float*, const float*, const float*, const float*, const ConvGeom&, int64_t,
+                  int64_t, int, float*);
+  void (*data)(float*, const float*, const float*, const ConvGeom&, int64_t, int64_t, int, float*);
+  void (*weights)(float*, const float*, const float*, const ConvGeom&, int64_t, int64_t, int,
+                  float*);
+};
+const Kernels kWinograd{"winograd", cpu::conv3x3_winograd_workspace_floats,
+                        cpu::conv3x3_winograd_forward, cpu::conv3x3_winograd_backward_data,
+                        cpu::conv3x3_winograd_backward_weights};
+const Kernels kDirect{"direct", cpu::conv3x3_direct_workspace_floats, cpu::conv3x3_direct_forward,
+                      cpu::conv3x3_direct_backward_data, cpu::conv3x3_direct_backward_weights};
+
 // The three kernels on one shape's data, at `threads` threads.
-Results run_winograd(const Shape3x3& s, const std::vector<float>& x, const std::vector<float>& w,
-                     const std::vector<float>& b, const std::vector<float>& dy, int threads) {
+Results run_kernels(const Kernels& kn, const Shape3x3& s, const std::vector<float>& x,
+                    const std::vector<float>& w, const std::vector<float>& b,
+                    const std::vector<float>& dy, int threads) {
   const ConvGeom g = conv_geom("test", s.c, s.h, s.w, 3, 3, 1, 1, s.p, s.p);
-  std::vector<float> ws(cpu::conv3x3_winograd_workspace_floats(g, s.n, s.k, threads));
+  std::vector<float> ws(kn.workspace(g, s.n, s.k, threads));
   Results r;
   r.y.assign(s.n * s.k * g.oh * g.ow, -7.f);  // written, not accumulated
   r.dx.assign(s.n * s.c * s.h * s.w, -7.f);
   r.dw.assign(s.k * s.c * 9, 0.f);
-  cpu::conv3x3_winograd_forward(r.y.data(), x.data(), w.data(), b.empty() ? nullptr : b.data(),
-                                g, s.n, s.k, threads, ws.data());
-  cpu::conv3x3_winograd_backward_data(r.dx.data(), dy.data(), w.data(), g, s.n, s.k, threads,
-                                      ws.data());
-  cpu::conv3x3_winograd_backward_weights(r.dw.data(), dy.data(), x.data(), g, s.n, s.k, threads,
-                                         ws.data());
+  kn.forward(r.y.data(), x.data(), w.data(), b.empty() ? nullptr : b.data(), g, s.n, s.k,
+             threads, ws.data());
+  kn.data(r.dx.data(), dy.data(), w.data(), g, s.n, s.k, threads, ws.data());
+  kn.weights(r.dw.data(), dy.data(), x.data(), g, s.n, s.k, threads, ws.data());
   return r;
+}
+
+std::vector<float> abs_of(const std::vector<float>& v) {
+  std::vector<float> a(v.size());
+  for (size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(v[i]);
+  return a;
 }
 
 // Integers in {-1, 0, 1}, nonzero with probability `density`, times `scale`.
@@ -322,7 +345,7 @@ double expect_within_bound(const std::vector<float>& got, const std::vector<doub
 }  // namespace
 
 // Integer data: all three passes equal the naive convolution exactly, at 1 and 2 threads.
-TEST(ConvWinograd, ExactOnIntegerDataAtEveryShape) {
+TEST(Conv3x3, ExactOnIntegerDataAtEveryShape) {
   for (const Shape3x3& s : kShapes) {
     SCOPED_TRACE(s.name);
     Rng rng(17);
@@ -348,19 +371,22 @@ TEST(ConvWinograd, ExactOnIntegerDataAtEveryShape) {
     const std::vector<double> yref = naive_forward(s, x, w, b);
     const std::vector<double> dxref = naive_backward_data(s, dy, w);
     const std::vector<double> dwref = naive_backward_weights(s, dy, x);
-    for (int threads : {1, 2}) {
-      const Results r = run_winograd(s, x, w, b, dy, threads);
-      const std::string at = " at " + std::to_string(threads) + " threads";
-      expect_exact(r.y, yref, "forward" + at);
-      expect_exact(r.dx, dxref, "backward data" + at);
-      expect_exact(r.dw, dwref, "backward weights" + at);
-    }
+    for (const Kernels* kn : {&kWinograd, &kDirect})
+      for (int threads : {1, 2}) {
+        const Results r = run_kernels(*kn, s, x, w, b, dy, threads);
+        const std::string at = std::string(" ") + kn->name + " at " + std::to_string(threads) + " threads";
+        expect_exact(r.y, yref, "forward" + at);
+        expect_exact(r.dx, dxref, "backward data" + at);
+        expect_exact(r.dw, dwref, "backward weights" + at);
+      }
   }
 }
 
-// Real data: every element within the stated bound of the naive result in double; forward and
-// backward data identical at 1 and 2 threads (no reduction across threads there).
-TEST(ConvWinograd, WithinTheRoundingBoundAtEveryShape) {
+// Real data: every element within the stated bound of the naive result in double; all three
+// passes bit-identical at 1 and 2 threads. Winograd's
+// bound is the header's; the direct kernels' the plain sum's, gamma_m sum |w||x| with m the
+// number of terms (9c + 1 for y, 9k for dx, n oh ow + lanes + threads for dw).
+TEST(Conv3x3, WithinTheRoundingBoundAtEveryShape) {
   for (const Shape3x3& s : kShapes) {
     SCOPED_TRACE(s.name);
     Rng rng(23);
@@ -373,29 +399,42 @@ TEST(ConvWinograd, WithinTheRoundingBoundAtEveryShape) {
     const std::vector<double> yref = naive_forward(s, x, w, b);
     const std::vector<double> dxref = naive_backward_data(s, dy, w);
     const std::vector<double> dwref = naive_backward_weights(s, dy, x);
-    std::vector<double> bf = bracket_forward(s.n, s.c, s.h, s.w, s.k, s.p, x, w, false);
-    for (size_t i = 0; i < bf.size(); ++i) bf[i] += std::fabs(b[(i / (oh * ow)) % s.k]);
-    const std::vector<double> bd = bracket_forward(s.n, s.k, oh, ow, s.c, 2 - s.p, dy, w, true);
-    const std::vector<double> bw = bracket_weights(s, dy, x);
-    const Results r1 = run_winograd(s, x, w, b, dy, 1), r2 = run_winograd(s, x, w, b, dy, 2);
-    for (const Results* r : {&r1, &r2}) {
-      const std::string at = r == &r1 ? " at 1 thread" : " at 2 threads";
-      const double ef = expect_within_bound(r->y, yref, bf, gamma_m(s.c + 31), "forward" + at);
-      const double ed = expect_within_bound(r->dx, dxref, bd, gamma_m(s.k + 30), "backward data" + at);
-      const double ew =
-          expect_within_bound(r->dw, dwref, bw, gamma_m(tiles + 32), "backward weights" + at);
-      RecordProperty(std::string(s.name) + at + ": error / bound (fwd, data, weights)",
-                     std::to_string(ef) + " " + std::to_string(ed) + " " + std::to_string(ew));
+    // Winograd's brackets, then the direct sums of absolute values.
+    std::vector<double> wf = bracket_forward(s.n, s.c, s.h, s.w, s.k, s.p, x, w, false);
+    for (size_t i = 0; i < wf.size(); ++i) wf[i] += std::fabs(b[(i / (oh * ow)) % s.k]);
+    const std::vector<double> wd = bracket_forward(s.n, s.k, oh, ow, s.c, 2 - s.p, dy, w, true);
+    const std::vector<double> ww = bracket_weights(s, dy, x);
+    const std::vector<float> ax = abs_of(x), aw = abs_of(w), ady = abs_of(dy);
+    const std::vector<double> df = naive_forward(s, ax, aw, abs_of(b));
+    const std::vector<double> dd = naive_backward_data(s, ady, aw);
+    const std::vector<double> dwb = naive_backward_weights(s, ady, ax);
+    for (const Kernels* kn : {&kWinograd, &kDirect}) {
+      const bool wino = kn == &kWinograd;
+      const Results r1 = run_kernels(*kn, s, x, w, b, dy, 1), r2 = run_kernels(*kn, s, x, w, b, dy, 2);
+      for (const Results* r : {&r1, &r2}) {
+        const std::string at = std::string(" ") + kn->name + (r == &r1 ? " at 1 thread" : " at 2 threads");
+        const double ef = wino ? expect_within_bound(r->y, yref, wf, gamma_m(s.c + 31), "forward" + at)
+                               : expect_within_bound(r->y, yref, df, gamma_m(9 * s.c + 1), "forward" + at);
+        const double ed = wino ? expect_within_bound(r->dx, dxref, wd, gamma_m(s.k + 30), "backward data" + at)
+                               : expect_within_bound(r->dx, dxref, dd, gamma_m(9 * s.k), "backward data" + at);
+        const double ew =
+            wino ? expect_within_bound(r->dw, dwref, ww, gamma_m(tiles + 32), "backward weights" + at)
+                 : expect_within_bound(r->dw, dwref, dwb, gamma_m(s.n * oh * ow + 16 + 2),
+                                       "backward weights" + at);
+        RecordProperty(std::string(s.name) + at + ": error / bound (fwd, data, weights)",
+                       std::to_string(ef) + " " + std::to_string(ed) + " " + std::to_string(ew));
+      }
+      EXPECT_EQ(r1.y, r2.y) << kn->name << " forward, 1 vs 2 threads";
+      EXPECT_EQ(r1.dx, r2.dx) << kn->name << " backward data, 1 vs 2 threads";
+      EXPECT_EQ(r1.dw, r2.dw) << kn->name << " backward weights, 1 vs 2 threads";
     }
-    EXPECT_EQ(r1.y, r2.y) << "forward, 1 vs 2 threads";
-    EXPECT_EQ(r1.dx, r2.dx) << "backward data, 1 vs 2 threads";
   }
 }
 
 // The bracket's amplification over the direct sum's sum_c |g||d| (9 per channel for
 // |g| = |d| = 1) is as stated in the header: kappa_i kappa_j with kappa = (16, 17, 24, 48),
 // 28x at a tile's first output, 256x at its last.
-TEST(ConvWinograd, BoundAmplificationIsAsStated) {
+TEST(Conv3x3, WinogradBoundAmplificationIsAsStated) {
   const std::vector<float> ones(36, 1.f), w(9, 1.f);
   const std::vector<double> br = bracket_forward(1, 1, 6, 6, 1, 0, ones, w, false);
   const double kappa[4] = {16, 17, 24, 48};
@@ -403,29 +442,32 @@ TEST(ConvWinograd, BoundAmplificationIsAsStated) {
     for (int j = 0; j < 4; ++j) EXPECT_DOUBLE_EQ(br[i * 4 + j], kappa[i] * kappa[j]);
 }
 
-// Gradients of Conv2d with the Winograd algorithm against central differences.
-TEST(ConvWinograd, Conv2dGradientsMatchFiniteDifferences) {
+// Gradients of Conv2d with the Winograd and direct algorithms against central differences.
+TEST(Conv3x3, Conv2dGradientsMatchFiniteDifferences) {
   Context ctx(1, 11);
   struct Cfg { int64_t n, c, h, w, k, p; bool bias; };
-  for (const Cfg& f : {Cfg{2, 3, 7, 5, 4, 1, true}, Cfg{1, 2, 6, 6, 3, 0, false},
-                       Cfg{2, 2, 5, 9, 2, 2, true}, Cfg{1, 1, 1, 1, 2, 1, true}}) {
-    Conv2d conv(f.c, f.k, 3, 1, f.p, f.bias);
-    conv.set_algo(ConvAlgo::Winograd);
-    conv.reset_parameters(ctx.rng());
-    Tensor x = pt::random_tensor(Shape{f.n, f.c, f.h, f.w}, ctx.rng());
-    SCOPED_TRACE(conv.describe());
-    pt::check_layer_gradients(ctx, conv, x);
-  }
+  for (ConvAlgo a : {ConvAlgo::Winograd, ConvAlgo::Direct})
+    for (const Cfg& f : {Cfg{2, 3, 7, 5, 4, 1, true}, Cfg{1, 2, 6, 6, 3, 0, false},
+                         Cfg{2, 2, 5, 9, 2, 2, true}, Cfg{1, 1, 1, 1, 2, 1, true}}) {
+      Conv2d conv(f.c, f.k, 3, 1, f.p, f.bias);
+      conv.set_algo(a);
+      conv.reset_parameters(ctx.rng());
+      Tensor x = pt::random_tensor(Shape{f.n, f.c, f.h, f.w}, ctx.rng());
+      SCOPED_TRACE(conv.describe() + " " + conv_algo_name(a));
+      pt::check_layer_gradients(ctx, conv, x);
+    }
 }
 
-TEST(ConvWinograd, RejectsOtherGeometries) {
-  EXPECT_FALSE(conv3x3_winograd_applies(conv_geom("t", 2, 8, 8, 3, 3, 2, 2, 1, 1)));
-  EXPECT_FALSE(conv3x3_winograd_applies(conv_geom("t", 2, 8, 8, 5, 5, 1, 1, 2, 2)));
-  EXPECT_FALSE(conv3x3_winograd_applies(conv_geom("t", 2, 8, 8, 3, 3, 1, 1, 3, 3)));
-  EXPECT_TRUE(conv3x3_winograd_applies(conv_geom("t", 2, 8, 8, 3, 3, 1, 1, 2, 2)));
+TEST(Conv3x3, RejectsOtherGeometries) {
+  EXPECT_FALSE(conv3x3_applies(conv_geom("t", 2, 8, 8, 3, 3, 2, 2, 1, 1)));
+  EXPECT_FALSE(conv3x3_applies(conv_geom("t", 2, 8, 8, 5, 5, 1, 1, 2, 2)));
+  EXPECT_FALSE(conv3x3_applies(conv_geom("t", 2, 8, 8, 3, 3, 1, 1, 3, 3)));
+  EXPECT_TRUE(conv3x3_applies(conv_geom("t", 2, 8, 8, 3, 3, 1, 1, 2, 2)));
   Context ctx(1);
   Conv2d conv(2, 3, 3, 2, 1);  // stride 2
-  conv.set_algo(ConvAlgo::Winograd);
   Tensor x(Shape{1, 2, 8, 8}), y(conv.output_shape(x.shape()));
+  conv.set_algo(ConvAlgo::Winograd);
   pt::expect_error_mentions([&] { conv.forward(ctx, x, y); }, {"winograd", "stride"});
+  conv.set_algo(ConvAlgo::Direct);
+  pt::expect_error_mentions([&] { conv.forward(ctx, x, y); }, {"direct", "stride"});
 }

@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPDNN_ARCH=x86-64-v4 -DPDNN_CUDA=OFF >/dev/null
-cmake --build build-gpu -j "$(nproc)" --target mnist pi pdnn_tests
-scripts/gpu_bundle.sh gpu-bundle build-gpu/bin/mnist build-gpu/bin/pi build-gpu/bin/pdnn_tests
+cmake --build build-gpu -j "$(nproc)" --target mnist pi bench_conv pdnn_tests
+scripts/gpu_bundle.sh gpu-bundle build-gpu/bin/mnist build-gpu/bin/pi build-gpu/bin/bench_conv \
+  build-gpu/bin/pdnn_tests
 mkdir -p gpu-bundle/data
 for d in datasets/mnist-npm10k datasets/fashion-mnist; do
   [ -d "$d" ] || continue

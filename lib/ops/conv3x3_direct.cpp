@@ -1,5 +1,5 @@
-// Direct 3x3 stride-1 convolution kernels (see conv3x3_direct.h). Images split over threads
-// in contiguous chunks; per thread a zero-padded copy of the current image (c, h + 2p, wq),
+// Direct 3x3 stride-1 convolution kernels (see conv3x3_direct.h). Images handed to threads
+// dynamically; per thread a zero-padded copy of the current image (c, h + 2p, wq),
 // wq = whole vectors of output pixels + 2, so that every load of a row is in bounds and the
 // lanes past the row's end read zeros.
 #include "ops/conv3x3_direct.h"
@@ -114,9 +114,10 @@ void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool 
   {
 #pragma omp single
     arrange_weights(q, w, flip, wt);  // its implicit barrier publishes wt
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    float* xp = pads + t * q.pad_floats();
-    for (int64_t im = n * t / nt; im < n * (t + 1) / nt; ++im) {
+    float* xp = pads + omp_get_thread_num() * q.pad_floats();
+    // Images dynamically: a core shared with another process does not hold up the region.
+#pragma omp for schedule(dynamic)
+    for (int64_t im = 0; im < n; ++im) {
       pad_image(q, x + im * q.ci * q.h * q.w, xp);
       float* yi = y + im * q.co * q.oh * q.ow;
       // Channel blocks outermost: 8 output planes written at a time, each row by row.
@@ -197,9 +198,11 @@ void conv3x3_direct_backward_weights(float* dw, const float* dy, const float* x,
   const int64_t group = kKB * 9 * L;  // floats of partial sums per (k block, input plane)
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
   {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    float* xp = ws + t * q.pad_floats();
-    for (int64_t gr = groups * t / nt; gr < groups * (t + 1) / nt; ++gr) {
+    float* xp = ws + omp_get_thread_num() * q.pad_floats();
+    // Groups dynamically (each group's sums do not depend on the thread); the implicit
+    // barrier publishes them.
+#pragma omp for schedule(dynamic)
+    for (int64_t gr = 0; gr < groups; ++gr) {
       float* part = parts + gr * q.part_floats();
       std::memset(part, 0, sizeof(float) * q.part_floats());
       for (int64_t im = n * gr / groups; im < n * (gr + 1) / groups; ++im) {
@@ -212,7 +215,6 @@ void conv3x3_direct_backward_weights(float* dw, const float* dy, const float* x,
                           part + (k0 / kKB * q.ci + i) * group);
       }
     }
-#pragma omp barrier
     // dw[k][i][r][s] += sum over groups (in order) and lanes of the partial sums.
 #pragma omp for schedule(static)
     for (int64_t k0 = 0; k0 < q.co; k0 += kKB)

@@ -1,8 +1,8 @@
 // Winograd F(4x4, 3x3) convolution kernels (see conv3x3_winograd.h).
 //
-// Work is split into items = (image, block of tile rows); each thread takes a contiguous run
-// of items (static, so per-thread weight-gradient partials cover fixed items in fixed order).
-// Per item, in a per-thread slot of the workspace:
+// Work is split into items = (image, block of tile rows), handed to threads dynamically (the
+// weight gradient: fixed groups of items, see conv3x3.h). Per item, in a per-thread slot of
+// the workspace:
 //   strip  input rows of the block, channel-last and zero-padded: (4 rows + 2, 4 tx + 2, cs)
 //   V      transformed input tiles: (36, tiles, cs)          B^T d B
 //   M      36 GEMMs V[xi] (tiles, c) x U[xi] (c, ks):        (36, tiles, ks)
@@ -62,7 +62,6 @@ struct Plan {
   int64_t fwd_slot() const { return std::max(strip_floats(), out_floats()) + v_floats() + m_floats(); }
   int64_t wgrad_slot() const { return strip_floats() + v_floats() + out_floats() + m_floats(); }
 };
-
 
 Plan make_plan(int64_t ci, int64_t co, int64_t h, int64_t w, int64_t p) {
   Plan q;
@@ -405,13 +404,13 @@ void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool 
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
   {
     transform_filters(q, w, flip, U);  // ends with the barrier of its omp for
-    const int t = omp_get_thread_num();
-    int64_t lo, hi;
-    chunk(items, t, omp_get_num_threads(), &lo, &hi);
-    float* strip = slots + t * slot;
+    float* strip = slots + omp_get_thread_num() * slot;
     float* V = strip + std::max(q.strip_floats(), q.out_floats());
     float* M = V + q.v_floats();
-    for (int64_t it = lo; it < hi; ++it) {
+    // Items are independent: dynamic, so that a core shared with another process does not
+    // hold up the region (the result does not depend on which thread runs an item).
+#pragma omp for schedule(dynamic)
+    for (int64_t it = 0; it < items; ++it) {
       const int64_t i = it / q.nb, r0 = (it % q.nb) * q.rows;
       const int64_t nr = std::min(q.rows, q.ty - r0), ntiles = nr * q.tx;
       fill_strip(q, x + i * q.ci * q.h * q.w, r0, nr, strip);
@@ -461,14 +460,14 @@ void conv3x3_winograd_backward_weights(float* dw, const float* dy, const float* 
   float* dUs = ws + nt_req * slot;  // group g's dU at dUs + g * u_floats()
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
   {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    float* strip = ws + t * slot;
+    float* strip = ws + omp_get_thread_num() * slot;
     float* V = strip + q.strip_floats();
     float* ds = V + q.v_floats();
     float* dM = ds + q.out_floats();
-    int64_t glo, ghi;
-    chunk(groups, t, nt, &glo, &ghi);
-    for (int64_t gr = glo; gr < ghi; ++gr) {
+    // Groups dynamically, as the forward pass's items: each group's sum is the same whichever
+    // thread computes it. The implicit barrier publishes the groups' dU.
+#pragma omp for schedule(dynamic)
+    for (int64_t gr = 0; gr < groups; ++gr) {
       float* dU = dUs + gr * q.u_floats();
       std::memset(dU, 0, sizeof(float) * q.u_floats());
       int64_t lo, hi;
@@ -486,7 +485,6 @@ void conv3x3_winograd_backward_weights(float* dw, const float* dy, const float* 
                      q.ks, dU + xi * q.ci * q.ks, q.ks, true);
       }
     }
-#pragma omp barrier
     // dw[o][i] += G^T (sum over groups, in group order, of dU[.][i][o]) G; the group sums of
     // input plane i gathered first in this thread's dM buffer, (36, ks).
     float* u = dM;

@@ -1,8 +1,8 @@
 // A float vector for hand-blocked CPU kernels (the Winograd and direct 3x3 convolutions),
 // written once with GCC/Clang vector extensions so the same source compiles everywhere:
-// 16 lanes (one zmm register) where the target has AVX-512, else 8 lanes (one ymm under AVX2,
-// two xmm under plain x86-64). Kernels size their register blocks in vectors, so the blocking
-// carries over; only the AVX-512 build is tuned (the GPU hosts' bundles use x86-64-v4).
+// 16 lanes (one zmm register) where the target has AVX-512, 8 (one ymm) under AVX2, 4 (one
+// xmm) on plain x86-64. Kernels size their register blocks in vectors, so the blocking carries
+// over; only the AVX-512 build is tuned (the GPU hosts' bundles use x86-64-v4).
 // Also a block transpose between channel-major (NCHW) and channel-last layouts.
 #pragma once
 #include <cstdint>
@@ -17,8 +17,10 @@ namespace simd {
 
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;
-#else
+#elif defined(__AVX__)
 constexpr int kLanes = 8;
+#else
+constexpr int kLanes = 4;  // wider vectors would be passed in memory without AVX (-Wpsabi)
 #endif
 
 typedef float vf __attribute__((vector_size(kLanes * sizeof(float))));

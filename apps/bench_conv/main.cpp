@@ -1,10 +1,10 @@
 // Per-layer convolution benchmark, two modes.
 //  --mode passes (default): each convolution of W3 and W4 (and W2's), forward, backward data
 //    and backward weights (+ bias) timed separately for each algorithm (im2col per image,
-//    Winograd, ...), runs of the algorithms alternating so that a busy machine disturbs them
-//    alike; median (min, max) of the repeats, effective GFLOP/s (the direct convolution's
+//    Winograd, direct), runs of the algorithms alternating (in rotating order) so that a busy
+//    machine disturbs them alike; median (min, max) of the repeats, effective GFLOP/s (the direct convolution's
 //    FLOPs over the time, so a faster algorithm can exceed the machine's GEMM rate), and the
-//    sgemm 2048^3 rate measured in the same run at each thread count. CSV rows to --out.
+//    sgemm 2048^3 rate timed among them (once per repetition). CSV rows to --out.
 //  --mode layers: Conv2d/ConvTranspose2d forward + backward for the two im2col ways (images in
 //    parallel, one batched GEMM) on W2/W3/W5 shapes: the measurements behind conv_algo_for's
 //    per-image/batched rule.
@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,22 +46,21 @@ struct ConvShape {
 
 // ---- sgemm ceiling -------------------------------------------------------------------------
 
-// Median GFLOP/s of C = A B, 2048^3, with OpenBLAS at `threads` threads.
-TimingStats sgemm_gflops(int threads, int repeats) {
-  const int n = 2048;
-  std::vector<float> a(n * n, 1.f), b(n * n, 0.5f), c(n * n);
-  openblas_set_num_threads(threads);
-  omp_set_num_threads(threads);
-  std::vector<double> rates;
-  for (int r = 0; r < repeats + 1; ++r) {
+// C = A B at 2048^3 with OpenBLAS: the GEMM rate of the machine at the moment, timed once per
+// repetition between the convolutions so that it sees the same load they do.
+struct Sgemm {
+  static constexpr int kN = 2048;
+  std::vector<float> a = std::vector<float>(kN * kN, 1.f), b = std::vector<float>(kN * kN, 0.5f),
+                     c = std::vector<float>(kN * kN);
+  // GFLOP/s of one product at `threads` threads.
+  double run(int threads) {
+    openblas_set_num_threads(threads);
     const double t0 = now_ms();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data(), n, b.data(),
-                n, 0.f, c.data(), n);
-    const double t = now_ms() - t0;
-    if (r > 0) rates.push_back(2.0 * n * n * n / (t * 1e6));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.f, a.data(), kN,
+                b.data(), kN, 0.f, c.data(), kN);
+    return 2.0 * kN * kN * kN / ((now_ms() - t0) * 1e6);
   }
-  return timing_stats(rates);
-}
+};
 
 // ---- passes mode ---------------------------------------------------------------------------
 
@@ -96,21 +94,12 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
         out, std::vector<std::string>{"app", "shape", "batch", "pass", "algo", "threads",
                                       "median_ms", "min_ms", "max_ms", "gflops", "sgemm_gflops",
                                       "blas_core", "git_rev", "host", "cpu_model", "timestamp"});
-  std::map<int, double> ceiling;
-  for (int t : thread_list) {
-    const TimingStats s = sgemm_gflops(t, 5);
-    ceiling[t] = s.median;
-    std::printf("# sgemm 2048^3 at %d thread%s: %.1f GFLOP/s (%.1f-%.1f)\n", t, t > 1 ? "s" : "",
-                s.median, s.min, s.max);
-    if (csv)
-      csv->row({"bench_conv", "sgemm 2048^3", "1", "gemm", "openblas", std::to_string(t),
-                fmt(2.0 * 2048 * 2048 * 2048 / (s.median * 1e6), 3), "", "", fmt(s.median, 1),
-                fmt(s.median, 1), info.blas_core, info.git_rev, info.host, info.cpu_model,
-                iso8601_utc_now()});
-  }
-  std::fflush(stdout);
-  std::printf("%-26s %-17s %-10s %3s %24s %8s %6s\n", "shape", "pass", "algo", "thr",
-              "ms median (min-max)", "GFLOP/s", "x sgemm");
+  Sgemm sgemm;
+  sgemm.run(1);  // first touch of its buffers
+  std::printf("# sgemm: 2048^3 through OpenBLAS, timed once per repetition among the "
+              "convolutions of each shape; x sgemm = GFLOP/s over its median\n");
+  std::printf("%-26s %-17s %-10s %3s %24s %8s %7s %6s\n", "shape", "pass", "algo", "thr",
+              "ms median (min-max)", "GFLOP/s", "sgemm", "x sgemm");
   for (const ConvShape& s : kPassShapes) {
     if (std::string(s.name).find(filter) == std::string::npos) continue;
     const int64_t n = batch > 0 ? batch : s.n;
@@ -143,8 +132,14 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
       // times[algo][pass]
       std::vector<std::vector<std::vector<double>>> times(
           run_algos.size(), std::vector<std::vector<double>>(3));
-      for (int r = 0; r < warmup + repeats; ++r)
-        for (size_t ai = 0; ai < run_algos.size(); ++ai) {
+      std::vector<double> gemm_rates;
+      for (int r = 0; r < warmup + repeats; ++r) {
+        const double rate = sgemm.run(t);
+        if (r >= warmup) gemm_rates.push_back(rate);
+        // The order rotates, so that no algorithm always runs first after the sgemm (which
+        // leaves the caches cold) or after another one that warmed x for it.
+        for (size_t j = 0; j < run_algos.size(); ++j) {
+          const size_t ai = (j + r) % run_algos.size();
           const ConvAlgo a = run_algos[ai];
           double t0 = now_ms();
           cpu::conv2d_forward(g, n, s.k, x.data(), w.data(), b.data(), y.data(), a, t, ws.data());
@@ -163,18 +158,20 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
           t1 = now_ms();
           if (r >= warmup) times[ai][2].push_back(t1 - t0);
         }
+      }
+      const double ceiling = timing_stats(gemm_rates).median;
       for (int pass = 0; pass < 3; ++pass)
         for (size_t ai = 0; ai < run_algos.size(); ++ai) {
           if (times[ai][pass].empty()) continue;
           const TimingStats st = timing_stats(times[ai][pass]);
           const double gf = flops / (st.median * 1e6);
-          std::printf("%-26s %-17s %-10s %3d %9.2f (%6.2f-%7.2f) %8.1f %6.2f\n", s.name,
+          std::printf("%-26s %-17s %-10s %3d %9.2f (%6.2f-%7.2f) %8.1f %7.1f %6.2f\n", s.name,
                       kPassNames[pass], conv_algo_name(run_algos[ai]), t, st.median, st.min,
-                      st.max, gf, gf / ceiling[t]);
+                      st.max, gf, ceiling, gf / ceiling);
           if (csv)
             csv->row({"bench_conv", s.name, std::to_string(n), kPassNames[pass],
                       conv_algo_name(run_algos[ai]), std::to_string(t), fmt(st.median, 3),
-                      fmt(st.min, 3), fmt(st.max, 3), fmt(gf, 1), fmt(ceiling[t], 1),
+                      fmt(st.min, 3), fmt(st.max, 3), fmt(gf, 1), fmt(ceiling, 1),
                       info.blas_core, info.git_rev, info.host, info.cpu_model,
                       iso8601_utc_now()});
         }

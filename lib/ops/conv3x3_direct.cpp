@@ -175,12 +175,14 @@ size_t conv3x3_direct_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, 
 void conv3x3_direct_forward(float* y, const float* x, const float* w, const float* b,
                             const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws) {
   conv3x3_check(g, "conv3x3_direct");
+  if (n <= 0) return;
   run_forward(make_plan(g.c, k, g.h, g.w, g.ph), n, x, w, false, b, y, threads, ws);
 }
 
 void conv3x3_direct_backward_data(float* dx, const float* dy, const float* w, const ConvGeom& g,
                                   int64_t n, int64_t k, int threads, float* ws) {
   conv3x3_check(g, "conv3x3_direct");
+  if (n <= 0) return;
   run_forward(make_plan(k, g.c, g.oh, g.ow, 2 - g.ph), n, dy, w, true, nullptr, dx, threads, ws);
 }
 
@@ -188,6 +190,7 @@ void conv3x3_direct_backward_weights(float* dw, const float* dy, const float* x,
                                      const ConvGeom& g, int64_t n, int64_t k, int threads,
                                      float* ws) {
   conv3x3_check(g, "conv3x3_direct");
+  if (n <= 0) return;
   const Plan q = make_plan(g.c, k, g.h, g.w, g.ph);
   const int64_t groups = wgrad_groups(n);
   const int nt_req = threads_for(threads, groups);

@@ -8,6 +8,8 @@
 // degrees and the channel roles swapped; backward weights keeps 8 channels x 3 taps of
 // per-lane partial sums in registers over strips of rows.
 // Exact up to the order of the 9c-term sums (same accuracy as a direct sum: no transforms).
+// Non-finite values: lanes past a row's end multiply zeros of dy with input pixels of the
+// row's margin, so an inf there can make a neighbouring weight tap's gradient NaN.
 #pragma once
 #include <cstddef>
 #include <cstdint>

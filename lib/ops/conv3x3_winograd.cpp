@@ -439,6 +439,7 @@ size_t conv3x3_winograd_workspace_floats(const ConvGeom& g, int64_t n, int64_t k
 void conv3x3_winograd_forward(float* y, const float* x, const float* w, const float* b,
                               const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws) {
   conv3x3_check(g, "conv3x3_winograd");
+  if (n <= 0) return;
   run_forward(forward_plan(g, k), n, x, w, false, b, y, threads, ws);
 }
 
@@ -446,6 +447,7 @@ void conv3x3_winograd_backward_data(float* dx, const float* dy, const float* w,
                                     const ConvGeom& g, int64_t n, int64_t k, int threads,
                                     float* ws) {
   conv3x3_check(g, "conv3x3_winograd");
+  if (n <= 0) return;
   run_forward(data_plan(g, k), n, dy, w, true, nullptr, dx, threads, ws);
 }
 
@@ -453,6 +455,7 @@ void conv3x3_winograd_backward_weights(float* dw, const float* dy, const float* 
                                        const ConvGeom& g, int64_t n, int64_t k, int threads,
                                        float* ws) {
   conv3x3_check(g, "conv3x3_winograd");
+  if (n <= 0) return;
   const Plan q = forward_plan(g, k);
   const int64_t items = n * q.nb, slot = q.wgrad_slot(), groups = wgrad_groups(items);
   const int nt_req = threads_for(threads, groups);

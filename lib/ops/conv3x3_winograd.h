@@ -26,6 +26,8 @@
 // 28x at (0,0), 256x at (3,3), 76x averaged over the tile (F(2x2): 7x). Backward weights sums over all
 // tiles of the batch instead of channels: m = n * tiles + 30 there. test_conv_winograd.cpp
 // checks every result against this bound computed elementwise.
+// Non-finite values: an inf or NaN anywhere in a 6x6 input tile makes its whole 4x4 output tile
+// NaN (the transforms mix the tile), where a direct sum confines it to the outputs reading it.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -68,10 +68,14 @@ constexpr int64_t kBatchedBelowCols = 64;
 // CPU time, batch 64, 28x28 pad 1, 32 output channels, this Xeon; ms forward / backward
 // weights, direct vs Winograd): 2 channels 0.71 / 0.98 vs 1.92 / 1.66; 4 channels 1.20 / 1.84
 // vs 1.74 / 1.65; 8 channels 1.96 / 3.54 vs 1.95 / 1.87; 16 channels 3.87 / 7.48 vs
-// 2.33 / 2.57. Against im2col (bench_conv, 1 thread, median ms forward / backward weights):
-// W3 conv1 (1 -> 32, batch 128) direct 1.09 / 1.49, per-image 1.59 / 1.29; W4 conv1
-// (3 -> 32 at 224, batch 64) direct 67 / 131, per-image 213 / 205; W3 conv2 (32 -> 64) and
-// W4's 32..128-channel layers Winograd 2.5-6x faster than per-image in every pass.
+// 2.33 / 2.57. Against im2col per image (make bench-conv, rev e191161, results/bench/conv.csv,
+// 1 thread, OpenBLAS SkylakeX, median ms forward / backward data / backward weights, machine
+// shared): W3 conv2 (32 -> 64, batch 128) Winograd 13.3 / 16.7 / 16.3 vs 31.2 / 29.2 / 32.6;
+// W4's 32..128-channel layers (batch 64) Winograd 2.4-5.5x faster in every pass; W4 conv1
+// (3 -> 32 at 224) direct 95 / - / 188 vs 253 / - / 285; W2 (1 -> 10, batch 128) direct
+// 0.7 / - / 0.7 vs 0.9 / - / 0.8; W3 conv1 (1 -> 32) direct 2.1 / - / 2.4 vs 2.4 / - / 1.7
+// (its weight gradient reads 11 MB of dy for 50 MFLOP: memory-bound either way, and the two
+// traded places between runs).
 constexpr int64_t kDirectMaxChannels = 4;
 
 // One image's bias, serial (called inside the per-image parallel regions).

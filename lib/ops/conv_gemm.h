@@ -1,8 +1,10 @@
 // Convolution as im2col + GEMM over a batch (Caffe's scheme), in two ways of using the cores:
 // images in parallel (each thread im2cols its images and runs single-threaded GEMMs, weight
 // gradients summed from per-thread partials in thread order) or one big GEMM over the whole
-// batch (all images' columns side by side, threaded BLAS). Conv2d uses these directly;
-// ConvTranspose2d runs them with forward and backward swapped.
+// batch (all images' columns side by side, threaded BLAS). 3x3 stride-1 convolutions go to
+// kernels that skip im2col (Winograd, or direct for few input channels: conv3x3_*.h); the
+// entry points below dispatch on ConvAlgo. Conv2d uses them directly; ConvTranspose2d runs
+// them with forward and backward swapped.
 //
 // Shapes, for geometry g (input c x h x w -> output oh x ow) and k output channels:
 //   x (n, c, h, w), w (k, c*kh*kw), b (k), y / dy (n, k, oh, ow).

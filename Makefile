@@ -29,6 +29,7 @@ help:
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
+	@echo "make bench-conv     3x3 convolutions of W2-W4 per pass: im2col vs Winograd vs direct -> results/bench/conv.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
 	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) CMAKE_FLAGS=..."
 
@@ -112,6 +113,15 @@ PIN := OMP_PROC_BIND=close OMP_PLACES=cores
 
 pi: build
 	$(PIN) $(BIN)/pi --threads $(THREAD_LIST) --out results/pi/pi.csv
+
+# The convolutions of W2, W3 and W4, each pass (forward, backward data, backward weights)
+# timed per algorithm (im2col per image, Winograd, direct), runs alternating, with the sgemm
+# 2048^3 rate of the same run: results/bench/conv.csv. Long (W4 at batch 64: ~10 minutes on 2
+# cores); BENCH_CONV_ARGS="--batch 16 --filter W3" narrows it. BLAS_CORE=Haswell for AVX2 BLAS.
+BENCH_CONV_ARGS ?=
+.PHONY: bench-conv
+bench-conv: build
+	$(PIN) $(BIN)/bench_conv --threads $(THREAD_LIST) --out results/bench/conv.csv $(BENCH_CONV_ARGS)
 
 scaling: build
 	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/scaling.sh

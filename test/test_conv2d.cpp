@@ -1,12 +1,14 @@
 // Conv2d: forward against a naive 7-loop convolution, gradients by finite differences at
-// several shapes, both algorithms (per image, batched), shape errors, determinism and
-// 1-vs-2-thread agreement.
+// several shapes, both im2col algorithms (per image, batched), shape errors, determinism and
+// 1-vs-2-thread agreement (also for the 3x3 kernels, tested in depth in test_conv3x3.cpp), and
+// the per-shape algorithm rule.
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "core/error.h"
 #include "layers/conv2d.h"
+#include "ops/conv3x3_winograd.h"
 #include "testing.h"
 
 using namespace pdnn;
@@ -161,9 +163,10 @@ TEST(Conv2d, DescribeFlopsAndDefaultInit) {
   EXPECT_GT(mx, 0.9f * bound);
 }
 
-// Same thread count: bit-identical; 1 vs 2 threads: within 1e-5 relative.
+// Same thread count: bit-identical; 1 vs 2 threads: within 1e-5 relative, and bit-identical
+// for the 3x3 kernels (their sums do not depend on the thread count).
 TEST(Conv2d, DeterministicAndThreadCountIndependent) {
-  for (ConvAlgo a : {ConvAlgo::PerImage, ConvAlgo::Batched}) {
+  for (ConvAlgo a : {ConvAlgo::PerImage, ConvAlgo::Batched, ConvAlgo::Winograd, ConvAlgo::Direct}) {
     Rng rng(21);
     Tensor x = pt::random_tensor(Shape{6, 4, 12, 11}, rng);
     Conv2d conv(4, 8, 3, 1, 1);
@@ -189,18 +192,40 @@ TEST(Conv2d, DeterministicAndThreadCountIndependent) {
     pt::expect_close(dx2b, dx2, 0, 0, what + " dx, two runs at 2 threads");
     pt::expect_close(dw2b, dw2, 0, 0, what + " dW, two runs at 2 threads");
     pt::expect_close(db2b, db2, 0, 0, what + " db, two runs at 2 threads");
-    pt::expect_close(y2, y1, 1e-6, 1e-5, what + " y, 2 vs 1 threads");
-    pt::expect_close(dx2, dx1, 1e-6, 1e-5, what + " dx, 2 vs 1 threads");
-    pt::expect_close(dw2, dw1, 1e-6, 1e-5, what + " dW, 2 vs 1 threads");
+    const bool k3 = a == ConvAlgo::Winograd || a == ConvAlgo::Direct;
+    pt::expect_close(y2, y1, k3 ? 0 : 1e-6, k3 ? 0 : 1e-5, what + " y, 2 vs 1 threads");
+    pt::expect_close(dx2, dx1, k3 ? 0 : 1e-6, k3 ? 0 : 1e-5, what + " dx, 2 vs 1 threads");
+    pt::expect_close(dw2, dw1, k3 ? 0 : 1e-6, k3 ? 0 : 1e-5, what + " dW, 2 vs 1 threads");
     pt::expect_close(db2, db1, 1e-6, 1e-5, what + " db, 2 vs 1 threads");
   }
 }
 
-// The measured rule (conv_gemm.cpp): one batched GEMM for narrow per-image outputs only.
+// The measured rule (conv_gemm.cpp): 3x3 stride-1 layers by Winograd, or directly when they
+// have few input channels; otherwise im2col, one batched GEMM for narrow per-image outputs only.
 TEST(Conv2d, AlgorithmRuleFollowsTheMeasurements) {
-  const ConvGeom w3 = conv_geom("t", 32, 26, 26, 3, 3, 1, 1, 0, 0);  // 24x24 outputs
-  EXPECT_EQ(conv_algo_for(w3, 128, 64, 1), ConvAlgo::PerImage);
-  EXPECT_EQ(conv_algo_for(w3, 128, 64, 2), ConvAlgo::PerImage);
+  const ConvGeom w3 = conv_geom("t", 32, 26, 26, 3, 3, 1, 1, 0, 0);  // W3 conv2
+  EXPECT_EQ(conv_algo_for(w3, 128, 64, 1), ConvAlgo::Winograd);
+  EXPECT_EQ(conv_algo_for(w3, 128, 64, 2), ConvAlgo::Winograd);
+  const ConvGeom w3c1 = conv_geom("t", 1, 28, 28, 3, 3, 1, 1, 0, 0);  // W3 conv1
+  EXPECT_EQ(conv_algo_for(w3c1, 128, 32, 1), ConvAlgo::Direct);
+  EXPECT_EQ(conv_algo_for(w3c1, 128, 32, 2), ConvAlgo::Direct);
+  const ConvGeom w2 = conv_geom("t", 1, 28, 28, 3, 3, 1, 1, 1, 1);  // W2, batch 8 or 128
+  EXPECT_EQ(conv_algo_for(w2, 8, 10, 2), ConvAlgo::Direct);
+  const ConvGeom w4c1 = conv_geom("t", 3, 224, 224, 3, 3, 1, 1, 1, 1);
+  EXPECT_EQ(conv_algo_for(w4c1, 64, 32, 1), ConvAlgo::Direct);
+  for (int64_t c : {32, 64, 128}) {  // W4 conv2..conv6: 224, 112, 56 pixels, pad 1
+    const int64_t side = c == 32 ? 224 : c == 64 ? 112 : 56;
+    EXPECT_EQ(conv_algo_for(conv_geom("t", c, side, side, 3, 3, 1, 1, 1, 1), 64, c, 1),
+              ConvAlgo::Winograd);
+  }
+  EXPECT_EQ(conv_algo_for(conv_geom("t", 5, 28, 28, 3, 3, 1, 1, 1, 1), 8, 8, 1),
+            ConvAlgo::Winograd);  // just past the direct kernels' channel limit
+  const ConvGeom small = conv_geom("t", 16, 5, 5, 3, 3, 1, 1, 0, 0);  // 3x3 output: no tile
+  EXPECT_EQ(conv_algo_for(small, 64, 16, 1), ConvAlgo::Batched);
+  const ConvGeom s2 = conv_geom("t", 32, 26, 26, 3, 3, 2, 2, 1, 1);  // stride 2
+  EXPECT_EQ(conv_algo_for(s2, 64, 32, 1), ConvAlgo::PerImage);
+  EXPECT_GE(conv_workspace_floats(w3, 128, 64, ConvAlgo::Auto, 2),
+            cpu::conv3x3_winograd_workspace_floats(w3, 128, 64, 2));
   const ConvGeom d4 = conv_geom("t", 256, 8, 8, 4, 4, 2, 2, 1, 1);  // 4x4 outputs
   EXPECT_EQ(conv_algo_for(d4, 64, 512, 2), ConvAlgo::Batched);
   const ConvGeom d5 = conv_geom("t", 512, 4, 4, 4, 4, 1, 1, 0, 0);  // 1x1 outputs

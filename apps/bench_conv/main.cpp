@@ -1,25 +1,41 @@
-// Times Conv2d forward + backward on the W2/W3 shapes for both ways of running a convolution
-// (images in parallel with single-threaded GEMMs, or one batched GEMM with threaded BLAS) at
-// 1 and 2 threads: median (min, max) of repeats after warm-up, and GFLOP/s.
-// Also W5's (DCGAN) extreme shapes, where per-image GEMMs degenerate to matrix-vector products.
-// Usage: bench_conv [repeats=9] [warmup=2] [filter: run only shapes whose name contains it]
+// Per-layer convolution benchmark, two modes.
+//  --mode passes (default): each convolution of W3 and W4 (and W2's), forward, backward data
+//    and backward weights (+ bias) timed separately for each algorithm (im2col per image,
+//    Winograd, direct), runs of the algorithms alternating (in rotating order) so that a busy
+//    machine disturbs them alike; median (min, max) of the repeats, effective GFLOP/s (the direct convolution's
+//    FLOPs over the time, so a faster algorithm can exceed the machine's GEMM rate), and the
+//    sgemm 2048^3 rate timed among them (once per repetition). CSV rows to --out.
+//  --mode layers: Conv2d/ConvTranspose2d forward + backward for the two im2col ways (images in
+//    parallel, one batched GEMM) on W2/W3/W5 shapes: the measurements behind conv_algo_for's
+//    per-image/batched rule.
+#include <cblas.h>
 #include <omp.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/context.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
+#include "ops/conv3x3_winograd.h"
+#include "ops/conv_gemm.h"
+#include "train/csv.h"
+#include "train/run_info.h"
 #include "train/timing.h"
 
 using namespace pdnn;
 
 namespace {
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
 
 struct ConvShape {
   const char* name;
@@ -28,18 +44,148 @@ struct ConvShape {
   bool transposed;  // ConvTranspose2d(c->k) instead of Conv2d(c->k)
 };
 
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+// ---- sgemm ceiling -------------------------------------------------------------------------
+
+// C = A B at 2048^3 with OpenBLAS: the GEMM rate of the machine at the moment, timed once per
+// repetition between the convolutions so that it sees the same load they do.
+struct Sgemm {
+  static constexpr int kN = 2048;
+  std::vector<float> a = std::vector<float>(kN * kN, 1.f), b = std::vector<float>(kN * kN, 0.5f),
+                     c = std::vector<float>(kN * kN);
+  // GFLOP/s of one product at `threads` threads.
+  double run(int threads) {
+    openblas_set_num_threads(threads);
+    const double t0 = now_ms();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.f, a.data(), kN,
+                b.data(), kN, 0.f, c.data(), kN);
+    return 2.0 * kN * kN * kN / ((now_ms() - t0) * 1e6);
+  }
+};
+
+// ---- passes mode ---------------------------------------------------------------------------
+
+const ConvShape kPassShapes[] = {
+    {"W2 conv 1->10 28x28 p1", 128, 1, 28, 28, 10, 3, 1, 1, false, false},
+    {"W3 conv1 1->32 28x28", 128, 1, 28, 28, 32, 3, 1, 0, false, false},
+    {"W3 conv2 32->64 26x26", 128, 32, 26, 26, 64, 3, 1, 0, true, false},
+    {"W4 conv1 3->32 224 p1", 64, 3, 224, 224, 32, 3, 1, 1, false, false},
+    {"W4 conv2 32->32 224 p1", 64, 32, 224, 224, 32, 3, 1, 1, true, false},
+    {"W4 conv3 32->64 112 p1", 64, 32, 112, 112, 64, 3, 1, 1, true, false},
+    {"W4 conv4 64->64 112 p1", 64, 64, 112, 112, 64, 3, 1, 1, true, false},
+    {"W4 conv5 64->128 56 p1", 64, 64, 56, 56, 128, 3, 1, 1, true, false},
+    {"W4 conv6 128->128 56 p1", 64, 128, 56, 56, 128, 3, 1, 1, true, false},
+};
+
+const char* const kPassNames[3] = {"forward", "backward-data", "backward-weights"};
+
+int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& thread_list,
+               int repeats, int warmup, int64_t batch, const std::string& filter,
+               const std::string& out) {
+  Context info_ctx(1);
+  const RunInfo info = run_info(info_ctx);
+  std::printf("# bench_conv passes | %s, %s | OpenBLAS core %s (%s) | rev %s | %s\n",
+              info.host.c_str(), info.cpu_model.c_str(), info.blas_core.c_str(), blas_config(),
+              info.git_rev.c_str(), info.compiler.c_str());
+  std::printf("# %d repeats after %d warm-up, algorithms alternating; ms median (min-max); "
+              "GFLOP/s = direct FLOPs / median\n", repeats, warmup);
+  std::unique_ptr<CsvWriter> csv;
+  if (!out.empty())
+    csv = std::make_unique<CsvWriter>(
+        out, std::vector<std::string>{"app", "shape", "batch", "pass", "algo", "threads",
+                                      "median_ms", "min_ms", "max_ms", "gflops", "sgemm_gflops",
+                                      "blas_core", "git_rev", "host", "cpu_model", "timestamp"});
+  Sgemm sgemm;
+  sgemm.run(1);  // first touch of its buffers
+  std::printf("# sgemm: 2048^3 through OpenBLAS, timed once per repetition among the "
+              "convolutions of each shape; x sgemm = GFLOP/s over its median\n");
+  std::printf("%-26s %-17s %-10s %3s %24s %8s %7s %6s\n", "shape", "pass", "algo", "thr",
+              "ms median (min-max)", "GFLOP/s", "sgemm", "x sgemm");
+  for (const ConvShape& s : kPassShapes) {
+    if (std::string(s.name).find(filter) == std::string::npos) continue;
+    const int64_t n = batch > 0 ? batch : s.n;
+    const ConvGeom g = conv_geom("bench", s.c, s.h, s.w, s.kernel, s.kernel, s.stride, s.stride,
+                                 s.pad, s.pad);
+    Rng rng(7);
+    auto fill = [&rng](std::vector<float>& v, float b) {
+      for (float& e : v) e = rng.uniform(-b, b);
+    };
+    std::vector<float> x(n * g.image_size()), w(s.k * g.col_rows()), b(s.k);
+    std::vector<float> y(n * s.k * g.col_cols()), dy(y.size()), dx(x.size()), dw(w.size()),
+        db(s.k);
+    fill(x, 1.f);
+    fill(w, 0.1f);
+    fill(b, 0.1f);
+    fill(dy, 1.f);
+    const double flops = 2.0 * n * s.k * g.col_size();
+    for (int t : thread_list) {
+      omp_set_num_threads(t);
+      openblas_set_num_threads(t);
+      std::vector<ConvAlgo> run_algos;
+      size_t ws_n = 0;
+      for (ConvAlgo a : algos) {
+        if ((a == ConvAlgo::Winograd || a == ConvAlgo::Direct) && !conv3x3_applies(g))
+          continue;
+        run_algos.push_back(a);
+        ws_n = std::max(ws_n, conv_workspace_floats(g, n, s.k, a, t));
+      }
+      std::vector<float> ws(ws_n);
+      // times[algo][pass]
+      std::vector<std::vector<std::vector<double>>> times(
+          run_algos.size(), std::vector<std::vector<double>>(3));
+      std::vector<double> gemm_rates;
+      for (int r = 0; r < warmup + repeats; ++r) {
+        const double rate = sgemm.run(t);
+        if (r >= warmup) gemm_rates.push_back(rate);
+        // The order rotates, so that no algorithm always runs first after the sgemm (which
+        // leaves the caches cold) or after another one that warmed x for it.
+        for (size_t j = 0; j < run_algos.size(); ++j) {
+          const size_t ai = (j + r) % run_algos.size();
+          const ConvAlgo a = run_algos[ai];
+          double t0 = now_ms();
+          cpu::conv2d_forward(g, n, s.k, x.data(), w.data(), b.data(), y.data(), Act{}, a, nullptr,
+                              ws.data(), CpuExec{t});
+          double t1 = now_ms();
+          if (r >= warmup) times[ai][0].push_back(t1 - t0);
+          if (s.need_dx) {
+            t0 = now_ms();
+            cpu::conv2d_backward(g, n, s.k, nullptr, w.data(), dy.data(), nullptr, nullptr,
+                                 nullptr, dx.data(), Act{}, a, nullptr, ws.data(), CpuExec{t});
+            t1 = now_ms();
+            if (r >= warmup) times[ai][1].push_back(t1 - t0);
+          }
+          t0 = now_ms();
+          cpu::conv2d_backward(g, n, s.k, x.data(), w.data(), dy.data(), nullptr, dw.data(),
+                               db.data(), nullptr, Act{}, a, nullptr, ws.data(), CpuExec{t});
+          t1 = now_ms();
+          if (r >= warmup) times[ai][2].push_back(t1 - t0);
+        }
+      }
+      const double ceiling = timing_stats(gemm_rates).median;
+      for (int pass = 0; pass < 3; ++pass)
+        for (size_t ai = 0; ai < run_algos.size(); ++ai) {
+          if (times[ai][pass].empty()) continue;
+          const TimingStats st = timing_stats(times[ai][pass]);
+          const double gf = flops / (st.median * 1e6);
+          std::printf("%-26s %-17s %-10s %3d %9.2f (%6.2f-%7.2f) %8.1f %7.1f %6.2f\n", s.name,
+                      kPassNames[pass], conv_algo_name(run_algos[ai]), t, st.median, st.min,
+                      st.max, gf, ceiling, gf / ceiling);
+          if (csv)
+            csv->row({"bench_conv", s.name, std::to_string(n), kPassNames[pass],
+                      conv_algo_name(run_algos[ai]), std::to_string(t), fmt(st.median, 3),
+                      fmt(st.min, 3), fmt(st.max, 3), fmt(gf, 1), fmt(ceiling, 1),
+                      info.blas_core, info.git_rev, info.host, info.cpu_model,
+                      iso8601_utc_now()});
+        }
+      std::fflush(stdout);
+    }
+  }
+  if (csv) std::printf("wrote %s\n", out.c_str());
+  return 0;
 }
 
+// ---- layers mode ---------------------------------------------------------------------------
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const int repeats = argc > 1 ? std::atoi(argv[1]) : 9;
-  const int warmup = argc > 2 ? std::atoi(argv[2]) : 2;
-  const std::string filter = argc > 3 ? argv[3] : "";
+int run_layers(int repeats, int warmup, const std::string& filter) {
   const ConvShape shapes[] = {
       {"W3 conv1 1->32 k3 28x28", 128, 1, 28, 28, 32, 3, 1, 0, false, false},
       {"W3 conv2 32->64 k3 26x26", 128, 32, 26, 26, 64, 3, 1, 0, true, false},
@@ -91,10 +237,54 @@ int main(int argc, char** argv) {
         const double flops = conv.flops(x.shape()) * (s.need_dx ? 3.0 : 2.0);
         const TimingStats f = timing_stats(tf), b = timing_stats(tb), t = timing_stats(tt);
         std::printf("%-26s %-9s %3d %8.2f (%5.2f-%6.2f) %8.2f (%5.2f-%6.2f) %8.2f (%5.2f-%6.2f) %8.1f\n",
-                    s.name, conv_algo_name(algo), threads, f.median, f.min, f.max, b.median, b.min, b.max,
-                    t.median, t.min, t.max, flops / (t.median * 1e6));
+                    s.name, conv_algo_name(algo), threads, f.median, f.min, f.max, b.median, b.min,
+                    b.max, t.median, t.min, t.max, flops / (t.median * 1e6));
         std::fflush(stdout);
       }
   }
   return 0;
 }
+
+int run(int argc, char** argv) {
+  CLI::App app{"Convolution benchmark: algorithms per pass (passes) or the im2col ways (layers)"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::string mode = "passes", filter, out = "results/bench/conv.csv";
+  std::vector<std::string> algo_names = {"per-image", "winograd", "direct"};
+  std::vector<int> threads = {1, 2};
+  int repeats = 7, warmup = 2;
+  int64_t batch = 0;
+  app.add_option("--mode", mode, "passes or layers")->capture_default_str()
+      ->check(CLI::IsMember({"passes", "layers"}));
+  app.add_option("--algos", algo_names, "passes: comma list of per-image, batched, winograd, direct, auto")
+      ->delimiter(',')->capture_default_str()
+      ->check(CLI::IsMember({"per-image", "batched", "winograd", "direct", "auto"}));
+  app.add_option("--threads", threads, "passes: comma list of thread counts")->delimiter(',')
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--repeats", repeats, "timed runs")->capture_default_str()->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 100000));
+  app.add_option("--batch", batch, "passes: batch for every shape (0 = the workload's)")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  app.add_option("--filter", filter, "only shapes whose name contains this");
+  app.add_option("--out", out, "passes: CSV to append rows to ('' = none)")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "bench_conv: %s (see --help)\n", e.what());
+    return 2;
+  }
+  if (mode == "layers") return run_layers(repeats, warmup, filter);
+  std::vector<ConvAlgo> algos;
+  for (const std::string& a : algo_names)
+    algos.push_back(a == "per-image" ? ConvAlgo::PerImage
+                    : a == "batched" ? ConvAlgo::Batched
+                    : a == "winograd" ? ConvAlgo::Winograd
+                    : a == "direct"   ? ConvAlgo::Direct
+                                      : ConvAlgo::Auto);
+  return run_passes(algos, threads, repeats, warmup, batch, filter, out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run_app("bench_conv", run, argc, argv); }

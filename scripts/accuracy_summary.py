@@ -3,8 +3,9 @@
 
 Reads every CSV in FOLDER (rows per epoch, DESIGN.md columns; one file per framework, workload
 and seed, as scripts/accuracy_mnist.sh and scripts/gpu_accuracy.sh write them), takes each
-file's last epoch, and writes FOLDER/summary.csv with mean and sample std over seeds, and the
-difference pdnn - PyTorch in points. Prints the same as a table.
+file's last epoch, and writes FOLDER/summary.csv with mean and sample std over seeds per
+framework and device, the difference pdnn - PyTorch (on the CPU runs' device) in points, and for
+pdnn trained on both, GPU - CPU. Prints the same as a table.
 """
 import csv
 import glob
@@ -28,27 +29,32 @@ def main():
             continue
         last = rows[-1]
         key = (last["model"], last["dataset"], last["batch"], last["epoch"])
-        finals.setdefault(key, {}).setdefault(last["app"], []).append(
+        finals.setdefault(key, {}).setdefault((last["app"], last["device"]), []).append(
             (float(last["test_acc"]), last["device"], os.path.basename(path)))
     if not finals:
         sys.exit(f"accuracy_summary: no run CSV files in {folder}")
     out_rows = []
     for (model, dataset, batch, epochs), apps in sorted(finals.items()):
         means = {}
-        for app, runs in sorted(apps.items()):
+        for (app, device), runs in sorted(apps.items()):
             accs = [100.0 * a for a, _, _ in runs]
             mean = statistics.mean(accs)
             std = statistics.stdev(accs) if len(accs) > 1 else 0.0
-            means[app] = mean
-            out_rows.append([model, dataset, batch, epochs, app,
-                             "/".join(sorted({d for _, d, _ in runs})), len(accs),
-                             f"{mean:.2f}", f"{std:.2f}", " ".join(f"{a:.2f}" for a in accs), ""])
-        if "pdnn" in means and "torch" in means:
-            out_rows[-1][-1] = f"{means['pdnn'] - means['torch']:+.2f}"
+            means[(app, device)] = mean
+            note = ""
+            if app == "pdnn" and device == "cuda" and ("pdnn", "cpu") in means:
+                note = f"gpu-cpu {mean - means[('pdnn', 'cpu')]:+.2f}"
+            if app == "torch":
+                pd = means.get(("pdnn", "cpu"))
+                if pd is not None:
+                    note = f"pdnn-torch {pd - mean:+.2f}"
+            out_rows.append([model, dataset, batch, epochs, app, device, len(accs),
+                             f"{mean:.2f}", f"{std:.2f}", " ".join(f"{a:.2f}" for a in accs),
+                             note])
     header = ["model", "dataset", "batch", "epochs", "app", "device", "seeds",
-              "mean_test_acc_pct", "std_pct", "per_seed_pct", "pdnn_minus_torch_pts"]
+              "mean_test_acc_pct", "std_pct", "per_seed_pct", "difference_pts"]
     write_rows(os.path.join(folder, "summary.csv"), header, out_rows, append=False)
-    fmt = "{:<6} {:<14} {:>5} {:>6} {:<6} {:<6} {:>5} {:>9} {:>6}  {:<22} {:>8}"
+    fmt = "{:<6} {:<14} {:>5} {:>6} {:<6} {:<6} {:>5} {:>9} {:>6}  {:<22} {:>16}"
     print(fmt.format("model", "dataset", "batch", "epochs", "app", "device", "seeds", "mean %",
                      "std", "per seed", "diff"))
     for r in out_rows:

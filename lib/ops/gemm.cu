@@ -63,44 +63,62 @@ __global__ void rows_bias_backward(int n, int out, const float* __restrict__ g,
   }
 }
 
-// dW (out, in) += g^T (out x n) x (n x in) for batches of at most kDenseSmallKRows rows and
-// large weights: a long, thin product cuBLAS runs at 1-3 TFLOP/s (54 us for W3's
-// 128 x 9216 x 128). Block (bx, o): 64 lanes of 4 consecutive weights of row o, the batch split
-// over 4 groups of threads (rows i = grp, grp+4, ...), whose partial sums are added in group
-// order: deterministic.
+// C (T x N) (+)= A^T B with a small inner dimension J: C[t][k] = sum_j a(j, t) B[j][k], where
+// a(j, t) = A[j * sa_j + t * sa_t] and B is J x N (N % 4 == 0, 16-byte rows). The dense layer's
+// weight gradient (j: batch rows, t: output features, B = x) and input gradient (j: output
+// features, t: batch rows, B = W) for batches up to kDenseSmallKRows: long, thin products that
+// cuBLAS runs at 1-3 TFLOP/s (54 us each for W3's 128 x 9216 x 128). Block (bx, by): 64 lanes
+// of 4 consecutive columns, kTileT rows of C (each B vector loaded once for all of them), the
+// sum over j split over 4 groups of threads and added in group order: deterministic.
 constexpr int kDenseSmallKRows = 512;
-constexpr int64_t kDenseSmallKMinWeights = 65536;  // below this cuBLAS is as fast
-__global__ void dense_dw_small(int n, int in, int out, const float* __restrict__ g,
-                               const float* __restrict__ x, float* __restrict__ dw) {
+constexpr int kTileT = 16;
+__global__ void small_k_gemm(int J, int T, int N, const float* __restrict__ A, int sa_j, int sa_t,
+                             const float* __restrict__ B, float* __restrict__ C, bool accumulate) {
   __shared__ float4 part[4][64];
-  const int o = blockIdx.y, lane = threadIdx.x & 63, grp = threadIdx.x >> 6;
-  const int per_row = in / 4, kv = blockIdx.x * 64 + lane;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (kv < per_row) {
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-#pragma unroll 4
-    for (int i = grp; i < n; i += 4) {
-      const float gi = g[i * out + o];
-      const float4 xv = x4[static_cast<int64_t>(i) * per_row + kv];
-      acc.x += gi * xv.x;
-      acc.y += gi * xv.y;
-      acc.z += gi * xv.z;
-      acc.w += gi * xv.w;
+  const int lane = threadIdx.x & 63, grp = threadIdx.x >> 6;
+  const int n4 = N / 4, kv = blockIdx.x * 64 + lane, t0 = blockIdx.y * kTileT;
+  float4 acc[kTileT];
+#pragma unroll
+  for (int t = 0; t < kTileT; ++t) acc[t] = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (kv < n4) {
+    const float4* B4 = reinterpret_cast<const float4*>(B);
+    for (int j = grp; j < J; j += 4) {
+      const float4 bv = B4[static_cast<int64_t>(j) * n4 + kv];
+      const float* aj = A + static_cast<int64_t>(j) * sa_j;
+#pragma unroll
+      for (int t = 0; t < kTileT; ++t) {
+        const float at = t0 + t < T ? aj[static_cast<int64_t>(t0 + t) * sa_t] : 0.f;
+        acc[t].x += at * bv.x;
+        acc[t].y += at * bv.y;
+        acc[t].z += at * bv.z;
+        acc[t].w += at * bv.w;
+      }
     }
   }
-  part[grp][lane] = acc;
-  __syncthreads();
-  if (grp == 0 && kv < per_row) {
-    float4* d = reinterpret_cast<float4*>(dw + static_cast<int64_t>(o) * in) + kv;
-    float4 cur = *d;
-    for (int q = 0; q < 4; ++q) {
-      cur.x += part[q][lane].x;
-      cur.y += part[q][lane].y;
-      cur.z += part[q][lane].z;
-      cur.w += part[q][lane].w;
+#pragma unroll
+  for (int t = 0; t < kTileT; ++t) {
+    part[grp][lane] = acc[t];
+    __syncthreads();
+    if (grp == 0 && kv < n4 && t0 + t < T) {
+      float4* c = reinterpret_cast<float4*>(C + static_cast<int64_t>(t0 + t) * N) + kv;
+      float4 v = accumulate ? *c : make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int q = 0; q < 4; ++q) {
+        v.x += part[q][lane].x;
+        v.y += part[q][lane].y;
+        v.z += part[q][lane].z;
+        v.w += part[q][lane].w;
+      }
+      *c = v;
     }
-    *d = cur;
+    __syncthreads();
   }
+}
+
+void small_k_gemm_launch(int J, int T, int N, const float* A, int sa_j, int sa_t, const float* B,
+                         float* C, bool accumulate, CudaExec e) {
+  const dim3 grid(static_cast<unsigned>((N / 4 + 63) / 64), static_cast<unsigned>((T + kTileT - 1) / kTileT));
+  small_k_gemm<<<grid, 256, 0, stream_of(e)>>>(J, T, N, A, sa_j, sa_t, B, C, accumulate);
+  PDNN_CUDA_LAUNCH_CHECK("dense small-batch product");
 }
 
 // Small batches: one block per output feature o reads its weight row once and forms the dot
@@ -166,20 +184,23 @@ void dense_backward(int64_t n, int64_t in, int64_t out, const float* x, const fl
     PDNN_CUDA_LAUNCH_CHECK("dense activation backward");
     dy = ws;
   }
-  if (n <= kDenseSmallKRows && in % 4 == 0 && out * in >= kDenseSmallKMinWeights) {
-    const dim3 grid(static_cast<unsigned>((in / 4 + 63) / 64), static_cast<unsigned>(out));
-    dense_dw_small<<<grid, 256, 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(in),
-                                                    static_cast<int>(out), dy, x, dw);
-    PDNN_CUDA_LAUNCH_CHECK("dense weight gradient (small batch)");
-  } else {
+  // Batches of up to kDenseSmallKRows rows with 16-byte rows: the thin products by hand.
+  const bool thin = n <= kDenseSmallKRows && in % 4 == 0;
+  if (thin)  // dw (out x in) += dy^T x: j = batch row, t = output feature
+    small_k_gemm_launch(static_cast<int>(n), static_cast<int>(out), static_cast<int>(in), dy,
+                        static_cast<int>(out), 1, x, dw, true, e);
+  else
     gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw, e);
-  }
   if (db) {
     rows_bias_backward<<<blocks_for(out, 64), 64, 0, stream_of(e)>>>(static_cast<int>(n),
                                                                      static_cast<int>(out), dy, db);
     PDNN_CUDA_LAUNCH_CHECK("dense bias backward");
   }
-  if (dx) gemm(false, false, n, in, out, 1.f, dy, w, 0.f, dx, e);
+  if (dx && thin)  // dx (n x in) = dy w: j = output feature, t = batch row
+    small_k_gemm_launch(static_cast<int>(out), static_cast<int>(n), static_cast<int>(in), dy, 1,
+                        static_cast<int>(out), w, dx, false, e);
+  else if (dx)
+    gemm(false, false, n, in, out, 1.f, dy, w, 0.f, dx, e);
 }
 
 }  // namespace cuda

@@ -1,6 +1,8 @@
 // ClassifierTrainer: forward, loss, backward, update; on the GPU as a CUDA graph.
 #include "train/classifier_trainer.h"
 
+#include <cstdio>
+
 #include "core/error.h"
 #include "cuda/cuda_state.h"
 #include "cuda/graph.h"
@@ -57,20 +59,26 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
     y_ = *ys;
   }
   if (dev == Device::CUDA && use_graph_ && !ctx.profiler() && graph_step(ctx)) return;
-  run_step(ctx);
+  run_step(ctx);  // the CPU, --cuda-graph off, a profiled run, or a graph given up on
 }
 
 bool ClassifierTrainer::graph_step(Context& ctx) {
-  const uint64_t frees = ctx.device_alloc_stats().frees;
+  if (graph_failures_ >= kMaxGraphFailures) return false;
+  const AllocStats a0 = ctx.device_alloc_stats();
+  const uint64_t frees = a0.frees;
   const bool valid = graph_->ready() && graph_shape_ == x_.shape() && graph_frees_ == frees &&
                      graph_lr_ == opt_.lr();
   if (!valid) {
-    // The first step of a shape runs eagerly: it sizes every buffer and warms the caching
-    // allocator, so the capture allocates nothing. A smaller last batch of an epoch is run
-    // eagerly too, and keeps the full-size graph.
-    if (warm_shape_ != x_.shape() || (graph_->ready() && graph_shape_ != x_.shape())) {
+    // A step runs eagerly first whenever device memory changed hands since the graph was
+    // made (an evaluation with a larger batch regrows buffers) or the shape is new: it sizes
+    // every buffer and warms the caching allocator, so the capture that follows allocates and
+    // frees nothing. A smaller last batch of an epoch runs eagerly and keeps the full-size graph.
+    if (warm_shape_ != x_.shape() || warm_frees_ != frees ||
+        (graph_->ready() && graph_shape_ != x_.shape())) {
       warm_shape_ = x_.shape();
-      return false;
+      run_step(ctx);
+      warm_frees_ = ctx.device_alloc_stats().frees;
+      return true;
     }
     // Capture: record the step without running it, then undo its host-side bookkeeping (the
     // optimizer's count and the RNG position moved on the host, their device copies did not).
@@ -86,13 +94,28 @@ bool ClassifierTrainer::graph_step(Context& ctx) {
       graph_->reset();
       throw;
     }
-    PDNN_CHECK(ctx.device_alloc_stats().frees == frees,
-               "trainer: a device buffer was freed while the step was captured as a CUDA graph "
-               "(a temporary inside the step); run with --cuda-graph off");
     step_delta_ = opt_.steps() - steps0;
     rng_delta_ = ctx.rng().counter() - rng0;
     opt_.set_host_steps(steps0);
     ctx.rewind_rng(rng0);
+    const AllocStats a1 = ctx.device_alloc_stats();
+    if (a1.frees != frees || a1.allocs != a0.allocs) {
+      // Memory changed hands inside the step: a graph replaying it could touch freed blocks.
+      // Drop it, run the step eagerly (the capture ran nothing), try again later; give up
+      // after a few tries, with one line saying so.
+      graph_->reset();
+      warm_shape_ = Shape{};
+      if (++graph_failures_ == kMaxGraphFailures)
+        std::fprintf(stderr,
+                     "trainer: device memory was allocated or freed inside the training step "
+                     "(%llu allocations, %llu frees during capture): running without a CUDA "
+                     "graph from here on\n",
+                     static_cast<unsigned long long>(a1.allocs - a0.allocs),
+                     static_cast<unsigned long long>(a1.frees - a0.frees));
+      run_step(ctx);
+      return true;
+    }
+    graph_failures_ = 0;
     graph_shape_ = x_.shape();
     graph_frees_ = frees;
     graph_lr_ = opt_.lr();

@@ -57,6 +57,9 @@ class ClassifierTrainer {
   std::unique_ptr<CudaGraph> graph_;
   Shape graph_shape_, warm_shape_;
   uint64_t graph_frees_ = 0;      // device frees seen when the graph was captured
+  uint64_t warm_frees_ = 0;       // ... and after the last eager warm-up step
+  int graph_failures_ = 0;        // captures in a row that saw memory change hands
+  static constexpr int kMaxGraphFailures = 3;
   float graph_lr_ = 0.f;
   int64_t step_delta_ = 0;        // per replay: optimizer steps and RNG draws on the host side
   uint64_t rng_delta_ = 0;

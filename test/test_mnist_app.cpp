@@ -219,6 +219,33 @@ TEST_F(MnistApp, BadInputFailsWithOneLineAndWritesNothing) {
   expect_failure("--data " + good + " --resume", "");  // the checkpoint does not exist yet
 }
 
+// A learning rate that makes training diverge: exit status 1 with one line naming the epoch
+// and step, no row, and the checkpoint left at the last good epoch (0, written before training).
+TEST_F(MnistApp, ADivergedRunExitsNonZeroAndPersistsNothingOfIt) {
+  const std::string data = make_data("data", 64, 16, 12);
+  const std::string out = dir_ + "/d.csv", ck = dir_ + "/d.ckpt";
+  const Result r = run(kBin + " --data " + data + " --optimizer sgd --lr 1e10 --epochs 2 " +
+                       "--threads 1 --out " + out + " --checkpoint " + ck);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("mnist: error: training diverged: train_loss became"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("of epoch 1 (8 steps); nothing was written for epoch 1, " + ck +
+                          " keeps epoch 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(exists(out));
+  // The epoch-0 checkpoint resumes (and diverges again, at the same step).
+  const Result again = run(kBin + " --data " + data + " --optimizer sgd --lr 1e10 --epochs 2 " +
+                           "--threads 1 --out " + out + " --checkpoint " + ck + " --resume");
+  EXPECT_EQ(again.status, 1) << again.output;
+  auto error_line = [](const std::string& out) {
+    const size_t at = out.find("mnist: error:");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_EQ(error_line(again.output), error_line(r.output));
+}
+
 // scripts/torch_reference.py rebuilds pdnn's initial weights exactly, and with the same data
 // order, dropout masks and optimizer ends an epoch at the same weights up to float rounding.
 TEST_F(MnistApp, TorchReferenceReproducesTheRun) {

@@ -139,7 +139,7 @@ int run(int argc, char** argv) {
       o.model.c_str(), data.name.c_str(), dir.c_str(), static_cast<long long>(data.train.size()),
       static_cast<long long>(data.test.size()), static_cast<long long>(img.h()),
       static_cast<long long>(img.w()), static_cast<long long>(o.batch), opt_name.c_str(),
-      o.lr > 0 ? (" lr " + fmt(o.lr, 6)).c_str() : "", ctx.threads(),
+      o.lr > 0 ? strprintf(" lr %g", o.lr).c_str() : "", ctx.threads(),
       static_cast<unsigned long long>(loop.seed()), info.host.c_str(), info.blas_core.c_str(),
       info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s", seconds_since(t_load),

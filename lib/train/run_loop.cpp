@@ -37,12 +37,12 @@ const std::vector<std::string> kBenchColumns = {
 const char* const kSeed = "seed";
 const char* const kRngCounter = "rng_counter";
 
-// Fault injection for the crash-consistency test (test/test_run_loop.cpp): with
-// PDNN_CRASH_AT=<point> the process kills itself (SIGKILL, no cleanup) the first time it gets
-// there, to hit windows too narrow for a timed kill.
-void crash_point(const char* point) {
+// Fault injection for the crash-consistency test (test/test_crash_consistency.cpp): with
+// PDNN_CRASH_AT=<point>:<epoch> the process kills itself (SIGKILL, no cleanup) when it gets
+// there in that epoch, to hit windows too narrow for a timed kill.
+void crash_point(const char* point, int epoch) {
   const char* at = std::getenv("PDNN_CRASH_AT");
-  if (at && std::strcmp(at, point) == 0) ::raise(SIGKILL);
+  if (at && strprintf("%s:%d", point, epoch) == at) ::raise(SIGKILL);
 }
 
 // "loss 0.2100  acc 0.9400" from train_loss, train_acc; or, with group, "train loss 0.2100
@@ -317,7 +317,7 @@ int RunLoop::run() {
                                  iso8601_utc_now()})
       row.push_back(s);
     csv_->row(row);
-    crash_point("after_row");
+    crash_point("after_row", epoch + 1);
     if (!ck_path.empty()) save(epoch + 1);
   }
 

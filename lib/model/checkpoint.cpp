@@ -280,14 +280,7 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
   if (length != payload)
     r.fail("corrupt: trailer says %llu bytes of content, read %llu",
            static_cast<unsigned long long>(length), static_cast<unsigned long long>(payload));
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  // (A fuzzer's mutations would almost never pass the checksum and so never reach the checks
-  // after it: fuzzing builds skip it, https://llvm.org/docs/LibFuzzer.html.)
   if (stored_crc != crc) r.fail("corrupt: checksum mismatch (file damaged?)");
-#else
-  (void)crc;
-  (void)stored_crc;
-#endif
   if (r.left() != 0)
     r.fail("corrupt: %llu unexpected bytes after the end", static_cast<unsigned long long>(r.left()));
 

@@ -7,19 +7,15 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "core/context.h"
 #include "core/error.h"
 #include "data/idx.h"
 #include "model/mnist_models.h"
 #include "train/classifier_task.h"
-#include "train/csv.h"
 #include "train/run_flags.h"
 #include "train/run_info.h"
 #include "train/run_loop.h"

@@ -129,7 +129,8 @@ class RunLoop {
 };
 
 // True when every parameter and buffer of model and every state tensor of opt (if given) is
-// finite: what a TrainTask's state_finite() checks for each of its models.
+// finite: what a TrainTask's state_finite() checks for each of its models. Reads host memory:
+// device tensors will need a reduction on the device (one flag read back per check).
 bool all_finite(Sequential& model, Optimizer* opt);
 
 }  // namespace pdnn

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "data/idx.h"
 #include "model/checkpoint.h"
 #include "model/mnist_models.h"
@@ -69,6 +70,13 @@ class PoisonedTask : public ClassifierTask {
   Poison poison_;
   int epoch_ = 0;
 };
+
+// The rows a ClassifierTask run writes.
+std::vector<std::string> csv_columns() {
+  return {"app",        "model",     "dataset",   "device",   "threads",      "batch",
+          "epoch",      "train_loss", "train_acc", "test_loss", "test_acc",     "seconds",
+          "images_per_s", "git_rev",  "host",      "timestamp"};
+}
 
 class RunLoopTest : public ::testing::Test {
  protected:
@@ -126,13 +134,8 @@ class RunLoopTest : public ::testing::Test {
   }
   std::vector<std::string> epochs_in_csv() const {
     std::vector<std::string> e;
-    for (const auto& row : CsvWriter(dir_ + "/r.csv", columns()).rows()) e.push_back(row[6]);
+    for (const auto& row : CsvWriter(dir_ + "/r.csv", csv_columns()).rows()) e.push_back(row[6]);
     return e;
-  }
-  static std::vector<std::string> columns() {
-    return {"app",       "model",    "dataset", "device",       "threads", "batch",
-            "epoch",     "train_loss", "train_acc", "test_loss", "test_acc", "seconds",
-            "images_per_s", "git_rev", "host",    "timestamp"};
   }
   // The checkpoint's epoch, loaded into a fresh model (so it is whole and valid).
   int64_t checkpoint_epoch() {
@@ -236,7 +239,7 @@ TEST_F(RunLoopTest, ResumeDropsRowsOfEpochsWhoseCheckpointNeverLanded) {
   auto r = make_run();
   ASSERT_EQ(train(config(2), *r), 0);
   // Rows another run wrote earlier stay; so does the last row when it is not this run's.
-  CsvWriter csv(dir_ + "/r.csv", columns());
+  CsvWriter csv(dir_ + "/r.csv", csv_columns());
   std::vector<std::string> row = csv.rows()[1];
   row[6] = "3";  // as if killed between epoch 3's row and its checkpoint
   csv.row(row);
@@ -255,6 +258,43 @@ TEST_F(RunLoopTest, ResumeDropsRowsOfEpochsWhoseCheckpointNeverLanded) {
   c.epochs = 4;
   ASSERT_EQ(train(c, *r), 0);
   EXPECT_EQ(epochs_in_csv(), (std::vector<std::string>{"1", "2", "3", "9", "4"}));
+}
+
+// A task's own files (samples, plots) are named in extra_outputs, checked with the loop's, and
+// written in end_epoch (after the epoch's row and checkpoint) and finish.
+class HookTask : public ClassifierTask {
+ public:
+  using ClassifierTask::ClassifierTask;
+  std::string csv, sample;
+  std::vector<std::pair<int, size_t>> ends;  // (epoch, rows in the CSV then)
+  int finished = 0;
+  void end_epoch(Context&, int epoch) override {
+    ends.push_back({epoch, CsvWriter(csv, csv_columns()).rows().size()});
+    AtomicFile f(sample);
+    f.stream() << "epoch " << epoch + 1 << "\n";
+    f.commit();
+  }
+  void finish(Context&) override { ++finished; }
+};
+
+TEST_F(RunLoopTest, TaskFilesAreCheckedUpFrontAndWrittenAfterEachEpoch) {
+  auto r = make_run();
+  HookTask task(r->model, *r->opt, data_.train, data_.test, 8, 16);
+  task.csv = dir_ + "/r.csv";
+  task.sample = dir_ + "/sample.txt";
+  RunConfig c = config(2);
+  c.extra_outputs = {{"samples", c.out}};
+  testing::expect_error_mentions([&] { RunLoop loop(r->ctx, c, task); },
+                                 {"--out", "samples", "same file"});
+  c.extra_outputs = {{"samples", task.sample}};
+  RunLoop loop(r->ctx, c, task);
+  ASSERT_EQ(loop.run(), 0);
+  EXPECT_EQ(task.ends, (std::vector<std::pair<int, size_t>>{{0, 1}, {1, 2}}));
+  EXPECT_EQ(task.finished, 1);
+  std::ifstream in(task.sample);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "epoch 2");
 }
 
 TEST_F(RunLoopTest, StaleTemporariesOfKilledRunsAreRemoved) {

@@ -120,6 +120,7 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   }
   if (!c.save_init.empty()) outputs.push_back({"--save-init", c.save_init});
   if (c.profile) outputs.push_back({"--profile-out", c.profile_out});
+  if (!bench) outputs.insert(outputs.end(), c.extra_outputs.begin(), c.extra_outputs.end());
   check_output_files(outputs, c.inputs);
   for (const OutputFile& o : outputs)
     for (const std::string& t : remove_stale_temporaries(o.path))
@@ -319,7 +320,9 @@ int RunLoop::run() {
     csv_->row(row);
     crash_point("after_row", epoch + 1);
     if (!ck_path.empty()) save(epoch + 1);
+    task.end_epoch(ctx, epoch);
   }
+  if (!bench) task.finish(ctx);
 
   if (bench) {
     // The first steps fault in buffers and warm caches: left out of the statistics.

@@ -27,6 +27,7 @@
 
 #include "core/context.h"
 #include "model/checkpoint.h"
+#include "train/output_files.h"
 
 namespace pdnn {
 
@@ -68,6 +69,15 @@ class TrainTask {
   virtual CheckpointInfo load_checkpoint(const std::string& path) = 0;
   // The weights alone (--save-init: the initial weights, for scripts/torch_reference.py).
   virtual void save_weights(const std::string& path) = 0;
+
+  // After epoch `epoch` (0-based) is finished, its row and checkpoint written: the task's own
+  // per-epoch files (samples, plots), named in RunConfig::extra_outputs and written atomically.
+  virtual void end_epoch(Context& ctx, int epoch) {
+    (void)ctx;
+    (void)epoch;
+  }
+  // After the last epoch (not after a benchmark): the task's final files (confusion matrix).
+  virtual void finish(Context& ctx) { (void)ctx; }
 };
 
 struct RunConfig {
@@ -86,6 +96,8 @@ struct RunConfig {
   bool profile = false;
   std::string profile_out;  // with profile: the per-layer table as CSV
   std::vector<std::string> inputs;  // files the run reads; no output may be one of them
+  // Files the task writes itself (end_epoch, finish), checked with the loop's own outputs.
+  std::vector<OutputFile> extra_outputs;
   // Values saved in the checkpoint that a resumed run must equal (batch size, training set
   // size): a resumed run with others would not be the same run.
   std::map<std::string, int64_t> must_match;

@@ -94,19 +94,36 @@ CsvWriter::CsvWriter(std::string path, std::vector<std::string> columns, bool ap
     : path_(std::move(path)), columns_(std::move(columns)), replace_(!append) {
   PDNN_CHECK(!columns_.empty(), "csv: %s: no columns given", path_.c_str());
   header_ = join_row(columns_);
-  read_records();  // checks the file's kind and header now, before the run does any work
+  // The file's kind and header are checked now, before the run does any work, reading no more
+  // than the first line (a path mistyped onto a big file costs nothing).
+  if (!exists() || replace_) return;
+  std::ifstream in(path_, std::ios::binary);
+  PDNN_CHECK(in.good(), "csv: cannot read %s: %s", path_.c_str(), std::strerror(errno));
+  std::string first(header_.size() + 2, '\0');
+  in.read(first.data(), static_cast<std::streamsize>(first.size()));
+  first.resize(static_cast<size_t>(in.gcount()));
+  const size_t end = first.find_first_of("\r\n");
+  if (end != std::string::npos) first.resize(end);
+  PDNN_CHECK(first.empty() || first == header_,
+             "csv: %s has header '%s' but this run writes '%s': move the file away or "
+             "write to another path",
+             path_.c_str(), first.c_str(), header_.c_str());
 }
 
-std::vector<std::string> CsvWriter::read_records() const {
+bool CsvWriter::exists() const {
   struct stat st;
   if (::stat(path_.c_str(), &st) != 0) {
     PDNN_CHECK(errno == ENOENT, "csv: cannot use %s: %s", path_.c_str(), std::strerror(errno));
-    return {};
+    return false;
   }
   PDNN_CHECK(S_ISREG(st.st_mode),
              "csv: %s exists and is not a regular file (a folder, FIFO or device): name a file",
              path_.c_str());
-  if (replace_) return {};
+  return true;
+}
+
+std::vector<std::string> CsvWriter::read_records() const {
+  if (!exists() || replace_) return {};
   std::ifstream in(path_, std::ios::binary);
   PDNN_CHECK(in.good(), "csv: cannot read %s: %s", path_.c_str(), std::strerror(errno));
   std::stringstream ss;

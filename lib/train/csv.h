@@ -32,6 +32,8 @@ class CsvWriter {
   const std::vector<std::string>& columns() const { return columns_; }
 
  private:
+  // False when the file does not exist; throws when it is not a regular file.
+  bool exists() const;
   // The file's records (header first), or none when it does not exist or is to be replaced.
   std::vector<std::string> read_records() const;
   void write_all(const std::vector<std::string>& records) const;

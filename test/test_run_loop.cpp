@@ -178,6 +178,8 @@ TEST_F(RunLoopTest, OutputsAreCheckedBeforeAnyWorkAndNothingIsLeftBehind) {
   c = config(1);
   c.out = data_.files[0] + "/r.csv";  // inside a file
   refused(c, {"is a file, not a folder"});
+  c.out = data_.files[0] + "/deeper/r.csv";
+  refused(c, {"'" + data_.files[0] + "' is a file, not a folder"});
   c = config(1);
   c.out = dir_ + "/data";
   refused(c, {"--out", "not a regular file (a folder)"});

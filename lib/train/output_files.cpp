@@ -63,8 +63,8 @@ void check_one(const OutputFile& o) {
   // that exists when folders are still to be created, must be writable.
   fs::path dir = fs::absolute(o.path).parent_path();
   while (::stat(dir.c_str(), &st) != 0) {
-    PDNN_CHECK(errno == ENOENT, "%s '%s': cannot use folder '%s': %s", f, p, dir.c_str(),
-               std::strerror(errno));
+    PDNN_CHECK(errno == ENOENT || errno == ENOTDIR, "%s '%s': cannot use folder '%s': %s", f, p,
+               dir.c_str(), std::strerror(errno));
     PDNN_CHECK(dir.has_parent_path() && dir.parent_path() != dir, "%s '%s': no folder to write in",
                f, p);
     dir = dir.parent_path();

@@ -5,8 +5,6 @@
 
 #include <cstdio>
 
-#include "core/error.h"
-
 namespace pdnn {
 
 Progress::Progress(int epoch, int epochs, int64_t batches)
@@ -32,10 +30,6 @@ void Progress::print(int64_t done, int64_t images, const std::string& metrics) {
               metrics.c_str(), el > 0 ? images / el : 0.0, static_cast<int>(eta) / 60,
               static_cast<int>(eta) % 60, tty_ ? "\033[K" : "\n");
   std::fflush(stdout);
-}
-
-void Progress::update(int64_t done, int64_t images, double loss, double acc) {
-  if (due(done)) print(done, images, strprintf("loss %.4f  acc %.4f", loss, acc));
 }
 
 void Progress::finish() {

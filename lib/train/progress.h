@@ -18,8 +18,6 @@ class Progress {
   // The line after batch `done`: images seen so far and the running metrics, already
   // formatted ("loss 0.2100  acc 0.9400").
   void print(int64_t done, int64_t images, const std::string& metrics);
-  // due() and print() for a classifier's running loss and accuracy.
-  void update(int64_t done, int64_t images, double loss, double acc);
   // Clears the line on a terminal, so the epoch summary that follows starts clean.
   void finish();
 

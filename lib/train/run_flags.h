@@ -70,6 +70,7 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
   app.add_option("--seed", text.seed,
                  "seed of the initial weights, data order and dropout (0..2^64-1)")
       ->capture_default_str()
+      ->type_name("UINT")
       ->check(u64_validator());
   app.add_option("--out", cfg.out,
                  "CSV to append one row per epoch to (default results/" + app_name +

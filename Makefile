@@ -6,24 +6,31 @@ THREADS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 BIN      := $(BUILD)/bin
 
-# OpenBLAS picks its kernels for the CPU it finds. An OPENBLAS_CORETYPE inherited from the
-# environment overrides that: the development machine's sets Haswell (AVX2), which halves sgemm
-# on its AVX-512 cores (96 vs 200 GFLOP/s at 2048^3). Targets here let OpenBLAS detect the core
-# unless BLAS_CORE names one (make bench-mnist BLAS_CORE=Haswell). Every app prints the core
-# it runs, and benchmark CSV rows record it.
-BLAS_CORE ?= auto
+# OpenBLAS picks its kernels for the CPU it finds, unless OPENBLAS_CORETYPE names a kernel set.
+# Some machines set it (and OPENBLAS_L2_SIZE) on purpose, because older OpenBLAS builds compute
+# wrong results or crash on CPUs they misdetect: both are respected whenever they are set, by
+# `make test`, `make test-sanitize` and CI always. The run and benchmark targets take BLAS_CORE:
+# empty (the default) keeps the environment's choice; auto lets OpenBLAS detect the core (an
+# explicit opt-in: on an AVX-512 machine whose environment pins Haswell, sgemm is twice as fast);
+# a name forces that kernel set (make bench-mnist BLAS_CORE=Haswell). Every app prints the core
+# it runs, and CSV rows record it.
+BLAS_CORE ?=
 ifeq ($(BLAS_CORE),auto)
-unexport OPENBLAS_CORETYPE
+BLAS_ENV := env -u OPENBLAS_CORETYPE
+else ifneq ($(BLAS_CORE),)
+BLAS_ENV := env OPENBLAS_CORETYPE=$(BLAS_CORE)
 else
-export OPENBLAS_CORETYPE := $(BLAS_CORE)
+BLAS_ENV :=
 endif
 
-.PHONY: all deps configure build test clean help pi scaling plots
+.PHONY: all deps configure build test test-sanitize fuzz clean help pi scaling plots
 all: build
 
 help:
 	@echo "make mnist          set up, fetch MNIST, train the small CNN (W2) 5 epochs -> results/mnist/"
 	@echo "make test           build and run the whole test suite (ctest)"
+	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
+	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
@@ -31,7 +38,7 @@ help:
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
 	@echo "make bench-conv     3x3 convolutions of W2-W4 per pass: im2col vs Winograd vs direct -> results/bench/conv.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
-	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) CMAKE_FLAGS=..."
+	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) (empty, auto or a core) CMAKE_FLAGS=..."
 
 # Stamp so the package check runs once per build folder, not at every make.
 $(BUILD)/.deps-ok: scripts/install_deps.sh
@@ -49,8 +56,29 @@ build: $(BUILD)/CMakeCache.txt
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, Debug, stopping at the
+# first report (CI runs it after make test). -O1 keeps the end-to-end tests fast enough.
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_ENV := ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
+                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+	  -DPDNN_SANITIZE=address,undefined $(CMAKE_FLAGS)
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cd $(SANITIZE_BUILD) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# libFuzzer targets (test/fuzz/fuzz_*.cpp) built with Debian's clang into build-fuzz/, each run
+# for FUZZ_SECONDS on one core (scripts/fuzz.sh). Not needed by make test.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD ?= build-fuzz
+fuzz:
+	scripts/install_deps.sh fuzz
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDNN_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)
 
 # ---- MNIST (W2, W3) -----------------------------------------------------------------------
 # Extra flags for build/bin/mnist, appended (the last of a repeated flag wins), e.g.
@@ -64,16 +92,16 @@ mnist-app: $(BUILD)/CMakeCache.txt
 # offline mnist-npm10k set (named so in the output).
 mnist: mnist-app
 	datasets/get_mnist.sh
-	$(BIN)/mnist --model small --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
+	$(BLAS_ENV) $(BIN)/mnist --model small --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
 
 # W3, the Keras example: batch 128, Adadelta (lr 1, rho 0.95), 12 epochs.
 mnist-keras: mnist-app
 	datasets/get_mnist.sh
-	$(BIN)/mnist --model keras --batch 128 --epochs 12 --threads $(THREADS) $(MNIST_ARGS)
+	$(BLAS_ENV) $(BIN)/mnist --model keras --batch 128 --epochs 12 --threads $(THREADS) $(MNIST_ARGS)
 
 fashion-mnist: mnist-app
 	datasets/get_fashion_mnist.sh
-	$(BIN)/mnist --model small --dataset fashion-mnist --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
+	$(BLAS_ENV) $(BIN)/mnist --model small --dataset fashion-mnist --batch 8 --epochs 5 --threads $(THREADS) $(MNIST_ARGS)
 
 # pdnn vs PyTorch step times (W2 b8, W2 b128, W3 b128 at 1..THREADS threads, or the list
 # THREADS=1,2): results/bench/mnist.csv.
@@ -81,7 +109,7 @@ fashion-mnist: mnist-app
 bench-mnist: build
 	datasets/get_mnist.sh
 	scripts/install_deps.sh torch || echo "bench-mnist: no PyTorch: timing pdnn alone"
-	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_mnist.sh
+	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_mnist.sh
 
 # pdnn vs PyTorch on a GPU (run on a machine with one and a CUDA build): W2 b8, W2 b128, W3,
 # eager and CUDA graph, fp32 and TF32, PyTorch the same way in the same run, pi on the GPU:
@@ -100,7 +128,7 @@ accuracy-mnist: build
 	datasets/get_mnist.sh
 	datasets/get_fashion_mnist.sh
 	scripts/install_deps.sh torch
-	BIN=$(BIN) PYTHON=$(PYTHON) scripts/accuracy_mnist.sh $(ACCURACY_WORKLOADS)
+	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) scripts/accuracy_mnist.sh $(ACCURACY_WORKLOADS)
 
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
@@ -112,7 +140,7 @@ THREAD_LIST = $(if $(findstring $(comma),$(THREADS)),$(THREADS),$(shell seq -s, 
 PIN := OMP_PROC_BIND=close OMP_PLACES=cores
 
 pi: build
-	$(PIN) $(BIN)/pi --threads $(THREAD_LIST) --out results/pi/pi.csv
+	$(BLAS_ENV) $(PIN) $(BIN)/pi --threads $(THREAD_LIST) --out results/pi/pi.csv
 
 # The convolutions of W2, W3 and W4, each pass (forward, backward data, backward weights)
 # timed per algorithm (im2col per image, Winograd, direct), runs alternating, with the sgemm
@@ -124,7 +152,7 @@ bench-conv: build
 	$(PIN) $(BIN)/bench_conv --threads $(THREAD_LIST) --out results/bench/conv.csv $(BENCH_CONV_ARGS)
 
 scaling: build
-	BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/scaling.sh
+	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/scaling.sh
 
 plots:
 	$(PYTHON) scripts/plot.py --results results --out results/plots

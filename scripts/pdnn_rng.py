@@ -45,8 +45,8 @@ class Rng:
 
     def uniform_float(self, shape, lo, hi):
         """pdnn's Rng::uniform(lo, hi) per element: lo + (hi - lo) * float(u) in float32, with
-        the multiply-add fused into one rounding, as GCC compiles it for x86-64 with FMA
-        (-march=native contracts a*b+c). The product of two floats is exact in long double and
+        the multiply-add fused into one rounding (std::fmaf in lib/core/rng.h, the same in every
+        build). The product of two floats is exact in long double and
         the sum is rounded there first: a double rounding that could differ from a true FMA
         only for a sum lying within 2^-64 relative of a float midpoint."""
         n = int(np.prod(shape))

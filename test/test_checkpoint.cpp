@@ -1,7 +1,9 @@
 // Checkpoints: bit-exact round trip of parameters, buffers and optimizer state; training resumed
 // from a checkpoint equals uninterrupted training; damaged or mismatched files throw a clear
 // error and leave the model untouched; AtomicFile leaves no temporary behind.
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <cstring>
@@ -204,6 +206,96 @@ TEST(Checkpoint, DamagedOrMismatchedFilesThrowAndLeaveTheModelUnchanged) {
   std::remove(good.c_str());
   std::remove(bad.c_str());
   std::remove(deep_file.c_str());
+}
+
+// A checkpoint written field by field, for files no save_checkpoint would write.
+struct Crafted {
+  std::string b = "PDNNCKPT";
+  void u32(uint32_t v) { b.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void i64(int64_t v) { b.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    b += s;
+  }
+  // The trailer: content length and CRC-32, so the file passes the checksum.
+  std::string finish() const {
+    std::string out = b;
+    const uint64_t n = b.size();
+    const uint32_t c = static_cast<uint32_t>(
+        crc32(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(b.data()),
+              static_cast<uInt>(b.size())));
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out.append(reinterpret_cast<const char*>(&c), sizeof c);
+    return out;
+  }
+};
+
+// Every size read from the file is range-checked with overflow-checked arithmetic before it is
+// used, and every field is checked for values no save writes; the errors name the file and
+// the field.
+TEST(Checkpoint, CraftedSizesAndFieldsAreRangeChecked) {
+  Sequential m = make_model(1);
+  const std::string bad = temp_path("crafted.ckpt");
+  auto with_values = [](const std::vector<std::pair<std::string, int64_t>>& values) {
+    Crafted c;
+    c.u32(kCheckpointVersion);
+    c.u32(static_cast<uint32_t>(values.size()));
+    for (const auto& [k, v] : values) {
+      c.str(k);
+      c.i64(v);
+    }
+    return c;
+  };
+  // Dimensions 1 x 1 x 2^62 x 2^62: the element count wraps to 0 in 64 bits.
+  Crafted c = with_values({{"epoch", 1}});
+  c.str("");
+  c.u32(1);
+  c.str("param:0.weight");
+  c.u32(4);
+  for (int64_t d : {int64_t{1}, int64_t{1}, int64_t{1} << 62, int64_t{1} << 62}) c.i64(d);
+  write_all(bad, c.finish());
+  expect_load_fails(bad, m, nullptr,
+                    "tensor 'param:0.weight' dimension 3 of 4 is 4611686018427387904: the tensor "
+                    "would need more bytes than");
+  c = with_values({{"epoch", 1}});
+  c.str("");
+  c.u32(1);
+  c.str("param:0.weight");
+  c.u32(2);
+  c.i64(1);
+  c.i64(-4);
+  write_all(bad, c.finish());
+  expect_load_fails(bad, m, nullptr, "tensor 'param:0.weight' dimension 2 of 2 is -4 (negative)");
+
+  c = with_values({{"epoch", -5}});
+  write_all(bad, c.finish());
+  expect_load_fails(bad, m, nullptr, "field epoch = -5 is negative");
+  c = with_values({{"epoch", 1}, {"optim.steps", -1}});
+  write_all(bad, c.finish());
+  expect_load_fails(bad, m, nullptr, "field optim.steps = -1 is negative");
+  c = with_values({{"epoch", 1}, {"seed", 3}, {"seed", 4}});
+  write_all(bad, c.finish());
+  expect_load_fails(bad, m, nullptr, "value 'seed' appears twice");
+  c = with_values({{"epoch", 1}, {"epoch", 2}});
+  write_all(bad, c.finish());
+  expect_load_fails(bad, m, nullptr, "value 'epoch' appears twice");
+  std::remove(bad.c_str());
+}
+
+TEST(Checkpoint, FifosAndDevicesAreRefusedWithoutBlocking) {
+  Sequential m = make_model(1);
+  const std::string fifo = temp_path("fifo.ckpt");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  expect_load_fails(fifo, m, nullptr, "not a regular file");
+  // Saving over it would replace the FIFO with a file: refused too.
+  try {
+    save_checkpoint(fifo, m);
+    ADD_FAILURE() << "saving over a FIFO should fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+  std::remove(fifo.c_str());
+  expect_load_fails("/dev/zero", m, nullptr, "not a regular file");
 }
 
 TEST(Checkpoint, SaveReplacesAtomicallyAndRejectsReservedNames) {

@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cctype>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <set>
 
 #include "core/context.h"
@@ -99,4 +102,16 @@ TEST(Context, ThreadsAndWorkspace) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(w) % 64, 0u);
   EXPECT_EQ(ctx.workspace(500), w);  // grow-only: a smaller request reuses the buffer
   EXPECT_GE(ctx.workspace_size(), 1000u);
+}
+
+// Machines that set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) do so on purpose: older OpenBLAS
+// builds compute wrong results or crash on CPUs they misdetect. The Makefile passes both to the
+// tests untouched, so when one is set the library must run the kernel set it names.
+TEST(Context, OpenBlasCoreFromTheEnvironmentIsRespected) {
+  const char* want = std::getenv("OPENBLAS_CORETYPE");
+  if (!want || !*want) GTEST_SKIP() << "OPENBLAS_CORETYPE is not set in this environment";
+  std::string a = want, b = blas_core_name();
+  for (std::string* s : {&a, &b})
+    for (char& c : *s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_EQ(b, a) << "OPENBLAS_CORETYPE=" << want << " but OpenBLAS runs " << blas_core_name();
 }

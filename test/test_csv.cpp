@@ -1,5 +1,6 @@
 // CsvWriter: header and rows on disk after each row, quoting, append with a matching header,
 // refusal of a different header, parent folders, no temp files left; RunInfo fields.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -39,10 +40,12 @@ class Csv : public ::testing::Test {
 TEST_F(Csv, WritesHeaderAndEachRowAndCreatesFolders) {
   const fs::path p = dir_ / "a" / "b" / "out.csv";
   CsvWriter w(p.string(), {"x", "y"});
-  EXPECT_EQ(slurp(p), "x,y\n");  // the header is on disk before any row
-  w.row({"1", "2"});
+  // Nothing before the first row: a run that fails early leaves no header-only file and no
+  // folders behind.
+  EXPECT_FALSE(fs::exists(dir_ / "a"));
+  EXPECT_EQ(w.row({"1", "2"}), 1u);
   EXPECT_EQ(slurp(p), "x,y\n1,2\n");
-  w.row({"3", ""});
+  EXPECT_EQ(w.row({"3", ""}), 2u);
   EXPECT_EQ(slurp(p), "x,y\n1,2\n3,\n");
   // Only out.csv in the folder: the temporary of each rewrite was renamed, not left behind.
   int files = 0;
@@ -68,7 +71,7 @@ TEST_F(Csv, RejectsWrongValueCount) {
   CsvWriter w((dir_ / "n.csv").string(), {"a", "b", "c"});
   EXPECT_THROW(w.row({"1", "2"}), Error);
   EXPECT_THROW(w.row({"1", "2", "3", "4"}), Error);
-  EXPECT_EQ(slurp(dir_ / "n.csv"), "a,b,c\n");
+  EXPECT_FALSE(fs::exists(dir_ / "n.csv"));
 }
 
 TEST_F(Csv, AppendKeepsRowsWhenHeaderMatches) {
@@ -92,7 +95,7 @@ TEST_F(Csv, NoAppendStartsAfresh) {
     w.row({"old"});
   }
   CsvWriter w(p.string(), {"k"}, /*append=*/false);
-  EXPECT_EQ(slurp(p), "k\n");
+  EXPECT_EQ(slurp(p), "k\nold\n");  // replaced at the first row, not before
   w.row({"new"});
   EXPECT_EQ(slurp(p), "k\nnew\n");
 }
@@ -110,6 +113,47 @@ TEST_F(Csv, DifferentHeaderThrowsNamingTheFile) {
     EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
   }
   EXPECT_EQ(slurp(p), "a,b\n1,2\n");  // the old file is untouched
+}
+
+TEST_F(Csv, RowsSplitBackAndDropRowsRewrites) {
+  const fs::path p = dir_ / "r.csv";
+  CsvWriter w(p.string(), {"k", "note"});
+  EXPECT_TRUE(w.rows().empty());
+  const std::vector<std::string> tricky = {"1", "a \"quoted\", multi\nline"};
+  w.row(tricky);
+  w.row({"2", ""});
+  w.row({"3", "c"});
+  const auto rows = w.rows();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0], tricky);
+  EXPECT_EQ(rows[1], (std::vector<std::string>{"2", ""}));
+  EXPECT_EQ(w.drop_rows([](size_t i, const std::vector<std::string>& f) {
+    return i == 2 || f[0] == "2";
+  }), 2u);
+  EXPECT_EQ(w.rows(), (std::vector<std::vector<std::string>>{tricky}));
+  EXPECT_EQ(w.drop_rows([](size_t, const std::vector<std::string>&) { return false; }), 0u);
+}
+
+// Two writers on one file (two runs appending to the same results): neither loses the other's
+// rows, because each row re-reads the file.
+TEST_F(Csv, RowsAppendedByAnotherWriterAreKept) {
+  const fs::path p = dir_ / "shared.csv";
+  CsvWriter a(p.string(), {"who"}), b(p.string(), {"who"});
+  a.row({"a1"});
+  b.row({"b1"});
+  a.row({"a2"});
+  EXPECT_EQ(slurp(p), "who\na1\nb1\na2\n");
+}
+
+TEST_F(Csv, RefusesAFifoOrAFolderWithoutOpeningIt) {
+  fs::create_directories(dir_);
+  const fs::path fifo = dir_ / "fifo.csv";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO for reading would block until a writer came: it must be refused first.
+  testing::expect_error_mentions([&] { CsvWriter w(fifo.string(), {"x"}); },
+                                 {fifo.string(), "not a regular file"});
+  testing::expect_error_mentions([&] { CsvWriter w(dir_.string(), {"x"}); },
+                                 {dir_.string(), "not a regular file"});
 }
 
 TEST(CsvFmt, FixedDigits) {

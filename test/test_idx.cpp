@@ -2,6 +2,7 @@
 // garbage, wrong magic, mismatched counts, labels out of range; every batch seen once per epoch.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -135,6 +136,65 @@ TEST_F(IdxTest, TruncatedAndTrailingGarbageNameTheFileAndSizes) {
   e = error_of([&] { read_idx_labels(path("lab_short")); });
   EXPECT_NE(e.find("truncated: header says 50 labels (50 bytes), file has 20"), std::string::npos)
       << e;
+}
+
+// Big-endian header bytes, as an IDX file stores them.
+std::string be32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
+// Dimensions whose product passes 2^64 (here exactly 2^64, which wraps to 0 and so "matched"
+// an empty payload), or that could not fit in memory, are refused by name before any
+// allocation.
+TEST_F(IdxTest, HeaderSizesAreOverflowCheckedAndBoundedByMemory) {
+  spit(path("wrap"), be32(0x803) + be32(1u << 22) + be32(1u << 21) + be32(1u << 21));
+  std::string e = error_of([&] { read_idx_images(path("wrap")); });
+  EXPECT_NE(e.find(path("wrap") + ": header says 4194304 images of 2097152x2097152: the image "
+                                  "count times the image size overflows"),
+            std::string::npos)
+      << e;
+  spit(path("max"), be32(0x803) + be32(0xffffffffu) + be32(0xffffffffu) + be32(0xffffffffu));
+  EXPECT_NE(error_of([&] { read_idx_images(path("max")); }).find("overflows"), std::string::npos);
+  // 2^32-1 images of 16384x16384: 2^60 bytes, no overflow, but no machine holds it.
+  spit(path("huge"), be32(0x803) + be32(0xffffffffu) + be32(16384) + be32(16384) + "abc");
+  e = error_of([&] { read_idx_images(path("huge")); });
+  EXPECT_NE(e.find("more than this machine has"), std::string::npos) << e;
+}
+
+// A gzip stream that inflates far past what its header promises is not read to its end, and
+// one whose header promises more than deflate can expand the file to fails before reading.
+TEST_F(IdxTest, GzipBombsAreNotReadWhole) {
+  const std::string bomb = path("bomb.gz");
+  gzFile f = gzopen(bomb.c_str(), "wb1");
+  const std::string head = be32(0x801) + be32(10) + "0123456789";
+  gzwrite(f, head.data(), static_cast<unsigned>(head.size()));
+  const std::vector<char> zeros(1 << 20, 0);
+  for (int i = 0; i < 48; ++i) gzwrite(f, zeros.data(), static_cast<unsigned>(zeros.size()));
+  gzclose(f);
+  std::string e = error_of([&] { read_idx_labels(bomb); });
+  EXPECT_NE(e.find(bomb + ": more than 1048576 bytes of trailing garbage after 10 labels (10 "
+                          "bytes) after decompression"),
+            std::string::npos)
+      << e;
+
+  const std::string liar = path("liar.gz");
+  f = gzopen(liar.c_str(), "wb");
+  const std::string claim = be32(0x801) + be32(5000000) + "xyz";
+  gzwrite(f, claim.data(), static_cast<unsigned>(claim.size()));
+  gzclose(f);
+  e = error_of([&] { read_idx_labels(liar); });
+  EXPECT_NE(e.find("header says 5000000 labels (5000000 bytes), more than"), std::string::npos)
+      << e;
+}
+
+// A FIFO (or device) given as an IDX file is refused without opening it for a blocking read.
+TEST_F(IdxTest, FifosAndDevicesAreRefused) {
+  ASSERT_EQ(mkfifo(path("fifo").c_str(), 0600), 0);
+  EXPECT_NE(error_of([&] { read_idx_images(path("fifo")); }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_idx_labels("/dev/zero"); }).find("/dev/zero: not a regular file"),
+            std::string::npos);
 }
 
 TEST_F(IdxTest, WrongMagicAndMissingFiles) {

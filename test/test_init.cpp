@@ -3,6 +3,8 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/init.h"
@@ -138,4 +140,37 @@ TEST(Init, SameSeedSameValuesOtherSeedOthers) {
   Tensor w(Shape{5, 7});
   init::he_normal(w, r);
   EXPECT_EQ(r.counter(), 2u * 35u);
+}
+
+// Initial weights are promised bit-exact across builds (scripts/torch_reference.py rebuilds
+// them): each uniform value is lo + (hi - lo) * u and each normal one mean + stddev * z,
+// rounded once (a fused multiply-add), whatever the optimisation level. The reference here is
+// the exact expression in long double (the product of two floats is exact there) rounded to
+// float, independent of what the compiler contracts. A Debug build used to round twice.
+TEST(Init, UniformAndNormalRoundOnceInEveryBuild) {
+  const std::vector<std::pair<float, float>> ranges = {
+      {-0.3f, 0.3f}, {-0.0589f, 0.0589f}, {0.1f, 1.f}, {-1e-3f, 7.f}};
+  for (const auto& [lo, hi] : ranges) {
+    Rng a(42), b(42);
+    int differ_from_twice_rounded = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const float got = a.uniform(lo, hi);
+      const float u = static_cast<float>(b.uniform());
+      const long double exact =
+          static_cast<long double>(lo) + static_cast<long double>(hi - lo) * u;
+      ASSERT_EQ(got, static_cast<float>(exact)) << "draw " << i << " of U(" << lo << "," << hi
+                                                << ")";
+      volatile float prod = (hi - lo) * u;  // volatile: rounded as a separate step
+      differ_from_twice_rounded += got != lo + prod;
+    }
+    // The test can tell the two roundings apart: some draws differ between them.
+    EXPECT_GT(differ_from_twice_rounded, 0) << lo << "," << hi;
+  }
+  Tensor w(Shape{64, 64});
+  Rng a(9), b(9);
+  init::normal(w, 0.25f, 0.02f, a);
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const float z = static_cast<float>(b.normal());
+    ASSERT_EQ(w[i], static_cast<float>(0.25L + static_cast<long double>(0.02f) * z)) << i;
+  }
 }

@@ -15,6 +15,7 @@
 
 #include "core/rng.h"
 #include "data/idx.h"
+#include "testing.h"
 
 using namespace pdnn;
 
@@ -63,30 +64,6 @@ std::vector<std::vector<std::string>> read_csv(const std::string& p) {
   return rows;
 }
 
-// Class c is a bright square in quadrant c on faint noise, at a random offset: trivially
-// separable by a CNN, yet no two images alike.
-void make_split(const std::string& dir, const std::string& prefix, int64_t n, int64_t side,
-                uint64_t seed) {
-  Rng rng(seed);
-  IdxImages im;
-  im.n = n, im.rows = side, im.cols = side;
-  im.pixels.resize(static_cast<size_t>(n * side * side));
-  std::vector<uint8_t> labels(static_cast<size_t>(n));
-  const int64_t half = side / 2, sq = side / 4;
-  for (int64_t i = 0; i < n; ++i) {
-    const int c = static_cast<int>(i % 4);
-    labels[static_cast<size_t>(i)] = static_cast<uint8_t>(c);
-    uint8_t* img = &im.pixels[static_cast<size_t>(i * side * side)];
-    for (int64_t k = 0; k < side * side; ++k) img[k] = static_cast<uint8_t>(rng.next() % 40);
-    const int64_t r0 = (c / 2) * half + static_cast<int64_t>(rng.next() % (half - sq + 1));
-    const int64_t c0 = (c % 2) * half + static_cast<int64_t>(rng.next() % (half - sq + 1));
-    for (int64_t r = r0; r < r0 + sq; ++r)
-      for (int64_t q = c0; q < c0 + sq; ++q) img[r * side + q] = 230;
-  }
-  write_idx_images(dir + "/" + prefix + "-images-idx3-ubyte.gz", im);
-  write_idx_labels(dir + "/" + prefix + "-labels-idx1-ubyte", labels);
-}
-
 class MnistApp : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -102,8 +79,8 @@ class MnistApp : public ::testing::Test {
   std::string make_data(const std::string& name, int64_t n_train, int64_t n_test, int64_t side) {
     const std::string d = dir_ + "/" + name;
     ::mkdir(d.c_str(), 0755);
-    make_split(d, "train", n_train, side, 1);
-    make_split(d, "t10k", n_test, side, 2);
+    pdnn::testing::write_idx_squares(d, "train", n_train, side, 1);
+    pdnn::testing::write_idx_squares(d, "t10k", n_test, side, 2);
     std::ofstream(d + "/NAME") << "synthetic-4class\n";
     return d;
   }
@@ -242,6 +219,33 @@ TEST_F(MnistApp, BadInputFailsWithOneLineAndWritesNothing) {
   expect_failure("--data " + good + " --model huge", "--model");
   expect_failure("--data " + good + " --epochs two", "--epochs");
   expect_failure("--data " + good + " --resume", "");  // the checkpoint does not exist yet
+}
+
+// A learning rate that makes training diverge: exit status 1 with one line naming the epoch
+// and step, no row, and the checkpoint left at the last good epoch (0, written before training).
+TEST_F(MnistApp, ADivergedRunExitsNonZeroAndPersistsNothingOfIt) {
+  const std::string data = make_data("data", 64, 16, 12);
+  const std::string out = dir_ + "/d.csv", ck = dir_ + "/d.ckpt";
+  const Result r = run(kBin + " --data " + data + " --optimizer sgd --lr 1e10 --epochs 2 " +
+                       "--threads 1 --out " + out + " --checkpoint " + ck);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("mnist: error: training diverged: train_loss became"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("of epoch 1 (8 steps); nothing was written for epoch 1, " + ck +
+                          " keeps epoch 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(exists(out));
+  // The epoch-0 checkpoint resumes (and diverges again, at the same step).
+  const Result again = run(kBin + " --data " + data + " --optimizer sgd --lr 1e10 --epochs 2 " +
+                           "--threads 1 --out " + out + " --checkpoint " + ck + " --resume");
+  EXPECT_EQ(again.status, 1) << again.output;
+  auto error_line = [](const std::string& out) {
+    const size_t at = out.find("mnist: error:");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_EQ(error_line(again.output), error_line(r.output));
 }
 
 // scripts/torch_reference.py rebuilds pdnn's initial weights exactly, and with the same data

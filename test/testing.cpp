@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/idx.h"
 
 namespace pdnn {
 namespace testing {
@@ -159,6 +160,28 @@ void check_function_gradient(const std::function<double(const Tensor&)>& f, Tens
   Rng rng(opt.seed);
   Tensor v = x.clone();
   compare_fd([&]() { return f(v); }, v, grad, opt, rng, what);
+}
+
+void write_idx_squares(const std::string& dir, const std::string& prefix, int64_t n,
+                       int64_t side, uint64_t seed) {
+  Rng rng(seed);
+  IdxImages im;
+  im.n = n, im.rows = side, im.cols = side;
+  im.pixels.resize(static_cast<size_t>(n * side * side));
+  std::vector<uint8_t> labels(static_cast<size_t>(n));
+  const int64_t half = side / 2, sq = side / 4;
+  for (int64_t i = 0; i < n; ++i) {
+    const int c = static_cast<int>(i % 4);
+    labels[static_cast<size_t>(i)] = static_cast<uint8_t>(c);
+    uint8_t* img = &im.pixels[static_cast<size_t>(i * side * side)];
+    for (int64_t k = 0; k < side * side; ++k) img[k] = static_cast<uint8_t>(rng.next() % 40);
+    const int64_t r0 = (c / 2) * half + static_cast<int64_t>(rng.next() % (half - sq + 1));
+    const int64_t c0 = (c % 2) * half + static_cast<int64_t>(rng.next() % (half - sq + 1));
+    for (int64_t r = r0; r < r0 + sq; ++r)
+      for (int64_t q = c0; q < c0 + sq; ++q) img[r * side + q] = 230;
+  }
+  write_idx_images(dir + "/" + prefix + "-images-idx3-ubyte.gz", im);
+  write_idx_labels(dir + "/" + prefix + "-labels-idx1-ubyte", labels);
 }
 
 }  // namespace testing

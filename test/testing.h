@@ -53,5 +53,11 @@ void check_function_gradient(const std::function<double(const Tensor&)>& f, Tens
                              const Tensor& grad, const GradCheckOptions& opt,
                              const std::string& what);
 
+// A small 4-class IDX split for end-to-end tests: class c (= index % 4) is a bright square in
+// quadrant c on faint noise, at a random offset: trivially separable by a CNN, yet no two
+// images alike. Writes dir/<prefix>-images-idx3-ubyte.gz and dir/<prefix>-labels-idx1-ubyte.
+void write_idx_squares(const std::string& dir, const std::string& prefix, int64_t n,
+                       int64_t side, uint64_t seed);
+
 }  // namespace testing
 }  // namespace pdnn

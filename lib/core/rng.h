@@ -2,6 +2,7 @@
 // so a block of values can be drawn in parallel with the same result at any thread count, and
 // scripts/torch_reference.py reproduces pdnn's initial weights and data order in numpy.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -27,7 +28,13 @@ class Rng {
 
   uint64_t next() { return at(seed_, ++counter_); }
   double uniform() { return to_unit(next()); }
-  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(uniform()); }
+  // lo + (hi - lo) * u rounded once, as an explicit fused multiply-add: left to the compiler,
+  // the expression was contracted to an FMA at -O2/-O3 with FMA hardware but not in a Debug
+  // build, so initial weights differed by up to 3e-8 between builds, and
+  // scripts/pdnn_rng.py reproduces the fused form.
+  float uniform(float lo, float hi) {
+    return std::fmaf(hi - lo, static_cast<float>(uniform()), lo);
+  }
   // Standard normal by Box-Muller: one value per two draws (no cached spare, so the stream
   // position after n normals is always 2n: simple to reproduce elsewhere).
   double normal();

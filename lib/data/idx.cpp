@@ -1,9 +1,14 @@
-// IDX reading and writing (see idx.h). Files are read whole: the largest, MNIST's training
-// images, is 47 MB uncompressed.
+// IDX reading and writing (see idx.h). Files are read whole (the largest, MNIST's training
+// images, is 47 MB uncompressed), but never more than the header promises.
 #include "data/idx.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
+
+#include <algorithm>
+#include <cstdint>
 
 #include <cerrno>
 #include <cstdio>
@@ -28,42 +33,90 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-struct FileBytes {
-  std::vector<uint8_t> data;
-  bool compressed = false;
-};
+// An IDX file opened for reading, raw or gzip (zlib reads plain files through unchanged), read
+// in pieces so that nothing beyond what the header promises is ever held in memory: a small
+// gzip that inflates to gigabytes costs what its header claims at most, and that claim is
+// checked against the machine's memory first.
+class Source {
+ public:
+  explicit Source(const std::string& path) : path_(path) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) PDNN_FAIL("%s: cannot open: %s", path.c_str(), std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      PDNN_FAIL("%s: not a regular file (a folder, FIFO or device)", path.c_str());
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    size_ = static_cast<uint64_t>(st.st_size);
+    f_ = gzdopen(fd, "rb");
+    if (!f_) {
+      ::close(fd);
+      PDNN_FAIL("%s: cannot open: out of memory", path.c_str());
+    }
+    gzbuffer(f_, 1 << 17);
+  }
+  ~Source() { gzclose(f_); }
+  Source(const Source&) = delete;
+  Source& operator=(const Source&) = delete;
 
-// Whole file, decompressed when it is gzip (zlib reads plain files through unchanged).
-FileBytes read_all(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    PDNN_FAIL("%s: cannot open: %s", path.c_str(), std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) PDNN_FAIL("%s: not a regular file", path.c_str());
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) PDNN_FAIL("%s: cannot open: %s", path.c_str(), std::strerror(errno));
-  gzbuffer(f, 1 << 17);
-  FileBytes out;
-  out.data.reserve(static_cast<size_t>(st.st_size));
-  constexpr size_t kChunk = 1 << 20;
-  for (;;) {
-    const size_t old = out.data.size();
-    out.data.resize(old + kChunk);
-    const int got = gzread(f, out.data.data() + old, static_cast<unsigned>(kChunk));
-    if (got < 0) break;
-    out.data.resize(old + static_cast<size_t>(got));
-    if (got == 0) break;
+  // Reads up to n bytes into p; fewer only at the end of the (decompressed) data.
+  size_t read(uint8_t* p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - got, 1u << 30));
+      const int r = gzread(f_, p + got, chunk);
+      if (r <= 0) {
+        check_error();
+        break;
+      }
+      got += static_cast<size_t>(r);
+    }
+    return got;
   }
-  int err = Z_OK;
-  const char* msg = gzerror(f, &err);
-  out.compressed = gzdirect(f) == 0;
-  const std::string zmsg = msg ? msg : "";
-  gzclose(f);
-  if (err != Z_OK && err != Z_STREAM_END) {
-    if (err == Z_ERRNO) PDNN_FAIL("%s: read error: %s", path.c_str(), std::strerror(errno));
-    PDNN_FAIL("%s: corrupt or truncated gzip data (zlib: %s)", path.c_str(), zmsg.c_str());
+  // Reads exactly `want` bytes into `out` (fewer at the end of the data), growing it as the
+  // data arrives rather than all at once.
+  void read_into(std::vector<uint8_t>& out, size_t want) {
+    out.clear();
+    size_t cap = std::min<size_t>(want, size_t{16} << 20);
+    while (out.size() < want) {
+      const size_t old = out.size();
+      out.resize(std::min(want, std::max(cap, old)));
+      const size_t got = read(out.data() + old, out.size() - old);
+      out.resize(old + got);
+      if (old + got < std::min(want, std::max(cap, old))) break;
+      cap = std::min(want, cap * 2);
+    }
   }
-  return out;
-}
+  // Bytes left after the payload, counted up to `limit` (so trailing garbage that inflates
+  // without end is not read to its end).
+  size_t count_rest(size_t limit) {
+    uint8_t buf[1 << 14];
+    size_t n = 0;
+    while (n <= limit) {
+      const size_t got = read(buf, sizeof buf);
+      if (got == 0) break;
+      n += got;
+    }
+    return n;
+  }
+  bool compressed() { return gzdirect(f_) == 0; }
+  uint64_t file_size() const { return size_; }
+
+ private:
+  void check_error() {
+    int err = Z_OK;
+    const char* msg = gzerror(f_, &err);
+    if (err == Z_OK || err == Z_STREAM_END) return;
+    if (err == Z_ERRNO) PDNN_FAIL("%s: read error: %s", path_.c_str(), std::strerror(errno));
+    PDNN_FAIL("%s: corrupt or truncated gzip data (zlib: %s)", path_.c_str(), msg ? msg : "");
+  }
+
+  std::string path_;
+  gzFile f_ = nullptr;
+  uint64_t size_ = 0;
+};
 
 uint32_t be32(const uint8_t* p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
@@ -78,26 +131,78 @@ void put_be32(std::vector<uint8_t>& out, uint32_t v) {
 
 const char* size_note(bool compressed) { return compressed ? " after decompression" : ""; }
 
-void check_magic(const std::string& path, const FileBytes& f, uint32_t want, const char* what) {
-  if (f.data.size() < 4)
-    PDNN_FAIL("%s: too short for an IDX %s file (%zu bytes%s)", path.c_str(), what, f.data.size(),
-              size_note(f.compressed));
-  const uint32_t magic = be32(f.data.data());
+// This machine's memory in bytes (0 when unknown).
+uint64_t physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+// The header's first `header` bytes (magic first): throws unless all are there and the magic
+// is `want`.
+std::vector<uint8_t> read_header(const std::string& path, Source& src, size_t header,
+                                 uint32_t want, const char* what) {
+  std::vector<uint8_t> h(header);
+  const size_t got = src.read(h.data(), header);
+  if (got < 4)
+    PDNN_FAIL("%s: too short for an IDX %s file (%zu bytes%s)", path.c_str(), what, got,
+              size_note(src.compressed()));
+  const uint32_t magic = be32(h.data());
   if (magic != want)
     PDNN_FAIL("%s: not an IDX %s file: magic number 0x%08x, expected 0x%08x", path.c_str(), what,
               magic, want);
+  if (got < header)
+    PDNN_FAIL("%s: truncated IDX %s header (%zu of %zu bytes%s)", path.c_str(), what, got, header,
+              size_note(src.compressed()));
+  return h;
 }
 
-// Header, then exactly `payload` bytes: anything shorter is truncated, longer has garbage.
-void check_length(const std::string& path, const FileBytes& f, size_t header, size_t payload,
-                  const std::string& says) {
-  const size_t have = f.data.size() - header;
-  if (have < payload)
-    PDNN_FAIL("%s: truncated: header says %s (%zu bytes), file has %zu%s", path.c_str(),
-              says.c_str(), payload, have, size_note(f.compressed));
-  if (have > payload)
-    PDNN_FAIL("%s: %zu bytes of trailing garbage after %s (%zu bytes)%s", path.c_str(),
-              have - payload, says.c_str(), payload, size_note(f.compressed));
+// Reads the payload the header promises (`payload` bytes, `bytes_per` bytes in memory per
+// byte read once converted), checking before any allocation that it can fit in memory and in
+// the file, then that the data has exactly that length.
+std::vector<uint8_t> read_payload(const std::string& path, Source& src, size_t header,
+                                  uint64_t payload, int bytes_per, const std::string& says) {
+  const uint64_t mem = physical_memory();
+  if (mem > 0 && payload > mem / static_cast<uint64_t>(bytes_per))
+    PDNN_FAIL("%s: header says %s: %.1f GiB in memory, more than this machine has (%.1f GiB); "
+              "a damaged header?",
+              path.c_str(), says.c_str(),
+              static_cast<double>(payload) * bytes_per / (1ull << 30),
+              static_cast<double>(mem) / (1ull << 30));
+  const bool gz = src.compressed();
+  const uint64_t in_file = src.file_size() - std::min<uint64_t>(src.file_size(), header);
+  if (!gz) {
+    // A plain file's length is known: no need to read it to judge it.
+    if (in_file < payload)
+      PDNN_FAIL("%s: truncated: header says %s (%llu bytes), file has %llu", path.c_str(),
+                says.c_str(), static_cast<unsigned long long>(payload),
+                static_cast<unsigned long long>(in_file));
+    if (in_file > payload)
+      PDNN_FAIL("%s: %llu bytes of trailing garbage after %s (%llu bytes)", path.c_str(),
+                static_cast<unsigned long long>(in_file - payload), says.c_str(),
+                static_cast<unsigned long long>(payload));
+  } else if (payload / 1032 > src.file_size() + 64) {
+    // Deflate expands at most 1032:1: this file cannot hold what its header says.
+    PDNN_FAIL("%s: truncated: header says %s (%llu bytes), more than %llu compressed bytes can "
+              "hold",
+              path.c_str(), says.c_str(), static_cast<unsigned long long>(payload),
+              static_cast<unsigned long long>(src.file_size()));
+  }
+  std::vector<uint8_t> data;
+  src.read_into(data, static_cast<size_t>(payload));
+  if (data.size() < payload)
+    PDNN_FAIL("%s: truncated: header says %s (%llu bytes), file has %zu%s", path.c_str(),
+              says.c_str(), static_cast<unsigned long long>(payload), data.size(),
+              size_note(gz));
+  constexpr size_t kCountLimit = size_t{1} << 20;
+  const size_t rest = src.count_rest(kCountLimit);
+  if (rest > kCountLimit)
+    PDNN_FAIL("%s: more than %zu bytes of trailing garbage after %s (%llu bytes)%s",
+              path.c_str(), kCountLimit, says.c_str(), static_cast<unsigned long long>(payload),
+              size_note(gz));
+  if (rest > 0)
+    PDNN_FAIL("%s: %zu bytes of trailing garbage after %s (%llu bytes)%s", path.c_str(), rest,
+              says.c_str(), static_cast<unsigned long long>(payload), size_note(gz));
+  return data;
 }
 
 // Writes bytes to path (gzip when it ends in .gz) through a temporary name, then renames, so
@@ -138,11 +243,14 @@ std::string find_file(const std::string& dir, const std::string& base, const std
   PDNN_FAIL("%s: no %s or %s.gz (see datasets/README.md)", dir.c_str(), base.c_str(), base.c_str());
 }
 
-LabeledImages load_split(const std::string& dir, const char* prefix, int num_classes) {
+LabeledImages load_split(const std::string& dir, const char* prefix, int num_classes,
+                         std::vector<std::string>& files) {
   const std::string ip = find_file(dir, std::string(prefix) + "-images-idx3-ubyte",
                                    std::string(prefix) + "-images.idx3-ubyte");
   const std::string lp = find_file(dir, std::string(prefix) + "-labels-idx1-ubyte",
                                    std::string(prefix) + "-labels.idx1-ubyte");
+  files.push_back(ip);
+  files.push_back(lp);
   const IdxImages im = read_idx_images(ip);
   const std::vector<uint8_t> lab = read_idx_labels(lp);
   if (static_cast<int64_t>(lab.size()) != im.n)
@@ -163,37 +271,37 @@ LabeledImages load_split(const std::string& dir, const char* prefix, int num_cla
 }  // namespace
 
 IdxImages read_idx_images(const std::string& path) {
-  const FileBytes f = read_all(path);
-  check_magic(path, f, kImagesMagic, "image");
-  if (f.data.size() < 16)
-    PDNN_FAIL("%s: truncated IDX image header (%zu of 16 bytes%s)", path.c_str(), f.data.size(),
-              size_note(f.compressed));
+  Source src(path);
+  const std::vector<uint8_t> h = read_header(path, src, 16, kImagesMagic, "image");
+  const uint32_t n = be32(&h[4]), rows = be32(&h[8]), cols = be32(&h[12]);
+  const std::string says = strprintf("%u images of %ux%u", n, rows, cols);
+  if (n == 0 || rows == 0 || cols == 0)
+    PDNN_FAIL("%s: empty image set: header says %s", path.c_str(), says.c_str());
+  // Three 32-bit fields: their product can pass 2^64.
+  uint64_t payload = 0;
+  if (__builtin_mul_overflow(uint64_t{n}, uint64_t{rows}, &payload) ||
+      __builtin_mul_overflow(payload, uint64_t{cols}, &payload) ||
+      payload > static_cast<uint64_t>(INT64_MAX) / sizeof(float))
+    PDNN_FAIL("%s: header says %s: the image count times the image size overflows (damaged "
+              "header)",
+              path.c_str(), says.c_str());
   IdxImages im;
-  im.n = be32(&f.data[4]);
-  im.rows = be32(&f.data[8]);
-  im.cols = be32(&f.data[12]);
-  if (im.n == 0 || im.rows == 0 || im.cols == 0)
-    PDNN_FAIL("%s: empty image set: header says %lld images of %lldx%lld", path.c_str(),
-              static_cast<long long>(im.n), static_cast<long long>(im.rows),
-              static_cast<long long>(im.cols));
-  const size_t payload = static_cast<size_t>(im.n * im.rows * im.cols);
-  check_length(path, f, 16, payload,
-               strprintf("%lld images of %lldx%lld", static_cast<long long>(im.n),
-                         static_cast<long long>(im.rows), static_cast<long long>(im.cols)));
-  im.pixels.assign(f.data.begin() + 16, f.data.end());
+  // In memory: the bytes, then 4 bytes per pixel as float32.
+  im.pixels = read_payload(path, src, 16, payload, 1 + static_cast<int>(sizeof(float)), says);
+  im.n = n;
+  im.rows = rows;
+  im.cols = cols;
   return im;
 }
 
 std::vector<uint8_t> read_idx_labels(const std::string& path) {
-  const FileBytes f = read_all(path);
-  check_magic(path, f, kLabelsMagic, "label");
-  if (f.data.size() < 8)
-    PDNN_FAIL("%s: truncated IDX label header (%zu of 8 bytes%s)", path.c_str(), f.data.size(),
-              size_note(f.compressed));
-  const uint32_t n = be32(&f.data[4]);
+  Source src(path);
+  const std::vector<uint8_t> h = read_header(path, src, 8, kLabelsMagic, "label");
+  const uint32_t n = be32(&h[4]);
   if (n == 0) PDNN_FAIL("%s: empty label set: header says 0 labels", path.c_str());
-  check_length(path, f, 8, n, strprintf("%u labels", n));
-  return std::vector<uint8_t>(f.data.begin() + 8, f.data.end());
+  // In memory: the bytes, then an int32 per label.
+  return read_payload(path, src, 8, n, 1 + static_cast<int>(sizeof(int32_t)),
+                      strprintf("%u labels", n));
 }
 
 void write_idx_images(const std::string& path, const IdxImages& im) {
@@ -247,8 +355,8 @@ ImageDataset load_idx_dataset(const std::string& dir, const std::string& default
   d.name = dataset_name(dir, default_name);
   d.dir = dir;
   d.num_classes = num_classes;
-  d.train = load_split(dir, "train", num_classes);
-  d.test = load_split(dir, "t10k", num_classes);
+  d.train = load_split(dir, "train", num_classes, d.files);
+  d.test = load_split(dir, "t10k", num_classes, d.files);
   const Shape a = d.train.images.shape(), b = d.test.images.shape();
   if (a.h() != b.h() || a.w() != b.w())
     PDNN_FAIL("%s: training images are %lldx%lld but test images %lldx%lld", dir.c_str(),

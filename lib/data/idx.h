@@ -1,7 +1,9 @@
 // IDX files (the MNIST format, http://yann.lecun.com/exdb/mnist/): images (magic 0x00000803,
 // uint8, N x rows x cols) and labels (magic 0x00000801, uint8, N), raw or gzip-compressed.
-// Reading validates everything a damaged download can get wrong (magic, dimensions, exact
-// length) and throws pdnn::Error naming the file and the problem; writing is for the tests and
+// Reading validates everything a damaged download or a crafted file can get wrong (magic,
+// dimensions and their product, exact length, a size beyond the machine's memory) before it
+// allocates, reads no more than the header promises, refuses FIFOs and devices, and throws
+// pdnn::Error naming the file and the problem; writing is for the tests and
 // the synthetic data sets they build.
 #pragma once
 #include <cstdint>
@@ -29,6 +31,7 @@ void write_idx_labels(const std::string& path, const std::vector<uint8_t>& label
 struct ImageDataset {
   std::string name;  // as printed and written to results ("mnist", "mnist-npm10k", ...)
   std::string dir;
+  std::vector<std::string> files;  // the IDX files read
   LabeledImages train, test;
   int num_classes = 10;
 };

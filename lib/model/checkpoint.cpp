@@ -4,10 +4,17 @@
 
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
+#include <optional>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -84,13 +91,28 @@ Shape make_shape(const std::vector<int64_t>& d) {
 
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
-    if (!in_.is_open()) fail("cannot open it: %s", std::strerror(errno));
-    in_.seekg(0, std::ios::end);
-    size_ = static_cast<uint64_t>(in_.tellg());
-    in_.seekg(0, std::ios::beg);
+  explicit Reader(const std::string& path) : path_(path) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) fail("cannot open it: %s", std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail("not a regular file (a folder, FIFO or device)");
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    in_ = ::fdopen(fd, "rb");
+    if (!in_) {
+      ::close(fd);
+      fail("cannot open it: %s", std::strerror(errno));
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
     crc_ = static_cast<uint32_t>(crc32(0, nullptr, 0));
   }
+  ~Reader() { std::fclose(in_); }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
   template <class... A>
   [[noreturn]] void fail(const char* fmt, A... args) const {
     PDNN_FAIL("checkpoint '%s': %s", path_.c_str(), strprintf(fmt, args...).c_str());
@@ -104,8 +126,8 @@ class Reader {
     if (n > left())
       fail("truncated: %zu bytes of %s needed at offset %llu, but the file has %llu bytes", n,
            what, static_cast<unsigned long long>(pos_), static_cast<unsigned long long>(size_));
-    in_.read(static_cast<char*>(p), static_cast<std::streamsize>(n));
-    if (!in_) fail("read error at offset %llu (%s)", static_cast<unsigned long long>(pos_), what);
+    if (n > 0 && std::fread(p, 1, n, in_) != n)
+      fail("read error at offset %llu (%s)", static_cast<unsigned long long>(pos_), what);
     if (hash) crc_ = crc_update(crc_, p, n);
     pos_ += n;
   }
@@ -129,7 +151,7 @@ class Reader {
 
  private:
   std::string path_;
-  std::ifstream in_;
+  std::FILE* in_ = nullptr;
   uint64_t size_ = 0, pos_ = 0;
   uint32_t crc_ = 0;
 };
@@ -205,18 +227,27 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
     r.fail("format version %u, this pdnn reads version %u", version, kCheckpointVersion);
 
   CheckpointInfo info;
-  int64_t opt_steps = -1;
+  std::optional<int64_t> opt_steps;
+  bool have_epoch = false;
   const uint32_t n_values = r.u32("value count");
   if (n_values > r.left() / 12) r.fail("corrupt or truncated: %u values cannot fit", n_values);
   for (uint32_t i = 0; i < n_values; ++i) {
     const std::string name = r.str("value name");
     const int64_t v = r.i64("value");
-    if (name == "epoch")
+    const bool repeated = name == "epoch"         ? std::exchange(have_epoch, true)
+                          : name == "optim.steps" ? opt_steps.has_value()
+                                                  : info.values.count(name) > 0;
+    if (repeated) r.fail("corrupt: value '%s' appears twice", name.c_str());
+    if (name == "epoch") {
+      if (v < 0) r.fail("corrupt: field epoch = %lld is negative", static_cast<long long>(v));
       info.epoch = v;
-    else if (name == "optim.steps")
+    } else if (name == "optim.steps") {
+      if (v < 0)
+        r.fail("corrupt: field optim.steps = %lld is negative", static_cast<long long>(v));
       opt_steps = v;
-    else
+    } else {
       info.values[name] = v;
+    }
   }
   info.optimizer = r.str("optimizer kind");
 
@@ -232,18 +263,24 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
       r.fail("corrupt: tensor '%s' has rank %u (at most %d)", t.name.c_str(), rank,
              Shape::kMaxRank);
     std::vector<int64_t> dims(rank);
-    uint64_t numel = 1;
+    uint64_t numel = 1, bytes = 0;
     for (uint32_t d = 0; d < rank; ++d) {
       dims[d] = r.i64("tensor dims");
-      if (dims[d] < 0 || (dims[d] > 0 && numel > r.left() / static_cast<uint64_t>(dims[d])))
-        r.fail("corrupt or truncated: tensor '%s' has dimension %lld, more than the file holds",
-               t.name.c_str(), static_cast<long long>(dims[d]));
-      numel *= static_cast<uint64_t>(dims[d]);
+      if (dims[d] < 0)
+        r.fail("corrupt: tensor '%s' dimension %u of %u is %lld (negative)", t.name.c_str(),
+               d + 1, rank, static_cast<long long>(dims[d]));
+      // Overflow-checked, and bounded by the file: a wrapped product must never pass.
+      if (__builtin_mul_overflow(numel, static_cast<uint64_t>(dims[d]), &numel) ||
+          __builtin_mul_overflow(numel, uint64_t{sizeof(float)}, &bytes) || bytes > r.left())
+        r.fail("corrupt or truncated: tensor '%s' dimension %u of %u is %lld: the tensor would "
+               "need more bytes than the %llu left in the file",
+               t.name.c_str(), d + 1, rank, static_cast<long long>(dims[d]),
+               static_cast<unsigned long long>(r.left()));
     }
     t.shape = make_shape(dims);
     t.data.resize(numel);
     const std::string what = "tensor '" + t.name + "'";
-    r.raw(t.data.data(), numel * sizeof(float), what.c_str());
+    r.raw(t.data.data(), bytes, what.c_str());
     if (!by_name.emplace(t.name, file.size()).second)
       r.fail("corrupt: tensor '%s' appears twice", t.name.c_str());
     file.push_back(std::move(t));
@@ -303,7 +340,7 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
       r.fail("holds %zu optimizer state tensors, the %s optimizer has %zu (different settings "
              "or model?)", optim_tensors_in_file, opt->kind().c_str(), state.size());
     for (const auto& s : state) match("optim:" + s.first, s.second);
-    if (opt_steps < 0) r.fail("holds optimizer state but no step count");
+    if (!opt_steps) r.fail("holds optimizer state but no step count");
   }
 
   // 3. Everything checked: copy (to the model's device when it is elsewhere).
@@ -321,7 +358,7 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
       copy_into(*c.first, host, *ctx);
     }
   }
-  if (opt) opt->set_steps(opt_steps);
+  if (opt) opt->set_steps(*opt_steps);
   return info;
 }
 

@@ -34,9 +34,10 @@ void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt 
                      int64_t epoch = 0, const std::map<std::string, int64_t>& values = {},
                      Context* ctx = nullptr);
 
-// Reads and validates the whole file (magic, version, length, checksum, every name and shape
-// against the model and, when opt is given, the optimizer's kind and state) before touching
-// anything; on any problem throws pdnn::Error naming the file and the problem, with the model
+// Reads and validates the whole file (magic, version, length, checksum, every size with
+// overflow-checked arithmetic against the bytes left, no repeated or negative epoch/step
+// fields, every name and shape against the model and, when opt is given, the optimizer's kind
+// and state) before touching anything; refuses FIFOs and devices without reading them; on any problem throws pdnn::Error naming the file and the problem, with the model
 // and optimizer unchanged. Optimizer state in the file is ignored when opt is nullptr.
 CheckpointInfo load_checkpoint(const std::string& path, Sequential& model,
                                Optimizer* opt = nullptr, Context* ctx = nullptr);

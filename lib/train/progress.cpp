@@ -20,16 +20,15 @@ bool Progress::due(int64_t done) const {
   return done >= batches_ || since >= (tty_ ? 0.25 : 5.0);
 }
 
-void Progress::update(int64_t done, int64_t images, double loss, double acc) {
-  if (!due(done)) return;
+void Progress::print(int64_t done, int64_t images, const std::string& metrics) {
   const auto now = Clock::now();
   last_ = now;
   const double el = std::chrono::duration<double>(now - t0_).count();
   const double eta = done > 0 ? el * static_cast<double>(batches_ - done) / done : 0.0;
-  std::printf("%sepoch %d/%d  batch %lld/%lld  loss %.4f  acc %.4f  %.0f img/s  ETA %d:%02d%s",
-              tty_ ? "\r" : "", epoch_ + 1, epochs_, static_cast<long long>(done),
-              static_cast<long long>(batches_), loss, acc, el > 0 ? images / el : 0.0,
-              static_cast<int>(eta) / 60, static_cast<int>(eta) % 60, tty_ ? "\033[K" : "\n");
+  std::printf("%sepoch %d/%d  batch %lld/%lld  %s  %.0f img/s  ETA %d:%02d%s", tty_ ? "\r" : "",
+              epoch_ + 1, epochs_, static_cast<long long>(done), static_cast<long long>(batches_),
+              metrics.c_str(), el > 0 ? images / el : 0.0, static_cast<int>(eta) / 60,
+              static_cast<int>(eta) % 60, tty_ ? "\033[K" : "\n");
   std::fflush(stdout);
 }
 

@@ -1,9 +1,11 @@
 // The progress line of a training epoch: "epoch 2/5  batch 300/1000  loss 0.21  acc 0.94
 // 12345 img/s  ETA 0:42", rewritten in place on a terminal, printed every few seconds otherwise
-// (so a log file is not flooded), and always once at the epoch's last batch.
+// (so a log file is not flooded), and always once at the epoch's last batch. The caller asks
+// due() first and reads its metrics (maybe from a device) only when a line is due.
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace pdnn {
 
@@ -11,11 +13,11 @@ class Progress {
  public:
   // epoch counts from 0; printed as epoch+1 of epochs.
   Progress(int epoch, int epochs, int64_t batches);
-  // Whether update(done, ...) would print now: the caller reads its metrics back (a GPU sync)
-  // only then.
+  // Whether a line is due after batch `done` (1-based) of the epoch.
   bool due(int64_t done) const;
-  // After batch `done` (1-based) of the epoch: images seen so far, running loss and accuracy.
-  void update(int64_t done, int64_t images, double loss, double acc);
+  // The line after batch `done`: images seen so far and the running metrics, already
+  // formatted ("loss 0.2100  acc 0.9400").
+  void print(int64_t done, int64_t images, const std::string& metrics);
   // Clears the line on a terminal, so the epoch summary that follows starts clean.
   void finish();
 

@@ -1,0 +1,153 @@
+// The run loop every training app shares: epochs over a TrainTask (the app's training step,
+// evaluation and checkpoint contents), with resume, checkpoints, one CSV row per epoch, the
+// benchmark row (--steps), the per-layer profile, the progress line and divergence checks.
+//
+// Guarantees, whatever the flags and whenever the process dies:
+// - Every file the run will write is checked before any work (output_files.h); a run that
+//   fails early writes nothing, and stale "<file>.tmp.<pid>" files of killed runs are removed.
+// - Nothing non-finite is persisted: training metrics are checked as they are read, and at an
+//   epoch's end the evaluation and the whole trained state are checked before its row and
+//   checkpoint are written; a diverged run stops with an error naming the epoch and step, and
+//   the checkpoint keeps the last good epoch.
+// - The CSV and the checkpoint agree after a SIGKILL at any point: an epoch's row is written
+//   just before its checkpoint, so a run killed between the two has one row too many at the
+//   end of its CSV. A resumed run first drops such trailing rows (same model, data set and
+//   batch, epoch past the checkpoint's), then redoes that epoch. A fresh run with a checkpoint
+//   path saves an epoch-0 checkpoint before training, so there is always one to resume from.
+//   (Two runs of the same model, data and batch appending to one CSV at once can fool the
+//   trailing-row rule: give concurrent runs their own --out.)
+// - Resuming gives the same weights as never stopping (the data order of epoch e depends on the
+//   seed and e only; the RNG position is saved).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "model/checkpoint.h"
+#include "train/output_files.h"
+
+namespace pdnn {
+
+constexpr int kMaxEpochs = 100000;  // --epochs and a checkpoint's epoch field stay within this
+
+// What an app supplies to the run loop.
+class TrainTask {
+ public:
+  virtual ~TrainTask() = default;
+
+  // Names of the values train_metrics() and evaluate() return, as CSV columns ("train_loss",
+  // "train_acc"; "test_loss", "test_acc"). They go between the identifying columns (app,
+  // model, dataset, device, threads, batch, epoch) and the timing ones (seconds, images_per_s,
+  // git_rev, host, timestamp).
+  virtual std::vector<std::string> train_columns() const = 0;
+  virtual std::vector<std::string> eval_columns() const { return {}; }
+
+  // Starts epoch `epoch` (0-based): its data order from (data_seed, epoch) only, so a resumed
+  // run sees the same order, and the running metrics reset. Returns its number of batches.
+  virtual int64_t begin_epoch(Context& ctx, int epoch, uint64_t data_seed) = 0;
+  // One training step on batch b of the epoch; returns the examples it held. Need not read
+  // anything back to the host: the loop asks for train_metrics() when it needs them.
+  virtual int64_t train_batch(Context& ctx, int64_t b) = 0;
+  // Running means of the epoch's training metrics so far, one per train_columns(). Called
+  // every RunConfig::check_every steps, at progress lines and at the epoch's end.
+  virtual std::vector<double> train_metrics(Context& ctx) = 0;
+  // How steps run, for the benchmark row: "graph" (replayed CUDA graph), "eager" or "" (CPU).
+  virtual std::string step_mode() const { return ""; }
+  // At an epoch's end: one value per eval_columns().
+  virtual std::vector<double> evaluate(Context& ctx) {
+    (void)ctx;
+    return {};
+  }
+  // False when any trained value (parameters, buffers, optimizer state) is not finite.
+  virtual bool state_finite(Context& ctx) = 0;
+
+  // Everything a resumed run needs, with the loop's `values`, written atomically to path.
+  virtual void save_checkpoint(const std::string& path, int64_t epoch,
+                               const std::map<std::string, int64_t>& values) = 0;
+  // Restores what save_checkpoint wrote; validates the whole file before changing anything.
+  virtual CheckpointInfo load_checkpoint(const std::string& path) = 0;
+  // The weights alone (--save-init: the initial weights, for scripts/torch_reference.py).
+  virtual void save_weights(const std::string& path) = 0;
+
+  // After epoch `epoch` (0-based) is finished, its row and checkpoint written: the task's own
+  // per-epoch files (samples, plots), named in RunConfig::extra_outputs and written atomically.
+  virtual void end_epoch(Context& ctx, int epoch) {
+    (void)ctx;
+    (void)epoch;
+  }
+  // After the last epoch (not after a benchmark): the task's final files (confusion matrix).
+  virtual void finish(Context& ctx) { (void)ctx; }
+};
+
+struct RunConfig {
+  std::string app;                  // for messages ("mnist")
+  std::string model, dataset;       // the identifying columns of every row
+  int64_t batch = 1;
+  int epochs = 1;
+  uint64_t seed = 1;
+  bool seed_given = false;  // the user chose the seed: a resumed run must have been made with it
+  int64_t steps = 0;        // > 0: benchmark: this many steps, no evaluation, CSV or checkpoint
+  std::string out;          // CSV, one row per epoch
+  std::string checkpoint;   // written at each epoch's end (and at epoch 0)
+  bool resume = false;      // continue from `checkpoint`
+  std::string save_init;    // initial weights
+  std::string bench_csv;    // with steps: the step-time row
+  bool profile = false;
+  std::string profile_out;  // with profile: the per-layer table as CSV
+  std::vector<std::string> inputs;  // files the run reads; no output may be one of them
+  // Files the task writes itself (end_epoch, finish), checked with the loop's own outputs.
+  std::vector<OutputFile> extra_outputs;
+  // Values saved in the checkpoint that a resumed run must equal (batch size, training set
+  // size): a resumed run with others would not be the same run.
+  std::map<std::string, int64_t> must_match;
+  // Read train_metrics() every this many steps to catch divergence at the step it happens
+  // (1 on the CPU, where reading is free; 0: only at progress lines and epoch ends).
+  int64_t check_every = 1;
+  // The device flags (--device, --cuda-graph, --tf32): the app makes its Context from them.
+  std::string device = "cpu";
+  bool cuda_graph = true, tf32 = false;
+};
+
+class CsvWriter;
+
+// One training run in two phases, so an app can print its banner between them:
+//   RunLoop loop(ctx, cfg, task);   // checks every output, resumes: can fail, writes nothing
+//   print the banner (loop.seed() is the run's seed, the checkpoint's when resumed)
+//   return loop.run();               // trains, writes rows, checkpoints, bench row, profile
+// Errors, divergence included, are thrown as pdnn::Error after the files of finished epochs
+// are in place.
+class RunLoop {
+ public:
+  RunLoop(Context& ctx, RunConfig cfg, TrainTask& task);
+  ~RunLoop();
+  RunLoop(const RunLoop&) = delete;
+  RunLoop& operator=(const RunLoop&) = delete;
+
+  uint64_t seed() const { return seed_; }
+  int start_epoch() const { return start_epoch_; }
+  // Returns the exit status (0).
+  int run();
+
+ private:
+  void reconcile_csv();
+  void save(int epoch);
+
+  Context& ctx_;
+  RunConfig cfg_;
+  TrainTask& task_;
+  std::vector<std::string> columns_, train_cols_, eval_cols_;
+  std::unique_ptr<CsvWriter> csv_, bench_csv_;
+  std::vector<std::string> notes_;  // printed when run() starts
+  uint64_t seed_ = 0;
+  int start_epoch_ = 0;
+};
+
+// True when every parameter and buffer of model and every state tensor of opt (if given) is
+// finite: what a TrainTask's state_finite() checks for each of its models. Device tensors are
+// copied to the host for it (once per epoch, or on resume).
+bool all_finite(Context& ctx, Sequential& model, Optimizer* opt);
+
+}  // namespace pdnn

@@ -5,6 +5,7 @@
 // error. Tests that need a GPU skip visibly without one.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,7 @@ TEST(CudaRuntime, TrainingStepMovesOnlyTheBatchAndAllocatesNothingOnceWarm) {
   Tensor y(Shape{32}, DType::I32, ctx.staging_allocator());
   const std::vector<Batch> bs = batches(8, 32, 1);
   auto step = [&](int i) {
+    tr.wait_inputs_free(ctx);
     copy_into(x, bs[static_cast<size_t>(i)].x, ctx);
     copy_into(y, bs[static_cast<size_t>(i)].y, ctx);
     tr.step(ctx, x, y);
@@ -128,6 +130,37 @@ TEST(CudaRuntime, GraphReplayEqualsEagerSteps) {
   EXPECT_EQ(steps[0], 12);
   EXPECT_EQ(replays[0], 0);
   EXPECT_GE(replays[1], 4) << "replayed steps";
+}
+
+// Batches staged in one pinned buffer that is refilled every step (the app's way; the copy to
+// the device is asynchronous) train exactly like fresh host tensors per step: the refill waits
+// for the last copy (wait_inputs_free). Without that wait the host overwrote images still on
+// their way to the GPU, and a W3 run on Fashion-MNIST lost 1.8 points of test accuracy.
+TEST(CudaRuntime, PinnedBatchesRefilledEachStepTrainLikeFreshOnes) {
+  PDNN_NEED_GPU();
+  std::vector<Tensor> weights;
+  for (bool pinned : {false, true}) {
+    Context ctx(1, 4, Device::CUDA);
+    Sequential m = make_mnist_model("keras");
+    m.reset_parameters(ctx.rng());
+    m.to(Device::CUDA, ctx);
+    auto opt = make_mnist_optimizer("keras", "", m, -1.f);
+    ClassifierTrainer tr(m, *opt);
+    Tensor x(Shape{128, 1, 28, 28}, DType::F32, ctx.staging_allocator());
+    Tensor y(Shape{128}, DType::I32, ctx.staging_allocator());
+    for (const Batch& b : batches(12, 128, 31)) {
+      if (pinned) {
+        tr.wait_inputs_free(ctx);
+        std::memcpy(x.raw_data(), b.x.raw_data(), b.x.nbytes());
+        std::memcpy(y.raw_data(), b.y.raw_data(), b.y.nbytes());
+        tr.step(ctx, x, y);
+      } else {
+        tr.step(ctx, b.x, b.y);
+      }
+    }
+    weights.push_back(m.parameters().values().to(Device::CPU, ctx));
+  }
+  pt::expect_close(weights[1], weights[0], 0, 0, "weights, refilled pinned vs fresh batches");
 }
 
 TEST(CudaRuntime, OutOfMemoryNamesTheTensor) {

@@ -25,6 +25,7 @@ int64_t ClassifierTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed)
 }
 
 int64_t ClassifierTask::train_batch(Context& ctx, int64_t b) {
+  trainer_.wait_inputs_free(ctx);  // the last batch may still be on its way out of x_, y_
   const int64_t nb = loader_.load(b, x_, y_);
   trainer_.step(ctx, x_, y_);
   return nb;

@@ -29,7 +29,13 @@ void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, co
 ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph)
     : model_(model), opt_(opt), use_graph_(cuda_graph), graph_(std::make_unique<CudaGraph>()) {}
 
-ClassifierTrainer::~ClassifierTrainer() = default;
+ClassifierTrainer::~ClassifierTrainer() { cuda_event_destroy(staged_); }
+
+void ClassifierTrainer::wait_inputs_free(Context& ctx) {
+  (void)ctx;
+  if (staged_pending_) cuda_event_wait(staged_);
+  staged_pending_ = false;
+}
 
 void ClassifierTrainer::run_step(Context& ctx) {
   logits_ = &model_.forward(ctx, x_);
@@ -57,6 +63,12 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
     // No copies on the CPU: the step reads the caller's tensors (views, no data moved).
     x_ = *xs;
     y_ = *ys;
+  } else if (x.device() == Device::CPU || labels.device() == Device::CPU) {
+    // The copies out of (pinned) host memory are asynchronous: mark where they end, so the
+    // caller can wait before it refills those buffers (wait_inputs_free).
+    if (!staged_) staged_ = cuda_event_create();
+    cuda_event_record_on(staged_, ctx.cuda().stream());
+    staged_pending_ = true;
   }
   if (dev == Device::CUDA && use_graph_ && !ctx.profiler() && graph_step(ctx)) return;
   run_step(ctx);  // the CPU, --cuda-graph off, a profiled run, or a graph given up on

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 
+struct CUevent_st;
+
 #include "data/idx.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/sequential.h"
@@ -34,6 +36,9 @@ class ClassifierTrainer {
   // One step on a batch: x (N,...) float32 and labels (N) int32, on the host (pinned memory
   // makes the copy asynchronous) or on the model's device.
   void step(Context& ctx, const Tensor& x, const Tensor& labels);
+  // Waits until the last step's batch has been copied off the host tensors it came from: call
+  // it before refilling a pinned buffer that step() may still be reading asynchronously.
+  void wait_inputs_free(Context& ctx);
   // Totals since the last reset (reads them back: a sync on the GPU; call it when printing).
   ClassifierMetrics metrics(Context& ctx);
   void reset_metrics(Context& ctx);
@@ -64,6 +69,8 @@ class ClassifierTrainer {
   int64_t step_delta_ = 0;        // per replay: optimizer steps and RNG draws on the host side
   uint64_t rng_delta_ = 0;
   int64_t replays_ = 0, captures_ = 0;
+  CUevent_st* staged_ = nullptr;  // recorded after the last step's host-to-device copies
+  bool staged_pending_ = false;
 };
 
 // Mean softmax cross-entropy and accuracy over a whole split, in stored order, in evaluation

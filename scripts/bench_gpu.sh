@@ -4,7 +4,8 @@
 #   W2 b8, W2 b128, W3 b128 (mnist app --steps, on MNIST-layout data), each eager and as one
 #   CUDA graph, in fp32 and TF32; PyTorch the same way (scripts/torch_gpu_bench.py); pi on the
 #   GPU (build/bin/pi --variants cuda-fp64,cuda-fp32).
-# Rows: results/bench/gpu.csv (and results/pi/pi_gpu.csv); a ratio table at the end.
+# Rows: results/bench/gpu.csv (and results/pi/pi_gpu.csv, or pi_gpu.csv beside a given OUT); a
+# ratio table at the end.
 # Environment: BIN (build/bin), PYTHON (python3, the one with torch), STEPS (300), DATA
 # (datasets/mnist-npm10k), OUT (results/bench/gpu.csv), TORCH=0 to skip PyTorch, WORKLOADS.
 set -euo pipefail
@@ -14,6 +15,7 @@ PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-300}
 DATA=${DATA:-datasets/mnist-npm10k}
 OUT=${OUT:-results/bench/gpu.csv}
+PI_OUT=${PI_OUT:-$( [ "$OUT" = results/bench/gpu.csv ] && echo results/pi/pi_gpu.csv || echo "$(dirname "$OUT")/pi_gpu.csv")}
 TORCH=${TORCH:-1}
 WORKLOADS=${WORKLOADS:-W2b8 W2b128 W3}
 COLUMNS="app,workload,model,batch,device,gpu,mode,precision,steps,median_ms,min_ms,max_ms,versions,git_rev,host,timestamp"
@@ -60,7 +62,7 @@ if [ "$TORCH" = 1 ]; then
     --steps "$STEPS" --out "$tmp/torch.csv" || echo "bench_gpu: PyTorch run failed" >&2
 fi
 # W1 on the GPU: pdnn's kernel, and (same run) a CuPy raw kernel written the blog's way.
-"$BIN/pi" --variants cuda-fp64,cuda-fp32 --repeat 20 --warmup 3 --out results/pi/pi_gpu.csv
+"$BIN/pi" --variants cuda-fp64,cuda-fp32 --repeat 20 --warmup 3 --out "$PI_OUT"
 if [ "$TORCH" = 1 ]; then
   env -u LD_LIBRARY_PATH "$PYTHON" scripts/cupy_pi.py || echo "bench_gpu: CuPy pi failed" >&2
 fi

@@ -325,10 +325,12 @@ def plot_gpu_bench(rows, out_dir, name):
         ax.set_xticks(range(len(workloads)))
         ax.set_xticklabels(workloads)
         ax.set_yscale("log")
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi * 6)  # room above the bars for the legend
         ax.set(title="%s" % ("fp32" if prec == "fp32" else "TF32 tensor cores"),
                ylabel="ms per training step (median, log scale)")
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", ncol=2)
     gpu = rows[-1].get("gpu", "GPU").split(",")[0]
     fig.suptitle("GPU step time, pdnn vs PyTorch on %s (eager and whole-step CUDA graph; lower "
                  "is better)" % gpu)
@@ -353,14 +355,16 @@ def plot_accuracy(runs, out_dir):
         if not rows:
             continue
         key = (rows[0].get("model", "?"), rows[0].get("dataset", "?"), rows[0].get("batch", "?"))
-        groups.setdefault(key, OrderedDict()).setdefault(app, []).append(rows)
+        series = (app, rows[0].get("device", "?"))  # pdnn on the CPU and on the GPU apart
+        groups.setdefault(key, OrderedDict()).setdefault(series, []).append(rows)
     made = []
-    colors = {"pdnn": "C0", "torch": "C3"}
+    colors = {("pdnn", "cpu"): "C0", ("pdnn", "cuda"): "C2", ("torch", "cpu"): "C3",
+              ("torch", "cuda"): "C1"}
     for (model, dataset, batch), apps in groups.items():
         fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(11, 4.2))
-        for app, seeds in apps.items():
-            color = colors.get(app, "C2")
-            devices = sorted({r.get("device", "?") for rows in seeds for r in rows})
+        for (app, device), seeds in sorted(apps.items()):
+            color = colors.get((app, device), "C4")
+            devices = [device]
             n_ep = min(len(rows) for rows in seeds)
             for col, ax, scale in (("test_acc", ax_acc, 100.0), ("test_loss", ax_loss, 1.0)):
                 for rows in seeds:

@@ -247,7 +247,7 @@ struct Kernels {
   const char* name;
   size_t (*workspace)(const ConvGeom&, int64_t, int64_t, int);
   void (*forward)(float*, const float*, const float*, const float*, const ConvGeom&, int64_t,
-                  int64_t, int, float*);
+                  int64_t, int, float*, Act);
   void (*data)(float*, const float*, const float*, const ConvGeom&, int64_t, int64_t, int, float*);
   void (*weights)(float*, const float*, const float*, const ConvGeom&, int64_t, int64_t, int,
                   float*);
@@ -261,7 +261,7 @@ const Kernels kDirect{"direct", cpu::conv3x3_direct_workspace_floats, cpu::conv3
 // The three kernels on one shape's data, at `threads` threads.
 Results run_kernels(const Kernels& kn, const Shape3x3& s, const std::vector<float>& x,
                     const std::vector<float>& w, const std::vector<float>& b,
-                    const std::vector<float>& dy, int threads) {
+                    const std::vector<float>& dy, int threads, Act act = {}) {
   const ConvGeom g = conv_geom("test", s.c, s.h, s.w, 3, 3, 1, 1, s.p, s.p);
   std::vector<float> ws(kn.workspace(g, s.n, s.k, threads));
   Results r;
@@ -269,7 +269,7 @@ Results run_kernels(const Kernels& kn, const Shape3x3& s, const std::vector<floa
   r.dx.assign(s.n * s.c * s.h * s.w, -7.f);
   r.dw.assign(s.k * s.c * 9, 0.f);
   kn.forward(r.y.data(), x.data(), w.data(), b.empty() ? nullptr : b.data(), g, s.n, s.k,
-             threads, ws.data());
+             threads, ws.data(), act);
   kn.data(r.dx.data(), dy.data(), w.data(), g, s.n, s.k, threads, ws.data());
   kn.weights(r.dw.data(), dy.data(), x.data(), g, s.n, s.k, threads, ws.data());
   return r;
@@ -378,6 +378,38 @@ TEST(Conv3x3, ExactOnIntegerDataAtEveryShape) {
         expect_exact(r.y, yref, "forward" + at);
         expect_exact(r.dx, dxref, "backward data" + at);
         expect_exact(r.dw, dwref, "backward weights" + at);
+      }
+  }
+}
+
+// An activation fused into the forward kernels' output write gives exactly the unfused output
+// with the activation applied after it (ReLU, LeakyReLU at slopes 0.2 and 1), at 1 and 2 threads.
+TEST(Conv3x3, FusedActivationEqualsTheActivationAfter) {
+  for (const Shape3x3& s : kShapes) {
+    SCOPED_TRACE(s.name);
+    Rng rng(23);
+    const int64_t oh = out_size(s.h, s.p), ow = out_size(s.w, s.p);
+    const std::vector<float> x = uniform(s.n * s.c * s.h * s.w, 1.f, rng);
+    const std::vector<float> w = uniform(s.k * s.c * 9, 0.3f, rng);
+    const std::vector<float> b = uniform(s.k, 0.5f, rng);
+    const std::vector<float> dy = uniform(s.n * s.k * oh * ow, 1.f, rng);
+    for (const Kernels* kn : {&kWinograd, &kDirect})
+      for (int threads : {1, 2}) {
+        const std::vector<float> plain = run_kernels(*kn, s, x, w, b, dy, threads).y;
+        int negatives = 0;
+        for (float v : plain) negatives += v < 0.f;
+        ASSERT_GT(negatives, 0) << "the data should exercise the activation's negative side";
+        for (const Act act : {Act{FusedAct::ReLU, 0.f}, Act{FusedAct::LeakyReLU, 0.2f},
+                              Act{FusedAct::LeakyReLU, 1.f}}) {
+          const std::vector<float> fused = run_kernels(*kn, s, x, w, b, dy, threads, act).y;
+          ASSERT_EQ(fused.size(), plain.size());
+          for (size_t i = 0; i < plain.size(); ++i) {
+            const float want = plain[i] > 0.f ? plain[i] : act.slope * plain[i];
+            ASSERT_EQ(fused[i], want) << kn->name << " " << fused_act_name(act.kind) << " slope "
+                                      << act.slope << " at " << threads << " threads, element "
+                                      << i;
+          }
+        }
       }
   }
 }

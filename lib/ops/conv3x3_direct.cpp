@@ -74,8 +74,8 @@ void arrange_weights(const Plan& q, const float* w, bool flip, float* wt) {
 // One output row, channels k0 .. k0 + 8, vectors v0 .. v0 + NV: y[k][oy][.] = bias[k] +
 // sum over (i, r, s) of wt[i][r][s][k] * xp[i][oy + r][. + s].
 template <int NV>
-void forward_block(const Plan& q, const float* xp, const float* wt, const float* b, int64_t oy,
-                   int64_t k0, int64_t v0, float* y) {
+void forward_block(const Plan& q, const float* xp, const float* wt, const float* b, Act act,
+                   int64_t oy, int64_t k0, int64_t v0, float* y) {
   vf acc[kKB][NV];
   for (int kk = 0; kk < kKB; ++kk) {
     const vf init = simd::splat(b && k0 + kk < q.co ? b[k0 + kk] : 0.f);
@@ -95,16 +95,19 @@ void forward_block(const Plan& q, const float* xp, const float* wt, const float*
       }
     }
   const int64_t plane = q.oh * q.ow;
+  const bool fused = act.kind != FusedAct::None;
+  const float slope = act.kind == FusedAct::LeakyReLU ? act.slope : 0.f;
   for (int kk = 0; kk < kKB && k0 + kk < q.co; ++kk)
     for (int v = 0; v < NV; ++v) {
       const int64_t ox = (v0 + v) * L;
-      simd::store_first(y + (k0 + kk) * plane + oy * q.ow + ox, acc[kk][v],
+      simd::store_first(y + (k0 + kk) * plane + oy * q.ow + ox,
+                        fused ? simd::leaky(acc[kk][v], slope) : acc[kk][v],
                         static_cast<int>(std::min<int64_t>(L, q.ow - ox)));
     }
 }
 
 // Runs plan q over n images: y (n, co, oh, ow) from x (n, ci, h, w).
-void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool flip,
+void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool flip, Act act,
                  const float* b, float* y, int threads, float* ws) {
   float* wt = ws;
   float* pads = wt + q.wt_floats();
@@ -124,9 +127,9 @@ void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool 
       for (int64_t k0 = 0; k0 < q.co; k0 += kKB)
         for (int64_t oy = 0; oy < q.oh; ++oy) {
           int64_t v0 = 0;
-          for (; v0 + kNV <= q.nvec; v0 += kNV) forward_block<kNV>(q, xp, wt, b, oy, k0, v0, yi);
-          if (q.nvec - v0 == 2) forward_block<2>(q, xp, wt, b, oy, k0, v0, yi);
-          if (q.nvec - v0 == 1) forward_block<1>(q, xp, wt, b, oy, k0, v0, yi);
+          for (; v0 + kNV <= q.nvec; v0 += kNV) forward_block<kNV>(q, xp, wt, b, act, oy, k0, v0, yi);
+          if (q.nvec - v0 == 2) forward_block<2>(q, xp, wt, b, act, oy, k0, v0, yi);
+          if (q.nvec - v0 == 1) forward_block<1>(q, xp, wt, b, act, oy, k0, v0, yi);
         }
     }
   }
@@ -173,17 +176,19 @@ size_t conv3x3_direct_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, 
 }
 
 void conv3x3_direct_forward(float* y, const float* x, const float* w, const float* b,
-                            const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws) {
+                            const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
+                            Act act) {
   conv3x3_check(g, "conv3x3_direct");
   if (n <= 0) return;
-  run_forward(make_plan(g.c, k, g.h, g.w, g.ph), n, x, w, false, b, y, threads, ws);
+  run_forward(make_plan(g.c, k, g.h, g.w, g.ph), n, x, w, false, act, b, y, threads, ws);
 }
 
 void conv3x3_direct_backward_data(float* dx, const float* dy, const float* w, const ConvGeom& g,
                                   int64_t n, int64_t k, int threads, float* ws) {
   conv3x3_check(g, "conv3x3_direct");
   if (n <= 0) return;
-  run_forward(make_plan(k, g.c, g.oh, g.ow, 2 - g.ph), n, dy, w, true, nullptr, dx, threads, ws);
+  run_forward(make_plan(k, g.c, g.oh, g.ow, 2 - g.ph), n, dy, w, true, Act{}, nullptr, dx, threads,
+              ws);
 }
 
 void conv3x3_direct_backward_weights(float* dw, const float* dy, const float* x,

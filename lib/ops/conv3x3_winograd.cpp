@@ -276,8 +276,12 @@ void transform_input(const Plan& q, const float* strip, int64_t nr, float* V) {
   }
 }
 
-// out[4 trow + i][4 tcol + j][k] = (A^T M_t A)[i][j] + bias[k] for the tiles of a block.
-void transform_output(const Plan& q, const float* M, const float* bias, int64_t nr, float* out) {
+// out[4 trow + i][4 tcol + j][k] = act((A^T M_t A)[i][j] + bias[k]) for the tiles of a block
+// (the fused activation in the same write: conv_gemm.h).
+void transform_output(const Plan& q, const float* M, const float* bias, Act act, int64_t nr,
+                      float* out) {
+  const bool fused = act.kind != FusedAct::None;
+  const float slope = act.kind == FusedAct::LeakyReLU ? act.slope : 0.f;
   const int64_t nt = nr * q.tx, mstride = q.tb * q.ks, row_floats = 4 * q.tx * q.ks;
   for (int64_t t = 0; t < nt; ++t) {
     const int64_t trow = t / q.tx, tcol = t % q.tx;
@@ -293,7 +297,10 @@ void transform_output(const Plan& q, const float* M, const float* bias, int64_t 
       const vf bv = bias ? simd::load(bias + k0) : simd::zero();
       for (int i = 0; i < 4; ++i) {
         at6(T[i], o);
-        for (int j = 0; j < 4; ++j) simd::store(ot + i * row_floats + j * q.ks + k0, o[j] + bv);
+        for (int j = 0; j < 4; ++j) {
+          const vf v = o[j] + bv;
+          simd::store(ot + i * row_floats + j * q.ks + k0, fused ? simd::leaky(v, slope) : v);
+        }
       }
     }
   }
@@ -389,7 +396,7 @@ void gemm_block(int64_t rows, int64_t cols, int64_t len, const float* a, int64_t
 
 // Runs plan q (forward or backward data) over n images: y (n, co, oh, ow) from x (n, ci, h, w)
 // with the kernels w as transform_filters reads them (flip for backward data).
-void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool flip,
+void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool flip, Act act,
                  const float* b, float* y, int threads, float* ws) {
   float* U = ws;
   float* bias = U + q.u_floats();
@@ -418,7 +425,7 @@ void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool 
       for (int xi = 0; xi < kXi; ++xi)
         gemm_block(ntiles, q.ks, q.ci, V + xi * q.tb * q.cs, q.cs, 1, U + xi * q.ci * q.ks, q.ks,
                    M + xi * q.tb * q.ks, q.ks, false);
-      transform_output(q, M, b ? bias : nullptr, nr, strip);
+      transform_output(q, M, b ? bias : nullptr, act, nr, strip);
       store_rows(q, strip, r0, nr, y + i * q.co * q.oh * q.ow);
     }
   }
@@ -437,10 +444,11 @@ size_t conv3x3_winograd_workspace_floats(const ConvGeom& g, int64_t n, int64_t k
 }
 
 void conv3x3_winograd_forward(float* y, const float* x, const float* w, const float* b,
-                              const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws) {
+                              const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
+                              Act act) {
   conv3x3_check(g, "conv3x3_winograd");
   if (n <= 0) return;
-  run_forward(forward_plan(g, k), n, x, w, false, b, y, threads, ws);
+  run_forward(forward_plan(g, k), n, x, w, false, act, b, y, threads, ws);
 }
 
 void conv3x3_winograd_backward_data(float* dx, const float* dy, const float* w,
@@ -448,7 +456,7 @@ void conv3x3_winograd_backward_data(float* dx, const float* dy, const float* w,
                                     float* ws) {
   conv3x3_check(g, "conv3x3_winograd");
   if (n <= 0) return;
-  run_forward(data_plan(g, k), n, dy, w, true, nullptr, dx, threads, ws);
+  run_forward(data_plan(g, k), n, dy, w, true, Act{}, nullptr, dx, threads, ws);
 }
 
 void conv3x3_winograd_backward_weights(float* dw, const float* dy, const float* x,

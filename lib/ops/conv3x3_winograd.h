@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/activation.h"
 #include "ops/conv3x3.h"
 
 namespace pdnn {
@@ -44,7 +45,8 @@ size_t conv3x3_winograd_workspace_floats(const ConvGeom& g, int64_t n, int64_t k
 
 // y (n, k, oh, ow) = conv(x (n, c, h, w), w (k, c, 3, 3)) + b (k); b may be nullptr. Writes y.
 void conv3x3_winograd_forward(float* y, const float* x, const float* w, const float* b,
-                              const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws);
+                              const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
+    Act act = {});
 
 // dx (n, c, h, w) = dL/dx from dy (n, k, oh, ow). Writes dx.
 void conv3x3_winograd_backward_data(float* dx, const float* dy, const float* w,

@@ -265,16 +265,19 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
                     const float* b, float* y, Act act, ConvAlgo algo, float*, float* ws,
                     CpuExec e) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
+  // The 3x3 kernels apply the activation in their output write (slopes in [0, 1], where it is
+  // a max); im2col's paths in one more pass over y.
+  const bool in_kernel = act.kind == FusedAct::ReLU ||
+                         (act.kind == FusedAct::LeakyReLU && act.slope >= 0.f && act.slope <= 1.f);
   if (algo == ConvAlgo::Winograd)
-    conv3x3_winograd_forward(y, x, w, b, g, n, k, e.threads, ws);
+    conv3x3_winograd_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
   else if (algo == ConvAlgo::Direct)
-    conv3x3_direct_forward(y, x, w, b, g, n, k, e.threads, ws);
+    conv3x3_direct_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
   else if (algo == ConvAlgo::Batched)
     forward_batched(g, n, k, x, w, b, y, ws, e);
   else
     forward_per_image(g, n, k, x, w, b, y, e.threads, ws);
-  // The activation in place over y (one more pass; fusing it into the GEMM's epilogue is the
-  // CPU speed issue's).
+  if (in_kernel && (algo == ConvAlgo::Winograd || algo == ConvAlgo::Direct)) return;
   const int64_t total = n * k * g.col_cols();
   if (act.kind == FusedAct::ReLU) relu_forward(total, y, y, e);
   if (act.kind == FusedAct::LeakyReLU) leaky_relu_forward(total, act.slope, y, y, e);

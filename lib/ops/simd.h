@@ -58,6 +58,12 @@ inline vf fma(vf a, vf b, vf c) {
 #endif
 }
 
+// v > 0 ? v : slope * v per lane (slope 0: ReLU, exactly max(v, 0) as the scalar ReLU).
+inline vf leaky(vf v, float slope) {
+  const vf z = zero();
+  return slope == 0.f ? (v > z ? v : z) : (v > z ? v : v * splat(slope));
+}
+
 // Lanes [0, n) from p, the others 0 (reads only those n floats), n <= kLanes.
 inline vf load_first(const float* p, int n) {
   if (n == kLanes) return load(p);

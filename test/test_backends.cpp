@@ -199,6 +199,16 @@ std::vector<Case> cases() {
                          kGemm, kGemm));
   c.push_back(layer_case("MaxPool2d_2x2", maker<MaxPool2d>(2), {3, 5, 13, 12}, kExact, kExact));
   c.push_back(layer_case("MaxPool2d_k3s2", maker<MaxPool2d>(3, 2), {2, 3, 11, 9}, kExact, kExact));
+  // A Dropout fused into the pool's write: the same mask from the same draw on both.
+  for (int k : {2, 3}) {
+    auto pool_dropout = [k] {
+      auto l = std::make_unique<MaxPool2d>(k, k);
+      EXPECT_TRUE(l->fuse_dropout(0.3f));
+      return std::unique_ptr<Layer>(std::move(l));
+    };
+    c.push_back(layer_case("MaxPool2d_dropout_k" + std::to_string(k), pool_dropout,
+                           {6, 5, 13, 12}, kExact, kExact));
+  }
   // Integer-valued inputs: many ties in each window (the first maximum must win on both).
   c.push_back({"MaxPool2d_ties", [](Context& ctx, Device dev) {
                  Sequential m;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "layers/dropout.h"
 #include "layers/maxpool2d.h"
 #include "testing.h"
 
@@ -165,4 +166,80 @@ TEST(MaxPool2d, Errors) {
   pool.forward(ctx, x, y2);
   Tensor x7(Shape{1, 1, 7, 7}), dx7(x7.shape());
   EXPECT_THROW(pool.backward(ctx, x7, y2, y2, &dx7), Error);
+}
+
+// A Dropout fused into the pool (the mask applied in the pool's write) gives exactly the pool
+// followed by the Dropout layer: y, the mask, dx and the RNG position after, in training over
+// two steps (fresh masks), at 1 and 2 threads, for the 2x2 kernel and the general one (3x3
+// stride 3), sizes below and above the parallel threshold; in evaluation plain pooling, no
+// draw. Overlapping windows are not fused.
+TEST(MaxPool2d, FusedDropoutEqualsPoolThenDropout) {
+  Rng rng(5);
+  EXPECT_FALSE(MaxPool2d(3, 2).fuse_dropout(0.3f));
+  for (const Geo& g : {Geo{{2, 3, 8, 8}, 2, 2}, Geo{{1, 2, 7, 7}, 3, 3},
+                       Geo{{16, 16, 24, 24}, 2, 2}, Geo{{8, 8, 19, 23}, 3, 3}})
+    for (int threads : {1, 2}) {
+      const std::string at = "k" + std::to_string(g.k) + " s" + std::to_string(g.s) + " " +
+                             g.in.str() + " at " + std::to_string(threads) + " threads";
+      Context ca(threads, 11), cb(threads, 11);
+      MaxPool2d pool_a(g.k, g.s), pool_b(g.k, g.s);
+      Dropout drop(0.3f);
+      ASSERT_TRUE(pool_b.fuse_dropout(drop.fusable_dropout()));
+      EXPECT_FALSE(pool_b.fuse_dropout(0.5f)) << "one dropout per pool";
+      EXPECT_EQ(pool_b.describe(), pool_a.describe() + " + Dropout(0.3)");
+      for (int step = 0; step < 3; ++step) {
+        const bool training = step < 2;
+        pool_a.train(training);
+        drop.train(training);
+        pool_b.train(training);
+        const Tensor x = pt::random_tensor(g.in, rng);
+        const Shape ys = pool_a.output_shape(g.in);
+        Tensor pooled(ys), ya(ys), yb(ys), dxa(g.in), dxb(g.in), dpooled(ys);
+        pool_a.forward(ca, x, pooled);
+        drop.forward(ca, pooled, ya);
+        pool_b.forward(cb, x, yb);
+        const std::string s = at + (training ? " training step " : " eval step ") +
+                              std::to_string(step);
+        pt::expect_close(yb, ya, 0, 0, s + " y");
+        EXPECT_EQ(cb.rng().counter(), ca.rng().counter()) << s;
+        if (training) pt::expect_close(pool_b.dropout_mask(), drop.mask(), 0, 0, s + " mask");
+        const Tensor dy = pt::random_tensor(ys, rng);
+        drop.backward(ca, pooled, ya, dy, &dpooled);
+        pool_a.backward(ca, x, pooled, dpooled, &dxa);
+        pool_b.backward(cb, x, yb, dy, &dxb);
+        pt::expect_close(dxb, dxa, 0, 0, s + " dx");
+      }
+    }
+}
+
+// The fused layer's gradient by finite differences, the mask held fixed by drawing every
+// forward from the same RNG position.
+TEST(MaxPool2d, FusedDropoutGradientsMatchFiniteDifferences) {
+  Context ctx(1, 3);
+  Rng rng(9);
+  for (const Geo& g : {Geo{{2, 3, 6, 6}, 2, 2}, Geo{{1, 2, 7, 7}, 3, 3}}) {
+    MaxPool2d pool(g.k, g.s);
+    ASSERT_TRUE(pool.fuse_dropout(0.4f));
+    const Tensor x = distinct_values(g.in, rng);
+    const Shape ys = pool.output_shape(g.in);
+    const Tensor gy = pt::random_tensor(ys, rng);
+    const uint64_t at = ctx.rng().counter();
+    auto loss = [&](const Tensor& xv) {
+      ctx.rng().set_counter(at);
+      Tensor y(ys);
+      pool.forward(ctx, xv, y);
+      double l = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) l += static_cast<double>(y[i]) * gy[i];
+      return l;
+    };
+    loss(x);
+    Tensor y(ys), dx(g.in);
+    ctx.rng().set_counter(at);
+    pool.forward(ctx, x, y);
+    int dropped = 0;
+    for (int64_t i = 0; i < ys.numel(); ++i) dropped += pool.dropout_mask()[i] == 0.f;
+    ASSERT_GT(dropped, 0) << "the mask should drop some outputs";
+    pool.backward(ctx, x, y, gy, &dx);
+    pt::check_function_gradient(loss, x, dx, {}, pool.describe() + " " + g.in.str());
+  }
 }

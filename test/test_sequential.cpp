@@ -7,7 +7,9 @@
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
 #include "layers/dense.h"
+#include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/maxpool2d.h"
 #include "model/sequential.h"
 #include "testing.h"
 #include "toy_layers.h"
@@ -218,6 +220,47 @@ TEST(Sequential, FusedActivationsGiveTheSameNumbers) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_FALSE(a.absorbed(i)) << i;
   EXPECT_NE(b.layer(0).describe().find("+ ReLU"), std::string::npos) << b.layer(0).describe();
   EXPECT_THROW(b.set_fusion(false), Error);
+}
+
+// A Dropout after a MaxPool2d is taken over by the pool (W3's order): the same outputs,
+// gradients and RNG position as running both, in training and evaluation.
+TEST(Sequential, FusedPoolDropoutGivesTheSameNumbers) {
+  auto build = [](bool fuse) {
+    Sequential m;
+    m.emplace<Conv2d>(2, 4, 3, 1, 1);
+    m.emplace<ReLU>();
+    m.emplace<MaxPool2d>(2);
+    m.emplace<Dropout>(0.25f);
+    m.emplace<Flatten>();
+    m.emplace<Dense>(4 * 4 * 4, 3);
+    m.set_fusion(fuse);
+    Rng init(4);
+    m.reset_parameters(init);
+    return m;
+  };
+  Sequential a = build(false), b = build(true);
+  Context ca(2, 6), cb(2, 6);
+  Rng r(8);
+  for (int step = 0; step < 3; ++step) {
+    const bool training = step < 2;
+    a.train(training);
+    b.train(training);
+    const Tensor x = testing::random_tensor(Shape{5, 2, 8, 8}, r);
+    const Tensor dy = testing::random_tensor(Shape{5, 3}, r);
+    const Tensor ya = a.forward(ca, x).clone();
+    const Tensor& yb = b.forward(cb, x);
+    expect_equal(yb, ya, "output");
+    EXPECT_EQ(cb.rng().counter(), ca.rng().counter());
+    a.zero_grad(ca);
+    b.zero_grad(cb);
+    a.backward(ca, dy, true);
+    b.backward(cb, dy, true);
+    expect_equal(b.input_grad(), a.input_grad(), "input gradient");
+    expect_equal(b.parameters().grads(), a.parameters().grads(), "parameter gradients");
+  }
+  EXPECT_TRUE(b.absorbed(3));
+  EXPECT_NE(b.layer(2).describe().find("+ Dropout(0.25)"), std::string::npos)
+      << b.layer(2).describe();
 }
 
 }  // namespace pdnn

@@ -24,6 +24,7 @@ class Dropout : public Layer {
                 Tensor* dx) override;
   double flops(const Shape& in) const override { return static_cast<double>(in.numel()); }
   float p() const { return p_; }
+  float fusable_dropout() const override { return p_; }
   // The last training forward's mask (0 or 1/(1-p) per element, on x's device), for tests.
   const Tensor& mask() const { return mask_; }
 

@@ -49,6 +49,14 @@ class Layer {
     (void)a;
     return false;
   }
+  // The same for inverted dropout: a Dropout layer says its p (negative: not a dropout), and a
+  // layer that can apply the mask in its own output write (MaxPool2d) takes it over, drawing
+  // the same mask from the context's RNG in training and nothing in evaluation.
+  virtual float fusable_dropout() const { return -1.f; }
+  virtual bool fuse_dropout(float p) {
+    (void)p;
+    return false;
+  }
 
   void train(bool on) { training_ = on; }
   bool training() const { return training_; }

@@ -13,7 +13,17 @@ MaxPool2d::MaxPool2d(int kernel, int stride) : k_(kernel), s_(stride > 0 ? strid
   PDNN_CHECK(kernel >= 1, "MaxPool2d: kernel %d must be >= 1", kernel);
 }
 
-std::string MaxPool2d::describe() const { return strprintf("MaxPool2d(k%d s%d)", k_, s_); }
+std::string MaxPool2d::describe() const {
+  return drop_p_ < 0.f ? strprintf("MaxPool2d(k%d s%d)", k_, s_)
+                       : strprintf("MaxPool2d(k%d s%d) + Dropout(%g)", k_, s_, drop_p_);
+}
+
+bool MaxPool2d::fuse_dropout(float p) {
+  // Overlapping windows would sum masked products (see ops/pool.h): left to the Dropout layer.
+  if (drop_p_ >= 0.f || p < 0.f || p >= 1.f || s_ < k_) return false;
+  drop_p_ = p;
+  return true;
+}
 
 Pool2d MaxPool2d::geometry(const Shape& in) const {
   PDNN_CHECK(in.rank() == 4, "MaxPool2d: input %s must be NCHW (rank 4)", in.str().c_str());
@@ -40,8 +50,14 @@ void MaxPool2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const Pool2d g = geometry(x.shape());
   check_same_shape("MaxPool2d forward: y vs expected", y.shape(), output_shape(x.shape()));
   argmax_.resize(y.shape(), DType::I32, x.device(), ctx);
-  ops::maxpool2d_forward(ctx, g, x, y, argmax_);
   last_ = x.shape();
+  masked_ = drop_p_ >= 0.f && training_;
+  if (!masked_) {
+    ops::maxpool2d_forward(ctx, g, x, y, argmax_);
+    return;
+  }
+  mask_.resize(y.shape(), DType::F32, x.device(), ctx);
+  ops::maxpool2d_dropout_forward(ctx, g, drop_p_, x, y, argmax_, mask_);
 }
 
 void MaxPool2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -50,7 +66,10 @@ void MaxPool2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const T
   check_same_shape("MaxPool2d backward: x vs last forward's input", x.shape(), last_);
   check_same_shape("MaxPool2d backward: dy vs y", dy.shape(), y.shape());
   check_same_shape("MaxPool2d backward: dx vs x", dx->shape(), x.shape());
-  ops::maxpool2d_backward(ctx, geometry(x.shape()), dy, argmax_, *dx);
+  if (masked_)
+    ops::maxpool2d_dropout_backward(ctx, geometry(x.shape()), dy, argmax_, mask_, *dx);
+  else
+    ops::maxpool2d_backward(ctx, geometry(x.shape()), dy, argmax_, *dx);
 }
 
 }  // namespace pdnn

@@ -5,6 +5,9 @@
 // straight pass: zero each dx plane and add dy at the recorded index (add, because windows
 // overlap when stride < kernel). No search and no mask in backward: the blog's CuPy version
 // spent 98.6% of the pool's backward time there.
+// A Dropout(p) after it can be fused (Sequential does it) when windows do not overlap: in training y = pool(x) * mask with
+// dropout's own draw (ops/pool.h), backward adds dy * mask at the argmax; in evaluation plain
+// pooling.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,6 +30,9 @@ class MaxPool2d : public Layer {
                 Tensor* dx) override;
   // One comparison per window element.
   double flops(const Shape& in) const override;
+  bool fuse_dropout(float p) override;
+  // The fused dropout's last training mask (0 or 1/(1-p) per output), for tests.
+  const Tensor& dropout_mask() const { return mask_; }
   int kernel() const { return k_; }
   int stride() const { return s_; }
 
@@ -34,7 +40,10 @@ class MaxPool2d : public Layer {
   Pool2d geometry(const Shape& in) const;
   int k_, s_;
   Tensor argmax_;  // int32, on x's device, grow-only, from the last forward
-  Shape last_;                   // input shape of the last forward
+  Shape last_;     // input shape of the last forward
+  float drop_p_ = -1.f;  // the fused dropout's p (negative: none)
+  Tensor mask_;          // its last training forward's mask, float32, y's size, grow-only
+  bool masked_ = false;  // whether the last forward applied the mask (training mode)
 };
 
 }  // namespace pdnn

@@ -58,6 +58,8 @@ void Sequential::fuse_activations() {
     if (absorbed_[i] || absorbed_[i - 1]) continue;
     const Act a = layers_[i]->fusable_activation();
     if (a.kind != FusedAct::None && layers_[i - 1]->fuse_activation(a)) absorbed_[i] = true;
+    const float p = layers_[i]->fusable_dropout();
+    if (p >= 0.f && layers_[i - 1]->fuse_dropout(p)) absorbed_[i] = true;
   }
 }
 

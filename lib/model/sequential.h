@@ -43,9 +43,9 @@ class Sequential {
   ParamSet& parameters();
 
   // Fusion (on by default): at the first forward, an activation layer (ReLU, LeakyReLU) that
-  // follows a layer able to apply it in its own output write (Conv2d, Dense, BatchNorm2d) is
-  // taken over by that layer and skipped: one pass over memory less each way, the same
-  // numbers. The skipped layer stays in the model (summary, parameter names). Turn it off
+  // follows a layer able to apply it in its own output write (Conv2d, Dense, BatchNorm2d), and a
+  // Dropout that follows a MaxPool2d, is taken over by that layer and skipped: one pass over
+  // memory less each way, the same numbers. The skipped layer stays in the model (summary, parameter names). Turn it off
   // before the first forward to run every layer on its own.
   void set_fusion(bool on);
   // Whether layer i was taken over by the layer before it.

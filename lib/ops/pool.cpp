@@ -10,6 +10,8 @@
 #endif
 
 #include "core/parallel.h"
+#include "core/rng.h"
+#include "ops/basic.h"
 #include "ops/dispatch.h"
 
 namespace pdnn {
@@ -111,51 +113,79 @@ void maxpool2x2_plane(const Pool2d& g, const float* __restrict xp, float* __rest
   }
 }
 
-}  // namespace
-
-void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CpuExec) {
-  const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+// One plane of any geometry.
+void maxpool_plane(const Pool2d& g, const float* __restrict xp, float* __restrict yp,
+                   int32_t* __restrict ap) {
+  if (g.k == 2 && g.s == 2) {
+    maxpool2x2_plane(g, xp, yp, ap);
+    return;
+  }
   const int32_t s = static_cast<int32_t>(g.s);
-  // Planes are independent: parallel over N*C, each plane's outputs in order (deterministic).
-#pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const float* __restrict xp = x + p * in_plane;
-    if (g.k == 2 && g.s == 2) {
-      maxpool2x2_plane(g, xp, y + p * out_plane, argmax + p * out_plane);
-      continue;
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    // One output row at a time, window offsets (ky, kx) outermost and outputs innermost: the
+    // comparisons become branch-free selects over a row (a compare-and-branch per element
+    // mispredicts half the time on real data and cost ~4 ns per input). Each output still
+    // sees its window in row-major order, so the first maximum wins.
+    float* __restrict yr = yp + oy * g.ow;
+    int32_t* __restrict ar = ap + oy * g.ow;
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      yr[ox] = -std::numeric_limits<float>::infinity();
+      ar[ox] = static_cast<int32_t>(oy * g.s * g.w + ox * g.s);
     }
-    for (int64_t oy = 0; oy < g.oh; ++oy) {
-      // One output row at a time, window offsets (ky, kx) outermost and outputs innermost: the
-      // comparisons become branch-free selects over a row (a compare-and-branch per element
-      // mispredicts half the time on real data and cost ~4 ns per input). Each output still
-      // sees its window in row-major order, so the first maximum wins.
-      float* __restrict yr = y + p * out_plane + oy * g.ow;
-      int32_t* __restrict ar = argmax + p * out_plane + oy * g.ow;
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        yr[ox] = -std::numeric_limits<float>::infinity();
-        ar[ox] = static_cast<int32_t>(oy * g.s * g.w + ox * g.s);
-      }
-      for (int64_t ky = 0; ky < g.k; ++ky) {
-        const int32_t row = static_cast<int32_t>((oy * g.s + ky) * g.w);
-        for (int64_t kx = 0; kx < g.k; ++kx) {
-          const float* __restrict xr = xp + row + kx;
-          const int32_t first = row + static_cast<int32_t>(kx);
-          for (int32_t ox = 0; ox < static_cast<int32_t>(g.ow); ++ox) {
-            const float v = xr[ox * s];
-            // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|', not
-            // '||': no branch).
-            const bool take = (v > yr[ox]) | (v != v);
-            yr[ox] = take ? v : yr[ox];
-            ar[ox] = take ? first + ox * s : ar[ox];
-          }
+    for (int64_t ky = 0; ky < g.k; ++ky) {
+      const int32_t row = static_cast<int32_t>((oy * g.s + ky) * g.w);
+      for (int64_t kx = 0; kx < g.k; ++kx) {
+        const float* __restrict xr = xp + row + kx;
+        const int32_t first = row + static_cast<int32_t>(kx);
+        for (int32_t ox = 0; ox < static_cast<int32_t>(g.ow); ++ox) {
+          const float v = xr[ox * s];
+          // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|', not
+          // '||': no branch).
+          const bool take = (v > yr[ox]) | (v != v);
+          yr[ox] = take ? v : yr[ox];
+          ar[ox] = take ? first + ox * s : ar[ox];
         }
       }
     }
   }
 }
 
-void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
-                        CpuExec) {
+}  // namespace
+
+void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CpuExec) {
+  const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+  // Planes are independent: parallel over N*C, each plane's outputs in order (deterministic).
+#pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
+  for (int64_t p = 0; p < g.planes; ++p)
+    maxpool_plane(g, x + p * in_plane, y + p * out_plane, argmax + p * out_plane);
+}
+
+void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
+                               const float* x, float* y, int32_t* argmax, float* mask, CpuExec) {
+  const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
+  const float scale = 1.f / (1.f - p);
+  const double pd = p;
+  const uint64_t b = static_cast<uint64_t>(*base);
+#pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
+  for (int64_t q = 0; q < g.planes; ++q) {
+    float* __restrict yp = y + q * out_plane;
+    float* __restrict mp = mask + q * out_plane;
+    maxpool_plane(g, x + q * in_plane, yp, argmax + q * out_plane);
+    const uint64_t first = b + static_cast<uint64_t>(q * out_plane) + 1;
+    for (int64_t o = 0; o < out_plane; ++o) {
+      const bool keep = Rng::to_unit(Rng::at(seed, first + static_cast<uint64_t>(o))) >= pd;
+      mp[o] = keep ? scale : 0.f;
+      yp[o] *= mp[o];
+    }
+  }
+}
+
+namespace {
+// kMask: windows do not overlap (checked by the op), so dx = dy * mask rounds once, as the
+// two layers' passes.
+template <bool kMask>
+void maxpool_backward_planes(const Pool2d& g, const float* dy, const int32_t* argmax,
+                             const float* mask, float* dx) {
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
 #pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
   for (int64_t p = 0; p < g.planes; ++p) {
@@ -163,8 +193,25 @@ void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
     const float* dyp = dy + p * out_plane;
     const int32_t* ap = argmax + p * out_plane;
     std::memset(dxp, 0, static_cast<size_t>(in_plane) * sizeof(float));
-    for (int64_t o = 0; o < out_plane; ++o) dxp[ap[o]] += dyp[o];
+    if (kMask) {
+      const float* mp = mask + p * out_plane;
+      for (int64_t o = 0; o < out_plane; ++o) dxp[ap[o]] += dyp[o] * mp[o];
+    } else {
+      for (int64_t o = 0; o < out_plane; ++o) dxp[ap[o]] += dyp[o];
+    }
   }
+}
+
+}  // namespace
+
+void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
+                        CpuExec) {
+  maxpool_backward_planes<false>(g, dy, argmax, nullptr, dx);
+}
+
+void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
+                                const float* mask, float* dx, CpuExec) {
+  maxpool_backward_planes<true>(g, dy, argmax, mask, dx);
 }
 
 }  // namespace cpu
@@ -190,6 +237,49 @@ void maxpool2d_backward(Context& ctx, const Pool2d& g, const Tensor& dy, const T
              "maxpool2d_backward: dy %s, argmax %s, dx %s do not fit the geometry",
              dy.shape().str().c_str(), argmax.shape().str().c_str(), dx.shape().str().c_str());
   PDNN_DISPATCH(ctx, d, maxpool2d_backward, g, dy.data(), argmax.data<int32_t>(), dx.data());
+}
+
+void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Tensor& x, Tensor& y,
+                               Tensor& argmax, Tensor& mask) {
+  const Device d = op_device("maxpool2d_dropout_forward", {&x, &y, &argmax, &mask});
+  PDNN_CHECK(x.numel() == g.planes * g.h * g.w && y.numel() == g.planes * g.oh * g.ow &&
+                 argmax.numel() == y.numel() && argmax.dtype() == DType::I32 &&
+                 mask.numel() == y.numel() && mask.dtype() == DType::F32,
+             "maxpool2d_dropout_forward: x %s, y %s, argmax %s, mask %s do not fit the geometry",
+             x.shape().str().c_str(), y.shape().str().c_str(), argmax.shape().str().c_str(),
+             mask.shape().str().c_str());
+  PDNN_CHECK(p >= 0.f && p < 1.f, "maxpool2d_dropout_forward: p = %g must be in [0, 1)", p);
+  PDNN_CHECK(g.s >= g.k, "maxpool2d_dropout_forward: overlapping windows (kernel %lld, stride %lld)",
+             static_cast<long long>(g.k), static_cast<long long>(g.s));
+  const int64_t n = y.numel();
+  const uint64_t seed = ctx.rng().seed();
+  if (d == Device::CPU) {
+    const int64_t base = static_cast<int64_t>(ctx.rng().reserve(static_cast<uint64_t>(n)));
+    cpu::maxpool2d_dropout_forward(g, p, seed, &base, x.data(), y.data(), argmax.data<int32_t>(),
+                                   mask.data(), ctx.cpu_exec());
+    return;
+  }
+  Tensor& counter = ctx.device_rng_counter();
+  PDNN_DISPATCH(ctx, d, maxpool2d_dropout_forward, g, p, seed, counter.data<int64_t>(), x.data(),
+                y.data(), argmax.data<int32_t>(), mask.data());
+  counter_add(ctx, counter, n);
+  ctx.mirror_rng_advance(static_cast<uint64_t>(n));
+}
+
+void maxpool2d_dropout_backward(Context& ctx, const Pool2d& g, const Tensor& dy,
+                                const Tensor& argmax, const Tensor& mask, Tensor& dx) {
+  const Device d = op_device("maxpool2d_dropout_backward", {&dy, &argmax, &mask, &dx});
+  PDNN_CHECK(dx.numel() == g.planes * g.h * g.w && dy.numel() == g.planes * g.oh * g.ow &&
+                 argmax.numel() == dy.numel() && argmax.dtype() == DType::I32 &&
+                 mask.numel() == dy.numel(),
+             "maxpool2d_dropout_backward: dy %s, argmax %s, mask %s, dx %s do not fit the "
+             "geometry",
+             dy.shape().str().c_str(), argmax.shape().str().c_str(), mask.shape().str().c_str(),
+             dx.shape().str().c_str());
+  PDNN_CHECK(g.s >= g.k, "maxpool2d_dropout_backward: overlapping windows (kernel %lld, stride %lld)",
+             static_cast<long long>(g.k), static_cast<long long>(g.s));
+  PDNN_DISPATCH(ctx, d, maxpool2d_dropout_backward, g, dy.data(), argmax.data<int32_t>(),
+                mask.data(), dx.data());
 }
 
 }  // namespace ops

@@ -19,18 +19,35 @@ struct Pool2d {
   int64_t planes, h, w, oh, ow, k, s;
 };
 
+// Max pooling followed by inverted dropout(p), the mask applied in the pool's own pass (each
+// plane's outputs while they are in cache; on the GPU in the same thread): y = max * mask and
+// mask exactly as maxpool2d_forward then dropout_forward with the same base (ops/dropout.h's
+// draw: output i kept iff Rng::to_unit(Rng::at(seed, base + i + 1)) >= p). Backward writes
+// dy * mask at the argmax: the two layers' backward passes in one. Only for windows that do not
+// overlap (stride >= kernel, as every pool in W2..W4): there each input gets at most one
+// product, so no sum whose rounding a compiler's FMA contraction could change.
+
 namespace cpu {
 // x (planes,H,W) -> y (planes,OH,OW), argmax (planes,OH,OW) = index in the H*W input plane.
 void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CpuExec e);
 // dy (planes,OH,OW) and the forward's argmax -> dx (planes,H,W) =.
 void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
                         CpuExec e);
+// mask (planes,OH,OW) = 1/(1-p) or 0; base read, not changed (as dropout_forward).
+void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
+                               const float* x, float* y, int32_t* argmax, float* mask, CpuExec e);
+void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
+                                const float* mask, float* dx, CpuExec e);
 }  // namespace cpu
 
 namespace cuda {
 void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CudaExec e);
 void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
                         CudaExec e);
+void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
+                               const float* x, float* y, int32_t* argmax, float* mask, CudaExec e);
+void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
+                                const float* mask, float* dx, CudaExec e);
 }  // namespace cuda
 
 namespace ops {
@@ -38,6 +55,11 @@ namespace ops {
 void maxpool2d_forward(Context& ctx, const Pool2d& g, const Tensor& x, Tensor& y, Tensor& argmax);
 void maxpool2d_backward(Context& ctx, const Pool2d& g, const Tensor& dy, const Tensor& argmax,
                         Tensor& dx);
+// Draws y.numel() values from the context's RNG, as ops::dropout_forward. mask: float32, y's size.
+void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Tensor& x, Tensor& y,
+                               Tensor& argmax, Tensor& mask);
+void maxpool2d_dropout_backward(Context& ctx, const Pool2d& g, const Tensor& dy,
+                                const Tensor& argmax, const Tensor& mask, Tensor& dx);
 }  // namespace ops
 
 }  // namespace pdnn

@@ -486,7 +486,14 @@ TEST(Conv3x3, Conv2dGradientsMatchFiniteDifferences) {
       conv.reset_parameters(ctx.rng());
       Tensor x = pt::random_tensor(Shape{f.n, f.c, f.h, f.w}, ctx.rng());
       SCOPED_TRACE(conv.describe() + " " + conv_algo_name(a));
-      pt::check_layer_gradients(ctx, conv, x);
+      // The convolution is affine in x, w and b, so a central difference has no truncation
+      // error at any step: its only error is the float rounding of the two forwards, divided by
+      // the step. Winograd's transforms amplify that rounding up to 256x (see the bound test
+      // above), enough at the default step of 1e-3 to cross the tolerance on some CPUs (CI's,
+      // at -O1). A step of 0.25 divides the rounding term by 250 and leaves the check as strict.
+      pt::GradCheckOptions opt;
+      opt.eps = 0.25;
+      pt::check_layer_gradients(ctx, conv, x, opt);
     }
 }
 

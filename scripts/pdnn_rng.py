@@ -65,5 +65,5 @@ class Rng:
 
 
 def epoch_rng(seed, epoch):
-    """BatchLoader::epoch_rng: epoch e's order comes from Rng(at(seed, e + 1))."""
+    """epoch_order_rng (lib/data/dataset_loader.h): epoch e's order comes from Rng(at(seed, e + 1))."""
     return Rng(at(seed, epoch + 1))

@@ -12,7 +12,7 @@ One mode per experiment; each takes the flags of the pdnn app it mirrors:
 How pdnn's choices are reproduced (scripts/pdnn_rng.py holds the random stream):
   * initial weights: Sequential::reset_parameters draws, layer by layer, weight then bias,
     each element lo + (hi - lo) * float(u) in row-major order, with bound 1/sqrt(fan_in);
-  * data order: epoch e is Rng(at(at(seed, 0), e + 1)).permutation(N) (BatchLoader::epoch_rng);
+  * data order: epoch e is Rng(at(at(seed, 0), e + 1)).permutation(N) (epoch_order_rng);
   * dropout: each training forward reserves numel values of the run's stream; element i is kept
     iff to_unit(at(seed, base + i + 1)) >= p and then scaled by 1/(1 - p);
   * the last batch of an epoch keeps the N % B remaining images; loss = mean cross-entropy.

@@ -115,7 +115,7 @@ TEST(CudaRuntime, GraphReplayEqualsEagerSteps) {
     ClassifierTrainer tr(m, *opt, graph);
     for (int epoch = 0; epoch < 2; ++epoch) {
       for (const Batch& b : batches(6, 16, 20 + epoch, 7)) tr.step(ctx, b.x, b.y);
-      evaluate_classifier(ctx, m, test, 100);
+      evaluate_classifier(ctx, m, TensorDataset(test, 10), EvalOptions{100});
     }
     weights.push_back(m.parameters().values().to(Device::CPU, ctx));
     rng.push_back(ctx.rng().counter());

@@ -14,6 +14,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "cuda/cuda_state.h"
+#include "data/dataset.h"
 #include "data/idx.h"
 #include "model/mnist_models.h"
 #include "train/classifier_task.h"
@@ -129,8 +130,13 @@ int run(int argc, char** argv) {
     rc.profile_out = "results/mnist/profile_" + o.model + "_" + data.name + "_b" +
                      std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) + ".csv";
 
-  ClassifierTask task(ctx, model, *opt, data.train, data.test, o.batch,
-                      std::max<int64_t>(o.batch, 128), rc.cuda_graph);
+  // The sets are in memory: batches are copied out between steps (no prefetch thread).
+  const TensorDataset train_set(data.train, data.num_classes), test_set(data.test, data.num_classes);
+  ClassifierTaskOptions to;
+  to.train.batch = o.batch;
+  to.eval.batch = std::max<int64_t>(o.batch, 128);
+  to.cuda_graph = rc.cuda_graph;
+  ClassifierTask task(ctx, model, *opt, train_set, test_set, to);
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);
   const std::string device_line =

@@ -28,6 +28,8 @@ double cuda_event_elapsed_ms(CUevent_st*, CUevent_st*) {
   PDNN_FAIL("GPU timing: this pdnn was built without CUDA");
 }
 
+void cuda_event_wait(CUevent_st*) { PDNN_FAIL("GPU events: this pdnn was built without CUDA"); }
+
 // A CPU build never makes a CudaState (Context refuses Device::CUDA first); these exist so code
 // that asks a context for its GPU links, and fail loudly if ever reached.
 std::string CudaDeviceInfo::str() const { return "no GPU (built without CUDA)"; }

@@ -122,4 +122,10 @@ double cuda_event_elapsed_ms(CUevent_st* start, CUevent_st* end) {
   return ms;
 }
 
+void cuda_event_wait(CUevent_st* event) {
+  const cudaError_t err = cudaEventSynchronize(event);
+  cudaEventDestroy(event);
+  PDNN_CUDA_CHECK(err);
+}
+
 }  // namespace pdnn

@@ -71,5 +71,8 @@ void cuda_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_
 CUevent_st* cuda_event_record(CUstream_st* stream);
 // Milliseconds between two recorded events (waits for `end`); destroys both.
 double cuda_event_elapsed_ms(CUevent_st* start, CUevent_st* end);
+// Waits until the work queued before a recorded event has run (e.g. a copy out of a host
+// buffer the caller wants to refill); destroys the event.
+void cuda_event_wait(CUevent_st* event);
 
 }  // namespace pdnn

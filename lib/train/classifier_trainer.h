@@ -3,11 +3,13 @@
 // batch is copied into the trainer's device buffers (the only transfer of a step), the loss and
 // the correct count are added to device accumulators (read back only when asked), and from the
 // second step of a batch shape on the whole step is one CUDA graph, replayed every step.
+// evaluate_classifier: loss, accuracy and (optionally) the confusion matrix over a Dataset.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
-#include "data/idx.h"
+#include "data/dataset.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/sequential.h"
 #include "optim/optimizer.h"
@@ -32,7 +34,10 @@ class ClassifierTrainer {
   ~ClassifierTrainer();
 
   // One step on a batch: x (N,...) float32 and labels (N) int32, on the host (pinned memory
-  // makes the copy asynchronous) or on the model's device.
+  // makes the copy asynchronous) or on the model's device. The caller may refill x and labels
+  // as soon as step() returns: on the GPU it waits until their copies have run (not for the
+  // step itself, which stays queued), so a loader can pack the next batch into the same
+  // host buffer while the device trains on this one.
   void step(Context& ctx, const Tensor& x, const Tensor& labels);
   // Totals since the last reset (reads them back: a sync on the GPU; call it when printing).
   ClassifierMetrics metrics(Context& ctx);
@@ -66,12 +71,28 @@ class ClassifierTrainer {
   int64_t replays_ = 0, captures_ = 0;
 };
 
-// Mean softmax cross-entropy and accuracy over a whole split, in stored order, in evaluation
-// mode (the model is put back in training mode afterwards), on the model's device.
+// Mean softmax cross-entropy and accuracy over a whole split, in stored order, without
+// augmentation, in evaluation mode (the model is put back in training mode afterwards), on the
+// model's device. Batches are packed in host memory the device copies from (pinned for a GPU:
+// ctx.staging_allocator()).
+struct EvalOptions {
+  int64_t batch = 128;
+  int threads = 1;        // threads packing a batch (LoaderOptions::threads)
+  int prefetch = 0;       // batches packed ahead on a background thread (PrefetchLoader); 0: none
+  bool confusion = false; // also count (true class, predicted class) pairs: reads the logits
+                          // back per batch (a synchronisation per batch on the GPU)
+};
 struct EvalResult {
   double loss = 0, acc = 0;
+  int64_t count = 0;
+  // With EvalOptions::confusion: classes x classes counts, row = true class, column = the
+  // predicted one (the first of equal maxima); empty otherwise.
+  std::vector<int64_t> confusion;
+  int classes = 0;
+  // Accuracy within true class k (correct / images of class k; 0 for a class with none).
+  double class_acc(int k) const;
 };
-EvalResult evaluate_classifier(Context& ctx, Sequential& model, const LabeledImages& data,
-                               int64_t batch);
+EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
+                               const EvalOptions& opt = {});
 
 }  // namespace pdnn

@@ -190,6 +190,46 @@ TEST_F(CaltechApp, BadInputFailsWithOneLineAndWritesNothing) {
   expect_failure(ok + "--size 32 --confusion " + out, "same file");
 }
 
+// scripts/torch_reference.py caltech rebuilds pdnn's initial weights exactly, reads the same
+// photos into the same split (PNGs at the cache size: decoded and cached identically), and
+// augments with pdnn's draws and resampling: with the same data order and dropout masks its
+// losses follow pdnn's closely. Not the weights: AdaGrad's first update is lr * g / |g|, so a
+// weight whose gradient is near 0 moves by +-lr on a sign that rounding decides (seen: 2.5e-2
+// after 2 steps); the losses, over all weights, move by ~2e-4 relative.
+TEST_F(CaltechApp, TorchReferenceFollowsTheRun) {
+  const std::string py = "/usr/bin/python3";
+  if (run_command(py + " -c 'import torch, PIL'").status != 0 &&
+      run_command(py + " -c 'import torch, cv2'").status != 0)
+    GTEST_SKIP() << "no torch with PIL or cv2 for " << py << " (scripts/install_deps.sh torch)";
+  const std::string csv = dir_ + "/r.csv", init = dir_ + "/init.ckpt";
+  const std::string args = " --data " + data_ +
+                           " --classes red,green,blue --size 32 --batch 8 --images-per-epoch 16 "
+                           "--epochs 1 --threads 1 --seed 3 --out " + csv;
+  testing::CommandResult r =
+      run_command(kBin + args + " --save-init " + init + " --confusion " + dir_ + "/cm.png");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(py + " " + PDNN_SOURCE_DIR + "/scripts/torch_reference.py caltech" + args +
+                  " --init-checkpoint " + init);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("initial weights: max |torch - pdnn| over all parameters = 0.000e+00"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("red 6/6, green 6/6, blue 6/6 = 18/18"), std::string::npos)
+      << r.output;
+  const auto rows = read_csv(csv);  // one header: torch's row has pdnn's columns
+  ASSERT_EQ(rows.size(), 3u) << slurp(csv);
+  EXPECT_EQ(rows[1][0], "pdnn");
+  EXPECT_EQ(rows[2][0], "torch");
+  ASSERT_EQ(rows[2].size(), rows[0].size());
+  for (size_t c = 1; c < 8; ++c)
+    if (c != 3 && c != 4) EXPECT_EQ(rows[2][c], rows[1][c]) << rows[0][c];  // model .. epoch
+  for (int c : {8, 10}) {  // train and test loss
+    const double a = std::stod(rows[1][static_cast<size_t>(c)]);
+    const double b = std::stod(rows[2][static_cast<size_t>(c)]);
+    EXPECT_NEAR(b, a, 2e-3 * a) << rows[0][static_cast<size_t>(c)];
+  }
+}
+
 }  // namespace
 }  // namespace pdnn
 #endif

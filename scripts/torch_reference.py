@@ -333,11 +333,17 @@ def mode_mnist(args):
                         f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss:.6f}",
                         f"{test_acc:.6f}", f"{secs:.3f}", f"{seen / secs:.1f}", rev, host,
                         utc_now()]])
+    finish_run(torch, args, model, args.model, batch, threads, step_ms, out)
+
+
+def finish_run(torch, args, model, model_name, batch, threads, step_ms, out):
+    """The end of a run: the step_ms line of a --steps run (the first 2 steps left out when
+    there are more than 4, as pdnn's run loop does), and the final-weights comparison."""
     if args.steps:
         skip = 2 if len(step_ms) > 4 else 0
         t = sorted(step_ms[skip:])
         med = t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
-        print(f"step_ms model={args.model} batch={batch} threads={threads} steps={len(t)} "
+        print(f"step_ms model={model_name} batch={batch} threads={threads} steps={len(t)} "
               f"median={med:.4f} min={t[0]:.4f} max={t[-1]:.4f}")
     else:
         print(f"results in {out}")
@@ -798,16 +804,7 @@ def mode_caltech(args):
              f"{test_acc:.6f}"] + [f"{a:.6f}" for a in per_class] +
             [f"{rss:.6f}", f"{dev_mb:.6f}", "0.000000", f"{prep_s:.6f}", f"{secs:.3f}",
              f"{seen / secs:.1f}", rev, host, utc_now()]])
-    if args.steps:
-        skip = 2 if len(step_ms) > 4 else 0
-        t = sorted(step_ms[skip:])
-        med = t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
-        print(f"step_ms model=caltech9 batch={batch} threads={threads} steps={len(t)} "
-              f"median={med:.4f} min={t[0]:.4f} max={t[-1]:.4f}")
-    else:
-        print(f"results in {out}")
-    if args.compare_checkpoint:
-        compare_with_checkpoint(torch, model, args.compare_checkpoint, "final weights")
+    finish_run(torch, args, model, "caltech9", batch, threads, step_ms, out)
 
 
 def add_caltech_args(p):

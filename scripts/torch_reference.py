@@ -738,8 +738,8 @@ def mode_caltech(args):
         worst = compare_with_checkpoint(torch, model, args.init_checkpoint, "initial weights")
         if worst != 0.0:
             sys.exit("torch_reference: the regenerated initial weights differ from pdnn's")
-    lr = args.lr if args.lr > 0 else 0.01
-    opt = torch.optim.Adagrad(model.parameters(), lr=lr)
+    args.model = "caltech9"  # make_optimizer's rule: adadelta with PyTorch's rho 0.9
+    opt_name, opt = make_optimizer(torch, args, model.parameters())
     loss_fn = torch.nn.CrossEntropyLoss()
     data_seed = pdnn_rng.at(args.seed, 0)
     cache = torch.from_numpy(d["cache"]).to(dev)
@@ -747,7 +747,8 @@ def mode_caltech(args):
     side, out_px, batch = d["side"], args.size, args.batch
     print(f"torch caltech101: model caltech9, dataset {d['name']} ({d['folder']}: {n_train:,} "
           f"train / {len(d['test']):,} test, {len(d['classes'])} classes, {out_px}x{out_px}), "
-          f"batch {batch}, {per_epoch} images/epoch, adagrad lr {lr:g}, augmentation "
+          f"batch {batch}, {per_epoch} images/epoch, {opt_name} lr {opt.defaults['lr']:g}, "
+          f"augmentation "
           f"{args.augment}, {threads} threads, seed {args.seed}, torch {torch.__version__}, "
           f"device {dev}", flush=True)
     out = args.out or os.path.join(ROOT, "results", "caltech101", f"caltech9_{d['name']}.csv")
@@ -828,7 +829,9 @@ def add_caltech_args(p):
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--images-per-epoch", type=int, default=1280)
     p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--lr", type=float, default=-1.0, help="AdaGrad's (default 0.01)")
+    p.add_argument("--optimizer", choices=["adam", "adadelta", "adagrad", "sgd"],
+                   default="adagrad")
+    p.add_argument("--lr", type=float, default=-1.0, help="default: the optimizer's (adagrad 0.01)")
     p.add_argument("--augment", choices=["on", "off"], default="on")
     p.add_argument("--split-seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")

@@ -187,6 +187,7 @@ TEST_F(CaltechApp, BadInputFailsWithOneLineAndWritesNothing) {
                  "--images-per-epoch 19: the training split of " + data_ + " has 18 images");
   expect_failure(ok + "--size 32 --classes red,red", "class 'red' is listed twice");
   expect_failure(ok + "--size 32 --augment maybe", "--augment");
+  expect_failure(ok + "--size 32 --optimizer rmsprop", "--optimizer");
   expect_failure(ok + "--size 32 --confusion " + out, "same file");
 }
 

@@ -49,7 +49,7 @@ const std::vector<std::string> kPaperClasses = {"airplanes", "Motorbikes", "Face
 
 // The flags of this app; the run loop's own (epochs, seed, files, ...) are in RunConfig.
 struct Options {
-  std::string data = "datasets/caltech101-6", confusion;
+  std::string data = "datasets/caltech101-6", confusion, optimizer = "adagrad";
   std::vector<std::string> classes = kPaperClasses;
   int threads = 0, size = 224, loader_threads = 0;
   int64_t batch = 64, images_per_epoch = 1280;
@@ -141,7 +141,10 @@ int run(int argc, char** argv) {
                  "(0: all of them)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--lr", o.lr, "AdaGrad's learning rate (default 0.01)")
+  app.add_option("--optimizer", o.optimizer, "adagrad (W4's), adam, adadelta or sgd")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"adam", "adadelta", "adagrad", "sgd"}));
+  app.add_option("--lr", o.lr, "learning rate (default: the optimizer's, adagrad 0.01)")
       ->check(positive_finite_validator());
   app.add_option_function<std::string>(
          "--augment", [&o](const std::string& v) { o.augment = v == "on"; },
@@ -192,7 +195,7 @@ int run(int argc, char** argv) {
   Sequential model = make_caltech_model(o.size, classes);
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
   model.to(ctx.device(), ctx);
-  std::unique_ptr<Optimizer> opt = make_caltech_optimizer(model, o.lr);
+  std::unique_ptr<Optimizer> opt = make_caltech_optimizer(model, o.optimizer, o.lr);
 
   rc.model = "caltech9";
   rc.dataset = dataset;
@@ -231,12 +234,13 @@ int run(int argc, char** argv) {
   const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size();
   std::printf(
       "caltech101: model caltech9, dataset %s (%s: %s train / %s test, %d classes, %dx%d), "
-      "batch %lld, %lld images/epoch (%lld steps), adagrad lr %g, augmentation %s, %d threads "
+      "batch %lld, %lld images/epoch (%lld steps), %s lr %g, augmentation %s, %d threads "
       "+ loader %d, seed %llu | %s | %s | BLAS %s | rev %s\n",
       dataset.c_str(), o.data.c_str(), with_commas(folder.train.size()).c_str(),
       with_commas(folder.test.size()).c_str(), classes, o.size, o.size,
       static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
-      static_cast<long long>((per_epoch + o.batch - 1) / o.batch), o.lr > 0 ? o.lr : 0.01,
+      static_cast<long long>((per_epoch + o.batch - 1) / o.batch), o.optimizer.c_str(),
+      static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
       info.blas_core.c_str(), info.git_rev.c_str());

@@ -8,7 +8,7 @@
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
-#include "optim/adagrad.h"
+#include "optim/make_optimizer.h"
 
 namespace pdnn {
 
@@ -40,8 +40,9 @@ Sequential make_caltech_model(int64_t side, int64_t classes) {
   return m;
 }
 
-std::unique_ptr<Optimizer> make_caltech_optimizer(Sequential& model, float lr) {
-  return std::make_unique<Adagrad>(model.parameters(), lr > 0 ? lr : 0.01);
+std::unique_ptr<Optimizer> make_caltech_optimizer(Sequential& model, const std::string& name,
+                                                  float lr) {
+  return make_optimizer(name, model.parameters(), lr);
 }
 
 }  // namespace pdnn

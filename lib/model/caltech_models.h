@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "model/sequential.h"
 #include "optim/optimizer.h"
@@ -22,7 +23,10 @@ namespace pdnn {
 // at least 8. Throws pdnn::Error otherwise.
 Sequential make_caltech_model(int64_t side = 224, int64_t classes = 6);
 
-// W4's optimizer: AdaGrad (PyTorch's defaults), lr 0.01 unless lr > 0.
-std::unique_ptr<Optimizer> make_caltech_optimizer(Sequential& model, float lr = -1.f);
+// W4's optimizer: AdaGrad with PyTorch's defaults (lr 0.01), or the one `name` gives ("sgd",
+// "adagrad", "adadelta", "adam": make_optimizer's table); lr < 0: the optimizer's default.
+std::unique_ptr<Optimizer> make_caltech_optimizer(Sequential& model,
+                                                  const std::string& name = "adagrad",
+                                                  float lr = -1.f);
 
 }  // namespace pdnn

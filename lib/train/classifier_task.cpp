@@ -32,6 +32,13 @@ std::string column_safe(const std::string& name) {
   return s;
 }
 
+// The test set's evaluation: per_class asks for the confusion matrix.
+EvalOptions eval_options(const ClassifierTaskOptions& o) {
+  EvalOptions e = o.eval;
+  e.confusion = o.per_class;
+  return e;
+}
+
 }  // namespace
 
 size_t peak_resident_bytes() {
@@ -49,7 +56,8 @@ ClassifierTask::ClassifierTask(Context& ctx, Sequential& model, Optimizer& opt,
       train_(train),
       test_(test),
       o_(options),
-      trainer_(model, opt, options.cuda_graph) {
+      trainer_(model, opt, options.cuda_graph),
+      evaluator_(ctx, test, eval_options(options)) {
   PDNN_CHECK(o_.train.batch >= 1, "classifier task: batch %lld must be >= 1",
              static_cast<long long>(o_.train.batch));
   PDNN_CHECK(o_.prefetch >= 0, "classifier task: prefetch depth %d must be >= 0", o_.prefetch);
@@ -60,7 +68,6 @@ ClassifierTask::ClassifierTask(Context& ctx, Sequential& model, Optimizer& opt,
              train.sample_shape().str().c_str(), train.num_classes(),
              test.sample_shape().str().c_str(), test.num_classes());
   o_.train.shuffle = true;
-  o_.eval.confusion = o_.per_class;
   labels_ = Tensor(Shape{o_.train.batch}, DType::I32, ctx.staging_allocator());
 }
 
@@ -163,7 +170,7 @@ std::string ClassifierTask::step_mode() const {
 }
 
 std::vector<double> ClassifierTask::evaluate(Context& ctx) {
-  last_eval_ = evaluate_classifier(ctx, model_, test_, o_.eval);
+  last_eval_ = evaluator_.run(ctx, model_);
   std::vector<double> v = {last_eval_.loss, last_eval_.acc};
   if (o_.per_class)
     for (int k = 0; k < last_eval_.classes; ++k) v.push_back(last_eval_.class_acc(k));

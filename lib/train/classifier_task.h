@@ -93,6 +93,7 @@ class ClassifierTask : public TrainTask {
   Tensor x_;                        // the synchronous path's batch (pinned for a GPU)
   Tensor labels_;                   // labels of the current batch, int32 (pinned for a GPU)
   std::vector<int32_t> label_vec_;
+  Evaluator evaluator_;             // the test set's
   EvalResult last_eval_;
 };
 

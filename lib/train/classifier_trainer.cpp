@@ -182,17 +182,69 @@ double EvalResult::class_acc(int k) const {
   return n > 0 ? static_cast<double>(confusion[static_cast<size_t>(k * classes + k)]) / n : 0.0;
 }
 
-EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
-                               const EvalOptions& opt) {
+Evaluator::Evaluator(Context& ctx, const Dataset& data, const EvalOptions& opt)
+    : data_(data), opt_(opt) {
   PDNN_CHECK(opt.batch >= 1 && opt.threads >= 1 && opt.prefetch >= 0,
              "evaluation: batch %lld, %d threads, prefetch %d (need >= 1, >= 1, >= 0)",
              static_cast<long long>(opt.batch), opt.threads, opt.prefetch);
-  const int k = data.num_classes();
+  LoaderOptions lo;
+  lo.batch = opt.batch;
+  lo.shuffle = false;
+  lo.augment = false;
+  lo.threads = opt.threads;
+  labels_ = Tensor(Shape{opt.batch}, DType::I32, ctx.staging_allocator());
+  if (data.size() == 0) return;
+  if (opt.prefetch > 0) {
+    prefetch_ = std::make_unique<PrefetchLoader>(data, lo, opt.prefetch, [&ctx](const Shape& s) {
+      return Tensor(s, DType::F32, ctx.staging_allocator());
+    });
+  } else {
+    sync_ = std::make_unique<DatasetLoader>(data, lo);
+    const Shape s = data.sample_shape();
+    x_ = Tensor(Shape{opt.batch, s[0], s[1], s[2]}, DType::F32, ctx.staging_allocator());
+  }
+}
+
+Evaluator::~Evaluator() = default;
+
+void Evaluator::run_batch(Context& ctx, Sequential& model, const Tensor& x,
+                          const std::vector<int32_t>& y, EvalResult& r) {
+  const Device dev = model.device();
+  const int k = r.classes;
+  const int64_t nb = static_cast<int64_t>(y.size());
+  labels_.resize(Shape{nb});
+  std::memcpy(labels_.data<int32_t>(), y.data(), y.size() * sizeof(int32_t));
+  const Tensor *xs = nullptr, *ys = nullptr;
+  stage(ctx, x, DType::F32, dev, xd_, xs);
+  stage(ctx, labels_, DType::I32, dev, yd_, ys);
+  CopyFence fence;
+  if (dev == Device::CUDA) fence.record(ctx);
+  const Tensor& logits = model.forward(ctx, *xs);
+  ce_.forward(ctx, logits, *ys);
+  ce_.accumulate_metrics(ctx, logits, acc_);
+  if (opt_.confusion) {
+    const Tensor& lh = dev == Device::CPU ? logits : (logits_host_ = logits.to(Device::CPU, ctx));
+    PDNN_CHECK(lh.rank() == 2 && lh.shape(0) == nb && lh.shape(1) == k,
+               "evaluation: logits %s for %lld images of %d classes", lh.shape().str().c_str(),
+               static_cast<long long>(nb), k);
+    const float* z = lh.data();
+    for (int64_t i = 0; i < nb; ++i) {
+      int best = 0;
+      for (int j = 1; j < k; ++j)
+        if (z[i * k + j] > z[i * k + best]) best = j;
+      ++r.confusion[static_cast<size_t>(y[static_cast<size_t>(i)] * k + best)];
+    }
+  }
+  fence.wait();
+}
+
+EvalResult Evaluator::run(Context& ctx, Sequential& model) {
+  const int k = data_.num_classes();
   EvalResult r;
   r.classes = k;
-  r.count = data.size();
-  if (opt.confusion) r.confusion.assign(static_cast<size_t>(k) * static_cast<size_t>(k), 0);
-  if (data.size() == 0) return r;
+  r.count = data_.size();
+  if (opt_.confusion) r.confusion.assign(static_cast<size_t>(k) * static_cast<size_t>(k), 0);
+  if (data_.size() == 0) return r;
   model.train(false);
   struct TrainAgain {  // also when an error leaves the loop
     Sequential& m;
@@ -200,66 +252,36 @@ EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& d
   } train_again{model};
 
   const Device dev = model.device();
-  LoaderOptions lo;
-  lo.batch = opt.batch;
-  lo.shuffle = false;
-  lo.augment = false;
-  lo.threads = opt.threads;
-  SoftmaxCrossEntropy ce;
-  Tensor xd, yd, logits_host;
-  Tensor labels(Shape{opt.batch}, DType::I32, ctx.staging_allocator());
-  Tensor acc = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
-  ops::zero(ctx, acc);
-  auto run_batch = [&](const Tensor& x, const std::vector<int32_t>& y) {
-    const int64_t nb = static_cast<int64_t>(y.size());
-    labels.resize(Shape{nb});
-    std::memcpy(labels.data<int32_t>(), y.data(), y.size() * sizeof(int32_t));
-    const Tensor *xs = nullptr, *ys = nullptr;
-    stage(ctx, x, DType::F32, dev, xd, xs);
-    stage(ctx, labels, DType::I32, dev, yd, ys);
-    CopyFence fence;
-    if (dev == Device::CUDA) fence.record(ctx);
-    const Tensor& logits = model.forward(ctx, *xs);
-    ce.forward(ctx, logits, *ys);
-    ce.accumulate_metrics(ctx, logits, acc);
-    if (opt.confusion) {
-      const Tensor& lh = dev == Device::CPU ? logits : (logits_host = logits.to(Device::CPU, ctx));
-      PDNN_CHECK(lh.rank() == 2 && lh.shape(0) == nb && lh.shape(1) == k,
-                 "evaluation: logits %s for %lld images of %d classes", lh.shape().str().c_str(),
-                 static_cast<long long>(nb), k);
-      const float* z = lh.data();
-      for (int64_t i = 0; i < nb; ++i) {
-        int best = 0;
-        for (int j = 1; j < k; ++j)
-          if (z[i * k + j] > z[i * k + best]) best = j;
-        ++r.confusion[static_cast<size_t>(y[static_cast<size_t>(i)] * k + best)];
-      }
+  if (acc_.empty() || acc_.device() != dev) acc_ = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
+  ops::zero(ctx, acc_);
+  if (prefetch_) {
+    // Every epoch of a stored-order, unaugmented loader is the same sequence of batches. A
+    // run that stopped part way (an error) left the loader there: it starts afresh.
+    if (!fresh_) prefetch_->start_epoch(++epoch_);
+    fresh_ = false;
+    while (prefetch_->has_next()) {
+      const Batch& b = prefetch_->next();
+      run_batch(ctx, model, b.x, b.y, r);
     }
-    fence.wait();
-  };
-  if (opt.prefetch > 0) {
-    PrefetchLoader loader(data, lo, opt.prefetch, [&ctx](const Shape& s) {
-      return Tensor(s, DType::F32, ctx.staging_allocator());
-    });
-    while (loader.has_next()) {
-      const Batch& b = loader.next();
-      run_batch(b.x, b.y);
-    }
+    prefetch_->start_epoch(++epoch_);  // the next run's first batches, packed from now on
+    fresh_ = true;
   } else {
-    DatasetLoader loader(data, lo);
-    const Shape s = data.sample_shape();
-    Tensor x(Shape{opt.batch, s[0], s[1], s[2]}, DType::F32, ctx.staging_allocator());
-    std::vector<int32_t> y;
-    for (int64_t b = 0; b < loader.num_batches(); ++b) {
-      loader.load(b, x, y);
-      run_batch(x, y);
+    for (int64_t b = 0; b < sync_->num_batches(); ++b) {
+      sync_->load(b, x_, y_);
+      run_batch(ctx, model, x_, y_, r);
     }
   }
-  const Tensor h = dev == Device::CPU ? acc : acc.to(Device::CPU, ctx);
+  const Tensor h = dev == Device::CPU ? acc_ : acc_.to(Device::CPU, ctx);
   const double* a = h.data<double>();
-  r.loss = a[0] / static_cast<double>(data.size());
-  r.acc = a[1] / static_cast<double>(data.size());
+  r.loss = a[0] / static_cast<double>(data_.size());
+  r.acc = a[1] / static_cast<double>(data_.size());
   return r;
+}
+
+EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
+                               const EvalOptions& opt) {
+  Evaluator e(ctx, data, opt);
+  return e.run(ctx, model);
 }
 
 }  // namespace pdnn

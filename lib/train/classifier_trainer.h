@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/dataset_loader.h"
+#include "data/prefetch_loader.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/sequential.h"
 #include "optim/optimizer.h"
@@ -92,6 +94,39 @@ struct EvalResult {
   // Accuracy within true class k (correct / images of class k; 0 for a class with none).
   double class_acc(int k) const;
 };
+
+// Evaluates models over one data set, again and again (a test set after every epoch), keeping
+// what it needs between runs: the host batch buffers (pinned memory is costly to get and to
+// give back), the batch's device buffers (so device memory does not change hands between
+// epochs and a training step's CUDA graph stays valid) and, with prefetch, the loader thread,
+// which packs the next run's first batches as soon as a run ends. `data` must outlive it.
+class Evaluator {
+ public:
+  Evaluator(Context& ctx, const Dataset& data, const EvalOptions& opt = {});
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  EvalResult run(Context& ctx, Sequential& model);
+
+ private:
+  void run_batch(Context& ctx, Sequential& model, const Tensor& x, const std::vector<int32_t>& y,
+                 EvalResult& r);
+
+  const Dataset& data_;
+  EvalOptions opt_;
+  std::unique_ptr<PrefetchLoader> prefetch_;
+  std::unique_ptr<DatasetLoader> sync_;
+  int64_t epoch_ = 0;   // prefetch_'s current epoch (any gives the same batches)
+  bool fresh_ = true;   // no batch of it taken yet
+  SoftmaxCrossEntropy ce_;
+  Tensor x_, labels_;        // host: the synchronous path's batch, the labels (pinned for a GPU)
+  Tensor xd_, yd_, acc_;     // on the model's device
+  Tensor logits_host_;
+  std::vector<int32_t> y_;
+};
+
+// One evaluation with a fresh Evaluator (tests, one-off evaluations).
 EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
                                const EvalOptions& opt = {});
 

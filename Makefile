@@ -38,6 +38,8 @@ help:
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
 	@echo "make bench-conv     3x3 convolutions of W2-W4 per pass: im2col vs Winograd vs direct -> results/bench/conv.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
+	@echo "make caltech101     W4 (9-layer CNN, 224x224) on the six Caltech101 classes, 30 epochs -> results/caltech101/ (long on a CPU)"
+	@echo "make bench-caltech  pdnn vs PyTorch W4 step times at 1 and 2 threads, per-layer profile -> results/bench/caltech.csv (long)"
 	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) (empty, auto or a core) CMAKE_FLAGS=..."
 
 # Stamp so the package check runs once per build folder, not at every make.
@@ -129,6 +131,28 @@ accuracy-mnist: build
 	datasets/get_fashion_mnist.sh
 	scripts/install_deps.sh torch
 	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) scripts/accuracy_mnist.sh $(ACCURACY_WORKLOADS)
+
+# ---- Caltech101 (W4) ----------------------------------------------------------------------
+# W4 as the Cython paper ran it: the six classes shipped in datasets/caltech101-6, 224x224,
+# batch 64, AdaGrad 0.01, 1,280 training images per epoch, 30 epochs (about 2 minutes an epoch
+# on 2 CPU cores; a few seconds on a GPU: CALTECH_ARGS="--device cuda"). Extra flags for
+# build/bin/caltech101 are appended (the last of a repeated flag wins).
+CALTECH_ARGS ?=
+.PHONY: caltech101 caltech101-app bench-caltech
+caltech101-app: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target caltech101
+
+caltech101: caltech101-app
+	datasets/get_caltech101.sh
+	$(BLAS_ENV) $(BIN)/caltech101 --threads $(THREADS) $(CALTECH_ARGS)
+
+# pdnn vs PyTorch (default and tuned) seconds per W4 step at 1 and 2 threads, runs alternating,
+# medians; the per-layer profile and each convolution's GFLOP/s against the sgemm rate of the
+# same run: results/bench/caltech.csv (scripts/bench_caltech.sh; about 25 minutes on 2 cores).
+bench-caltech: build
+	datasets/get_caltech101.sh
+	scripts/install_deps.sh torch || echo "bench-caltech: no PyTorch: timing pdnn alone"
+	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_caltech.sh
 
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)

@@ -4,8 +4,9 @@
 Reads every CSV in FOLDER (rows per epoch, DESIGN.md columns; one file per framework, workload
 and seed, as scripts/accuracy_mnist.sh and scripts/gpu_accuracy.sh write them), takes each
 file's last epoch, and writes FOLDER/summary.csv with mean and sample std over seeds per
-framework and device, the difference pdnn - PyTorch (on the CPU runs' device) in points, and for
-pdnn trained on both, GPU - CPU. Prints the same as a table.
+framework and device, the difference pdnn - PyTorch in points (pdnn on PyTorch's device when it
+ran there, else on the CPU), and for pdnn trained on both, GPU - CPU. Prints the same as a
+table.
 """
 import csv
 import glob
@@ -44,8 +45,8 @@ def main():
             note = ""
             if app == "pdnn" and device == "cuda" and ("pdnn", "cpu") in means:
                 note = f"gpu-cpu {mean - means[('pdnn', 'cpu')]:+.2f}"
-            if app == "torch":
-                pd = means.get(("pdnn", "cpu"))
+            if app == "torch":  # against pdnn on the same device, else pdnn on the CPU
+                pd = means.get(("pdnn", device), means.get(("pdnn", "cpu")))
                 if pd is not None:
                     note = f"pdnn-torch {pd - mean:+.2f}"
             out_rows.append([model, dataset, batch, epochs, app, device, len(accs),

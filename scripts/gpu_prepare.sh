@@ -7,9 +7,10 @@
 # photos included: keep DATA to what the visit needs. Then, on the host:
 #   source gpu-bundle/env.sh && gpu-bundle/bin/pdnn_tests
 #   DATA="mnist-npm10k fashion-mnist" BINS="mnist pi pdnn_tests" scripts/gpu_prepare.sh
+#   DATA= BINS="caltech101 pdnn_tests" scripts/gpu_prepare.sh   (then scripts/gpu_caltech.sh there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DATA=${DATA:-mnist-npm10k}
+DATA=${DATA-mnist-npm10k}  # DATA= (empty): no IDX set (the Caltech photos travel in the tree)
 BINS=${BINS:-mnist pi pdnn_tests}
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPDNN_ARCH=x86-64-v4 -DPDNN_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null

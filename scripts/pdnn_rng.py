@@ -50,10 +50,14 @@ class Rng:
         the sum is rounded there first: a double rounding that could differ from a true FMA
         only for a sum lying within 2^-64 relative of a float midpoint."""
         n = int(np.prod(shape))
-        u = self.uniform_many(n).astype(np.float32)
         lo32, hi32 = np.float32(lo), np.float32(hi)
         d = np.longdouble(hi32 - lo32)
-        return (np.longdouble(lo32) + d * u.astype(np.longdouble)).astype(np.float32).reshape(shape)
+        out = np.empty(n, dtype=np.float32)
+        chunk = 1 << 22  # W4's first dense layer has 103 M weights: bounded temporaries
+        for b in range(0, n, chunk):
+            u = self.uniform_many(min(chunk, n - b)).astype(np.float32)
+            out[b:b + len(u)] = (np.longdouble(lo32) + d * u.astype(np.longdouble)).astype(np.float32)
+        return out.reshape(shape)
 
     def permutation(self, n):
         p = list(range(n))
@@ -65,5 +69,5 @@ class Rng:
 
 
 def epoch_rng(seed, epoch):
-    """BatchLoader::epoch_rng: epoch e's order comes from Rng(at(seed, e + 1))."""
+    """epoch_order_rng (lib/data/dataset_loader.h): epoch e's order comes from Rng(at(seed, e + 1))."""
     return Rng(at(seed, epoch + 1))

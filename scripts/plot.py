@@ -255,8 +255,8 @@ def plot_profile(rows, out_dir, name):
 # ---- driver ----------------------------------------------------------------------------------
 
 def plot_bench(rows, out_dir, name):
-    """pdnn vs PyTorch step times (scripts/bench_mnist.sh): one figure per OpenBLAS core, bars
-    per workload and thread count, the newest row of each point."""
+    """pdnn vs PyTorch step times (scripts/bench_mnist.sh, bench_caltech.sh): one figure per
+    OpenBLAS core, bars per workload and thread count, the newest row of each point."""
     rows = last_per_key(rows, lambda r: (r.get("blas_core", ""), r["app"], r["config"],
                                          r["model"], r["batch"], r["threads"]))
     made = []
@@ -284,7 +284,8 @@ def plot_bench(rows, out_dir, name):
                     ax.annotate("%.3g" % y, (x, y), ha="center", va="bottom", fontsize=7)
             ax.set_xticks(range(len(threads)))
             ax.set_xticklabels(["%s thr" % t for t in threads])
-            ax.set(title="%s, batch %s" % ("W2 small" if model == "small" else "W3 keras", batch),
+            names = {"small": "W2 small", "keras": "W3 keras", "caltech9": "W4 caltech9"}
+            ax.set(title="%s, batch %s" % (names.get(model, model), batch),
                    ylabel="ms per training step (median)")
             ax.grid(axis="y", alpha=0.3)
         axes[0].legend(fontsize=8)

@@ -8,22 +8,43 @@ One mode per experiment; each takes the flags of the pdnn app it mirrors:
   torch_reference.py mnist [--model small|keras] [--dataset ...] [--data DIR] [--epochs N]
                            [--batch B] [--optimizer NAME] [--lr X] [--threads T] [--seed S]
                            [--out CSV] [--steps N] [--init-checkpoint F] [--compare-checkpoint F]
+  torch_reference.py caltech [--data DIR] [--classes a,b,...] [--size S] [--batch B]
+                           [--images-per-epoch N] [--epochs N] [--lr X] [--augment on|off]
+                           [--split-seed S] [--threads T] [--seed S] [--device cpu|cuda]
+                           [--out CSV] [--steps N] [--init-checkpoint F] [--compare-checkpoint F]
 
 How pdnn's choices are reproduced (scripts/pdnn_rng.py holds the random stream):
   * initial weights: Sequential::reset_parameters draws, layer by layer, weight then bias,
     each element lo + (hi - lo) * float(u) in row-major order, with bound 1/sqrt(fan_in);
-  * data order: epoch e is Rng(at(at(seed, 0), e + 1)).permutation(N) (BatchLoader::epoch_rng);
+  * data order: epoch e is Rng(at(at(seed, 0), e + 1)).permutation(N) (epoch_order_rng);
   * dropout: each training forward reserves numel values of the run's stream; element i is kept
     iff to_unit(at(seed, base + i + 1)) >= p and then scaled by 1/(1 - p);
   * the last batch of an epoch keeps the N % B remaining images; loss = mean cross-entropy.
+caltech (W4) also reproduces lib/data/image_folder.h and augment.h, so both frameworks train on
+the same photos with the same recipe (batches are not bit-identical: the photos are decoded by
+OpenCV in pdnn and by OpenCV or PIL here, and resampled in another rounding order):
+  * the folder: DIR/<class>/ files at any depth in path order, JPEG/PNG/BMP by their first
+    bytes, truncated JPEGs skipped; each photo resized (area when shrinking, else bilinear)
+    to a square cache of ceil(size * 8/7) pixels;
+  * the split: per class, Rng(at(split_seed, FNV-1a(class name))).permutation(n), the first
+    round(n/2) to training; both splits normalised by the training split's channel mean/std;
+  * an epoch: the first images_per_epoch of epoch_order_rng(at(seed, 0), e).permutation(N);
+  * augmentation of training image i in epoch e: the eight draws of
+    Rng(at(at(at(seed, 0) ^ 0xA5A5F00DC0FFEE01, e + 1), i + 1)) (flip, crop scale, log-ratio,
+    x, y, angle, brightness, contrast) turned into pdnn's affine map from output pixels to
+    the cache, sampled bilinearly with edges clamped (grid_sample, border padding), then
+    brightness, contrast about the mean grey, normalisation; the test split without it.
 --init-checkpoint compares the regenerated initial weights with a pdnn checkpoint written by
 `build/bin/mnist --save-init F`; --compare-checkpoint compares the final weights with pdnn's
 (F from `build/bin/mnist --checkpoint F`), so a run can be checked against pdnn's in one line.
 """
 import argparse
+import concurrent.futures
 import gzip
+import io
 import math
 import os
+import resource
 import socket
 import struct
 import sys
@@ -312,11 +333,17 @@ def mode_mnist(args):
                         f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss:.6f}",
                         f"{test_acc:.6f}", f"{secs:.3f}", f"{seen / secs:.1f}", rev, host,
                         utc_now()]])
+    finish_run(torch, args, model, args.model, batch, threads, step_ms, out)
+
+
+def finish_run(torch, args, model, model_name, batch, threads, step_ms, out):
+    """The end of a run: the step_ms line of a --steps run (the first 2 steps left out when
+    there are more than 4, as pdnn's run loop does), and the final-weights comparison."""
     if args.steps:
         skip = 2 if len(step_ms) > 4 else 0
         t = sorted(step_ms[skip:])
         med = t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
-        print(f"step_ms model={args.model} batch={batch} threads={threads} steps={len(t)} "
+        print(f"step_ms model={model_name} batch={batch} threads={threads} steps={len(t)} "
               f"median={med:.4f} min={t[0]:.4f} max={t[-1]:.4f}")
     else:
         print(f"results in {out}")
@@ -357,7 +384,473 @@ def add_mnist_args(p):
                    help="pdnn checkpoint to compare the final weights with")
 
 
-MODES = {"mnist": (mode_mnist, add_mnist_args, "W2/W3 on MNIST-layout IDX data")}
+# ---- caltech (W4) ---------------------------------------------------------------------------
+
+PAPER_CLASSES = ["airplanes", "Motorbikes", "Faces_easy", "watch", "Leopards", "bonsai"]
+AUGMENT_SALT = 0xA5A5F00DC0FFEE01  # lib/data/augment.cpp
+# AugmentOptions' defaults (lib/data/augment.h), as the float32 values pdnn holds.
+AUG = dict(scale_min=np.float32(0.5), scale_max=np.float32(1.0), ratio_min=np.float32(3.0 / 4.0),
+           ratio_max=np.float32(4.0 / 3.0), rotate_deg=np.float32(10.0),
+           brightness=np.float32(0.2), contrast=np.float32(0.2))
+
+
+def sniff(b):
+    if b[:3] == b"\xff\xd8\xff":
+        return "jpeg"
+    if b[:8] == b"\x89PNG\r\n\x1a\n":
+        return "png"
+    if b[:2] == b"BM":
+        return "bmp"
+    return None
+
+
+def jpeg_check(b):
+    """("", w, h) for a complete JPEG, else (problem, 0, 0): lib/data/image_folder.cpp's walk
+    over the marker segments up to the end-of-image marker."""
+    n, pos, w, h = len(b), 2, 0, 0
+    while pos < n:
+        if b[pos] != 0xFF:
+            pos += 1
+            continue
+        while pos < n and b[pos] == 0xFF:
+            pos += 1
+        if pos >= n:
+            break
+        m = b[pos]
+        pos += 1
+        if m == 0xD9:
+            return "", w, h
+        if m == 0x01 or m == 0xD8 or 0xD0 <= m <= 0xD7:
+            continue
+        if pos + 2 > n:
+            break
+        length = b[pos] << 8 | b[pos + 1]
+        if length < 2:
+            return "corrupt JPEG (bad segment length)", 0, 0
+        if pos + length > n:
+            break
+        if 0xC0 <= m <= 0xCF and m not in (0xC4, 0xC8, 0xCC) and length >= 7 and w == 0:
+            h, w = b[pos + 3] << 8 | b[pos + 4], b[pos + 5] << 8 | b[pos + 6]
+        pos += length
+        if m == 0xDA:
+            while pos + 1 < n:
+                if b[pos] == 0xFF and b[pos + 1] != 0x00 and not 0xD0 <= b[pos + 1] <= 0xD7:
+                    break
+                pos += 2 if b[pos] == 0xFF else 1
+            if pos + 1 >= n:
+                break
+    return "truncated JPEG (no end-of-image marker)", 0, 0
+
+
+def fnv1a(name):
+    h = 0xCBF29CE484222325
+    for ch in name.encode():
+        h = ((h ^ ch) * 0x100000001B3) & pdnn_rng.MASK
+    return h
+
+
+class PhotoDecoder:
+    """Photo bytes -> side x side x 3 RGB uint8, as lib/data/image_folder.cpp does: OpenCV when
+    cv2 is importable (the same library as pdnn), else PIL (BOX filter for area shrinking)."""
+
+    def __init__(self):
+        try:
+            import cv2
+            self.cv2, self.name = cv2, "OpenCV " + cv2.__version__
+            cv2.setNumThreads(1)
+            return
+        except ImportError:
+            self.cv2 = None
+        try:
+            import PIL.Image
+            self.pil, self.name = PIL.Image, "PIL " + PIL.__version__
+        except ImportError:
+            sys.exit("torch_reference: caltech needs cv2 (python3-opencv) or PIL (python3-pil) "
+                     "to read the photos")
+
+    def decode(self, b, side):
+        """(pixels, "") or (None, why it is skipped)."""
+        if not b:
+            return None, "empty file"
+        fmt = sniff(b)
+        if fmt is None:
+            return None, "not a JPEG, PNG or BMP file"
+        factor = 1
+        if fmt == "jpeg":
+            problem, w, h = jpeg_check(b)
+            if problem:
+                return None, problem
+            shorter = min(w, h) if w and h else 0
+            factor = 8 if shorter >= 8 * side else 4 if shorter >= 4 * side else \
+                2 if shorter >= 2 * side else 1
+        try:
+            rgb = self._decode_cv2(b, fmt, factor) if self.cv2 else self._decode_pil(b, fmt, factor)
+        except Exception as e:  # noqa: BLE001 (any decoder error means: skip the file)
+            return None, f"cannot decode ({e})"
+        if rgb is None or rgb.size == 0:
+            return None, "cannot decode (corrupt or unsupported)"
+        shrink = rgb.shape[0] * rgb.shape[1] > side * side
+        if rgb.shape[:2] == (side, side):
+            return np.ascontiguousarray(rgb), ""
+        if self.cv2:
+            cv2 = self.cv2
+            out = cv2.resize(rgb, (side, side),
+                             interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+        else:
+            img = self.pil.fromarray(rgb)
+            out = np.asarray(img.resize((side, side), self.pil.BOX if shrink else self.pil.BILINEAR))
+        return np.ascontiguousarray(out), ""
+
+    def _decode_cv2(self, b, fmt, factor):
+        cv2 = self.cv2
+        buf = np.frombuffer(b, dtype=np.uint8)
+        if fmt == "jpeg":
+            flags = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2,
+                     4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}[factor]
+            img = cv2.imdecode(buf, flags | cv2.IMREAD_IGNORE_ORIENTATION)
+        else:
+            img = cv2.imdecode(buf, cv2.IMREAD_UNCHANGED)
+        if img is None:
+            return None
+        if img.dtype == np.uint16:
+            img = np.rint(img / 257.0).astype(np.uint8)
+        if img.ndim == 2:
+            return cv2.cvtColor(img, cv2.COLOR_GRAY2RGB)
+        if img.shape[2] == 2:
+            return cv2.cvtColor(np.ascontiguousarray(img[:, :, 0]), cv2.COLOR_GRAY2RGB)
+        if img.shape[2] == 4:
+            return cv2.cvtColor(img, cv2.COLOR_BGRA2RGB)
+        return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+    def _decode_pil(self, b, fmt, factor):
+        img = self.pil.open(io.BytesIO(b))
+        if fmt == "jpeg" and factor > 1:
+            img.draft("RGB", (img.size[0] // factor, img.size[1] // factor))
+        if img.mode in ("I;16", "I;16B", "I;16L", "I"):
+            a = np.rint(np.asarray(img, dtype=np.float64) / 257.0).clip(0, 255).astype(np.uint8)
+            return np.stack([a] * 3, axis=-1)
+        if img.mode == "LA":
+            img = img.getchannel(0)
+        return np.asarray(img.convert("RGB"))
+
+
+def folder_classes(folder):
+    return sorted(e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+
+
+def load_photos(args):
+    """The split cache as image_folder.cpp builds it: dict with classes, cache (N,s,s,3), labels,
+    train/test index arrays, norm (mean, std), dataset name, decoder."""
+    folder = args.data or os.path.join(ROOT, "datasets", "caltech101-6")
+    if not os.path.isdir(folder):
+        sys.exit(f"torch_reference: image folder {folder}: no such directory")
+    classes = args.classes.split(",") if args.classes else PAPER_CLASSES
+    found = folder_classes(folder)
+    for c in classes:
+        if c not in found:
+            sys.exit(f"torch_reference: image folder {folder}: no folder for class '{c}'")
+    files, labels = [], []
+    for k, c in enumerate(classes):
+        names = []
+        for root, _, fs in os.walk(os.path.join(folder, c)):
+            for f in fs:
+                p = os.path.join(root, f)
+                if os.path.isfile(p):
+                    names.append(os.path.relpath(p, folder))
+        names.sort(key=lambda s: s.encode())
+        if not names:
+            sys.exit(f"torch_reference: image folder {folder}: class '{c}' is empty")
+        files += names
+        labels += [k] * len(names)
+    side = (args.size * 8 + 6) // 7
+    dec = PhotoDecoder()
+
+    def work(rel):
+        with open(os.path.join(folder, rel), "rb") as f:
+            return dec.decode(f.read(), side)
+
+    t0 = time.perf_counter()
+    workers = args.threads if args.threads > 0 else (os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
+        decoded = list(ex.map(work, files))
+    kept = [i for i, (px, _) in enumerate(decoded) if px is not None]
+    skipped = [(files[i], why) for i, (px, why) in enumerate(decoded) if px is None]
+    cache = np.stack([decoded[i][0] for i in kept])
+    kept_labels = np.array([labels[i] for i in kept], dtype=np.int64)
+    train, test, counts = [], [], []
+    begin = 0
+    for k, c in enumerate(classes):
+        n = int((kept_labels == k).sum())
+        if n < 2:
+            sys.exit(f"torch_reference: image folder {folder}: class '{c}' has {n} readable "
+                     "image(s); a train/test split needs 2")
+        n_train = max(1, min(int(math.floor(n * 0.5 + 0.5)), n - 1))
+        perm = pdnn_rng.Rng(pdnn_rng.at(args.split_seed, fnv1a(c))).permutation(n)
+        train += sorted((begin + perm[:n_train]).tolist())
+        test += sorted((begin + perm[n_train:]).tolist())
+        counts.append(f"{c} {n_train}/{n - n_train}")
+        begin += n
+    train, test = np.array(train, dtype=np.int64), np.array(test, dtype=np.int64)
+    px = cache[train].reshape(-1, 3).astype(np.int64)
+    count = px.shape[0]
+    s1, s2 = px.sum(0).astype(np.float64), (px * px).sum(0).astype(np.float64)
+    mean = s1 / count
+    var = s2 / count - mean * mean
+    norm_mean = (mean / 255.0).astype(np.float32)
+    norm_std = np.where(var > 1e-6, np.sqrt(np.maximum(var, 0)) / 255.0, 1.0).astype(np.float32)
+    name = os.path.basename(os.path.normpath(folder))
+    if len(classes) != len(found):
+        name += f"-{len(classes)}cls"
+    if args.size != 224:
+        name += f"-{args.size}px"
+    print(f"image folder {folder}: {len(kept):,} images in {len(classes)} classes decoded to "
+          f"{side}x{side} in {time.perf_counter() - t0:.2f} s ({dec.name}, {workers} threads); "
+          f"train/test {', '.join(counts)} = {len(train):,}/{len(test):,}; RGB mean "
+          f"{' '.join(f'{v:.3f}' for v in norm_mean)}, std {' '.join(f'{v:.3f}' for v in norm_std)}"
+          + (f"; skipped {len(skipped)}: {skipped[:3]}" if skipped else ""), flush=True)
+    return dict(classes=classes, cache=cache, labels=kept_labels, train=train, test=test,
+                mean=norm_mean, std=norm_std, name=name, folder=folder, side=side)
+
+
+def augment_key(seed, epoch, index):
+    return pdnn_rng.at(pdnn_rng.at(seed ^ AUGMENT_SALT, epoch + 1), index + 1)
+
+
+def affine_params(keys, augment, side, out):
+    """Per image: x00, y00, dxu, dxv, dyu, dyv, brightness, contrast of lib/data/augment.cpp's
+    map from output pixel (u, v) to the cache's pixel coordinates (x00 + dxu u + dxv v, ...).
+    keys None: the identity draw (evaluation)."""
+    n = len(keys)
+    p = np.zeros((n, 8), dtype=np.float64)
+    o = AUG
+    for i in range(n):
+        crop_x = crop_y = 0.0
+        crop_w = crop_h = float(side)
+        flip, angle, bright, contrast = False, 0.0, 1.0, 1.0
+        if augment and keys[i] is not None:
+            u = pdnn_rng.Rng(keys[i]).uniform_many(8)
+            flip = u[0] < 0.5
+            scale = float(o["scale_min"]) + float(o["scale_max"] - o["scale_min"]) * u[1]
+            lo = float(np.log(o["ratio_min"])), float(np.log(o["ratio_max"]))
+            ratio = math.exp(lo[0] + (lo[1] - lo[0]) * u[2])
+            w = min(float(side), side * math.sqrt(scale * ratio))
+            h = min(float(side), side * math.sqrt(scale / ratio))
+            crop_w, crop_h = float(np.float32(w)), float(np.float32(h))
+            crop_x, crop_y = float(np.float32((side - w) * u[3])), float(np.float32((side - h) * u[4]))
+            angle = float(np.float32(float(o["rotate_deg"]) * (2 * u[5] - 1)))
+            bright = float(np.float32(1 + float(o["brightness"]) * (2 * u[6] - 1)))
+            contrast = float(np.float32(1 + float(o["contrast"]) * (2 * u[7] - 1)))
+        sx, sy = crop_w / out, crop_h / out
+        c, s = (1.0, 0.0) if angle == 0 else (math.cos(math.radians(angle)), math.sin(math.radians(angle)))
+        fx = -sx if flip else sx
+        dxu, dxv, dyu, dyv = c * fx, -s * sy, s * fx, c * sy
+        ou = ov = 0.5 - out / 2.0
+        cx, cy = crop_x + crop_w / 2.0 - 0.5, crop_y + crop_h / 2.0 - 0.5
+        p[i] = (cx + dxu * ou + dxv * ov, cy + dyu * ou + dyv * ov, dxu, dxv, dyu, dyv, bright,
+                contrast)
+    return p
+
+
+def render(torch, src, params, side, out, mean, std):
+    """src (B, side, side, 3) uint8 on the device, params from affine_params -> (B, 3, out, out)
+    float32: bilinear sampling with clamped edges, brightness, contrast, normalisation."""
+    dev = src.device
+    prm = torch.from_numpy(params).to(dev)
+    uv = torch.arange(out, dtype=torch.float64, device=dev)
+    u, v = uv.view(1, 1, out), uv.view(1, out, 1)
+    col = lambda j: prm[:, j].view(-1, 1, 1)  # noqa: E731
+    x = col(0) + col(2) * u + col(3) * v
+    y = col(1) + col(4) * u + col(5) * v
+    # grid_sample (align_corners=False) reads pixel i at (2 i + 1) / side - 1.
+    grid = torch.stack(((2 * x + 1) / side - 1, (2 * y + 1) / side - 1), dim=-1).float()
+    img = src.permute(0, 3, 1, 2).float()
+    img = torch.nn.functional.grid_sample(img, grid, mode="bilinear", padding_mode="border",
+                                          align_corners=False)
+    img = (img * (col(6).float().view(-1, 1, 1, 1) / 255.0)).clamp_(0, 1)
+    grey = (0.299 * img[:, 0] + 0.587 * img[:, 1] + 0.114 * img[:, 2]).mean(dim=(1, 2))
+    grey = grey.view(-1, 1, 1, 1)
+    contrast = col(7).float().view(-1, 1, 1, 1)
+    img = torch.where(contrast != 1, ((img - grey) * contrast + grey).clamp(0, 1), img)
+    m = torch.from_numpy(mean).to(dev).view(1, 3, 1, 1)
+    s = torch.from_numpy(std).to(dev).view(1, 3, 1, 1)
+    return ((img - m) / s).contiguous()
+
+
+def caltech_model(torch, side, classes, rng):
+    nn = torch.nn
+    drop = pdnn_dropout_class(torch)
+    layers, c = [], 3
+    for k in (32, 64, 128):
+        layers += [nn.Conv2d(c, k, 3, padding=1), nn.ReLU(), nn.Conv2d(k, k, 3, padding=1),
+                   nn.ReLU(), nn.MaxPool2d(2)]
+        c = k
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(128 * (side // 8) ** 2, 1024),
+                         nn.ReLU(), drop(0.5, rng), nn.Linear(1024, 1024), nn.ReLU(),
+                         drop(0.5, rng), nn.Linear(1024, classes))
+
+
+def caltech_columns(classes):
+    return (RESULT_COLUMNS[:12] + [f"test_acc_{column_safe(c)}" for c in classes] +
+            ["peak_rss_mb", "peak_device_mb", "loader_hidden_s", "loader_exposed_s"] +
+            RESULT_COLUMNS[12:])
+
+
+def column_safe(name):
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in name)
+
+
+def mode_caltech(args):
+    torch = torch_module()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    threads = torch.get_num_threads()
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_reference: --device cuda, but torch sees no GPU")
+    if args.size % 8:
+        sys.exit(f"torch_reference: --size {args.size}: must be a multiple of 8")
+    if args.steps:
+        # A timing run: the values do not change the time of a step, so neither the photos
+        # (random pixels of the same shape, the split's size) nor pdnn's initial weights
+        # (torch's own) are made, which saves ~20 s per run.
+        n, classes = 1301, args.classes.split(",") if args.classes else PAPER_CLASSES
+        side = (args.size * 8 + 6) // 7
+        gen = np.random.default_rng(args.seed)
+        d = dict(classes=classes, cache=gen.integers(0, 256, (n, side, side, 3), dtype=np.uint8),
+                 labels=gen.integers(0, len(classes), n), train=np.arange(n),
+                 test=np.arange(0), mean=np.full(3, 0.5, np.float32),
+                 std=np.full(3, 0.25, np.float32), name="random", folder="(timing: random pixels)",
+                 side=side)
+    else:
+        d = load_photos(args)
+    n_train = len(d["train"])
+    per_epoch = args.images_per_epoch or n_train
+    if per_epoch > n_train:
+        sys.exit(f"torch_reference: --images-per-epoch {per_epoch}: the training split has "
+                 f"{n_train} images")
+    augment = args.augment == "on"
+    rng = pdnn_rng.Rng(args.seed)
+    model = caltech_model(torch, args.size, len(d["classes"]), rng)
+    if not args.steps:
+        pdnn_init(torch, model, rng)
+    model.to(dev)
+    if args.init_checkpoint:
+        worst = compare_with_checkpoint(torch, model, args.init_checkpoint, "initial weights")
+        if worst != 0.0:
+            sys.exit("torch_reference: the regenerated initial weights differ from pdnn's")
+    args.model = "caltech9"  # make_optimizer's rule: adadelta with PyTorch's rho 0.9
+    opt_name, opt = make_optimizer(torch, args, model.parameters())
+    loss_fn = torch.nn.CrossEntropyLoss()
+    data_seed = pdnn_rng.at(args.seed, 0)
+    cache = torch.from_numpy(d["cache"]).to(dev)
+    labels = torch.from_numpy(d["labels"]).to(dev)
+    side, out_px, batch = d["side"], args.size, args.batch
+    print(f"torch caltech101: model caltech9, dataset {d['name']} ({d['folder']}: {n_train:,} "
+          f"train / {len(d['test']):,} test, {len(d['classes'])} classes, {out_px}x{out_px}), "
+          f"batch {batch}, {per_epoch} images/epoch, {opt_name} lr {opt.defaults['lr']:g}, "
+          f"augmentation "
+          f"{args.augment}, {threads} threads, seed {args.seed}, torch {torch.__version__}, "
+          f"device {dev}", flush=True)
+    out = args.out or os.path.join(ROOT, "results", "caltech101", f"caltech9_{d['name']}.csv")
+    rev, host = git_rev(), socket.gethostname()
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+
+    def batch_of(split, idx, keys):
+        rows = torch.from_numpy(d[split][idx]).to(dev)
+        prm = affine_params(keys if keys is not None else [None] * len(idx),
+                            keys is not None and augment, side, out_px)
+        return render(torch, cache[rows], prm, side, out_px, d["mean"], d["std"]), labels[rows]
+
+    steps, step_ms = 0, []
+    for epoch in range(args.epochs if not args.steps else 1 << 30):
+        order = pdnn_rng.epoch_rng(data_seed, epoch).permutation(n_train)[:per_epoch]
+        model.train()
+        loss_sum, correct, seen, prep_s = 0.0, 0, 0, 0.0
+        t0 = time.perf_counter()
+        for b0 in range(0, per_epoch, batch):
+            tp = time.perf_counter()
+            idx = order[b0:b0 + batch]
+            x, y = batch_of("train", idx, [augment_key(data_seed, epoch, int(i)) for i in idx])
+            sync()
+            ts = time.perf_counter()
+            prep_s += ts - tp
+            opt.zero_grad()
+            logits = model(x)
+            loss = loss_fn(logits, y)
+            loss.backward()
+            opt.step()
+            sync()
+            step_ms.append(1e3 * (time.perf_counter() - ts))
+            loss_sum += float(loss) * len(idx)
+            correct += int((logits.argmax(1) == y).sum())
+            seen += len(idx)
+            steps += 1
+            if args.steps and steps >= args.steps:
+                break
+        secs = time.perf_counter() - t0
+        if args.steps:
+            if steps >= args.steps:
+                break
+            continue
+        model.eval()
+        k = len(d["classes"])
+        conf = np.zeros((k, k), dtype=np.int64)
+        test_loss = 0.0
+        with torch.no_grad():
+            for b0 in range(0, len(d["test"]), batch):
+                idx = np.arange(b0, min(b0 + batch, len(d["test"])))
+                x, y = batch_of("test", idx, None)
+                logits = model(x)
+                test_loss += float(loss_fn(logits, y)) * len(idx)
+                np.add.at(conf, (y.cpu().numpy(), logits.argmax(1).cpu().numpy()), 1)
+        model.train()
+        n_test = len(d["test"])
+        test_acc = float(np.trace(conf)) / n_test
+        per_class = [conf[i, i] / max(1, conf[i].sum()) for i in range(k)]
+        train_loss, train_acc = loss_sum / seen, correct / seen
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+        dev_mb = torch.cuda.max_memory_allocated(dev) / 1e6 if dev.type == "cuda" else 0.0
+        print(f"epoch {epoch + 1}/{args.epochs}  {d['name']}  train loss {train_loss:.4f} acc "
+              f"{train_acc:.4f}  test loss {test_loss / n_test:.4f} acc {test_acc:.4f}  "
+              f"{secs:.1f} s  {seen / secs:.0f} img/s", flush=True)
+        write_rows(out, caltech_columns(d["classes"]), [
+            ["torch", "caltech9", d["name"], dev.type, gpu_name(torch, dev), threads, batch,
+             epoch + 1, f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss / n_test:.6f}",
+             f"{test_acc:.6f}"] + [f"{a:.6f}" for a in per_class] +
+            [f"{rss:.6f}", f"{dev_mb:.6f}", "0.000000", f"{prep_s:.6f}", f"{secs:.3f}",
+             f"{seen / secs:.1f}", rev, host, utc_now()]])
+    finish_run(torch, args, model, "caltech9", batch, threads, step_ms, out)
+
+
+def add_caltech_args(p):
+    p.add_argument("--data", default="", help="image folder (default datasets/caltech101-6)")
+    p.add_argument("--classes", default="", help="comma list (default: the paper's six)")
+    p.add_argument("--size", type=int, default=224)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--images-per-epoch", type=int, default=1280)
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--optimizer", choices=["adam", "adadelta", "adagrad", "sgd"],
+                   default="adagrad")
+    p.add_argument("--lr", type=float, default=-1.0, help="default: the optimizer's (adagrad 0.01)")
+    p.add_argument("--augment", choices=["on", "off"], default="on")
+    p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="0: torch's default")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--out", default="",
+                   help="CSV (default results/caltech101/caltech9_<dataset>.csv)")
+    p.add_argument("--steps", type=int, default=0,
+                   help="stop after N steps, print step times (random pixels, torch's own "
+                        "initial weights: the values do not change the time)")
+    p.add_argument("--init-checkpoint", default="",
+                   help="pdnn checkpoint of the initial weights (caltech101 --save-init)")
+    p.add_argument("--compare-checkpoint", default="",
+                   help="pdnn checkpoint to compare the final weights with")
+
+
+
+MODES = {"mnist": (mode_mnist, add_mnist_args, "W2/W3 on MNIST-layout IDX data"),
+         "caltech": (mode_caltech, add_caltech_args, "W4 on an image folder (Caltech101)")}
 
 
 def main():

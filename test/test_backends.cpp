@@ -39,6 +39,7 @@
 #include "layers/maxpool2d.h"
 #include "losses/binary_cross_entropy.h"
 #include "losses/softmax_cross_entropy.h"
+#include "model/caltech_models.h"
 #include "model/mnist_models.h"
 #include "model/sequential.h"
 #include "ops/basic.h"
@@ -49,6 +50,7 @@
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "testing.h"
+#include "train/classifier_task.h"
 #include "train/classifier_trainer.h"
 
 using namespace pdnn;
@@ -369,6 +371,48 @@ std::vector<Case> cases() {
                                   {"metrics", mm, {1e-4, 1e-4}}};
                  }});
   }
+  // ---- W4 (caltech9) at 16x16 the way the caltech101 app trains it: batches packed ahead by
+  // a PrefetchLoader into pinned host memory and copied once into the trainer's buffers (the
+  // same host buffers refilled while the device trains), two steps and the test set's
+  // evaluation with its confusion matrix. SGD, so that the comparison is of the network and
+  // the data path, not of AdaGrad's first step (lr * g / |g|: the sign of gradients near 0,
+  // which the two sides' summation orders may flip; AdaGrad has its own case above).
+  c.push_back({"TrainStep_caltech9_prefetch", [](Context& ctx, Device dev) {
+                 Rng r(12);
+                 LabeledImages train{pt::random_tensor(Shape{24, 3, 16, 16}, r), {}};
+                 LabeledImages test{pt::random_tensor(Shape{10, 3, 16, 16}, r), {}};
+                 for (int i = 0; i < 24; ++i) train.labels.push_back(i % 3);
+                 for (int i = 0; i < 10; ++i) test.labels.push_back((i * 7) % 3);
+                 const TensorDataset train_set(train, 3), test_set(test, 3);
+                 Sequential m = make_caltech_model(16, 3);
+                 for (size_t i = 0; i < m.size(); ++i)
+                   if (auto* cv = dynamic_cast<Conv2d*>(&m.layer(i))) cv->set_algo(ConvAlgo::PerImage);
+                 ctx.rng().seed(3);
+                 m.reset_parameters(ctx.rng());
+                 m.to(dev, ctx);
+                 Sgd opt(m.parameters(), 0.01);
+                 ClassifierTaskOptions o;
+                 o.train.batch = 8;
+                 o.train.images_per_epoch = 16;
+                 o.train.threads = 2;
+                 o.prefetch = 1;
+                 o.eval.batch = 4;
+                 o.eval.prefetch = 1;
+                 o.cuda_graph = false;
+                 o.per_class = true;
+                 ClassifierTask task(ctx, m, opt, train_set, test_set, o);
+                 const int64_t steps = task.begin_epoch(ctx, 0, 77);
+                 for (int64_t b = 0; b < steps; ++b) task.train_batch(ctx, b);
+                 const std::vector<double> tm = task.train_metrics(ctx);
+                 const std::vector<double> ev = task.evaluate(ctx);
+                 Tensor mm(Shape{2}), ee(Shape{static_cast<int64_t>(ev.size())});
+                 mm[0] = static_cast<float>(tm[0]);
+                 mm[1] = static_cast<float>(tm[1]);
+                 for (size_t i = 0; i < ev.size(); ++i) ee[static_cast<int64_t>(i)] = static_cast<float>(ev[i]);
+                 return Outputs{{"weights", host(m.parameters().values(), ctx), {1e-5, 1e-4}},
+                                {"train loss, acc", mm, {1e-4, 1e-4}},
+                                {"test loss, acc, per class", ee, {1e-4, 1e-4}}};
+               }});
   return c;
 }
 

@@ -233,3 +233,39 @@ TEST(Conv2d, AlgorithmRuleFollowsTheMeasurements) {
   EXPECT_GE(conv_workspace_floats(d5, 64, 1, ConvAlgo::Batched, 1),
             static_cast<size_t>(d5.col_size() * 64));
 }
+
+// With a fused activation the backward masks dy a chunk of images at a time (conv_act_chunk:
+// ~64 MB of masked dy), so the workspace does not grow with the batch. W4's first layer with 12
+// images takes two chunks (10 + 2): dx is per image (exact), dW and db sum over the chunks in
+// their order (float rounding of one more addition).
+TEST(Conv2d, FusedActivationBackwardInChunksEqualsTheWholeBatch) {
+  const ConvGeom g = conv_geom("t", 3, 224, 224, 3, 3, 1, 1, 1, 1);
+  const int64_t n = 12, k = 32;
+  ASSERT_EQ(conv_act_chunk(g, n, k), 10);
+  EXPECT_LE(conv_backward_workspace_floats(g, 64, k, ConvAlgo::Direct, Act{FusedAct::ReLU, 0.f}, 2),
+            conv_workspace_floats(g, 10, k, ConvAlgo::Direct, 2) + (size_t{16} << 20));
+  Rng rng(4);
+  const Tensor x = pt::random_tensor(Shape{n, 3, 224, 224}, rng);
+  const Tensor w = pt::random_tensor(Shape{k, 27}, rng, -0.2f, 0.2f);
+  const Tensor y = pt::random_tensor(Shape{n, k, 224, 224}, rng, -1.f, 1.f);  // its sign masks
+  const Tensor dy = pt::random_tensor(y.shape(), rng);
+  Tensor masked(dy.shape());
+  for (int64_t i = 0; i < dy.numel(); ++i) masked[i] = y[i] > 0 ? dy[i] : 0.f;
+  for (const Act act : {Act{FusedAct::ReLU, 0.f}, Act{FusedAct::LeakyReLU, 0.1f}}) {
+    if (act.kind == FusedAct::LeakyReLU)
+      for (int64_t i = 0; i < dy.numel(); ++i) masked[i] = y[i] > 0 ? dy[i] : 0.1f * dy[i];
+    Tensor dw_a = Tensor::zeros(w.shape()), db_a = Tensor::zeros(Shape{k}), dx_a(x.shape());
+    Tensor dw_b = Tensor::zeros(w.shape()), db_b = Tensor::zeros(Shape{k}), dx_b(x.shape());
+    std::vector<float> ws(conv_backward_workspace_floats(g, n, k, ConvAlgo::Direct, act, 1));
+    cpu::conv2d_backward(g, n, k, x.data(), w.data(), dy.data(), y.data(), dw_a.data(),
+                         db_a.data(), dx_a.data(), act, ConvAlgo::Direct, nullptr, ws.data(),
+                         CpuExec{1});
+    std::vector<float> ws_plain(conv_workspace_floats(g, n, k, ConvAlgo::Direct, 1));
+    cpu::conv2d_backward(g, n, k, x.data(), w.data(), masked.data(), nullptr, dw_b.data(),
+                         db_b.data(), dx_b.data(), Act{}, ConvAlgo::Direct, nullptr,
+                         ws_plain.data(), CpuExec{1});
+    pt::expect_close(dx_a, dx_b, 0, 0, "dx");
+    pt::expect_close(dw_a, dw_b, 1e-4, 1e-5, "dW");
+    pt::expect_close(db_a, db_b, 1e-4, 1e-5, "db");
+  }
+}

@@ -70,7 +70,6 @@ TEST(CudaRuntime, TrainingStepMovesOnlyTheBatchAndAllocatesNothingOnceWarm) {
   Tensor y(Shape{32}, DType::I32, ctx.staging_allocator());
   const std::vector<Batch> bs = batches(8, 32, 1);
   auto step = [&](int i) {
-    tr.wait_inputs_free(ctx);
     copy_into(x, bs[static_cast<size_t>(i)].x, ctx);
     copy_into(y, bs[static_cast<size_t>(i)].y, ctx);
     tr.step(ctx, x, y);
@@ -117,7 +116,7 @@ TEST(CudaRuntime, GraphReplayEqualsEagerSteps) {
     ClassifierTrainer tr(m, *opt, graph);
     for (int epoch = 0; epoch < 2; ++epoch) {
       for (const Batch& b : batches(6, 16, 20 + epoch, 7)) tr.step(ctx, b.x, b.y);
-      evaluate_classifier(ctx, m, test, 100);
+      evaluate_classifier(ctx, m, TensorDataset(test, 10), EvalOptions{100});
     }
     weights.push_back(m.parameters().values().to(Device::CPU, ctx));
     rng.push_back(ctx.rng().counter());
@@ -134,8 +133,8 @@ TEST(CudaRuntime, GraphReplayEqualsEagerSteps) {
 
 // Batches staged in one pinned buffer that is refilled every step (the app's way; the copy to
 // the device is asynchronous) train exactly like fresh host tensors per step: the refill waits
-// for the last copy (wait_inputs_free). Without that wait the host overwrote images still on
-// their way to the GPU, and a W3 run on Fashion-MNIST lost 1.8 points of test accuracy.
+// for the last copy (step() returns once its batch has been copied). Without that wait the host
+// overwrote images still on their way to the GPU, and a W3 run on Fashion-MNIST lost 1.8 points of test accuracy.
 TEST(CudaRuntime, PinnedBatchesRefilledEachStepTrainLikeFreshOnes) {
   PDNN_NEED_GPU();
   std::vector<Tensor> weights;
@@ -150,7 +149,6 @@ TEST(CudaRuntime, PinnedBatchesRefilledEachStepTrainLikeFreshOnes) {
     Tensor y(Shape{128}, DType::I32, ctx.staging_allocator());
     for (const Batch& b : batches(12, 128, 31)) {
       if (pinned) {
-        tr.wait_inputs_free(ctx);
         std::memcpy(x.raw_data(), b.x.raw_data(), b.x.nbytes());
         std::memcpy(y.raw_data(), b.y.raw_data(), b.y.nbytes());
         tr.step(ctx, x, y);

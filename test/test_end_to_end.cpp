@@ -2,12 +2,13 @@
 // image task (a bar, horizontal, vertical or on either diagonal, at a random place in 12x12
 // noise) to >= 95% accuracy on held-out images in well under a second (98.4-99.8% over context
 // seeds 1..5 when written, so the bound is not at the edge).
-// It trains with the apps' pieces (LabeledImages, BatchLoader, ClassifierTrainer,
-// evaluate_classifier). Also: ClassifierTrainer's step is exactly the manual
+// It trains with the apps' pieces (LabeledImages as a TensorDataset, DatasetLoader,
+// ClassifierTrainer, evaluate_classifier). Also: ClassifierTrainer's step is exactly the manual
 // forward/loss/backward/update sequence.
 #include <vector>
 
-#include "data/loader.h"
+#include "data/dataset.h"
+#include "data/dataset_loader.h"
 #include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "layers/dense.h"
@@ -66,19 +67,23 @@ TEST(EndToEnd, SmallCnnLearnsBarOrientations) {
   Adam opt(m.parameters(), 3e-3);
   ClassifierTrainer trainer(m, opt);
 
-  const double before = evaluate_classifier(ctx, m, test, 128).acc;
+  const TensorDataset train_set(train, 4), test_set(test, 4);
+  const double before = evaluate_classifier(ctx, m, test_set).acc;
 
-  BatchLoader loader(train, 32);
-  Tensor x, y;
+  LoaderOptions lo;
+  lo.batch = 32;
+  lo.seed = ctx.rng().next();
+  DatasetLoader loader(train_set, lo);
+  Tensor x;
+  std::vector<int32_t> y;
   for (int epoch = 0; epoch < 4; ++epoch) {
-    Rng order = BatchLoader::epoch_rng(ctx.rng().next(), epoch);
-    loader.start_epoch(&order);
+    loader.start_epoch(epoch);
     for (int64_t b = 0; b < loader.num_batches(); ++b) {
       loader.load(b, x, y);
-      trainer.step(ctx, x, y);
+      trainer.step(ctx, x, testing::labels_tensor(y));
     }
   }
-  const double after = evaluate_classifier(ctx, m, test, 128).acc;
+  const double after = evaluate_classifier(ctx, m, test_set).acc;
   EXPECT_LT(before, 0.5) << "the task should not be solved by the initial weights";
   EXPECT_GE(after, 0.95) << "test accuracy after 4 epochs (before training " << before << ")";
 }

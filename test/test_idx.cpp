@@ -11,8 +11,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "data/dataset.h"
+#include "data/dataset_loader.h"
 #include "data/idx.h"
-#include "data/loader.h"
 
 using namespace pdnn;
 
@@ -252,12 +253,20 @@ TEST_F(IdxTest, DatasetFolderChecksCountsSizesAndLabels) {
 TEST_F(IdxTest, LoaderCoversEveryImageOncePerEpochWithAPartialLastBatch) {
   write_dataset(23, 5, false);
   const ImageDataset d = load_idx_dataset(dir_, "x");
-  BatchLoader loader(d.train, 8);
+  const TensorDataset set(d.train, d.num_classes);
+  LoaderOptions opt;
+  opt.batch = 8;
+  opt.seed = 5;
+  DatasetLoader loader(set, opt);
+  loader.start_epoch(2);
   EXPECT_EQ(loader.num_batches(), 3);
-  Rng rng(5);
-  loader.start_epoch(&rng);
-  EXPECT_EQ(rng.counter(), 22u);  // Fisher-Yates on 23 items draws 22 values
-  Tensor x, y;
+  // The order is the Rng permutation of epoch_order_rng, and not the identity.
+  Rng order_rng = epoch_order_rng(5, 2);
+  const std::vector<int64_t> order = order_rng.permutation(23);
+  EXPECT_EQ(order_rng.counter(), 22u);  // Fisher-Yates on 23 items draws 22 values
+  EXPECT_NE(order[22], 22);
+  Tensor x;
+  std::vector<int32_t> y;
   std::multiset<int64_t> seen;
   const int64_t per = 20;
   for (int64_t b = 0; b < loader.num_batches(); ++b) {
@@ -265,20 +274,22 @@ TEST_F(IdxTest, LoaderCoversEveryImageOncePerEpochWithAPartialLastBatch) {
     EXPECT_EQ(nb, b < 2 ? 8 : 7);
     EXPECT_EQ(x.shape(), (Shape{nb, 1, 5, 4}));
     for (int64_t i = 0; i < nb; ++i) {
-      const int64_t k = loader.order()[static_cast<size_t>(b * 8 + i)];
+      const int64_t k = order[static_cast<size_t>(b * 8 + i)];
       seen.insert(k);
-      EXPECT_EQ(y.data<int32_t>()[i], d.train.labels[static_cast<size_t>(k)]);
+      EXPECT_EQ(y[static_cast<size_t>(i)], d.train.labels[static_cast<size_t>(k)]);
       for (int64_t j = 0; j < per; ++j) ASSERT_EQ(x[i * per + j], d.train.images[k * per + j]);
     }
   }
   EXPECT_EQ(seen.size(), 23u);
   EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 23u);
-  // The order is the Rng permutation, and not the identity.
-  EXPECT_EQ(loader.order(), Rng(5).permutation(23));
-  loader.start_epoch(nullptr);
-  EXPECT_EQ(loader.order()[22], 22);
+  // Stored order without shuffling.
+  opt.shuffle = false;
+  DatasetLoader stored(set, opt);
+  stored.load(2, x, y);
+  EXPECT_EQ(y.back(), d.train.labels[22]);
   EXPECT_THROW(loader.load(3, x, y), Error);
-  EXPECT_THROW(BatchLoader(d.train, 0), Error);
+  opt.batch = 0;
+  EXPECT_THROW(DatasetLoader(set, opt), Error);
 }
 
 }  // namespace

@@ -23,45 +23,14 @@ namespace {
 
 const std::string kBin = std::string(PDNN_BIN_DIR) + "/mnist";
 
-struct Result {
-  int status;
-  std::string output;
-};
-
-// Runs a shell command line, stdout and stderr together.
-Result run(const std::string& cmd) {
-  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using Result = pdnn::testing::CommandResult;
+constexpr auto run = pdnn::testing::run_command;
+using pdnn::testing::read_csv;
+using pdnn::testing::slurp;
 
 bool exists(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0;
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<std::vector<std::string>> read_csv(const std::string& p) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(slurp(p));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    std::string cell;
-    while (std::getline(ls, cell, ',')) f.push_back(cell);
-    rows.push_back(f);
-  }
-  return rows;
 }
 
 class MnistApp : public ::testing::Test {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "data/dataset.h"
 #include "data/idx.h"
 #include "model/checkpoint.h"
 #include "model/mnist_models.h"
@@ -89,6 +90,8 @@ class RunLoopTest : public ::testing::Test {
     testing::write_idx_squares(data, "train", 48, 8, 1);  // 6 batches of 8
     testing::write_idx_squares(data, "t10k", 16, 8, 2);
     data_ = load_idx_dataset(data, "squares", 4);
+    train_set_ = std::make_unique<TensorDataset>(data_.train, 4);
+    test_set_ = std::make_unique<TensorDataset>(data_.test, 4);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -104,10 +107,17 @@ class RunLoopTest : public ::testing::Test {
     r->model = make_mnist_model("small", 8, 4);
     r->model.reset_parameters(r->ctx.rng());
     r->opt = make_mnist_optimizer("small", "", r->model, -1.f);
-    r->task = std::make_unique<PoisonedTask>(r->ctx, r->model, *r->opt, data_.train, data_.test, 8,
-                                             16);
+    r->task = std::make_unique<PoisonedTask>(r->ctx, r->model, *r->opt, *train_set_, *test_set_,
+                                             task_options());
     r->task->set(&r->model, r->opt.get(), {});
     return r;
+  }
+  // Batches of 8, the test set in batches of 16 (as the mnist app sets them).
+  static ClassifierTaskOptions task_options() {
+    ClassifierTaskOptions o;
+    o.train.batch = 8;
+    o.eval.batch = 16;
+    return o;
   }
   RunConfig config(int epochs) const {
     RunConfig c;
@@ -146,6 +156,7 @@ class RunLoopTest : public ::testing::Test {
 
   std::string dir_;
   ImageDataset data_;
+  std::unique_ptr<TensorDataset> train_set_, test_set_;
 };
 
 TEST_F(RunLoopTest, OutputsAreCheckedBeforeAnyWorkAndNothingIsLeftBehind) {
@@ -282,7 +293,7 @@ class HookTask : public ClassifierTask {
 
 TEST_F(RunLoopTest, TaskFilesAreCheckedUpFrontAndWrittenAfterEachEpoch) {
   auto r = make_run();
-  HookTask task(r->ctx, r->model, *r->opt, data_.train, data_.test, 8, 16);
+  HookTask task(r->ctx, r->model, *r->opt, *train_set_, *test_set_, task_options());
   task.csv = dir_ + "/r.csv";
   task.sample = dir_ + "/sample.txt";
   RunConfig c = config(2);

@@ -1,8 +1,13 @@
 // Shared test helpers (see testing.h).
 #include "testing.h"
 
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "core/error.h"
@@ -182,6 +187,36 @@ void write_idx_squares(const std::string& dir, const std::string& prefix, int64_
   }
   write_idx_images(dir + "/" + prefix + "-images-idx3-ubyte.gz", im);
   write_idx_labels(dir + "/" + prefix + "-labels-idx1-ubyte", labels);
+}
+
+CommandResult run_command(const std::string& cmd) {
+  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(slurp(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    std::string cell;
+    while (std::getline(ls, cell, ',')) f.push_back(cell);
+    rows.push_back(f);
+  }
+  return rows;
 }
 
 }  // namespace testing

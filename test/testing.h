@@ -59,5 +59,17 @@ void check_function_gradient(const std::function<double(const Tensor&)>& f, Tens
 void write_idx_squares(const std::string& dir, const std::string& prefix, int64_t n,
                        int64_t side, uint64_t seed);
 
+// For the tests that run the apps: a shell command line's exit status (-1 when it did not
+// exit normally) and its stdout and stderr together.
+struct CommandResult {
+  int status;
+  std::string output;
+};
+CommandResult run_command(const std::string& cmd);
+// A whole file ("" when it cannot be read).
+std::string slurp(const std::string& path);
+// A CSV file's lines split at every comma (the apps' rows quote nothing the tests look at).
+std::vector<std::vector<std::string>> read_csv(const std::string& path);
+
 }  // namespace testing
 }  // namespace pdnn

@@ -8,6 +8,9 @@
 //  --mode layers: Conv2d/ConvTranspose2d forward + backward for the two im2col ways (images in
 //    parallel, one batched GEMM) on W2/W3/W5 shapes: the measurements behind conv_algo_for's
 //    per-image/batched rule.
+//  --mode sgemm: the sgemm 2048^3 rate alone at each thread count (the ceiling other benchmarks,
+//    scripts/bench_caltech.sh, set their layers' GFLOP/s against), one line per thread count:
+//    "sgemm_gflops threads=T repeats=R median=... min=... max=...".
 #include <cblas.h>
 #include <omp.h>
 
@@ -245,20 +248,36 @@ int run_layers(int repeats, int warmup, const std::string& filter) {
   return 0;
 }
 
+int run_sgemm(const std::vector<int>& thread_list, int repeats, int warmup) {
+  Sgemm sgemm;
+  for (const int t : thread_list) {
+    std::vector<double> rates;
+    for (int r = 0; r < warmup + repeats; ++r) {
+      const double rate = sgemm.run(t);
+      if (r >= warmup) rates.push_back(rate);
+    }
+    const TimingStats st = timing_stats(rates);
+    std::printf("sgemm_gflops threads=%d repeats=%d median=%.1f min=%.1f max=%.1f blas_core=%s\n",
+                t, repeats, st.median, st.min, st.max, blas_core_name());
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
-  CLI::App app{"Convolution benchmark: algorithms per pass (passes) or the im2col ways (layers)"};
+  CLI::App app{"Convolution benchmark: algorithms per pass (passes), the im2col ways (layers), "
+               "or the sgemm ceiling alone (sgemm)"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string mode = "passes", filter, out = "results/bench/conv.csv";
   std::vector<std::string> algo_names = {"per-image", "winograd", "direct"};
   std::vector<int> threads = {1, 2};
   int repeats = 7, warmup = 2;
   int64_t batch = 0;
-  app.add_option("--mode", mode, "passes or layers")->capture_default_str()
-      ->check(CLI::IsMember({"passes", "layers"}));
+  app.add_option("--mode", mode, "passes, layers or sgemm")->capture_default_str()
+      ->check(CLI::IsMember({"passes", "layers", "sgemm"}));
   app.add_option("--algos", algo_names, "passes: comma list of per-image, batched, winograd, direct, auto")
       ->delimiter(',')->capture_default_str()
       ->check(CLI::IsMember({"per-image", "batched", "winograd", "direct", "auto"}));
-  app.add_option("--threads", threads, "passes: comma list of thread counts")->delimiter(',')
+  app.add_option("--threads", threads, "passes, sgemm: comma list of thread counts")->delimiter(',')
       ->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--repeats", repeats, "timed runs")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 100000));
@@ -275,6 +294,7 @@ int run(int argc, char** argv) {
     return 2;
   }
   if (mode == "layers") return run_layers(repeats, warmup, filter);
+  if (mode == "sgemm") return run_sgemm(threads, repeats, warmup);
   std::vector<ConvAlgo> algos;
   for (const std::string& a : algo_names)
     algos.push_back(a == "per-image" ? ConvAlgo::PerImage

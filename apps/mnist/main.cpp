@@ -14,6 +14,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "cuda/cuda_state.h"
+#include "data/dataset.h"
 #include "data/idx.h"
 #include "model/mnist_models.h"
 #include "train/classifier_task.h"
@@ -88,15 +89,7 @@ int run(int argc, char** argv) {
   app.add_option("--lr", o.lr, "learning rate (default: the optimizer's, adam 1e-3, adadelta 1)")
       ->check(positive_finite_validator());
   add_run_flags(app, rc, o.threads, text, "mnist");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "mnist: %s (see --help)\n", e.what());
-    return 2;
-  }
-  finish_run_flags(app, rc, text);
+  if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
   if (o.batch == 0) o.batch = o.model == "keras" ? 128 : 8;
 
   // Everything that can be wrong with the input is checked before any output file is touched
@@ -129,14 +122,16 @@ int run(int argc, char** argv) {
     rc.profile_out = "results/mnist/profile_" + o.model + "_" + data.name + "_b" +
                      std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) + ".csv";
 
-  ClassifierTask task(ctx, model, *opt, data.train, data.test, o.batch,
-                      std::max<int64_t>(o.batch, 128), rc.cuda_graph);
+  // The sets are in memory: batches are copied out between steps (no prefetch thread).
+  const TensorDataset train_set(data.train, data.num_classes), test_set(data.test, data.num_classes);
+  ClassifierTaskOptions to;
+  to.train.batch = o.batch;
+  to.eval.batch = std::max<int64_t>(o.batch, 128);
+  to.cuda_graph = rc.cuda_graph;
+  ClassifierTask task(ctx, model, *opt, train_set, test_set, to);
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);
-  const std::string device_line =
-      ctx.has_cuda() ? strprintf("cuda: %s | %s, CUDA graph %s", info.gpu.c_str(),
-                                 rc.tf32 ? "TF32" : "fp32", rc.cuda_graph ? "on" : "off")
-                     : std::string("cpu");
+  const std::string device_line = run_device_text(rc, info.gpu);
   std::printf(
       "mnist: model %s, dataset %s (%s: %lld train / %lld test, %lldx%lld), batch %lld, "
       "%s%s, %d threads, seed %llu | %s | %s | BLAS %s | rev %s\n",

@@ -20,13 +20,6 @@ void cuda_copy(void*, Device, const void*, Device, size_t, CUstream_st*, bool) {
   PDNN_FAIL("copy to or from a GPU: this pdnn was built without CUDA");
 }
 
-CUevent_st* cuda_event_create() { PDNN_FAIL("GPU events: this pdnn was built without CUDA"); }
-void cuda_event_record_on(CUevent_st*, CUstream_st*) {
-  PDNN_FAIL("GPU events: this pdnn was built without CUDA");
-}
-void cuda_event_wait(CUevent_st*) { PDNN_FAIL("GPU events: this pdnn was built without CUDA"); }
-void cuda_event_destroy(CUevent_st*) noexcept {}
-
 CUevent_st* cuda_event_record(CUstream_st*) {
   PDNN_FAIL("GPU timing: this pdnn was built without CUDA");
 }
@@ -34,6 +27,8 @@ CUevent_st* cuda_event_record(CUstream_st*) {
 double cuda_event_elapsed_ms(CUevent_st*, CUevent_st*) {
   PDNN_FAIL("GPU timing: this pdnn was built without CUDA");
 }
+
+void cuda_event_wait(CUevent_st*) { PDNN_FAIL("GPU events: this pdnn was built without CUDA"); }
 
 // A CPU build never makes a CudaState (Context refuses Device::CUDA first); these exist so code
 // that asks a context for its GPU links, and fail loudly if ever reached.

@@ -106,22 +106,6 @@ void cuda_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_
   if (wait) PDNN_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-CUevent_st* cuda_event_create() {
-  cudaEvent_t e;
-  PDNN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  return e;
-}
-
-void cuda_event_record_on(CUevent_st* event, CUstream_st* stream) {
-  PDNN_CUDA_CHECK(cudaEventRecord(event, stream));
-}
-
-void cuda_event_wait(CUevent_st* event) { PDNN_CUDA_CHECK(cudaEventSynchronize(event)); }
-
-void cuda_event_destroy(CUevent_st* event) noexcept {
-  if (event) cudaEventDestroy(event);
-}
-
 CUevent_st* cuda_event_record(CUstream_st* stream) {
   cudaEvent_t e;
   PDNN_CUDA_CHECK(cudaEventCreate(&e));
@@ -136,6 +120,12 @@ double cuda_event_elapsed_ms(CUevent_st* start, CUevent_st* end) {
   cudaEventDestroy(start);
   cudaEventDestroy(end);
   return ms;
+}
+
+void cuda_event_wait(CUevent_st* event) {
+  const cudaError_t err = cudaEventSynchronize(event);
+  cudaEventDestroy(event);
+  PDNN_CUDA_CHECK(err);
 }
 
 }  // namespace pdnn

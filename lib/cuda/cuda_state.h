@@ -67,16 +67,12 @@ bool cuda_usable(std::string* why = nullptr);
 void cuda_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes,
                CUstream_st* stream, bool wait);
 
-// A reusable event, for the host to wait until work queued on a stream so far has run (e.g. an
-// asynchronous copy out of a pinned buffer, before the buffer is refilled).
-CUevent_st* cuda_event_create();
-void cuda_event_record_on(CUevent_st* event, CUstream_st* stream);
-void cuda_event_wait(CUevent_st* event);
-void cuda_event_destroy(CUevent_st* event) noexcept;
-
 // Timing with events on a stream (the profiler's time_mark/ms_since on the GPU).
 CUevent_st* cuda_event_record(CUstream_st* stream);
 // Milliseconds between two recorded events (waits for `end`); destroys both.
 double cuda_event_elapsed_ms(CUevent_st* start, CUevent_st* end);
+// Waits until the work queued before a recorded event has run (e.g. a copy out of a host
+// buffer the caller wants to refill); destroys the event.
+void cuda_event_wait(CUevent_st* event);
 
 }  // namespace pdnn

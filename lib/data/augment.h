@@ -45,7 +45,7 @@ struct Normalization {
 };
 
 // The seed of image `index`'s draws in epoch `epoch` (0-based) of a loader seeded `seed`.
-// Independent of the stream that shuffles the epoch (BatchLoader::epoch_rng).
+// Independent of the stream that shuffles the epoch (epoch_order_rng in dataset_loader.h).
 uint64_t augment_key(uint64_t seed, int64_t epoch, int64_t index);
 
 // The whole src_h x src_w source, nothing changed.

@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "data/augment.h"
-#include "data/loader.h"
 
 namespace pdnn {
 
@@ -21,7 +20,7 @@ EpochPlan::EpochPlan(const Dataset& data, const LoaderOptions& opt, int64_t epoc
              "loader: %lld images per epoch asked, the data set has %lld",
              static_cast<long long>(opt.images_per_epoch), static_cast<long long>(n));
   if (opt.shuffle) {
-    Rng rng = BatchLoader::epoch_rng(opt.seed, epoch);
+    Rng rng = epoch_order_rng(opt.seed, epoch);
     order_ = rng.permutation(n);
   } else {
     order_.resize(static_cast<size_t>(n));

@@ -1,17 +1,28 @@
 // DatasetLoader: batches over any Dataset, the plain (synchronous) path. Each epoch's order is
-// BatchLoader's (a permutation from BatchLoader::epoch_rng(seed, epoch), which
-// scripts/torch_reference.py reproduces) or the stored order; with augmentation on, image i of
-// epoch e is read with augment_key(seed, e, i). So a batch is a function of (seed, epoch,
-// batch index) alone: PrefetchLoader (prefetch_loader.h) computes the same batches on its own
-// thread, and either gives the same floats at any thread count.
+// a permutation from epoch_order_rng(seed, epoch) (which scripts/torch_reference.py
+// reproduces) or the stored order; with augmentation on, image i of epoch e is read with
+// augment_key(seed, e, i). So a batch is a function of (seed, epoch, batch index) alone:
+// PrefetchLoader (prefetch_loader.h) computes the same batches on its own thread, and either
+// gives the same floats at any thread count. With N images and batch B the last batch of an
+// epoch holds the N % B left over (when that is not 0, and drop_last is off), so every image
+// is seen once per epoch.
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "core/rng.h"
 #include "core/tensor.h"
 #include "data/dataset.h"
 
 namespace pdnn {
+
+// The stream that orders epoch `epoch` (0-based) of a loader seeded `seed`:
+// Rng(Rng::at(seed, epoch + 1)), so any epoch's order can be rebuilt on its own (resuming
+// mid-run, the PyTorch reference) without replaying the epochs before it. The order is
+// permutation(N) of it (Fisher-Yates, N - 1 draws).
+inline Rng epoch_order_rng(uint64_t seed, int64_t epoch) {
+  return Rng(Rng::at(seed, static_cast<uint64_t>(epoch) + 1));
+}
 
 struct LoaderOptions {
   int64_t batch = 64;

@@ -141,6 +141,21 @@ size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo a
   return static_cast<size_t>(threads_for(threads, n) * slot_floats(g, k));
 }
 
+int64_t conv_act_chunk(const ConvGeom& g, int64_t n, int64_t k) {
+  constexpr int64_t kMaskedFloats = int64_t{16} << 20;  // 64 MB of masked dy per chunk
+  const int64_t per_image = std::max<int64_t>(1, k * g.col_cols());
+  return std::max<int64_t>(1, std::min<int64_t>(n, kMaskedFloats / per_image));
+}
+
+size_t conv_backward_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,
+                                      Act act, int threads) {
+  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
+  if (act.kind == FusedAct::None) return conv_workspace_floats(g, n, k, algo, threads);
+  const int64_t chunk = conv_act_chunk(g, n, k);
+  return conv_workspace_floats(g, chunk, k, algo, threads) +
+         static_cast<size_t>(chunk * k * g.col_cols());
+}
+
 namespace cpu {
 
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec) {
@@ -283,20 +298,12 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
   if (act.kind == FusedAct::LeakyReLU) leaky_relu_forward(total, act.slope, y, y, e);
 }
 
-void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float*, float* ws, CpuExec e) {
-  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
-  if (act.kind != FusedAct::None) {
-    // dy through the activation, into the workspace's tail (conv_act_extra_floats).
-    const int64_t total = n * k * g.col_cols();
-    float* masked = ws + conv_workspace_floats(g, n, k, algo, e.threads);
-    if (act.kind == FusedAct::ReLU)
-      relu_backward(total, y, dy, masked, e);
-    else
-      leaky_relu_backward(total, act.slope, y, dy, masked, e);
-    dy = masked;
-  }
+namespace {
+
+// The backward of the convolution itself (no activation), by algorithm.
+void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                      const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
+                      CpuExec e) {
   if (algo == ConvAlgo::Winograd) {
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
     if (dw) conv3x3_winograd_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
@@ -305,10 +312,37 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
     if (dw) conv3x3_direct_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
     if (dx) conv3x3_direct_backward_data(dx, dy, w, g, n, k, e.threads, ws);
-  } else if (algo == ConvAlgo::Batched)
+  } else if (algo == ConvAlgo::Batched) {
     backward_batched(g, n, k, x, w, dy, dw, db, dx, ws, e);
-  else
+  } else {
     backward_per_image(g, n, k, x, w, dy, dw, db, dx, e.threads, ws);
+  }
+}
+
+}  // namespace
+
+void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo algo, const float*, float* ws, CpuExec e) {
+  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
+  if (act.kind == FusedAct::None) {
+    backward_by_algo(g, n, k, x, w, dy, dw, db, dx, algo, ws, e);
+    return;
+  }
+  // dy through the activation into the workspace's tail, a chunk of images at a time
+  // (conv_act_chunk); the gradients accumulate over the chunks, dx is written per image.
+  const int64_t chunk = conv_act_chunk(g, n, k);
+  const int64_t per_y = k * g.col_cols(), per_x = g.image_size();
+  float* masked = ws + conv_workspace_floats(g, chunk, k, algo, e.threads);
+  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+    const int64_t m = std::min(chunk, n - i0);
+    if (act.kind == FusedAct::ReLU)
+      relu_backward(m * per_y, y + i0 * per_y, dy + i0 * per_y, masked, e);
+    else
+      leaky_relu_backward(m * per_y, act.slope, y + i0 * per_y, dy + i0 * per_y, masked, e);
+    backward_by_algo(g, m, k, x ? x + i0 * per_x : nullptr, w, masked, dw, db,
+                     dx ? dx + i0 * per_x : nullptr, algo, ws, e);
+  }
 }
 
 }  // namespace cpu
@@ -369,9 +403,8 @@ void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, cons
              "conv2d_backward: a fused activation needs the forward's output y");
   const Device d = op_device("conv2d_backward", {x, &w, &dy, y, dw, db, dx});
   const bool gpu = d == Device::CUDA;
-  size_t ws_n = gpu ? cuda_conv_workspace_floats(g, n, k)
-                    : conv_workspace_floats(g, n, k, algo, ctx.threads());
-  if (!gpu && act.kind != FusedAct::None) ws_n += static_cast<size_t>(n * k * g.col_cols());
+  const size_t ws_n = gpu ? cuda_conv_workspace_floats(g, n, k)
+                          : conv_backward_workspace_floats(g, n, k, algo, act, ctx.threads());
   float* ws = ctx.workspace(d, ws_n);
   const float* keep = nullptr;
   if (gpu && saved_cols && !saved_cols->empty() && cuda_conv_chunk(g, n, k) == n &&

@@ -37,6 +37,17 @@ ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads);
 // Floats of scratch the CPU kernels below need (pass at least this much as `ws`).
 size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo, int threads);
 
+// With a fused activation, cpu::conv2d_backward passes dy through the activation's derivative
+// into the workspace, then runs the plain backward on it: a chunk of this many images at a
+// time, so that the masked copy stays under about 64 MB whatever the batch (W4's first two
+// layers at batch 64 would need 411 MB at once). Depends on the shape only, so results are
+// the same at any thread count; a batch that fits one chunk is computed exactly as before.
+int64_t conv_act_chunk(const ConvGeom& g, int64_t n, int64_t k);
+// Floats of scratch cpu::conv2d_backward needs with activation `act` (the algorithm's for one
+// chunk, plus the chunk's masked dy when act is not None).
+size_t conv_backward_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,
+                                      Act act, int threads);
+
 // The GPU runs every convolution as batched im2col + one GEMM per chunk of images (the CPU's
 // Batched scheme): columns of `chunk` images side by side, then the product. The chunk keeps
 // the column buffer under about 256 MB (W4 at batch 64 would need 3.7 GB at once).
@@ -61,6 +72,7 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
 
 // dw += dL/dw, db += dL/db, dx = dL/dx; each skipped when nullptr (x may then be nullptr
 // too when dw is). dy (n, k, oh, ow) with respect to y; y is read only with an activation.
+// ws: conv_backward_workspace_floats() floats.
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
                      ConvAlgo algo, const float* saved_cols, float* ws, CpuExec e);

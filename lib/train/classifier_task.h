@@ -1,13 +1,30 @@
 // ClassifierTask: the run loop's task (run_loop.h) for an image classifier trained with
-// softmax cross-entropy: batches in a fresh seeded order each epoch, ClassifierTrainer's step,
-// running train loss and accuracy, test loss and accuracy at each epoch's end, and a
-// checkpoint holding the model and its optimizer. The mnist and caltech101 apps run it.
+// softmax cross-entropy over Datasets (data/dataset.h): each epoch the training set in a fresh
+// seeded order (optionally augmented, optionally only its first images_per_epoch images),
+// ClassifierTrainer's step, running train loss and accuracy, the test set's loss and accuracy
+// at each epoch's end, and a checkpoint holding the model and its optimizer. The mnist app
+// runs it over its IDX sets (TensorDataset), the caltech101 app over image folders.
+//
+// Batches are packed (DatasetLoader's load_batch) into host memory the GPU copies from
+// asynchronously (pinned: ctx.staging_allocator()), either between steps on the training
+// thread (prefetch 0) or ahead on a background thread (PrefetchLoader, prefetch >= 1: the
+// next epoch's first batches are packed while the test set is evaluated); the batches are the
+// same either way. Each is copied once into the trainer's device buffers.
+//
+// Optional columns: per-class test accuracy ("test_acc_<class>", with the confusion matrix of
+// the last evaluation kept for the caller), and resources: peak resident memory of the
+// process (getrusage), peak device memory in use (the CUDA allocator's; 0 on the CPU), and the
+// time the epoch's training batches took to pack, split into the part hidden behind training
+// and the part the trainer waited for ("loader_hidden_s", "loader_exposed_s").
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
-#include "data/idx.h"
-#include "data/loader.h"
+#include "data/dataset.h"
+#include "data/dataset_loader.h"
+#include "data/prefetch_loader.h"
 #include "model/sequential.h"
 #include "optim/optimizer.h"
 #include "train/classifier_trainer.h"
@@ -15,17 +32,27 @@
 
 namespace pdnn {
 
+struct ClassifierTaskOptions {
+  // batch, augment, images_per_epoch, drop_last, threads of the training batches; shuffle is
+  // on and the seed is the run's data seed (both set by the task).
+  LoaderOptions train;
+  int prefetch = 0;           // training batches packed ahead (PrefetchLoader depth); 0: none
+  EvalOptions eval;           // the test set's batches (confusion is set by per_class)
+  bool cuda_graph = true;     // replay the step as a CUDA graph on the GPU
+  bool per_class = false;     // test_acc_<class> columns and confusion()
+  bool resources = false;     // peak_rss_mb, peak_device_mb, loader_hidden_s, loader_exposed_s
+};
+
 class ClassifierTask : public TrainTask {
  public:
   // All references must outlive the task; opt built over model.parameters(), the model on the
-  // device it trains on. Batches are assembled in host memory the GPU copies from
-  // asynchronously (pinned); cuda_graph: replay the step as a CUDA graph on the GPU.
-  ClassifierTask(Context& ctx, Sequential& model, Optimizer& opt, const LabeledImages& train,
-                 const LabeledImages& test, int64_t batch, int64_t eval_batch,
-                 bool cuda_graph = true);
+  // device it trains on; train and test have the same sample shape and classes.
+  ClassifierTask(Context& ctx, Sequential& model, Optimizer& opt, const Dataset& train,
+                 const Dataset& test, const ClassifierTaskOptions& options);
+  ~ClassifierTask() override;
 
   std::vector<std::string> train_columns() const override { return {"train_loss", "train_acc"}; }
-  std::vector<std::string> eval_columns() const override { return {"test_loss", "test_acc"}; }
+  std::vector<std::string> eval_columns() const override;
   int64_t begin_epoch(Context& ctx, int epoch, uint64_t data_seed) override;
   int64_t train_batch(Context& ctx, int64_t b) override;
   std::vector<double> train_metrics(Context& ctx) override;
@@ -37,15 +64,40 @@ class ClassifierTask : public TrainTask {
   CheckpointInfo load_checkpoint(const std::string& path) override;
   void save_weights(const std::string& path) override;
 
+  // The last evaluation (with per_class: its confusion matrix).
+  const EvalResult& last_eval() const { return last_eval_; }
+  // Time spent packing training batches, over the run so far.
+  LoaderStats loader_stats() const;
+
+ protected:
+  const Dataset& train_data() const { return train_; }
+  const Dataset& test_data() const { return test_; }
+
  private:
   Context& ctx_;
   Sequential& model_;
   Optimizer& opt_;
-  const LabeledImages& test_;
-  int64_t eval_batch_;
-  BatchLoader loader_;
+  const Dataset& train_;
+  const Dataset& test_;
+  ClassifierTaskOptions o_;
   ClassifierTrainer trainer_;
-  Tensor x_, y_;  // the batch in (pinned) host memory
+  // One of the two is used: prefetch_ when o_.prefetch > 0, else sync_ (both made at the first
+  // epoch, when the data seed is known).
+  std::unique_ptr<PrefetchLoader> prefetch_;
+  std::unique_ptr<DatasetLoader> sync_;
+  LoaderStats sync_stats_;           // what the synchronous path spent packing
+  LoaderStats epoch_start_stats_, epoch_stats_;
+  int epoch_ = -1;
+  int prefetched_epoch_ = -1;       // the epoch prefetch_ was started on and not yet taken from
+  int64_t batches_ = 0;
+  Tensor x_;                        // the synchronous path's batch (pinned for a GPU)
+  Tensor labels_;                   // labels of the current batch, int32 (pinned for a GPU)
+  std::vector<int32_t> label_vec_;
+  Evaluator evaluator_;             // the test set's
+  EvalResult last_eval_;
 };
+
+// Peak resident memory of this process so far, in bytes (getrusage's ru_maxrss).
+size_t peak_resident_bytes();
 
 }  // namespace pdnn

@@ -2,17 +2,47 @@
 #include "train/classifier_trainer.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "core/error.h"
 #include "cuda/cuda_state.h"
 #include "cuda/graph.h"
-#include "data/loader.h"
+#include "data/dataset_loader.h"
+#include "data/prefetch_loader.h"
 #include "ops/basic.h"
 #include "train/optimizer_step.h"
 
 namespace pdnn {
 
 namespace {
+
+// Copies out of host memory are asynchronous (from pinned memory): before the host may refill
+// a batch buffer, the copies queued from it must have run. record() marks the stream after the
+// copies; wait() (or the destructor, on an error path) waits for that mark only, not for the
+// work queued after it.
+class CopyFence {
+ public:
+  CopyFence() = default;
+  CopyFence(const CopyFence&) = delete;
+  CopyFence& operator=(const CopyFence&) = delete;
+  ~CopyFence() {
+    try {
+      wait();
+    } catch (...) {  // already unwinding from the error that matters
+    }
+  }
+  void record(Context& ctx) { event_ = cuda_event_record(ctx.cuda().stream()); }
+  void wait() {
+    if (!event_) return;
+    CUevent_st* e = event_;
+    event_ = nullptr;
+    cuda_event_wait(e);
+  }
+
+ private:
+  CUevent_st* event_ = nullptr;
+};
+
 // The batch in a buffer on `dev`: copied (counted) when it is elsewhere or, on the GPU, always,
 // so that a captured graph always reads the same address.
 void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, const Tensor*& use) {
@@ -29,13 +59,7 @@ void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, co
 ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph)
     : model_(model), opt_(opt), use_graph_(cuda_graph), graph_(std::make_unique<CudaGraph>()) {}
 
-ClassifierTrainer::~ClassifierTrainer() { cuda_event_destroy(staged_); }
-
-void ClassifierTrainer::wait_inputs_free(Context& ctx) {
-  (void)ctx;
-  if (staged_pending_) cuda_event_wait(staged_);
-  staged_pending_ = false;
-}
+ClassifierTrainer::~ClassifierTrainer() = default;
 
 void ClassifierTrainer::run_step(Context& ctx) {
   logits_ = &model_.forward(ctx, x_);
@@ -59,19 +83,17 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
   const Tensor *xs = nullptr, *ys = nullptr;
   stage(ctx, x, DType::F32, dev, x_, xs);
   stage(ctx, labels, DType::I32, dev, y_, ys);
+  CopyFence fence;
   if (dev == Device::CPU) {
     // No copies on the CPU: the step reads the caller's tensors (views, no data moved).
     x_ = *xs;
     y_ = *ys;
   } else if (x.device() == Device::CPU || labels.device() == Device::CPU) {
-    // The copies out of (pinned) host memory are asynchronous: mark where they end, so the
-    // caller can wait before it refills those buffers (wait_inputs_free).
-    if (!staged_) staged_ = cuda_event_create();
-    cuda_event_record_on(staged_, ctx.cuda().stream());
-    staged_pending_ = true;
+    fence.record(ctx);
   }
-  if (dev == Device::CUDA && use_graph_ && !ctx.profiler() && graph_step(ctx)) return;
-  run_step(ctx);  // the CPU, --cuda-graph off, a profiled run, or a graph given up on
+  // The CPU, --cuda-graph off, a profiled run, or a graph given up on: eagerly.
+  if (!(dev == Device::CUDA && use_graph_ && !ctx.profiler() && graph_step(ctx))) run_step(ctx);
+  fence.wait();
 }
 
 bool ClassifierTrainer::graph_step(Context& ctx) {
@@ -151,28 +173,115 @@ void ClassifierTrainer::reset_metrics(Context& ctx) {
   if (!acc_.empty()) ops::zero(ctx, acc_);
 }
 
-EvalResult evaluate_classifier(Context& ctx, Sequential& model, const LabeledImages& data,
-                               int64_t batch) {
-  model.train(false);
-  const Device dev = model.device();
-  BatchLoader loader(data, batch);
-  SoftmaxCrossEntropy ce;
-  Tensor x, y, xd, yd;
-  Tensor acc = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
-  ops::zero(ctx, acc);
-  for (int64_t b = 0; b < loader.num_batches(); ++b) {
-    loader.load(b, x, y);
-    const Tensor *xs = nullptr, *ys = nullptr;
-    stage(ctx, x, DType::F32, dev, xd, xs);
-    stage(ctx, y, DType::I32, dev, yd, ys);
-    const Tensor& logits = model.forward(ctx, *xs);
-    ce.forward(ctx, logits, *ys);
-    ce.accumulate_metrics(ctx, logits, acc);
+double EvalResult::class_acc(int k) const {
+  PDNN_CHECK(k >= 0 && k < classes && !confusion.empty(),
+             "evaluation: class %d of %d (per-class accuracy needs EvalOptions::confusion)", k,
+             classes);
+  int64_t n = 0;
+  for (int j = 0; j < classes; ++j) n += confusion[static_cast<size_t>(k * classes + j)];
+  return n > 0 ? static_cast<double>(confusion[static_cast<size_t>(k * classes + k)]) / n : 0.0;
+}
+
+Evaluator::Evaluator(Context& ctx, const Dataset& data, const EvalOptions& opt)
+    : data_(data), opt_(opt) {
+  PDNN_CHECK(opt.batch >= 1 && opt.threads >= 1 && opt.prefetch >= 0,
+             "evaluation: batch %lld, %d threads, prefetch %d (need >= 1, >= 1, >= 0)",
+             static_cast<long long>(opt.batch), opt.threads, opt.prefetch);
+  LoaderOptions lo;
+  lo.batch = opt.batch;
+  lo.shuffle = false;
+  lo.augment = false;
+  lo.threads = opt.threads;
+  labels_ = Tensor(Shape{opt.batch}, DType::I32, ctx.staging_allocator());
+  if (data.size() == 0) return;
+  if (opt.prefetch > 0) {
+    prefetch_ = std::make_unique<PrefetchLoader>(data, lo, opt.prefetch, [&ctx](const Shape& s) {
+      return Tensor(s, DType::F32, ctx.staging_allocator());
+    });
+  } else {
+    sync_ = std::make_unique<DatasetLoader>(data, lo);
+    const Shape s = data.sample_shape();
+    x_ = Tensor(Shape{opt.batch, s[0], s[1], s[2]}, DType::F32, ctx.staging_allocator());
   }
-  model.train(true);
-  const Tensor h = dev == Device::CPU ? acc : acc.to(Device::CPU, ctx);
+}
+
+Evaluator::~Evaluator() = default;
+
+void Evaluator::run_batch(Context& ctx, Sequential& model, const Tensor& x,
+                          const std::vector<int32_t>& y, EvalResult& r) {
+  const Device dev = model.device();
+  const int k = r.classes;
+  const int64_t nb = static_cast<int64_t>(y.size());
+  labels_.resize(Shape{nb});
+  std::memcpy(labels_.data<int32_t>(), y.data(), y.size() * sizeof(int32_t));
+  const Tensor *xs = nullptr, *ys = nullptr;
+  stage(ctx, x, DType::F32, dev, xd_, xs);
+  stage(ctx, labels_, DType::I32, dev, yd_, ys);
+  CopyFence fence;
+  if (dev == Device::CUDA) fence.record(ctx);
+  const Tensor& logits = model.forward(ctx, *xs);
+  ce_.forward(ctx, logits, *ys);
+  ce_.accumulate_metrics(ctx, logits, acc_);
+  if (opt_.confusion) {
+    const Tensor& lh = dev == Device::CPU ? logits : (logits_host_ = logits.to(Device::CPU, ctx));
+    PDNN_CHECK(lh.rank() == 2 && lh.shape(0) == nb && lh.shape(1) == k,
+               "evaluation: logits %s for %lld images of %d classes", lh.shape().str().c_str(),
+               static_cast<long long>(nb), k);
+    const float* z = lh.data();
+    for (int64_t i = 0; i < nb; ++i) {
+      int best = 0;
+      for (int j = 1; j < k; ++j)
+        if (z[i * k + j] > z[i * k + best]) best = j;
+      ++r.confusion[static_cast<size_t>(y[static_cast<size_t>(i)] * k + best)];
+    }
+  }
+  fence.wait();
+}
+
+EvalResult Evaluator::run(Context& ctx, Sequential& model) {
+  const int k = data_.num_classes();
+  EvalResult r;
+  r.classes = k;
+  r.count = data_.size();
+  if (opt_.confusion) r.confusion.assign(static_cast<size_t>(k) * static_cast<size_t>(k), 0);
+  if (data_.size() == 0) return r;
+  model.train(false);
+  struct TrainAgain {  // also when an error leaves the loop
+    Sequential& m;
+    ~TrainAgain() { m.train(true); }
+  } train_again{model};
+
+  const Device dev = model.device();
+  if (acc_.empty() || acc_.device() != dev) acc_ = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
+  ops::zero(ctx, acc_);
+  if (prefetch_) {
+    // Every epoch of a stored-order, unaugmented loader is the same sequence of batches. A
+    // run that stopped part way (an error) left the loader there: it starts afresh.
+    if (!fresh_) prefetch_->start_epoch(++epoch_);
+    fresh_ = false;
+    while (prefetch_->has_next()) {
+      const Batch& b = prefetch_->next();
+      run_batch(ctx, model, b.x, b.y, r);
+    }
+    prefetch_->start_epoch(++epoch_);  // the next run's first batches, packed from now on
+    fresh_ = true;
+  } else {
+    for (int64_t b = 0; b < sync_->num_batches(); ++b) {
+      sync_->load(b, x_, y_);
+      run_batch(ctx, model, x_, y_, r);
+    }
+  }
+  const Tensor h = dev == Device::CPU ? acc_ : acc_.to(Device::CPU, ctx);
   const double* a = h.data<double>();
-  return {a[0] / data.size(), a[1] / data.size()};
+  r.loss = a[0] / static_cast<double>(data_.size());
+  r.acc = a[1] / static_cast<double>(data_.size());
+  return r;
+}
+
+EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
+                               const EvalOptions& opt) {
+  Evaluator e(ctx, data, opt);
+  return e.run(ctx, model);
 }
 
 }  // namespace pdnn

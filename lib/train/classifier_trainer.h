@@ -3,13 +3,15 @@
 // batch is copied into the trainer's device buffers (the only transfer of a step), the loss and
 // the correct count are added to device accumulators (read back only when asked), and from the
 // second step of a batch shape on the whole step is one CUDA graph, replayed every step.
+// evaluate_classifier: loss, accuracy and (optionally) the confusion matrix over a Dataset.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
-struct CUevent_st;
-
-#include "data/idx.h"
+#include "data/dataset.h"
+#include "data/dataset_loader.h"
+#include "data/prefetch_loader.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/sequential.h"
 #include "optim/optimizer.h"
@@ -34,11 +36,11 @@ class ClassifierTrainer {
   ~ClassifierTrainer();
 
   // One step on a batch: x (N,...) float32 and labels (N) int32, on the host (pinned memory
-  // makes the copy asynchronous) or on the model's device.
+  // makes the copy asynchronous) or on the model's device. The caller may refill x and labels
+  // as soon as step() returns: on the GPU it waits until their copies have run (not for the
+  // step itself, which stays queued), so a loader can pack the next batch into the same
+  // host buffer while the device trains on this one.
   void step(Context& ctx, const Tensor& x, const Tensor& labels);
-  // Waits until the last step's batch has been copied off the host tensors it came from: call
-  // it before refilling a pinned buffer that step() may still be reading asynchronously.
-  void wait_inputs_free(Context& ctx);
   // Totals since the last reset (reads them back: a sync on the GPU; call it when printing).
   ClassifierMetrics metrics(Context& ctx);
   void reset_metrics(Context& ctx);
@@ -69,16 +71,63 @@ class ClassifierTrainer {
   int64_t step_delta_ = 0;        // per replay: optimizer steps and RNG draws on the host side
   uint64_t rng_delta_ = 0;
   int64_t replays_ = 0, captures_ = 0;
-  CUevent_st* staged_ = nullptr;  // recorded after the last step's host-to-device copies
-  bool staged_pending_ = false;
 };
 
-// Mean softmax cross-entropy and accuracy over a whole split, in stored order, in evaluation
-// mode (the model is put back in training mode afterwards), on the model's device.
+// Mean softmax cross-entropy and accuracy over a whole split, in stored order, without
+// augmentation, in evaluation mode (the model is put back in training mode afterwards), on the
+// model's device. Batches are packed in host memory the device copies from (pinned for a GPU:
+// ctx.staging_allocator()).
+struct EvalOptions {
+  int64_t batch = 128;
+  int threads = 1;        // threads packing a batch (LoaderOptions::threads)
+  int prefetch = 0;       // batches packed ahead on a background thread (PrefetchLoader); 0: none
+  bool confusion = false; // also count (true class, predicted class) pairs: reads the logits
+                          // back per batch (a synchronisation per batch on the GPU)
+};
 struct EvalResult {
   double loss = 0, acc = 0;
+  int64_t count = 0;
+  // With EvalOptions::confusion: classes x classes counts, row = true class, column = the
+  // predicted one (the first of equal maxima); empty otherwise.
+  std::vector<int64_t> confusion;
+  int classes = 0;
+  // Accuracy within true class k (correct / images of class k; 0 for a class with none).
+  double class_acc(int k) const;
 };
-EvalResult evaluate_classifier(Context& ctx, Sequential& model, const LabeledImages& data,
-                               int64_t batch);
+
+// Evaluates models over one data set, again and again (a test set after every epoch), keeping
+// what it needs between runs: the host batch buffers (pinned memory is costly to get and to
+// give back), the batch's device buffers (so device memory does not change hands between
+// epochs and a training step's CUDA graph stays valid) and, with prefetch, the loader thread,
+// which packs the next run's first batches as soon as a run ends. `data` must outlive it.
+class Evaluator {
+ public:
+  Evaluator(Context& ctx, const Dataset& data, const EvalOptions& opt = {});
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  EvalResult run(Context& ctx, Sequential& model);
+
+ private:
+  void run_batch(Context& ctx, Sequential& model, const Tensor& x, const std::vector<int32_t>& y,
+                 EvalResult& r);
+
+  const Dataset& data_;
+  EvalOptions opt_;
+  std::unique_ptr<PrefetchLoader> prefetch_;
+  std::unique_ptr<DatasetLoader> sync_;
+  int64_t epoch_ = 0;   // prefetch_'s current epoch (any gives the same batches)
+  bool fresh_ = true;   // no batch of it taken yet
+  SoftmaxCrossEntropy ce_;
+  Tensor x_, labels_;        // host: the synchronous path's batch, the labels (pinned for a GPU)
+  Tensor xd_, yd_, acc_;     // on the model's device
+  Tensor logits_host_;
+  std::vector<int32_t> y_;
+};
+
+// One evaluation with a fresh Evaluator (tests, one-off evaluations).
+EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
+                               const EvalOptions& opt = {});
 
 }  // namespace pdnn

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -120,6 +121,29 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
   cfg.seed_given = app.count("--seed") > 0;
   // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends.
   if (cfg.device == "cuda") cfg.check_every = 0;
+}
+
+// app.parse() and finish_run_flags(): returns -1 when the run goes on, else the exit status
+// (0 after --help; 2 for a bad flag, said in one line "<app>: <problem> (see --help)").
+inline int parse_run_flags(CLI::App& app, RunConfig& cfg, const RunFlagText& text, int argc,
+                           char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", cfg.app.c_str(), e.what());
+    return 2;
+  }
+  finish_run_flags(app, cfg, text);
+  return -1;
+}
+
+// The run header's device part: "cpu", or "cuda: <GPU> | fp32, CUDA graph on".
+inline std::string run_device_text(const RunConfig& cfg, const std::string& gpu) {
+  if (cfg.device != "cuda") return "cpu";
+  return strprintf("cuda: %s | %s, CUDA graph %s", gpu.c_str(), cfg.tf32 ? "TF32" : "fp32",
+                   cfg.cuda_graph ? "on" : "off");
 }
 
 }  // namespace pdnn

@@ -1,0 +1,269 @@
+// build/bin/caltech101: trains W4 of SPEC.md (the Cython paper's 9-layer CNN, "caltech9") on
+// Caltech101 photos (datasets/caltech101-6: the six classes of the paper) and writes one CSV
+// row per epoch: train/test loss and accuracy, test accuracy per class, peak resident and
+// device memory, and how much of the loader's time was hidden behind training. At the end, the
+// test set's confusion matrix as a PNG. Also the step-time probe of the benchmarks (--steps)
+// and the per-layer profile (--profile). The app picks the data, model and optimizer;
+// lib/train/run_loop.h runs the training.
+//
+// Data: the photos are decoded once into a cache (lib/data/image_folder.h), split per class
+// half/half (the split seed is fixed, so every run and scripts/torch_reference.py test on the
+// same photos), augmented for training (flip, random resized crop, rotation, brightness and
+// contrast) and packed into batches on a background thread (PrefetchLoader) while the
+// previous batch trains; an epoch is the first --images-per-epoch images of a fresh order.
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "cuda/cuda_state.h"
+#include "model/caltech_models.h"
+#include "train/classifier_task.h"
+#include "train/run_flags.h"
+#include "train/run_info.h"
+#include "train/run_loop.h"
+#include "train/timing.h"
+#ifdef PDNN_HAVE_OPENCV
+#include "data/image_folder.h"
+#include "train/confusion_image.h"
+#endif
+
+namespace {
+
+using namespace pdnn;
+
+#ifdef PDNN_HAVE_OPENCV
+using Clock = std::chrono::steady_clock;
+
+// The six classes of the paper (SPEC.md, W4), in its order: label k = this list's k-th.
+const std::vector<std::string> kPaperClasses = {"airplanes", "Motorbikes", "Faces_easy",
+                                                "watch",     "Leopards",   "bonsai"};
+
+// The flags of this app; the run loop's own (epochs, seed, files, ...) are in RunConfig.
+struct Options {
+  std::string data = "datasets/caltech101-6", confusion, optimizer = "adagrad";
+  std::vector<std::string> classes = kPaperClasses;
+  int threads = 0, size = 224, loader_threads = 0;
+  int64_t batch = 64, images_per_epoch = 1280;
+  uint64_t split_seed = 0;
+  bool augment = true;
+  float lr = -1.f;
+};
+
+std::string with_commas(int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+// "caltech101-6" for the shipped folder with its six classes at 224; a subset of a folder's
+// classes and another input size are named, so rows of different data never mix.
+std::string dataset_name(const Options& o, const ImageFolder& f) {
+  size_t folder_classes = 0;  // class folders in --data (load_image_folder's rule: no dot)
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(o.data, ec)) {
+    const std::string n = e.path().filename().string();
+    std::error_code ec2;
+    if (!n.empty() && n[0] != '.' && e.is_directory(ec2)) ++folder_classes;
+  }
+  std::string dir = o.data;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const size_t slash = dir.find_last_of('/');
+  std::string name = slash == std::string::npos ? dir : dir.substr(slash + 1);
+  if (f.classes.size() != folder_classes) name += "-" + std::to_string(f.classes.size()) + "cls";
+  if (o.size != 224) name += "-" + std::to_string(o.size) + "px";
+  return name;
+}
+
+// The classifier task plus the confusion matrix of the last evaluation, as a PNG and as text,
+// when the run ends.
+class CaltechTask : public ClassifierTask {
+ public:
+  CaltechTask(Context& ctx, Sequential& model, Optimizer& opt, const ImageFolder& folder,
+              const ClassifierTaskOptions& o, std::string png, std::string title)
+      : ClassifierTask(ctx, model, opt, folder.train, folder.test, o),
+        classes_(folder.classes),
+        png_(std::move(png)),
+        title_(std::move(title)) {}
+
+  void finish(Context& ctx) override {
+    (void)ctx;
+    const EvalResult& r = last_eval();
+    if (r.confusion.empty()) return;
+    std::printf("test confusion matrix (rows: true class, columns: predicted)\n%s",
+                confusion_text(r.confusion, classes_).c_str());
+    create_parent_folders(png_);
+    write_confusion_png(png_, r.confusion, classes_,
+                        strprintf("%s: test accuracy %.2f%%", title_.c_str(), 100.0 * r.acc));
+    std::printf("confusion matrix written to %s\n", png_.c_str());
+  }
+
+ private:
+  std::vector<std::string> classes_;
+  std::string png_, title_;
+};
+
+int run(int argc, char** argv) {
+  Options o;
+  RunConfig rc;
+  rc.app = "caltech101";
+  rc.epochs = 30;
+  RunFlagText text;
+  CLI::App app{"Trains the Caltech101 CNN of SPEC.md (W4, 9 layers, 224x224) with pdnn on the "
+               "CPU or GPU"};
+  // A flag given twice takes its last value, so Makefile targets can be overridden by
+  // appending flags (make caltech101 CALTECH_ARGS="--epochs 1").
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--data", o.data, "image folder, one subfolder of photos per class")
+      ->capture_default_str();
+  app.add_option("--classes", o.classes,
+                 "comma-separated class folders to train on; label k = the k-th (default: "
+                 "the paper's six)")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->expected(1, 1000);
+  app.add_option("--size", o.size, "input side in pixels (a multiple of 8)")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 4096));
+  app.add_option("--batch", o.batch, "batch size")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--images-per-epoch", o.images_per_epoch,
+                 "training images per epoch: the first ones of each epoch's fresh order "
+                 "(0: all of them)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--optimizer", o.optimizer, "adagrad (W4's), adam, adadelta or sgd")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"adam", "adadelta", "adagrad", "sgd"}));
+  app.add_option("--lr", o.lr, "learning rate (default: the optimizer's, adagrad 0.01)")
+      ->check(positive_finite_validator());
+  app.add_option_function<std::string>(
+         "--augment", [&o](const std::string& v) { o.augment = v == "on"; },
+         "flip, random resized crop, rotation, brightness and contrast jitter for training "
+         "(default on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--loader-threads", o.loader_threads,
+                 "threads packing batches on the loader's background thread (default 1 on the "
+                 "CPU, 4 with --device cuda)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--split-seed", o.split_seed,
+                 "seed of the per-class train/test split (kept apart from --seed so that every "
+                 "run tests on the same photos)")
+      ->capture_default_str();
+  app.add_option("--confusion", o.confusion,
+                 "PNG of the test confusion matrix at the end (default "
+                 "results/caltech101/confusion_caltech9_<dataset>.png)");
+  add_run_flags(app, rc, o.threads, text, "caltech101");
+  if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
+  PDNN_CHECK(o.size % 8 == 0, "--size %d: must be a multiple of 8 (W4 pools three times)",
+             o.size);
+  const bool gpu = rc.device == "cuda";
+  if (o.loader_threads == 0) o.loader_threads = gpu ? 4 : 1;
+  const int threads = o.threads > 0 ? o.threads : omp_get_num_procs();
+
+  // Everything that can be wrong with the input is checked before any output file is touched
+  // (the run loop checks the outputs before its first step). The photos decode on all the
+  // threads the run may use (on the GPU: all cores, the host's are otherwise idle).
+  ImageFolderOptions fo;
+  fo.classes = o.classes;
+  fo.size = o.size;
+  fo.split_seed = o.split_seed;
+  fo.threads = gpu ? 0 : threads;
+  if (!o.augment) fo.augment = AugmentOptions::none();
+  const auto t_load = Clock::now();
+  const ImageFolder folder = load_image_folder(o.data, fo);
+  const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+  const std::string dataset = dataset_name(o, folder);
+  PDNN_CHECK(o.images_per_epoch <= folder.train.size(),
+             "--images-per-epoch %lld: the training split of %s has %lld images",
+             static_cast<long long>(o.images_per_epoch), o.data.c_str(),
+             static_cast<long long>(folder.train.size()));
+
+  // --device cuda without a GPU (or a CUDA build) fails here, in one line.
+  Context ctx(threads, rc.seed, run_device(rc));
+  if (ctx.has_cuda()) ctx.cuda().set_tf32(rc.tf32);
+  const int classes = static_cast<int>(folder.classes.size());
+  Sequential model = make_caltech_model(o.size, classes);
+  model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
+  model.to(ctx.device(), ctx);
+  std::unique_ptr<Optimizer> opt = make_caltech_optimizer(model, o.optimizer, o.lr);
+
+  rc.model = "caltech9";
+  rc.dataset = dataset;
+  rc.batch = o.batch;
+  for (const ImageFolderDataset* split : {&folder.train, &folder.test})
+    for (int64_t i = 0; i < split->size(); ++i) rc.inputs.push_back(o.data + "/" + split->path(i));
+  // The same batch, epoch length and training set, or a resumed run would not be the same run.
+  rc.must_match = {{"batch", o.batch},
+                   {"train_images", folder.train.size()},
+                   {"images_per_epoch", o.images_per_epoch},
+                   {"size", o.size}};
+  if (rc.out.empty()) rc.out = "results/caltech101/caltech9_" + dataset + ".csv";
+  if (rc.profile_out.empty())
+    rc.profile_out = "results/caltech101/profile_caltech9_" + dataset + "_b" +
+                     std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) +
+                     (gpu ? "_cuda" : "") + ".csv";
+  if (o.confusion.empty()) o.confusion = "results/caltech101/confusion_caltech9_" + dataset + ".png";
+  rc.extra_outputs = {{"--confusion", o.confusion}};
+
+  ClassifierTaskOptions to;
+  to.train.batch = o.batch;
+  to.train.augment = o.augment;
+  to.train.images_per_epoch = o.images_per_epoch;
+  to.train.threads = o.loader_threads;
+  to.prefetch = 1;
+  to.eval.batch = o.batch;
+  to.eval.threads = o.loader_threads;
+  to.eval.prefetch = 1;
+  to.cuda_graph = rc.cuda_graph;
+  to.per_class = true;
+  to.resources = true;
+  CaltechTask task(ctx, model, *opt, folder, to, o.confusion, "caltech9 on " + dataset);
+  RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
+  const RunInfo info = run_info(ctx);
+  const std::string device_line = run_device_text(rc, info.gpu);
+  const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size();
+  std::printf(
+      "caltech101: model caltech9, dataset %s (%s: %s train / %s test, %d classes, %dx%d), "
+      "batch %lld, %lld images/epoch (%lld steps), %s lr %g, augmentation %s, %d threads "
+      "+ loader %d, seed %llu | %s | %s | BLAS %s | rev %s\n",
+      dataset.c_str(), o.data.c_str(), with_commas(folder.train.size()).c_str(),
+      with_commas(folder.test.size()).c_str(), classes, o.size, o.size,
+      static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
+      static_cast<long long>((per_epoch + o.batch - 1) / o.batch), o.optimizer.c_str(),
+      static_cast<double>(opt->lr()),
+      o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
+      static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
+      info.blas_core.c_str(), info.git_rev.c_str());
+  std::printf("data loaded in %.2f s\n%s", load_s,
+              model.summary(Shape{o.batch, 3, o.size, o.size}).c_str());
+  std::fflush(stdout);
+  const int status = loop.run();
+  const LoaderStats ls = task.loader_stats();
+  std::printf("peak resident memory %.0f MB, peak device memory %.0f MB; loader: %lld batches "
+              "packed in %.2f s, %.2f s of it hidden behind training, %.2f s waited for\n",
+              static_cast<double>(peak_resident_bytes()) / 1e6,
+              static_cast<double>(ctx.device_alloc_stats().peak_in_use) / 1e6,
+              static_cast<long long>(ls.batches), ls.prepare_s, ls.hidden_s(), ls.wait_s);
+  return status;
+}
+#else
+int run(int, char**) {
+  std::fprintf(stderr, "caltech101: this pdnn was built without OpenCV, which reads the photos "
+                       "(scripts/install_deps.sh, then rebuild)\n");
+  return 1;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) { return pdnn::run_app("caltech101", run, argc, argv); }

@@ -1,0 +1,236 @@
+// End to end: build/bin/caltech101 (W4) on a small image folder generated here (three classes
+// of 12 PNG photos each). Two steps at 32x32 finish with finite losses and write the
+// documented CSV row (per-class accuracy, memory, loader time) and the confusion-matrix PNG; a
+// resumed run reaches the very same weights as an uninterrupted one (augmentation, dropout and
+// the prefetching loader included); --steps writes nothing; bad input fails in one line and
+// writes nothing.
+#include <gtest/gtest.h>
+
+#ifdef PDNN_HAVE_OPENCV
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "testing.h"
+
+namespace pdnn {
+namespace {
+
+const std::string kBin = std::string(PDNN_BIN_DIR) + "/caltech101";
+using testing::read_csv;
+using testing::run_command;
+using testing::slurp;
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+class CaltechApp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(kBin)) GTEST_SKIP() << kBin << " not built";
+    char tmpl[] = "/tmp/pdnn_caltech_app_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    data_ = dir_ + "/photos";
+    // Class k: a bright disc of colour k on noise, at a random place. 37x37 is the cache side
+    // for --size 32, so the cache holds the pixels as written.
+    const char* names[3] = {"red", "green", "blue"};
+    Rng rng(17);
+    for (int k = 0; k < 3; ++k) {
+      const std::string cls = data_ + "/" + names[k];
+      ASSERT_EQ(std::system(("mkdir -p '" + cls + "'").c_str()), 0);
+      for (int i = 0; i < 12; ++i) {
+        cv::Mat m(37, 37, CV_8UC3);
+        for (int y = 0; y < 37; ++y)
+          for (int x = 0; x < 37; ++x)
+            for (int c = 0; c < 3; ++c)
+              m.at<cv::Vec3b>(y, x)[c] = static_cast<uint8_t>(rng.next() % 60);
+        const int cx = 10 + static_cast<int>(rng.next() % 17), cy = 10 + static_cast<int>(rng.next() % 17);
+        for (int y = 0; y < 37; ++y)
+          for (int x = 0; x < 37; ++x)
+            if ((x - cx) * (x - cx) + (y - cy) * (y - cy) < 64)
+              m.at<cv::Vec3b>(y, x)[2 - k] = 240;  // BGR: red is channel 2
+        ASSERT_TRUE(cv::imwrite(cls + "/img_" + std::to_string(i) + ".png", m));
+      }
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  // 18 training photos: 2 steps of 8 per epoch.
+  std::string base(int size = 32) const {
+    return kBin + " --data " + data_ + " --classes red,green,blue --size " +
+           std::to_string(size) + " --batch 8 --images-per-epoch 16 --threads 1";
+  }
+  std::string dir_, data_;
+};
+
+TEST_F(CaltechApp, TwoStepsAt32WriteTheDocumentedRowAndTheConfusionMatrix) {
+  const std::string out = dir_ + "/r.csv", png = dir_ + "/cm.png";
+  const testing::CommandResult r =
+      run_command(base() + " --epochs 1 --seed 2 --out " + out + " --confusion " + png);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("caltech101: model caltech9, dataset photos-32px"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("16 images/epoch (2 steps)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("test confusion matrix"), std::string::npos) << r.output;
+  const auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 2u) << slurp(out);
+  const std::vector<std::string> cols = {
+      "app",          "model",          "dataset",         "device",          "gpu",
+      "threads",      "batch",          "epoch",           "train_loss",      "train_acc",
+      "test_loss",    "test_acc",       "test_acc_red",    "test_acc_green",  "test_acc_blue",
+      "peak_rss_mb",  "peak_device_mb", "loader_hidden_s", "loader_exposed_s", "seconds",
+      "images_per_s", "git_rev",        "host",            "timestamp"};
+  EXPECT_EQ(rows[0], cols);
+  const std::vector<std::string>& row = rows[1];
+  ASSERT_EQ(row.size(), cols.size());
+  auto value = [&](const std::string& name) {
+    return std::stod(row[static_cast<size_t>(std::find(cols.begin(), cols.end(), name) -
+                                             cols.begin())]);
+  };
+  EXPECT_EQ(row[1], "caltech9");
+  EXPECT_EQ(row[2], "photos-32px");
+  EXPECT_EQ(row[6], "8");
+  EXPECT_TRUE(std::isfinite(value("train_loss")) && value("train_loss") > 0) << row[8];
+  EXPECT_TRUE(std::isfinite(value("test_loss")) && value("test_loss") > 0) << row[10];
+  // Per-class accuracies over 6 test photos each, whose mean is the overall accuracy.
+  double mean = 0;
+  for (const char* c : {"test_acc_red", "test_acc_green", "test_acc_blue"}) {
+    const double a = value(c);
+    EXPECT_GE(a, 0.0);
+    EXPECT_LE(a, 1.0);
+    EXPECT_NEAR(a * 6, std::round(a * 6), 1e-4) << c;
+    mean += a / 3;
+  }
+  EXPECT_NEAR(mean, value("test_acc"), 1e-5);
+  EXPECT_GT(value("peak_rss_mb"), 10.0);
+  EXPECT_EQ(value("peak_device_mb"), 0.0);  // the CPU
+  EXPECT_GE(value("loader_hidden_s"), 0.0);
+  EXPECT_GE(value("loader_exposed_s"), 0.0);
+  const cv::Mat img = cv::imread(png);
+  ASSERT_FALSE(img.empty()) << png;
+  EXPECT_GT(img.cols, 200);
+  EXPECT_GT(img.rows, 200);
+}
+
+// Augmentation draws, dropout masks and the data order all depend on (seed, epoch) only, and
+// the prefetching loader starts each epoch afresh: stopping after epoch 1 and resuming gives
+// epoch 2's checkpoint byte for byte.
+TEST_F(CaltechApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
+  const std::string common = base(16) + " --seed 5 --out " + dir_ + "/r.csv --confusion " +
+                             dir_ + "/cm.png";
+  const std::string a = dir_ + "/a.ckpt", b = dir_ + "/b.ckpt";
+  testing::CommandResult r = run_command(common + " --epochs 2 --checkpoint " + a);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(common + " --epochs 1 --checkpoint " + b);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(slurp(a), slurp(b));
+  r = run_command(common + " --epochs 2 --resume --checkpoint " + b);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  const std::string sa = slurp(a), sb = slurp(b);
+  EXPECT_GT(sa.size(), 1000u);
+  EXPECT_TRUE(sa == sb) << "resumed checkpoint differs from the uninterrupted one";
+  r = run_command(base(16) + " --images-per-epoch 8 --epochs 3 --resume --checkpoint " + b +
+                  " --out " + dir_ + "/r.csv --confusion " + dir_ + "/cm.png");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("was made with images_per_epoch 16, this run has 8"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(CaltechApp, StepsTimeTrainingAndWriteNoResults) {
+  const testing::CommandResult r = run_command("cd " + dir_ + " && " + base() + " --steps 5");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("step_ms model=caltech9 batch=8 threads=1 steps=3 median="),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("peak resident memory"), std::string::npos) << r.output;
+  EXPECT_FALSE(exists(dir_ + "/results"));
+}
+
+TEST_F(CaltechApp, BadInputFailsWithOneLineAndWritesNothing) {
+  const std::string out = dir_ + "/out.csv", ck = dir_ + "/x.ckpt", png = dir_ + "/cm.png";
+  const std::string tail =
+      " --epochs 1 --out " + out + " --checkpoint " + ck + " --confusion " + png;
+  auto expect_failure = [&](const std::string& args, const std::string& message) {
+    // args last: they override tail (a repeated flag takes its last value).
+    const testing::CommandResult r = run_command(kBin + " --threads 1" + tail + " " + args);
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+    // The image folder's summary lines may come first; the error is one line, the last.
+    const size_t at = r.output.find("caltech101: error: ");
+    const size_t from = at == std::string::npos ? r.output.find("caltech101: ") : at;
+    ASSERT_NE(from, std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin() + static_cast<long>(from), r.output.end(), '\n'), 1)
+        << r.output;
+    EXPECT_FALSE(exists(out)) << args;
+    EXPECT_FALSE(exists(ck)) << args;
+    EXPECT_FALSE(exists(png)) << args;
+  };
+  expect_failure("--data " + dir_ + "/missing --size 32", "no such directory");
+  expect_failure("--data " + data_ + " --size 32", "no folder for class 'airplanes'");
+  const std::string ok =
+      "--data " + data_ + " --classes red,green,blue --batch 8 --images-per-epoch 16 ";
+  expect_failure(ok + "--size 30", "--size 30: must be a multiple of 8");
+  expect_failure(ok + "--size 32 --images-per-epoch 19",
+                 "--images-per-epoch 19: the training split of " + data_ + " has 18 images");
+  expect_failure(ok + "--size 32 --classes red,red", "class 'red' is listed twice");
+  expect_failure(ok + "--size 32 --augment maybe", "--augment");
+  expect_failure(ok + "--size 32 --optimizer rmsprop", "--optimizer");
+  expect_failure(ok + "--size 32 --confusion " + out, "same file");
+}
+
+// scripts/torch_reference.py caltech rebuilds pdnn's initial weights exactly, reads the same
+// photos into the same split (PNGs at the cache size: decoded and cached identically), and
+// augments with pdnn's draws and resampling: with the same data order and dropout masks its
+// losses follow pdnn's closely. Not the weights: AdaGrad's first update is lr * g / |g|, so a
+// weight whose gradient is near 0 moves by +-lr on a sign that rounding decides (seen: 2.5e-2
+// after 2 steps); the losses, over all weights, move by ~2e-4 relative.
+TEST_F(CaltechApp, TorchReferenceFollowsTheRun) {
+  const std::string py = "/usr/bin/python3";
+  if (run_command(py + " -c 'import torch, PIL'").status != 0 &&
+      run_command(py + " -c 'import torch, cv2'").status != 0)
+    GTEST_SKIP() << "no torch with PIL or cv2 for " << py << " (scripts/install_deps.sh torch)";
+  const std::string csv = dir_ + "/r.csv", init = dir_ + "/init.ckpt";
+  const std::string args = " --data " + data_ +
+                           " --classes red,green,blue --size 32 --batch 8 --images-per-epoch 16 "
+                           "--epochs 1 --threads 1 --seed 3 --out " + csv;
+  testing::CommandResult r =
+      run_command(kBin + args + " --save-init " + init + " --confusion " + dir_ + "/cm.png");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_command(py + " " + PDNN_SOURCE_DIR + "/scripts/torch_reference.py caltech" + args +
+                  " --init-checkpoint " + init);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("initial weights: max |torch - pdnn| over all parameters = 0.000e+00"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("red 6/6, green 6/6, blue 6/6 = 18/18"), std::string::npos)
+      << r.output;
+  const auto rows = read_csv(csv);  // one header: torch's row has pdnn's columns
+  ASSERT_EQ(rows.size(), 3u) << slurp(csv);
+  EXPECT_EQ(rows[1][0], "pdnn");
+  EXPECT_EQ(rows[2][0], "torch");
+  ASSERT_EQ(rows[2].size(), rows[0].size());
+  for (size_t c = 1; c < 8; ++c)
+    if (c != 3 && c != 4) EXPECT_EQ(rows[2][c], rows[1][c]) << rows[0][c];  // model .. epoch
+  for (int c : {8, 10}) {  // train and test loss
+    const double a = std::stod(rows[1][static_cast<size_t>(c)]);
+    const double b = std::stod(rows[2][static_cast<size_t>(c)]);
+    EXPECT_NEAR(b, a, 2e-3 * a) << rows[0][static_cast<size_t>(c)];
+  }
+}
+
+}  // namespace
+}  // namespace pdnn
+#endif

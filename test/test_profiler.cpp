@@ -166,28 +166,36 @@ TEST(Profiler, CnnStepIsCoveredByItsLayers) {
   const Tensor x = testing::random_tensor(Shape{32, 1, 28, 28}, ctx.rng(), 0.f, 1.f);
   std::vector<int32_t> labels(32);
   for (auto& l : labels) l = static_cast<int32_t>(ctx.rng().next() % 10);
+  // Coverage is a property of the code (every part of a step inside some layer's timer), but on
+  // a shared machine a thread descheduled outside the timers (2 cores, ctest -j2) puts
+  // milliseconds into "other" against a 1 ms step. Preemption only ever adds time, so the best
+  // of a few measurements is the one that shows what the code covers.
   Profiler prof;
-  ctx.set_profiler(&prof);
-  for (int s = 0; s < 6; ++s) {
-    if (s == 1) prof.reset();  // the first step pays for allocations and page faults
-    prof.begin_step(ctx);
-    trainer.step(ctx, x, testing::labels_tensor(labels));
-    prof.end_step(ctx);
-  }
-  ctx.set_profiler(nullptr);
-  const std::vector<Profiler::Row> rows = prof.rows();
-  // Rows: the layers that ran (ReLUs are fused into the conv and dense before them), the update,
-  // "other".
   std::vector<size_t> ran;
-  for (size_t i = 0; i < m.size(); ++i)
-    if (!m.absorbed(i)) ran.push_back(i);
-  EXPECT_EQ(ran.size(), m.size() - 2) << "conv+ReLU and dense+ReLU fused";
-  ASSERT_EQ(rows.size(), ran.size() + 2);
+  std::vector<Profiler::Row> rows;
   double sum = 0;
-  for (size_t r = 0; r <= ran.size(); ++r) {
-    sum += rows[r].fwd_ms + rows[r].bwd_ms + rows[r].update_ms;
-    if (r < ran.size()) EXPECT_EQ(rows[r].kind, m.layer(ran[r]).kind());
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    ctx.set_profiler(&prof);
+    for (int s = 0; s < 6; ++s) {
+      if (s == 1) prof.reset();  // the first step pays for allocations and page faults
+      prof.begin_step(ctx);
+      trainer.step(ctx, x, testing::labels_tensor(labels));
+      prof.end_step(ctx);
+    }
+    ctx.set_profiler(nullptr);
+    rows = prof.rows();
+    ran.clear();  // known once a forward has run (the fusions are made then)
+    for (size_t i = 0; i < m.size(); ++i)
+      if (!m.absorbed(i)) ran.push_back(i);
+    ASSERT_EQ(ran.size(), m.size() - 2) << "conv+ReLU and dense+ReLU fused";
+    // Rows: the layers that ran (ReLUs are fused into the conv and dense before them), the
+    // update, "other".
+    ASSERT_EQ(rows.size(), ran.size() + 2);
+    sum = 0;
+    for (size_t r = 0; r <= ran.size(); ++r) sum += rows[r].fwd_ms + rows[r].bwd_ms + rows[r].update_ms;
+    if (sum >= 0.9 * prof.step_ms()) break;
   }
+  for (size_t r = 0; r < ran.size(); ++r) EXPECT_EQ(rows[r].kind, m.layer(ran[r]).kind());
   EXPECT_EQ(rows[0].output_shape, "(32,10,28,28)");
   EXPECT_GT(rows[ran.size()].update_ms, 0.0);  // Adam over all 197,000 parameters
   EXPECT_GT(rows[0].gflops, 0.0);

@@ -1,11 +1,7 @@
 // ClassifierTrainer: forward, loss, backward, update; on the GPU as a CUDA graph.
 #include "train/classifier_trainer.h"
 
-#include <cstdio>
-
 #include "core/error.h"
-#include "cuda/cuda_state.h"
-#include "cuda/graph.h"
 #include "data/loader.h"
 #include "ops/basic.h"
 #include "train/optimizer_step.h"
@@ -27,7 +23,7 @@ void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, co
 }  // namespace
 
 ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph)
-    : model_(model), opt_(opt), use_graph_(cuda_graph), graph_(std::make_unique<CudaGraph>()) {}
+    : model_(model), opt_(opt), use_graph_(cuda_graph), graph_({&opt}, "trainer") {}
 
 ClassifierTrainer::~ClassifierTrainer() = default;
 
@@ -58,74 +54,11 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
     x_ = *xs;
     y_ = *ys;
   }
-  if (dev == Device::CUDA && use_graph_ && !ctx.profiler() && graph_step(ctx)) return;
-  run_step(ctx);  // the CPU, --cuda-graph off, a profiled run, or a graph given up on
-}
-
-bool ClassifierTrainer::graph_step(Context& ctx) {
-  if (graph_failures_ >= kMaxGraphFailures) return false;
-  const AllocStats a0 = ctx.device_alloc_stats();
-  const uint64_t frees = a0.frees;
-  const bool valid = graph_->ready() && graph_shape_ == x_.shape() && graph_frees_ == frees &&
-                     graph_lr_ == opt_.lr();
-  if (!valid) {
-    // A step runs eagerly first whenever device memory changed hands since the graph was
-    // made (an evaluation with a larger batch regrows buffers) or the shape is new: it sizes
-    // every buffer and warms the caching allocator, so the capture that follows allocates and
-    // frees nothing. A smaller last batch of an epoch runs eagerly and keeps the full-size graph.
-    if (warm_shape_ != x_.shape() || warm_frees_ != frees ||
-        (graph_->ready() && graph_shape_ != x_.shape())) {
-      warm_shape_ = x_.shape();
-      run_step(ctx);
-      warm_frees_ = ctx.device_alloc_stats().frees;
-      return true;
-    }
-    // Capture: record the step without running it, then undo its host-side bookkeeping (the
-    // optimizer's count and the RNG position moved on the host, their device copies did not).
-    const int64_t steps0 = opt_.steps();
-    const uint64_t rng0 = ctx.rng().counter();
-    CUstream_st* s = ctx.cuda().stream();
-    graph_->begin_capture(s);
-    try {
-      run_step(ctx);
-      graph_->end_capture(s);
-    } catch (...) {
-      graph_->abort_capture(s);
-      graph_->reset();
-      throw;
-    }
-    step_delta_ = opt_.steps() - steps0;
-    rng_delta_ = ctx.rng().counter() - rng0;
-    opt_.set_host_steps(steps0);
-    ctx.rewind_rng(rng0);
-    const AllocStats a1 = ctx.device_alloc_stats();
-    if (a1.frees != frees || a1.allocs != a0.allocs) {
-      // Memory changed hands inside the step: a graph replaying it could touch freed blocks.
-      // Drop it, run the step eagerly (the capture ran nothing), try again later; give up
-      // after a few tries, with one line saying so.
-      graph_->reset();
-      warm_shape_ = Shape{};
-      if (++graph_failures_ == kMaxGraphFailures)
-        std::fprintf(stderr,
-                     "trainer: device memory was allocated or freed inside the training step "
-                     "(%llu allocations, %llu frees during capture): running without a CUDA "
-                     "graph from here on\n",
-                     static_cast<unsigned long long>(a1.allocs - a0.allocs),
-                     static_cast<unsigned long long>(a1.frees - a0.frees));
-      run_step(ctx);
-      return true;
-    }
-    graph_failures_ = 0;
-    graph_shape_ = x_.shape();
-    graph_frees_ = frees;
-    graph_lr_ = opt_.lr();
-    ++captures_;
+  if (dev == Device::CUDA && use_graph_ && !ctx.profiler()) {
+    graph_.run(ctx, x_.shape(), [&] { run_step(ctx); });
+    return;
   }
-  graph_->launch(ctx.cuda().stream());
-  opt_.set_host_steps(opt_.steps() + step_delta_);
-  ctx.mirror_rng_advance(rng_delta_);
-  ++replays_;
-  return true;
+  run_step(ctx);  // the CPU, --cuda-graph off, a profiled run
 }
 
 ClassifierMetrics ClassifierTrainer::metrics(Context& ctx) {

@@ -141,6 +141,50 @@ TEST_F(DcganApp, TwoIterationsWriteRowsGridAndSamples) {
   EXPECT_EQ(run("find " + dir_ + "/a -name '*.tmp*'").output, "");
 }
 
+// The quality score end to end: a classifier trained by the mnist app on the real images, the
+// DCGAN's samples and the held-out real images through the same path, one row each.
+TEST_F(DcganApp, GanScoreRatesSamplesAndHeldOutImages) {
+  const std::string score = std::string(PDNN_BIN_DIR) + "/gan_score";
+  if (!exists(score)) GTEST_SKIP() << score << " not built";
+  ASSERT_EQ(app("a", " --epochs 1 --images-per-epoch 16 --samples 30 --samples-out " + dir_ +
+                         "/a/s.idx.gz").status,
+            0);
+  // More real images for the classifier to learn the four squares from.
+  const std::string real = dir_ + "/real";
+  ::mkdir(real.c_str(), 0755);
+  pdnn::testing::write_idx_squares(real, "train", 400, 28, 3);
+  pdnn::testing::write_idx_squares(real, "t10k", 100, 28, 4);
+  const std::string ck = dir_ + "/classifier.ckpt";
+  const Result c = run(std::string(PDNN_BIN_DIR) + "/mnist --model small --data " + real +
+                       " --epochs 2 --batch 16 --threads 1 --out " + dir_ + "/c.csv --checkpoint " +
+                       ck);
+  ASSERT_EQ(c.status, 0) << c.output;
+  const std::string out = dir_ + "/q.csv";
+  const Result r = run(score + " --classifier " + ck + " --model small --dataset mnist --data " +
+                       real + " --set pdnn=" + dir_ + "/a/s.idx.gz --images 100 --threads 1 --out " +
+                       out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 3u) << r.output;
+  EXPECT_EQ(rows[1][1], "real-heldout");
+  EXPECT_EQ(rows[1][5], "100");
+  EXPECT_GT(std::stod(rows[1][6]), 0.9) << r.output;  // the squares survive 28 -> 64 -> 28
+  EXPECT_LT(std::stod(rows[1][10]), 5.0) << r.output;  // FID of held-out real images: small
+  EXPECT_EQ(rows[2][1], "pdnn");
+  EXPECT_EQ(rows[2][5], "30");
+  EXPECT_EQ(rows[2][6], "");
+  const double is = std::stod(rows[2][9]), fid = std::stod(rows[2][10]);
+  EXPECT_GE(is, 1.0);
+  EXPECT_LE(is, 4.0 + 1e-6);  // 4 classes at most
+  EXPECT_GT(fid, std::stod(rows[1][10]));  // untrained samples are further than real ones
+  // A sample file that is not there: an error naming it, no row.
+  const Result bad = run(score + " --classifier " + ck + " --model small --dataset mnist --data " +
+                         real + " --set x=" + dir_ + "/none.idx --out " + out);
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("none.idx"), std::string::npos) << bad.output;
+  EXPECT_EQ(read_csv(out).size(), 3u);
+}
+
 TEST_F(DcganApp, ResumedRunEndsWithTheSameCheckpointAsAnUninterruptedOne) {
   const std::string common = " --epochs 3 --images-per-epoch 16";
   ASSERT_EQ(app("full", common + " --checkpoint " + dir_ + "/full/c.ckpt").status, 0);

@@ -7,6 +7,7 @@
 #include "layers/activation.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
+#include "layers/conv_transpose2d.h"
 #include "layers/dense.h"
 #include "layers/flatten.h"
 #include "model/sequential.h"
@@ -331,6 +332,40 @@ TEST(Sequential, BackwardAgainstOverwrittenActivationsIsRefused) {
   f.forward(ctx, fake);
   f.train(true);
   EXPECT_THROW(f.backward(ctx, dy_real), Error);
+}
+
+// want_param_grads = false (a discriminator passing G its gradient): the same input gradient,
+// and the convolutions and BatchNorm leave their parameter gradients alone.
+TEST(Sequential, BackwardWithoutParameterGradients) {
+  Context ctx(1, 3);
+  Rng rng(5);
+  const Tensor x = testing::random_tensor(Shape{4, 2, 4, 4}, rng);
+  const Tensor dy = testing::random_tensor(Shape{4, 1}, rng);
+  Sequential a = make_small_d(), b = make_small_d();
+  for (Sequential* m : {&a, &b}) {
+    m->zero_grad(ctx);
+    m->forward(ctx, x);
+  }
+  a.backward(ctx, dy, true);
+  b.backward(ctx, dy, true, /*want_param_grads=*/false);
+  expect_equal(b.input_grad(), a.input_grad(), "dx");
+  const std::vector<Tensor> gb = grads_of(b);
+  for (size_t i = 0; i < 4; ++i)  // conv weight and bias, BatchNorm gamma and beta
+    for (int64_t k = 0; k < gb[i].numel(); ++k) ASSERT_EQ(gb[i][k], 0.f) << b.params()[i].name;
+  // The flag is per call: the next backward accumulates them again.
+  b.forward(ctx, x);
+  b.backward(ctx, dy, true);
+  for (size_t i = 0; i < 4; ++i) expect_equal(grads_of(b)[i], grads_of(a)[i], b.params()[i].name);
+  // A transposed convolution (with a bias) too.
+  Sequential t;
+  t.emplace<ConvTranspose2d>(2, 3, 4, 2, 1);
+  Rng init(2);
+  t.reset_parameters(init);
+  t.zero_grad(ctx);
+  t.forward(ctx, x);
+  t.backward(ctx, testing::random_tensor(Shape{4, 3, 8, 8}, rng), true, false);
+  for (const Tensor& g : grads_of(t))
+    for (int64_t k = 0; k < g.numel(); ++k) ASSERT_EQ(g[k], 0.f);
 }
 
 }  // namespace pdnn

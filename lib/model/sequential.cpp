@@ -104,7 +104,8 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   return acts_.back();
 }
 
-void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) {
+void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
+                          bool want_param_grads) {
   PDNN_CHECK(have_forward_, "sequential: backward() before forward()");
   PDNN_CHECK(overwritten_ == 0,
              "sequential%s%s: backward() after %d forwards with no backward in between, the "
@@ -129,6 +130,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) 
       dx->resize(in.shape(), DType::F32, in.device(), ctx);
       gi = i > 0 ? di : -1;
     }
+    l.set_param_grads(want_param_grads);
     if (prof) {
       const TimeMark t0 = time_mark(ctx);
       l.backward(ctx, in, acts_[i], *g, dx);
@@ -136,6 +138,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) 
     } else {
       l.backward(ctx, in, acts_[i], *g, dx);
     }
+    l.set_param_grads(true);
     g = dx;
   }
 }

@@ -66,7 +66,12 @@ class Sequential {
   // batch (real, then fake). A training-mode forward that is meant to get no backward (BatchNorm
   // statistics only) says so with forget_forward() before the next forward. Evaluation-mode
   // forwards never count as awaiting a backward.
-  void backward(Context& ctx, const Tensor& dy, bool want_input_grad = false);
+  //
+  // want_param_grads = false: the caller needs only dL/d(input) (a GAN's discriminator in the
+  // generator's step); layers that can skip their parameter gradients do (Layer::
+  // set_param_grads), and the model's gradients are not to be used before the next zero_grad.
+  void backward(Context& ctx, const Tensor& dy, bool want_input_grad = false,
+                bool want_param_grads = true);
   // Declares that the last forward will get no backward (see backward()).
   void forget_forward() { awaiting_backward_ = false; }
   const Tensor& input_grad() const { return dx_in_; }

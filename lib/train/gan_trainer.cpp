@@ -69,7 +69,8 @@ void GanTrainer::run_step(Context& ctx) {
   bce_g_.forward(ctx, p_g, ones_);
   bce_g_.accumulate(ctx, acc_, kGanGLoss);
   bce_g_.backward(ctx, dp_);
-  d_.backward(ctx, dp_, /*want_input_grad=*/true);
+  // D's own gradients are not needed here (zeroed before its next step): skip computing them.
+  d_.backward(ctx, dp_, /*want_input_grad=*/true, /*want_param_grads=*/false);
   g_.backward(ctx, d_.input_grad());
   optimizer_step(ctx, opt_g_, g_);
   ops::append_row(ctx, acc_, history_, row_);

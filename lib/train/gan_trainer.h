@@ -4,7 +4,8 @@
 //           the device; fake = G(z); D(fake) forward, BCE against 0, backward (G untouched:
 //           the fake batch is a constant here); Adam on D.
 //   G step: zero G's gradients; D(fake) forward with the updated D, BCE against 1 (the
-//           non-saturating loss), backward through D to its input, G backward; Adam on G.
+//           non-saturating loss), backward through D to its input (D's own parameter
+//           gradients, unused, are not computed: 8% of an iteration), G backward; Adam on G.
 // Each of D's three forwards gets its own backward before the next forward (the real and the
 // fake batch pass through BatchNorm separately, in training mode, as in PyTorch); Sequential
 // refuses a backward against overwritten activations.

@@ -191,15 +191,18 @@ Tensor DcganTask::generate(Context& ctx, Rng& noise, int64_t n) {
   const int64_t chunk = opt_.batch;
   const int64_t per = img.numel();
   g_.train(false);
-  Tensor z, zd;
+  Tensor z;
   for (int64_t b0 = 0; b0 < n; b0 += chunk) {
     const int64_t nb = std::min(chunk, n - b0);
     z = Tensor(Shape{nb, opt_.nz, 1, 1});
     init::normal(z, 0.f, 1.f, noise);  // the draws of ops::normal_fill, on the host
     const Tensor* zin = &z;
     if (g_.device() != Device::CPU) {
-      zd = z.to(g_.device(), ctx);
-      zin = &zd;
+      // One grow-only device buffer: no memory changes hands, so the training step's CUDA
+      // graph stays valid across the per-epoch grids.
+      z_dev_.resize(z.shape(), DType::F32, g_.device(), ctx);
+      copy_into(z_dev_, z, ctx);
+      zin = &z_dev_;
     }
     const Tensor& y = g_.forward(ctx, *zin);
     const Tensor h = y.device() == Device::CPU ? y : y.to(Device::CPU, ctx);

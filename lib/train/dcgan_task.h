@@ -107,6 +107,7 @@ class DcganTask : public TrainTask {
   int epoch_ = 0;
   int resumed_epoch_ = -1;  // the checkpoint's epoch after a resume, until its grid is checked
   Tensor x_;                // the batch in (pinned) host memory
+  Tensor z_dev_;            // generate()'s noise on the device
   std::vector<int32_t> labels_;
   std::unique_ptr<CsvWriter> iterations_;
   std::chrono::steady_clock::time_point t_epoch_;

@@ -32,6 +32,9 @@ help:
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
+	@echo "make dcgan          W5 DCGAN on Fashion-MNIST 5 epochs: CSV, sample grids, loss curves -> results/dcgan/"
+	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU)"
+	@echo "make bench-dcgan    W5 iteration times, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan.csv"
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
@@ -153,6 +156,32 @@ bench-caltech: build
 	datasets/get_caltech101.sh
 	scripts/install_deps.sh torch || echo "bench-caltech: no PyTorch: timing pdnn alone"
 	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_caltech.sh
+
+# ---- DCGAN (W5) ------------------------------------------------------------------------------
+# Extra flags for build/bin/dcgan, appended (the last of a repeated flag wins), e.g.
+# make dcgan DCGAN_ARGS="--dataset mnist --epochs 2" or DCGAN_ARGS="--data ~/cats".
+DCGAN_ARGS ?=
+.PHONY: dcgan dcgan-quality bench-dcgan
+# W5 as the PyCUDA study ran it (batch 64, 2,944 images = 46 iterations per epoch, Adam 2e-4,
+# beta1 0.5) on Fashion-MNIST upscaled to 64x64: results/dcgan/dcgan_<dataset>.csv, the
+# iterations' losses, samples/<dataset>/epoch_NNN.png, and the loss plot in results/plots.
+dcgan: build
+	datasets/get_fashion_mnist.sh
+	$(BLAS_ENV) $(BIN)/dcgan --dataset fashion-mnist --epochs 5 --threads $(THREADS) $(DCGAN_ARGS)
+	$(PYTHON) scripts/plot.py --results results/dcgan --out results/plots
+
+# The quality score beyond the paper: pdnn's and PyTorch's DCGAN (same recipe, weights, data
+# order and noise), 10,000 samples each, judged by pdnn's W3 classifier (scripts/dcgan_quality.sh;
+# EPOCHS=5 DATASET=fashion-mnist DEVICE=cpu). Long on a CPU: about an hour on 2 cores.
+dcgan-quality: build
+	scripts/install_deps.sh torch || echo "dcgan-quality: no PyTorch: pdnn alone (TORCH=0)"
+	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) scripts/dcgan_quality.sh
+
+# W5 iteration times at 1 and 2 threads (THREADS=1,2), pdnn vs PyTorch default and tuned, runs
+# interleaved: results/bench/dcgan.csv (scripts/bench_dcgan.sh; STEPS=8 REPEAT=2).
+bench-dcgan: build
+	scripts/install_deps.sh torch || echo "bench-dcgan: no PyTorch: timing pdnn alone"
+	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_dcgan.sh
 
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)

@@ -11,6 +11,9 @@ Finds every *.csv under --results and recognises it by its columns:
   layer profiles (layer, kind, fwd_ms, bwd_ms, ...)     -> <name>_profile.png: time per layer
   accuracy runs  (a folder named accuracy/ of training-run CSVs, one per framework and seed)
                  -> accuracy_<model>_<dataset>.png: test accuracy per epoch, pdnn vs PyTorch
+  GAN iterations (iteration, d_loss, g_loss, ...)       -> <name>_losses.png: G and D loss per
+                 iteration (the DCGAN paper's figure 2), one line per run (pdnn, PyTorch)
+  GAN epochs     (epoch, train_d_loss, train_g_loss, ...) -> <name>_gan.png: losses, D(x), D(G(z))
 <name> is the CSV's path under --results with '/' as '_' (pi/pi.csv: pi). Other CSV files are skipped with a
 message, as is every kind of figure whose input is missing.
 """
@@ -252,6 +255,75 @@ def plot_profile(rows, out_dir, name):
     return [save(fig, out_dir, name + "_profile")]
 
 
+# ---- GAN training (dcgan app, scripts/torch_reference.py dcgan) ------------------------------
+
+def gan_runs(rows, key_cols, step_col):
+    """Runs of a GAN CSV: one per key; a new run starts where the step does not increase."""
+    runs = OrderedDict()
+    for r in rows:
+        key = tuple(r.get(k, "") for k in key_cols)
+        step = num(r.get(step_col))
+        if step is None:
+            continue
+        if key not in runs or step <= num(runs[key][-1].get(step_col)):
+            runs[key] = []
+        runs[key].append(r)
+    return runs
+
+
+def plot_gan_iterations(rows, out_dir, name):
+    """Generator and discriminator loss per iteration, as the DCGAN paper's figure 2 (and
+    PyTorch's tutorial) show them: one panel per run."""
+    runs = gan_runs(rows, ("app", "model", "dataset", "device", "batch"), "iteration")
+    if not runs:
+        print("plot: %s: no iteration rows: skipped" % name)
+        return []
+    fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.2), squeeze=False)
+    for ax, ((app, model, dataset, device, batch), rs) in zip(axes[0], runs.items()):
+        it = [num(r["iteration"]) for r in rs]
+        ax.plot(it, [num(r["g_loss"]) for r in rs], lw=0.9, color="C1", label="G")
+        ax.plot(it, [num(r["d_loss"]) for r in rs], lw=0.9, color="C0", label="D")
+        per_epoch = {}
+        for r in rs:
+            per_epoch[num(r["epoch"])] = num(r["iteration"])
+        for e, last in sorted(per_epoch.items())[:-1]:
+            ax.axvline(last + 0.5, color="0.8", lw=0.6)
+        ax.set(title="%s %s on %s (%s, batch %s)" % (app, model, dataset, device, batch),
+               xlabel="iteration (grey lines: epoch ends)", ylabel="loss")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Generator and discriminator loss during training: %s" % name)
+    return [save(fig, out_dir, name + "_losses")]
+
+
+def plot_gan_epochs(rows, out_dir, name):
+    runs = gan_runs(rows, ("app", "model", "dataset", "device", "threads", "batch"), "epoch")
+    if not runs:
+        print("plot: %s: no epoch rows: skipped" % name)
+        return []
+    fig, (ax_l, ax_p) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for i, (key, rs) in enumerate(runs.items()):
+        color = "C%d" % (i % 10)
+        label = "%s %s, %s, %s thr" % (key[0], key[2], key[3], key[4])
+        ep = [num(r["epoch"]) for r in rs]
+        ax_l.plot(ep, [num(r["train_g_loss"]) for r in rs], "-", marker="o", ms=3, color=color,
+                  label=label + " (G)")
+        ax_l.plot(ep, [num(r["train_d_loss"]) for r in rs], "--", marker="o", ms=3, color=color,
+                  label=label + " (D)")
+        ax_p.plot(ep, [num(r.get("train_d_x")) for r in rs], "-", marker="o", ms=3, color=color,
+                  label=label + " D(x)")
+        ax_p.plot(ep, [num(r.get("train_d_g_z")) for r in rs], "--", marker="o", ms=3,
+                  color=color, label=label + " D(G(z))")
+    ax_l.set(title="Mean loss per epoch", xlabel="epoch", ylabel="BCE loss")
+    ax_p.set(title="Mean discriminator output", xlabel="epoch", ylabel="probability", ylim=(0, 1))
+    for ax in (ax_l, ax_p):
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=7)
+    fig.suptitle("DCGAN training: %s" % name)
+    return [save(fig, out_dir, name + "_gan")]
+
+
 # ---- driver ----------------------------------------------------------------------------------
 
 def plot_bench(rows, out_dir, name):
@@ -345,6 +417,8 @@ KINDS = [
     ("scaling", {"workload", "threads", "speedup"}, plot_scaling),
     ("pi", {"app", "variant", "threads", "median_ms", "min_ms", "max_ms"}, plot_pi),
     ("profile", {"layer", "kind", "fwd_ms", "bwd_ms"}, plot_profile),
+    ("gan_iterations", {"iteration", "d_loss", "g_loss"}, plot_gan_iterations),
+    ("gan_epochs", {"epoch", "train_d_loss", "train_g_loss"}, plot_gan_epochs),
 ]
 
 

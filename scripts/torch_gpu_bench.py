@@ -11,6 +11,11 @@ after 2 warm-up blocks is reported (min and max too). cuDNN's autotuner is on (P
 setting), and fp32 means TF32 off for both matmuls and cuDNN convolutions.
 
 Rows go to --out (results/bench/gpu.csv) with pdnn's rows from scripts/bench_gpu.sh.
+
+W5 (the DCGAN, batch 64) times one GAN iteration as PyTorch's DCGAN tutorial writes it (D on the
+real batch, noise drawn on the device, D on the fake batch, Adam on D, G through the updated D,
+Adam on G), eagerly or captured whole as one CUDA graph (capturable Adam, the noise from
+torch.randn inside the graph), with the real batch copied into the step's fixed buffer first.
 """
 import argparse
 import os
@@ -31,6 +36,7 @@ WORKLOADS = {
     "W2b128": ("small", 128, (1, 28, 28), 10),
     "W3": ("keras", 128, (1, 28, 28), 10),
     "W4": ("caltech9", 64, (3, 224, 224), 6),
+    "W5": ("dcgan", 64, (3, 64, 64), 0),
 }
 
 
@@ -69,8 +75,74 @@ def optimizer(torch, model, params, capturable):
     return torch.optim.Adagrad(params, lr=0.01)
 
 
+def time_gan(torch, mode, precision, steps, dev, batch=64):
+    """W5: one DCGAN iteration per step (see the module's docstring)."""
+    from torch_reference import dcgan_models
+    tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
+    torch.manual_seed(0)
+    g, d = dcgan_models(torch)
+    g.to(dev)
+    d.to(dev)
+    graph = mode == "graph"
+    kw = {"capturable": True} if graph else {}
+    opt_g = torch.optim.Adam(g.parameters(), lr=2e-4, betas=(0.5, 0.999), **kw)
+    opt_d = torch.optim.Adam(d.parameters(), lr=2e-4, betas=(0.5, 0.999), **kw)
+    bce = torch.nn.BCELoss()
+    pool = 16
+    xs = torch.rand((pool, batch, 3, 64, 64), device=dev) * 2 - 1
+    x = torch.empty((batch, 3, 64, 64), device=dev)
+    ones = torch.ones(batch, device=dev)
+    zeros = torch.zeros(batch, device=dev)
+    noise = torch.empty((batch, 100, 1, 1), device=dev)
+
+    def step():
+        d.zero_grad(set_to_none=not graph)
+        err_real = bce(d(x).view(-1), ones)
+        err_real.backward()
+        noise.normal_()
+        fake = g(noise)
+        err_fake = bce(d(fake.detach()).view(-1), zeros)
+        err_fake.backward()
+        opt_d.step()
+        g.zero_grad(set_to_none=not graph)
+        err_g = bce(d(fake).view(-1), ones)
+        err_g.backward()
+        opt_g.step()
+
+    run = step
+    if graph:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for i in range(3):
+                x.copy_(xs[i % pool])
+                step()
+        torch.cuda.current_stream().wait_stream(s)
+        gr = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(gr):
+            step()
+        run = gr.replay
+    block, times, i = 10, [], 0
+    for b in range(steps // block + 2):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(block):
+            x.copy_(xs[i % pool])
+            run()
+            i += 1
+        torch.cuda.synchronize()
+        if b >= 2:
+            times.append(1e3 * (time.perf_counter() - t0) / block)
+    return "dcgan", batch, times
+
+
 def time_one(torch, name, mode, precision, steps, dev):
     model_name, batch, shape, classes = WORKLOADS[name]
+    if model_name == "dcgan":
+        return time_gan(torch, mode, precision, steps, dev, batch)
     tf32 = precision == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32

@@ -40,11 +40,14 @@
 #include "losses/binary_cross_entropy.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/caltech_models.h"
+#include "model/dcgan_models.h"
 #include "model/mnist_models.h"
 #include "model/sequential.h"
 #include "ops/basic.h"
 #include "ops/im2col.h"
 #include "ops/loss.h"
+#include "ops/metrics.h"
+#include "ops/random.h"
 #include "optim/adadelta.h"
 #include "optim/adagrad.h"
 #include "optim/adam.h"
@@ -52,6 +55,7 @@
 #include "testing.h"
 #include "train/classifier_task.h"
 #include "train/classifier_trainer.h"
+#include "train/gan_trainer.h"
 
 using namespace pdnn;
 namespace pt = pdnn::testing;
@@ -284,6 +288,21 @@ std::vector<Case> cases() {
                                 {"zero", as_float(host(z, ctx)), kExact},
                                 {"counter", kf, kExact}};
                }});
+  // Normal draws from the run's stream: the same values from the host's stream position and
+  // from the device's copy of it (the DCGAN's noise inside its CUDA graph).
+  c.push_back({"normal_fill", [](Context& ctx, Device dev) {
+                 ctx.rng().seed(5);
+                 ctx.rng().set_counter(17);
+                 Tensor t = Tensor::empty(Shape{5003}, DType::F32, dev, ctx);
+                 ops::normal_fill(ctx, t, 0.5f, 2.f);
+                 Tensor u = Tensor::empty(Shape{64, 100, 1, 1}, DType::F32, dev, ctx);
+                 ops::normal_fill(ctx, u);
+                 Tensor pos(Shape{1});
+                 pos[0] = static_cast<float>(ctx.rng().counter());
+                 return Outputs{{"first draw", host(t, ctx), kElementwise},
+                                {"second draw", host(u, ctx), kElementwise},
+                                {"rng position", pos, kExact}};
+               }});
   // ---- losses and metrics ----
   c.push_back({"SoftmaxCrossEntropy", [](Context& ctx, Device dev) {
                  Rng r(4);
@@ -333,6 +352,23 @@ std::vector<Case> cases() {
                                   {"dx", host(dx, ctx), kElementwise}};
                  }});
   }
+  c.push_back({"prob_mean_into_append_row", [](Context& ctx, Device dev) {
+                 Rng r(6);
+                 Tensor acc = on(dev, Tensor::zeros(Shape{6}, DType::F64), ctx);
+                 Tensor hist = on(dev, Tensor::zeros(Shape{3, 6}, DType::F64), ctx);
+                 Tensor row = on(dev, Tensor::zeros(Shape{1}, DType::I64), ctx);
+                 for (int s = 0; s < 4; ++s) {  // 4 steps into 3 rows: the last is dropped
+                   ops::prob_mean_into(ctx, on(dev, pt::random_tensor(Shape{64, 1, 1, 1}, r, 0.f, 1.f), ctx), acc, 2);
+                   ops::prob_mean_into(ctx, on(dev, pt::random_tensor(Shape{300}, r, 0.9f, 1.f), ctx), acc, 4);
+                   ops::append_row(ctx, acc, hist, row);
+                 }
+                 Tensor out(Shape{6 + 18 + 1});
+                 const Tensor a = host(acc, ctx), h = host(hist, ctx), k = host(row, ctx);
+                 for (int i = 0; i < 6; ++i) out[i] = static_cast<float>(a.data<double>()[i]);
+                 for (int i = 0; i < 18; ++i) out[6 + i] = static_cast<float>(h.data<double>()[i]);
+                 out[24] = static_cast<float>(k.data<int64_t>()[0]);
+                 return Outputs{{"acc, history, row", out, kReduce}};
+               }});
   // ---- optimizers: three fused updates ----
   c.push_back(optim_case("SGD_momentum_nesterov_wd", [](ParamSet& ps) {
     return std::make_unique<Sgd>(ps, 0.1, 0.9, 0.01, 0.0, true);
@@ -412,6 +448,32 @@ std::vector<Case> cases() {
                  return Outputs{{"weights", host(m.parameters().values(), ctx), {1e-5, 1e-4}},
                                 {"train loss, acc", mm, {1e-4, 1e-4}},
                                 {"test loss, acc, per class", ee, {1e-4, 1e-4}}};
+               }});
+  // ---- two DCGAN iterations (small widths: the layers are checked at W5's shapes above) ----
+  c.push_back({"DcganIteration", [](Context& ctx, Device dev) {
+                 DcganConfig cfg;
+                 cfg.nz = 16;
+                 cfg.ngf = cfg.ndf = 8;
+                 Sequential g = make_dcgan_generator(cfg), d = make_dcgan_discriminator(cfg);
+                 ctx.rng().seed(3);
+                 dcgan_init(g, ctx.rng());
+                 dcgan_init(d, ctx.rng());
+                 g.to(dev, ctx);
+                 d.to(dev, ctx);
+                 Adam opt_g(g.parameters(), 2e-4, 0.5), opt_d(d.parameters(), 2e-4, 0.5);
+                 GanTrainer tr(g, d, opt_g, opt_d, cfg.nz, 4, /*cuda_graph=*/false);
+                 Rng r(8);
+                 for (int s = 0; s < 2; ++s) tr.step(ctx, pt::random_tensor(Shape{8, 3, 64, 64}, r));
+                 const GanMetrics m = tr.metrics(ctx);
+                 Tensor mm(Shape{4});
+                 mm[0] = static_cast<float>(m.d_loss);
+                 mm[1] = static_cast<float>(m.g_loss);
+                 mm[2] = static_cast<float>(m.d_x);
+                 mm[3] = static_cast<float>(m.d_g_z);
+                 // Two Adam steps amplify the GEMMs' rounding differences a little.
+                 return Outputs{{"G weights", host(g.parameters().values(), ctx), {1e-5, 1e-4}},
+                                {"D weights", host(d.parameters().values(), ctx), {1e-5, 1e-4}},
+                                {"metrics", mm, {1e-4, 1e-4}}};
                }});
   return c;
 }

@@ -173,9 +173,9 @@ TEST(Checkpoint, DamagedOrMismatchedFilesThrowAndLeaveTheModelUnchanged) {
   expect_load_fails(bad, m, &opt, "not a pdnn checkpoint");
 
   s = bytes;
-  s[8] = 2;  // version field follows the 8-byte magic
+  s[8] = 3;  // version field follows the 8-byte magic (1 and 2 are known)
   write_all(bad, s);
-  expect_load_fails(bad, m, &opt, "format version 2");
+  expect_load_fails(bad, m, &opt, "format version 3");
 
   s = bytes;
   s[s.size() - 20] ^= 0x40;  // flip a bit in the last tensor's data
@@ -378,6 +378,87 @@ TEST(Checkpoint, ConvNetWithAdamResumesBitIdentically) {
   Sgd sgd(b.parameters(), 0.1f, 0.9f);
   expect_load_fails(path, b, &sgd, "holds adam optimizer state, the optimizer given is sgd");
   std::remove(path.c_str());
+}
+
+// Several named models in one file (format version 2: a GAN's generator and discriminator with
+// their optimizers): bit-exact round trip, training resumed from it equals uninterrupted
+// training, a model loaded alone, and files of the other kind refused with what they hold.
+TEST(Checkpoint, NamedModelsRoundTripResumeAndRefuseTheOtherKind) {
+  Context ctx(1, 3);
+  Sequential g = make_model(1), d = make_model(2, 5);
+  toy::Momentum opt_g(g.parameters(), 0.05f, 0.9f);
+  Adam opt_d(d.parameters(), 1e-2, 0.5);
+  const std::string path = temp_path("named.ckpt");
+  for (int s = 0; s < 6; ++s) {
+    if (s == 3)
+      save_checkpoint(path, {{"G", &g, &opt_g}, {"D", &d, &opt_d}}, 3, {{"seed", 9}});
+    train_step(ctx, g, opt_g, s);
+    train_step(ctx, d, opt_d, s);
+    train_step(ctx, d, opt_d, s + 100);  // D takes two steps per iteration: counts differ
+  }
+  const std::string bytes = read_all(path);
+  ASSERT_EQ(bytes[8], 2);  // version 2
+
+  Sequential g2 = make_model(7), d2 = make_model(8, 5);
+  toy::Momentum opt_g2(g2.parameters(), 0.05f, 0.9f);
+  Adam opt_d2(d2.parameters(), 1e-2, 0.5);
+  const CheckpointInfo info =
+      load_checkpoint(path, {{"G", &g2, &opt_g2}, {"D", &d2, &opt_d2}});
+  EXPECT_EQ(info.epoch, 3);
+  EXPECT_EQ(info.values.at("seed"), 9);
+  EXPECT_EQ(info.values.size(), 1u);  // the step counts are not the caller's values
+  EXPECT_EQ(opt_g2.steps(), 3);
+  EXPECT_EQ(opt_d2.steps(), 6);
+  for (int s = 3; s < 6; ++s) {
+    train_step(ctx, g2, opt_g2, s);
+    train_step(ctx, d2, opt_d2, s);
+    train_step(ctx, d2, opt_d2, s + 100);
+  }
+  expect_bit_equal(snapshot(g2, &opt_g2), snapshot(g, &opt_g));
+  expect_bit_equal(snapshot(d2, &opt_d2), snapshot(d, &opt_d));
+
+  // The generator alone, weights only (what a sampler needs).
+  Sequential g3 = make_model(11);
+  load_checkpoint(path, {{"G", &g3, nullptr}});
+  Sequential g_at3 = make_model(12);
+  load_checkpoint(path, {{"G", &g_at3, nullptr}, {"D", &d2, nullptr}});
+  expect_bit_equal(snapshot(g3, nullptr), snapshot(g_at3, nullptr));
+
+  // The other kind of file, a missing model, a model under the wrong name, a wrong optimizer.
+  expect_load_fails(path, g3, nullptr, "holds the models G, D (format version 2");
+  const std::string single = temp_path("single.ckpt");
+  save_checkpoint(single, g, &opt_g, 1);
+  EXPECT_EQ(read_all(single)[8], 1);  // one unnamed model: version 1, as before
+  auto fails = [&](const std::string& file, const std::vector<CheckpointModel>& ms,
+                   const std::string& problem) {
+    try {
+      load_checkpoint(file, ms);
+      ADD_FAILURE() << "should fail with " << problem;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(problem), std::string::npos) << e.what();
+    }
+  };
+  fails(single, {{"G", &g3, nullptr}, {"D", &d2, nullptr}},
+        "holds a single model (format version 1, e.g. an mnist checkpoint); this run needs the "
+        "models G, D");
+  fails(path, {{"G", &g3, nullptr}, {"E", &d2, nullptr}}, "has no model 'E' (it holds G, D)");
+  fails(path, {{"D", &g3, nullptr}}, "tensor 'D.param:0.weight' has shape (5,4) in the file, "
+                                     "(6,4) in the model");
+  Sgd sgd(d2.parameters(), 0.1f, 0.9f);
+  fails(path, {{"G", &g3, nullptr}, {"D", &d2, &sgd}},
+        "holds adam optimizer state for model D, the optimizer given is sgd");
+  toy::Momentum opt_g3(g3.parameters(), 0.05f, 0.9f);
+  fails(path, {{"G", &g3, &opt_g3}, {"G", &g3, nullptr}}, "model name 'G' given twice");
+  EXPECT_THROW(save_checkpoint(path, {{"G", &g, &opt_g}, {"", &d, nullptr}}), Error);
+  EXPECT_THROW(save_checkpoint(path, {{"G", &g, &opt_g}}, 0, {{"G.optim.steps", 1}}), Error);
+  EXPECT_THROW(save_checkpoint(path, {{"G/x", &g, nullptr}}), Error);
+  // Truncated anywhere: refused.
+  for (size_t cut : {size_t{20}, bytes.size() / 3, bytes.size() - 2}) {
+    write_all(path, bytes.substr(0, cut));
+    fails(path, {{"G", &g3, nullptr}, {"D", &d2, nullptr}}, "truncated");
+  }
+  std::remove(path.c_str());
+  std::remove(single.c_str());
 }
 
 }  // namespace pdnn

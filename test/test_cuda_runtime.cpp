@@ -13,9 +13,12 @@
 #include "core/error.h"
 #include "cuda/cuda_state.h"
 #include "model/checkpoint.h"
+#include "model/dcgan_models.h"
+#include "optim/adam.h"
 #include "model/mnist_models.h"
 #include "testing.h"
 #include "train/classifier_trainer.h"
+#include "train/gan_trainer.h"
 
 using namespace pdnn;
 namespace pt = pdnn::testing;
@@ -159,6 +162,108 @@ TEST(CudaRuntime, PinnedBatchesRefilledEachStepTrainLikeFreshOnes) {
     weights.push_back(m.parameters().values().to(Device::CPU, ctx));
   }
   pt::expect_close(weights[1], weights[0], 0, 0, "weights, refilled pinned vs fresh batches");
+}
+
+// The DCGAN iteration on the GPU (W5's widths, batch 16): once warm it moves only the real
+// batch to the device, reads nothing back and allocates nothing; replayed as a CUDA graph it
+// equals the eager iterations (weights of both models, both step counts, the noise stream's
+// position), across a smaller last batch and an evaluation-mode forward between epochs (the
+// sample grid); the metrics read back as one small copy.
+TEST(CudaRuntime, DcganIterationGraphEqualsEagerAndMovesOnlyTheBatch) {
+  PDNN_NEED_GPU();
+  std::vector<Tensor> gw, dw;
+  std::vector<uint64_t> rng;
+  std::vector<int64_t> steps_g, steps_d, replays;
+  for (bool graph : {false, true}) {
+    Context ctx(1, 9, Device::CUDA);
+    Sequential g = make_dcgan_generator(), d = make_dcgan_discriminator();
+    dcgan_init(g, ctx.rng());
+    dcgan_init(d, ctx.rng());
+    g.to(Device::CUDA, ctx);
+    d.to(Device::CUDA, ctx);
+    Adam opt_g(g.parameters(), 2e-4, 0.5), opt_d(d.parameters(), 2e-4, 0.5);
+    GanTrainer tr(g, d, opt_g, opt_d, 100, 8, graph);
+    Tensor x(Shape{16, 3, 64, 64}, DType::F32, ctx.staging_allocator());
+    Rng r(3);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      tr.reset_metrics(ctx);
+      for (int i = 0; i < 5; ++i) {
+        const int64_t n = i == 4 ? 9 : 16;
+        x.resize(Shape{n, 3, 64, 64});
+        const Tensor src = pt::random_tensor(x.shape(), r);
+        copy_into(x, src, ctx);
+        if (graph && epoch == 1 && i == 3) {
+          ctx.synchronize();
+          const TransferStats t0 = ctx.transfers();
+          const AllocStats a0 = ctx.device_alloc_stats();
+          tr.step(ctx, x);
+          ctx.synchronize();
+          const TransferStats t1 = ctx.transfers();
+          const AllocStats a1 = ctx.device_alloc_stats();
+          EXPECT_EQ(t1.h2d_copies - t0.h2d_copies, 1u) << "the real batch only";
+          EXPECT_EQ(t1.d2h_copies, t0.d2h_copies) << "an iteration reads nothing back";
+          EXPECT_EQ(a1.allocs, a0.allocs) << "allocations after warm-up";
+          continue;
+        }
+        tr.step(ctx, x);
+      }
+      // The sample grid: G in evaluation mode on a batch of another size.
+      g.train(false);
+      const Tensor z = pt::random_tensor(Shape{64, 100, 1, 1}, r).to(Device::CUDA, ctx);
+      g.forward(ctx, z);
+      g.train(true);
+    }
+    const TransferStats before = ctx.transfers();
+    const GanMetrics m = tr.metrics(ctx);
+    EXPECT_EQ(ctx.transfers().d2h_copies - before.d2h_copies, 1u);
+    EXPECT_EQ(m.steps, 5);
+    EXPECT_TRUE(std::isfinite(m.d_loss) && std::isfinite(m.g_loss));
+    EXPECT_EQ(tr.history(ctx).size(), 5u);
+    gw.push_back(g.parameters().values().to(Device::CPU, ctx));
+    dw.push_back(d.parameters().values().to(Device::CPU, ctx));
+    rng.push_back(ctx.rng().counter());
+    steps_g.push_back(opt_g.steps());
+    steps_d.push_back(opt_d.steps());
+    replays.push_back(tr.graph_replays());
+  }
+  pt::expect_close(gw[1], gw[0], 0, 0, "G, graph vs eager");
+  pt::expect_close(dw[1], dw[0], 0, 0, "D, graph vs eager");
+  EXPECT_EQ(rng[1], rng[0]);
+  EXPECT_EQ(steps_g[1], steps_g[0]);
+  EXPECT_EQ(steps_d[1], 10);
+  EXPECT_EQ(replays[0], 0);
+  EXPECT_GE(replays[1], 4) << "replayed iterations";
+}
+
+// The DCGAN iteration with its real batch refilled in one pinned buffer every step (DcganTask's
+// way) trains exactly like fresh host tensors per step: step() returns only once the batch has
+// left the buffer.
+TEST(CudaRuntime, DcganPinnedBatchRefilledEachStepTrainsLikeFreshOnes) {
+  PDNN_NEED_GPU();
+  std::vector<Tensor> gw;
+  for (bool pinned : {false, true}) {
+    Context ctx(1, 5, Device::CUDA);
+    Sequential g = make_dcgan_generator(), d = make_dcgan_discriminator();
+    dcgan_init(g, ctx.rng());
+    dcgan_init(d, ctx.rng());
+    g.to(Device::CUDA, ctx);
+    d.to(Device::CUDA, ctx);
+    Adam opt_g(g.parameters(), 2e-4, 0.5), opt_d(d.parameters(), 2e-4, 0.5);
+    GanTrainer tr(g, d, opt_g, opt_d, 100, 8);
+    Tensor x(Shape{32, 3, 64, 64}, DType::F32, ctx.staging_allocator());
+    Rng r(6);
+    for (int i = 0; i < 6; ++i) {
+      const Tensor src = pt::random_tensor(x.shape(), r);
+      if (pinned) {
+        std::memcpy(x.raw_data(), src.raw_data(), src.nbytes());
+        tr.step(ctx, x);
+      } else {
+        tr.step(ctx, src);
+      }
+    }
+    gw.push_back(g.parameters().values().to(Device::CPU, ctx));
+  }
+  pt::expect_close(gw[1], gw[0], 0, 0, "G, refilled pinned vs fresh batches");
 }
 
 TEST(CudaRuntime, OutOfMemoryNamesTheTensor) {

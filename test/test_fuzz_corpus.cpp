@@ -69,6 +69,10 @@ void write_seeds() {
   write_bytes(ck / "truncated", file_text(tmp).substr(0, 100));
   save_checkpoint(tmp, m.model, nullptr, 0);
   write_bytes(ck / "valid_weights_only", file_text(tmp));
+  fuzz::CheckpointModel d;
+  save_checkpoint(tmp, {{"G", &m.model, m.opt.get()}, {"D", &d.model, d.opt.get()}}, 2,
+                  {{"seed", 5}});
+  write_bytes(ck / "valid_named_adam", file_text(tmp));
   std::remove(tmp.c_str());
 }
 
@@ -89,6 +93,11 @@ const Target kTargets[] = {
     {"checkpoint", fuzz::fuzz_checkpoint_one,
      [](const std::string& p) {
        fuzz::CheckpointModel& m = fuzz::checkpoint_model();
+       if (p.find("named") != std::string::npos) {
+         fuzz::CheckpointModel& d = fuzz::checkpoint_model_d();
+         load_checkpoint(p, {{"G", &m.model, m.opt.get()}, {"D", &d.model, d.opt.get()}});
+         return;
+       }
        load_checkpoint(p, m.model, p.find("adam") != std::string::npos ? m.opt.get() : nullptr);
      }},
 };

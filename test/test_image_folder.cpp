@@ -224,6 +224,45 @@ TEST_F(ImageFolderTest, GreyAlphaSixteenBitAndOnePixelImagesBecomeRgbBytes) {
   }
 }
 
+// center_crop (the DCGAN's photos): the largest centred square is kept, aspect ratio intact;
+// with the DCGAN's normalisation (mean 0.5, std 0.5) the values span [-1, 1].
+TEST_F(ImageFolderTest, CenterCropKeepsTheMiddleSquare) {
+  mkdir("wide");
+  mkdir("tall");
+  // 30 x 10: red | green | red thirds; 10 x 30: blue | green | blue from the top.
+  cv::Mat wide(10, 30, CV_8UC3, cv::Scalar(0, 0, 255)), tall(30, 10, CV_8UC3, cv::Scalar(255, 0, 0));
+  wide(cv::Rect(10, 0, 10, 10)).setTo(cv::Scalar(0, 255, 0));
+  tall(cv::Rect(0, 10, 10, 10)).setTo(cv::Scalar(0, 255, 0));
+  write("wide/w.png", wide);
+  write("tall/t.png", tall);
+  ImageFolderOptions o = quiet(10);
+  o.cache_size = 10;
+  o.train_fraction = 1;
+  o.center_crop = true;
+  Normalization half;
+  for (int c = 0; c < 3; ++c) half.mean[c] = half.std[c] = 0.5f;
+  o.norm = half;
+  const ImageFolder f = load_image_folder(dir_, o);
+  ASSERT_EQ(f.train.size(), 2);
+  for (int64_t i = 0; i < 2; ++i) {
+    const uint8_t* px = f.train.cached(i);
+    for (int p = 0; p < 100; ++p) {  // all green: R 0, G 255, B 0
+      ASSERT_EQ(px[p * 3 + 0], 0) << f.train.path(i) << " " << p;
+      ASSERT_EQ(px[p * 3 + 1], 255) << f.train.path(i) << " " << p;
+      ASSERT_EQ(px[p * 3 + 2], 0) << f.train.path(i) << " " << p;
+    }
+    std::vector<float> x(300);
+    f.train.read(i, x.data(), std::nullopt);
+    EXPECT_FLOAT_EQ(x[0], -1.f);
+    EXPECT_FLOAT_EQ(x[100], 1.f);
+  }
+  // Without the crop the whole frame is squeezed in: red and green both present.
+  o.center_crop = false;
+  const ImageFolder g = load_image_folder(dir_, o);
+  const uint8_t* w = g.train.path(0) == "wide/w.png" ? g.train.cached(0) : g.train.cached(1);
+  EXPECT_EQ(w[0], 255);  // left edge red
+}
+
 TEST_F(ImageFolderTest, ClassListOrderSplitAndDeterminism) {
   make_folder();
   ImageFolderOptions o = quiet(8);

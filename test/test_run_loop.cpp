@@ -223,6 +223,41 @@ TEST_F(RunLoopTest, DivergenceMidEpochNamesTheStepAndKeepsTheLastGoodEpoch) {
   EXPECT_EQ(checkpoint_epoch(), 1);
 }
 
+// With the status column (the dcgan app's CSV) a diverged epoch gets a row saying so, with its
+// values as far as they were read, and no checkpoint; finished epochs say "ok"; a resumed run
+// drops the diverged row and redoes the epoch.
+TEST_F(RunLoopTest, StatusColumnRecordsDivergenceAndResumeDropsTheRow) {
+  auto r = make_run();
+  r->task->set(&r->model, r->opt.get(), {/*epoch=*/1, /*at=*/3});
+  RunConfig c = config(3);
+  c.status_column = true;
+  testing::expect_error_mentions(
+      [&] { train(c, *r); },
+      {"training diverged: train_loss became nan at step 4 of epoch 2",
+       c.out + " has a row saying so for epoch 2", "keeps epoch 1"});
+  std::vector<std::string> cols = csv_columns();
+  cols.insert(cols.begin() + 12, "status");
+  std::vector<std::vector<std::string>> rows = CsvWriter(c.out, cols).rows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][7], "1");
+  EXPECT_EQ(rows[0][12], "ok");
+  EXPECT_EQ(rows[1][7], "2");
+  EXPECT_EQ(rows[1][8], "nan");        // train_loss as read
+  EXPECT_EQ(rows[1][10], "");          // no evaluation
+  EXPECT_EQ(rows[1][12], "diverged: train_loss became nan at step 4 of 6");
+  EXPECT_EQ(checkpoint_epoch(), 1);
+
+  auto again = make_run();
+  c.resume = true;
+  EXPECT_EQ(train(c, *again), 0);
+  rows = CsvWriter(c.out, cols).rows();
+  ASSERT_EQ(rows.size(), 3u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][7], std::to_string(i + 1));
+    EXPECT_EQ(rows[i][12], "ok");
+  }
+}
+
 // The update of an epoch's last step makes the weights NaN while that step's loss (computed
 // before the update) is finite: the evaluation catches it before anything is written.
 TEST_F(RunLoopTest, DivergenceInTheLastStepIsCaughtBeforeTheRowAndCheckpoint) {

@@ -1,11 +1,13 @@
 // Sequential: forward/backward equal composing the layers by hand, parameter naming, the
 // summary table, and buffer reuse across steps.
+#include <cmath>
 #include <string>
 
 #include "core/error.h"
 #include "layers/activation.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
+#include "layers/conv_transpose2d.h"
 #include "layers/dense.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
@@ -261,6 +263,152 @@ TEST(Sequential, FusedPoolDropoutGivesTheSameNumbers) {
   EXPECT_TRUE(b.absorbed(3));
   EXPECT_NE(b.layer(2).describe().find("+ Dropout(0.25)"), std::string::npos)
       << b.layer(2).describe();
+}
+
+}  // namespace pdnn
+
+namespace pdnn {
+namespace {
+
+// A discriminator in miniature: convolution, BatchNorm in training mode (its batch statistics
+// belong to the last forward), LeakyReLU, dense head.
+Sequential make_small_d() {
+  Sequential m;
+  m.set_name("D");
+  m.emplace<Conv2d>(2, 3, 3, 1, 1);
+  m.emplace<BatchNorm2d>(3);
+  m.emplace<LeakyReLU>(0.2f);
+  m.emplace<Flatten>();
+  m.emplace<Dense>(3 * 4 * 4, 1);
+  Rng init(21);
+  m.reset_parameters(init);
+  return m;
+}
+
+std::vector<Tensor> grads_of(Sequential& m) {
+  std::vector<Tensor> g;
+  for (const Param& p : m.params()) g.push_back(p.grad->clone());
+  return g;
+}
+
+}  // namespace
+
+// The real/fake ordering of a GAN's discriminator: forward + backward per batch gives the sum
+// of each batch's gradients (as two separate models give them); a backward after a second
+// forward, meant for the first one's output, would use the second batch's activations and
+// BatchNorm statistics, and is refused.
+TEST(Sequential, BackwardAgainstOverwrittenActivationsIsRefused) {
+  Context ctx(1, 3);
+  Rng rng(8);
+  const Tensor real = testing::random_tensor(Shape{4, 2, 4, 4}, rng, 0.f, 1.f);
+  const Tensor fake = testing::random_tensor(Shape{4, 2, 4, 4}, rng, -1.f, 0.f);
+  const Tensor dy_real = testing::random_tensor(Shape{4, 1}, rng);
+  const Tensor dy_fake = testing::random_tensor(Shape{4, 1}, rng);
+
+  // The reference: each batch through its own copy.
+  Sequential a = make_small_d(), b = make_small_d();
+  a.zero_grad(ctx);
+  b.zero_grad(ctx);
+  a.forward(ctx, real);
+  a.backward(ctx, dy_real);
+  b.forward(ctx, fake);
+  b.backward(ctx, dy_fake);
+  const std::vector<Tensor> ga = grads_of(a), gb = grads_of(b);
+
+  // The right order on one model: the sum.
+  Sequential m = make_small_d();
+  m.zero_grad(ctx);
+  m.forward(ctx, real);
+  m.backward(ctx, dy_real);
+  m.forward(ctx, fake);
+  m.backward(ctx, dy_fake);
+  const std::vector<Tensor> gm = grads_of(m);
+  for (size_t i = 0; i < gm.size(); ++i) {
+    Tensor sum = ga[i].clone();
+    for (int64_t k = 0; k < sum.numel(); ++k) sum[k] += gb[i][k];
+    testing::expect_close(gm[i], sum, 1e-6, 1e-5, "gradient " + std::to_string(i));
+  }
+
+  // The wrong order is a real hazard: against the fake batch's activations and statistics the
+  // real batch's dy gives other gradients...
+  Sequential w = make_small_d();
+  w.zero_grad(ctx);
+  w.forward(ctx, fake);
+  w.backward(ctx, dy_real);
+  const std::vector<Tensor> gw = grads_of(w);
+  double diff = 0;
+  for (int64_t k = 0; k < gw[0].numel(); ++k) diff += std::fabs(gw[0][k] - ga[0][k]);
+  EXPECT_GT(diff, 1e-3);
+  // ... so after forward(real), forward(fake) the backward meant for the real batch is refused,
+  // naming the model, and leaves the gradients alone.
+  Sequential n = make_small_d();
+  n.zero_grad(ctx);
+  n.forward(ctx, real);
+  n.forward(ctx, fake);
+  testing::expect_error_mentions([&] { n.backward(ctx, dy_real); },
+                                 {"sequential D", "2 forwards with no backward",
+                                  "wrong activations", "real batch, then fake batch"});
+  for (const Tensor& g : grads_of(n))
+    for (int64_t k = 0; k < g.numel(); ++k) ASSERT_EQ(g[k], 0.f);
+  // It stays refused until the pending forward is given up; then forward + backward works.
+  EXPECT_THROW(n.backward(ctx, dy_fake), Error);
+  n.forget_forward();
+  n.forward(ctx, fake);
+  n.backward(ctx, dy_fake);
+
+  // A training-mode forward declared as needing no backward does not count ...
+  Sequential f = make_small_d();
+  f.forward(ctx, real);
+  f.forget_forward();
+  f.forward(ctx, fake);
+  f.backward(ctx, dy_fake);
+  // ... nor does one in evaluation mode (sampling, scoring) before a training step ...
+  f.train(false);
+  f.forward(ctx, real);
+  f.train(true);
+  f.forward(ctx, fake);
+  f.backward(ctx, dy_fake);
+  f.backward(ctx, dy_fake);  // a second backward of the same forward is fine (accumulates)
+  // ... but an evaluation forward that overwrites a training forward's activations does.
+  f.forward(ctx, real);
+  f.train(false);
+  f.forward(ctx, fake);
+  f.train(true);
+  EXPECT_THROW(f.backward(ctx, dy_real), Error);
+}
+
+// want_param_grads = false (a discriminator passing G its gradient): the same input gradient,
+// and the convolutions and BatchNorm leave their parameter gradients alone.
+TEST(Sequential, BackwardWithoutParameterGradients) {
+  Context ctx(1, 3);
+  Rng rng(5);
+  const Tensor x = testing::random_tensor(Shape{4, 2, 4, 4}, rng);
+  const Tensor dy = testing::random_tensor(Shape{4, 1}, rng);
+  Sequential a = make_small_d(), b = make_small_d();
+  for (Sequential* m : {&a, &b}) {
+    m->zero_grad(ctx);
+    m->forward(ctx, x);
+  }
+  a.backward(ctx, dy, true);
+  b.backward(ctx, dy, true, /*want_param_grads=*/false);
+  expect_equal(b.input_grad(), a.input_grad(), "dx");
+  const std::vector<Tensor> gb = grads_of(b);
+  for (size_t i = 0; i < 4; ++i)  // conv weight and bias, BatchNorm gamma and beta
+    for (int64_t k = 0; k < gb[i].numel(); ++k) ASSERT_EQ(gb[i][k], 0.f) << b.params()[i].name;
+  // The flag is per call: the next backward accumulates them again.
+  b.forward(ctx, x);
+  b.backward(ctx, dy, true);
+  for (size_t i = 0; i < 4; ++i) expect_equal(grads_of(b)[i], grads_of(a)[i], b.params()[i].name);
+  // A transposed convolution (with a bias) too.
+  Sequential t;
+  t.emplace<ConvTranspose2d>(2, 3, 4, 2, 1);
+  Rng init(2);
+  t.reset_parameters(init);
+  t.zero_grad(ctx);
+  t.forward(ctx, x);
+  t.backward(ctx, testing::random_tensor(Shape{4, 3, 8, 8}, rng), true, false);
+  for (const Tensor& g : grads_of(t))
+    for (int64_t k = 0; k < g.numel(); ++k) ASSERT_EQ(g[k], 0.f);
 }
 
 }  // namespace pdnn

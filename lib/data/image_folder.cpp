@@ -103,7 +103,7 @@ std::string read_file(const std::string& path, std::vector<uint8_t>* out) {
 }
 
 // Decodes one file into side x side x 3 RGB bytes at dst; "" or why it was skipped.
-std::string decode_into(const std::string& path, int side, uint8_t* dst) {
+std::string decode_into(const std::string& path, int side, bool center_crop, uint8_t* dst) {
   std::vector<uint8_t> bytes;
   std::string problem = read_file(path, &bytes);
   if (!problem.empty()) return problem;
@@ -152,6 +152,10 @@ std::string decode_into(const std::string& path, int side, uint8_t* dst) {
       case 3: cv::cvtColor(img, rgb, cv::COLOR_BGR2RGB); break;
       case 4: cv::cvtColor(img, rgb, cv::COLOR_BGRA2RGB); break;
       default: return "unsupported channel count " + std::to_string(img.channels());
+    }
+    if (center_crop && rgb.cols != rgb.rows) {
+      const int s = std::min(rgb.cols, rgb.rows);
+      rgb = rgb(cv::Rect((rgb.cols - s) / 2, (rgb.rows - s) / 2, s, s));
     }
     cv::Mat out(side, side, CV_8UC3, dst);  // writes straight into the cache
     if (rgb.cols == side && rgb.rows == side) {
@@ -356,7 +360,7 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
   for (int64_t i = 0; i < n_files; ++i) {
     std::string& p = problems[static_cast<size_t>(i)];
     try {
-      p = decode_into((root / files[static_cast<size_t>(i)]).string(), side,
+      p = decode_into((root / files[static_cast<size_t>(i)]).string(), side, opt.center_crop,
                       store->pixels.get() + per * static_cast<size_t>(i));
     } catch (const std::exception& e) {  // e.g. std::bad_alloc on a huge image
       p = e.what();

@@ -13,7 +13,9 @@
 // Pixels. Greyscale becomes 3 equal channels; alpha is dropped (the stored colour is kept, as
 // PIL's convert("RGB") does); 16-bit PNGs are scaled to 8 bits by v/257 rounded (65535 ->
 // 255); channels are stored R, G, B. Each photo is resized, aspect ratio not kept (the
-// whole object stays in the frame; Caltech's objects are centred and fill it), to a square
+// whole object stays in the frame; Caltech's objects are centred and fill it), or with
+// center_crop its largest centred square first (aspect ratio kept, as torchvision's
+// Resize + CenterCrop do for the DCGAN's photos), to a square
 // cache of cache_size x cache_size bytes per channel (INTER_AREA when the area shrinks,
 // bilinear otherwise). The default cache_size is size * 8/7 (256 for 224, the classic
 // resize-256 / crop-224 margin): Caltech's photos are about 300 x 200, so the cache keeps
@@ -67,6 +69,7 @@ struct ImageFolderOptions {
   std::vector<std::string> classes;  // label k = classes[k]; empty: every subfolder, sorted
   int size = 224;                    // samples are 3 x size x size
   int cache_size = 0;                // side of the cached images; 0: ceil(size * 8 / 7)
+  bool center_crop = false;          // keep the largest centred square of each photo
   double train_fraction = 0.5;       // in (0, 1]; 1: every image trains, test is empty
   uint64_t split_seed = 0;
   int threads = 1;                   // decoding threads; <= 0: all cores

@@ -74,12 +74,13 @@ void BatchNorm2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const
   check_same_shape("BatchNorm2d backward: dy vs y", dy.shape(), y.shape());
   check_same_shape("BatchNorm2d backward: dy vs x", dy.shape(), x.shape());
   if (dx) check_same_shape("BatchNorm2d backward: dx vs x", dx->shape(), x.shape());
-  if (!dx && !affine_) return;
+  const bool grads = affine_ && param_grads_;
+  if (!dx && !grads) return;
   const BnGeom g{x.shape(0), c_, x.shape(2) * x.shape(3), eps_, momentum_, act_, slope_};
   Tensor none;
   ops::batchnorm2d_backward(ctx, g, batch_stats_, x, y, dy, mean_, invstd_,
-                            affine_ ? gamma_ : none, affine_ ? dgamma_ : none,
-                            affine_ ? dbeta_ : none, dx);
+                            affine_ ? gamma_ : none, grads ? dgamma_ : none,
+                            grads ? dbeta_ : none, dx);
 }
 
 bool BatchNorm2d::fuse_activation(const Act& a) {

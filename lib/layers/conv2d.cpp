@@ -63,8 +63,8 @@ void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tens
   const int64_t n = x.shape().n();
   check_same_shape("conv2d backward: dy", dy.shape(), Shape{n, out_ch_, g.oh, g.ow});
   if (dx) check_same_shape("conv2d backward: dx", dx->shape(), x.shape());
-  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, &y, &dweight_,
-                       has_bias_ ? &dbias_ : nullptr, dx, act_, algo_, &cols_);
+  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, &y, param_grads_ ? &dweight_ : nullptr,
+                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx, act_, algo_, &cols_);
 }
 
 std::vector<Param> Conv2d::params() {

@@ -73,9 +73,11 @@ void ConvTranspose2d::backward(Context& ctx, const Tensor& x, const Tensor& y, c
   const int64_t n = x.shape().n();
   check_same_shape("conv_transpose2d backward: dy", dy.shape(), Shape{n, out_ch_, g.h, g.w});
   if (dx) check_same_shape("conv_transpose2d backward: dx", dx->shape(), x.shape());
-  if (has_bias_) ops::bias_backward(ctx, n, out_ch_, g.h * g.w, dy, dbias_);
-  ops::conv2d_backward(ctx, g, n, in_ch_, &dy, weight_, x, nullptr, &dweight_, nullptr, nullptr,
-                       Act{}, algo_);
+  if (param_grads_) {
+    if (has_bias_) ops::bias_backward(ctx, n, out_ch_, g.h * g.w, dy, dbias_);
+    ops::conv2d_backward(ctx, g, n, in_ch_, &dy, weight_, x, nullptr, &dweight_, nullptr, nullptr,
+                         Act{}, algo_);
+  }
   if (dx) ops::conv2d_forward(ctx, g, n, in_ch_, dy, weight_, nullptr, *dx, Act{}, algo_);
 }
 

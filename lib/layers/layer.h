@@ -60,6 +60,12 @@ class Layer {
 
   void train(bool on) { training_ = on; }
   bool training() const { return training_; }
+  // Whether backward() must accumulate parameter gradients (on by default). Off, the caller
+  // needs only dx (a GAN's discriminator passing the generator its gradient): layers that can
+  // skip the work do (convolutions, BatchNorm), others still accumulate; either way the
+  // parameter gradients are not to be used before the next zero_grad.
+  void set_param_grads(bool on) { param_grads_ = on; }
+  bool param_grads() const { return param_grads_; }
   // Host-side convenience for layers used on their own (a model zeroes its flat buffer).
   void zero_grad() {
     for (auto& p : params()) p.grad->zero();
@@ -67,6 +73,7 @@ class Layer {
 
  protected:
   bool training_ = true;
+  bool param_grads_ = true;
 };
 
 }  // namespace pdnn

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -175,37 +176,99 @@ Tensor on_host(const Tensor& t, Context* ctx, const std::string& path) {
 }
 }  // namespace
 
+namespace {
+
+std::string models_text(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  return s;
+}
+
+// Checks the list of models a save or load was given; returns their names.
+std::vector<std::string> check_models(const char* what, const std::string& path,
+                                      const std::vector<CheckpointModel>& models) {
+  PDNN_CHECK(!models.empty(), "%s '%s': no models given", what, path.c_str());
+  std::vector<std::string> names;
+  for (const CheckpointModel& m : models) {
+    PDNN_CHECK(m.model != nullptr, "%s '%s': model '%s' is null", what, path.c_str(),
+               m.name.c_str());
+    PDNN_CHECK(m.name.size() <= 64 &&
+                   std::all_of(m.name.begin(), m.name.end(),
+                               [](char c) {
+                                 return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                                        c == '-';
+                               }),
+               "%s '%s': model name '%s' must be letters, digits, '_' or '-' (at most 64)", what,
+               path.c_str(), m.name.c_str());
+    PDNN_CHECK(std::find(names.begin(), names.end(), m.name) == names.end(),
+               "%s '%s': model name '%s' given twice", what, path.c_str(), m.name.c_str());
+    names.push_back(m.name);
+  }
+  PDNN_CHECK(models.size() == 1 || std::none_of(names.begin(), names.end(),
+                                                [](const std::string& n) { return n.empty(); }),
+             "%s '%s': with several models every one needs a name", what, path.c_str());
+  return names;
+}
+
+// "<name>." for a named model, "" for the single model of a version-1 file.
+std::string prefix_of(const std::string& name) { return name.empty() ? "" : name + "."; }
+
+}  // namespace
+
 void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt, int64_t epoch,
                      const std::map<std::string, int64_t>& values, Context* ctx) {
-  for (const auto& kv : values)
-    PDNN_CHECK(kv.first != "epoch" && kv.first != "optim.steps" && kv.first.size() <= kMaxName,
+  save_checkpoint(path, {CheckpointModel{"", &model, opt}}, epoch, values, ctx);
+}
+
+void save_checkpoint(const std::string& path, const std::vector<CheckpointModel>& models,
+                     int64_t epoch, const std::map<std::string, int64_t>& values, Context* ctx) {
+  check_models("save_checkpoint", path, models);
+  const bool named = !models[0].name.empty();
+  std::vector<std::pair<std::string, int64_t>> fixed{{"epoch", epoch}};
+  for (const CheckpointModel& m : models)
+    if (m.opt) fixed.push_back({prefix_of(m.name) + "optim.steps", m.opt->steps()});
+  for (const auto& kv : values) {
+    bool reserved = false;
+    for (const auto& f : fixed) reserved = reserved || f.first == kv.first;
+    PDNN_CHECK(!reserved && kv.first != "epoch" && kv.first != "optim.steps" &&
+                   kv.first.size() <= kMaxName,
                "save_checkpoint '%s': value name '%s' is reserved or too long", path.c_str(),
                kv.first.c_str());
+  }
   std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const Param& p : model.params())
-    tensors.push_back({"param:" + p.name, on_host(*p.value, ctx, path)});
-  for (const Param& p : model.buffers())
-    tensors.push_back({"buffer:" + p.name, on_host(*p.value, ctx, path)});
-  if (opt)
-    for (const auto& s : opt->state())
-      tensors.push_back({"optim:" + s.first, on_host(*s.second, ctx, path)});
+  for (const CheckpointModel& m : models) {
+    const std::string pre = prefix_of(m.name);
+    for (const Param& p : m.model->params())
+      tensors.push_back({pre + "param:" + p.name, on_host(*p.value, ctx, path)});
+    for (const Param& p : m.model->buffers())
+      tensors.push_back({pre + "buffer:" + p.name, on_host(*p.value, ctx, path)});
+    if (m.opt)
+      for (const auto& st : m.opt->state())
+        tensors.push_back({pre + "optim:" + st.first, on_host(*st.second, ctx, path)});
+  }
 
   AtomicFile file(path, /*binary=*/true);
   Writer w(file.stream());
   w.raw(kMagic, sizeof kMagic);
-  w.u32(kCheckpointVersion);
-  w.u32(static_cast<uint32_t>(values.size() + (opt ? 2 : 1)));
-  w.str("epoch");
-  w.i64(epoch);
-  if (opt) {
-    w.str("optim.steps");
-    w.i64(opt->steps());
+  w.u32(named ? kCheckpointVersionNamed : kCheckpointVersion);
+  w.u32(static_cast<uint32_t>(values.size() + fixed.size()));
+  for (const auto& f : fixed) {
+    w.str(f.first);
+    w.i64(f.second);
   }
   for (const auto& kv : values) {
     w.str(kv.first);
     w.i64(kv.second);
   }
-  w.str(opt ? opt->kind() : std::string());
+  if (named) {
+    w.u32(static_cast<uint32_t>(models.size()));
+    for (const CheckpointModel& m : models) {
+      w.str(m.name);
+      w.str(m.opt ? m.opt->kind() : std::string());
+    }
+  } else {
+    w.str(models[0].opt ? models[0].opt->kind() : std::string());
+  }
   w.u32(static_cast<uint32_t>(tensors.size()));
   for (const auto& t : tensors) w.tensor(t.first, t.second);
   w.finish();
@@ -214,6 +277,12 @@ void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt,
 
 CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optimizer* opt,
                                Context* ctx) {
+  return load_checkpoint(path, {CheckpointModel{"", &model, opt}}, ctx);
+}
+
+CheckpointInfo load_checkpoint(const std::string& path, const std::vector<CheckpointModel>& models,
+                               Context* ctx) {
+  const std::vector<std::string> wanted = check_models("load_checkpoint", path, models);
   Reader r(path);
 
   // 1. Read and check the whole file into temporaries.
@@ -223,33 +292,65 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
     r.fail("not a pdnn checkpoint (starts with '%s', expected 'PDNNCKPT')",
            printable(magic, sizeof magic).c_str());
   const uint32_t version = r.u32("version");
-  if (version != kCheckpointVersion)
-    r.fail("format version %u, this pdnn reads version %u", version, kCheckpointVersion);
+  if (version != kCheckpointVersion && version != kCheckpointVersionNamed)
+    r.fail("format version %u, this pdnn reads versions %u and %u", version, kCheckpointVersion,
+           kCheckpointVersionNamed);
+  const bool named = version == kCheckpointVersionNamed;
 
   CheckpointInfo info;
-  std::optional<int64_t> opt_steps;
+  std::map<std::string, int64_t> raw_values;  // everything, the fixed fields included
   bool have_epoch = false;
   const uint32_t n_values = r.u32("value count");
   if (n_values > r.left() / 12) r.fail("corrupt or truncated: %u values cannot fit", n_values);
   for (uint32_t i = 0; i < n_values; ++i) {
     const std::string name = r.str("value name");
     const int64_t v = r.i64("value");
-    const bool repeated = name == "epoch"         ? std::exchange(have_epoch, true)
-                          : name == "optim.steps" ? opt_steps.has_value()
-                                                  : info.values.count(name) > 0;
+    const bool repeated = name == "epoch" ? std::exchange(have_epoch, true)
+                                          : raw_values.count(name) > 0;
     if (repeated) r.fail("corrupt: value '%s' appears twice", name.c_str());
     if (name == "epoch") {
       if (v < 0) r.fail("corrupt: field epoch = %lld is negative", static_cast<long long>(v));
       info.epoch = v;
-    } else if (name == "optim.steps") {
-      if (v < 0)
-        r.fail("corrupt: field optim.steps = %lld is negative", static_cast<long long>(v));
-      opt_steps = v;
-    } else {
-      info.values[name] = v;
+      continue;
     }
+    const std::string steps_suffix = "optim.steps";
+    if (v < 0 && name.size() >= steps_suffix.size() &&
+        name.compare(name.size() - steps_suffix.size(), steps_suffix.size(), steps_suffix) == 0)
+      r.fail("corrupt: field %s = %lld is negative", name.c_str(), static_cast<long long>(v));
+    raw_values[name] = v;
   }
-  info.optimizer = r.str("optimizer kind");
+
+  // The models the file holds, with their optimizer kinds.
+  std::vector<std::string> file_models;
+  std::map<std::string, std::string> kinds;
+  if (named) {
+    const uint32_t n_models = r.u32("model count");
+    if (n_models == 0 || n_models > r.left() / 8)
+      r.fail("corrupt or truncated: %u models", n_models);
+    for (uint32_t i = 0; i < n_models; ++i) {
+      const std::string name = r.str("model name");
+      const std::string kind = r.str("optimizer kind");
+      if (name.empty() || kinds.count(name)) r.fail("corrupt: model name '%s' empty or repeated",
+                                                    name.c_str());
+      file_models.push_back(name);
+      kinds[name] = kind;
+    }
+  } else {
+    file_models.push_back("");
+    kinds[""] = r.str("optimizer kind");
+  }
+  // Step counts of the optimizers; everything else is the caller's.
+  std::map<std::string, int64_t> steps;
+  for (const auto& kv : raw_values) {
+    bool is_steps = false;
+    for (const std::string& m : file_models)
+      if (kv.first == prefix_of(m) + "optim.steps") {
+        steps[m] = kv.second;
+        is_steps = true;
+      }
+    if (!is_steps) info.values[kv.first] = kv.second;
+  }
+  info.optimizer = kinds[file_models[0]];
 
   std::vector<FileTensor> file;
   std::unordered_map<std::string, size_t> by_name;
@@ -298,16 +399,23 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
   if (r.left() != 0)
     r.fail("corrupt: %llu unexpected bytes after the end", static_cast<unsigned long long>(r.left()));
 
-  // 2. Match against the model (and optimizer): every target found with its shape, nothing
-  //    of the model's left over in the file.
+  // 2. The models asked for must be the file's kind (one unnamed, or named ones it holds).
+  const bool want_named = !wanted[0].empty();
+  if (want_named && !named)
+    r.fail("holds a single model (format version 1, e.g. an mnist checkpoint); this run needs "
+           "the models %s (a multi-model checkpoint, format version 2)",
+           models_text(wanted).c_str());
+  if (!want_named && named)
+    r.fail("holds the models %s (format version 2, e.g. a dcgan checkpoint); this run needs a "
+           "single-model checkpoint", models_text(file_models).c_str());
+  for (const std::string& w : wanted)
+    if (!kinds.count(w))
+      r.fail("has no model '%s' (it holds %s)", w.c_str(), models_text(file_models).c_str());
+
+  // 3. Match against each model (and optimizer): every target found with its shape, nothing of
+  //    the model's left over in the file.
   std::vector<std::pair<Tensor*, const FileTensor*>> copies;
-  size_t model_tensors_in_file = 0, optim_tensors_in_file = 0;
-  for (const FileTensor& t : file) {
-    if (t.name.rfind("optim:", 0) == 0)
-      ++optim_tensors_in_file;
-    else
-      ++model_tensors_in_file;
-  }
+  std::vector<std::pair<Optimizer*, int64_t>> set_steps;
   auto match = [&](const std::string& name, Tensor* target) {
     auto it = by_name.find(name);
     if (it == by_name.end())
@@ -318,32 +426,57 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
              t.shape.str().c_str(), target->shape().str().c_str());
     copies.push_back({target, &t});
   };
-  for (const Param& p : model.params()) match("param:" + p.name, p.value);
-  for (const Param& p : model.buffers()) match("buffer:" + p.name, p.value);
-  if (copies.size() != model_tensors_in_file) {
+  for (const CheckpointModel& m : models) {
+    const std::string pre = prefix_of(m.name);
+    const std::string optim_pre = pre + "optim:";
+    const std::string label = m.name.empty() ? "the model" : "model " + m.name;
+    // Tensors of this model in the file: "<pre>param:", "<pre>buffer:", "<pre>optim:".
+    auto ours = [&](const std::string& n, const std::string& kind) {
+      return n.compare(0, pre.size() + kind.size(), pre + kind) == 0;
+    };
+    size_t model_in_file = 0, optim_in_file = 0;
+    // In a version-1 file every tensor that is not optimizer state is the model's.
+    auto model_tensor = [&](const std::string& n) {
+      return named ? ours(n, "param:") || ours(n, "buffer:") : !ours(n, "optim:");
+    };
     for (const FileTensor& t : file) {
-      if (t.name.rfind("optim:", 0) == 0) continue;
-      bool used = false;
-      for (const auto& c : copies) used = used || c.second == &t;
-      if (!used) r.fail("has tensor '%s' that the model lacks (saved from a different model?)",
-                        t.name.c_str());
+      if (ours(t.name, "optim:")) ++optim_in_file;
+      else if (model_tensor(t.name)) ++model_in_file;
+    }
+    const size_t first = copies.size();
+    for (const Param& p : m.model->params()) match(pre + "param:" + p.name, p.value);
+    for (const Param& p : m.model->buffers()) match(pre + "buffer:" + p.name, p.value);
+    if (copies.size() - first != model_in_file) {
+      for (const FileTensor& t : file) {
+        if (!model_tensor(t.name)) continue;
+        bool used = false;
+        for (size_t c = first; c < copies.size(); ++c) used = used || copies[c].second == &t;
+        if (!used)
+          r.fail("has tensor '%s' that %s lacks (saved from a different model?)",
+                 t.name.c_str(), label.c_str());
+      }
+    }
+    if (m.opt) {
+      const std::string& kind = kinds[m.name];
+      const std::string whose = m.name.empty() ? "" : " for model " + m.name;
+      if (kind.empty())
+        r.fail("holds no optimizer state%s; load it without an optimizer to restore weights "
+               "only", whose.c_str());
+      if (kind != m.opt->kind())
+        r.fail("holds %s optimizer state%s, the optimizer given is %s", kind.c_str(),
+               whose.c_str(), m.opt->kind().c_str());
+      const auto state = m.opt->state();
+      if (state.size() != optim_in_file)
+        r.fail("holds %zu optimizer state tensors%s, the %s optimizer has %zu (different "
+               "settings or model?)", optim_in_file, whose.c_str(), m.opt->kind().c_str(),
+               state.size());
+      for (const auto& st : state) match(optim_pre + st.first, st.second);
+      if (!steps.count(m.name)) r.fail("holds optimizer state%s but no step count", whose.c_str());
+      set_steps.push_back({m.opt, steps[m.name]});
     }
   }
-  if (opt) {
-    if (info.optimizer.empty())
-      r.fail("holds no optimizer state; load it without an optimizer to restore weights only");
-    if (info.optimizer != opt->kind())
-      r.fail("holds %s optimizer state, the optimizer given is %s", info.optimizer.c_str(),
-             opt->kind().c_str());
-    const auto state = opt->state();
-    if (state.size() != optim_tensors_in_file)
-      r.fail("holds %zu optimizer state tensors, the %s optimizer has %zu (different settings "
-             "or model?)", optim_tensors_in_file, opt->kind().c_str(), state.size());
-    for (const auto& s : state) match("optim:" + s.first, s.second);
-    if (!opt_steps) r.fail("holds optimizer state but no step count");
-  }
 
-  // 3. Everything checked: copy (to the model's device when it is elsewhere).
+  // 4. Everything checked: copy (to the model's device when it is elsewhere).
   for (const auto& c : copies)
     PDNN_CHECK(c.first->device() == Device::CPU || ctx != nullptr,
                "checkpoint '%s': the model is on %s; pass the context", path.c_str(),
@@ -358,7 +491,7 @@ CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optim
       copy_into(*c.first, host, *ctx);
     }
   }
-  if (opt) opt->set_steps(*opt_steps);
+  for (const auto& s : set_steps) s.first->set_steps(s.second);
   return info;
 }
 

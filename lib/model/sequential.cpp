@@ -49,6 +49,8 @@ void Sequential::to(Device dev, Context& ctx) {
   for (Tensor& a : acts_) a = Tensor();
   grads_[0] = grads_[1] = x_in_ = dx_in_ = Tensor();
   have_forward_ = false;
+  awaiting_backward_ = false;
+  overwritten_ = 0;
 }
 
 void Sequential::fuse_activations() {
@@ -78,6 +80,8 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
              "sequential: input %s is on %s, the model on %s (move one: model.to() or x.to())",
              x.shape().str().c_str(), device_name(x.device()), device_name(device()));
   Profiler* prof = ctx.profiler();
+  overwritten_ = awaiting_backward_ ? overwritten_ + 1 : 0;
+  awaiting_backward_ = training_;
   x_in_ = x;
   const Tensor* in = &x_in_;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -102,8 +106,17 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   return acts_.back();
 }
 
-void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) {
+void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
+                          bool want_param_grads) {
   PDNN_CHECK(have_forward_, "sequential: backward() before forward()");
+  PDNN_CHECK(overwritten_ == 0,
+             "sequential%s%s: backward() after %d forwards with no backward in between, the "
+             "earlier ones in training mode: the model holds the activations of its last forward only, so a gradient "
+             "meant for an earlier one would be computed against the wrong activations. Run "
+             "forward + backward for each batch in turn (a GAN's discriminator: real batch, "
+             "then fake batch), or call forget_forward() after a forward that needs no backward",
+             name_.empty() ? "" : " ", name_.c_str(), overwritten_ + 1);
+  awaiting_backward_ = false;
   check_same_shape("sequential backward: dy vs the last output", dy.shape(), acts_.back().shape());
   Profiler* prof = ctx.profiler();
   const Tensor* g = &dy;
@@ -119,6 +132,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) 
       dx->resize(in.shape(), DType::F32, in.device(), ctx);
       gi = i > 0 ? di : -1;
     }
+    l.set_param_grads(want_param_grads);
     if (prof) {
       const TimeMark t0 = time_mark(ctx);
       l.backward(ctx, in, acts_[i], *g, dx);
@@ -126,6 +140,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad) 
     } else {
       l.backward(ctx, in, acts_[i], *g, dx);
     }
+    l.set_param_grads(true);
     g = dx;
   }
 }
@@ -151,6 +166,7 @@ std::vector<size_t> Sequential::param_layers() {
 void Sequential::zero_grad(Context& ctx) { ops::zero(ctx, parameters().grads()); }
 
 void Sequential::train(bool on) {
+  training_ = on;
   for (auto& l : layers_) l->train(on);
 }
 

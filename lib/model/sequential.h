@@ -57,7 +57,23 @@ class Sequential {
   const Tensor& forward(Context& ctx, const Tensor& x);
   // dy = dL/d(output of the last forward). Accumulates parameter gradients (+=).
   // dL/d(input) is computed only when want_input_grad (e.g. a GAN's discriminator feeding G).
-  void backward(Context& ctx, const Tensor& dy, bool want_input_grad = false);
+  //
+  // The model holds the activations (and BatchNorm its batch statistics) of its last forward
+  // only. A backward meant for an earlier forward would silently use the wrong ones (a GAN
+  // discriminator run on the real batch, then on the fake one, then differentiated for the
+  // real one), so backward() refuses to run, naming the mistake, when a forward in training
+  // mode was followed by another forward before any backward: run forward + backward per
+  // batch (real, then fake). A training-mode forward that is meant to get no backward (BatchNorm
+  // statistics only) says so with forget_forward() before the next forward. Evaluation-mode
+  // forwards never count as awaiting a backward.
+  //
+  // want_param_grads = false: the caller needs only dL/d(input) (a GAN's discriminator in the
+  // generator's step); layers that can skip their parameter gradients do (Layer::
+  // set_param_grads), and the model's gradients are not to be used before the next zero_grad.
+  void backward(Context& ctx, const Tensor& dy, bool want_input_grad = false,
+                bool want_param_grads = true);
+  // Declares that the last forward will get no backward (see backward()).
+  void forget_forward() { awaiting_backward_ = false; }
   const Tensor& input_grad() const { return dx_in_; }
   // Output of layer i in the last forward (for tests and debugging).
   const Tensor& activation(size_t i) const { return acts_.at(i); }
@@ -94,6 +110,10 @@ class Sequential {
   Tensor x_in_;               // the last forward's input (shares the caller's storage)
   Tensor dx_in_;
   bool have_forward_ = false;
+  bool training_ = true;            // the mode train() set last
+  bool awaiting_backward_ = false;  // the last forward ran in training mode, no backward yet
+  int overwritten_ = 0;             // training-mode forwards whose activations the last
+                                    // forward replaced before their backward
 };
 
 }  // namespace pdnn

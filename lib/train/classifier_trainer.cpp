@@ -1,47 +1,19 @@
 // ClassifierTrainer: forward, loss, backward, update; on the GPU as a CUDA graph.
 #include "train/classifier_trainer.h"
 
-#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
 #include "cuda/cuda_state.h"
-#include "cuda/graph.h"
 #include "data/dataset_loader.h"
 #include "data/prefetch_loader.h"
 #include "ops/basic.h"
+#include "train/copy_fence.h"
 #include "train/optimizer_step.h"
 
 namespace pdnn {
 
 namespace {
-
-// Copies out of host memory are asynchronous (from pinned memory): before the host may refill
-// a batch buffer, the copies queued from it must have run. record() marks the stream after the
-// copies; wait() (or the destructor, on an error path) waits for that mark only, not for the
-// work queued after it.
-class CopyFence {
- public:
-  CopyFence() = default;
-  CopyFence(const CopyFence&) = delete;
-  CopyFence& operator=(const CopyFence&) = delete;
-  ~CopyFence() {
-    try {
-      wait();
-    } catch (...) {  // already unwinding from the error that matters
-    }
-  }
-  void record(Context& ctx) { event_ = cuda_event_record(ctx.cuda().stream()); }
-  void wait() {
-    if (!event_) return;
-    CUevent_st* e = event_;
-    event_ = nullptr;
-    cuda_event_wait(e);
-  }
-
- private:
-  CUevent_st* event_ = nullptr;
-};
 
 // The batch in a buffer on `dev`: copied (counted) when it is elsewhere or, on the GPU, always,
 // so that a captured graph always reads the same address.
@@ -57,7 +29,7 @@ void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, co
 }  // namespace
 
 ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph)
-    : model_(model), opt_(opt), use_graph_(cuda_graph), graph_(std::make_unique<CudaGraph>()) {}
+    : model_(model), opt_(opt), use_graph_(cuda_graph), graph_({&opt}, "trainer") {}
 
 ClassifierTrainer::~ClassifierTrainer() = default;
 
@@ -91,75 +63,11 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
   } else if (x.device() == Device::CPU || labels.device() == Device::CPU) {
     fence.record(ctx);
   }
-  // The CPU, --cuda-graph off, a profiled run, or a graph given up on: eagerly.
-  if (!(dev == Device::CUDA && use_graph_ && !ctx.profiler() && graph_step(ctx))) run_step(ctx);
+  if (dev == Device::CUDA && use_graph_ && !ctx.profiler())
+    graph_.run(ctx, x_.shape(), [&] { run_step(ctx); });
+  else
+    run_step(ctx);  // the CPU, --cuda-graph off, a profiled run
   fence.wait();
-}
-
-bool ClassifierTrainer::graph_step(Context& ctx) {
-  if (graph_failures_ >= kMaxGraphFailures) return false;
-  const AllocStats a0 = ctx.device_alloc_stats();
-  const uint64_t frees = a0.frees;
-  const bool valid = graph_->ready() && graph_shape_ == x_.shape() && graph_frees_ == frees &&
-                     graph_lr_ == opt_.lr();
-  if (!valid) {
-    // A step runs eagerly first whenever device memory changed hands since the graph was
-    // made (an evaluation with a larger batch regrows buffers) or the shape is new: it sizes
-    // every buffer and warms the caching allocator, so the capture that follows allocates and
-    // frees nothing. A smaller last batch of an epoch runs eagerly and keeps the full-size graph.
-    if (warm_shape_ != x_.shape() || warm_frees_ != frees ||
-        (graph_->ready() && graph_shape_ != x_.shape())) {
-      warm_shape_ = x_.shape();
-      run_step(ctx);
-      warm_frees_ = ctx.device_alloc_stats().frees;
-      return true;
-    }
-    // Capture: record the step without running it, then undo its host-side bookkeeping (the
-    // optimizer's count and the RNG position moved on the host, their device copies did not).
-    const int64_t steps0 = opt_.steps();
-    const uint64_t rng0 = ctx.rng().counter();
-    CUstream_st* s = ctx.cuda().stream();
-    graph_->begin_capture(s);
-    try {
-      run_step(ctx);
-      graph_->end_capture(s);
-    } catch (...) {
-      graph_->abort_capture(s);
-      graph_->reset();
-      throw;
-    }
-    step_delta_ = opt_.steps() - steps0;
-    rng_delta_ = ctx.rng().counter() - rng0;
-    opt_.set_host_steps(steps0);
-    ctx.rewind_rng(rng0);
-    const AllocStats a1 = ctx.device_alloc_stats();
-    if (a1.frees != frees || a1.allocs != a0.allocs) {
-      // Memory changed hands inside the step: a graph replaying it could touch freed blocks.
-      // Drop it, run the step eagerly (the capture ran nothing), try again later; give up
-      // after a few tries, with one line saying so.
-      graph_->reset();
-      warm_shape_ = Shape{};
-      if (++graph_failures_ == kMaxGraphFailures)
-        std::fprintf(stderr,
-                     "trainer: device memory was allocated or freed inside the training step "
-                     "(%llu allocations, %llu frees during capture): running without a CUDA "
-                     "graph from here on\n",
-                     static_cast<unsigned long long>(a1.allocs - a0.allocs),
-                     static_cast<unsigned long long>(a1.frees - a0.frees));
-      run_step(ctx);
-      return true;
-    }
-    graph_failures_ = 0;
-    graph_shape_ = x_.shape();
-    graph_frees_ = frees;
-    graph_lr_ = opt_.lr();
-    ++captures_;
-  }
-  graph_->launch(ctx.cuda().stream());
-  opt_.set_host_steps(opt_.steps() + step_delta_);
-  ctx.mirror_rng_advance(rng_delta_);
-  ++replays_;
-  return true;
 }
 
 ClassifierMetrics ClassifierTrainer::metrics(Context& ctx) {

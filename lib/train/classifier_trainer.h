@@ -15,10 +15,9 @@
 #include "losses/softmax_cross_entropy.h"
 #include "model/sequential.h"
 #include "optim/optimizer.h"
+#include "train/step_graph.h"
 
 namespace pdnn {
-
-class CudaGraph;
 
 // Totals over the steps since reset_metrics().
 struct ClassifierMetrics {
@@ -47,12 +46,11 @@ class ClassifierTrainer {
   // The logits of the last step, on the model's device (valid until the model's next forward).
   const Tensor& logits() const { return *logits_; }
   // Steps run as a replayed graph, and graphs captured, so far.
-  int64_t graph_replays() const { return replays_; }
-  int64_t graph_captures() const { return captures_; }
+  int64_t graph_replays() const { return graph_.replays(); }
+  int64_t graph_captures() const { return graph_.captures(); }
 
  private:
   void run_step(Context& ctx);  // the step itself, on x_ and y_
-  bool graph_step(Context& ctx);
 
   Sequential& model_;
   Optimizer& opt_;
@@ -61,16 +59,7 @@ class ClassifierTrainer {
   Tensor x_, y_;       // the batch on the model's device (GPU: the graph's fixed inputs)
   Tensor dlogits_, acc_;
   const Tensor* logits_ = nullptr;
-  std::unique_ptr<CudaGraph> graph_;
-  Shape graph_shape_, warm_shape_;
-  uint64_t graph_frees_ = 0;      // device frees seen when the graph was captured
-  uint64_t warm_frees_ = 0;       // ... and after the last eager warm-up step
-  int graph_failures_ = 0;        // captures in a row that saw memory change hands
-  static constexpr int kMaxGraphFailures = 3;
-  float graph_lr_ = 0.f;
-  int64_t step_delta_ = 0;        // per replay: optimizer steps and RNG draws on the host side
-  uint64_t rng_delta_ = 0;
-  int64_t replays_ = 0, captures_ = 0;
+  StepGraph graph_;
 };
 
 // Mean softmax cross-entropy and accuracy over a whole split, in stored order, without

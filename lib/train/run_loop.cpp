@@ -139,6 +139,7 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   columns_ = kIdColumns;
   columns_.insert(columns_.end(), train_cols_.begin(), train_cols_.end());
   columns_.insert(columns_.end(), eval_cols_.begin(), eval_cols_.end());
+  if (c.status_column) columns_.push_back("status");
   columns_.insert(columns_.end(), kTimeColumns.begin(), kTimeColumns.end());
   if (!bench) csv_ = std::make_unique<CsvWriter>(c.out, columns_);
   if (bench && !c.bench_csv.empty())
@@ -251,10 +252,25 @@ int RunLoop::run() {
   std::vector<double> step_ms;
   int64_t steps = 0;
   const int64_t block = ctx.has_cuda() ? kGpuBlock : 1;
+  // One CSV row: the identifying columns, the values (eval ones may be missing: left empty),
+  // the status when the run has that column, the timing ones.
+  auto write_row = [&](int epoch, const std::vector<double>& vals, const std::string& status,
+                       double secs, int64_t seen) {
+    std::vector<std::string> row = {"pdnn",  cfg.model, cfg.dataset, device_name(ctx.device()),
+                                    info.gpu, threads,   batch,       std::to_string(epoch + 1)};
+    const size_t n_vals = train_cols.size() + eval_cols.size();
+    for (size_t i = 0; i < n_vals; ++i) row.push_back(i < vals.size() ? fmt(vals[i], 6) : "");
+    if (cfg.status_column) row.push_back(status);
+    for (const std::string& s : {fmt(secs, 3), fmt(seen / secs, 1), info.git_rev, info.host,
+                                 iso8601_utc_now()})
+      row.push_back(s);
+    csv_->row(row);
+  };
   for (int epoch = start_epoch_; bench ? steps < cfg.steps : epoch < cfg.epochs; ++epoch) {
     const int64_t batches = task.begin_epoch(ctx, epoch, data_seed);
     Progress progress(epoch, cfg.epochs, batches);
     int64_t seen = 0, checked = 0;  // steps of this epoch whose metrics were finite
+    const auto t0 = Clock::now();
     // Divergence: which metric went non-finite, and between which steps of the epoch.
     auto check = [&](const std::vector<double>& m, int64_t done) {
       check_count(m, train_cols, "train_metrics()");
@@ -265,18 +281,29 @@ int RunLoop::run() {
                 ? strprintf("at step %lld", static_cast<long long>(done))
                 : strprintf("between steps %lld and %lld", static_cast<long long>(checked + 1),
                             static_cast<long long>(done));
+        const bool row = cfg.status_column && csv_ != nullptr;
+        if (row) {
+          if (done < batches) progress.finish();
+          write_row(epoch, m,
+                    strprintf("diverged: %s became %s %s of %lld",
+                              train_cols[static_cast<size_t>(bad)].c_str(),
+                              fmt(m[static_cast<size_t>(bad)], 4).c_str(), where.c_str(),
+                              static_cast<long long>(batches)),
+                    std::chrono::duration<double>(Clock::now() - t0).count(), seen);
+        }
         PDNN_FAIL(
-            "training diverged: %s became %s %s of epoch %d (%lld steps); nothing was written "
-            "for epoch %d%s (try a lower learning rate)",
+            "training diverged: %s became %s %s of epoch %d (%lld steps); %s epoch %d%s (try a "
+            "lower learning rate)",
             train_cols[static_cast<size_t>(bad)].c_str(), fmt(m[static_cast<size_t>(bad)], 4).c_str(),
-            where.c_str(), epoch + 1, static_cast<long long>(batches), epoch + 1,
+            where.c_str(), epoch + 1, static_cast<long long>(batches),
+            row ? (cfg.out + " has a row saying so for").c_str() : "nothing was written for",
+            epoch + 1,
             ck_path.empty() || bench
                 ? ""
                 : strprintf(", %s keeps epoch %d", ck_path.c_str(), epoch).c_str());
       }
       checked = done;
     };
-    const auto t0 = Clock::now();
     auto tb = Clock::now();  // start of the current block of timed steps
     int64_t in_block = 0;
     for (int64_t b = 0; b < batches; ++b) {
@@ -318,26 +345,28 @@ int RunLoop::run() {
                epoch + 1, eval_cols[static_cast<size_t>(std::max(bad, 0))].c_str(),
                fmt(eval[static_cast<size_t>(std::max(bad, 0))], 4).c_str(), epoch + 1,
                kept.c_str());
-    PDNN_CHECK(task.state_finite(ctx),
-               "training diverged in the last steps of epoch %d: the weights or optimizer state "
-               "hold non-finite values; nothing was written for epoch %d%s (try a lower "
-               "learning rate)",
-               epoch + 1, epoch + 1, kept.c_str());
+    if (!task.state_finite(ctx)) {
+      const bool row = cfg.status_column;
+      if (row)
+        write_row(epoch, train, "diverged: non-finite weights or optimizer state at the end",
+                  secs, seen);
+      PDNN_FAIL("training diverged in the last steps of epoch %d: the weights or optimizer state "
+                "hold non-finite values; %s epoch %d%s (try a lower learning rate)",
+                epoch + 1, row ? (cfg.out + " has a row saying so for").c_str()
+                               : "nothing was written for",
+                epoch + 1, kept.c_str());
+    }
     std::vector<std::string> cols = train_cols;
     cols.insert(cols.end(), eval_cols.begin(), eval_cols.end());
     std::vector<double> vals = train;
     vals.insert(vals.end(), eval.begin(), eval.end());
-    std::printf("epoch %d/%d  %s  %s  %.1f s  %.0f img/s\n", epoch + 1, cfg.epochs,
-                cfg.dataset.c_str(), metrics_text(cols, vals, true).c_str(), secs, seen / secs);
+    const std::string status = cfg.status_column ? task.epoch_status(ctx) : "";
+    std::printf("epoch %d/%d  %s  %s  %.1f s  %.0f img/s%s\n", epoch + 1, cfg.epochs,
+                cfg.dataset.c_str(), metrics_text(cols, vals, true).c_str(), secs, seen / secs,
+                status.empty() ? "" : ("\nepoch " + std::to_string(epoch + 1) + ": WARNING: " +
+                                       status).c_str());
     std::fflush(stdout);
-
-    std::vector<std::string> row = {"pdnn",  cfg.model, cfg.dataset, device_name(ctx.device()),
-                                    info.gpu, threads,   batch,       std::to_string(epoch + 1)};
-    for (double v : vals) row.push_back(fmt(v, 6));
-    for (const std::string& s : {fmt(secs, 3), fmt(seen / secs, 1), info.git_rev, info.host,
-                                 iso8601_utc_now()})
-      row.push_back(s);
-    csv_->row(row);
+    write_row(epoch, vals, status.empty() ? "ok" : status, secs, seen);
     crash_point("after_row", epoch + 1);
     if (!ck_path.empty()) save(epoch + 1);
     task.end_epoch(ctx, epoch);

@@ -80,6 +80,14 @@ class TrainTask {
   }
   // After the last epoch (not after a benchmark): the task's final files (confusion matrix).
   virtual void finish(Context& ctx) { (void)ctx; }
+
+  // With RunConfig::status_column: at an epoch's end, after evaluate(), what its row's status
+  // says when the epoch finished but something is wrong that does not stop the run (a GAN whose
+  // discriminator stayed certain all epoch); "" for "ok". The loop prints it too.
+  virtual std::string epoch_status(Context& ctx) {
+    (void)ctx;
+    return "";
+  }
 };
 
 struct RunConfig {
@@ -106,6 +114,12 @@ struct RunConfig {
   // Read train_metrics() every this many steps to catch divergence at the step it happens
   // (1 on the CPU, where reading is free; 0: only at progress lines and epoch ends).
   int64_t check_every = 1;
+  // A text column "status" after the task's values: "ok", the task's epoch_status(), or, for an
+  // epoch whose training metrics went non-finite, "diverged: ..." in a row written for that
+  // epoch (its values as far as they were read) just before the run stops with its error. That
+  // row is never followed by a checkpoint, so a resumed run drops it as it drops any row past
+  // the checkpoint. Off by default (the CSV files of apps without it keep their columns).
+  bool status_column = false;
   // The device flags (--device, --cuda-graph, --tf32): the app makes its Context from them.
   std::string device = "cpu";
   bool cuda_graph = true, tf32 = false;

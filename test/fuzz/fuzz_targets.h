@@ -85,8 +85,14 @@ inline CheckpointModel& checkpoint_model() {
   static CheckpointModel m;
   return m;
 }
+// The second model of a two-model checkpoint (format version 2: "G." and "D.").
+inline CheckpointModel& checkpoint_model_d() {
+  static CheckpointModel m;
+  return m;
+}
 
-// Checkpoint loader: the bytes loaded with and without the optimizer. The last 4 bytes are
+// Checkpoint loader: the bytes loaded with and without the optimizer, as one model and as two
+// named ones. The last 4 bytes are
 // replaced by the CRC-32 of all but the 12-byte trailer first: mutations would almost never
 // pass the checksum, and so never reach the checks behind it.
 inline void fuzz_checkpoint_one(const uint8_t* data, size_t size) {
@@ -105,6 +111,15 @@ inline void fuzz_checkpoint_one(const uint8_t* data, size_t size) {
   }
   try {
     load_checkpoint(p, m.model, nullptr);
+  } catch (const Error&) {
+  }
+  CheckpointModel& d = checkpoint_model_d();
+  try {
+    load_checkpoint(p, {{"G", &m.model, m.opt.get()}, {"D", &d.model, d.opt.get()}});
+  } catch (const Error&) {
+  }
+  try {
+    load_checkpoint(p, {{"G", &m.model, nullptr}});
   } catch (const Error&) {
   }
   std::remove(p.c_str());

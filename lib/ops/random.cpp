@@ -1,0 +1,56 @@
+// Normal draws: CPU kernel and dispatch (see random.h).
+#include "ops/random.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/rng.h"
+#include "ops/basic.h"
+#include "ops/dispatch.h"
+
+namespace pdnn {
+
+namespace cpu {
+
+void normal_fill(int64_t n, float mean, float stddev, uint64_t seed, const int64_t* base,
+                 float* y, CpuExec) {
+  const uint64_t b = static_cast<uint64_t>(*base);
+  // A log, a cos and a sqrt per element: threads pay off early.
+#pragma omp parallel for if(PDNN_PAR(n / 16)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t k = b + 2 * static_cast<uint64_t>(i);
+    // As Rng::normal(): 1 - u keeps the log argument in (0, 1].
+    const double u1 = 1.0 - Rng::to_unit(Rng::at(seed, k + 1));
+    const double u2 = Rng::to_unit(Rng::at(seed, k + 2));
+    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    y[i] = std::fmaf(stddev, static_cast<float>(z), mean);
+  }
+}
+
+}  // namespace cpu
+
+namespace ops {
+
+void normal_fill(Context& ctx, Tensor& t, float mean, float stddev) {
+  PDNN_CHECK(t.dtype() == DType::F32, "normal_fill: tensor %s must be float32",
+             t.shape().str().c_str());
+  PDNN_CHECK(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0.f,
+             "normal_fill: mean %g and stddev %g must be finite, stddev >= 0", mean, stddev);
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  const uint64_t seed = ctx.rng().seed();
+  if (t.device() == Device::CPU) {
+    const int64_t base = static_cast<int64_t>(ctx.rng().reserve(2 * static_cast<uint64_t>(n)));
+    cpu::normal_fill(n, mean, stddev, seed, &base, t.data(), ctx.cpu_exec());
+    return;
+  }
+  Tensor& counter = ctx.device_rng_counter();
+  PDNN_DISPATCH(ctx, t.device(), normal_fill, n, mean, stddev, seed, counter.data<int64_t>(),
+                t.data());
+  counter_add(ctx, counter, 2 * n);
+  ctx.mirror_rng_advance(2 * static_cast<uint64_t>(n));
+}
+
+}  // namespace ops
+}  // namespace pdnn

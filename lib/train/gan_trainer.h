@@ -1,0 +1,93 @@
+// GanTrainer: one DCGAN iteration (W5, as PyTorch's DCGAN tutorial runs it), the sequence the
+// dcgan app, its tests and the benchmarks share:
+//   D step: zero D's gradients; D(real) forward, BCE against 1, backward; z ~ N(0,1) drawn on
+//           the device; fake = G(z); D(fake) forward, BCE against 0, backward (G untouched:
+//           the fake batch is a constant here); Adam on D.
+//   G step: zero G's gradients; D(fake) forward with the updated D, BCE against 1 (the
+//           non-saturating loss), backward through D to its input (D's own parameter
+//           gradients, unused, are not computed: 8% of an iteration), G backward; Adam on G.
+// Each of D's three forwards gets its own backward before the next forward (the real and the
+// fake batch pass through BatchNorm separately, in training mode, as in PyTorch); Sequential
+// refuses a backward against overwritten activations.
+//
+// Metrics stay on the device (no read-back in a step): running sums of the D loss (real +
+// fake), the G loss, the batch means of D(x) and D(G(z)) (the latter from the D step, the
+// tutorial's D_G_z1), how far the farthest of those batch means came from 0 or 1, and after
+// every step a row of those sums in a history buffer (per-iteration curves, read back once per
+// epoch). On the GPU the real batch is copied into the trainer's device buffer (the only
+// transfer of a step) and, from the second step of a batch shape on, the whole iteration is
+// one CUDA graph (StepGraph), replayed every step.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "losses/binary_cross_entropy.h"
+#include "model/sequential.h"
+#include "optim/optimizer.h"
+#include "train/step_graph.h"
+
+namespace pdnn {
+
+// Sums since reset_metrics(); means per step by the accessors.
+struct GanMetrics {
+  double d_loss = 0, g_loss = 0, d_x = 0, d_g_z = 0;
+  // The largest distance from {0, 1} of a batch mean of D(x), of D(G(z)), since the reset.
+  double d_x_far = 0, d_g_z_far = 0;
+  int64_t steps = 0;
+  double mean(double sum) const { return steps > 0 ? sum / static_cast<double>(steps) : 0.0; }
+};
+
+// One step's values, from the history.
+struct GanIteration {
+  double d_loss, g_loss, d_x, d_g_z;
+};
+
+class GanTrainer {
+ public:
+  // g: z (N,nz,1,1) -> image; d: image -> probability (N,1,1,1). opt_g / opt_d built over their
+  // models' parameters; all must outlive the trainer, the models on the device they train on.
+  // history_rows: steps kept per reset for history() (the epoch's iterations).
+  GanTrainer(Sequential& g, Sequential& d, Optimizer& opt_g, Optimizer& opt_d, int64_t nz,
+             int64_t history_rows, bool cuda_graph = true);
+  ~GanTrainer();
+
+  // One iteration on a batch of real images (N,C,H,W) float32: on the host (pinned memory
+  // makes the copy asynchronous) or on the models' device. The caller may refill `real` as soon
+  // as step() returns: on the GPU it waits until the batch has been copied (not for the
+  // iteration, which stays queued).
+  void step(Context& ctx, const Tensor& real);
+  GanMetrics metrics(Context& ctx);       // reads back: a sync on the GPU
+  void reset_metrics(Context& ctx);
+  // The values of each step since the reset (at most history_rows), read back.
+  std::vector<GanIteration> history(Context& ctx);
+  int64_t graph_replays() const { return graph_.replays(); }
+  int64_t graph_captures() const { return graph_.captures(); }
+
+ private:
+  void run_step(Context& ctx);
+  void ensure_buffers(Context& ctx, int64_t n);
+
+  Sequential& g_;
+  Sequential& d_;
+  Optimizer& opt_g_;
+  Optimizer& opt_d_;
+  int64_t nz_, history_rows_;
+  bool use_graph_;
+  StepGraph graph_;
+  BinaryCrossEntropy bce_real_, bce_fake_, bce_g_;
+  Tensor real_;             // the batch on the device (GPU: the graph's fixed input)
+  const Tensor* x_ = nullptr;  // what the step reads: real_, or the caller's CPU tensor
+  Tensor z_, ones_, zeros_, dp_;
+  Tensor acc_, history_, row_;
+  int64_t steps_ = 0;       // since the reset
+  int64_t batch_ = -1;      // the batch size the targets and noise are sized for
+};
+
+// Slots of the accumulator (a float64 device tensor), in the history's column order.
+enum GanSlot : int64_t {
+  kGanDLoss = 0, kGanGLoss = 1, kGanDx = 2, kGanDxFar = 3, kGanDgz = 4, kGanDgzFar = 5,
+  kGanSlots = 6
+};
+
+}  // namespace pdnn

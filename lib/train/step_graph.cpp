@@ -1,0 +1,85 @@
+// StepGraph (step_graph.h).
+#include "train/step_graph.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "cuda/cuda_state.h"
+#include "cuda/graph.h"
+
+namespace pdnn {
+
+StepGraph::StepGraph(std::vector<Optimizer*> opts, const char* what)
+    : opts_(std::move(opts)), what_(what), graph_(std::make_unique<CudaGraph>()) {
+  for (Optimizer* o : opts_) PDNN_CHECK(o != nullptr, "StepGraph (%s): null optimizer", what);
+}
+
+StepGraph::~StepGraph() = default;
+
+void StepGraph::run(Context& ctx, const Shape& key, const std::function<void()>& step) {
+  PDNN_CHECK(ctx.has_cuda(), "StepGraph (%s): CUDA graphs need a GPU context", what_);
+  if (failures_ >= kMaxFailures) {
+    step();
+    return;
+  }
+  const AllocStats a0 = ctx.device_alloc_stats();
+  const uint64_t frees = a0.frees;
+  std::vector<float> lrs;
+  for (Optimizer* o : opts_) lrs.push_back(o->lr());
+  const bool valid =
+      graph_->ready() && graph_key_ == key && graph_frees_ == frees && graph_lrs_ == lrs;
+  if (!valid) {
+    if (warm_key_ != key || warm_frees_ != frees || (graph_->ready() && graph_key_ != key)) {
+      warm_key_ = key;
+      step();
+      warm_frees_ = ctx.device_alloc_stats().frees;
+      return;
+    }
+    std::vector<int64_t> steps0;
+    for (Optimizer* o : opts_) steps0.push_back(o->steps());
+    const uint64_t rng0 = ctx.rng().counter();
+    CUstream_st* s = ctx.cuda().stream();
+    graph_->begin_capture(s);
+    try {
+      step();
+      graph_->end_capture(s);
+    } catch (...) {
+      graph_->abort_capture(s);
+      graph_->reset();
+      throw;
+    }
+    step_delta_.clear();
+    for (size_t i = 0; i < opts_.size(); ++i) {
+      step_delta_.push_back(opts_[i]->steps() - steps0[i]);
+      opts_[i]->set_host_steps(steps0[i]);
+    }
+    rng_delta_ = ctx.rng().counter() - rng0;
+    ctx.rewind_rng(rng0);
+    const AllocStats a1 = ctx.device_alloc_stats();
+    if (a1.frees != frees || a1.allocs != a0.allocs) {
+      graph_->reset();
+      warm_key_ = Shape{};
+      if (++failures_ == kMaxFailures)
+        std::fprintf(stderr,
+                     "%s: device memory was allocated or freed inside the training step (%llu "
+                     "allocations, %llu frees during capture): running without a CUDA graph "
+                     "from here on\n",
+                     what_, static_cast<unsigned long long>(a1.allocs - a0.allocs),
+                     static_cast<unsigned long long>(a1.frees - a0.frees));
+      step();
+      return;
+    }
+    failures_ = 0;
+    graph_key_ = key;
+    graph_frees_ = frees;
+    graph_lrs_ = lrs;
+    ++captures_;
+  }
+  graph_->launch(ctx.cuda().stream());
+  for (size_t i = 0; i < opts_.size(); ++i)
+    opts_[i]->set_host_steps(opts_[i]->steps() + step_delta_[i]);
+  ctx.mirror_rng_advance(rng_delta_);
+  ++replays_;
+}
+
+}  // namespace pdnn

@@ -15,6 +15,7 @@
 
 #include "core/rng.h"
 #include "data/idx.h"
+#include "testing.h"
 
 using namespace pdnn;
 
@@ -22,46 +23,11 @@ namespace {
 
 const std::string kBin = std::string(PDNN_BIN_DIR) + "/mnist";
 
-struct Result {
-  int status;
-  std::string output;
-};
-
-// Runs a shell command line, stdout and stderr together.
-Result run(const std::string& cmd) {
-  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<std::vector<std::string>> read_csv(const std::string& p) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(slurp(p));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    std::string cell;
-    while (std::getline(ls, cell, ',')) f.push_back(cell);
-    rows.push_back(f);
-  }
-  return rows;
-}
+using pdnn::testing::exists;
+using pdnn::testing::read_csv;
+using pdnn::testing::Result;
+using pdnn::testing::run;
+using pdnn::testing::slurp;
 
 // Class c is a bright square in quadrant c on faint noise, at a random offset: trivially
 // separable by a CNN, yet no two images alike.

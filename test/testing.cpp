@@ -1,8 +1,15 @@
 // Shared test helpers (see testing.h).
 #include "testing.h"
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <vector>
 
 #include "core/error.h"
@@ -153,6 +160,41 @@ void check_function_gradient(const std::function<double(const Tensor&)>& f, Tens
   Rng rng(opt.seed);
   Tensor v = x.clone();
   compare_fd([&]() { return f(v); }, v, grad, opt, rng, what);
+}
+
+Result run(const std::string& cmd) {
+  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(slurp(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    std::string cell;
+    while (std::getline(ls, cell, ',')) f.push_back(cell);
+    rows.push_back(f);
+  }
+  return rows;
 }
 
 }  // namespace testing

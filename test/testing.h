@@ -51,5 +51,17 @@ void check_function_gradient(const std::function<double(const Tensor&)>& f, Tens
                              const Tensor& grad, const GradCheckOptions& opt,
                              const std::string& what);
 
+// ---- running the apps (end-to-end tests) ----
+struct Result {
+  int status;          // exit status, -1 if the command did not exit normally
+  std::string output;  // stdout and stderr together
+};
+// Runs a shell command line.
+Result run(const std::string& cmd);
+bool exists(const std::string& path);
+std::string slurp(const std::string& path);
+// A CSV file's rows split at commas (no quoted fields: the results files have none).
+std::vector<std::vector<std::string>> read_csv(const std::string& path);
+
 }  // namespace testing
 }  // namespace pdnn

@@ -37,7 +37,7 @@ import results_csv  # noqa: E402
 
 HEADER = ["app", "variant", "device", "dtype", "n", "steps", "threads", "leak", "lr", "seed",
           "repeat", "steps_run", "first_nonfinite_step", "seconds", "us_per_step", "us_min",
-          "us_max", "w_gbps", "floor_gbps", "floor_us_per_step", "copy_gbps", "device_name",
+          "us_max", "w_gbps", "floor_gbps", "floor_us_per_step", "floor_us_min", "copy_gbps", "device_name",
           "cpu_model", "blas_core", "git_rev", "host", "timestamp"]
 
 
@@ -227,7 +227,7 @@ def main():
                          "%.3f" % a.leak, "%g" % a.lr, a.seed, a.repeat, r["steps_run"], r["bad"],
                          "%.4f" % r["seconds"], fmt(statistics.median(us)) if us else "",
                          fmt(min(us)) if us else "", fmt(max(us)) if us else "",
-                         fmt(r["w_gbps"]) if us else "", "", "", "", device_name, cpu_model(), core,
+                         fmt(r["w_gbps"]) if us else "", "", "", "", "", device_name, cpu_model(), core,
                          results_csv.git_rev(), platform.node(), results_csv.utc_now()])
     if a.out:
         try:

@@ -24,7 +24,7 @@ const std::string kBin = std::string(PDNN_BIN_DIR) + "/hebbian";
 const std::vector<std::string> kHeader = {
     "app", "variant", "device", "dtype", "n", "steps", "threads", "leak", "lr", "seed",
     "repeat", "steps_run", "first_nonfinite_step", "seconds", "us_per_step", "us_min",
-    "us_max", "w_gbps", "floor_gbps", "floor_us_per_step", "copy_gbps", "device_name",
+    "us_max", "w_gbps", "floor_gbps", "floor_us_per_step", "floor_us_min", "copy_gbps", "device_name",
     "cpu_model", "blas_core", "git_rev", "host", "timestamp"};
 
 class HebbianApp : public ::testing::Test {

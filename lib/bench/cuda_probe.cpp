@@ -11,7 +11,7 @@ namespace pdnn {
 
 std::string cuda_unavailable_reason() {
 #ifndef PDNN_HAVE_CUDA
-  return "this binary was built without CUDA (nvcc was not found when CMake configured it)";
+  return "this binary was built without CUDA (CMake found no nvcc, or PDNN_CUDA=OFF)";
 #else
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/barrier.h"
 #include "core/error.h"
 #include "ops/simd_tanh.h"
 
@@ -228,8 +229,11 @@ void hebbian_run(T* W, T* x, int64_t* first_nonfinite_step, const T* win, const 
   T* buf[2] = {x, x_scratch};
   std::atomic<int64_t> key{std::numeric_limits<int64_t>::max()};
   const int threads = static_cast<int>(std::min<int64_t>(e.threads, n));
+  SpinYieldBarrier barrier;  // not `omp barrier`: see core/barrier.h
 #pragma omp parallel num_threads(threads)
   {
+#pragma omp single
+    barrier.set_threads(omp_get_num_threads());
     int64_t i0, i1;
     row_range(n, omp_get_thread_num(), omp_get_num_threads(), &i0, &i1);
     for (int64_t pass = 0; pass <= steps; ++pass) {
@@ -259,7 +263,7 @@ void hebbian_run(T* W, T* x, int64_t* first_nonfinite_step, const T* win, const 
       }
       if (w_bad || x_bad) atomic_min(key, 2 * pass + (w_bad ? 0 : 1));
       if (pass == steps) break;
-#pragma omp barrier
+      barrier.wait();
       if ((key.load(std::memory_order_relaxed) >> 1) <= pass) break;
     }
   }

@@ -38,13 +38,19 @@ template HebbianParams<double> hebbian_params<double>(int64_t, double, double);
 namespace cpu {
 namespace {
 
-// Oja's update of one element: w + lr (x_i x_j - x_i^2 w) with b = lr x_i, d = lr x_i^2. The
-// increment is formed apart from w and added once, so w is rounded once per step, as in the
-// literal formula (1 - lr x_i^2 folded into one factor would round that factor to float: an
-// error of up to 3e-8 relative in every element, the same sign along a row).
+// Oja's update of one element, w + lr (x_i x_j - x_i^2 w) with b = lr x_i, d = lr x_i^2, as two
+// fused multiply-adds: (w + b x_j) - d w. Each rounds at w's scale, so an element takes two
+// roundings of about u |w| per step (the literal formula takes one): 30% less arithmetic where
+// W sits in L2 and the loop is compute-bound (n = 500, one thread: 29 instead of 42 us a step).
+// Not folded into w (1 - lr x_i^2) + b x_j: that would round the factor to float, an error of
+// up to 3e-8 relative in every element and of one sign along a row.
 template <typename T>
 inline T oja(T w, T xj, T b, T d) {
-  return w + (b * xj - d * w);
+#if defined(__FMA__) || defined(__aarch64__)
+  return std::fma(-d, w, std::fma(b, xj, w));
+#else  // no FMA instruction (a build without -march): std::fma would be a library call
+  return (w + b * xj) - d * w;
+#endif
 }
 
 // Accumulator lanes per row loop: four 256-bit registers, so four independent FMA chains hide

@@ -53,7 +53,7 @@ __device__ __forceinline__ T device_tanh(T v) {
 // Oja's update of one element, in the same form as the CPU (b = lr x_i, d = lr x_i^2).
 template <typename T>
 __device__ __forceinline__ T oja(T w, T xj, T b, T d) {
-  return w + (b * xj - d * w);
+  return fma(-d, w, fma(b, xj, w));
 }
 
 template <typename T>

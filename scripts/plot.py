@@ -277,7 +277,8 @@ def plot_hebbian(rows, out_dir, name):
     made = []
     for leak in sorted({k[0] for k in groups}):
         steps = sorted({k[1] for k in groups if k[0] == leak})
-        fig, axes = plt.subplots(1, len(steps), figsize=(5.2 * len(steps), 4.6), squeeze=False)
+        fig, axes = plt.subplots(1, len(steps), figsize=(max(9.0, 5.2 * len(steps)), 4.8),
+                                 squeeze=False)
         all_series = list(OrderedDict.fromkeys(k[2] for k in groups if k[0] == leak))
         for ax, t in zip(axes[0], steps):
             for i, series in enumerate(all_series):
@@ -296,8 +297,8 @@ def plot_hebbian(rows, out_dir, name):
                 if stop:
                     ax.plot(*zip(*stop), "x", ms=10, mew=2, color=color)
                 fl = [(n, statistics.median(g["floor"])) for n, g in pts if g["floor"]]
-                if fl:
-                    ax.plot(*zip(*fl), "--", lw=1, color=color, alpha=0.7)
+                if fl:  # the marker shows a floor of a single n too
+                    ax.plot(*zip(*fl), "--", marker="_", ms=14, mew=2, lw=1, color=color, alpha=0.7)
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set(title="T = {:,}".format(t), xlabel="reservoir size n",
@@ -310,7 +311,7 @@ def plot_hebbian(rows, out_dir, name):
         axes[0][0].legend(list(handles.values()), list(handles), fontsize=7)
         what = "W6 as written (not leaky)" if leak == 0 else "leaky, a = %g" % leak
         cpu = next((r.get("cpu_model", "") for r in rows if r.get("cpu_model")), "")
-        fig.suptitle("W6 Hebbian reservoir, %s: time per step (%s). Dashed: bandwidth floor "
+        fig.suptitle("W6 Hebbian reservoir, %s: time per step (%s).\nDashed: bandwidth floor "
                      "(in-place scale over n^2); x: run stopped at a non-finite step" % (what, cpu),
                      fontsize=9)
         made.append(save(fig, out_dir, "%s_leak%g" % (name, leak)))

@@ -23,7 +23,7 @@ else
 BLAS_ENV :=
 endif
 
-.PHONY: all deps configure build test test-sanitize fuzz clean help pi scaling plots
+.PHONY: all deps configure build test test-sanitize fuzz clean help pi scaling plots hebbian hebbian-ab
 all: build
 
 help:
@@ -36,6 +36,7 @@ help:
 	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU)"
 	@echo "make bench-dcgan    W5 iteration times, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan.csv"
 	@echo "make pi             W1 pi benchmark -> results/pi/"
+	@echo "make hebbian        W6 Hebbian reservoir grid, pdnn and numpy -> results/hebbian/ (~15 min)"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
@@ -208,4 +209,39 @@ scaling: build
 	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/scaling.sh
 
 plots:
+	$(PYTHON) scripts/plot.py --results results --out results/plots
+
+# ---- W6 Hebbian reservoir --------------------------------------------------------------------
+# The grid n x T (SPEC.md) in float32 and float64 at HEBBIAN_THREADS, twice: W6 as written (not
+# leaky: W overflows near step 1,770 and those rows say at which step, timing the steps before)
+# and leaky (a = HEBBIAN_LEAK: every step timed); numpy on the same problems (a point stops after
+# NUMPY_MAX_SECONDS: its row says how many steps were timed); the drift of float32 from float64
+# as T grows; plots. -> results/hebbian/hebbian.csv, drift.csv; results/plots/hebbian_*.png
+HEBBIAN_N ?= 200,1000,2000
+HEBBIAN_T ?= 500,5000,44100
+HEBBIAN_THREADS ?= 1,2
+HEBBIAN_LEAK ?= 0.5
+HEBBIAN_ARGS ?=
+NUMPY_MAX_SECONDS ?= 10
+HEBBIAN_GRID = --n $(HEBBIAN_N) --t $(HEBBIAN_T) --dtype float32,float64
+hebbian: build
+	for leak in 0 $(HEBBIAN_LEAK); do \
+	  $(PIN) $(BIN)/hebbian $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak $(HEBBIAN_ARGS) || exit 1; \
+	  $(PYTHON) scripts/hebbian_numpy.py $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak \
+	    --max-seconds $(NUMPY_MAX_SECONDS) || exit 1; \
+	  $(BIN)/hebbian --drift --n 1000 --t 10,100,1000 --threads $(lastword $(subst $(comma), ,$(HEBBIAN_THREADS))) --leak $$leak || exit 1; \
+	done
+	$(PYTHON) scripts/plot.py --results results --out results/plots
+
+# pdnn against numpy and the bandwidth floor at one point, alternated ROUNDS times (the machine
+# may be shared: compare the medians) -> results/hebbian/ab.csv
+AB_N ?= 1000
+AB_T ?= 5000
+ROUNDS ?= 5
+hebbian-ab: build
+	for r in $$(seq $(ROUNDS)); do \
+	  $(PIN) $(BIN)/hebbian --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) --out results/hebbian/ab.csv || exit 1; \
+	  $(PYTHON) scripts/hebbian_numpy.py --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) \
+	    --max-seconds $(NUMPY_MAX_SECONDS) --out results/hebbian/ab.csv || exit 1; \
+	done
 	$(PYTHON) scripts/plot.py --results results --out results/plots

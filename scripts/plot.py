@@ -9,6 +9,10 @@ Finds every *.csv under --results and recognises it by its columns:
   thread sweeps  (workload, threads, speedup, ...)      -> <name>.png: speedup and efficiency
   pi benchmark   (app=pi, variant, threads, median_ms)  -> <name>.png: time and speedup
   layer profiles (layer, kind, fwd_ms, bwd_ms, ...)     -> <name>_profile.png: time per layer
+  W6 Hebbian     (app, n, steps, us_per_step, floor_us_per_step, ...) -> <name>_leak<a>.png: us per
+                 step against n per T, pdnn and numpy, with the bandwidth floor (median of rows)
+  W6 drift       (steps, max_abs_dx, max_abs_x_ref, ...) -> <name>.png: relative distance to the
+                 float64 CPU run against T
   accuracy runs  (a folder named accuracy/ of training-run CSVs, one per framework and seed)
                  -> accuracy_<model>_<dataset>.png: test accuracy per epoch, pdnn vs PyTorch
   GAN iterations (iteration, d_loss, g_loss, ...)       -> <name>_losses.png: G and D loss per
@@ -324,6 +328,103 @@ def plot_gan_epochs(rows, out_dir, name):
     return [save(fig, out_dir, name + "_gan")]
 
 
+# ---- W6 Hebbian reservoir -------------------------------------------------------------------
+
+def plot_hebbian(rows, out_dir, name):
+    """us per step against n, a panel per T, a figure per leak; medians over all rows of a point
+    (repeated runs and A/B rounds append rows); dashed: pdnn's bandwidth floor at that point."""
+    groups = OrderedDict()
+    for r in rows:
+        us = num(r.get("us_per_step"))
+        if us is None:
+            continue
+        series = (r["app"], r.get("device", ""), r.get("dtype", ""), r.get("threads", ""),
+                  r.get("variant", ""))
+        key = (num(r.get("leak")) or 0.0, int(num(r["steps"])), series, int(num(r["n"])))
+        g = groups.setdefault(key, {"us": [], "floor": [], "stopped": False})
+        g["us"].append(us)
+        if num(r.get("floor_us_per_step")) is not None:
+            g["floor"].append(num(r["floor_us_per_step"]))
+        g["stopped"] |= (num(r.get("first_nonfinite_step")) or -1) >= 0
+    made = []
+    for leak in sorted({k[0] for k in groups}):
+        steps = sorted({k[1] for k in groups if k[0] == leak})
+        fig, axes = plt.subplots(1, len(steps), figsize=(max(9.0, 5.2 * len(steps)), 4.8),
+                                 squeeze=False)
+        all_series = list(OrderedDict.fromkeys(k[2] for k in groups if k[0] == leak))
+        for ax, t in zip(axes[0], steps):
+            for i, series in enumerate(all_series):
+                pts = sorted((k[3], g) for k, g in groups.items() if k[:3] == (leak, t, series))
+                if not pts:
+                    continue
+                app, dev, dtype, threads, variant = series
+                color = "C%d" % (i % 10)
+                label = "%s %s %s%s" % (app, dev, dtype, "" if dev == "cuda" else ", %s thr" % threads)
+                if variant not in ("", "fused", "eager"):
+                    label += " (%s)" % variant
+                ns = [n for n, _ in pts]
+                ax.plot(ns, [statistics.median(g["us"]) for _, g in pts], "-o", ms=4, color=color,
+                        label=label)
+                stop = [(n, statistics.median(g["us"])) for n, g in pts if g["stopped"]]
+                if stop:
+                    ax.plot(*zip(*stop), "x", ms=10, mew=2, color=color)
+                fl = [(n, statistics.median(g["floor"])) for n, g in pts if g["floor"]]
+                if fl:  # the marker shows a floor of a single n too
+                    ax.plot(*zip(*fl), "--", marker="_", ms=14, mew=2, lw=1, color=color, alpha=0.7)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set(title="T = {:,}".format(t), xlabel="reservoir size n",
+                   ylabel="us per step (median)")
+            ax.grid(alpha=0.3, which="both")
+        handles = OrderedDict()  # every series once, whichever panel has it
+        for ax in axes[0]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+        axes[0][0].legend(list(handles.values()), list(handles), fontsize=7)
+        what = "W6 as written (not leaky)" if leak == 0 else "leaky, a = %g" % leak
+        cpu = next((r.get("cpu_model", "") for r in rows if r.get("cpu_model")), "")
+        fig.suptitle("W6 Hebbian reservoir, %s: time per step (%s).\nDashed: bandwidth floor "
+                     "(in-place scale over n^2); x: run stopped at a non-finite step" % (what, cpu),
+                     fontsize=9)
+        made.append(save(fig, out_dir, "%s_leak%g" % (name, leak)))
+    return made
+
+
+def plot_drift(rows, out_dir, name):
+    """max|x - x_ref| / max|x_ref| (and the same for W) against T, per run, log-log."""
+    series = OrderedDict()
+    for r in rows:
+        t, dx, sx = num(r["steps"]), num(r["max_abs_dx"]), num(r["max_abs_x_ref"])
+        dw, sw = num(r.get("max_abs_dW")), num(r.get("max_abs_W_ref"))
+        if None in (t, dx, sx) or sx == 0:
+            continue
+        key = "%s %s, n=%s, leak %s" % (r["device"], r["dtype"], r["n"], r.get("leak", "?"))
+        s = series.setdefault(key, OrderedDict())
+        s[t] = (dx / sx, dw / sw if dw is not None and sw else None,
+                num(r.get("max_abs_dx_vs_cpu_same_dtype")))
+    if not series:
+        print("plot: %s: no drift rows: skipped" % name)
+        return []
+    fig, (ax_x, ax_w) = plt.subplots(1, 2, figsize=(11, 4.4))
+    for i, (key, pts) in enumerate(series.items()):
+        ts = sorted(pts)
+        color = "C%d" % (i % 10)
+        ax_x.plot(ts, [max(pts[t][0], 1e-300) for t in ts], "-o", color=color, label=key)
+        ws = [(t, pts[t][1]) for t in ts if pts[t][1]]
+        if ws:
+            ax_w.plot(*zip(*ws), "-o", color=color, label=key)
+    ax_x.set(title="state x", xlabel="steps T", ylabel="max|x - x_ref| / max|x_ref|")
+    ax_w.set(title="weights W", xlabel="steps T", ylabel="max|W - W_ref| / max|W_ref|")
+    for ax in (ax_x, ax_w):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle("W6: distance to the float64 CPU run of the same problem as T grows "
+                 "(the recurrence amplifies rounding)", fontsize=9)
+    return [save(fig, out_dir, name)]
+
+
 # ---- driver ----------------------------------------------------------------------------------
 
 def plot_bench(rows, out_dir, name):
@@ -419,6 +520,8 @@ KINDS = [
     ("profile", {"layer", "kind", "fwd_ms", "bwd_ms"}, plot_profile),
     ("gan_iterations", {"iteration", "d_loss", "g_loss"}, plot_gan_iterations),
     ("gan_epochs", {"epoch", "train_d_loss", "train_g_loss"}, plot_gan_epochs),
+    ("hebbian", {"app", "n", "steps", "us_per_step", "floor_us_per_step"}, plot_hebbian),
+    ("drift", {"steps", "max_abs_dx", "max_abs_x_ref"}, plot_drift),
 ]
 
 

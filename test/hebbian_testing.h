@@ -1,0 +1,105 @@
+// Helpers shared by the W6 kernel tests (test_hebbian.cpp, test_hebbian_cuda.cpp): the naive
+// reference run, the CPU run, error measures and the tolerance of a run against the reference.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "bench/hebbian.h"
+#include "ops/hebbian.h"
+
+namespace pdnn {
+namespace hebbian_testing {
+
+template <typename T>
+struct State {
+  std::vector<T> W, x;
+  int64_t first_bad = -1;
+};
+
+template <typename T>
+State<T> initial_state(const HebbianProblem& pb) {
+  State<T> s;
+  s.W.assign(pb.W.begin(), pb.W.end());
+  s.x.assign(static_cast<size_t>(pb.n), T(0));
+  return s;
+}
+
+// The recurrence exactly as SPEC.md writes it, in R arithmetic, one plain loop per operation
+// (std::tanh). It stops after the first step whose x or W holds a non-finite value, as the
+// kernels do.
+template <typename R>
+State<R> naive_run(const HebbianProblem& pb, int64_t steps, double lr_d, double leak) {
+  const int64_t n = pb.n;
+  const R lr = static_cast<R>(lr_d);
+  const R keep = leak == 0 ? R(1) : static_cast<R>(1 - leak);
+  const R gain = leak == 0 ? R(1) : static_cast<R>(leak);
+  State<R> s = initial_state<R>(pb);
+  std::vector<R> pre(static_cast<size_t>(n));
+  for (int64_t t = 1; t <= steps; ++t) {
+    for (int64_t i = 0; i < n; ++i) {
+      R acc = 0;
+      for (int64_t j = 0; j < n; ++j) acc += s.W[i * n + j] * s.x[j];
+      pre[i] = acc + static_cast<R>(pb.win[i]) * static_cast<R>(pb.u[t - 1]);
+    }
+    for (int64_t i = 0; i < n; ++i) s.x[i] = keep * s.x[i] + gain * std::tanh(pre[i]);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        s.W[i * n + j] += lr * (s.x[i] * s.x[j] - s.x[i] * s.x[i] * s.W[i * n + j]);
+    bool bad = false;
+    for (R v : s.x) bad |= !std::isfinite(v);
+    for (R v : s.W) bad |= !std::isfinite(v);
+    if (bad) {
+      s.first_bad = t;
+      break;
+    }
+  }
+  return s;
+}
+
+template <typename T>
+State<T> cpu_run(const HebbianProblem& pb, int64_t steps, double lr, double leak, int threads) {
+  State<T> s = initial_state<T>(pb);
+  std::vector<T> scratch(static_cast<size_t>(pb.n)), win(pb.win.begin(), pb.win.end()),
+      u(pb.u.begin(), pb.u.end());
+  cpu::hebbian_run(s.W.data(), s.x.data(), &s.first_bad, win.data(), u.data(), steps,
+                   hebbian_params<T>(pb.n, lr, leak), scratch.data(), CpuExec{threads});
+  return s;
+}
+
+struct Case {
+  const char* name;
+  double lr, leak;
+};
+// W6 as written, and a leaky run with a rate large enough that Oja's term moves W visibly.
+inline constexpr Case kCases[] = {{"W6 lr=1e-6 not leaky", 1e-6, 0.0},
+                                  {"leak 0.5 lr=1e-3", 1e-3, 0.5}};
+
+struct Tolerance {
+  double x, w;              // absolute, on x and on W
+  double dx_in_u, dw_in_u;  // the amplification D it came from (see run_tolerance)
+};
+
+// How far a correct run in T arithmetic may be from the exact run `ref` (test_hebbian.cpp says
+// why: (8 D + 2 steps) u max|ref|).
+template <typename T>
+Tolerance run_tolerance(const HebbianProblem& pb, int64_t steps, double lr, double leak,
+                        const State<long double>& ref);
+
+// When a run in a type whose largest value is `limit` must first hold a non-finite value,
+// from the exact run (W6 not leaky): no earlier than `lo`, the first step where an intermediate
+// can overflow (sum_j |W_ij x_j|, which bounds every partial sum of W x, or lr x_i^2 W_ij of
+// Oja's update; a dot product whose partial sums overflow with both signs gives inf - inf = NaN
+// in x), and no later than `hi`, the first step where a value of x or W itself is beyond
+// `limit`. -1 where none within `steps`.
+struct OverflowWindow {
+  int64_t lo = -1, hi = -1;
+};
+OverflowWindow exact_overflow_window(const HebbianProblem& pb, int64_t steps, double lr,
+                                     long double limit);
+
+}  // namespace hebbian_testing
+}  // namespace pdnn

@@ -33,4 +33,4 @@ for d in $DATA; do
   done
 done
 du -sh gpu-bundle
-echo "tree that travels: $(( ($(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1) + $(du -sb gpu-bundle | cut -f1)) / 1048576 )) MiB of 64"
+echo "tree that travels: $(( ($(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1) + $(du -sb gpu-bundle | cut -f1)) / 1048576 )) MiB of 64"

@@ -1,5 +1,6 @@
 // Helpers shared by the W6 kernel tests (test_hebbian.cpp, test_hebbian_cuda.cpp): the naive
-// reference run, the CPU run, error measures and the tolerance of a run against the reference.
+// reference run, the CPU run, the run through ops::hebbian_run on either device, tensors from
+// and to host vectors, error measures and the tolerance of a run against the reference.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -9,6 +10,9 @@
 #include <vector>
 
 #include "bench/hebbian.h"
+#include "core/context.h"
+#include "core/error.h"
+#include "core/tensor.h"
 #include "ops/hebbian.h"
 
 namespace pdnn {
@@ -67,6 +71,55 @@ State<T> cpu_run(const HebbianProblem& pb, int64_t steps, double lr, double leak
       u(pb.u.begin(), pb.u.end());
   cpu::hebbian_run(s.W.data(), s.x.data(), &s.first_bad, win.data(), u.data(), steps,
                    hebbian_params<T>(pb.n, lr, leak), scratch.data(), CpuExec{threads});
+  return s;
+}
+
+// h as a tensor of `shape` on `dev` (through Tensor::to when that is the GPU).
+template <typename T>
+Tensor tensor_of(Context& ctx, const std::vector<T>& h, const Shape& shape,
+                 Device dev = Device::CPU) {
+  PDNN_CHECK(static_cast<int64_t>(h.size()) == shape.numel(), "tensor_of: %zu values for %s",
+             h.size(), shape.str().c_str());
+  Tensor t(shape, dtype_of<T>());
+  std::copy(h.begin(), h.end(), t.data<T>());
+  return dev == Device::CPU ? t : t.to(dev, ctx);
+}
+
+// t's values, copied to the host.
+template <typename T>
+std::vector<T> vector_of(Context& ctx, const Tensor& t) {
+  const Tensor h = t.to(Device::CPU, ctx);
+  return std::vector<T>(h.data<T>(), h.data<T>() + h.numel());
+}
+
+// A run through ops::hebbian_run on tensors on `dev`, in one call or in calls of `chunk` steps
+// (reading the non-finite verdict back after each, as the app does).
+template <typename T>
+State<T> ops_run(Context& ctx, Device dev, const HebbianProblem& pb, int64_t steps, double lr,
+                 double leak, bool on_chip = true, int64_t chunk = 0) {
+  const int64_t n = pb.n;
+  State<T> s = initial_state<T>(pb);
+  HebbianParams<T> p = hebbian_params<T>(n, lr, leak);
+  p.w_on_chip = on_chip;
+  Tensor W = tensor_of(ctx, s.W, Shape{n, n}, dev), x = tensor_of(ctx, s.x, Shape{n}, dev),
+         win = tensor_of(ctx, std::vector<T>(pb.win.begin(), pb.win.end()), Shape{n}, dev),
+         u = tensor_of(ctx, std::vector<T>(pb.u.begin(), pb.u.end()),
+                       Shape{static_cast<int64_t>(pb.u.size())}, dev),
+         xs = Tensor::empty(Shape{n}, dtype_of<T>(), dev, ctx),
+         bad = Tensor::empty(Shape{1}, DType::I64, dev, ctx);
+  if (chunk <= 0) chunk = std::max<int64_t>(steps, 1);
+  for (int64_t first = 0; first < steps || first == 0; first += chunk) {
+    const int64_t len = std::min(chunk, steps - first);
+    ops::hebbian_run(ctx, W, x, bad, win, u, first, len, p, xs);
+    const int64_t b = vector_of<int64_t>(ctx, bad)[0];
+    if (b >= 0) {
+      s.first_bad = first + b;
+      break;
+    }
+    if (len <= 0) break;
+  }
+  s.W = vector_of<T>(ctx, W);
+  s.x = vector_of<T>(ctx, x);
   return s;
 }
 

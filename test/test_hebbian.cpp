@@ -1,6 +1,6 @@
 // W6 Hebbian reservoir kernels (lib/ops/hebbian.h) against a naive reference: the fused run and
-// the single-step ops in float32 and float64, leaky and not, non-finite detection, threads, and
-// (test_hebbian_cuda.cpp) the CUDA twins.
+// the single-step ops in float32 and float64, leaky and not, non-finite detection, threads, the
+// ops:: over Tensors that dispatch to them, and (test_hebbian_cuda.cpp) the CUDA twins.
 #include "hebbian_testing.h"
 
 #include <algorithm>
@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/tensor.h"
 #include "ops/simd_tanh.h"
 #include "testing.h"
 
@@ -181,23 +183,54 @@ TEST(HebbianCpu, ChunkedRunEqualsOneCall) {
   expect_chunks_equal_one_call<double>();
 }
 
-// The four single-step ops, called one after another, make the same run as the fused kernel:
-// they share its row loops, so the same operations happen in the same order.
+// ops::hebbian_run over host tensors reaches the CPU kernel with the context's threads and the
+// inputs from u[first]: whole or in chunks, it gives the kernel's bits, and a non-finite step is
+// counted from the start of the chunk.
+template <typename T>
+void expect_ops_run_equals_kernel() {
+  Context ctx(2);
+  const HebbianProblem pb = make_hebbian_problem(kN, kSteps, 4);
+  for (const Case& c : kCases) {
+    const State<T> kernel = cpu_run<T>(pb, kSteps, c.lr, c.leak, 1);
+    for (int64_t chunk : {int64_t{0}, int64_t{7}}) {
+      const State<T> s = ops_run<T>(ctx, Device::CPU, pb, kSteps, c.lr, c.leak, true, chunk);
+      EXPECT_EQ(s.first_bad, -1) << c.name << " chunk " << chunk;
+      EXPECT_TRUE(s.x == kernel.x) << c.name << " chunk " << chunk;
+      EXPECT_TRUE(s.W == kernel.W) << c.name << " chunk " << chunk;
+    }
+  }
+  HebbianProblem q = pb;
+  q.u[4] = NAN;
+  EXPECT_EQ(ops_run<T>(ctx, Device::CPU, q, kSteps, 1e-6, 0.5, true, 3).first_bad, 5);
+}
+
+TEST(HebbianCpu, OpsRunOverTensorsEqualsTheKernel) {
+  expect_ops_run_equals_kernel<float>();
+  expect_ops_run_equals_kernel<double>();
+}
+
+// The single-step ops, called one after another (through ops:: over host tensors, at two
+// threads), make the same run as the fused kernel: they share its row loops, so the same
+// operations happen in the same order.
 template <typename T>
 void expect_ops_compose_to_run() {
+  Context ctx(2);
   const HebbianProblem pb = make_hebbian_problem(kN, kSteps, 5);
   for (const Case& c : kCases) {
     const HebbianParams<T> p = hebbian_params<T>(kN, c.lr, c.leak);
-    State<T> s = initial_state<T>(pb);
-    std::vector<T> win(pb.win.begin(), pb.win.end()), u(pb.u.begin(), pb.u.end()), pre(kN);
+    const State<T> s0 = initial_state<T>(pb);
+    Tensor W = tensor_of(ctx, s0.W, Shape{kN, kN}), x = tensor_of(ctx, s0.x, Shape{kN}),
+           win = tensor_of(ctx, std::vector<T>(pb.win.begin(), pb.win.end()), Shape{kN}),
+           u = tensor_of(ctx, std::vector<T>(pb.u.begin(), pb.u.end()), Shape{kSteps}),
+           pre(Shape{kN}, dtype_of<T>());
     for (int64_t t = 0; t < kSteps; ++t) {
-      cpu::gemv(pre.data(), s.W.data(), s.x.data(), kN, kN, CpuExec{2});
-      cpu::reservoir_update(s.x.data(), s.x.data(), pre.data(), win.data(), &u[t], p, CpuExec{2});
-      cpu::oja_update(s.W.data(), s.x.data(), p.lr, kN, CpuExec{2});
+      ops::gemv<T>(ctx, pre, W, x);
+      ops::reservoir_update(ctx, x, x, pre, win, u.slice(t, Shape{1}), p);
+      ops::oja_update(ctx, W, x, p.lr);
     }
     const State<T> fused = cpu_run<T>(pb, kSteps, c.lr, c.leak, 1);
-    EXPECT_TRUE(s.x == fused.x) << c.name;
-    EXPECT_TRUE(s.W == fused.W) << c.name;
+    EXPECT_TRUE(vector_of<T>(ctx, x) == fused.x) << c.name;
+    EXPECT_TRUE(vector_of<T>(ctx, W) == fused.W) << c.name;
   }
 }
 
@@ -253,6 +286,37 @@ TEST(HebbianCpu, RejectsBadArguments) {
   cpu::hebbian_run(W.data(), x.data(), &bad, win.data(), u.data(), 0, p, u.data(), CpuExec{1});
   EXPECT_EQ(bad, -1);
   EXPECT_EQ(W, (std::vector<float>{1, 2, 3, 4}));
+}
+
+// The ops over Tensors name the op and the tensor that does not fit.
+TEST(HebbianCpu, OpsRejectBadTensors) {
+  Context ctx(1);
+  const HebbianParams<float> p = hebbian_params<float>(2, 1e-6, 0);
+  Tensor W(Shape{2, 2}), x(Shape{2}), xs(Shape{2}), win(Shape{2}), u(Shape{3}),
+      bad(Shape{1}, DType::I64), y64(Shape{2}, DType::F64), W23(Shape{2, 3}), u2(Shape{2}),
+      idx32(Shape{1}, DType::I32);
+  testing::expect_error_mentions([&] { ops::gemv<float>(ctx, y64, W, x); },
+                                 {"gemv", "y", "float64"});
+  testing::expect_error_mentions([&] { ops::gemv<double>(ctx, y64, W, x); },
+                                 {"gemv", "A", "float32"});
+  testing::expect_error_mentions([&] { ops::gemv<float>(ctx, x, W23, x); }, {"gemv", "x", "(3)"});
+  testing::expect_error_mentions([&] { ops::oja_update(ctx, W23, x, 1e-3f); },
+                                 {"oja_update", "(2,3)", "square"});
+  testing::expect_error_mentions([&] { ops::reservoir_update(ctx, x, x, x, win, u2, p); },
+                                 {"reservoir_update", "u", "(2)"});
+  testing::expect_error_mentions([&] { ops::first_nonfinite<float>(ctx, idx32, x); },
+                                 {"first_nonfinite", "index", "int32"});
+  testing::expect_error_mentions(
+      [&] { ops::hebbian_run(ctx, W, x, bad, win, u, 2, 2, p, xs); },
+      {"hebbian_run", "u[2 .. 3]", "u holds 3"});
+  testing::expect_error_mentions([&] { ops::hebbian_run(ctx, W, x, bad, win, u, 0, 3, p, x); },
+                                 {"hebbian_run", "x_scratch"});
+  testing::expect_error_mentions(
+      [&] { ops::hebbian_run(ctx, W, x, bad, win, u, 0, 3, hebbian_params<float>(3, 1e-6, 0), xs); },
+      {"hebbian_run", "n = 3"});
+  testing::expect_error_mentions([&] { ops::hebbian_run(ctx, W, x, idx32, win, u, 0, 3, p, xs); },
+                                 {"hebbian_run", "first_nonfinite_step", "int32"});
+  EXPECT_FALSE(ops::hebbian_w_on_chip(ctx, p));  // a CPU context keeps nothing on chip
 }
 
 // ---- non-finite detection --------------------------------------------------------------------
@@ -391,6 +455,22 @@ TEST(HebbianCpu, FirstNonFiniteOp) {
     cpu::first_nonfinite(&idx, d.data(), 5, CpuExec{threads});
     EXPECT_EQ(idx, 4);
   }
+}
+
+// ops::first_nonfinite over a tensor of any shape, the index in an int64 tensor.
+TEST(HebbianCpu, FirstNonFiniteOpOverTensors) {
+  Context ctx(2);
+  Tensor idx(Shape{1}, DType::I64);
+  std::vector<double> d(3 * 7 * 1000, 1.0);
+  ops::first_nonfinite<double>(ctx, idx, tensor_of(ctx, d, Shape{3, 7, 1000}));
+  EXPECT_EQ(vector_of<int64_t>(ctx, idx)[0], -1);
+  d[5 * 1000 + 3] = -INFINITY;
+  d[20000] = NAN;
+  ops::first_nonfinite<double>(ctx, idx, tensor_of(ctx, d, Shape{3, 7, 1000}));
+  EXPECT_EQ(vector_of<int64_t>(ctx, idx)[0], 5003);
+  const std::vector<float> f = {1.f, NAN};
+  ops::first_nonfinite<float>(ctx, idx, tensor_of(ctx, f, Shape{2}));
+  EXPECT_EQ(vector_of<int64_t>(ctx, idx)[0], 1);
 }
 
 // ---- simd_tanh ---------------------------------------------------------------------------------

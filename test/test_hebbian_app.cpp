@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/cuda_probe.h"
+#include "cuda/cuda_state.h"
 #include "testing.h"
 
 namespace pdnn {
@@ -146,9 +146,10 @@ TEST_F(HebbianApp, RefusesBadInputWithoutWritingTheCsv) {
     EXPECT_FALSE(exists(csv)) << args;
   }
   // --device cuda: one line saying why not where there is no GPU; rows on a GPU host
-  const std::string why = cuda_unavailable_reason();
+  std::string why;
+  const bool gpu = cuda_usable(&why);
   const Result r = run(kBin + " --device cuda --n 64 --t 20 --out " + csv);
-  if (!why.empty()) {
+  if (!gpu) {
     EXPECT_EQ(r.status, 1) << r.output;
     EXPECT_NE(r.output.find("hebbian: --device cuda: " + why), std::string::npos) << r.output;
     EXPECT_FALSE(exists(csv));

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "bench/cuda_probe.h"
 #include "bench/hebbian.h"
 #include "bench/stream.h"
 #include "core/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "cuda/cuda_state.h"
 #include "ops/hebbian.h"
 #include "reservoir.h"
 #include "train/csv.h"
@@ -100,8 +100,8 @@ struct RunResult {
 };
 
 // T steps from the initial state, in calls of `chunk` steps (a progress line between them).
-template <typename Reservoir>
-RunResult run_steps(Reservoir& r, int64_t steps, int64_t chunk, const std::string& what) {
+template <typename T>
+RunResult run_steps(Reservoir<T>& r, int64_t steps, int64_t chunk, const std::string& what) {
   r.reset();
   StepProgress progress(what, steps);
   RunResult res;
@@ -163,26 +163,25 @@ std::string fmt_or_empty(double v, int digits) {
 
 // All points of one (n, dtype): repeats interleaved (rep 1 of every point, then rep 2, ...), the
 // floor measured just before each run at its thread count, so both see the same machine state.
+// gpu_ctx: the GPU's context with --device cuda, else null.
 template <typename T>
 void bench_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& info,
-                   const std::string& device_name, CsvWriter* csv) {
+                   const std::string& device_name, Context* gpu_ctx, CsvWriter* csv) {
   const int64_t n = pb.n;
   const char* dtype = dtype_name(std::is_same<T, float>::value ? DType::F32 : DType::F64);
   HebbianParams<T> p = hebbian_params<T>(n, o.lr, o.leak);
   p.w_on_chip = !o.w_streamed;
   const bool gpu = o.device == "cuda";
   std::string variant = "fused";
-#ifdef PDNN_HAVE_CUDA
-  if (gpu) variant = cuda::hebbian_w_on_chip(p) ? "w-on-chip" : "w-streamed";
-#endif
+  if (gpu) variant = ops::hebbian_w_on_chip(*gpu_ctx, p) ? "w-on-chip" : "w-streamed";
   std::vector<Point> points;
   for (int64_t t : o.ts)
     for (int th : (gpu ? std::vector<int>{1} : o.threads)) points.push_back({t, th, {}, {}});
   const int64_t chunk = o.chunk > 0 ? o.chunk : (gpu ? 4096 : 256);
 
-  std::unique_ptr<GpuReservoir<T>> gpu_res;
+  std::unique_ptr<Reservoir<T>> gpu_res;
   if (gpu) {
-    gpu_res = std::make_unique<GpuReservoir<T>>(pb, p);
+    gpu_res = std::make_unique<Reservoir<T>>(*gpu_ctx, pb, p);
     gpu_res->advance(0, 2);  // untimed: loads the kernel (CUDA loads modules lazily)
   }
   for (int rep = 0; rep < o.repeat; ++rep)
@@ -194,7 +193,8 @@ void bench_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& in
         pt.runs.push_back(run_steps(*gpu_res, pt.steps, chunk, what));
       } else {
         pt.floors.push_back(measure_floor<T>(n, pt.threads));
-        CpuReservoir<T> r(pb, p, pt.threads);
+        Context cpu_ctx(pt.threads);
+        Reservoir<T> r(cpu_ctx, pb, p);
         pt.runs.push_back(run_steps(r, pt.steps, chunk, what));
       }
     }
@@ -248,9 +248,10 @@ void bench_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& in
 
 // Steps the run under test and the CPU references side by side to each T of --t, and prints
 // how far apart their states are. A non-finite value in any of them ends the comparison.
+// gpu_ctx: the GPU's context with --device cuda, else null.
 template <typename T>
 void drift_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& info,
-                   const std::string& device_name, CsvWriter* csv) {
+                   const std::string& device_name, Context* gpu_ctx, CsvWriter* csv) {
   const bool gpu = o.device == "cuda";
   const char* dtype = dtype_name(std::is_same<T, float>::value ? DType::F32 : DType::F64);
   if (!gpu && std::is_same<T, double>::value) {
@@ -260,19 +261,11 @@ void drift_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& in
   const int threads = o.threads.back();
   HebbianParams<T> p = hebbian_params<T>(pb.n, o.lr, o.leak);
   p.w_on_chip = !o.w_streamed;
-  CpuReservoir<double> ref(pb, hebbian_params<double>(pb.n, o.lr, o.leak), threads);
-  std::unique_ptr<CpuReservoir<T>> cpu_same;  // the CPU in the same dtype, for a GPU run
-  std::unique_ptr<CpuReservoir<T>> cpu_test;
-  std::unique_ptr<GpuReservoir<T>> gpu_test;
-  if (gpu) {
-    gpu_test = std::make_unique<GpuReservoir<T>>(pb, p);
-    cpu_same = std::make_unique<CpuReservoir<T>>(pb, p, threads);
-    cpu_same->reset();
-  } else {
-    cpu_test = std::make_unique<CpuReservoir<T>>(pb, p, threads);
-    cpu_test->reset();
-  }
-  ref.reset();
+  Context cpu_ctx(threads);
+  Reservoir<double> ref(cpu_ctx, pb, hebbian_params<double>(pb.n, o.lr, o.leak));
+  Reservoir<T> test(gpu ? *gpu_ctx : cpu_ctx, pb, p);  // starts reset
+  std::unique_ptr<Reservoir<T>> cpu_same;  // the CPU in the same dtype, for a GPU run
+  if (gpu) cpu_same = std::make_unique<Reservoir<T>>(cpu_ctx, pb, p);
   std::printf("drift of %s %s from the CPU float64 run%s, n=%lld, leak %g:\n", o.device.c_str(), dtype,
               gpu ? " (and from the CPU run in the same dtype)" : "", static_cast<long long>(pb.n), o.leak);
   std::printf("%8s %12s %12s %10s %12s %10s%s\n", "T", "max|dx|", "max|x_ref|", "rel", "max|dW|", "rel",
@@ -285,7 +278,7 @@ void drift_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& in
     int64_t bad_ref = -1, bad = -1, bad_same = -1;
     if (len > 0) {
       bad_ref = ref.advance(done, len);
-      bad = gpu ? gpu_test->advance(done, len) : cpu_test->advance(done, len);
+      bad = test.advance(done, len);
       if (gpu) bad_same = cpu_same->advance(done, len);
     }
     if (bad_ref >= 0 || bad >= 0 || bad_same >= 0) {
@@ -296,8 +289,8 @@ void drift_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& in
     }
     done = t;
     const std::vector<double> xr = ref.x(), Wr = ref.W();
-    const std::vector<T> x = gpu ? gpu_test->x() : cpu_test->x();
-    const std::vector<T> W = gpu ? gpu_test->W() : cpu_test->W();
+    const std::vector<T> x = test.x();
+    const std::vector<T> W = test.W();
     const double dx = max_abs_diff(x, xr), sx = max_abs(xr), dW = max_abs_diff(W, Wr), sW = max_abs(Wr);
     double dx_same = NAN, dW_same = NAN;
     if (gpu) {
@@ -359,13 +352,16 @@ int run(int argc, char** argv) {
     for (int t = 1; t <= omp_get_num_procs(); ++t) o.threads.push_back(t);
 
   std::string device_name;
+  std::unique_ptr<Context> gpu_ctx;  // with --device cuda: the GPU's stream, allocator, ...
   if (o.device == "cuda") {
-    const std::string why = cuda_unavailable_reason();
-    if (!why.empty()) {
+    std::string why;
+    if (!cuda_usable(&why)) {
       std::fprintf(stderr, "hebbian: --device cuda: %s\n", why.c_str());
       return 1;
     }
-    device_name = cuda_device_name();
+    gpu_ctx = std::make_unique<Context>(1, o.seed, Device::CUDA);
+    const CudaDeviceInfo& gpu = gpu_ctx->cuda().info();
+    device_name = strprintf("%s, %d SMs", gpu.name.c_str(), gpu.sm_count);
   }
 
   Context ctx(1);
@@ -404,11 +400,11 @@ int run(int argc, char** argv) {
     const HebbianProblem pb = make_hebbian_problem(n, max_t, o.seed);
     for (const std::string& d : o.dtypes) {
       if (o.drift) {
-        if (parse_dtype(d) == DType::F64) drift_n_dtype<double>(o, pb, info, device_name, csv.get());
-        else drift_n_dtype<float>(o, pb, info, device_name, csv.get());
+        if (parse_dtype(d) == DType::F64) drift_n_dtype<double>(o, pb, info, device_name, gpu_ctx.get(), csv.get());
+        else drift_n_dtype<float>(o, pb, info, device_name, gpu_ctx.get(), csv.get());
       } else {
-        if (parse_dtype(d) == DType::F64) bench_n_dtype<double>(o, pb, info, device_name, csv.get());
-        else bench_n_dtype<float>(o, pb, info, device_name, csv.get());
+        if (parse_dtype(d) == DType::F64) bench_n_dtype<double>(o, pb, info, device_name, gpu_ctx.get(), csv.get());
+        else bench_n_dtype<float>(o, pb, info, device_name, gpu_ctx.get(), csv.get());
       }
     }
   }

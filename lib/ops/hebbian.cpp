@@ -1,6 +1,6 @@
-// W6 Hebbian reservoir, CPU kernels (contracts in hebbian.h). The row loops are written once
-// (oja_row_dot and friends) and shared by the single-step ops and the fused run, so both do
-// the same arithmetic per element.
+// W6 Hebbian reservoir, CPU kernels and the ops:: dispatch over Tensors (contracts in
+// hebbian.h). The row loops are written once (oja_row_dot and friends) and shared by the
+// single-step ops and the fused run, so both do the same arithmetic per element.
 #include "ops/hebbian.h"
 
 #include <omp.h>
@@ -13,6 +13,7 @@
 
 #include "core/barrier.h"
 #include "core/error.h"
+#include "ops/dispatch.h"
 #include "ops/simd_tanh.h"
 
 namespace pdnn {
@@ -290,4 +291,129 @@ PDNN_HEBBIAN_CPU(double)
 #undef PDNN_HEBBIAN_CPU
 
 }  // namespace cpu
+
+namespace ops {
+namespace {
+
+// pdnn::Error "<op>: <name> is float32 (4,4), need float64 (4,4)" unless t has `dtype` and `shape`.
+void check_tensor(const char* op, const char* name, const Tensor& t, DType dtype,
+                  const Shape& shape) {
+  PDNN_CHECK(t.dtype() == dtype && t.shape() == shape, "%s: %s is %s %s, need %s %s", op, name,
+             dtype_name(t.dtype()), t.shape().str().c_str(), dtype_name(dtype),
+             shape.str().c_str());
+}
+
+template <typename T>
+void check_tensor(const char* op, const char* name, const Tensor& t, const Shape& shape) {
+  check_tensor(op, name, t, dtype_of<T>(), shape);
+}
+
+// W (n,n) with n >= 1: its n.
+int64_t square_side(const char* op, const Tensor& W) {
+  PDNN_CHECK(W.rank() == 2 && W.shape(0) == W.shape(1) && W.shape(0) >= 1,
+             "%s: W is %s, need a square (n,n) matrix with n >= 1", op, W.shape().str().c_str());
+  return W.shape(0);
+}
+
+}  // namespace
+
+template <typename T>
+void gemv(Context& ctx, Tensor& y, const Tensor& A, const Tensor& x) {
+  const Device d = op_device("gemv", {&y, &A, &x});
+  PDNN_CHECK(A.rank() == 2, "gemv: A is %s, need a matrix (m,n)", A.shape().str().c_str());
+  const int64_t m = A.shape(0), n = A.shape(1);
+  check_tensor<T>("gemv", "A", A, A.shape());
+  check_tensor<T>("gemv", "x", x, Shape{n});
+  check_tensor<T>("gemv", "y", y, Shape{m});
+  PDNN_DISPATCH(ctx, d, gemv, y.data<T>(), A.data<T>(), x.data<T>(), m, n);
+}
+
+template <typename T>
+void reservoir_update(Context& ctx, Tensor& x_out, const Tensor& x, const Tensor& pre,
+                      const Tensor& win, const Tensor& u, const HebbianParams<T>& p) {
+  const Device d = op_device("reservoir_update", {&x_out, &x, &pre, &win, &u});
+  PDNN_CHECK(p.n >= 1, "reservoir_update: n = %lld units, need at least 1",
+             static_cast<long long>(p.n));
+  const Shape vec{p.n};
+  check_tensor<T>("reservoir_update", "x_out", x_out, vec);
+  check_tensor<T>("reservoir_update", "x", x, vec);
+  check_tensor<T>("reservoir_update", "pre", pre, vec);
+  check_tensor<T>("reservoir_update", "win", win, vec);
+  check_tensor<T>("reservoir_update", "u (this step's input)", u, Shape{1});
+  PDNN_DISPATCH(ctx, d, reservoir_update, x_out.data<T>(), x.data<T>(), pre.data<T>(),
+                win.data<T>(), u.data<T>(), p);
+}
+
+template <typename T>
+void oja_update(Context& ctx, Tensor& W, const Tensor& x, T lr) {
+  const Device d = op_device("oja_update", {&W, &x});
+  const int64_t n = square_side("oja_update", W);
+  check_tensor<T>("oja_update", "W", W, W.shape());
+  check_tensor<T>("oja_update", "x", x, Shape{n});
+  PDNN_DISPATCH(ctx, d, oja_update, W.data<T>(), x.data<T>(), lr, n);
+}
+
+template <typename T>
+void first_nonfinite(Context& ctx, Tensor& index, const Tensor& v) {
+  const Device d = op_device("first_nonfinite", {&index, &v});
+  check_tensor("first_nonfinite", "index", index, DType::I64, Shape{1});
+  check_tensor<T>("first_nonfinite", "v", v, v.shape());
+  // An empty tensor has no storage (data() throws), but holds no non-finite value either.
+  const T* vp = v.numel() > 0 ? v.data<T>() : nullptr;
+  PDNN_DISPATCH(ctx, d, first_nonfinite, index.data<int64_t>(), vp, v.numel());
+}
+
+template <typename T>
+void hebbian_run(Context& ctx, Tensor& W, Tensor& x, Tensor& first_nonfinite_step,
+                 const Tensor& win, const Tensor& u, int64_t first, int64_t steps,
+                 const HebbianParams<T>& p, Tensor& x_scratch) {
+  const Device d = op_device("hebbian_run", {&W, &x, &first_nonfinite_step, &win, &u, &x_scratch});
+  const int64_t n = square_side("hebbian_run", W);
+  PDNN_CHECK(p.n == n, "hebbian_run: W is %s, but the parameters are for n = %lld units",
+             W.shape().str().c_str(), static_cast<long long>(p.n));
+  check_tensor<T>("hebbian_run", "W", W, W.shape());
+  check_tensor<T>("hebbian_run", "x", x, Shape{n});
+  check_tensor<T>("hebbian_run", "win", win, Shape{n});
+  check_tensor<T>("hebbian_run", "x_scratch", x_scratch, Shape{n});
+  check_tensor("hebbian_run", "first_nonfinite_step", first_nonfinite_step, DType::I64, Shape{1});
+  PDNN_CHECK(u.rank() == 1 && u.dtype() == dtype_of<T>(), "hebbian_run: u is %s %s, need %s (steps)",
+             dtype_name(u.dtype()), u.shape().str().c_str(), dtype_name(dtype_of<T>()));
+  PDNN_CHECK(first >= 0 && steps >= 0 && first + steps <= u.numel(),
+             "hebbian_run: steps %lld .. %lld need inputs u[%lld .. %lld], u holds %lld",
+             static_cast<long long>(first + 1), static_cast<long long>(first + steps),
+             static_cast<long long>(first), static_cast<long long>(first + steps - 1),
+             static_cast<long long>(u.numel()));
+  PDNN_CHECK(!x_scratch.same_data(x), "hebbian_run: x_scratch must not be x (x is double-buffered)");
+  const T* up = u.numel() > 0 ? u.data<T>() + first : nullptr;
+  PDNN_DISPATCH(ctx, d, hebbian_run, W.data<T>(), x.data<T>(),
+                first_nonfinite_step.data<int64_t>(), win.data<T>(), up, steps, p,
+                x_scratch.data<T>());
+}
+
+template <typename T>
+bool hebbian_w_on_chip(const Context& ctx, const HebbianParams<T>& p) {
+#if PDNN_HAVE_CUDA
+  return ctx.device() == Device::CUDA && cuda::hebbian_w_on_chip(p);
+#else
+  (void)ctx;
+  (void)p;
+  return false;
+#endif
+}
+
+#define PDNN_HEBBIAN_OPS(T)                                                                    \
+  template void gemv<T>(Context&, Tensor&, const Tensor&, const Tensor&);                     \
+  template void reservoir_update<T>(Context&, Tensor&, const Tensor&, const Tensor&,          \
+                                    const Tensor&, const Tensor&, const HebbianParams<T>&);   \
+  template void oja_update<T>(Context&, Tensor&, const Tensor&, T);                           \
+  template void first_nonfinite<T>(Context&, Tensor&, const Tensor&);                         \
+  template void hebbian_run<T>(Context&, Tensor&, Tensor&, Tensor&, const Tensor&,            \
+                               const Tensor&, int64_t, int64_t, const HebbianParams<T>&,      \
+                               Tensor&);                                                      \
+  template bool hebbian_w_on_chip<T>(const Context&, const HebbianParams<T>&);
+PDNN_HEBBIAN_OPS(float)
+PDNN_HEBBIAN_OPS(double)
+#undef PDNN_HEBBIAN_OPS
+
+}  // namespace ops
 }  // namespace pdnn

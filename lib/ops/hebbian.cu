@@ -11,25 +11,14 @@
 //  - streamed: W is read and written in global memory every step (2 n^2 elements: 32 MB at
 //    fp32 n = 2000, ~10.7 us at an H100's 3 TB/s; W itself, 16 MB, may stay in its 50 MB L2).
 #include <cooperative_groups.h>
-#include <cuda_runtime.h>
 
 #include <climits>
 #include <cstdint>
 #include <type_traits>
 
 #include "core/error.h"
+#include "cuda/launch.h"
 #include "ops/hebbian.h"
-
-// Every CUDA call and launch is checked: file:line and CUDA's error string.
-#define PDNN_CUDA_CHECK(call)                                                                 \
-  do {                                                                                       \
-    const cudaError_t err_ = (call);                                                         \
-    if (err_ != cudaSuccess)                                                                 \
-      ::pdnn::throw_error(__FILE__, __LINE__, ::pdnn::strprintf("CUDA: %s: %s (%s)", #call,  \
-                                                                 cudaGetErrorString(err_),   \
-                                                                 cudaGetErrorName(err_)));   \
-  } while (0)
-#define PDNN_CUDA_CHECK_LAUNCH() PDNN_CUDA_CHECK(cudaGetLastError())
 
 namespace pdnn {
 namespace cuda {
@@ -41,8 +30,6 @@ constexpr int kWarp = 32;
 constexpr int kWarpsPerBlock = 16;
 constexpr int kBlockThreads = kWarp * kWarpsPerBlock;
 constexpr unsigned kFullMask = 0xffffffffu;
-
-inline cudaStream_t stream_of(CudaExec e) { return e.stream; }
 
 template <typename T>
 __device__ __forceinline__ T device_tanh(T v) {
@@ -66,11 +53,6 @@ __device__ __forceinline__ T warp_sum(T v) {
 template <typename T>
 __device__ __forceinline__ bool is_finite(T v) {
   return isfinite(v);
-}
-
-int blocks_for(int64_t work, int threads) {
-  const int64_t b = (work + threads - 1) / threads;
-  return static_cast<int>(b < 65535 * 16 ? b : 65535 * 16);
 }
 
 // ---- the single-step ops -------------------------------------------------------------------
@@ -225,7 +207,7 @@ void launch_run(const RunArgs<T>& args, int blocks, size_t smem, cudaStream_t s)
   void* params[] = {const_cast<RunArgs<T>*>(&args)};
   PDNN_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), dim3(blocks),
                                               dim3(kBlockThreads), params, smem, s));
-  PDNN_CUDA_CHECK_LAUNCH();
+  PDNN_CUDA_LAUNCH_CHECK("hebbian");
 }
 
 struct DeviceLimits {
@@ -303,7 +285,7 @@ void gemv(T* y, const T* A, const T* x, int64_t m, int64_t n, CudaExec e) {
   const int warps_per_block = 8;
   const int64_t blocks = (m + warps_per_block - 1) / warps_per_block;
   gemv_kernel<<<static_cast<unsigned>(blocks), warps_per_block * kWarp, 0, stream_of(e)>>>(y, A, x, m, n);
-  PDNN_CUDA_CHECK_LAUNCH();
+  PDNN_CUDA_LAUNCH_CHECK("hebbian");
 }
 
 template <typename T>
@@ -312,7 +294,7 @@ void reservoir_update(T* x_out, const T* x, const T* pre, const T* win, const T*
   PDNN_CHECK(p.n >= 1, "cuda::reservoir_update: n = %lld", static_cast<long long>(p.n));
   reservoir_update_kernel<<<blocks_for(p.n, 256), 256, 0, stream_of(e)>>>(x_out, x, pre, win, u,
                                                                           p.n, p.keep, p.gain);
-  PDNN_CUDA_CHECK_LAUNCH();
+  PDNN_CUDA_LAUNCH_CHECK("hebbian");
 }
 
 template <typename T>
@@ -320,7 +302,7 @@ void oja_update(T* W, const T* x, T lr, int64_t n, CudaExec e) {
   PDNN_CHECK(n >= 0, "cuda::oja_update: n = %lld", static_cast<long long>(n));
   if (n == 0) return;
   oja_update_kernel<<<blocks_for(n * n, 256), 256, 0, stream_of(e)>>>(W, x, lr, n);
-  PDNN_CUDA_CHECK_LAUNCH();
+  PDNN_CUDA_LAUNCH_CHECK("hebbian");
 }
 
 template <typename T>
@@ -329,10 +311,10 @@ void first_nonfinite(int64_t* index, const T* v, int64_t n, CudaExec e) {
   PDNN_CUDA_CHECK(cudaMemsetAsync(index, 0x7f, sizeof(int64_t), stream_of(e)));  // > any index
   if (n > 0) {
     first_nonfinite_kernel<<<blocks_for(n, 256), 256, 0, stream_of(e)>>>(index, v, n);
-    PDNN_CUDA_CHECK_LAUNCH();
+    PDNN_CUDA_LAUNCH_CHECK("hebbian");
   }
   first_nonfinite_finish<<<1, 1, 0, stream_of(e)>>>(index, n);
-  PDNN_CUDA_CHECK_LAUNCH();
+  PDNN_CUDA_LAUNCH_CHECK("hebbian");
 }
 
 template <typename T>

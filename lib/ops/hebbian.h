@@ -6,7 +6,8 @@
 // keep = 1-a, gain = a is the leaky variant, whose x stays in [-1, 1].
 //
 // Two levels, each with cpu:: and cuda:: twins of the same name and arguments (only the last,
-// the execution argument, differs; on cuda:: every pointer is device memory):
+// the execution argument, differs; on cuda:: every pointer is device memory), and an ops::
+// function over Tensors that checks them and dispatches to the twin of their device:
 //  - the four ops of one step: gemv, reservoir_update (the tanh recurrence), oja_update (the
 //    rank-1 update) and first_nonfinite (a reduction);
 //  - hebbian_run: T steps in one call. It fuses each step's Oja update with the next step's
@@ -17,7 +18,9 @@
 #pragma once
 #include <cstdint>
 
+#include "core/context.h"
 #include "core/exec.h"
+#include "core/tensor.h"
 
 namespace pdnn {
 
@@ -93,4 +96,38 @@ template <typename T>
 bool hebbian_w_on_chip(const HebbianParams<T>& p);
 
 }  // namespace cuda
+
+// The ops over Tensors. Every tensor of a call is on one device (the CPU, or the GPU of ctx),
+// of T's dtype (F32 for float, F64 for double) unless said otherwise, with the shapes given;
+// anything else is a pdnn::Error naming the op. Nothing is read back to the host: on the GPU
+// the calls are asynchronous on ctx's stream.
+namespace ops {
+
+// y (m) = A (m,n) x (n).
+template <typename T>
+void gemv(Context& ctx, Tensor& y, const Tensor& A, const Tensor& x);
+// x_out (n) = keep x + gain tanh(pre + win u) for x, pre, win (n) and u (1), this step's input
+// (a slice of the input sequence). x_out may be x. n = p.n.
+template <typename T>
+void reservoir_update(Context& ctx, Tensor& x_out, const Tensor& x, const Tensor& pre,
+                      const Tensor& win, const Tensor& u, const HebbianParams<T>& p);
+// W (n,n) += lr (x x^T - diag(x)^2 W), x (n).
+template <typename T>
+void oja_update(Context& ctx, Tensor& W, const Tensor& x, T lr);
+// index (1, int64) = the smallest i with v.data()[i] NaN or infinite, or -1; v any shape.
+template <typename T>
+void first_nonfinite(Context& ctx, Tensor& index, const Tensor& v);
+// `steps` steps from state (W (n,n), x (n)) with inputs u[first .. first+steps-1] of the input
+// sequence u (rank 1, at least first+steps values), win (n); first_nonfinite_step (1, int64)
+// as cpu::hebbian_run says (counted from `first`). x_scratch (n) must not share x's memory.
+template <typename T>
+void hebbian_run(Context& ctx, Tensor& W, Tensor& x, Tensor& first_nonfinite_step,
+                 const Tensor& win, const Tensor& u, int64_t first, int64_t steps,
+                 const HebbianParams<T>& p, Tensor& x_scratch);
+// Whether hebbian_run on ctx's device keeps W on chip with p: false on a CPU context (and in
+// builds without CUDA), cuda::hebbian_w_on_chip on a GPU one.
+template <typename T>
+bool hebbian_w_on_chip(const Context& ctx, const HebbianParams<T>& p);
+
+}  // namespace ops
 }  // namespace pdnn

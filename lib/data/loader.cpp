@@ -25,11 +25,21 @@ void BatchLoader::start_epoch(Rng* rng) {
   }
 }
 
-int64_t BatchLoader::load(int64_t b, Tensor& x, Tensor& y) const {
+int64_t BatchLoader::rows_in(int64_t b) const {
   PDNN_CHECK(b >= 0 && b < num_batches(), "loader: batch %lld of %lld", static_cast<long long>(b),
              static_cast<long long>(num_batches()));
-  const int64_t begin = b * batch_;
-  const int64_t nb = std::min(batch_, size() - begin);
+  return std::min(batch_, size() - b * batch_);
+}
+
+int64_t BatchLoader::load_rows(int64_t b, int64_t row0, int64_t rows, Tensor& x, Tensor& y) const {
+  const int64_t all = rows_in(b);
+  if (rows < 0) rows = all - row0;
+  PDNN_CHECK(row0 >= 0 && rows >= 1 && row0 + rows <= all,
+             "loader: rows %lld..%lld of batch %lld, which has %lld", static_cast<long long>(row0),
+             static_cast<long long>(row0 + rows), static_cast<long long>(b),
+             static_cast<long long>(all));
+  const int64_t begin = b * batch_ + row0;
+  const int64_t nb = rows;
   const Shape& s = data_.images.shape();
   const int64_t per = s.per_sample();
   PDNN_CHECK(x.device() == Device::CPU && y.device() == Device::CPU,

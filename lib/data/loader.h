@@ -34,7 +34,12 @@ class BatchLoader {
   // (nb,C,H,W) float32 and y to (nb) int32 labels, both host tensors (made from the allocator
   // they already have, e.g. pinned memory for a GPU run). Returns nb (batch_size(), or less for
   // the last batch).
-  int64_t load(int64_t b, Tensor& x, Tensor& y) const;
+  int64_t load(int64_t b, Tensor& x, Tensor& y) const { return load_rows(b, 0, -1, x, y); }
+  // Rows [row0, row0 + rows) of batch b only (rows < 0: to its end), in the epoch's order: a
+  // data-parallel rank's shard of the global batch. Returns the rows copied.
+  int64_t load_rows(int64_t b, int64_t row0, int64_t rows, Tensor& x, Tensor& y) const;
+  // The number of images in batch b.
+  int64_t rows_in(int64_t b) const;
 
  private:
   const LabeledImages& data_;

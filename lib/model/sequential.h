@@ -3,6 +3,7 @@
 // of all layers live in one flat buffer and their gradients in another (parameters()), on the
 // device the model was moved to (to()); activations follow the input's device.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -59,6 +60,10 @@ class Sequential {
   // dL/d(input) is computed only when want_input_grad (e.g. a GAN's discriminator feeding G).
   void backward(Context& ctx, const Tensor& dy, bool want_input_grad = false);
   const Tensor& input_grad() const { return dx_in_; }
+  // Called in backward() after layer i is done (its parameter gradients final), for every
+  // layer, last to first: data-parallel training starts all-reducing a bucket of gradients
+  // there (lib/dist/grad_sync.h). nullptr removes it.
+  void set_backward_hook(std::function<void(Context&, size_t)> hook) { hook_ = std::move(hook); }
   // Output of layer i in the last forward (for tests and debugging).
   const Tensor& activation(size_t i) const { return acts_.at(i); }
 
@@ -94,6 +99,7 @@ class Sequential {
   Tensor x_in_;               // the last forward's input (shares the caller's storage)
   Tensor dx_in_;
   bool have_forward_ = false;
+  std::function<void(Context&, size_t)> hook_;
 };
 
 }  // namespace pdnn

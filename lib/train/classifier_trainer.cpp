@@ -7,6 +7,7 @@
 #include "cuda/cuda_state.h"
 #include "cuda/graph.h"
 #include "data/loader.h"
+#include "dist/grad_sync.h"
 #include "ops/basic.h"
 #include "train/optimizer_step.h"
 
@@ -31,6 +32,11 @@ ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cud
 
 ClassifierTrainer::~ClassifierTrainer() { cuda_event_destroy(staged_); }
 
+void ClassifierTrainer::distribute(Communicator& comm, Context& ctx) {
+  sync_ = std::make_unique<GradSync>(comm, model_, ctx);
+  graph_->reset();  // a graph captured before holds no all-reduce
+}
+
 void ClassifierTrainer::wait_inputs_free(Context& ctx) {
   (void)ctx;
   if (staged_pending_) cuda_event_wait(staged_);
@@ -40,17 +46,26 @@ void ClassifierTrainer::wait_inputs_free(Context& ctx) {
 void ClassifierTrainer::run_step(Context& ctx) {
   logits_ = &model_.forward(ctx, x_);
   loss_.forward(ctx, *logits_, y_);
-  loss_.backward(ctx, dlogits_);
+  loss_.backward(ctx, dlogits_, global_batch_);
   model_.zero_grad(ctx);
+  if (sync_) sync_->begin(ctx);
   model_.backward(ctx, dlogits_);
+  if (sync_) sync_->finish(ctx);
   optimizer_step(ctx, opt_, model_);
   loss_.accumulate_metrics(ctx, *logits_, acc_);
 }
 
-void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels) {
+void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels,
+                             int64_t global_batch) {
   PDNN_CHECK(labels.dtype() == DType::I32 && labels.numel() == x.shape(0),
              "trainer: %lld labels (int32) for a batch %s", static_cast<long long>(labels.numel()),
              x.shape().str().c_str());
+  PDNN_CHECK(global_batch == 0 || sync_,
+             "trainer: a shard of a global batch (%lld) needs distribute() first",
+             static_cast<long long>(global_batch));
+  global_batch_ = global_batch;
+  const Rng::RowShard& shard = ctx.rng().row_shard();
+  key_ = StepKey{x.shape(), shard.row0, shard.total};
   const Device dev = model_.device();
   if (acc_.empty() || acc_.device() != dev) {
     acc_ = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
@@ -78,16 +93,16 @@ bool ClassifierTrainer::graph_step(Context& ctx) {
   if (graph_failures_ >= kMaxGraphFailures) return false;
   const AllocStats a0 = ctx.device_alloc_stats();
   const uint64_t frees = a0.frees;
-  const bool valid = graph_->ready() && graph_shape_ == x_.shape() && graph_frees_ == frees &&
+  const bool valid = graph_->ready() && graph_shape_ == key_ && graph_frees_ == frees &&
                      graph_lr_ == opt_.lr();
   if (!valid) {
     // A step runs eagerly first whenever device memory changed hands since the graph was
     // made (an evaluation with a larger batch regrows buffers) or the shape is new: it sizes
     // every buffer and warms the caching allocator, so the capture that follows allocates and
     // frees nothing. A smaller last batch of an epoch runs eagerly and keeps the full-size graph.
-    if (warm_shape_ != x_.shape() || warm_frees_ != frees ||
-        (graph_->ready() && graph_shape_ != x_.shape())) {
-      warm_shape_ = x_.shape();
+    if (warm_shape_ != key_ || warm_frees_ != frees ||
+        (graph_->ready() && graph_shape_ != key_)) {
+      warm_shape_ = key_;
       run_step(ctx);
       warm_frees_ = ctx.device_alloc_stats().frees;
       return true;
@@ -116,7 +131,7 @@ bool ClassifierTrainer::graph_step(Context& ctx) {
       // Drop it, run the step eagerly (the capture ran nothing), try again later; give up
       // after a few tries, with one line saying so.
       graph_->reset();
-      warm_shape_ = Shape{};
+      warm_shape_ = StepKey{};
       if (++graph_failures_ == kMaxGraphFailures)
         std::fprintf(stderr,
                      "trainer: device memory was allocated or freed inside the training step "
@@ -128,7 +143,7 @@ bool ClassifierTrainer::graph_step(Context& ctx) {
       return true;
     }
     graph_failures_ = 0;
-    graph_shape_ = x_.shape();
+    graph_shape_ = key_;
     graph_frees_ = frees;
     graph_lr_ = opt_.lr();
     ++captures_;
@@ -172,7 +187,7 @@ EvalResult evaluate_classifier(Context& ctx, Sequential& model, const LabeledIma
   model.train(true);
   const Tensor h = dev == Device::CPU ? acc : acc.to(Device::CPU, ctx);
   const double* a = h.data<double>();
-  return {a[0] / data.size(), a[1] / data.size()};
+  return {a[0] / data.size(), a[1] / data.size(), a[0], a[1]};
 }
 
 }  // namespace pdnn

@@ -17,6 +17,8 @@ struct CUevent_st;
 namespace pdnn {
 
 class CudaGraph;
+class Communicator;
+class GradSync;
 
 // Totals over the steps since reset_metrics().
 struct ClassifierMetrics {
@@ -34,8 +36,15 @@ class ClassifierTrainer {
   ~ClassifierTrainer();
 
   // One step on a batch: x (N,...) float32 and labels (N) int32, on the host (pinned memory
-  // makes the copy asynchronous) or on the model's device.
-  void step(Context& ctx, const Tensor& x, const Tensor& labels);
+  // makes the copy asynchronous) or on the model's device. Data-parallel (distribute()): x is
+  // this rank's shard of a global batch of global_batch rows (ctx.rng()'s row shard says which
+  // rows), the loss gradient is its share of the global mean and the gradients are summed
+  // over the ranks before the update, so every rank applies the global batch's update.
+  void step(Context& ctx, const Tensor& x, const Tensor& labels, int64_t global_batch = 0);
+  // Makes the steps data-parallel over comm (the model already on its device, NCCL open for a
+  // GPU model): gradients are all-reduced in buckets during backward (grad_sync.h).
+  void distribute(Communicator& comm, Context& ctx);
+  const GradSync* grad_sync() const { return sync_.get(); }
   // Waits until the last step's batch has been copied off the host tensors it came from: call
   // it before refilling a pinned buffer that step() may still be reading asynchronously.
   void wait_inputs_free(Context& ctx);
@@ -60,7 +69,19 @@ class ClassifierTrainer {
   Tensor dlogits_, acc_;
   const Tensor* logits_ = nullptr;
   std::unique_ptr<CudaGraph> graph_;
-  Shape graph_shape_, warm_shape_;
+  // What a captured step is specific to: the batch shape and, data-parallel, the rows of the
+  // global batch this rank holds (the dropout draw's offsets are baked into the graph).
+  struct StepKey {
+    Shape shape;
+    int64_t row0 = 0, total = 0;
+    bool operator==(const StepKey& o) const {
+      return shape == o.shape && row0 == o.row0 && total == o.total;
+    }
+    bool operator!=(const StepKey& o) const { return !(*this == o); }
+  };
+  StepKey key_, graph_shape_, warm_shape_;
+  std::unique_ptr<GradSync> sync_;
+  int64_t global_batch_ = 0;
   uint64_t graph_frees_ = 0;      // device frees seen when the graph was captured
   uint64_t warm_frees_ = 0;       // ... and after the last eager warm-up step
   int graph_failures_ = 0;        // captures in a row that saw memory change hands
@@ -77,6 +98,7 @@ class ClassifierTrainer {
 // mode (the model is put back in training mode afterwards), on the model's device.
 struct EvalResult {
   double loss = 0, acc = 0;
+  double loss_sum = 0, correct = 0;  // the totals behind them
 };
 EvalResult evaluate_classifier(Context& ctx, Sequential& model, const LabeledImages& data,
                                int64_t batch);

@@ -32,6 +32,7 @@ help:
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
+	@echo "make mnist-keras-dist  W3 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed)"
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
@@ -98,6 +99,15 @@ mnist: mnist-app
 mnist-keras: mnist-app
 	datasets/get_mnist.sh
 	$(BLAS_ENV) $(BIN)/mnist --model keras --batch 128 --epochs 12 --threads $(THREADS) $(MNIST_ARGS)
+
+# W3 data-parallel: RANKS processes under mpirun, the same global batch 128 and learning rate,
+# each rank with the cores divided among them (README.md, "Several processes").
+RANKS ?= 2
+MPIRUN_FLAGS ?= --bind-to none $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+.PHONY: mnist-keras-dist
+mnist-keras-dist: mnist-app
+	datasets/get_mnist.sh
+	$(BLAS_ENV) mpirun $(MPIRUN_FLAGS) -np $(RANKS) $(BIN)/mnist --model keras --batch 128 --epochs 12 --distributed $(MNIST_ARGS)
 
 fashion-mnist: mnist-app
 	datasets/get_fashion_mnist.sh

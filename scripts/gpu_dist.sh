@@ -59,6 +59,14 @@ for d in gpu-bundle/data/fashion-mnist gpu-bundle/data/mnist gpu-bundle/data/mni
   [ -d "$d" ] && { W3_DATA=$d; break; }
 done
 
+# 0. The data-parallel tests that need GPUs: the dropout shard on the device, and NCCL's
+# overlapped buckets against one all-reduce on 2 GPUs (DistributedWorker.* inside mpirun).
+if [ -x "$W/pdnn_tests" ]; then
+  echo "== pdnn_tests: Distributed.* and DistributedMpi.Collectives (2 ranks, 1 GPU each)"
+  PATH="$W:$PATH" "$W/pdnn_tests" --gtest_filter='Distributed.*:DistributedMpi.Collectives' 2>&1 |
+    grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) |Failure|DeviceBuckets" || true
+fi
+
 # 1. NCCL's own bandwidth between the 2 GPUs, at W3's and W4's gradient sizes and around them.
 if [ -x "$W/bench_allreduce" ]; then
   echo "== ncclAllReduce, 2 GPUs"

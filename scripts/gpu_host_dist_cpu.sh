@@ -79,7 +79,7 @@ run_pdnn() {
         --threads "$t" --distributed --bench-csv "$tmp/b.csv" > "$tmp/log" 2>&1; then
       grep -E "step_ms|all-reduce per step|distributed:" "$tmp/log"
       "$PYTHON" scripts/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks "$r" \
-        --threads "$t" --global-batch "$batch" --mode "$mode" --out "$CSV"
+        --threads "$t" --global-batch "$batch" --mode "$mode" --log "$tmp/log" --out "$CSV"
     else
       tail -8 "$tmp/log"; echo "FAILED: pdnn $workload $s"
     fi

@@ -360,17 +360,24 @@ def plot_scale(rows, out_dir, name):
         if device != "cuda":
             configs = sorted(OrderedDict.fromkeys((int(num(r["ranks"])), int(num(r["threads_per_rank"])))
                                                   for r in pts))
-            apps = list(OrderedDict.fromkeys(r["app"] for r in pts))
+            # One series per app, plus one per other mode (e.g. overlap off); the single
+            # process and the plain distributed runs are the same series.
+            def series_of(r):
+                plain = r["mode"] in ("single", "dist", "dist-unbound", "eager")
+                return (r["app"], "" if plain else r["mode"])
+            apps = list(OrderedDict.fromkeys(series_of(r) for r in pts))
             width = 0.8 / len(apps)
             for j, app in enumerate(apps):
                 xs, ys = [], []
                 for i, c in enumerate(configs):
-                    r = next((r for r in pts if r["app"] == app and
+                    r = next((r for r in pts if series_of(r) == app and
                               (int(num(r["ranks"])), int(num(r["threads_per_rank"]))) == c), None)
                     if r:
                         xs.append(i + (j - (len(apps) - 1) / 2) * width)
                         ys.append(ips(r))
-                ax.bar(xs, ys, width, color="C0" if app == "pdnn" else "C3", label=label.get(app, app))
+                ax.bar(xs, ys, width, color="C0" if app[0] == "pdnn" else "C3",
+                       alpha=1.0 if not app[1] else 0.55,
+                       label=label.get(app[0], app[0]) + (" " + app[1] if app[1] else ""))
                 for x, y in zip(xs, ys):
                     ax.annotate("%.0f" % y, (x, y), ha="center", va="bottom", fontsize=7)
             ax.set_xticks(range(len(configs)))

@@ -8,10 +8,12 @@ gpu_host_dist_cpu.sh):
 
 images_per_s = global batch / median step time. pdnn's step time on a GPU is a block of 10
 steps ending in a synchronisation, divided by 10 (run_loop.h), as torch_ddp_bench.py times.
+--log APP_OUTPUT: the run's printed output, for its "all-reduce per step" line (CPU runs).
 """
 import argparse
 import csv
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -28,7 +30,14 @@ def main():
     ap.add_argument("--global-batch", type=int, required=True)
     ap.add_argument("--mode", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--log", default="")
     a = ap.parse_args()
+    comm = exposed = ""
+    if a.log:
+        m = re.search(r"all-reduce per step \(rank 0\): [0-9.]+ MB in ([0-9.]+) ms, ([0-9.]+) ms",
+                      open(a.log, errors="replace").read())
+        if m:
+            comm, exposed = m.group(1), m.group(2)
     with open(a.bench_csv, newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:
@@ -39,9 +48,11 @@ def main():
     write_rows(a.out, SCALE_COLUMNS, [[
         "pdnn", a.workload, r["model"], r["device"], r["gpu"], a.ranks, a.threads,
         a.global_batch, a.mode, r["steps"], r["median_ms"], r["min_ms"], r["max_ms"],
-        "%.1f" % ips, "blas " + r.get("blas_core", ""), r["git_rev"], r["host"], r["timestamp"]]])
-    print("pdnn %s %s %d ranks x %d threads, global batch %d, %s: median %.3f ms/step, %.0f img/s"
-          % (a.workload, r["device"], a.ranks, a.threads, a.global_batch, a.mode, med, ips))
+        "%.1f" % ips, comm, exposed, "blas " + r.get("blas_core", ""), r["git_rev"], r["host"],
+        r["timestamp"]]])
+    print("pdnn %s %s %d ranks x %d threads, global batch %d, %s: median %.3f ms/step, %.0f img/s%s"
+          % (a.workload, r["device"], a.ranks, a.threads, a.global_batch, a.mode, med, ips,
+             (", all-reduce %s ms, %s ms not hidden" % (comm, exposed)) if comm else ""))
 
 
 if __name__ == "__main__":

@@ -26,9 +26,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_csv import write_rows, git_rev, utc_now  # noqa: E402
 from torch_gpu_bench import WORKLOADS, build, optimizer  # noqa: E402
 
+# allreduce_ms / exposed_ms: pdnn on the CPU only (its "all-reduce per step" line): the time
+# rank 0 spent in the gradient all-reduce per step, and the part of it backward did not hide.
 SCALE_COLUMNS = ["app", "workload", "model", "device", "gpu", "ranks", "threads_per_rank",
                  "global_batch", "mode", "steps", "median_ms", "min_ms", "max_ms",
-                 "images_per_s", "versions", "git_rev", "host", "timestamp"]
+                 "images_per_s", "allreduce_ms", "exposed_ms", "versions", "git_rev", "host",
+                 "timestamp"]
 
 
 def worker(rank, world, args, port, queue):
@@ -132,7 +135,7 @@ def main():
               f"{max(t):.3f}), {ips:.0f} img/s  [{time.time() - t0:.0f} s]", flush=True)
         rows.append(["torch-ddp", args.workload, model, args.device, gpu_name, world, thr,
                      global_batch, "eager" + args.label, 10 * len(t), f"{med:.4f}",
-                     f"{min(t):.4f}", f"{max(t):.4f}", f"{ips:.1f}", versions, git_rev(),
+                     f"{min(t):.4f}", f"{max(t):.4f}", f"{ips:.1f}", "", "", versions, git_rev(),
                      socket.gethostname(), utc_now()])
     write_rows(args.out, SCALE_COLUMNS, rows)
     print(f"rows appended to {args.out}")

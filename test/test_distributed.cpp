@@ -31,6 +31,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "cuda/cuda_state.h"
 #include "data/idx.h"
 #include "data/loader.h"
 #include "dist/communicator.h"
@@ -48,7 +49,13 @@ using namespace pdnn;
 namespace {
 
 const std::string kBin = std::string(PDNN_BIN_DIR) + "/mnist";
-const std::string kTests = std::string(PDNN_BIN_DIR) + "/pdnn_tests";
+
+// This test binary, wherever it runs from (the GPU bundle's copy too).
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string(PDNN_BIN_DIR) + "/pdnn_tests";
+}
 
 struct Result {
   int status;
@@ -205,6 +212,40 @@ TEST(Distributed, DropoutShardDrawsTheRowsOfTheSingleProcessMask) {
                                  {"4 rows", "rows 0..3", "global batch of 7"});
 }
 
+// The same on the GPU: the device kernel takes the shard's offset and moves the device's RNG
+// position by the global batch's count, so its masks are the CPU's.
+TEST(Distributed, DropoutShardOnTheGpuIsTheCpuMask) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  const int64_t batch = 9, features = 21, lo = 4, hi = 9;
+  Tensor x(Shape{hi - lo, features});
+  for (int64_t i = 0; i < x.numel(); ++i) x[i] = 1.f;
+  Context cpu(1, 7), gpu(1, 7, Device::CUDA);
+  for (Context* c : {&cpu, &gpu}) {
+    c->rng().set_counter(55);
+    c->rng().set_row_shard({lo, hi - lo, batch});
+  }
+  Dropout dc(0.3f), dg(0.3f);
+  dc.train(true);
+  dg.train(true);
+  Tensor yc(x.shape());
+  dc.forward(cpu, x, yc);
+  Tensor xg = x.to(Device::CUDA, gpu);
+  Tensor yg = Tensor::empty(x.shape(), DType::F32, Device::CUDA, gpu);
+  for (int step = 0; step < 2; ++step) {  // the second draw starts where the device moved to
+    dg.forward(gpu, xg, yg);
+    if (step == 0) {
+      const Tensor m = dg.mask().to(Device::CPU, gpu);
+      for (int64_t i = 0; i < m.numel(); ++i) ASSERT_EQ(m[i], dc.mask()[i]) << i;
+    }
+  }
+  dc.forward(cpu, x, yc);
+  const Tensor m = dg.mask().to(Device::CPU, gpu);
+  for (int64_t i = 0; i < m.numel(); ++i) ASSERT_EQ(m[i], dc.mask()[i]) << "second draw " << i;
+  EXPECT_EQ(gpu.rng().counter(), cpu.rng().counter());
+  EXPECT_EQ(cpu.rng().counter(), 55u + 2u * batch * features);
+}
+
 // The loss gradient of a shard, divided by the global batch, is bit for bit the single
 // process's rows.
 TEST(Distributed, ShardLossGradientIsTheSingleProcessRows) {
@@ -305,7 +346,8 @@ class DistributedMpi : public ::testing::Test {
 #endif
     mpirun_ = find_mpirun();
     if (mpirun_.empty()) GTEST_SKIP() << "mpirun not installed (openmpi-bin): MPI tests not run";
-    if (!exists(kBin)) GTEST_SKIP() << kBin << " not built";
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    if (name != "Collectives" && !exists(kBin)) GTEST_SKIP() << kBin << " not built";
     char tmpl[] = "/tmp/pdnn_dist_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
@@ -496,10 +538,14 @@ TEST_F(DistributedMpi, RanksWithDifferentWeightsAreCaughtAtTheEpochsEnd) {
 
 // The library's collectives in 2 ranks of this binary (DistributedWorker.* below).
 TEST_F(DistributedMpi, Collectives) {
-  const Result r = run("PDNN_DIST_WORKER=1 " + mpirun_prefix(mpirun_, 2) + kTests +
+  const Result r = run("PDNN_DIST_WORKER=1 " + mpirun_prefix(mpirun_, 2) + self_exe() +
                        " --gtest_filter='DistributedWorker.*' --gtest_brief=1");
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_FALSE(contains(r.output, "SKIPPED")) << r.output;
+  // Only the GPU case may skip (without 2 GPUs), and then it says why.
+  for (const char* t : {"SumsAnyAndAgreement", "OverlappedBucketsSumLikeOneAllReduce"})
+    EXPECT_FALSE(contains(r.output, std::string("SKIPPED ] DistributedWorker.") + t)) << r.output;
+  std::printf("%s\n", r.output.substr(r.output.rfind("[==========]") == std::string::npos
+                                         ? 0 : r.output.rfind("[==========]")).c_str());
 }
 
 // ---- inside mpirun (only when DistributedMpi.Collectives starts them) ---------------------------
@@ -619,4 +665,47 @@ TEST(DistributedCompare, CheckpointsAgree) {
               "1e-3 + 1e-2 |w|\n",
               max_abs, max_rel, static_cast<long long>(outside), static_cast<long long>(a.numel()));
   EXPECT_EQ(outside, 0);
+}
+
+// NCCL's overlapped buckets on 2 GPUs (one per rank) sum what one ncclAllReduce of the whole
+// buffer sums. Runs inside DistributedMpi.Collectives on a host with 2 GPUs (scripts/gpu_dist.sh).
+TEST_F(DistributedWorker, DeviceBucketsSumLikeOneAllReduce) {
+  Communicator& c = *comm_;
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  const int n = cuda_device_count();
+  if (n < c.local_size())
+    GTEST_SKIP() << n << " GPU(s) for " << c.local_size() << " ranks on this host";
+  Context ctx(1, 0, Device::CUDA, c.local_rank());
+  c.open_device();
+  Sequential a, b;
+  for (Sequential* m : {&a, &b}) {
+    m->emplace<Dense>(40, 300);
+    m->emplace<Dense>(300, 200);
+    m->emplace<Dense>(200, 5);
+    Rng r(1);
+    m->reset_parameters(r);
+    m->to(Device::CUDA, ctx);
+  }
+  Tensor xh(Shape{3, 40}), dyh(Shape{3, 5});
+  for (int64_t i = 0; i < xh.numel(); ++i) xh[i] = 0.01f * static_cast<float>(i % 17) * (c.rank() + 1);
+  for (int64_t i = 0; i < dyh.numel(); ++i) dyh[i] = 0.1f * static_cast<float>(i % 5 - 2);
+  const Tensor x = xh.to(Device::CUDA, ctx), dy = dyh.to(Device::CUDA, ctx);
+  GradSync sa(c, a, ctx);
+  ASSERT_EQ(sa.buckets().size(), 2u) << sa.describe();
+  for (int step = 0; step < 3; ++step) {
+    for (Sequential* m : {&a, &b}) {
+      m->forward(ctx, x);
+      m->zero_grad(ctx);
+    }
+    sa.begin(ctx);
+    a.backward(ctx, dy);
+    sa.finish(ctx);
+    b.backward(ctx, dy);
+    Tensor& gb = b.parameters().grads();
+    c.device_sum(gb.data(), gb.numel(), ctx.cuda().stream());
+    const Tensor ha = a.parameters().grads().to(Device::CPU, ctx);
+    const Tensor hb = gb.to(Device::CPU, ctx);
+    for (int64_t i = 0; i < ha.numel(); ++i) ASSERT_EQ(ha[i], hb[i]) << "step " << step << " i " << i;
+  }
 }

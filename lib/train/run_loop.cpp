@@ -420,9 +420,9 @@ int RunLoop::run() {
     if (csv_) csv_->row(row);
     crash_point("after_row", epoch + 1);
     if (!ck_path.empty()) save(epoch + 1);
-    task.end_epoch(ctx, epoch);
+    if (root()) task.end_epoch(ctx, epoch);  // the task's own files: rank 0 writes them
   }
-  if (!bench) task.finish(ctx);
+  if (!bench && root()) task.finish(ctx);
 
   if (bench) {
     // The first steps fault in buffers and warm caches: left out of the statistics.

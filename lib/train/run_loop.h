@@ -85,6 +85,7 @@ class TrainTask {
 
   // After epoch `epoch` (0-based) is finished, its row and checkpoint written: the task's own
   // per-epoch files (samples, plots), named in RunConfig::extra_outputs and written atomically.
+  // Data-parallel: called on rank 0 only (so is finish()); no collectives here.
   virtual void end_epoch(Context& ctx, int epoch) {
     (void)ctx;
     (void)epoch;

@@ -589,26 +589,25 @@ TEST_F(DistributedWorker, SumsAnyAndAgreement) {
 }
 
 // Overlapped buckets sum exactly what one all-reduce of the whole buffer sums, whenever the
-// backward hook fires; on each rank a model of 3 dense layers with rank-dependent gradients.
-TEST_F(DistributedWorker, OverlappedBucketsSumLikeOneAllReduce) {
-  Communicator& c = *comm_;
-  Context ctx(1, 0);
-  auto make = [] {
-    Sequential m;
-    m.emplace<Dense>(40, 300);
-    m.emplace<Dense>(300, 200);
-    m.emplace<Dense>(200, 5);
+// backward hook fires; on each rank a model of 3 dense layers with rank-dependent gradients,
+// on `dev` (MPI on the host, NCCL on a GPU).
+void expect_buckets_sum_like_one_allreduce(Communicator& c, Context& ctx, Device dev) {
+  Sequential a, b;
+  for (Sequential* m : {&a, &b}) {
+    m->emplace<Dense>(40, 300);
+    m->emplace<Dense>(300, 200);
+    m->emplace<Dense>(200, 5);
     Rng r(1);
-    m.reset_parameters(r);
-    return m;
-  };
-  Sequential a = make(), b = make();
-  Tensor x(Shape{3, 40}), dy(Shape{3, 5});
-  for (int64_t i = 0; i < x.numel(); ++i) x[i] = 0.01f * static_cast<float>(i % 17) * (c.rank() + 1);
-  for (int64_t i = 0; i < dy.numel(); ++i) dy[i] = 0.1f * static_cast<float>(i % 5 - 2);
-  // a: overlapped, 0.02 MB buckets (several per step); b: one all-reduce after backward.
+    m->reset_parameters(r);
+    m->to(dev, ctx);
+  }
+  Tensor xh(Shape{3, 40}), dyh(Shape{3, 5});
+  for (int64_t i = 0; i < xh.numel(); ++i) xh[i] = 0.01f * static_cast<float>(i % 17) * (c.rank() + 1);
+  for (int64_t i = 0; i < dyh.numel(); ++i) dyh[i] = 0.1f * static_cast<float>(i % 5 - 2);
+  const Tensor x = xh.to(dev, ctx), dy = dyh.to(dev, ctx);
+  // a: overlapped, 0.02 MB buckets (dense3 + dense2, then dense1); b: one sum after backward.
   GradSync sa(c, a, ctx);
-  ASSERT_EQ(sa.buckets().size(), 2u) << sa.describe();  // dense3 + dense2, then dense1
+  ASSERT_EQ(sa.buckets().size(), 2u) << sa.describe();
   for (int step = 0; step < 3; ++step) {
     for (Sequential* m : {&a, &b}) {
       m->forward(ctx, x);
@@ -619,12 +618,34 @@ TEST_F(DistributedWorker, OverlappedBucketsSumLikeOneAllReduce) {
     sa.finish(ctx);
     b.backward(ctx, dy);
     Tensor& gb = b.parameters().grads();
-    c.sum(gb.data(), gb.numel(), "test");
-    const Tensor& ga = a.parameters().grads();
-    for (int64_t i = 0; i < ga.numel(); ++i) ASSERT_EQ(ga[i], gb[i]) << "step " << step << " i " << i;
+    if (dev == Device::CPU)
+      c.sum(gb.data(), gb.numel(), "test");
+    else
+      c.device_sum(gb.data(), gb.numel(), ctx.cuda().stream());
+    const Tensor ha = a.parameters().grads().to(Device::CPU, ctx);
+    const Tensor hb = gb.to(Device::CPU, ctx);
+    for (int64_t i = 0; i < ha.numel(); ++i) ASSERT_EQ(ha[i], hb[i]) << "step " << step << " i " << i;
   }
   EXPECT_EQ(sa.stats().steps, 3);
-  EXPECT_GT(sa.stats().comm_ms, 0.0);
+}
+
+TEST_F(DistributedWorker, OverlappedBucketsSumLikeOneAllReduce) {
+  Context ctx(1, 0);
+  expect_buckets_sum_like_one_allreduce(*comm_, ctx, Device::CPU);
+}
+
+// The same with NCCL on 2 GPUs (one per rank). Runs inside DistributedMpi.Collectives on a
+// host with 2 GPUs (scripts/gpu_dist.sh).
+TEST_F(DistributedWorker, DeviceBucketsSumLikeOneAllReduce) {
+  Communicator& c = *comm_;
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  const int n = cuda_device_count();
+  if (n < c.local_size())
+    GTEST_SKIP() << n << " GPU(s) for " << c.local_size() << " ranks on this host";
+  Context ctx(1, 0, Device::CUDA, c.local_rank());
+  c.open_device();
+  expect_buckets_sum_like_one_allreduce(c, ctx, Device::CUDA);
 }
 
 // ---- for scripts/gpu_dist.sh: two checkpoints of the same run on 1 and on 2 GPUs -------------
@@ -665,47 +686,4 @@ TEST(DistributedCompare, CheckpointsAgree) {
               "1e-3 + 1e-2 |w|\n",
               max_abs, max_rel, static_cast<long long>(outside), static_cast<long long>(a.numel()));
   EXPECT_EQ(outside, 0);
-}
-
-// NCCL's overlapped buckets on 2 GPUs (one per rank) sum what one ncclAllReduce of the whole
-// buffer sums. Runs inside DistributedMpi.Collectives on a host with 2 GPUs (scripts/gpu_dist.sh).
-TEST_F(DistributedWorker, DeviceBucketsSumLikeOneAllReduce) {
-  Communicator& c = *comm_;
-  std::string why;
-  if (!cuda_usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
-  const int n = cuda_device_count();
-  if (n < c.local_size())
-    GTEST_SKIP() << n << " GPU(s) for " << c.local_size() << " ranks on this host";
-  Context ctx(1, 0, Device::CUDA, c.local_rank());
-  c.open_device();
-  Sequential a, b;
-  for (Sequential* m : {&a, &b}) {
-    m->emplace<Dense>(40, 300);
-    m->emplace<Dense>(300, 200);
-    m->emplace<Dense>(200, 5);
-    Rng r(1);
-    m->reset_parameters(r);
-    m->to(Device::CUDA, ctx);
-  }
-  Tensor xh(Shape{3, 40}), dyh(Shape{3, 5});
-  for (int64_t i = 0; i < xh.numel(); ++i) xh[i] = 0.01f * static_cast<float>(i % 17) * (c.rank() + 1);
-  for (int64_t i = 0; i < dyh.numel(); ++i) dyh[i] = 0.1f * static_cast<float>(i % 5 - 2);
-  const Tensor x = xh.to(Device::CUDA, ctx), dy = dyh.to(Device::CUDA, ctx);
-  GradSync sa(c, a, ctx);
-  ASSERT_EQ(sa.buckets().size(), 2u) << sa.describe();
-  for (int step = 0; step < 3; ++step) {
-    for (Sequential* m : {&a, &b}) {
-      m->forward(ctx, x);
-      m->zero_grad(ctx);
-    }
-    sa.begin(ctx);
-    a.backward(ctx, dy);
-    sa.finish(ctx);
-    b.backward(ctx, dy);
-    Tensor& gb = b.parameters().grads();
-    c.device_sum(gb.data(), gb.numel(), ctx.cuda().stream());
-    const Tensor ha = a.parameters().grads().to(Device::CPU, ctx);
-    const Tensor hb = gb.to(Device::CPU, ctx);
-    for (int64_t i = 0; i < ha.numel(); ++i) ASSERT_EQ(ha[i], hb[i]) << "step " << step << " i " << i;
-  }
 }

@@ -40,6 +40,7 @@
 #include "dist/grad_sync.h"
 #include "layers/dense.h"
 #include "layers/dropout.h"
+#include "layers/maxpool2d.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/checkpoint.h"
 #include "model/mnist_models.h"
@@ -246,6 +247,50 @@ TEST(Distributed, DropoutShardOnTheGpuIsTheCpuMask) {
   for (int64_t i = 0; i < m.numel(); ++i) ASSERT_EQ(m[i], dc.mask()[i]) << "second draw " << i;
   EXPECT_EQ(gpu.rng().counter(), cpu.rng().counter());
   EXPECT_EQ(cpu.rng().counter(), 55u + 2u * batch * features);
+}
+
+// The same for a dropout fused into the max pool before it (Sequential's fusion; W3's
+// dropouts): each rank's mask is the single process's rows, on the CPU and on the GPU.
+TEST(Distributed, FusedPoolDropoutShardDrawsTheRowsOfTheSingleProcessMask) {
+  const int64_t batch = 5, c = 2, side = 4, out = c * (side / 2) * (side / 2);
+  Tensor x(Shape{batch, c, side, side});
+  for (int64_t i = 0; i < x.numel(); ++i) x[i] = 1.f + 0.01f * static_cast<float>(i % 17);
+  std::string why;
+  const bool gpu = cuda_usable(&why);
+  for (Device dev : {Device::CPU, Device::CUDA}) {
+    if (dev == Device::CUDA && !gpu) continue;
+    auto pool = [] {
+      auto p = std::make_unique<MaxPool2d>(2);
+      EXPECT_TRUE(p->fuse_dropout(0.5f));
+      p->train(true);
+      return p;
+    };
+    auto mask_of = [&](Context& ctx, MaxPool2d& p, const Tensor& xs) {
+      const Tensor xd = xs.to(dev, ctx);
+      Tensor y = Tensor::empty(p.output_shape(xs.shape()), DType::F32, dev, ctx);
+      p.forward(ctx, xd, y);
+      return p.dropout_mask().to(Device::CPU, ctx);
+    };
+    Context whole(1, 42, dev);
+    whole.rng().set_counter(300);
+    auto pw = pool();
+    const Tensor full = mask_of(whole, *pw, x);
+    for (int ranks : {2, 3}) {
+      for (int r = 0; r < ranks; ++r) {
+        const int64_t lo = batch * r / ranks, hi = batch * (r + 1) / ranks;
+        Context part(1, 42, dev);
+        part.rng().set_counter(300);
+        part.rng().set_row_shard({lo, hi - lo, batch});
+        auto pp = pool();
+        const Tensor m = mask_of(part, *pp, x.slice(lo * c * side * side, Shape{hi - lo, c, side, side}));
+        ASSERT_EQ(m.numel(), (hi - lo) * out);
+        for (int64_t i = 0; i < m.numel(); ++i)
+          ASSERT_EQ(m[i], full[lo * out + i]) << device_name(dev) << " " << ranks << " ranks, rank " << r;
+        EXPECT_EQ(part.rng().counter(), whole.rng().counter());
+      }
+    }
+  }
+  if (!gpu) std::printf("[ info ] GPU part not run: %s\n", why.c_str());
 }
 
 // The loss gradient of a shard, divided by the global batch, is bit for bit the single

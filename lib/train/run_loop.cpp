@@ -100,6 +100,7 @@ auto on_every_rank(Communicator* comm, F f) -> decltype(f()) {
 void TrainTask::distribute(Context& ctx, Communicator& comm) {
   (void)ctx;
   (void)comm;
+  Communicator::set_collective_error();  // every rank runs the same task: all fail here
   PDNN_FAIL("--distributed: this app's training task does not support data-parallel training");
 }
 

@@ -13,7 +13,8 @@
 #
 # Here (build machine):
 #   MPI=1 DATA="fashion-mnist mnist-npm10k" BINS="mnist bench_allreduce pdnn_tests" scripts/gpu_prepare.sh
-#   (add caltech101 to BINS once that app is on main)
+#   (add caltech101 to BINS for the W4 rows: the shipped photos travel in the tree; the host's
+#   copy of it is limited to 64 MiB, so keep DATA small then)
 # There:  OUT=$OUT scripts/gpu_dist.sh
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0: this machine's rule). NCCL is the host's
 # (libnccl.so.2 from its CUDA install or PyTorch's wheel; found below, PDNN_NCCL_LIBRARY).

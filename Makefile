@@ -35,6 +35,7 @@ help:
 	@echo "make dcgan          W5 DCGAN on Fashion-MNIST 5 epochs: CSV, sample grids, loss curves -> results/dcgan/"
 	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU)"
 	@echo "make bench-dcgan    W5 iteration times, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan.csv"
+	@echo "make mnist-keras-dist  W3 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed)"
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make hebbian        W6 Hebbian reservoir grid, pdnn and numpy -> results/hebbian/ (~15 min)"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
@@ -104,6 +105,15 @@ mnist: mnist-app
 mnist-keras: mnist-app
 	datasets/get_mnist.sh
 	$(BLAS_ENV) $(BIN)/mnist --model keras --batch 128 --epochs 12 --threads $(THREADS) $(MNIST_ARGS)
+
+# W3 data-parallel: RANKS processes under mpirun, the same global batch 128 and learning rate,
+# each rank with the cores divided among them (README.md, "Several processes").
+RANKS ?= 2
+MPIRUN_FLAGS ?= --bind-to none $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+.PHONY: mnist-keras-dist
+mnist-keras-dist: mnist-app
+	datasets/get_mnist.sh
+	$(BLAS_ENV) mpirun $(MPIRUN_FLAGS) -np $(RANKS) $(BIN)/mnist --model keras --batch 128 --epochs 12 --distributed $(MNIST_ARGS)
 
 fashion-mnist: mnist-app
 	datasets/get_fashion_mnist.sh

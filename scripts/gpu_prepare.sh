@@ -8,6 +8,12 @@
 #   source gpu-bundle/env.sh && gpu-bundle/bin/pdnn_tests
 #   DATA="mnist-npm10k fashion-mnist" BINS="mnist pi pdnn_tests" scripts/gpu_prepare.sh
 #   DATA= BINS="caltech101 pdnn_tests" scripts/gpu_prepare.sh   (then scripts/gpu_caltech.sh there)
+# MPI=1 also carries Open MPI's launcher (scripts/gpu_bundle_mpi.sh: mpirun, its plugins and
+# help files, relocated with OPAL_PREFIX; ~5 MB): the GPU hosts have no MPI, and --distributed
+# runs need mpirun there (scripts/gpu_wrap.sh then makes an mpirun wrapper too). NCCL is not
+# carried (libnccl.so.2 is 218 MB): pdnn opens the host's at run time (scripts/gpu_dist.sh
+# finds it).
+#   MPI=1 DATA=fashion-mnist BINS="mnist bench_allreduce pdnn_tests" scripts/gpu_prepare.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA-mnist-npm10k}  # DATA= (empty): no IDX set (the Caltech photos travel in the tree)
@@ -16,6 +22,8 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPDNN_ARCH=x86-64-v4 -DPDNN_
   -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
 cmake --build build-gpu -j "$(nproc)" --target $BINS
 scripts/gpu_bundle.sh gpu-bundle $(for b in $BINS; do echo build-gpu/bin/$b; done)
+rm -f gpu-bundle/ompi.tar.xz gpu-bundle/mpi_env.sh
+if [ "${MPI:-0}" = 1 ]; then scripts/gpu_bundle_mpi.sh gpu-bundle; fi
 rm -rf gpu-bundle/data
 mkdir -p gpu-bundle/data
 for d in $DATA; do

@@ -18,6 +18,9 @@ Finds every *.csv under --results and recognises it by its columns:
   GAN iterations (iteration, d_loss, g_loss, ...)       -> <name>_losses.png: G and D loss per
                  iteration (the DCGAN paper's figure 2), one line per run (pdnn, PyTorch)
   GAN epochs     (epoch, train_d_loss, train_g_loss, ...) -> <name>_gan.png: losses, D(x), D(G(z))
+  data-parallel  (app, workload, ranks, threads_per_rank, images_per_s; results/scale/)
+                 -> <name>.png: images/s per ranks x threads or per GPU count, pdnn vs DDP
+  all-reduce     (backend, bytes, busbw_gbs; bench_allreduce) -> <name>.png: bus bandwidth
 <name> is the CSV's path under --results with '/' as '_' (pi/pi.csv: pi). Other CSV files are skipped with a
 message, as is every kind of figure whose input is missing.
 """
@@ -511,7 +514,111 @@ def plot_gpu_bench(rows, out_dir, name):
     return [save(fig, out_dir, name)]
 
 
+def plot_scale(rows, out_dir, name):
+    """results/scale/*.csv (scripts/gpu_dist.sh, scripts/gpu_host_dist_cpu.sh): images per
+    second of data-parallel runs, pdnn (--distributed) beside PyTorch DDP, one panel per
+    workload and device. CPU: one bar group per ranks x threads split of the same cores (1xT is
+    the single process); GPU: one group per app and mode, 1 GPU beside N GPUs, annotated with
+    the weak-scaling efficiency img/s(N) / (N img/s(1)) over 1 GPU of the same app and mode
+    (its "+overlap" dropped: one GPU has nothing to overlap). The latest row per point."""
+    latest = OrderedDict()
+    for r in rows:
+        key = (r["workload"], r["device"], r["app"], r["mode"], r["ranks"], r["threads_per_rank"])
+        latest[key] = r
+    panels = list(OrderedDict.fromkeys((k[0], k[1]) for k in latest))
+    if not panels:
+        return []
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), 4.6), squeeze=False)
+    label = {"pdnn": "pdnn", "torch-ddp": "PyTorch DDP"}
+    for ax, (workload, device) in zip(axes[0], panels):
+        pts = [r for k, r in latest.items() if k[:2] == (workload, device)]
+        ips = lambda r: num(r["images_per_s"])  # noqa: E731
+        if device != "cuda":
+            configs = sorted(OrderedDict.fromkeys((int(num(r["ranks"])), int(num(r["threads_per_rank"])))
+                                                  for r in pts))
+            # One series per app, plus one per other mode (e.g. overlap off); the single
+            # process and the plain distributed runs are the same series.
+            def series_of(r):
+                plain = r["mode"] in ("single", "dist", "dist-unbound", "eager")
+                return (r["app"], "" if plain else r["mode"])
+            apps = list(OrderedDict.fromkeys(series_of(r) for r in pts))
+            width = 0.8 / len(apps)
+            for j, app in enumerate(apps):
+                xs, ys = [], []
+                for i, c in enumerate(configs):
+                    r = next((r for r in pts if series_of(r) == app and
+                              (int(num(r["ranks"])), int(num(r["threads_per_rank"]))) == c), None)
+                    if r:
+                        xs.append(i + (j - (len(apps) - 1) / 2) * width)
+                        ys.append(ips(r))
+                ax.bar(xs, ys, width, color="C0" if app[0] == "pdnn" else "C3",
+                       alpha=1.0 if not app[1] else 0.55,
+                       label=label.get(app[0], app[0]) + (" " + app[1] if app[1] else ""))
+                for x, y in zip(xs, ys):
+                    ax.annotate("%.0f" % y, (x, y), ha="center", va="bottom", fontsize=7)
+            ax.set_xticks(range(len(configs)))
+            ax.set_xticklabels(["%dx%d" % c for c in configs])
+            ax.set(title="%s on the CPU: ranks x threads per rank (1xT: one process)" % workload,
+                   ylabel="images per second (median step)")
+        else:
+            groups = list(OrderedDict.fromkeys((r["app"], r["mode"]) for r in pts
+                                               if int(num(r["ranks"])) > 1))
+            counts = sorted({int(num(r["ranks"])) for r in pts})
+            width = 0.8 / len(counts)
+            for i, (app, mode) in enumerate(groups):
+                base_mode = mode.replace("+overlap", "")
+                base = next((r for r in pts if r["app"] == app and int(num(r["ranks"])) == 1
+                             and r["mode"] == base_mode), None) or next(
+                    (r for r in pts if r["app"] == app and int(num(r["ranks"])) == 1), None)
+                for j, n in enumerate(counts):
+                    r = base if n == 1 else next((r for r in pts if (r["app"], r["mode"]) == (app, mode)
+                                                  and int(num(r["ranks"])) == n), None)
+                    if not r:
+                        continue
+                    x = i + (j - (len(counts) - 1) / 2) * width
+                    ax.bar([x], [ips(r)], width, color="C0" if app == "pdnn" else "C3",
+                           alpha=0.45 if n == 1 else 1.0,
+                           label=("%d GPU%s" % (n, "s" if n > 1 else "")) if i == 0 else None)
+                    note = "%.0f" % ips(r)
+                    if n > 1 and base:
+                        note += "\n%.0f%%" % (100 * ips(r) / (n * ips(base)))
+                    ax.annotate(note, (x, ips(r)), ha="center", va="bottom", fontsize=7)
+            ax.set_xticks(range(len(groups)))
+            ax.set_xticklabels(["%s\n%s" % (label.get(a, a), m) for a, m in groups], fontsize=8)
+            ax.set(title="%s on GPUs, weak scaling (%% = efficiency over 1 GPU)" % workload,
+                   ylabel="images per second (median step)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    host = rows[-1].get("gpu") or rows[-1].get("host", "")
+    fig.suptitle("Data-parallel training, pdnn --distributed vs PyTorch DDP (%s; higher is "
+                 "better)" % host.split(",")[0])
+    return [save(fig, out_dir, name)]
+
+
+def plot_allreduce(rows, out_dir, name):
+    """bench_allreduce rows: bus bandwidth against the buffer size, per backend and rank count
+    (as nccl-tests' busbw: algbw * 2 (n-1) / n); the latest row per point."""
+    latest = OrderedDict()
+    for r in rows:
+        latest[(r["backend"], r["ranks"], r.get("label", ""), r["bytes"])] = r
+    series = list(OrderedDict.fromkeys(k[:3] for k in latest))
+    fig, ax = plt.subplots(figsize=(7, 4.3))
+    for backend, ranks, label in series:
+        pts = sorted((num(r["bytes"]), num(r["busbw_gbs"])) for k, r in latest.items()
+                     if k[:3] == (backend, ranks, label))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", ms=3,
+                label="%s, %s ranks%s" % (backend, ranks, (" (%s)" % label) if label else ""))
+    ax.set_xscale("log")
+    ax.set(title="All-reduce bus bandwidth (algbw x 2(n-1)/n)", xlabel="bytes",
+           ylabel="GB/s")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return [save(fig, out_dir, name)]
+
+
 KINDS = [
+    ("scale", {"app", "workload", "ranks", "threads_per_rank", "images_per_s"}, plot_scale),
+    ("allreduce", {"backend", "bytes", "busbw_gbs"}, plot_allreduce),
     ("gpu_bench", {"workload", "app", "mode", "precision", "median_ms"}, plot_gpu_bench),
     ("training", {"epoch", "train_loss", "test_acc"}, plot_training),
     ("bench", {"app", "config", "model", "batch", "threads", "median_ms"}, plot_bench),

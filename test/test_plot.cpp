@@ -56,6 +56,24 @@ TEST(Plot, MakesPngFromResultsCsv) {
          "pdnn,dcgan,fashion-mnist,cpu,,2,64,1,0.5,3.0,0.8,0.2,1.5,ok,69,42,abc,h,t\n"
          "pdnn,dcgan,fashion-mnist,cpu,,2,64,2,0.4,3.5,0.8,0.2,1.5,ok,69,42,abc,h,t\n";
   }
+  // Data-parallel rows (scripts/gpu_dist.sh, gpu_host_dist_cpu.sh) and all-reduce rows.
+  fs::create_directories(dir / "results" / "scale");
+  {
+    std::ofstream f(dir / "results" / "scale" / "cpu_dist.csv");
+    f << "app,workload,model,device,gpu,ranks,threads_per_rank,global_batch,mode,steps,median_ms,"
+         "min_ms,max_ms,images_per_s,allreduce_ms,exposed_ms,versions,git_rev,host,timestamp\n"
+         "pdnn,W3,keras,cpu,,1,2,128,single,8,170,160,180,752,,,v,r,h,t\n"
+         "pdnn,W3,keras,cpu,,2,1,128,dist,8,175,160,180,731,3.1,1.2,v,r,h,t\n"
+         "torch-ddp,W3,keras,cpu,,2,1,128,eager,8,300,290,310,426,,,v,r,h,t\n"
+         "pdnn,W3,keras,cuda,\"H200, 139 GiB\",1,1,128,graph,290,0.5,0.4,0.6,256000,,,v,r,h,t\n"
+         "pdnn,W3,keras,cuda,\"2x H200, 139 GiB\",2,1,256,graph+overlap,290,0.6,0.5,0.7,426000,,,v,r,h,t\n";
+  }
+  {
+    std::ofstream f(dir / "results" / "scale" / "allreduce.csv");
+    f << "app,backend,device,gpu,ranks,bytes,iters,time_us,algbw_gbs,busbw_gbs,label,git_rev,host,"
+         "timestamp\npdnn,mpi,cpu,,2,1000000,5,180,5.5,5.5,,r,h,t\n"
+         "pdnn,mpi,cpu,,2,4800000,5,900,5.3,5.3,,r,h,t\n";
+  }
   const std::string cmd = "/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/plot.py --results " +
                           (dir / "results").string() + " --out " + (dir / "plots").string() +
                           " >" + (dir / "log.txt").string() + " 2>&1";
@@ -64,6 +82,8 @@ TEST(Plot, MakesPngFromResultsCsv) {
   EXPECT_TRUE(is_png(dir / "plots" / "scaling.png"));
   EXPECT_TRUE(is_png(dir / "plots" / "dcgan_gan_iterations_losses.png"));
   EXPECT_TRUE(is_png(dir / "plots" / "dcgan_gan_gan.png"));
+  EXPECT_TRUE(is_png(dir / "plots" / "scale_cpu_dist.png"));
+  EXPECT_TRUE(is_png(dir / "plots" / "scale_allreduce.png"));
   // No device=cuda rows: the CPU vs GPU figure is skipped, not drawn empty.
   EXPECT_FALSE(fs::exists(dir / "plots" / "mnist_run_cpu_vs_gpu.png"));
   fs::remove_all(dir);

@@ -83,7 +83,7 @@ int run(int argc, char** argv) {
        [&](CudaExec e) { cuda::relu_backward(n_act, a.data(), b.data(), c.data(), e); }},
       {"dropout_forward (4.7M)",
        [&](CudaExec e) {
-         cuda::dropout_forward(n_act, 0.25f, 1, base.data<int64_t>(), a.data(), b.data(), c.data(), e);
+         cuda::dropout_forward(n_act, 0.25f, 1, base.data<int64_t>(), 0, a.data(), b.data(), c.data(), e);
        }},
       {"maxpool2d_forward (W3)",
        [&](CudaExec e) { cuda::maxpool2d_forward(pg, a.data(), pooled.data(), argmax.data<int32_t>(), e); }},

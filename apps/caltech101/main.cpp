@@ -189,7 +189,7 @@ int run(int argc, char** argv) {
              static_cast<long long>(folder.train.size()));
 
   // --device cuda without a GPU (or a CUDA build) fails here, in one line.
-  Context ctx(threads, rc.seed, run_device(rc));
+  Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
   if (ctx.has_cuda()) ctx.cuda().set_tf32(rc.tf32);
   const int classes = static_cast<int>(folder.classes.size());
   Sequential model = make_caltech_model(o.size, classes);

@@ -214,7 +214,7 @@ int run(int argc, char** argv) {
              static_cast<long long>(o.images_per_epoch), gd.name.c_str(),
              static_cast<long long>(data.size()));
 
-  Context ctx(o.threads, rc.seed, run_device(rc));
+  Context ctx(o.threads, rc.seed, run_device(rc), run_gpu(rc));
   if (ctx.has_cuda()) ctx.cuda().set_tf32(rc.tf32);
   Sequential g = make_dcgan_generator(o.model), d = make_dcgan_discriminator(o.model);
   // Initial weights: the first draws of the seed's stream, G's then D's.

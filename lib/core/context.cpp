@@ -22,13 +22,15 @@ void delete_cuda_state(CudaState* s) {
 }
 }  // namespace
 
-Context::Context(int threads, uint64_t seed, Device dev)
+Context::Context(int threads, uint64_t seed, Device dev, int gpu)
     : device_(dev), rng_(seed), cuda_(nullptr, delete_cuda_state) {
   if (dev == Device::CUDA) {
     std::string why;
     if (!cuda_usable(&why)) PDNN_FAIL("--device cuda: %s", why.c_str());
 #if PDNN_HAVE_CUDA
-    cuda_.reset(new CudaState(0));
+    cuda_.reset(new CudaState(gpu));
+#else
+    (void)gpu;
 #endif
   }
   set_threads(threads);

@@ -25,9 +25,10 @@ struct TransferStats {
 
 class Context {
  public:
-  // threads <= 0: all cores (omp_get_num_procs). dev == CUDA opens GPU 0 and throws
-  // pdnn::Error at once, in one line, when the build has no CUDA or there is no device.
-  explicit Context(int threads = 0, uint64_t seed = 0, Device dev = Device::CPU);
+  // threads <= 0: all cores (omp_get_num_procs). dev == CUDA opens GPU `gpu` (a
+  // data-parallel rank's local rank; 0 otherwise) and throws pdnn::Error at once, in one line,
+  // when the build has no CUDA or there is no such device.
+  explicit Context(int threads = 0, uint64_t seed = 0, Device dev = Device::CPU, int gpu = 0);
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   ~Context();

@@ -16,6 +16,8 @@ bool cuda_usable(std::string* why) {
   return false;
 }
 
+int cuda_device_count() { return 0; }
+
 void cuda_copy(void*, Device, const void*, Device, size_t, CUstream_st*, bool) {
   PDNN_FAIL("copy to or from a GPU: this pdnn was built without CUDA");
 }

@@ -43,9 +43,29 @@ class Rng {
   // Fisher-Yates shuffle of 0..n-1: for i = n-1..1, j = next() % (i+1), swap.
   std::vector<int64_t> permutation(int64_t n);
 
+  // Data-parallel training (lib/dist): this process holds rows [row0, row0 + rows) of a global
+  // batch of `total` rows. A draw of one value per element of a batch-major tensor (dropout's
+  // mask) then moves the stream by the whole global batch's count and gives this process the
+  // values of its own rows, so every row draws what one process with the whole batch would
+  // draw for it, whatever the number of ranks. total == 0: no shard (the default).
+  struct RowShard {
+    int64_t row0 = 0, rows = 0, total = 0;
+  };
+  void set_row_shard(const RowShard& s) { shard_ = s; }
+  const RowShard& row_shard() const { return shard_; }
+  // For such a draw over n elements in `rows` rows: element i takes value
+  // at(seed(), start + skip + i + 1), start the stream's position before the draw, and the
+  // stream moves by `advance` (n, skip 0 without a shard). Throws when the tensor's rows are
+  // not this process's shard of the batch. Does not move the stream (reserve(advance) does).
+  struct RowDraw {
+    uint64_t skip = 0, advance = 0;
+  };
+  RowDraw plan_rows(int64_t n, int64_t rows) const;
+
  private:
   uint64_t seed_;
   uint64_t counter_ = 0;
+  RowShard shard_;
 };
 
 }  // namespace pdnn

@@ -82,6 +82,15 @@ size_t CudaState::free_memory() const {
   return free_b;
 }
 
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 bool cuda_usable(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);

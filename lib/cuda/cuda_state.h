@@ -61,6 +61,8 @@ class CudaState {
 // Whether this build has CUDA and a device is present; *why (when given) says why not in one
 // line ("this pdnn was built without CUDA ...", "no CUDA device: ...").
 bool cuda_usable(std::string* why = nullptr);
+// The number of CUDA devices (0 without CUDA or a driver).
+int cuda_device_count();
 
 // The raw copy behind Tensor::to/copy_into: bytes from src (on src_dev) to dst (on dst_dev),
 // on `stream`; waits for it when `wait`.

@@ -1,4 +1,4 @@
-// TensorDataset (see dataset.h).
+// TensorDataset and DatasetRange (see dataset.h).
 #include "data/dataset.h"
 
 #include <cstring>
@@ -30,6 +30,25 @@ void TensorDataset::read(int64_t i, float* dst, std::optional<uint64_t> /*augmen
              static_cast<long long>(i), static_cast<long long>(size()));
   const int64_t per = data_.images.shape().per_sample();
   std::memcpy(dst, data_.images.data() + i * per, static_cast<size_t>(per) * sizeof(float));
+}
+
+DatasetRange::DatasetRange(const Dataset& data, int64_t begin, int64_t end)
+    : data_(data), begin_(begin), end_(end) {
+  PDNN_CHECK(begin >= 0 && begin <= end && end <= data.size(),
+             "DatasetRange: samples %lld..%lld of a set of %lld", static_cast<long long>(begin),
+             static_cast<long long>(end), static_cast<long long>(data.size()));
+}
+
+int32_t DatasetRange::label(int64_t i) const {
+  PDNN_CHECK(i >= 0 && i < size(), "DatasetRange: sample %lld of %lld", static_cast<long long>(i),
+             static_cast<long long>(size()));
+  return data_.label(begin_ + i);
+}
+
+void DatasetRange::read(int64_t i, float* dst, std::optional<uint64_t> augment_key) const {
+  PDNN_CHECK(i >= 0 && i < size(), "DatasetRange: sample %lld of %lld", static_cast<long long>(i),
+             static_cast<long long>(size()));
+  data_.read(begin_ + i, dst, augment_key);
 }
 
 }  // namespace pdnn

@@ -2,8 +2,8 @@
 // samples, each sample's shape and label, and the sample itself written into a caller's buffer
 // (so a loader can pack a batch straight into pinned memory). The IDX sets (in memory, as
 // LabeledImages, through TensorDataset) and the image folders (lib/data/image_folder.h)
-// implement it; DatasetLoader and PrefetchLoader (lib/data/dataset_loader.h,
-// prefetch_loader.h) batch any of them.
+// implement it, DatasetRange views part of one; DatasetLoader and PrefetchLoader
+// (lib/data/dataset_loader.h, prefetch_loader.h) batch any of them.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -60,6 +60,26 @@ class TensorDataset : public Dataset {
  private:
   const LabeledImages& data_;
   int num_classes_;
+};
+
+// Samples [begin, end) of another Dataset, numbered from 0: a data-parallel rank's share of a
+// test set. Holds a reference: `data` must outlive it. Sample i is the other set's sample
+// begin + i, as it reads it (augmentation included).
+class DatasetRange : public Dataset {
+ public:
+  // Checks 0 <= begin <= end <= data.size().
+  DatasetRange(const Dataset& data, int64_t begin, int64_t end);
+
+  int64_t size() const override { return end_ - begin_; }
+  Shape sample_shape() const override { return data_.sample_shape(); }
+  int num_classes() const override { return data_.num_classes(); }
+  std::string class_name(int k) const override { return data_.class_name(k); }
+  int32_t label(int64_t i) const override;
+  void read(int64_t i, float* dst, std::optional<uint64_t> augment_key) const override;
+
+ private:
+  const Dataset& data_;
+  int64_t begin_, end_;
 };
 
 }  // namespace pdnn

@@ -16,6 +16,8 @@ EpochPlan::EpochPlan(const Dataset& data, const LoaderOptions& opt, int64_t epoc
   PDNN_CHECK(opt.batch >= 1, "loader: batch size %lld must be >= 1",
              static_cast<long long>(opt.batch));
   PDNN_CHECK(epoch >= 0, "loader: epoch %lld", static_cast<long long>(epoch));
+  PDNN_CHECK(opt.shards >= 1 && opt.shard >= 0 && opt.shard < opt.shards,
+             "loader: shard %d of %d (need 0 <= shard < shards)", opt.shard, opt.shards);
   PDNN_CHECK(opt.images_per_epoch >= 0 && opt.images_per_epoch <= n,
              "loader: %lld images per epoch asked, the data set has %lld",
              static_cast<long long>(opt.images_per_epoch), static_cast<long long>(n));
@@ -44,10 +46,24 @@ const int64_t* EpochPlan::batch_indices(int64_t b, int64_t* count) const {
   return order_.data() + begin;
 }
 
+int64_t EpochPlan::batch_rows(int64_t b) const {
+  int64_t n = 0;
+  batch_indices(b, &n);
+  return n;
+}
+
 int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPlan& plan,
                    int64_t b, Tensor& x, std::vector<int32_t>& y) {
-  int64_t nb = 0;
-  const int64_t* idx = plan.batch_indices(b, &nb);
+  int64_t all = 0;
+  const int64_t* idx = plan.batch_indices(b, &all);
+  const auto [lo, hi] = shard_rows(all, opt.shard, opt.shards);
+  PDNN_CHECK(hi > lo,
+             "loader: batch %lld of epoch %lld has %lld images, none of them for rank %d of %d "
+             "(every rank needs at least one image of each batch)",
+             static_cast<long long>(b), static_cast<long long>(plan.epoch()),
+             static_cast<long long>(all), opt.shard, opt.shards);
+  idx += lo;
+  const int64_t nb = hi - lo;
   const Shape s = data.sample_shape();
   const int64_t per = s.numel();
   x.resize(Shape{nb, s[0], s[1], s[2]});

@@ -6,8 +6,13 @@
 // gives the same floats at any thread count. With N images and batch B the last batch of an
 // epoch holds the N % B left over (when that is not 0, and drop_last is off), so every image
 // is seen once per epoch.
+//
+// Data-parallel (LoaderOptions::shard/shards, lib/dist): every rank plans the same epoch (the
+// same order, batches and augmentation keys) and packs only its rows of each batch, rows
+// shard_rows(nb, shard, shards) of the nb in it: its shard of the global batch.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/rng.h"
@@ -35,7 +40,15 @@ struct LoaderOptions {
   // Threads reading the images of one batch (OpenMP, on the thread that packs it). Results do
   // not depend on it. The image folder costs about 0.4 ms per 224x224 image and thread.
   int threads = 1;
+  // Data-parallel: pack only rank `shard`'s rows of each batch (shard_rows); 0 of 1: all.
+  int shard = 0, shards = 1;
 };
+
+// Rows [first, second) of a batch of nb rows that rank `shard` of `shards` takes:
+// shard*nb/shards .. (shard+1)*nb/shards (uneven batches give the later ranks the extra row).
+inline std::pair<int64_t, int64_t> shard_rows(int64_t nb, int shard, int shards) {
+  return {nb * shard / shards, nb * (shard + 1) / shards};
+}
 
 // The sequence of batches of one epoch: which images, in which order.
 class EpochPlan {
@@ -47,14 +60,17 @@ class EpochPlan {
   int64_t images() const { return images_; }  // in this epoch, over all its batches
   // The dataset indices of batch b.
   const int64_t* batch_indices(int64_t b, int64_t* count) const;
+  // The number of images in batch b (all ranks' rows together).
+  int64_t batch_rows(int64_t b) const;
 
  private:
   int64_t epoch_ = 0, batch_ = 1, images_ = 0, num_batches_ = 0;
   std::vector<int64_t> order_;
 };
 
-// Packs batch b of `plan`: x is resized to (nb,C,H,W) (its storage, and so its memory kind,
-// is kept when large enough) and y to nb labels. Returns nb. Used by both loaders.
+// Packs batch b of `plan` (with opt.shards > 1: this rank's rows of it): x is resized to
+// (nb,C,H,W) (its storage, and so its memory kind, is kept when large enough) and y to nb
+// labels. Returns nb, the rows packed. Used by both loaders.
 int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPlan& plan,
                    int64_t b, Tensor& x, std::vector<int32_t>& y);
 
@@ -70,10 +86,13 @@ class DatasetLoader {
   const LoaderOptions& options() const { return opt_; }
   const Dataset& dataset() const { return data_; }
 
-  // Batch b (0 <= b < num_batches()) of the current epoch into x and y; returns its size.
+  // Batch b (0 <= b < num_batches()) of the current epoch into x and y; returns its size
+  // (data-parallel: this rank's rows of it).
   int64_t load(int64_t b, Tensor& x, std::vector<int32_t>& y) const {
     return load_batch(data_, opt_, plan_, b, x, y);
   }
+  // The images in batch b, all ranks' rows together.
+  int64_t batch_rows(int64_t b) const { return plan_.batch_rows(b); }
 
  private:
   const Dataset& data_;

@@ -64,6 +64,7 @@ void PrefetchLoader::run() {
       load_batch(data_, opt_, *plan, b, batch.x, batch.y);
       batch.epoch = plan->epoch();
       batch.index = b;
+      batch.batch_rows = plan->batch_rows(b);
     } catch (...) {
       error = std::current_exception();
     }

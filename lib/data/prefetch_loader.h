@@ -36,6 +36,7 @@ struct Batch {
   Tensor x;                    // (n,C,H,W)
   std::vector<int32_t> y;      // n labels
   int64_t epoch = -1, index = -1;
+  int64_t batch_rows = 0;      // images in the whole batch (data-parallel: y holds a shard)
   int64_t size() const { return static_cast<int64_t>(y.size()); }
 };
 

@@ -38,9 +38,9 @@ float SoftmaxCrossEntropy::loss(Context& ctx) const {
   return static_cast<float>(total / static_cast<double>(host.numel()));
 }
 
-void SoftmaxCrossEntropy::backward(Context& ctx, Tensor& dlogits) {
+void SoftmaxCrossEntropy::backward(Context& ctx, Tensor& dlogits, int64_t mean_over) {
   PDNN_CHECK(!labels_.empty(), "softmax_cross_entropy: backward before forward");
-  const int64_t n = probs_.shape(0);
+  const int64_t n = mean_over > 0 ? mean_over : probs_.shape(0);
   dlogits.resize(in_shape_, DType::F32, probs_.device(), ctx);
   ops::softmax_cross_entropy_backward(ctx, static_cast<float>(1.0 / static_cast<double>(n)),
                                       probs_, labels_, dlogits);

@@ -24,7 +24,10 @@ class SoftmaxCrossEntropy {
   // Mean loss of the last forward.
   float loss(Context& ctx) const;
   // dlogits is resized to the logits' shape of the last forward (on their device), written (=).
-  void backward(Context& ctx, Tensor& dlogits);
+  // mean_over > 0 divides by it instead of N: a data-parallel rank holding N rows of a global
+  // batch of mean_over gets its share of the global mean's gradient, bit for bit the rows one
+  // process with the whole batch would compute.
+  void backward(Context& ctx, Tensor& dlogits, int64_t mean_over = 0);
   // acc (float64, >= 3, logits' device): [0] += sum of losses, [1] += correct, [2] += N, for the
   // last forward; `logits` must be the tensor that forward saw.
   void accumulate_metrics(Context& ctx, const Tensor& logits, Tensor& acc) const;

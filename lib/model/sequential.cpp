@@ -122,7 +122,10 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
   const Tensor* g = &dy;
   int gi = -1;  // which of grads_ holds g (-1: the caller's dy); dx goes to the other one
   for (size_t i = layers_.size(); i-- > 0;) {
-    if (absorbed_[i]) continue;  // dy passes through: the layer before takes it w.r.t. its output
+    if (absorbed_[i]) {  // dy passes through: the layer before takes it w.r.t. its output
+      if (hook_) hook_(ctx, i);
+      continue;
+    }
     Layer& l = *layers_[i];
     const Tensor& in = i == 0 ? x_in_ : acts_[i - 1];
     Tensor* dx = nullptr;
@@ -141,6 +144,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
       l.backward(ctx, in, acts_[i], *g, dx);
     }
     l.set_param_grads(true);
+    if (hook_) hook_(ctx, i);
     g = dx;
   }
 }

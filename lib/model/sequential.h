@@ -3,6 +3,7 @@
 // of all layers live in one flat buffer and their gradients in another (parameters()), on the
 // device the model was moved to (to()); activations follow the input's device.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -75,6 +76,10 @@ class Sequential {
   // Declares that the last forward will get no backward (see backward()).
   void forget_forward() { awaiting_backward_ = false; }
   const Tensor& input_grad() const { return dx_in_; }
+  // Called in backward() after layer i is done (its parameter gradients final), for every
+  // layer, last to first: data-parallel training starts all-reducing a bucket of gradients
+  // there (lib/dist/grad_sync.h). nullptr removes it.
+  void set_backward_hook(std::function<void(Context&, size_t)> hook) { hook_ = std::move(hook); }
   // Output of layer i in the last forward (for tests and debugging).
   const Tensor& activation(size_t i) const { return acts_.at(i); }
 
@@ -114,6 +119,7 @@ class Sequential {
   bool awaiting_backward_ = false;  // the last forward ran in training mode, no backward yet
   int overwritten_ = 0;             // training-mode forwards whose activations the last
                                     // forward replaced before their backward
+  std::function<void(Context&, size_t)> hook_;
 };
 
 }  // namespace pdnn

@@ -10,11 +10,11 @@ namespace pdnn {
 
 namespace cpu {
 
-void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, const float* x,
-                     float* y, float* mask, CpuExec) {
+void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, uint64_t skip,
+                     const float* x, float* y, float* mask, CpuExec) {
   const float scale = 1.f / (1.f - p);
   const double pd = p;
-  const uint64_t b = static_cast<uint64_t>(*base);
+  const uint64_t b = static_cast<uint64_t>(*base) + skip;
   // One hash per element (~10 integer ops): worth threads at a lower size than a plain loop.
 #pragma omp parallel for if(PDNN_PAR(n / 4)) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
@@ -39,16 +39,18 @@ void dropout_forward(Context& ctx, float p, const Tensor& x, Tensor& y, Tensor& 
   check_same_shape("dropout_forward: mask vs x", mask.shape(), x.shape());
   const int64_t n = x.numel();
   const uint64_t seed = ctx.rng().seed();
+  const Rng::RowDraw draw = ctx.rng().plan_rows(n, x.rank() > 0 ? x.shape(0) : 1);
   if (d == Device::CPU) {
-    const int64_t base = static_cast<int64_t>(ctx.rng().reserve(static_cast<uint64_t>(n)));
-    cpu::dropout_forward(n, p, seed, &base, x.data(), y.data(), mask.data(), ctx.cpu_exec());
+    const int64_t base = static_cast<int64_t>(ctx.rng().reserve(draw.advance));
+    cpu::dropout_forward(n, p, seed, &base, draw.skip, x.data(), y.data(), mask.data(),
+                         ctx.cpu_exec());
     return;
   }
   Tensor& counter = ctx.device_rng_counter();
-  PDNN_DISPATCH(ctx, d, dropout_forward, n, p, seed, counter.data<int64_t>(), x.data(), y.data(),
-                mask.data());
-  counter_add(ctx, counter, n);
-  ctx.mirror_rng_advance(static_cast<uint64_t>(n));
+  PDNN_DISPATCH(ctx, d, dropout_forward, n, p, seed, counter.data<int64_t>(), draw.skip, x.data(),
+                y.data(), mask.data());
+  counter_add(ctx, counter, static_cast<int64_t>(draw.advance));
+  ctx.mirror_rng_advance(draw.advance);
 }
 
 void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& mask, Tensor& dx) {

@@ -8,9 +8,9 @@ namespace pdnn {
 namespace cuda {
 
 namespace {
-__global__ void dropout_f(int64_t n, float p, uint64_t seed, const int64_t* base, const float* x,
-                          float* y, float* mask) {
-  const uint64_t b = static_cast<uint64_t>(*base);
+__global__ void dropout_f(int64_t n, float p, uint64_t seed, const int64_t* base, uint64_t skip,
+                          const float* x, float* y, float* mask) {
+  const uint64_t b = static_cast<uint64_t>(*base) + skip;
   const float scale = 1.f / (1.f - p);
   const double pd = p;
   PDNN_GRID_LOOP(i, n) {
@@ -25,10 +25,11 @@ __global__ void dropout_b(int64_t n, const float* dy, const float* mask, float* 
 }
 }  // namespace
 
-void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, const float* x,
-                     float* y, float* mask, CudaExec e) {
+void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, uint64_t skip,
+                     const float* x, float* y, float* mask, CudaExec e) {
   if (n <= 0) return;
-  dropout_f<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, p, seed, base, x, y, mask);
+  dropout_f<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, p, seed, base, skip, x, y,
+                                                                mask);
   PDNN_CUDA_LAUNCH_CHECK("dropout_forward");
 }
 

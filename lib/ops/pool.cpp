@@ -161,11 +161,12 @@ void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argma
 }
 
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
-                               const float* x, float* y, int32_t* argmax, float* mask, CpuExec) {
+                               uint64_t skip, const float* x, float* y, int32_t* argmax,
+                               float* mask, CpuExec) {
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
   const float scale = 1.f / (1.f - p);
   const double pd = p;
-  const uint64_t b = static_cast<uint64_t>(*base);
+  const uint64_t b = static_cast<uint64_t>(*base) + skip;
 #pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
   for (int64_t q = 0; q < g.planes; ++q) {
     float* __restrict yp = y + q * out_plane;
@@ -253,17 +254,18 @@ void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Ten
              static_cast<long long>(g.k), static_cast<long long>(g.s));
   const int64_t n = y.numel();
   const uint64_t seed = ctx.rng().seed();
+  const Rng::RowDraw draw = ctx.rng().plan_rows(n, y.rank() > 0 ? y.shape(0) : 1);
   if (d == Device::CPU) {
-    const int64_t base = static_cast<int64_t>(ctx.rng().reserve(static_cast<uint64_t>(n)));
-    cpu::maxpool2d_dropout_forward(g, p, seed, &base, x.data(), y.data(), argmax.data<int32_t>(),
-                                   mask.data(), ctx.cpu_exec());
+    const int64_t base = static_cast<int64_t>(ctx.rng().reserve(draw.advance));
+    cpu::maxpool2d_dropout_forward(g, p, seed, &base, draw.skip, x.data(), y.data(),
+                                   argmax.data<int32_t>(), mask.data(), ctx.cpu_exec());
     return;
   }
   Tensor& counter = ctx.device_rng_counter();
-  PDNN_DISPATCH(ctx, d, maxpool2d_dropout_forward, g, p, seed, counter.data<int64_t>(), x.data(),
-                y.data(), argmax.data<int32_t>(), mask.data());
-  counter_add(ctx, counter, n);
-  ctx.mirror_rng_advance(static_cast<uint64_t>(n));
+  PDNN_DISPATCH(ctx, d, maxpool2d_dropout_forward, g, p, seed, counter.data<int64_t>(), draw.skip,
+                x.data(), y.data(), argmax.data<int32_t>(), mask.data());
+  counter_add(ctx, counter, static_cast<int64_t>(draw.advance));
+  ctx.mirror_rng_advance(draw.advance);
 }
 
 void maxpool2d_dropout_backward(Context& ctx, const Pool2d& g, const Tensor& dy,

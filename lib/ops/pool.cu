@@ -23,6 +23,7 @@ struct Drop {
   float p;
   uint64_t seed;
   const int64_t* base;
+  uint64_t skip;  // a data-parallel rank's offset into the global batch's draw
   float* mask;
 };
 
@@ -30,7 +31,7 @@ template <bool kDrop>
 __global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
                           float* __restrict__ y, int32_t* __restrict__ argmax) {
   const int p_out = g.oh * g.ow;
-  const uint64_t base = kDrop ? static_cast<uint64_t>(*drop.base) : 0;
+  const uint64_t base = kDrop ? static_cast<uint64_t>(*drop.base) + drop.skip : 0;
   const float scale = kDrop ? 1.f / (1.f - drop.p) : 1.f;
   for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
     const float* xp = x + static_cast<int64_t>(plane) * g.h * g.w;
@@ -138,8 +139,9 @@ void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
 }
 
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
-                               const float* x, float* y, int32_t* argmax, float* mask, CudaExec e) {
-  launch_forward<true>(g, Drop{p, seed, base, mask}, x, y, argmax, e);
+                               uint64_t skip, const float* x, float* y, int32_t* argmax,
+                               float* mask, CudaExec e) {
+  launch_forward<true>(g, Drop{p, seed, base, skip, mask}, x, y, argmax, e);
 }
 
 void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,

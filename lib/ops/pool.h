@@ -21,8 +21,9 @@ struct Pool2d {
 
 // Max pooling followed by inverted dropout(p), the mask applied in the pool's own pass (each
 // plane's outputs while they are in cache; on the GPU in the same thread): y = max * mask and
-// mask exactly as maxpool2d_forward then dropout_forward with the same base (ops/dropout.h's
-// draw: output i kept iff Rng::to_unit(Rng::at(seed, base + i + 1)) >= p). Backward writes
+// mask exactly as maxpool2d_forward then dropout_forward with the same base and skip
+// (ops/dropout.h's draw: output i kept iff Rng::to_unit(Rng::at(seed, base + skip + i + 1)) >= p;
+// skip is a data-parallel rank's offset into the global batch's draw, 0 otherwise). Backward writes
 // dy * mask at the argmax: the two layers' backward passes in one. Only for windows that do not
 // overlap (stride >= kernel, as every pool in W2..W4): there each input gets at most one
 // product, so no sum whose rounding a compiler's FMA contraction could change.
@@ -35,7 +36,8 @@ void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
                         CpuExec e);
 // mask (planes,OH,OW) = 1/(1-p) or 0; base read, not changed (as dropout_forward).
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
-                               const float* x, float* y, int32_t* argmax, float* mask, CpuExec e);
+                               uint64_t skip, const float* x, float* y, int32_t* argmax,
+                               float* mask, CpuExec e);
 void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
                                 const float* mask, float* dx, CpuExec e);
 }  // namespace cpu
@@ -45,7 +47,8 @@ void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argma
 void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
                         CudaExec e);
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
-                               const float* x, float* y, int32_t* argmax, float* mask, CudaExec e);
+                               uint64_t skip, const float* x, float* y, int32_t* argmax,
+                               float* mask, CudaExec e);
 void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
                                 const float* mask, float* dx, CudaExec e);
 }  // namespace cuda
@@ -55,7 +58,8 @@ namespace ops {
 void maxpool2d_forward(Context& ctx, const Pool2d& g, const Tensor& x, Tensor& y, Tensor& argmax);
 void maxpool2d_backward(Context& ctx, const Pool2d& g, const Tensor& dy, const Tensor& argmax,
                         Tensor& dx);
-// Draws y.numel() values from the context's RNG, as ops::dropout_forward. mask: float32, y's size.
+// Draws y.numel() values from the context's RNG, as ops::dropout_forward (under a row shard:
+// the global batch's, Rng::plan_rows). mask: float32, y's size.
 void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Tensor& x, Tensor& y,
                                Tensor& argmax, Tensor& mask);
 void maxpool2d_dropout_backward(Context& ctx, const Pool2d& g, const Tensor& dy,

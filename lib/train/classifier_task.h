@@ -16,10 +16,20 @@
 // process (getrusage), peak device memory in use (the CUDA allocator's; 0 on the CPU), and the
 // time the epoch's training batches took to pack, split into the part hidden behind training
 // and the part the trainer waited for ("loader_hidden_s", "loader_exposed_s").
+//
+// Data-parallel (distribute()): rank r of N trains on rows [r*B/N, (r+1)*B/N) of every global
+// batch B, in the epoch's seeded order (the same order on every rank: the loaders pack only
+// their rank's rows, LoaderOptions::shard), with ClassifierTrainer's gradient all-reduce; it
+// evaluates samples [r*T/N, (r+1)*T/N) of the T test images (a DatasetRange); losses, correct
+// counts, image counts and the confusion matrix are summed over the ranks before any mean is
+// taken. Layers that normalise over the batch (BatchNorm2d) see the rank's shard only, as
+// PyTorch DDP without SyncBatchNorm; their running statistics are averaged over the ranks
+// before each evaluation. The resource columns are rank 0's.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/dataset.h"
@@ -63,8 +73,13 @@ class ClassifierTask : public TrainTask {
                        const std::map<std::string, int64_t>& values) override;
   CheckpointInfo load_checkpoint(const std::string& path) override;
   void save_weights(const std::string& path) override;
+  void distribute(Context& ctx, Communicator& comm) override;
+  std::vector<std::pair<std::string, std::string>> fingerprint(Context& ctx) override;
+  uint64_t state_hash(Context& ctx) override { return state_hash_of(ctx, model_, &opt_); }
+  std::string distributed_summary() const override;
+  std::string distributed_stats() const override;
 
-  // The last evaluation (with per_class: its confusion matrix).
+  // The last evaluation (with per_class: its confusion matrix), over all ranks.
   const EvalResult& last_eval() const { return last_eval_; }
   // Time spent packing training batches, over the run so far.
   LoaderStats loader_stats() const;
@@ -91,10 +106,14 @@ class ClassifierTask : public TrainTask {
   int prefetched_epoch_ = -1;       // the epoch prefetch_ was started on and not yet taken from
   int64_t batches_ = 0;
   Tensor x_;                        // the synchronous path's batch (pinned for a GPU)
+  // (data-parallel: this rank's rows of it)
   Tensor labels_;                   // labels of the current batch, int32 (pinned for a GPU)
   std::vector<int32_t> label_vec_;
-  Evaluator evaluator_;             // the test set's
+  std::unique_ptr<Evaluator> evaluator_;  // the test set's (data-parallel: test_shard_'s)
   EvalResult last_eval_;
+  Communicator* comm_ = nullptr;          // data-parallel: the ranks
+  std::unique_ptr<DatasetRange> test_shard_;  // ... and this rank's part of the test set
+  int64_t steps_ = 0;  // training steps of this run (data-parallel fault injection)
 };
 
 // Peak resident memory of this process so far, in bytes (getrusage's ru_maxrss).

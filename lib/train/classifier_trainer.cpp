@@ -7,6 +7,7 @@
 #include "cuda/cuda_state.h"
 #include "data/dataset_loader.h"
 #include "data/prefetch_loader.h"
+#include "dist/grad_sync.h"
 #include "ops/basic.h"
 #include "train/copy_fence.h"
 #include "train/optimizer_step.h"
@@ -33,20 +34,32 @@ ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cud
 
 ClassifierTrainer::~ClassifierTrainer() = default;
 
+void ClassifierTrainer::distribute(Communicator& comm, Context& ctx) {
+  sync_ = std::make_unique<GradSync>(comm, model_, ctx);
+  graph_.reset();  // a graph captured before holds no all-reduce
+}
+
 void ClassifierTrainer::run_step(Context& ctx) {
   logits_ = &model_.forward(ctx, x_);
   loss_.forward(ctx, *logits_, y_);
-  loss_.backward(ctx, dlogits_);
+  loss_.backward(ctx, dlogits_, global_batch_);
   model_.zero_grad(ctx);
+  if (sync_) sync_->begin(ctx);
   model_.backward(ctx, dlogits_);
+  if (sync_) sync_->finish(ctx);
   optimizer_step(ctx, opt_, model_);
   loss_.accumulate_metrics(ctx, *logits_, acc_);
 }
 
-void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels) {
+void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels,
+                             int64_t global_batch) {
   PDNN_CHECK(labels.dtype() == DType::I32 && labels.numel() == x.shape(0),
              "trainer: %lld labels (int32) for a batch %s", static_cast<long long>(labels.numel()),
              x.shape().str().c_str());
+  PDNN_CHECK(global_batch == 0 || sync_,
+             "trainer: a shard of a global batch (%lld) needs distribute() first",
+             static_cast<long long>(global_batch));
+  global_batch_ = global_batch;
   const Device dev = model_.device();
   if (acc_.empty() || acc_.device() != dev) {
     acc_ = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
@@ -63,10 +76,13 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
   } else if (x.device() == Device::CPU || labels.device() == Device::CPU) {
     fence.record(ctx);
   }
-  if (dev == Device::CUDA && use_graph_ && !ctx.profiler())
-    graph_.run(ctx, x_.shape(), [&] { run_step(ctx); });
-  else
+  if (dev == Device::CUDA && use_graph_ && !ctx.profiler()) {
+    const Rng::RowShard& shard = ctx.rng().row_shard();
+    graph_.run(ctx, StepGraph::Key(x_.shape(), shard.row0, shard.total),
+               [&] { run_step(ctx); });
+  } else {
     run_step(ctx);  // the CPU, --cuda-graph off, a profiled run
+  }
   fence.wait();
 }
 
@@ -181,6 +197,8 @@ EvalResult Evaluator::run(Context& ctx, Sequential& model) {
   }
   const Tensor h = dev == Device::CPU ? acc_ : acc_.to(Device::CPU, ctx);
   const double* a = h.data<double>();
+  r.loss_sum = a[0];
+  r.correct = a[1];
   r.loss = a[0] / static_cast<double>(data_.size());
   r.acc = a[1] / static_cast<double>(data_.size());
   return r;

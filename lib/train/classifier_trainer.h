@@ -3,6 +3,8 @@
 // batch is copied into the trainer's device buffers (the only transfer of a step), the loss and
 // the correct count are added to device accumulators (read back only when asked), and from the
 // second step of a batch shape on the whole step is one CUDA graph, replayed every step.
+// Data-parallel (distribute()): each rank steps on its shard of a global batch and the
+// gradients are summed over the ranks during backward (lib/dist/grad_sync.h), inside the graph.
 // evaluate_classifier: loss, accuracy and (optionally) the confusion matrix over a Dataset.
 #pragma once
 #include <cstdint>
@@ -18,6 +20,9 @@
 #include "train/step_graph.h"
 
 namespace pdnn {
+
+class Communicator;
+class GradSync;
 
 // Totals over the steps since reset_metrics().
 struct ClassifierMetrics {
@@ -39,7 +44,15 @@ class ClassifierTrainer {
   // as soon as step() returns: on the GPU it waits until their copies have run (not for the
   // step itself, which stays queued), so a loader can pack the next batch into the same
   // host buffer while the device trains on this one.
-  void step(Context& ctx, const Tensor& x, const Tensor& labels);
+  // Data-parallel (distribute()): x is this rank's shard of a global batch of global_batch
+  // rows (ctx.rng()'s row shard says which rows), the loss gradient is its share of the global
+  // mean and the gradients are summed over the ranks before the update, so every rank applies
+  // the global batch's update.
+  void step(Context& ctx, const Tensor& x, const Tensor& labels, int64_t global_batch = 0);
+  // Makes the steps data-parallel over comm (the model already on its device, NCCL open for a
+  // GPU model): gradients are all-reduced in buckets during backward (grad_sync.h).
+  void distribute(Communicator& comm, Context& ctx);
+  const GradSync* grad_sync() const { return sync_.get(); }
   // Totals since the last reset (reads them back: a sync on the GPU; call it when printing).
   ClassifierMetrics metrics(Context& ctx);
   void reset_metrics(Context& ctx);
@@ -60,6 +73,8 @@ class ClassifierTrainer {
   Tensor dlogits_, acc_;
   const Tensor* logits_ = nullptr;
   StepGraph graph_;
+  std::unique_ptr<GradSync> sync_;
+  int64_t global_batch_ = 0;  // the loss's mean is over this many rows (0: the batch's own)
 };
 
 // Mean softmax cross-entropy and accuracy over a whole split, in stored order, without
@@ -76,6 +91,7 @@ struct EvalOptions {
 struct EvalResult {
   double loss = 0, acc = 0;
   int64_t count = 0;
+  double loss_sum = 0, correct = 0;  // the totals behind loss and acc (summed over ranks)
   // With EvalOptions::confusion: classes x classes counts, row = true class, column = the
   // predicted one (the first of equal maxima); empty otherwise.
   std::vector<int64_t> confusion;

@@ -1,6 +1,8 @@
 // The command-line flags of the shared run loop (run_loop.h), for every training app: --epochs,
 // --seed, --threads, --out, --checkpoint, --resume, --save-init, --steps, --bench-csv,
-// --profile, --profile-out; and validators that give readable messages for out-of-range values.
+// --profile, --profile-out, the device flags and the data-parallel ones (--distributed,
+// --overlap, --bucket-mb, --dist-timeout); and validators that give readable messages for
+// out-of-range values.
 // Header-only on purpose: CLI11 is an app dependency, and only apps include this file.
 #pragma once
 #include <CLI/CLI.hpp>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "dist/communicator.h"
 #include "train/run_loop.h"
 
 namespace pdnn {
@@ -20,6 +23,9 @@ namespace pdnn {
 inline Device run_device(const RunConfig& cfg) {
   return cfg.device == "cuda" ? Device::CUDA : Device::CPU;
 }
+// The GPU a run's context opens: a data-parallel rank's local rank (one GPU per rank), else 0.
+//   Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
+inline int run_gpu(const RunConfig& cfg) { return cfg.comm ? cfg.comm->local_rank() : 0; }
 
 // A whole number 0..2^64-1 written in decimal: no sign, no exponent, no wrap-around.
 inline bool parse_u64(const std::string& s, uint64_t& v) {
@@ -61,6 +67,9 @@ inline CLI::Validator positive_finite_validator() {
 // Flags whose values need converting after parsing (finish_run_flags).
 struct RunFlagText {
   std::string seed = "1";
+  int* threads = nullptr;  // the app's --threads
+  bool distributed = false;
+  DistOptions dist;
 };
 
 // Adds the run-loop flags to `app`, writing into cfg (its fields hold the defaults) and
@@ -68,6 +77,7 @@ struct RunFlagText {
 inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagText& text,
                           const std::string& app_name) {
   text.seed = std::to_string(cfg.seed);
+  text.threads = &threads;
   app.add_option("--epochs", cfg.epochs, "epochs in all (a resumed run continues up to this)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxEpochs));
@@ -112,6 +122,29 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
   app.add_option("--profile-out", cfg.profile_out,
                  "profile CSV (default results/" + app_name +
                      "/profile_<model>_<dataset>_b<batch>_t<threads>.csv)");
+  auto* dist = app.add_flag(
+      "--distributed", text.distributed,
+      "data-parallel training, one process per rank started by  mpirun -np N  (one GPU per rank "
+      "with --device cuda): rank r trains on rows [r*B/N, (r+1)*B/N) of every global batch B, "
+      "gradients are averaged over the ranks; rank 0 writes the files (--threads default: the "
+      "cores divided among the ranks)");
+  app.add_option_function<std::string>(
+         "--overlap", [&text](const std::string& v) { text.dist.overlap = v == "on"; },
+         "with --distributed: all-reduce gradient buckets during backward (on, default) or the "
+         "whole gradient after it (off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->needs(dist);
+  app.add_option("--bucket-mb", text.dist.bucket_mb,
+                 "with --distributed: gradient bucket size in MB (the first is capped at 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6))
+      ->needs(dist);
+  app.add_option("--dist-timeout", text.dist.timeout_s,
+                 "with --distributed: seconds a rank waits for the others before it gives up "
+                 "(a rank died or hangs)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 1e6))
+      ->needs(dist);
 }
 
 // After app.parse(): the converted values and which flags were given.
@@ -119,8 +152,21 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
   PDNN_CHECK(parse_u64(text.seed, cfg.seed), "--seed: '%s' is not a whole number 0..2^64-1",
              text.seed.c_str());
   cfg.seed_given = app.count("--seed") > 0;
-  // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends.
-  if (cfg.device == "cuda") cfg.check_every = 0;
+  // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends
+  // (data-parallel: every 10 steps, when the loop synchronises anyway, so that every rank
+  // reads them at the same steps).
+  if (cfg.device == "cuda") cfg.check_every = text.distributed ? 10 : 0;
+  if (!text.distributed) return;
+  // Every rank must agree on these: all the flags as parsed, defaults included.
+  cfg.flags_text = app.config_to_str(true, false);
+  cfg.comm = Communicator::join(text.dist);  // fails in one line without a launcher or MPI
+  if (text.threads && *text.threads == 0) *text.threads = default_rank_threads(*cfg.comm);
+  if (text.threads && *text.threads > allowed_cpus())
+    std::fprintf(stderr,
+                 "pdnn: rank %d: %d threads on the %d CPU(s) the launcher bound this rank to: "
+                 "run mpirun with --bind-to none (or --map-by slot:PE=%d)\n",
+                 cfg.comm->rank(), *text.threads, allowed_cpus(),
+                 *text.threads);
 }
 
 // app.parse() and finish_run_flags(): returns -1 when the run goes on, else the exit status

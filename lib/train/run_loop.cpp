@@ -14,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "dist/communicator.h"
 #include "train/csv.h"
 #include "train/output_files.h"
 #include "train/profiler.h"
@@ -82,7 +83,39 @@ void check_count(const std::vector<double>& v, const std::vector<std::string>& c
              what, v.size(), cols.size());
 }
 
+// Runs f; an error it throws is one every rank throws at the same point (it comes from values
+// reduced over the ranks), so the job can end in order instead of being aborted.
+template <class F>
+auto on_every_rank(Communicator* comm, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    if (comm) Communicator::set_collective_error();
+    throw;
+  }
+}
+
 }  // namespace
+
+void TrainTask::distribute(Context& ctx, Communicator& comm) {
+  (void)ctx;
+  (void)comm;
+  Communicator::set_collective_error();  // every rank runs the same task: all fail here
+  PDNN_FAIL("--distributed: this app's training task does not support data-parallel training");
+}
+
+uint64_t state_hash_of(Context& ctx, Sequential& model, Optimizer* opt, uint64_t seed) {
+  uint64_t h = seed;
+  auto add = [&](const Tensor& t) {
+    const Tensor c = t.device() == Device::CPU ? t : t.to(Device::CPU, ctx);
+    h = hash_bytes(c.raw_data(), c.nbytes(), h);
+  };
+  add(model.parameters().values());
+  for (const Param& p : model.buffers()) add(*p.value);
+  if (opt)
+    for (const auto& s : opt->state()) add(*s.second);
+  return h;
+}
 
 bool all_finite(Context& ctx, Sequential& model, Optimizer* opt) {
   auto finite = [&ctx](const Tensor& t) {
@@ -117,7 +150,17 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
     PDNN_CHECK(kv.first != kSeed && kv.first != kRngCounter,
                "run loop: must_match value '%s' is a reserved name", kv.first.c_str());
 
-  // 1. Every output checked before any work; stale temporaries of killed runs cleared.
+  // 0. Data-parallel: the task takes its shard, then every rank must hold the same flags, data
+  //    and model before anything is written or trained.
+  if (Communicator* comm = c.comm.get()) {
+    task_.distribute(ctx_, *comm);
+    std::vector<std::pair<std::string, std::string>> items = {{"the flags", c.flags_text}};
+    for (auto& kv : task_.fingerprint(ctx_)) items.push_back(std::move(kv));
+    comm->check_same(items);
+  }
+
+  // 1. Every output checked before any work; stale temporaries of killed runs cleared (by
+  //    rank 0 alone, which alone writes them).
   std::vector<OutputFile> outputs;
   if (!bench) {
     outputs.push_back({"--out", c.out});
@@ -128,6 +171,7 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   if (!c.save_init.empty()) outputs.push_back({"--save-init", c.save_init});
   if (c.profile) outputs.push_back({"--profile-out", c.profile_out});
   if (!bench) outputs.insert(outputs.end(), c.extra_outputs.begin(), c.extra_outputs.end());
+  if (!root()) outputs.clear();
   check_output_files(outputs, c.inputs);
   for (const OutputFile& o : outputs)
     for (const std::string& t : remove_stale_temporaries(o.path))
@@ -141,8 +185,8 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   columns_.insert(columns_.end(), eval_cols_.begin(), eval_cols_.end());
   if (c.status_column) columns_.push_back("status");
   columns_.insert(columns_.end(), kTimeColumns.begin(), kTimeColumns.end());
-  if (!bench) csv_ = std::make_unique<CsvWriter>(c.out, columns_);
-  if (bench && !c.bench_csv.empty())
+  if (!bench && root()) csv_ = std::make_unique<CsvWriter>(c.out, columns_);
+  if (bench && !c.bench_csv.empty() && root())
     bench_csv_ = std::make_unique<CsvWriter>(c.bench_csv, kBenchColumns);
 
   // 2. Resume: the whole checkpoint validated against this run before anything changes.
@@ -177,6 +221,8 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
 
 RunLoop::~RunLoop() = default;
 
+bool RunLoop::root() const { return !cfg_.comm || cfg_.comm->root(); }
+
 // A run killed between an epoch's row and its checkpoint left that row at the end of the CSV:
 // drop the trailing rows of this model, data set and batch whose epoch is past the checkpoint's
 // (they are redone), from the last row backwards, stopping at the first row that is not one.
@@ -205,6 +251,7 @@ void RunLoop::reconcile_csv() {
 }
 
 void RunLoop::save(int epoch) {
+  if (!root()) return;
   std::map<std::string, int64_t> v = cfg_.must_match;
   v[kSeed] = static_cast<int64_t>(seed_);
   v[kRngCounter] = static_cast<int64_t>(ctx_.rng().counter());
@@ -218,11 +265,19 @@ int RunLoop::run() {
   Context& ctx = ctx_;
   const bool bench = cfg.steps > 0;
   const std::string& ck_path = cfg.checkpoint;
+  Communicator* comm = cfg.comm.get();
   for (const std::string& n : notes_) std::printf("%s\n", n.c_str());
+  if (comm)
+    std::printf("distributed: %d ranks x %d threads, %s; global batch %lld (%lld..%lld per rank); "
+                "%s\n",
+                comm->size(), ctx.threads(), comm->describe().c_str(),
+                static_cast<long long>(cfg.batch), static_cast<long long>(cfg.batch / comm->size()),
+                static_cast<long long>((cfg.batch + comm->size() - 1) / comm->size()),
+                task.distributed_summary().c_str());
   if (cfg.resume) {
     std::printf("resumed from %s after epoch %d\n", ck_path.c_str(), start_epoch_);
     if (csv_) reconcile_csv();
-  } else if (!cfg.save_init.empty()) {
+  } else if (!cfg.save_init.empty() && root()) {
     create_parent_folders(cfg.save_init);
     task.save_weights(cfg.save_init);
   }
@@ -237,7 +292,10 @@ int RunLoop::run() {
   // The data order's own stream (value 0 of the run's stream, which draws never use, as they
   // count from 1): epoch e's order depends on the seed and e only, not on dropout's draws.
   const uint64_t data_seed = Rng::at(seed_, 0);
-  const std::string threads = std::to_string(ctx.threads()), batch = std::to_string(cfg.batch);
+  // A data-parallel run's rows say "ranks x threads per rank" (e.g. 2x8) in the threads column.
+  const std::string threads =
+      comm ? strprintf("%dx%d", comm->size(), ctx.threads()) : std::to_string(ctx.threads());
+  const std::string batch = std::to_string(cfg.batch);
   const std::vector<std::string>& train_cols = train_cols_;
   const std::vector<std::string>& eval_cols = eval_cols_;
 
@@ -248,7 +306,8 @@ int RunLoop::run() {
   } detach{ctx};
   if (cfg.profile) ctx.set_profiler(&profiler);
 
-  const RunInfo info = run_info(ctx);
+  RunInfo info = run_info(ctx);
+  if (comm && !info.gpu.empty()) info.gpu = strprintf("%dx ", comm->size()) + info.gpu;
   std::vector<double> step_ms;
   int64_t steps = 0;
   const int64_t block = ctx.has_cuda() ? kGpuBlock : 1;
@@ -264,7 +323,7 @@ int RunLoop::run() {
     for (const std::string& s : {fmt(secs, 3), fmt(seen / secs, 1), info.git_rev, info.host,
                                  iso8601_utc_now()})
       row.push_back(s);
-    csv_->row(row);
+    if (csv_) csv_->row(row);  // data-parallel: rank 0 alone writes the CSV
   };
   for (int epoch = start_epoch_; bench ? steps < cfg.steps : epoch < cfg.epochs; ++epoch) {
     const int64_t batches = task.begin_epoch(ctx, epoch, data_seed);
@@ -308,21 +367,30 @@ int RunLoop::run() {
     int64_t in_block = 0;
     for (int64_t b = 0; b < batches; ++b) {
       if (cfg.profile) profiler.begin_step(ctx);
-      seen += task.train_batch(ctx, b);
+      {
+        Communicator::Watch w(comm, "a training step");
+        seen += task.train_batch(ctx, b);
+      }
       if (cfg.profile) profiler.end_step(ctx);
       ++steps;
       const bool last = b + 1 == batches || (bench && steps >= cfg.steps);
       if (++in_block == block || last) {
+        Communicator::Watch w(comm, "a training step");  // on the GPU the step's wait is here
         ctx.synchronize();
         step_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - tb).count() /
                           static_cast<double>(in_block));
         tb = Clock::now();
         in_block = 0;
       }
-      const bool show = progress.due(b + 1);
-      if (show || (cfg.check_every > 0 && (b + 1) % cfg.check_every == 0)) {
+      // Metrics are reduced over the ranks, so every rank reads them at the same steps;
+      // rank 0's clock decides whether a line is printed.
+      const bool periodic = cfg.check_every > 0 && (b + 1) % cfg.check_every == 0;
+      const bool read = comm ? periodic || b + 1 == batches : progress.due(b + 1) || periodic;
+      if (read) {
+        const bool show = comm ? comm->any(comm->root() && progress.due(b + 1), "the progress line")
+                               : progress.due(b + 1);
         const std::vector<double> m = task.train_metrics(ctx);
-        check(m, b + 1);
+        on_every_rank(comm, [&] { check(m, b + 1); });
         if (show) progress.print(b + 1, seen, metrics_text(train_cols, m, false));
       }
       if (bench && steps >= cfg.steps) break;
@@ -333,19 +401,32 @@ int RunLoop::run() {
 
     // The epoch's results, all checked before anything of it is written.
     const std::vector<double> train = task.train_metrics(ctx);
-    check(train, batches);
-    const std::vector<double> eval = task.evaluate(ctx);
+    on_every_rank(comm, [&] { check(train, batches); });
+    std::vector<double> eval;
+    {
+      Communicator::Watch w(comm, "the evaluation");
+      eval = task.evaluate(ctx);
+    }
     check_count(eval, eval_cols, "evaluate()");
     const std::string kept =
         ck_path.empty() ? "" : strprintf("; %s keeps epoch %d", ck_path.c_str(), epoch);
     const int bad = first_non_finite(eval);
+    if (bad >= 0 && comm) Communicator::set_collective_error();
     PDNN_CHECK(bad < 0,
                "training diverged in the last steps of epoch %d: after it the evaluation gives "
                "%s = %s; nothing was written for epoch %d%s (try a lower learning rate)",
                epoch + 1, eval_cols[static_cast<size_t>(std::max(bad, 0))].c_str(),
                fmt(eval[static_cast<size_t>(std::max(bad, 0))], 4).c_str(), epoch + 1,
                kept.c_str());
-    if (!task.state_finite(ctx)) {
+    bool finite = task.state_finite(ctx);
+    if (comm) {
+      finite = comm->all(finite, "the divergence check");
+      if (!finite) Communicator::set_collective_error();
+      // Every rank must hold the same weights: the same updates from the same start.
+      comm->check_same({{strprintf("the weights and optimizer state after epoch %d", epoch + 1),
+                         hash_hex(task.state_hash(ctx))}});
+    }
+    if (!finite) {
       const bool row = cfg.status_column;
       if (row)
         write_row(epoch, train, "diverged: non-finite weights or optimizer state at the end",
@@ -369,9 +450,9 @@ int RunLoop::run() {
     write_row(epoch, vals, status.empty() ? "ok" : status, secs, seen);
     crash_point("after_row", epoch + 1);
     if (!ck_path.empty()) save(epoch + 1);
-    task.end_epoch(ctx, epoch);
+    if (root()) task.end_epoch(ctx, epoch);  // the task's own files: rank 0 writes them
   }
-  if (!bench) task.finish(ctx);
+  if (!bench && root()) task.finish(ctx);
 
   if (bench) {
     // The first steps fault in buffers and warm caches: left out of the statistics.
@@ -381,8 +462,8 @@ int RunLoop::run() {
     const std::string mode = task.step_mode();
     const std::string precision = !ctx.has_cuda() ? "" : ctx.cuda().tf32() ? "tf32" : "fp32";
     // On the GPU the "steps" are blocks of kGpuBlock (each value a block's mean per step).
-    std::printf("step_ms model=%s batch=%lld threads=%d steps=%zu median=%.4f min=%.4f max=%.4f%s\n",
-                cfg.model.c_str(), static_cast<long long>(cfg.batch), ctx.threads(),
+    std::printf("step_ms model=%s batch=%lld threads=%s steps=%zu median=%.4f min=%.4f max=%.4f%s\n",
+                cfg.model.c_str(), static_cast<long long>(cfg.batch), threads.c_str(),
                 timed.size(), st.median, st.min, st.max,
                 ctx.has_cuda() ? (" device=cuda mode=" + mode + " precision=" + precision).c_str()
                                : "");
@@ -392,7 +473,9 @@ int RunLoop::run() {
                       fmt(st.min, 4), fmt(st.max, 4), info.blas_core, info.git_rev, info.host,
                       iso8601_utc_now()});
   }
-  if (cfg.profile) {
+  if (comm && !task.distributed_stats().empty())
+    std::printf("%s\n", task.distributed_stats().c_str());
+  if (cfg.profile && root()) {
     std::printf("%s", profiler.table().c_str());
     create_parent_folders(cfg.profile_out);
     profiler.write_csv(cfg.profile_out);

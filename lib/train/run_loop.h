@@ -18,11 +18,20 @@
 //   trailing-row rule: give concurrent runs their own --out.)
 // - Resuming gives the same weights as never stopping (the data order of epoch e depends on the
 //   seed and e only; the RNG position is saved).
+//
+// Data-parallel (RunConfig::comm, the --distributed flag; lib/dist/communicator.h): every rank
+// runs this loop over the same epochs and batches; the task trains on its shard of every
+// global batch and reduces its metrics over the ranks. Before anything else all ranks must
+// agree on the flags, the data and the model (Communicator::check_same); rank 0 alone checks
+// and writes the output files and prints; at every epoch's end the ranks check that they hold
+// the same weights. Metrics are read at the same steps on every rank (every check_every steps
+// and at an epoch's last batch), with rank 0 deciding whether a progress line is due.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/context.h"
@@ -30,6 +39,8 @@
 #include "train/output_files.h"
 
 namespace pdnn {
+
+class Communicator;
 
 constexpr int kMaxEpochs = 100000;  // --epochs and a checkpoint's epoch field stay within this
 
@@ -74,6 +85,7 @@ class TrainTask {
 
   // After epoch `epoch` (0-based) is finished, its row and checkpoint written: the task's own
   // per-epoch files (samples, plots), named in RunConfig::extra_outputs and written atomically.
+  // Data-parallel: called on rank 0 only (so is finish()); no collectives here.
   virtual void end_epoch(Context& ctx, int epoch) {
     (void)ctx;
     (void)epoch;
@@ -88,6 +100,27 @@ class TrainTask {
     (void)ctx;
     return "";
   }
+  // Data-parallel training (--distributed): from now on this rank trains on its shard of every
+  // global batch, train_batch() returns the global batch's size, and train_metrics() and
+  // evaluate() give the values over all ranks (collectives: every rank calls them at the same
+  // points). Called once, before anything is loaded or trained. A task that cannot says so.
+  virtual void distribute(Context& ctx, Communicator& comm);
+  // What every rank must agree on besides the flags, as (name, value) pairs compared across
+  // ranks at start-up: e.g. hashes of the training data and of the initial weights.
+  virtual std::vector<std::pair<std::string, std::string>> fingerprint(Context& ctx) {
+    (void)ctx;
+    return {};
+  }
+  // A hash of the trained state (weights, buffers, optimizer state): the ranks compare it at
+  // each epoch's end. 0: the task has none to compare.
+  virtual uint64_t state_hash(Context& ctx) {
+    (void)ctx;
+    return 0;
+  }
+  // One line on how the ranks communicate, for the run's header, and one on what the
+  // communication cost, printed at the end ("" when not distributed).
+  virtual std::string distributed_summary() const { return ""; }
+  virtual std::string distributed_stats() const { return ""; }
 };
 
 struct RunConfig {
@@ -123,6 +156,10 @@ struct RunConfig {
   // The device flags (--device, --cuda-graph, --tf32): the app makes its Context from them.
   std::string device = "cpu";
   bool cuda_graph = true, tf32 = false;
+  // --distributed: this run is one rank of several (set by finish_run_flags), and the
+  // parsed flags as text, which every rank must share.
+  std::shared_ptr<Communicator> comm;
+  std::string flags_text;
 };
 
 class CsvWriter;
@@ -148,6 +185,7 @@ class RunLoop {
  private:
   void reconcile_csv();
   void save(int epoch);
+  bool root() const;
 
   Context& ctx_;
   RunConfig cfg_;
@@ -163,5 +201,7 @@ class RunLoop {
 // finite: what a TrainTask's state_finite() checks for each of its models. Device tensors are
 // copied to the host for it (once per epoch, or on resume).
 bool all_finite(Context& ctx, Sequential& model, Optimizer* opt);
+// A hash of the same values (state_hash() of a task with this model and optimizer).
+uint64_t state_hash_of(Context& ctx, Sequential& model, Optimizer* opt, uint64_t seed = 0);
 
 }  // namespace pdnn

@@ -16,7 +16,13 @@ StepGraph::StepGraph(std::vector<Optimizer*> opts, const char* what)
 
 StepGraph::~StepGraph() = default;
 
-void StepGraph::run(Context& ctx, const Shape& key, const std::function<void()>& step) {
+void StepGraph::reset() {
+  graph_->reset();
+  graph_key_ = Key{};
+  warm_key_ = Key{};
+}
+
+void StepGraph::run(Context& ctx, const Key& key, const std::function<void()>& step) {
   PDNN_CHECK(ctx.has_cuda(), "StepGraph (%s): CUDA graphs need a GPU context", what_);
   if (failures_ >= kMaxFailures) {
     step();
@@ -58,7 +64,7 @@ void StepGraph::run(Context& ctx, const Shape& key, const std::function<void()>&
     const AllocStats a1 = ctx.device_alloc_stats();
     if (a1.frees != frees || a1.allocs != a0.allocs) {
       graph_->reset();
-      warm_key_ = Shape{};
+      warm_key_ = Key{};
       if (++failures_ == kMaxFailures)
         std::fprintf(stderr,
                      "%s: device memory was allocated or freed inside the training step (%llu "

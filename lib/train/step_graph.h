@@ -27,6 +27,21 @@ class CudaGraph;
 
 class StepGraph {
  public:
+  // What a captured step is specific to: the batch shape and, data-parallel, the rows of the
+  // global batch this rank holds (row0 of total: a dropout draw's offsets are baked into the
+  // graph). A Shape converts to a key with no shard.
+  struct Key {
+    Shape shape;
+    int64_t row0 = 0, total = 0;
+    Key() = default;
+    Key(const Shape& s) : shape(s) {}  // NOLINT(google-explicit-constructor): on purpose
+    Key(const Shape& s, int64_t r0, int64_t t) : shape(s), row0(r0), total(t) {}
+    bool operator==(const Key& o) const {
+      return shape == o.shape && row0 == o.row0 && total == o.total;
+    }
+    bool operator!=(const Key& o) const { return !(*this == o); }
+  };
+
   // The optimizers the step updates (their host step counts are kept right); they must outlive
   // this object. `what` names the step in the message printed when graphs are given up.
   StepGraph(std::vector<Optimizer*> opts, const char* what);
@@ -35,10 +50,14 @@ class StepGraph {
   StepGraph& operator=(const StepGraph&) = delete;
 
   // Runs step() once, on ctx's GPU stream: eagerly or as a replay of its graph (captured first
-  // when needed). key: what the captured step depends on besides the memory (the batch shape).
-  // Every buffer the step reads or writes must keep its address between calls: copy the batch
-  // into the step's own device buffers before run() (that copy is not part of the graph).
-  void run(Context& ctx, const Shape& key, const std::function<void()>& step);
+  // when needed). key: what the captured step depends on besides the memory (the batch shape,
+  // and a data-parallel rank's rows). Every buffer the step reads or writes must keep its
+  // address between calls: copy the batch into the step's own device buffers before run()
+  // (that copy is not part of the graph).
+  void run(Context& ctx, const Key& key, const std::function<void()>& step);
+  // Drops the graph (the step changed in a way the key does not show: data-parallel training
+  // adds the gradient all-reduce); the next run() starts with an eager step.
+  void reset();
 
   int64_t replays() const { return replays_; }
   int64_t captures() const { return captures_; }
@@ -47,7 +66,7 @@ class StepGraph {
   std::vector<Optimizer*> opts_;
   const char* what_;
   std::unique_ptr<CudaGraph> graph_;
-  Shape graph_key_, warm_key_;
+  Key graph_key_, warm_key_;
   uint64_t graph_frees_ = 0, warm_frees_ = 0;
   int failures_ = 0;
   static constexpr int kMaxFailures = 3;

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "dist/communicator.h"
 
 namespace pdnn {
 
@@ -21,7 +22,17 @@ int run_app(const char* name, int (*body)(int, char**), int argc, char** argv) {
   try {
     return body(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name, e.what());
+    // A data-parallel rank: an error every rank threw together is printed once (by rank 0);
+    // one this rank alone saw names the rank and then ends the whole job (fail_locally).
+    const int rank = Communicator::process_rank();
+    if (rank < 0)
+      std::fprintf(stderr, "%s: error: %s\n", name, e.what());
+    else if (!Communicator::collective_error_in_flight())
+      std::fprintf(stderr, "%s: error (rank %d): %s\n", name, rank, e.what());
+    else if (rank == 0)
+      std::fprintf(stderr, "%s: error: %s\n", name, e.what());
+    std::fflush(stderr);
+    Communicator::fail_locally(1);
     return 1;
   }
 }

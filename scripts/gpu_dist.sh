@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Data-parallel training on 2 GPUs of one host (the nvidia-h200-x2 kind), one rank per GPU:
+# weak scaling of W3 (mnist keras, 128 images per GPU) and W4 (caltech101, 64 per GPU, when the
+# bundle has that app): step time and images/s on 1 GPU and on 2, pdnn --distributed (NCCL,
+# bootstrapped through MPI) beside PyTorch DDP (NCCL, torch.multiprocessing) in the same
+# command; the gradient all-reduce's cost (bytes, time, bus bandwidth) against NCCL's own
+# all-reduce bandwidth on this machine (bench_allreduce: ncclAllReduce loops as nccl-tests'
+# all_reduce_perf runs them); and a correctness check (2 GPUs reach the weights of 1 GPU with
+# the same global batch). One command under 10 minutes; everything goes under $OUT:
+#   $OUT/results/scale/gpu_dist.csv         pdnn and PyTorch DDP rows (scale_rows.py columns)
+#   $OUT/results/scale/gpu_allreduce.csv    NCCL all-reduce time and bandwidth per size
+#   $OUT/plots/*.png, $OUT/gpu_dist.log
+#
+# Here (build machine):
+#   MPI=1 DATA="fashion-mnist mnist-npm10k" BINS="mnist bench_allreduce pdnn_tests" scripts/gpu_prepare.sh
+#   (add caltech101 to BINS for the W4 rows: the shipped photos travel in the tree; the host's
+#   copy of it is limited to 64 MiB, so keep DATA small then)
+# There:  OUT=$OUT scripts/gpu_dist.sh
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0: this machine's rule). NCCL is the host's
+# (libnccl.so.2 from its CUDA install or PyTorch's wheel; found below, PDNN_NCCL_LIBRARY).
+# Knobs: STEPS (300 for W3), STEPS_W4 (40), TORCH (1), PYTHON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-results/gpu-run}
+STEPS=${STEPS:-300}
+STEPS_W4=${STEPS_W4:-40}
+TORCH=${TORCH:-1}
+PYTHON=${PYTHON:-python3}
+export NCCL_NVLS_ENABLE=0
+mkdir -p "$OUT/results/scale"
+exec > >(tee -a "$OUT/gpu_dist.log") 2>&1
+CSV=$OUT/results/scale/gpu_dist.csv
+start=$SECONDS
+W=$(mktemp -d)
+tmp=$(mktemp -d)
+trap 'rm -rf "$W" "$tmp"' EXIT
+scripts/gpu_wrap.sh "$W"
+[ -x "$W/mpirun" ] || { echo "gpu_dist: the bundle has no mpirun: run MPI=1 scripts/gpu_prepare.sh first"; exit 1; }
+ngpu=$(nvidia-smi -L | wc -l)
+echo "gpu_dist: $ngpu GPU(s):"; nvidia-smi -L
+nvidia-smi topo -m || true
+[ "$ngpu" -ge 2 ] || { echo "gpu_dist: needs 2 GPUs (the nvidia-h200-x2 kind)"; exit 1; }
+
+# The host's NCCL for pdnn (dlopen): its CUDA install, else the one PyTorch's wheels carry.
+if [ -z "${PDNN_NCCL_LIBRARY:-}" ]; then
+  for f in /usr/local/cuda/lib64/libnccl.so.2 /usr/local/cuda/targets/x86_64-linux/lib/libnccl.so.2 \
+           /usr/local/cuda-*/lib64/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2 \
+           $("$PYTHON" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null) \
+           /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2 \
+           /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2; do
+    [ -e "$f" ] && { export PDNN_NCCL_LIBRARY=$f; break; }
+  done
+fi
+echo "gpu_dist: NCCL for pdnn: ${PDNN_NCCL_LIBRARY:-not found (pdnn will say where it looked)}"
+"$W/mpirun" --version | head -1
+MPIRUN=("$W/mpirun" -np 2 --bind-to none -x NCCL_NVLS_ENABLE -x PDNN_NCCL_LIBRARY)
+
+W3_DATA=""
+for d in gpu-bundle/data/fashion-mnist gpu-bundle/data/mnist gpu-bundle/data/mnist-npm10k; do
+  [ -d "$d" ] && { W3_DATA=$d; break; }
+done
+
+# 0. The data-parallel tests that need GPUs: the dropout shard on the device, and NCCL's
+# overlapped buckets against one all-reduce on 2 GPUs (DistributedWorker.* inside mpirun).
+if [ -x "$W/pdnn_tests" ]; then
+  echo "== pdnn_tests: Distributed.* and DistributedMpi.Collectives (2 ranks, 1 GPU each)"
+  PATH="$W:$PATH" "$W/pdnn_tests" --gtest_filter='Distributed.*:DistributedMpi.Collectives' 2>&1 |
+    grep -E "^\[ *(OK|FAILED|SKIPPED|PASSED) |Failure|DeviceBuckets" || true
+fi
+
+# 1. NCCL's own bandwidth between the 2 GPUs, at W3's and W4's gradient sizes and around them.
+if [ -x "$W/bench_allreduce" ]; then
+  echo "== ncclAllReduce, 2 GPUs"
+  "${MPIRUN[@]}" "$W/bench_allreduce" --device cuda --iters 50 --warmup 10 \
+    --sizes-mb 0.0625,0.25,1,4.799528,16,64,256,408.028,1024 --label "$(nvidia-smi -L | head -1 | cut -d'(' -f1)" \
+    --out "$OUT/results/scale/gpu_allreduce.csv" || echo "FAILED: bench_allreduce"
+fi
+
+# pdnn_run WORKLOAD APP PER_GPU STEPS FLAGS...: 1 GPU, then 2 GPUs (global batch 2 x PER_GPU)
+# with the gradient all-reduce overlapped (default) and not, CUDA graph on (default) and off.
+pdnn_run() {
+  local workload=$1 app=$2 per=$3 steps=$4
+  shift 4
+  [ -x "$W/$app" ] || { echo "SKIP $workload: $app is not in the bundle"; return 0; }
+  for variant in "graph:" "eager:--cuda-graph off"; do
+    local mode=${variant%%:*} flags=${variant#*:}
+    echo "== pdnn $workload, 1 GPU, batch $per, $mode"
+    rm -f "$tmp/b.csv"
+    # shellcheck disable=SC2086
+    if "$W/$app" "$@" --device cuda --batch "$per" --steps "$steps" $flags \
+        --bench-csv "$tmp/b.csv" > "$tmp/log" 2>&1; then
+      grep step_ms "$tmp/log"
+      "$PYTHON" scripts/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks 1 --threads 1 \
+        --global-batch "$per" --mode "$mode" --out "$CSV"
+    else
+      tail -8 "$tmp/log"; echo "FAILED: pdnn $workload 1 GPU $mode"
+    fi
+  done
+  for variant in "graph+overlap:" "graph:--overlap off" "eager+overlap:--cuda-graph off" \
+                 "eager:--cuda-graph off --overlap off"; do
+    local mode=${variant%%:*} flags=${variant#*:}
+    echo "== pdnn $workload, 2 GPUs, global batch $((2 * per)), $mode"
+    rm -f "$tmp/b.csv"
+    # shellcheck disable=SC2086
+    if "${MPIRUN[@]}" "$W/$app" "$@" --device cuda --batch $((2 * per)) --steps "$steps" \
+        --distributed $flags --bench-csv "$tmp/b.csv" > "$tmp/log" 2>&1; then
+      grep -E "step_ms|distributed:" "$tmp/log"
+      "$PYTHON" scripts/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks 2 --threads 1 \
+        --global-batch $((2 * per)) --mode "$mode" --out "$CSV"
+    else
+      tail -12 "$tmp/log"; echo "FAILED: pdnn $workload 2 GPUs $mode"
+    fi
+  done
+}
+
+if [ -n "$W3_DATA" ]; then
+  pdnn_run W3 mnist 128 "$STEPS" --model keras --data "$W3_DATA"
+  # 2. Correctness on the GPUs: 2 GPUs x 128 against 1 GPU x 256, one epoch of the small
+  # set (40 steps) from the same seed; the weights must agree within float reduction-order
+  # tolerance (test_distributed.cpp), and the epoch rows nearly so.
+  CK_DATA=$W3_DATA
+  [ -d gpu-bundle/data/mnist-npm10k ] && CK_DATA=gpu-bundle/data/mnist-npm10k
+  echo "== pdnn W3 correctness ($CK_DATA): 1 GPU batch 256 vs 2 GPUs x 128, 1 epoch"
+  if "$W/mnist" --model keras --data "$CK_DATA" --device cuda --batch 256 --epochs 1 \
+       --out "$tmp/one.csv" --checkpoint "$tmp/one.ckpt" > "$tmp/log1" 2>&1 &&
+     "${MPIRUN[@]}" "$W/mnist" --model keras --data "$CK_DATA" --device cuda --batch 256 \
+       --epochs 1 --distributed --out "$tmp/two.csv" --checkpoint "$tmp/two.ckpt" > "$tmp/log2" 2>&1; then
+    tail -2 "$tmp/log1"; tail -3 "$tmp/log2"
+    if [ -x "$W/pdnn_tests" ]; then
+      PDNN_COMPARE_CKPT="$tmp/one.ckpt,$tmp/two.ckpt,keras,28,10" "$W/pdnn_tests" \
+        --gtest_filter='DistributedCompare.*' | grep -E "max \||OK|FAILED|Skipped" || true
+    fi
+  else
+    tail -6 "$tmp/log1" "$tmp/log2" 2>/dev/null; echo "FAILED: W3 correctness runs"
+  fi
+else
+  echo "SKIP W3: no MNIST-layout data in gpu-bundle/data (DATA=fashion-mnist scripts/gpu_prepare.sh)"
+fi
+pdnn_run W4 caltech101 64 "$STEPS_W4" ${CALTECH_ARGS:-}
+
+# 3. PyTorch DDP (NCCL), eager as users write it, the same per-GPU batches.
+if [ "$TORCH" = 1 ] && "$PYTHON" -c 'import torch; assert torch.cuda.device_count() >= 2' 2>/dev/null; then
+  echo "== PyTorch DDP W3, 1 and 2 GPUs x 128"
+  "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W3 --ranks 1,2 \
+    --batch-per-rank 128 --steps "$STEPS" --out "$CSV" || echo "FAILED: torch W3"
+  if [ -x "$W/caltech101" ]; then
+    echo "== PyTorch DDP W4, 1 and 2 GPUs x 64"
+    "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W4 --ranks 1,2 \
+      --batch-per-rank 64 --steps "$STEPS_W4" --out "$CSV" || echo "FAILED: torch W4"
+  fi
+else
+  echo "SKIP PyTorch DDP: no torch with 2 GPUs for $PYTHON"
+fi
+
+"$PYTHON" scripts/plot.py --results "$OUT/results" --out "$OUT/plots" || echo "plot failed"
+echo "gpu_dist: done in $((SECONDS - start)) s; rows in $CSV"

@@ -18,7 +18,7 @@
 # python3 keeps its own libraries (trap 3 of the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=gpu-bundle-hebbian
+B=${B:-gpu-bundle-hebbian}  # B=gpu-bundle: the bundle of scripts/gpu_prepare.sh (with hebbian and pdnn_tests in BINS)
 
 case "${1:-}" in
 prepare)

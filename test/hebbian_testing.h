@@ -35,13 +35,16 @@ State<T> initial_state(const HebbianProblem& pb) {
 // The recurrence exactly as SPEC.md writes it, in R arithmetic, one plain loop per operation
 // (std::tanh). It stops after the first step whose x or W holds a non-finite value, as the
 // kernels do.
+// w0: the initial W in R (a perturbed W_0 finer than float can hold); pb.W when null.
 template <typename R>
-State<R> naive_run(const HebbianProblem& pb, int64_t steps, double lr_d, double leak) {
+State<R> naive_run(const HebbianProblem& pb, int64_t steps, double lr_d, double leak,
+                   const std::vector<R>* w0 = nullptr) {
   const int64_t n = pb.n;
   const R lr = static_cast<R>(lr_d);
   const R keep = leak == 0 ? R(1) : static_cast<R>(1 - leak);
   const R gain = leak == 0 ? R(1) : static_cast<R>(leak);
   State<R> s = initial_state<R>(pb);
+  if (w0) s.W = *w0;
   std::vector<R> pre(static_cast<size_t>(n));
   for (int64_t t = 1; t <= steps; ++t) {
     for (int64_t i = 0; i < n; ++i) {

@@ -36,10 +36,12 @@ Tolerance run_tolerance(const HebbianProblem& pb, int64_t steps, double lr, doub
   const double sx = max_abs(ref.x), sw = max_abs(ref.W);
   double dx = 0, dw = 0;
   for (uint64_t k = 1; k <= 3; ++k) {
-    HebbianProblem q = pb;
+    // In long double: a float W_0 cannot hold a 2u change of float64's u (it rounded back,
+    // giving D = 0 for float64 runs).
+    std::vector<long double> w0(pb.W.begin(), pb.W.end());
     Rng r(1000 + k);
-    for (float& v : q.W) v = static_cast<float>(v * (1.0 + (r.uniform() < 0.5 ? -2.0 : 2.0) * u));
-    const State<long double> p = naive_run<long double>(q, steps, lr, leak);
+    for (long double& v : w0) v *= 1.0L + (r.uniform() < 0.5 ? -2.0L : 2.0L) * u;
+    const State<long double> p = naive_run<long double>(pb, steps, lr, leak, &w0);
     dx = std::max(dx, max_abs_diff(p.x, ref.x) / (sx * u));
     dw = std::max(dw, max_abs_diff(p.W, ref.W) / (sw * u));
   }

@@ -97,14 +97,17 @@ std::string find_mpirun() {
 }
 
 // How the tests launch N ranks: as root too (CI), more ranks than cores, no network (shared
-// memory and loopback only), no binding (each rank's threads may use every core), and Open
-// MPI's leaks at exit suppressed for LeakSanitizer in sanitizer builds.
+// memory and loopback only), no binding (each rank's threads may use every core), and, in
+// sanitizer builds, no leak check inside the ranks: Open MPI keeps allocations alive past exit
+// in plugins it has unloaded by then, so LeakSanitizer sees frames of "<unknown module>" that no
+// suppression can name (CI: 14 such reports per rank). Address and UB checks stay on, and the
+// same training code runs leak-checked in the single-process tests.
 std::string mpirun_prefix(const std::string& mpirun, int n) {
   return "OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1 "
          "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-         "LSAN_OPTIONS=suppressions=" PDNN_SOURCE_DIR "/test/lsan_mpi.supp:print_suppressions=0 " +
+         "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" " +
          mpirun + " --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader " +
-         "-x LSAN_OPTIONS -x ASAN_OPTIONS -x UBSAN_OPTIONS -x OPENBLAS_CORETYPE -np " +
+         "-x ASAN_OPTIONS -x UBSAN_OPTIONS -x OPENBLAS_CORETYPE -np " +
          std::to_string(n) + " ";
 }
 

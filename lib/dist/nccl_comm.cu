@@ -29,9 +29,10 @@ struct NcclComm::Api {
   ncclResult_t (*comm_abort)(ncclComm_t) = nullptr;
   const char* (*error_string)(ncclResult_t) = nullptr;
 
-  ~Api() {
-    if (lib) dlclose(lib);
-  }
+  // No dlclose: NCCL's helper threads and thread-local destructors outlive ncclCommDestroy, and
+  // with the library unloaded under them a rank crashed at exit (SIGSEGV at an unmapped
+  // address, after all its work had passed, on a pair of H200s). RTLD_NODELETE below says so to
+  // the loader as well.
   void check(ncclResult_t r, const char* what) const {
     if (r != ncclSuccess)
       PDNN_FAIL("NCCL: %s failed: %s (set NCCL_DEBUG=WARN for NCCL's own account)", what,
@@ -50,7 +51,7 @@ void* open_nccl(std::string* tried) {
                              "/usr/local/cuda/targets/x86_64-linux/lib/libnccl.so.2",
                              "/usr/local/cuda/lib/libnccl.so.2"});
   for (const std::string& n : names) {
-    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) return h;
     *tried += (tried->empty() ? "" : ", ") + n;
   }
   return nullptr;

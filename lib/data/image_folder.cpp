@@ -1,6 +1,7 @@
 // Image folders: scanning, decoding through OpenCV into the uint8 cache, the per-class split
 // (image_folder.h).
 #include "data/image_folder.h"
+#include "data/image_decode.h"
 
 #include <omp.h>
 
@@ -102,11 +103,11 @@ std::string read_file(const std::string& path, std::vector<uint8_t>* out) {
   return "";
 }
 
-// Decodes one file into side x side x 3 RGB bytes at dst; "" or why it was skipped.
-std::string decode_into(const std::string& path, int side, bool center_crop, uint8_t* dst) {
-  std::vector<uint8_t> bytes;
-  std::string problem = read_file(path, &bytes);
-  if (!problem.empty()) return problem;
+}  // namespace
+
+std::string decode_image_bytes(const std::vector<uint8_t>& bytes, int side, bool center_crop,
+                               uint8_t* dst) {
+  std::string problem;
   if (bytes.empty()) return "empty file";
   const Format format = sniff(bytes);
   if (format == Format::Other) return "not a JPEG, PNG or BMP file";
@@ -120,13 +121,16 @@ std::string decode_into(const std::string& path, int side, bool center_crop, uin
       // JPEGs are 8-bit grey or colour, so IMREAD_COLOR loses nothing; libjpeg can decode at
       // 1/2, 1/4 or 1/8 scale directly (DCT scaling), several times faster, when the reduced
       // image is still at least the cache size (small --size runs, the unit tests).
-      int flags = cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION;
+      int scale = 1;
       if (w > 0 && h > 0) {
         const int shorter = std::min(w, h);
-        if (shorter >= 8 * side) flags = cv::IMREAD_REDUCED_COLOR_8 | cv::IMREAD_IGNORE_ORIENTATION;
-        else if (shorter >= 4 * side) flags = cv::IMREAD_REDUCED_COLOR_4 | cv::IMREAD_IGNORE_ORIENTATION;
-        else if (shorter >= 2 * side) flags = cv::IMREAD_REDUCED_COLOR_2 | cv::IMREAD_IGNORE_ORIENTATION;
+        scale = shorter >= 8 * side ? 8 : shorter >= 4 * side ? 4 : shorter >= 2 * side ? 2 : 1;
       }
+      const int flags = (scale == 8   ? cv::IMREAD_REDUCED_COLOR_8
+                         : scale == 4 ? cv::IMREAD_REDUCED_COLOR_4
+                         : scale == 2 ? cv::IMREAD_REDUCED_COLOR_2
+                                      : cv::IMREAD_COLOR) |
+                        cv::IMREAD_IGNORE_ORIENTATION;
       img = cv::imdecode(bytes, flags);
     } else {
       // PNG and BMP as stored (grey, grey+alpha, RGB, RGBA; 8 or 16 bits), converted below.
@@ -171,6 +175,16 @@ std::string decode_into(const std::string& path, int side, bool center_crop, uin
     return std::string("OpenCV: ") + e.what();
   }
   return "";
+}
+
+namespace {
+
+// Decodes one file into side x side x 3 RGB bytes at dst; "" or why it was skipped.
+std::string decode_into(const std::string& path, int side, bool center_crop, uint8_t* dst) {
+  std::vector<uint8_t> bytes;
+  const std::string problem = read_file(path, &bytes);
+  if (!problem.empty()) return problem;
+  return decode_image_bytes(bytes, side, center_crop, dst);
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {

@@ -100,6 +100,15 @@ const Target kTargets[] = {
        }
        load_checkpoint(p, m.model, p.find("adam") != std::string::npos ? m.opt.get() : nullptr);
      }},
+#ifdef PDNN_HAVE_OPENCV
+    {"image_folder", fuzz::fuzz_image_folder_one,
+     [](const std::string& p) {
+       const std::vector<uint8_t> b = read_bytes(p);
+       std::vector<uint8_t> out(16 * 16 * 3);
+       const std::string problem = decode_image_bytes(b, 16, false, out.data());
+       PDNN_CHECK(problem.empty(), "%s: %s", p.c_str(), problem.c_str());
+     }},
+#endif
 };
 
 TEST(FuzzCorpus, SeedsAndRegressionInputsRunCleanly) {

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "data/dataset_loader.h"
+#include "data/image_decode.h"
 #include "data/image_folder.h"
 #include "data/prefetch_loader.h"
 #include "testing.h"
@@ -176,6 +177,62 @@ TEST_F(ImageFolderTest, ReadsEveryKindSkipsAndCountsTheBadFiles) {
 
 // The pixels as cached, for the kinds that need converting, with the cache at the source size
 // (no resampling) and no normalisation.
+// Regression (fuzz_image_folder, test/fuzz/regressions/image_folder/bmp_header_claims_2gb): a
+// 50-byte BMP whose header claims 1044 x 720884 pixels made OpenCV allocate 2.26 GB before
+// failing to read them. Headers announcing more than kMaxImagePixels are now skipped unread,
+// in every format, and counted like any bad file.
+TEST_F(ImageFolderTest, RegressionHugeImageHeadersAreSkippedNotAllocated) {
+  std::ifstream in(std::string(PDNN_SOURCE_DIR) +
+                       "/test/fuzz/regressions/image_folder/bmp_header_claims_2gb",
+                   std::ios::binary);
+  const std::vector<uint8_t> bmp(std::istreambuf_iterator<char>(in), {});
+  ASSERT_EQ(bmp.size(), 50u);
+  std::vector<uint8_t> out(16 * 16 * 3);
+  EXPECT_EQ(decode_image_bytes(bmp, 16, false, out.data()),
+            "image too large (1044 x 720884 pixels to decode; at most 67108864)");
+
+  // The next finding, in that check itself: a PNG claiming 2^32 - 1 pixels a side overflowed
+  // the product (regressions/image_folder/png_header_size_overflow).
+  std::ifstream in2(std::string(PDNN_SOURCE_DIR) +
+                        "/test/fuzz/regressions/image_folder/png_header_size_overflow",
+                    std::ios::binary);
+  const std::vector<uint8_t> png_max(std::istreambuf_iterator<char>(in2), {});
+  ASSERT_GT(png_max.size(), 24u);
+  EXPECT_EQ(decode_image_bytes(png_max, 16, false, out.data()),
+            "image too large (4294967295 x 4294967295 pixels to decode; at most 67108864)");
+
+  // A PNG with its size patched to 20000 x 20000 (its IHDR CRC is then wrong: the size check
+  // comes before any decoding).
+  std::vector<uint8_t> png, jpg;
+  ASSERT_TRUE(cv::imencode(".png", picture(2, 2, 1), png));
+  for (int i : {16, 20}) png[i] = 0, png[i + 1] = 0, png[i + 2] = 0x4E, png[i + 3] = 0x20;
+  EXPECT_EQ(decode_image_bytes(png, 16, false, out.data()),
+            "image too large (20000 x 20000 pixels to decode; at most 67108864)");
+  // A JPEG patched to 65535 x 1100 counts at the scale libjpeg would decode it at: at side 16
+  // that is 1/8 (8192 x 138), within the limit, so the file gets to OpenCV (which finds the
+  // pixel data missing); at side 600 it is not reduced (1100 < 2 x 600): 72 M pixels.
+  ASSERT_TRUE(cv::imencode(".jpg", picture(8, 8, 1), jpg));
+  size_t sof = 2;
+  while (!(jpg[sof] == 0xFF && jpg[sof + 1] == 0xC0)) sof += 2 + (jpg[sof + 2] << 8 | jpg[sof + 3]);
+  jpg[sof + 5] = 0x04, jpg[sof + 6] = 0x4C;  // height 1100
+  jpg[sof + 7] = 0xFF, jpg[sof + 8] = 0xFF;  // width 65535
+  EXPECT_NE(decode_image_bytes(jpg, 16, false, out.data()).rfind("image too large", 0), 0u);
+  std::vector<uint8_t> big(600 * 600 * 3);
+  EXPECT_EQ(decode_image_bytes(jpg, 600, false, big.data()),
+            "image too large (65535 x 1100 pixels to decode; at most 67108864)");
+
+  // In a folder: skipped and counted, the good images still load.
+  mkdir("cats");
+  write("cats/a.png", picture(8, 8, 1));
+  write("cats/b.png", picture(8, 8, 2));
+  spit("cats/huge.bmp", std::string(bmp.begin(), bmp.end()));
+  const ImageFolder f = load_image_folder(dir_, quiet(8));
+  EXPECT_EQ(f.train.size() + f.test.size(), 2);
+  ASSERT_EQ(f.skipped.size(), 1u);
+  EXPECT_EQ(f.skipped[0].path, "cats/huge.bmp");
+  EXPECT_EQ(f.skipped[0].reason.rfind("image too large (1044 x 720884", 0), 0u);
+}
+
 TEST_F(ImageFolderTest, GreyAlphaSixteenBitAndOnePixelImagesBecomeRgbBytes) {
   make_folder();
   ImageFolderOptions o = quiet(16);

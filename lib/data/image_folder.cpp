@@ -1,6 +1,7 @@
 // Image folders: scanning, decoding through OpenCV into the uint8 cache, the per-class split
 // (image_folder.h).
 #include "data/image_folder.h"
+#include "data/image_decode.h"
 
 #include <omp.h>
 
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -87,6 +89,38 @@ std::string jpeg_check(const std::vector<uint8_t>& b, int* w, int* h) {
   return "truncated JPEG (no end-of-image marker)";
 }
 
+// The width and height a PNG or BMP header announces, as OpenCV's decoders read them (PNG: the
+// IHDR chunk, which libpng requires first; BMP: the 12-byte OS/2 header's 16-bit fields or the
+// 40-byte-and-longer Windows header's 32-bit ones, a negative height meaning top-down). False
+// when the header is too short or of another kind: OpenCV then rejects the file itself.
+bool header_size(const std::vector<uint8_t>& b, Format format, int64_t* w, int64_t* h) {
+  auto be32 = [&](size_t i) {
+    return static_cast<uint32_t>(b[i]) << 24 | static_cast<uint32_t>(b[i + 1]) << 16 |
+           static_cast<uint32_t>(b[i + 2]) << 8 | b[i + 3];
+  };
+  auto le32 = [&](size_t i) {
+    return static_cast<uint32_t>(b[i + 3]) << 24 | static_cast<uint32_t>(b[i + 2]) << 16 |
+           static_cast<uint32_t>(b[i + 1]) << 8 | b[i];
+  };
+  if (format == Format::Png) {
+    if (b.size() < 24 || std::memcmp(b.data() + 12, "IHDR", 4) != 0) return false;
+    *w = be32(16), *h = be32(20);
+    return true;
+  }
+  if (format == Format::Bmp) {
+    if (b.size() < 26) return false;
+    const uint32_t header = le32(14);
+    if (header == 12) {
+      *w = b[18] | b[19] << 8, *h = b[20] | b[21] << 8;
+      return true;
+    }
+    *w = std::abs(static_cast<int64_t>(static_cast<int32_t>(le32(18))));
+    *h = std::abs(static_cast<int64_t>(static_cast<int32_t>(le32(22))));
+    return true;
+  }
+  return false;
+}
+
 // Reads a whole file; "" or the problem.
 std::string read_file(const std::string& path, std::vector<uint8_t>* out) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -102,11 +136,20 @@ std::string read_file(const std::string& path, std::vector<uint8_t>* out) {
   return "";
 }
 
-// Decodes one file into side x side x 3 RGB bytes at dst; "" or why it was skipped.
-std::string decode_into(const std::string& path, int side, bool center_crop, uint8_t* dst) {
-  std::vector<uint8_t> bytes;
-  std::string problem = read_file(path, &bytes);
-  if (!problem.empty()) return problem;
+}  // namespace
+
+std::string decode_image_bytes(const std::vector<uint8_t>& bytes, int side, bool center_crop,
+                               uint8_t* dst) {
+  // OpenCV allocates the whole image from the header's size before it reads any pixel (and
+  // accepts up to 2^30 pixels), so a 50-byte corrupt BMP claiming 1044 x 720884 pixels took
+  // 2.26 GB per decoding thread (found by fuzz_image_folder). The size is checked first.
+  auto too_large = [](int64_t w, int64_t h) -> std::string {
+    // Each side first: a PNG may claim 2^32 - 1 x 2^32 - 1, whose product overflows.
+    if (w <= kMaxImagePixels && h <= kMaxImagePixels && w * h <= kMaxImagePixels) return "";
+    return "image too large (" + std::to_string(w) + " x " + std::to_string(h) +
+           " pixels to decode; at most " + std::to_string(kMaxImagePixels) + ")";
+  };
+  std::string problem;
   if (bytes.empty()) return "empty file";
   const Format format = sniff(bytes);
   if (format == Format::Other) return "not a JPEG, PNG or BMP file";
@@ -120,15 +163,25 @@ std::string decode_into(const std::string& path, int side, bool center_crop, uin
       // JPEGs are 8-bit grey or colour, so IMREAD_COLOR loses nothing; libjpeg can decode at
       // 1/2, 1/4 or 1/8 scale directly (DCT scaling), several times faster, when the reduced
       // image is still at least the cache size (small --size runs, the unit tests).
-      int flags = cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION;
+      int scale = 1;
       if (w > 0 && h > 0) {
         const int shorter = std::min(w, h);
-        if (shorter >= 8 * side) flags = cv::IMREAD_REDUCED_COLOR_8 | cv::IMREAD_IGNORE_ORIENTATION;
-        else if (shorter >= 4 * side) flags = cv::IMREAD_REDUCED_COLOR_4 | cv::IMREAD_IGNORE_ORIENTATION;
-        else if (shorter >= 2 * side) flags = cv::IMREAD_REDUCED_COLOR_2 | cv::IMREAD_IGNORE_ORIENTATION;
+        scale = shorter >= 8 * side ? 8 : shorter >= 4 * side ? 4 : shorter >= 2 * side ? 2 : 1;
       }
+      const int flags = (scale == 8   ? cv::IMREAD_REDUCED_COLOR_8
+                         : scale == 4 ? cv::IMREAD_REDUCED_COLOR_4
+                         : scale == 2 ? cv::IMREAD_REDUCED_COLOR_2
+                                      : cv::IMREAD_COLOR) |
+                        cv::IMREAD_IGNORE_ORIENTATION;
+      problem = too_large((w + scale - 1) / scale, (h + scale - 1) / scale);
+      if (!problem.empty()) return problem;
       img = cv::imdecode(bytes, flags);
     } else {
+      int64_t w, h;
+      if (header_size(bytes, format, &w, &h)) {
+        problem = too_large(w, h);
+        if (!problem.empty()) return problem;
+      }
       // PNG and BMP as stored (grey, grey+alpha, RGB, RGBA; 8 or 16 bits), converted below.
       img = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
     }
@@ -171,6 +224,16 @@ std::string decode_into(const std::string& path, int side, bool center_crop, uin
     return std::string("OpenCV: ") + e.what();
   }
   return "";
+}
+
+namespace {
+
+// Decodes one file into side x side x 3 RGB bytes at dst; "" or why it was skipped.
+std::string decode_into(const std::string& path, int side, bool center_crop, uint8_t* dst) {
+  std::vector<uint8_t> bytes;
+  const std::string problem = read_file(path, &bytes);
+  if (!problem.empty()) return problem;
+  return decode_image_bytes(bytes, side, center_crop, dst);
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {

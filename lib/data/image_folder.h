@@ -6,7 +6,9 @@
 // Files. Every regular file under a class folder, at any depth, sorted by path, is tried;
 // JPEG, PNG and BMP are recognised by their first bytes, whatever the name. Unreadable, empty,
 // truncated (a JPEG without its end marker) or undecodable files and files of any other kind
-// are skipped and counted: the log shows the count and the first few names with the reason.
+// are skipped and counted, as are images of more than 8192 x 8192 pixels (kMaxImagePixels in
+// image_decode.h; JPEGs counted at the reduced size they decode at): the log shows the count
+// and the first few names with the reason.
 // A missing folder, a named class without a folder, or a class left with no readable image
 // is an error naming it. EXIF orientation is ignored (as torchvision's PIL loader does).
 //

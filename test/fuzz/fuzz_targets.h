@@ -3,7 +3,7 @@
 // fuzzer ever crashed on through the same body. A body may throw pdnn::Error (bad input,
 // reported cleanly) and nothing else; crashes, hangs, leaks and undefined behaviour are bugs.
 //
-// Adding a target (e.g. the image-folder loader): write fuzz_<name>_one() here, a
+// Adding a target: write fuzz_<name>_one() here, a
 // test/fuzz/fuzz_<name>.cpp calling it from LLVMFuzzerTestOneInput, seeds in
 // test/fuzz/corpus/<name>/; CMake (PDNN_FUZZ=ON) builds every test/fuzz/fuzz_*.cpp as
 // build-fuzz/bin/fuzz_<name>, `make fuzz` runs each, and test_fuzz_corpus.cpp lists the bodies.
@@ -21,6 +21,9 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "data/idx.h"
+#ifdef PDNN_HAVE_OPENCV
+#include "data/image_decode.h"
+#endif
 #include "layers/activation.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
@@ -124,6 +127,26 @@ inline void fuzz_checkpoint_one(const uint8_t* data, size_t size) {
   }
   std::remove(p.c_str());
 }
+
+#ifdef PDNN_HAVE_OPENCV
+// Image-folder loader: the bytes as one image file, through the loader's own per-file decode
+// (sniffing, the JPEG marker walk, OpenCV's decode, grey/alpha/16-bit conversion, crop and
+// resize). The cache side and the centre crop are taken from the input's length, not from its
+// bytes, so that inputs stay plain image files (the seeds are ordinary JPEG, PNG and BMP files)
+// while mutations still reach every path: sides 1 and 3 make libjpeg decode at 1/8 or 1/4 scale
+// and the resize shrink, 17 and 64 enlarge small images.
+inline void fuzz_image_folder_one(const uint8_t* data, size_t size) {
+  static const int kSides[] = {1, 3, 17, 64};
+  const int side = kSides[size % 4];
+  const bool center_crop = (size / 4) % 2 == 1;
+  const std::vector<uint8_t> bytes(data, data + size);
+  std::vector<uint8_t> out(static_cast<size_t>(side) * side * 3);
+  const std::string problem = decode_image_bytes(bytes, side, center_crop, out.data());
+  // A skipped file must say why: an empty reason would be counted as a readable image.
+  if (!problem.empty() && problem.find_first_not_of(' ') == std::string::npos)
+    PDNN_FAIL("fuzz: blank skip reason");
+}
+#endif
 
 }  // namespace fuzz
 }  // namespace pdnn

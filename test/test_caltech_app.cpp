@@ -26,12 +26,9 @@ namespace {
 const std::string kBin = std::string(PDNN_BIN_DIR) + "/caltech101";
 using testing::read_csv;
 using testing::run_command;
+using testing::exists;
 using testing::slurp;
 
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
 
 class CaltechApp : public ::testing::Test {
  protected:

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -30,45 +29,11 @@ namespace {
 
 const std::string kBin = std::string(PDNN_BIN_DIR) + "/dcgan";
 
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result run(const std::string& cmd) {
-  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<std::vector<std::string>> read_csv(const std::string& p) {
-  std::vector<std::vector<std::string>> rows;
-  std::istringstream in(slurp(p));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ls(line);
-    std::string cell;
-    while (std::getline(ls, cell, ',')) f.push_back(cell);
-    rows.push_back(f);
-  }
-  return rows;
-}
+using Result = pdnn::testing::CommandResult;
+constexpr auto run = pdnn::testing::run_command;
+using pdnn::testing::exists;
+using pdnn::testing::read_csv;
+using pdnn::testing::slurp;
 
 // Small widths and batches: the same code as W5, seconds instead of minutes.
 const std::string kSmall = " --ngf 4 --ndf 4 --nz 8 --batch 8 --threads 1 --seed 5";

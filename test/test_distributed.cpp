@@ -60,30 +60,9 @@ std::string self_exe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string(PDNN_BIN_DIR) + "/pdnn_tests";
 }
 
-struct Result {
-  int status;
-  std::string output;
-  double seconds;
-};
-
-Result run(const std::string& cmd) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed", 0};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out, s};
-}
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
+using Result = pdnn::testing::CommandResult;
+constexpr auto run = pdnn::testing::run_command;
+using pdnn::testing::exists;
 
 // mpirun: the one CMake found, else the PATH's; "" when there is none.
 std::string find_mpirun() {

@@ -15,14 +15,11 @@
 namespace pdnn {
 namespace {
 
+using testing::exists;
 using testing::read_csv;
 using Result = testing::CommandResult;
 constexpr auto run = testing::run_command;
 
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
 
 const std::string kBin = std::string(PDNN_BIN_DIR) + "/hebbian";
 

@@ -26,12 +26,9 @@ const std::string kBin = std::string(PDNN_BIN_DIR) + "/mnist";
 using Result = pdnn::testing::CommandResult;
 constexpr auto run = pdnn::testing::run_command;
 using pdnn::testing::read_csv;
+using pdnn::testing::exists;
 using pdnn::testing::slurp;
 
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
 
 class MnistApp : public ::testing::Test {
  protected:

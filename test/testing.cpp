@@ -1,9 +1,11 @@
 // Shared test helpers (see testing.h).
 #include "testing.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -190,6 +192,7 @@ void write_idx_squares(const std::string& dir, const std::string& prefix, int64_
 }
 
 CommandResult run_command(const std::string& cmd) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;
@@ -197,7 +200,13 @@ CommandResult run_command(const std::string& cmd) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out, s};
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
 }
 
 std::string slurp(const std::string& path) {

@@ -60,12 +60,15 @@ void write_idx_squares(const std::string& dir, const std::string& prefix, int64_
                        int64_t side, uint64_t seed);
 
 // For the tests that run the apps: a shell command line's exit status (-1 when it did not
-// exit normally) and its stdout and stderr together.
+// exit normally), its stdout and stderr together, and its wall time.
 struct CommandResult {
   int status;
   std::string output;
+  double seconds = 0;
 };
 CommandResult run_command(const std::string& cmd);
+// Whether a file or folder exists.
+bool exists(const std::string& path);
 // A whole file ("" when it cannot be read).
 std::string slurp(const std::string& path);
 // A CSV file's lines split at every comma (the apps' rows quote nothing the tests look at).

@@ -75,6 +75,37 @@ def optimizer(torch, model, params, capturable):
     return torch.optim.Adagrad(params, lr=0.01)
 
 
+def run_timed(torch, step, feed, graph, steps):
+    """ms per step of step() (after feed(i) copies batch i into its fixed input buffers), in
+    blocks of 10 after 2 warm-up blocks; as one replayed CUDA graph when graph, captured by the
+    recipe of PyTorch's CUDA-graph notes (warm up on a side stream, then capture)."""
+    run = step
+    if graph:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for i in range(3):
+                feed(i)
+                step()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            step()
+        run = g.replay
+    block, times, i = 10, [], 0
+    for b in range(steps // block + 2):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(block):
+            feed(i)
+            run()
+            i += 1
+        torch.cuda.synchronize()
+        if b >= 2:
+            times.append(1e3 * (time.perf_counter() - t0) / block)
+    return times
+
+
 def time_gan(torch, mode, precision, steps, dev, batch=64):
     """W5: one DCGAN iteration per step (see the module's docstring)."""
     from torch_reference import dcgan_models
@@ -112,30 +143,10 @@ def time_gan(torch, mode, precision, steps, dev, batch=64):
         err_g.backward()
         opt_g.step()
 
-    run = step
-    if graph:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for i in range(3):
-                x.copy_(xs[i % pool])
-                step()
-        torch.cuda.current_stream().wait_stream(s)
-        gr = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(gr):
-            step()
-        run = gr.replay
-    block, times, i = 10, [], 0
-    for b in range(steps // block + 2):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(block):
-            x.copy_(xs[i % pool])
-            run()
-            i += 1
-        torch.cuda.synchronize()
-        if b >= 2:
-            times.append(1e3 * (time.perf_counter() - t0) / block)
+    def feed(i):
+        x.copy_(xs[i % pool])
+
+    times = run_timed(torch, step, feed, graph, steps)
     return "dcgan", batch, times
 
 
@@ -165,33 +176,11 @@ def time_one(torch, name, mode, precision, steps, dev):
         opt.step()
         return loss
 
-    run = step
-    if graph:
-        # The recipe of PyTorch's CUDA-graph notes: warm up on a side stream, then capture.
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for i in range(3):
-                x.copy_(xs[i % pool])
-                y.copy_(ys[i % pool])
-                step()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            step()
-        run = g.replay
-    block, times, i = 10, [], 0
-    for b in range(steps // block + 2):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(block):
-            x.copy_(xs[i % pool])
-            y.copy_(ys[i % pool])
-            run()
-            i += 1
-        torch.cuda.synchronize()
-        if b >= 2:
-            times.append(1e3 * (time.perf_counter() - t0) / block)
+    def feed(i):
+        x.copy_(xs[i % pool])
+        y.copy_(ys[i % pool])
+
+    times = run_timed(torch, step, feed, graph, steps)
     return model_name, batch, times
 
 

@@ -92,6 +92,17 @@ def torch_module():
     return torch
 
 
+def torch_setup(args):
+    """torch, its thread count (--threads, 0: torch's default) and the --device, checked."""
+    torch = torch_module()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_reference: --device cuda, but torch sees no GPU")
+    return torch, torch.get_num_threads(), dev
+
+
 # ---- shared: data, results, pdnn checkpoints ------------------------------------------------
 
 def read_idx(path, magic):
@@ -286,13 +297,7 @@ def make_optimizer(torch, args, params):
 
 
 def mode_mnist(args):
-    torch = torch_module()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    threads = torch.get_num_threads()
-    dev = torch.device(args.device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        sys.exit("torch_reference: --device cuda, but torch sees no GPU")
+    torch, threads, dev = torch_setup(args)
     batch = args.batch or (128 if args.model == "keras" else 8)
     name, folder, (xtr, ytr), (xte, yte) = load_dataset(args)
     side = xtr.shape[2]
@@ -721,13 +726,7 @@ def column_safe(name):
 
 
 def mode_caltech(args):
-    torch = torch_module()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    threads = torch.get_num_threads()
-    dev = torch.device(args.device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        sys.exit("torch_reference: --device cuda, but torch sees no GPU")
+    torch, threads, dev = torch_setup(args)
     if args.size % 8:
         sys.exit(f"torch_reference: --size {args.size}: must be a multiple of 8")
     if args.steps:
@@ -994,13 +993,7 @@ def generate(torch, g, rng, n, batch, dev, nz=100):
 
 
 def mode_dcgan(args):
-    torch = torch_module()
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
-    threads = torch.get_num_threads()
-    dev = torch.device(args.device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        sys.exit("torch_reference: --device cuda, but torch sees no GPU")
+    torch, threads, dev = torch_setup(args)
     name, folder, (xtr, _), _ = load_dataset(args)
     n_img = len(xtr)
     per_epoch = args.images_per_epoch or n_img

@@ -384,8 +384,8 @@ int RunLoop::run() {
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - tb).count() /
                           static_cast<double>(in_block);
         // An epoch's smaller last batch is a shorter step, not a faster one: timed with the
-        // full steps it was the "min" of every W2 b128 benchmark (80 of 128 images on
-        // MNIST-npm10k's 8,400: 1.8 ms against 3.5), which read as a bimodal step time.
+        // full steps it was the "min" of every W2 b128 benchmark (64 of 128 images on
+        // MNIST-npm10k's 8,000: 1.8 ms against 3.5), which read as a bimodal step time.
         (partial_in_block ? partial_ms : step_ms).push_back(ms);
         tb = Clock::now();
         in_block = 0;

@@ -20,6 +20,7 @@
 #include "ops/basic.h"
 #include "train/csv.h"
 #include "train/run_info.h"
+#include "train/run_flags.h"
 #include "train/timing.h"
 
 namespace {
@@ -43,14 +44,7 @@ int run(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed sums before them")->capture_default_str()->check(CLI::Range(0, 100000));
   app.add_option("--out", out, "CSV to append rows to (rank 0; '' = none)");
   app.add_option("--label", label, "free text for the CSV's label column (e.g. the machine kind)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "bench_allreduce: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (const int status = parse_flags(app, "bench_allreduce", argc, argv); status >= 0) return status;
   std::shared_ptr<Communicator> comm = Communicator::join(DistOptions{});
   const bool gpu = device == "cuda";
   Context ctx(1, 0, gpu ? Device::CUDA : Device::CPU, gpu ? comm->local_rank() : 0);

@@ -29,6 +29,7 @@
 #include "ops/conv_gemm.h"
 #include "train/csv.h"
 #include "train/run_info.h"
+#include "train/run_flags.h"
 #include "train/timing.h"
 
 using namespace pdnn;
@@ -285,14 +286,7 @@ int run(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   app.add_option("--filter", filter, "only shapes whose name contains this");
   app.add_option("--out", out, "passes: CSV to append rows to ('' = none)")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "bench_conv: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (const int status = parse_flags(app, "bench_conv", argc, argv); status >= 0) return status;
   if (mode == "layers") return run_layers(repeats, warmup, filter);
   if (mode == "sgemm") return run_sgemm(threads, repeats, warmup);
   std::vector<ConvAlgo> algos;

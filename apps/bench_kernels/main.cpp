@@ -23,6 +23,7 @@
 #include "ops/pool.h"
 #include "train/csv.h"
 #include "train/run_info.h"
+#include "train/run_flags.h"
 #include "train/timing.h"
 
 namespace {
@@ -37,14 +38,7 @@ int run(int argc, char** argv) {
   app.add_option("--repeat", repeat, "timed launches per point")->capture_default_str();
   app.add_option("--warmup", warmup, "untimed launches before them")->capture_default_str();
   app.add_option("--out", out, "CSV to append rows to ('' = none)")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "bench_kernels: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (const int status = parse_flags(app, "bench_kernels", argc, argv); status >= 0) return status;
 #if !PDNN_HAVE_CUDA
   (void)repeat;
   (void)warmup;

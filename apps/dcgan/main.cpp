@@ -191,15 +191,7 @@ int run(int argc, char** argv) {
   app.add_option("--samples-out", o.samples_out,
                  "file of --samples (default results/dcgan/samples_<dataset>_pdnn.idx.gz)");
   add_run_flags(app, rc, o.threads, text, "dcgan");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "dcgan: %s (see --help)\n", e.what());
-    return 2;
-  }
-  finish_run_flags(app, rc, text);
+  if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
 
   // Everything that can be wrong with the input is checked before any output file is touched.
   const auto t_load = Clock::now();

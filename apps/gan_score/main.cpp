@@ -22,6 +22,7 @@
 #include "train/gan_quality.h"
 #include "train/output_files.h"
 #include "train/run_info.h"
+#include "train/run_flags.h"
 #include "train/timing.h"
 
 namespace {
@@ -80,14 +81,7 @@ int run(int argc, char** argv) {
   app.add_option("--device", device, "cpu or cuda")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gan_score: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (const int status = parse_flags(app, "gan_score", argc, argv); status >= 0) return status;
   if (data.empty())
     data = dataset == "fashion-mnist" ? "datasets/fashion-mnist"
                                       : (std::ifstream("datasets/mnist/NAME").good()

@@ -31,6 +31,7 @@
 #include "reservoir.h"
 #include "train/csv.h"
 #include "train/run_info.h"
+#include "train/run_flags.h"
 #include "train/timing.h"
 
 namespace pdnn {
@@ -338,14 +339,7 @@ int run(int argc, char** argv) {
   app.add_flag("--drift", o.drift, "show how a run drifts from a float64 CPU run as T grows, instead of timing");
   app.add_option("--out", o.out, "CSV to append rows to (--drift: results/hebbian/drift.csv; '' = none)")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "hebbian: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (const int status = parse_flags(app, "hebbian", argc, argv); status >= 0) return status;
   if (o.drift && app.count("--t") == 0) o.ts = {10, 100, 1000};
   if (o.drift && app.count("--out") == 0) o.out = "results/hebbian/drift.csv";
   if (o.threads.empty())

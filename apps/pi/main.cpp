@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "train/csv.h"
 #include "train/timing.h"
+#include "train/run_flags.h"
 #include "train/run_info.h"
 
 namespace {
@@ -96,14 +97,7 @@ int run(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed runs before them")->capture_default_str()->check(CLI::Range(0, 100000));
   app.add_option("--out", out, "CSV to append rows to (created with its folder; '' = none)")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "pi: %s (see --help)\n", e.what());
-    return 2;
-  }
+  if (const int status = pdnn::parse_flags(app, "pi", argc, argv); status >= 0) return status;
   if (threads.empty())
     for (int t = 1; t <= omp_get_num_procs(); ++t) threads.push_back(t);
 

@@ -169,20 +169,26 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
                  *text.threads);
 }
 
-// app.parse() and finish_run_flags(): returns -1 when the run goes on, else the exit status
-// (0 after --help; 2 for a bad flag, said in one line "<app>: <problem> (see --help)").
-inline int parse_run_flags(CLI::App& app, RunConfig& cfg, const RunFlagText& text, int argc,
-                           char** argv) {
+// app.parse(): returns -1 when the run goes on, else the exit status (0 after --help; 2 for a
+// bad flag, said in one line "<name>: <problem> (see --help)"). Every app parses through it.
+inline int parse_flags(CLI::App& app, const char* name, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", cfg.app.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
     return 2;
   }
-  finish_run_flags(app, cfg, text);
   return -1;
+}
+
+// parse_flags() and finish_run_flags(), for the training apps.
+inline int parse_run_flags(CLI::App& app, RunConfig& cfg, const RunFlagText& text, int argc,
+                           char** argv) {
+  const int status = parse_flags(app, cfg.app.c_str(), argc, argv);
+  if (status < 0) finish_run_flags(app, cfg, text);
+  return status;
 }
 
 // The run header's device part: "cpu", or "cuda: <GPU> | fp32, CUDA graph on".

@@ -1,7 +1,7 @@
 // tanh without branches, so a loop of it vectorises (glibc's tanhf is ~10 ns a call when its
 // range branches are predictable and ~40 ns in the Hebbian reservoir, where they are not: a
-// fifth of a step at N = 1000). Accuracy: a few ulp against glibc (test_simd_tanh.cpp
-// measures it); NaN in, NaN out; +-inf in, +-1 out.
+// fifth of a step at N = 1000). Accuracy: within 2 ulp of the exact value (test_hebbian.cpp,
+// SimdTanh.* measures it); NaN in, NaN out; +-inf in, +-1 out.
 //
 // The method is Cephes' (S. L. Moshier, tanh.c and tanhf.c): for |x| < 0.625 a rational
 // (double) or polynomial (float) fit x + x^3 R(x^2); above, 1 - 2 / (exp(2|x|) + 1), which has no

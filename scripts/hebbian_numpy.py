@@ -46,7 +46,7 @@ def int_list(s):
 
 
 def problem(n, steps, seed):
-    """W (n,n), win (n), u (steps) as float32, drawn as lib/bench/hebbian.cpp draws them."""
+    """W (n,n), win (n), u (steps) as float32, drawn as lib/workloads/hebbian/hebbian_problem.cpp draws them."""
     import numpy as np
     import pdnn_rng
     rng = pdnn_rng.Rng(seed)

@@ -912,7 +912,7 @@ def dcgan_models(torch, nz=100, ngf=64, ndf=64, nc=3):
 
 
 def dcgan_init(torch, model, rng):
-    """dcgan_init (lib/model/dcgan_models.cpp): the tutorial's weights_init from pdnn's stream."""
+    """dcgan_init (lib/workloads/dcgan/dcgan_models.cpp): the tutorial's weights_init from pdnn's stream."""
     with torch.no_grad():
         for m in model:
             if isinstance(m, (torch.nn.Conv2d, torch.nn.ConvTranspose2d)):

@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "bench/hebbian.h"
+#include "workloads/hebbian/hebbian_problem.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/tensor.h"
-#include "ops/hebbian.h"
+#include "workloads/hebbian/hebbian_ops.h"
 
 namespace pdnn {
 namespace hebbian_testing {

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "layers/activation.h"
 #include "layers/batchnorm2d.h"
 #include "layers/conv2d.h"
@@ -39,12 +39,12 @@
 #include "layers/maxpool2d.h"
 #include "losses/binary_cross_entropy.h"
 #include "losses/softmax_cross_entropy.h"
-#include "model/caltech_models.h"
-#include "model/dcgan_models.h"
-#include "model/mnist_models.h"
+#include "workloads/classifier/caltech_models.h"
+#include "workloads/dcgan/dcgan_models.h"
+#include "workloads/classifier/mnist_models.h"
 #include "model/sequential.h"
 #include "ops/basic.h"
-#include "ops/im2col.h"
+#include "ops/conv/im2col.h"
 #include "ops/loss.h"
 #include "ops/metrics.h"
 #include "ops/random.h"
@@ -53,9 +53,9 @@
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "testing.h"
-#include "train/classifier_task.h"
+#include "workloads/classifier/classifier_task.h"
 #include "train/classifier_trainer.h"
-#include "train/gan_trainer.h"
+#include "workloads/dcgan/gan_trainer.h"
 
 using namespace pdnn;
 namespace pt = pdnn::testing;

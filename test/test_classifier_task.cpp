@@ -1,4 +1,4 @@
-// ClassifierTask (lib/train/classifier_task.h) and evaluate_classifier over Datasets: the
+// ClassifierTask (lib/workloads/classifier/classifier_task.h) and evaluate_classifier over Datasets: the
 // prefetching path (batches packed ahead on a background thread, next epoch started during
 // evaluation, any loader thread count) trains to exactly the weights of the synchronous path;
 // an epoch of images_per_epoch takes that many images; the per-class columns and the
@@ -13,10 +13,10 @@
 
 #include "core/context.h"
 #include "data/dataset.h"
-#include "model/mnist_models.h"
+#include "workloads/classifier/mnist_models.h"
 #include "optim/adam.h"
 #include "testing.h"
-#include "train/classifier_task.h"
+#include "workloads/classifier/classifier_task.h"
 
 namespace pdnn {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "layers/conv2d.h"
-#include "ops/conv3x3_winograd.h"
+#include "ops/conv/conv2d_winograd.h"
 #include "testing.h"
 
 using namespace pdnn;
@@ -200,7 +200,7 @@ TEST(Conv2d, DeterministicAndThreadCountIndependent) {
   }
 }
 
-// The measured rule (conv_gemm.cpp): 3x3 stride-1 layers by Winograd, or directly when they
+// The measured rule (conv2d.cpp): 3x3 stride-1 layers by Winograd, or directly when they
 // have few input channels; otherwise im2col, one batched GEMM for narrow per-image outputs only.
 TEST(Conv2d, AlgorithmRuleFollowsTheMeasurements) {
   const ConvGeom w3 = conv_geom("t", 32, 26, 26, 3, 3, 1, 1, 0, 0);  // W3 conv2

@@ -1,5 +1,5 @@
-// The 3x3 stride-1 kernels, Winograd F(4x4, 3x3) (ops/conv3x3_winograd.h) and direct
-// (ops/conv3x3_direct.h), at every convolution shape of W3 and W4 (batch reduced) and odd
+// The 3x3 stride-1 kernels, Winograd F(4x4, 3x3) (ops/conv/conv2d_winograd.h) and direct
+// (ops/conv/conv2d_direct.h), at every convolution shape of W3 and W4 (batch reduced) and odd
 // ones, forward, backward data and backward weights, two ways:
 //  - exact: small integer data with weights that are multiples of 576 = 24^2 (so G g G^T is
 //    an integer) make every intermediate an integer; where the sum of absolute values that
@@ -15,9 +15,9 @@
 
 #include "core/error.h"
 #include "layers/conv2d.h"
-#include "ops/conv3x3_direct.h"
-#include "ops/conv3x3_winograd.h"
-#include "ops/conv_gemm.h"
+#include "ops/conv/conv2d_direct.h"
+#include "ops/conv/conv2d_winograd.h"
+#include "ops/conv/conv2d.h"
 #include "testing.h"
 
 using namespace pdnn;

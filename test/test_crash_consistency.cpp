@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "model/checkpoint.h"
-#include "model/mnist_models.h"
+#include "workloads/classifier/mnist_models.h"
 #include "testing.h"
-#include "train/csv.h"
+#include "run/csv.h"
 
 extern char** environ;
 

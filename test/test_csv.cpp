@@ -10,8 +10,8 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "testing.h"
-#include "train/csv.h"
-#include "train/run_info.h"
+#include "run/csv.h"
+#include "run/run_info.h"
 
 namespace pdnn {
 namespace {

@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "model/checkpoint.h"
-#include "model/dcgan_models.h"
+#include "workloads/dcgan/dcgan_models.h"
 #include "optim/adam.h"
-#include "model/mnist_models.h"
+#include "workloads/classifier/mnist_models.h"
 #include "testing.h"
 #include "train/classifier_trainer.h"
-#include "train/gan_trainer.h"
+#include "workloads/dcgan/gan_trainer.h"
 
 using namespace pdnn;
 namespace pt = pdnn::testing;

@@ -31,7 +31,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/rng.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "data/idx.h"
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
@@ -43,7 +43,7 @@
 #include "layers/maxpool2d.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/checkpoint.h"
-#include "model/mnist_models.h"
+#include "workloads/classifier/mnist_models.h"
 #include "ops/dropout.h"
 #include "testing.h"
 

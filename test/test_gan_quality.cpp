@@ -1,4 +1,4 @@
-// The sample-quality statistics (lib/train/gan_quality.h): Jacobi eigen-decomposition and the
+// The sample-quality statistics (lib/workloads/dcgan/gan_quality.h): Jacobi eigen-decomposition and the
 // PSD square root against their definitions, the Fréchet distance against closed forms
 // (identical sets, shifted means, commuting and 2x2 non-commuting covariances), the Gaussian fit
 // against numpy's np.mean/np.cov, the class statistics at their extremes, the sample path of
@@ -10,7 +10,7 @@
 #include "core/rng.h"
 #include "data/idx.h"
 #include "testing.h"
-#include "train/gan_quality.h"
+#include "workloads/dcgan/gan_quality.h"
 
 namespace pdnn {
 namespace {

@@ -1,4 +1,4 @@
-// W6 Hebbian reservoir kernels (lib/ops/hebbian.h) against a naive reference: the fused run and
+// W6 Hebbian reservoir kernels (lib/workloads/hebbian/hebbian_ops.h) against a naive reference: the fused run and
 // the single-step ops in float32 and float64, leaky and not, non-finite detection, threads, the
 // ops:: over Tensors that dispatch to them, and (test_hebbian_cuda.cpp) the CUDA twins.
 #include "hebbian_testing.h"
@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
-#include "ops/simd_tanh.h"
+#include "workloads/hebbian/simd_tanh.h"
 #include "testing.h"
 
 namespace pdnn {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "testing.h"
 
 namespace pdnn {

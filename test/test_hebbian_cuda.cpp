@@ -11,7 +11,7 @@
 #include "core/context.h"
 #include "core/rng.h"
 #include "core/tensor.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "hebbian_testing.h"
 
 namespace pdnn {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "ops/im2col.h"
+#include "ops/conv/im2col.h"
 #include "testing.h"
 
 using namespace pdnn;

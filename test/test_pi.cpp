@@ -3,7 +3,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "bench/pi.h"
+#include "workloads/pi/pi.h"
 #include "core/error.h"
 #include "testing.h"
 

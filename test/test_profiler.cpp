@@ -18,7 +18,6 @@
 #include "testing.h"
 #include "toy_layers.h"
 #include "train/classifier_trainer.h"
-#include "train/optimizer_step.h"
 #include "train/profiler.h"
 
 namespace pdnn {
@@ -50,7 +49,7 @@ void profiled_step(Context& ctx, Profiler& prof, Net& n) {
   for (int64_t i = 0; i < y.numel(); ++i) dy[i] = y[i] - n.target[i];
   n.model.zero_grad(ctx);
   n.model.backward(ctx, dy);
-  optimizer_step(ctx, *n.opt, n.model);
+  n.opt->step(ctx);
   prof.end_step(ctx);
 }
 
@@ -67,11 +66,11 @@ TEST(Profiler, LayerTimesAddUpToTheStep) {
   Context ctx(1, 1);
   Net n = make_net();
   Profiler prof;
-  ctx.set_profiler(&prof);
+  ctx.set_profile_hook(&prof);
   profiled_step(ctx, prof, n);  // warm-up: first-touch allocations
   prof.reset();
   for (int s = 0; s < 5; ++s) profiled_step(ctx, prof, n);
-  ctx.set_profiler(nullptr);
+  ctx.set_profile_hook(nullptr);
 
   EXPECT_EQ(prof.steps(), 5);
   const std::vector<Profiler::Row> rows = prof.rows();
@@ -111,22 +110,22 @@ TEST(Profiler, RecordsOnlyInsideSteps) {
   Context ctx(1, 1);
   Net n = make_net();
   Profiler prof;
-  ctx.set_profiler(&prof);
+  ctx.set_profile_hook(&prof);
   n.model.forward(ctx, n.x);  // an evaluation pass: not part of any step
   EXPECT_EQ(prof.rows().size(), 1u);  // only "other"
   EXPECT_THROW(prof.end_step(ctx), Error);
   prof.begin_step(ctx);
   EXPECT_THROW(prof.begin_step(ctx), Error);
-  ctx.set_profiler(nullptr);
+  ctx.set_profile_hook(nullptr);
 }
 
 TEST(Profiler, CsvHasTheColumnsAndOneRowPerLayer) {
   Context ctx(1, 1);
   Net n = make_net();
   Profiler prof;
-  ctx.set_profiler(&prof);
+  ctx.set_profile_hook(&prof);
   for (int s = 0; s < 2; ++s) profiled_step(ctx, prof, n);
-  ctx.set_profiler(nullptr);
+  ctx.set_profile_hook(nullptr);
   const std::string path =
       ::testing::TempDir() + "pdnn_profile_" + std::to_string(::getpid()) + ".csv";
   prof.write_csv(path);
@@ -140,12 +139,11 @@ TEST(Profiler, CsvHasTheColumnsAndOneRowPerLayer) {
   std::remove(path.c_str());
 }
 
-TEST(Profiler, OptimizerStepChecksTheModelMatches) {
-  Context ctx(1, 1);
+TEST(Profiler, TrainerChecksTheOptimizerIsTheModels) {
   Net n = make_net();
   Sequential other;
   other.emplace<toy::Linear>(2, 2);
-  EXPECT_THROW(optimizer_step(ctx, *n.opt, other), Error);
+  EXPECT_THROW(ClassifierTrainer(other, *n.opt), Error);
 }
 
 // The W2 network at batch 32 with the real layers, loss and Adam: the layers account for the
@@ -175,14 +173,14 @@ TEST(Profiler, CnnStepIsCoveredByItsLayers) {
   std::vector<Profiler::Row> rows;
   double sum = 0;
   for (int attempt = 0; attempt < 5; ++attempt) {
-    ctx.set_profiler(&prof);
+    ctx.set_profile_hook(&prof);
     for (int s = 0; s < 6; ++s) {
       if (s == 1) prof.reset();  // the first step pays for allocations and page faults
       prof.begin_step(ctx);
       trainer.step(ctx, x, testing::labels_tensor(labels));
       prof.end_step(ctx);
     }
-    ctx.set_profiler(nullptr);
+    ctx.set_profile_hook(nullptr);
     rows = prof.rows();
     ran.clear();  // known once a forward has run (the fusions are made then)
     for (size_t i = 0; i < m.size(); ++i)

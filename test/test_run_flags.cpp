@@ -1,4 +1,4 @@
-// The run-loop flags every app shares (lib/train/run_flags.h): seeds are whole numbers 0..2^64-1
+// The run-loop flags every app shares (lib/run/run_flags.h): seeds are whole numbers 0..2^64-1
 // (no wrap of -1, no saturation past 2^64), --lr must be positive and finite, epochs in range,
 // --resume needs --checkpoint and excludes --save-init; every refusal is one readable line
 // (no 309-digit DBL_MAX).
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "train/run_flags.h"
+#include "run/run_flags.h"
 
 namespace pdnn {
 namespace {

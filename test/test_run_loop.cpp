@@ -22,10 +22,10 @@
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "model/checkpoint.h"
-#include "model/mnist_models.h"
+#include "workloads/classifier/mnist_models.h"
 #include "testing.h"
-#include "train/classifier_task.h"
-#include "train/csv.h"
+#include "workloads/classifier/classifier_task.h"
+#include "run/csv.h"
 #include "train/run_loop.h"
 
 namespace pdnn {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
-#include "train/timing.h"
+#include "run/timing.h"
 
 using namespace pdnn;
 

@@ -15,13 +15,13 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "dist/communicator.h"
 #include "ops/basic.h"
-#include "train/csv.h"
-#include "train/run_info.h"
-#include "train/run_flags.h"
-#include "train/timing.h"
+#include "run/csv.h"
+#include "run/run_info.h"
+#include "run/run_flags.h"
+#include "run/timing.h"
 
 namespace {
 

@@ -25,12 +25,12 @@
 #include "core/context.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
-#include "ops/conv3x3_winograd.h"
-#include "ops/conv_gemm.h"
-#include "train/csv.h"
-#include "train/run_info.h"
-#include "train/run_flags.h"
-#include "train/timing.h"
+#include "ops/conv/conv2d_winograd.h"
+#include "ops/conv/conv2d.h"
+#include "run/csv.h"
+#include "run/run_info.h"
+#include "run/run_flags.h"
+#include "run/timing.h"
 
 using namespace pdnn;
 

@@ -13,18 +13,18 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "ops/activation.h"
 #include "ops/basic.h"
-#include "ops/conv_gemm.h"
+#include "ops/conv/conv2d.h"
 #include "ops/dropout.h"
-#include "ops/im2col.h"
+#include "ops/conv/im2col.h"
 #include "ops/optim.h"
-#include "ops/pool.h"
-#include "train/csv.h"
-#include "train/run_info.h"
-#include "train/run_flags.h"
-#include "train/timing.h"
+#include "ops/maxpool2d.h"
+#include "run/csv.h"
+#include "run/run_info.h"
+#include "run/run_flags.h"
+#include "run/timing.h"
 
 namespace {
 

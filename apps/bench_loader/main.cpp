@@ -13,9 +13,9 @@
 
 #include "core/context.h"
 #include "data/dataset_loader.h"
-#include "train/csv.h"
-#include "train/run_info.h"
-#include "train/timing.h"
+#include "run/csv.h"
+#include "run/run_info.h"
+#include "run/timing.h"
 #ifdef PDNN_HAVE_OPENCV
 #include "data/image_folder.h"
 #endif

@@ -24,16 +24,16 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "cuda/cuda_state.h"
-#include "model/caltech_models.h"
-#include "train/classifier_task.h"
-#include "train/run_flags.h"
-#include "train/run_info.h"
+#include "core/cuda_state.h"
+#include "workloads/classifier/caltech_models.h"
+#include "workloads/classifier/classifier_task.h"
+#include "run/run_flags.h"
+#include "run/run_info.h"
 #include "train/run_loop.h"
-#include "train/timing.h"
+#include "run/timing.h"
 #ifdef PDNN_HAVE_OPENCV
 #include "data/image_folder.h"
-#include "train/confusion_image.h"
+#include "workloads/classifier/confusion_image.h"
 #endif
 
 namespace {

@@ -17,16 +17,16 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "data/idx.h"
 #include "data/resized_images.h"
-#include "model/dcgan_models.h"
+#include "workloads/dcgan/dcgan_models.h"
 #include "optim/adam.h"
-#include "train/dcgan_task.h"
-#include "train/run_flags.h"
-#include "train/run_info.h"
+#include "workloads/dcgan/dcgan_task.h"
+#include "run/run_flags.h"
+#include "run/run_info.h"
 #include "train/run_loop.h"
-#include "train/timing.h"
+#include "run/timing.h"
 #ifdef PDNN_HAVE_OPENCV
 #include "data/image_folder.h"
 #endif

@@ -4,7 +4,7 @@
 // scripts/torch_reference.py dcgan), and for the held-out real images through the same path,
 // the entropy of the predicted classes, the mean confidence, the Inception-score analogue and
 // the Fréchet distance of the classifier's penultimate features to the real training images'
-// (lib/train/gan_quality.h). One CSV row per set; a table on stdout.
+// (lib/workloads/dcgan/gan_quality.h). One CSV row per set; a table on stdout.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -17,13 +17,13 @@
 #include "core/error.h"
 #include "data/idx.h"
 #include "model/checkpoint.h"
-#include "model/mnist_models.h"
-#include "train/csv.h"
-#include "train/gan_quality.h"
-#include "train/output_files.h"
-#include "train/run_info.h"
-#include "train/run_flags.h"
-#include "train/timing.h"
+#include "workloads/classifier/mnist_models.h"
+#include "run/csv.h"
+#include "workloads/dcgan/gan_quality.h"
+#include "run/output_files.h"
+#include "run/run_info.h"
+#include "run/run_flags.h"
+#include "run/timing.h"
 
 namespace {
 

@@ -21,18 +21,18 @@
 #include <string>
 #include <vector>
 
-#include "bench/hebbian.h"
-#include "bench/stream.h"
+#include "workloads/hebbian/hebbian_problem.h"
+#include "workloads/hebbian/stream.h"
 #include "core/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "cuda/cuda_state.h"
-#include "ops/hebbian.h"
-#include "reservoir.h"
-#include "train/csv.h"
-#include "train/run_info.h"
-#include "train/run_flags.h"
-#include "train/timing.h"
+#include "core/cuda_state.h"
+#include "workloads/hebbian/hebbian_ops.h"
+#include "workloads/hebbian/reservoir.h"
+#include "run/csv.h"
+#include "run/run_info.h"
+#include "run/run_flags.h"
+#include "run/timing.h"
 
 namespace pdnn {
 namespace {

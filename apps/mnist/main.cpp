@@ -13,15 +13,15 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "data/dataset.h"
 #include "data/idx.h"
-#include "model/mnist_models.h"
-#include "train/classifier_task.h"
-#include "train/run_flags.h"
-#include "train/run_info.h"
+#include "workloads/classifier/mnist_models.h"
+#include "workloads/classifier/classifier_task.h"
+#include "run/run_flags.h"
+#include "run/run_info.h"
 #include "train/run_loop.h"
-#include "train/timing.h"
+#include "run/timing.h"
 
 namespace {
 

@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "bench/pi.h"
+#include "workloads/pi/pi.h"
 #include "core/context.h"
 #include "core/error.h"
-#include "train/csv.h"
-#include "train/timing.h"
-#include "train/run_flags.h"
-#include "train/run_info.h"
+#include "run/csv.h"
+#include "run/timing.h"
+#include "run/run_flags.h"
+#include "run/run_info.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 
 
 namespace pdnn {

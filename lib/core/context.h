@@ -1,7 +1,7 @@
 // Context: everything that would otherwise be global. Thread count (one pool: OpenMP and
 // OpenBLAS set together), the device the run computes on with its stream, handles and
 // allocators, the seeded RNG (and its mirror on the device), grow-only workspaces, transfer
-// counters and an optional per-layer profiler. Passed explicitly to every op and layer.
+// counters and an optional per-layer profiler (core/profile_hook.h). Passed explicitly to every op and layer.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +15,7 @@
 
 namespace pdnn {
 
-class Profiler;
+class ProfileHook;
 class CudaState;
 
 // Bytes and copies that crossed between host and device (Tensor::to, copy_into).
@@ -78,9 +78,9 @@ class Context {
   // Waits for all work queued on the device (no-op on the CPU).
   void synchronize();
 
-  // The profiler, when one is attached (not owned); nullptr when profiling is off.
-  Profiler* profiler() const { return profiler_; }
-  void set_profiler(Profiler* p) { profiler_ = p; }
+  // The per-layer profiler, when one is attached (not owned); nullptr when profiling is off.
+  ProfileHook* profile_hook() const { return profile_hook_; }
+  void set_profile_hook(ProfileHook* p) { profile_hook_ = p; }
 
  private:
   int threads_ = 1;
@@ -93,7 +93,7 @@ class Context {
   uint64_t rng_dev_counter_ = 0;    // what rng_dev_ holds
   uint64_t rng_dev_seed_ = 0;       // the seed it was uploaded for
   bool rng_dev_valid_ = false;
-  Profiler* profiler_ = nullptr;
+  ProfileHook* profile_hook_ = nullptr;
 };
 
 // Which OpenBLAS kernel set and threading the process runs (for logs and results files).

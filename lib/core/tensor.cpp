@@ -5,7 +5,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 
 namespace pdnn {
 

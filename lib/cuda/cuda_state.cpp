@@ -1,5 +1,5 @@
 // CudaState: device, stream, cuBLAS handle, allocators; the copy and event helpers.
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

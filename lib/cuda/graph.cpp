@@ -1,5 +1,5 @@
 // CudaGraph over cudaStreamBeginCapture / cudaGraphInstantiate / cudaGraphLaunch.
-#include "cuda/graph.h"
+#include "core/cuda_graph.h"
 
 #include <cuda_runtime.h>
 

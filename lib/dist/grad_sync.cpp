@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 
 namespace pdnn {
 

@@ -8,14 +8,14 @@
 // Params "weight" (gamma, 1) and "bias" (beta, 0) when affine; buffers "running_mean" (0),
 // "running_var" (1).
 // With act = ReLU or LeakyReLU(slope >= 0) the activation that follows in the model is fused in
-// (y = act(bn(x)), one pass each way; the kernels and formulas are in ops/batchnorm.h).
+// (y = act(bn(x)), one pass each way; the kernels and formulas are in ops/batchnorm2d.h).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "layers/layer.h"
-#include "ops/batchnorm.h"
+#include "ops/batchnorm2d.h"
 
 namespace pdnn {
 

@@ -1,4 +1,4 @@
-// Conv2d: shape checks and dispatch to the im2col + GEMM kernels of ops/conv_gemm.
+// Conv2d: shape checks and dispatch to the im2col + GEMM kernels of ops/conv/conv2d.
 #include "layers/conv2d.h"
 
 #include "core/error.h"

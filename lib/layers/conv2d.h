@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "layers/layer.h"
-#include "ops/conv_gemm.h"
+#include "ops/conv/conv2d.h"
 
 namespace pdnn {
 

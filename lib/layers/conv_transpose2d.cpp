@@ -1,4 +1,4 @@
-// ConvTranspose2d: the convolution kernels of ops/conv_gemm with forward and backward swapped.
+// ConvTranspose2d: the convolution kernels of ops/conv/conv2d with forward and backward swapped.
 // With g the geometry of the matching convolution (Cout-channel image of OH x OW -> Cin
 // channels of H x W) and the weight (Cin, Cout*k*k) read as that convolution's (K, C*k*k):
 //   forward:  y  = conv backward-data(dy := x)          (GEMM W^T x, col2im)

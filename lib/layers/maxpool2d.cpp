@@ -19,7 +19,7 @@ std::string MaxPool2d::describe() const {
 }
 
 bool MaxPool2d::fuse_dropout(float p) {
-  // Overlapping windows would sum masked products (see ops/pool.h): left to the Dropout layer.
+  // Overlapping windows would sum masked products (see ops/maxpool2d.h): left to the Dropout layer.
   if (drop_p_ >= 0.f || p < 0.f || p >= 1.f || s_ < k_) return false;
   drop_p_ = p;
   return true;

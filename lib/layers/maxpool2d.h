@@ -6,14 +6,14 @@
 // overlap when stride < kernel). No search and no mask in backward: the blog's CuPy version
 // spent 98.6% of the pool's backward time there.
 // A Dropout(p) after it can be fused (Sequential does it) when windows do not overlap: in training y = pool(x) * mask with
-// dropout's own draw (ops/pool.h), backward adds dy * mask at the argmax; in evaluation plain
+// dropout's own draw (ops/maxpool2d.h), backward adds dy * mask at the argmax; in evaluation plain
 // pooling.
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "layers/layer.h"
-#include "ops/pool.h"
+#include "ops/maxpool2d.h"
 
 namespace pdnn {
 

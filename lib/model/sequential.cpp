@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "ops/basic.h"
-#include "train/profiler.h"
+#include "core/profile_hook.h"
 
 namespace pdnn {
 
@@ -79,7 +79,7 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   PDNN_CHECK(x.device() == device(),
              "sequential: input %s is on %s, the model on %s (move one: model.to() or x.to())",
              x.shape().str().c_str(), device_name(x.device()), device_name(device()));
-  Profiler* prof = ctx.profiler();
+  ProfileHook* prof = ctx.profile_hook();
   overwritten_ = awaiting_backward_ ? overwritten_ + 1 : 0;
   awaiting_backward_ = training_;
   x_in_ = x;
@@ -94,9 +94,9 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
     const Shape out = l.output_shape(in->shape());
     acts_[i].resize(out, DType::F32, x.device(), ctx);
     if (prof) {
-      const TimeMark t0 = time_mark(ctx);
+      prof->begin_pass(ctx);
       l.forward(ctx, *in, acts_[i]);
-      prof->record_forward(l, label(i), in->shape(), out, ms_since(ctx, t0));
+      prof->end_forward(ctx, {&l, label(i), l.kind(), l.describe(), out, l.flops(in->shape())});
     } else {
       l.forward(ctx, *in, acts_[i]);
     }
@@ -118,7 +118,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
              name_.empty() ? "" : " ", name_.c_str(), overwritten_ + 1);
   awaiting_backward_ = false;
   check_same_shape("sequential backward: dy vs the last output", dy.shape(), acts_.back().shape());
-  Profiler* prof = ctx.profiler();
+  ProfileHook* prof = ctx.profile_hook();
   const Tensor* g = &dy;
   int gi = -1;  // which of grads_ holds g (-1: the caller's dy); dx goes to the other one
   for (size_t i = layers_.size(); i-- > 0;) {
@@ -137,9 +137,9 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     }
     l.set_param_grads(want_param_grads);
     if (prof) {
-      const TimeMark t0 = time_mark(ctx);
+      prof->begin_pass(ctx);
       l.backward(ctx, in, acts_[i], *g, dx);
-      prof->record_backward(l, ms_since(ctx, t0));
+      prof->end_backward(ctx, &l);
     } else {
       l.backward(ctx, in, acts_[i], *g, dx);
     }

@@ -2,6 +2,7 @@
 #include "optim/optimizer.h"
 
 #include "core/error.h"
+#include "core/profile_hook.h"
 #include "ops/basic.h"
 
 namespace pdnn {
@@ -14,6 +15,8 @@ Tensor Optimizer::state_like(float v) const {
 }
 
 void Optimizer::step(Context& ctx) {
+  ProfileHook* prof = ctx.profile_hook();
+  if (prof) prof->begin_pass(ctx);
   const Device dev = ps_.device();
   for (auto& [name, t] : slots())
     if (!t->empty() && t->device() != dev) *t = t->to(dev, ctx);
@@ -26,6 +29,7 @@ void Optimizer::step(Context& ctx) {
   ops::counter_add(ctx, step_, 1);
   ++steps_;
   update(ctx, step_);
+  if (prof) prof->end_update(ctx, label_, kind());
 }
 
 StateList Optimizer::state() {

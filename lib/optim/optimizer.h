@@ -22,10 +22,17 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual std::string kind() const = 0;
 
-  // One update of every parameter from its gradient (does not zero the gradients).
+  // One update of every parameter from its gradient (does not zero the gradients); timed as
+  // the profiler's row label() when the context has a profile hook.
   void step(Context& ctx);
+  // The profiler's name for this optimizer's update ("update"; "D.update" for the optimizer of
+  // a model named "D").
+  const std::string& label() const { return label_; }
+  void set_label(std::string label) { label_ = std::move(label); }
 
   size_t num_params() const { return ps_.params().size(); }
+  // Whether this optimizer was built over `ps` (a trainer checks it pairs a model with its own).
+  bool updates(const ParamSet& ps) const { return &ps_ == &ps; }
   int64_t steps() const { return steps_; }
   void set_steps(int64_t s) {
     steps_ = s;
@@ -53,6 +60,7 @@ class Optimizer {
 
  private:
   int64_t steps_ = 0;
+  std::string label_ = "update";
   Tensor step_;  // (1) int64 beside the parameters
   bool step_synced_ = false;
   std::vector<Tensor> views_;  // backing store of state()

@@ -4,13 +4,12 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 #include "data/dataset_loader.h"
 #include "data/prefetch_loader.h"
 #include "dist/grad_sync.h"
 #include "ops/basic.h"
 #include "train/copy_fence.h"
-#include "train/optimizer_step.h"
 
 namespace pdnn {
 
@@ -30,7 +29,11 @@ void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, co
 }  // namespace
 
 ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph)
-    : model_(model), opt_(opt), use_graph_(cuda_graph), graph_({&opt}, "trainer") {}
+    : model_(model), opt_(opt), use_graph_(cuda_graph), graph_({&opt}, "trainer") {
+  PDNN_CHECK(opt.updates(model.parameters()),
+             "classifier trainer: the optimizer was not built over this model's parameters "
+             "(make it from model.parameters())");
+}
 
 ClassifierTrainer::~ClassifierTrainer() = default;
 
@@ -47,7 +50,7 @@ void ClassifierTrainer::run_step(Context& ctx) {
   if (sync_) sync_->begin(ctx);
   model_.backward(ctx, dlogits_);
   if (sync_) sync_->finish(ctx);
-  optimizer_step(ctx, opt_, model_);
+  opt_.step(ctx);
   loss_.accumulate_metrics(ctx, *logits_, acc_);
 }
 
@@ -76,7 +79,7 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
   } else if (x.device() == Device::CPU || labels.device() == Device::CPU) {
     fence.record(ctx);
   }
-  if (dev == Device::CUDA && use_graph_ && !ctx.profiler()) {
+  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook()) {
     const Rng::RowShard& shard = ctx.rng().row_shard();
     graph_.run(ctx, StepGraph::Key(x_.shape(), shard.row0, shard.total),
                [&] { run_step(ctx); });

@@ -1,7 +1,7 @@
 // CopyFence: lets the host refill a batch buffer as soon as the GPU has copied out of it.
 #pragma once
 #include "core/context.h"
-#include "cuda/cuda_state.h"
+#include "core/cuda_state.h"
 
 namespace pdnn {
 

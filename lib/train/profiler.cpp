@@ -6,8 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "cuda/cuda_state.h"
-#include "layers/layer.h"
+#include "core/cuda_state.h"
 
 namespace pdnn {
 
@@ -52,26 +51,30 @@ Profiler::Entry* Profiler::find(const void* key) {
   return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
-void Profiler::record_forward(const Layer& layer, const std::string& label, const Shape& in,
-                              const Shape& out, double ms) {
+void Profiler::begin_pass(Context& ctx) { pass_start_ = time_mark(ctx); }
+
+void Profiler::end_forward(Context& ctx, const ProfiledForward& f) {
+  const double ms = ms_since(ctx, pass_start_);
   if (!in_step_) return;
-  Entry* e = find(&layer);
+  Entry* e = find(f.key);
   if (!e) {
-    index_[&layer] = entries_.size();
-    entries_.push_back(Entry{label, layer.kind(), layer.describe(), out});
+    index_[f.key] = entries_.size();
+    entries_.push_back(Entry{f.label, f.kind, f.describe, f.out});
     e = &entries_.back();
   }
-  e->out = out;
+  e->out = f.out;
   e->fwd_ms += ms;
-  e->fwd_flops += layer.flops(in);
+  e->fwd_flops += f.flops;
 }
 
-void Profiler::record_backward(const Layer& layer, double ms) {
+void Profiler::end_backward(Context& ctx, const void* key) {
+  const double ms = ms_since(ctx, pass_start_);
   if (!in_step_) return;
-  if (Entry* e = find(&layer)) e->bwd_ms += ms;
+  if (Entry* e = find(key)) e->bwd_ms += ms;
 }
 
-void Profiler::record_update(const std::string& label, const std::string& optimizer, double ms) {
+void Profiler::end_update(Context& ctx, const std::string& label, const std::string& optimizer) {
+  const double ms = ms_since(ctx, pass_start_);
   if (!in_step_) return;
   // Keyed by the address of a string this profiler owns, one per label.
   const std::string& key = update_keys_.emplace(label, label).first->second;

@@ -1,6 +1,7 @@
 // Per-layer profiler: forward and backward time of every layer and the optimizer's update
 // (one fused kernel over all parameters: its own row), averaged over training steps, with each layer's share of the measured step time and its achieved GFLOP/s.
-// Attach with ctx.set_profiler(&p); Sequential and optimizer_step() report to it. Only work
+// Attach with ctx.set_profile_hook(&p); Sequential and Optimizer::step report to it through
+// the ProfileHook interface (core/profile_hook.h). Only work
 // between begin_step() and end_step() is recorded, so evaluation passes do not pollute it.
 #pragma once
 #include <chrono>
@@ -10,13 +11,12 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/profile_hook.h"
 #include "core/shape.h"
 
 struct CUevent_st;
 
 namespace pdnn {
-
-class Layer;
 
 // The two timing calls everything goes through. On the CPU: steady_clock. On the GPU:
 // time_mark() records an event on the context's stream and ms_since() records another and
@@ -28,7 +28,7 @@ struct TimeMark {
 TimeMark time_mark(Context& ctx);
 double ms_since(Context& ctx, const TimeMark& start);  // milliseconds from start to now
 
-class Profiler {
+class Profiler : public ProfileHook {
  public:
   // One output row. Times are means per step in ms; share is (fwd+bwd+update) / step time;
   // gflops is 3 x forward FLOPs / (fwd + bwd time) (the usual "a training step costs three
@@ -46,12 +46,11 @@ class Profiler {
   double step_ms() const;  // mean measured step time
   void reset();
 
-  // Called by Sequential / optimizer_step. `label` names the layer in the table.
-  void record_forward(const Layer& layer, const std::string& label, const Shape& in,
-                      const Shape& out, double ms);
-  void record_backward(const Layer& layer, double ms);
-  // The optimizer's update of a whole model, as a row of its own named `label`.
-  void record_update(const std::string& label, const std::string& optimizer, double ms);
+  // ProfileHook: a pass is timed from begin_pass() to its end_*() call.
+  void begin_pass(Context& ctx) override;
+  void end_forward(Context& ctx, const ProfiledForward& f) override;
+  void end_backward(Context& ctx, const void* key) override;
+  void end_update(Context& ctx, const std::string& label, const std::string& optimizer) override;
 
   // Rows in the order layers were first seen, then an "other" row: step time not spent inside
   // any layer (loss, zero_grad, data handling, timing overhead), its time in the fwd_ms column.
@@ -72,7 +71,7 @@ class Profiler {
   std::vector<Entry> entries_;
   std::unordered_map<const void*, size_t> index_;  // layer, or the update label's interned copy
   std::unordered_map<std::string, std::string> update_keys_;
-  TimeMark step_start_{};
+  TimeMark step_start_{}, pass_start_{};
   double step_total_ms_ = 0;
   int64_t steps_ = 0;
   bool in_step_ = false;

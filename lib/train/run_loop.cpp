@@ -15,13 +15,13 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "dist/communicator.h"
-#include "train/csv.h"
-#include "train/output_files.h"
+#include "run/csv.h"
+#include "run/output_files.h"
 #include "train/profiler.h"
-#include "train/progress.h"
-#include "cuda/cuda_state.h"
-#include "train/run_info.h"
-#include "train/timing.h"
+#include "run/progress.h"
+#include "core/cuda_state.h"
+#include "run/run_info.h"
+#include "run/timing.h"
 
 namespace pdnn {
 namespace {
@@ -302,9 +302,9 @@ int RunLoop::run() {
   Profiler profiler;
   struct Detach {  // the context never keeps a pointer to this function's profiler
     Context& c;
-    ~Detach() { c.set_profiler(nullptr); }
+    ~Detach() { c.set_profile_hook(nullptr); }
   } detach{ctx};
-  if (cfg.profile) ctx.set_profiler(&profiler);
+  if (cfg.profile) ctx.set_profile_hook(&profiler);
 
   RunInfo info = run_info(ctx);
   if (comm && !info.gpu.empty()) info.gpu = strprintf("%dx ", comm->size()) + info.gpu;

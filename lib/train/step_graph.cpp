@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "cuda/cuda_state.h"
-#include "cuda/graph.h"
+#include "core/cuda_state.h"
+#include "core/cuda_graph.h"
 
 namespace pdnn {
 

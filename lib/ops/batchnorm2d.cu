@@ -1,0 +1,141 @@
+// BatchNorm (+ fused ReLU/LeakyReLU) on the GPU (see batchnorm2d.h). Training forward and the
+// backward are one block per channel: the block reduces its channel in double (fixed tree
+// order: deterministic), then normalises (forward) or writes dx (backward) in the same kernel,
+// so the statistics never leave the chip. Evaluation forward is elementwise.
+#include "cuda/launch.h"
+#include "ops/batchnorm2d.h"
+
+namespace pdnn {
+namespace cuda {
+
+namespace {
+
+constexpr int kBnThreads = 512;
+
+__device__ __forceinline__ float act(float z, FusedAct a, float slope) {
+  if (a == FusedAct::None) return z;
+  const float lo = a == FusedAct::ReLU ? 0.f : slope;
+  return z > 0.f ? z : lo * z;
+}
+
+// for each element k of channel ch: body(k) — images in order, each plane's values by thread.
+#define PDNN_BN_CHANNEL_LOOP(g, ch, k, body)                                     \
+  for (int64_t i_ = 0; i_ < (g).n; ++i_) {                                       \
+    const int64_t base_ = (i_ * (g).c + (ch)) * (g).hw;                          \
+    for (int q_ = threadIdx.x; q_ < static_cast<int>((g).hw); q_ += blockDim.x) { \
+      const int64_t k = base_ + q_;                                              \
+      body;                                                                      \
+    }                                                                            \
+  }
+
+__global__ void bn_train_f(BnGeom g, const float* x, const float* gamma, const float* beta,
+                           float* rmean, float* rvar, float* mean, float* invstd, float* y) {
+  __shared__ double sh[kBnThreads];
+  __shared__ float coef[2];
+  const int64_t ch = blockIdx.x, m = g.n * g.hw;
+  double s = 0.0;
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, s += x[k]);
+  const double mu = block_sum(s, sh) / static_cast<double>(m);
+  __syncthreads();
+  double ss = 0.0;
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, {
+    const double d = x[k] - mu;
+    ss += d * d;
+  });
+  const double var_d = block_sum(ss, sh) / static_cast<double>(m);
+  if (threadIdx.x == 0) {
+    const float meanf = static_cast<float>(mu), varf = static_cast<float>(var_d);
+    const double unbias = static_cast<double>(m) / static_cast<double>(m - 1);
+    rmean[ch] = (1.f - g.momentum) * rmean[ch] + g.momentum * meanf;
+    rvar[ch] = (1.f - g.momentum) * rvar[ch] + g.momentum * static_cast<float>(varf * unbias);
+    const float is = static_cast<float>(1.0 / sqrt(static_cast<double>(varf) + g.eps));
+    mean[ch] = meanf;
+    invstd[ch] = is;
+    const float scale = is * (gamma ? gamma[ch] : 1.f);
+    coef[0] = scale;
+    coef[1] = (beta ? beta[ch] : 0.f) - meanf * scale;
+  }
+  __syncthreads();
+  const float scale = coef[0], shift = coef[1];
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, y[k] = act(x[k] * scale + shift, g.act, g.slope));
+}
+
+__global__ void bn_eval_f(BnGeom g, int64_t total, const float* x, const float* gamma,
+                          const float* beta, const float* rmean, const float* rvar, float* mean,
+                          float* invstd, float* y) {
+  PDNN_GRID_LOOP(i, total) {
+    const int64_t ch = (i / g.hw) % g.c;  // eval mode only: not the training path
+    const float is = static_cast<float>(1.0 / sqrt(static_cast<double>(rvar[ch]) + g.eps));
+    const float scale = is * (gamma ? gamma[ch] : 1.f);
+    const float shift = (beta ? beta[ch] : 0.f) - rmean[ch] * scale;
+    y[i] = act(x[i] * scale + shift, g.act, g.slope);
+  }
+  PDNN_GRID_LOOP(ch, g.c) {
+    mean[ch] = rmean[ch];
+    invstd[ch] = static_cast<float>(1.0 / sqrt(static_cast<double>(rvar[ch]) + g.eps));
+  }
+}
+
+__global__ void bn_b(BnGeom g, bool batch_stats, const float* x, const float* y, const float* dy,
+                     const float* mean, const float* invstd, const float* gamma, float* dgamma,
+                     float* dbeta, float* dx) {
+  __shared__ double sh[kBnThreads];
+  const int64_t ch = blockIdx.x, m = g.n * g.hw;
+  const bool fused = g.act != FusedAct::None;
+  const float lo = g.act == FusedAct::ReLU ? 0.f : g.slope;
+  const double mu = mean[ch], is = invstd[ch];
+  double s1 = 0.0, s2 = 0.0;
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, {
+    const float gj = fused ? (y[k] > 0.f ? dy[k] : lo * dy[k]) : dy[k];
+    s1 += gj;
+    s2 += gj * ((x[k] - mu) * is);
+  });
+  const double sum_dy = block_sum(s1, sh);
+  __syncthreads();
+  const double sum_dy_xhat = block_sum(s2, sh);
+  if (threadIdx.x == 0) {
+    if (dgamma) dgamma[ch] += static_cast<float>(sum_dy_xhat);
+    if (dbeta) dbeta[ch] += static_cast<float>(sum_dy);
+  }
+  if (!dx) return;
+  const float gs = static_cast<float>((gamma ? gamma[ch] : 1.f) * is);
+  const float a = batch_stats ? static_cast<float>(sum_dy / static_cast<double>(m)) : 0.f;
+  const float b = batch_stats ? static_cast<float>(sum_dy_xhat / static_cast<double>(m)) : 0.f;
+  const float muf = mean[ch], isf = invstd[ch];
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, {
+    const float gj = fused ? (y[k] > 0.f ? dy[k] : lo * dy[k]) : dy[k];
+    dx[k] = gs * (gj - a - (x[k] - muf) * isf * b);
+  });
+}
+
+}  // namespace
+
+void batchnorm2d_forward_train(const BnGeom& g, const float* x, const float* gamma,
+                               const float* beta, float* running_mean, float* running_var,
+                               float* mean, float* invstd, float* y, CudaExec e) {
+  bn_train_f<<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
+      g, x, gamma, beta, running_mean, running_var, mean, invstd, y);
+  PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_forward_train");
+}
+
+void batchnorm2d_forward_eval(const BnGeom& g, const float* x, const float* gamma,
+                              const float* beta, const float* running_mean,
+                              const float* running_var, float* mean, float* invstd, float* y,
+                              CudaExec e) {
+  const int64_t total = g.n * g.c * g.hw;
+  bn_eval_f<<<blocks_for(total, tpb(e)), tpb(e), 0, stream_of(e)>>>(g, total, x, gamma, beta,
+                                                              running_mean, running_var, mean,
+                                                              invstd, y);
+  PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_forward_eval");
+}
+
+void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, const float* y,
+                          const float* dy, const float* mean, const float* invstd,
+                          const float* gamma, float* dgamma, float* dbeta, float* dx, CudaExec e) {
+  bn_b<<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
+      g, batch_stats, x, y, dy, mean, invstd, gamma, dgamma, dbeta, dx);
+  PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_backward");
+}
+
+}  // namespace cuda
+}  // namespace pdnn

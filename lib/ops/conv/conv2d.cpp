@@ -1,0 +1,432 @@
+// Convolution through im2col + GEMM, per image in parallel or as one batched GEMM
+// (see conv2d.h).
+#include "ops/conv/conv2d.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "ops/activation.h"
+#include "ops/conv/conv2d_direct.h"
+#include "ops/conv/conv2d_winograd.h"
+#include "ops/dispatch.h"
+#include "ops/gemm.h"
+
+namespace pdnn {
+
+namespace {
+
+// 16 floats = one 64-byte line, so per-thread slots never share a cache line.
+inline int64_t round_line(int64_t n) { return (n + 15) / 16 * 16; }
+
+// Per-thread slot of the per-image path: columns, then partial dW, then partial db.
+inline int64_t slot_floats(const ConvGeom& g, int64_t k) {
+  return round_line(g.col_size()) + round_line(k * g.col_rows()) + round_line(k);
+}
+
+inline int threads_for(int threads, int64_t n) {
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, n)));
+}
+
+// Images [lo, hi) of thread t of nt: contiguous static chunks, so each thread's partial sums
+// cover a fixed set of images in a fixed order (bit-identical runs at a given thread count).
+inline void chunk(int64_t n, int t, int nt, int64_t* lo, int64_t* hi) {
+  *lo = n * t / nt;
+  *hi = n * (t + 1) / nt;
+}
+
+// Multiply-adds of a convolution GEMM over the batch: the work that decides whether a
+// parallel region pays for its fork/join.
+inline int64_t macs(const ConvGeom& g, int64_t n, int64_t k) { return n * k * g.col_size(); }
+
+// Per-image GEMMs narrower than this many output pixels (columns, p = oh*ow) are
+// matrix-vector-like and pay OpenBLAS's per-call overhead per image; below it one batched GEMM
+// wins, at or above it images in parallel win, at 1 and at 2 threads alike. Measured with
+// `build/bin/bench_conv 7 2` (forward + backward, median of 7 after 2 warm-up, then the
+// median of 3 such runs started only when the shared 2-core EPYC was >= 85% idle; OpenBLAS
+// 0.3.21 Haswell kernels), ms at 1 / 2 threads:
+//     p  shape (batch)                                  per-image        batched
+//   784  W2 Conv 1->10 k3 p1 28x28 (8), no dx          0.10 / 0.07      0.13 / 0.16
+//   784  W2 Conv 1->10 k3 p1 28x28 (128), no dx        1.68 / 1.17      2.06 / 3.35
+//   676  W3 Conv 1->32 k3 28x28 (128), no dx           3.60 / 1.83      5.89 / 4.24
+//   576  W3 Conv 32->64 k3 26x26 (128)                 88.2 / 44.4     118.3 / 65.1
+//   256  W5 Conv 64->128 k4 s2 p1 32x32 (64)          143.1 / 73.1     160.3 / 85.3
+//   256  W5 ConvT 128->64 k4 s2 p1 16x16 (64)         150.0 / 75.9     164.1 / 88.9
+//    64  W5 ConvT 256->128 k4 s2 p1 8x8 (64)          149.0 / 75-81    153-160 / 84.5
+//    16  W5 ConvT 512->256 k4 s2 p1 4x4 (64)          182 / 112-120    140.6 / 74-76
+//    16  W5 Conv 256->512 k4 s2 p1 8x8 (64)           205-232 / 149    137.1 / 70.4
+//     1  W5 Conv 512->1 k4 4x4 (64)                   3.05 / 1.59      1.61 / 0.96
+//     1  W5 ConvT 100->512 k4 1x1 (64), no dx        18.7 / 12.4       3.51 / 2.37
+constexpr int64_t kBatchedBelowCols = 64;
+
+// 3x3 stride-1 convolutions (every convolution of W2, W3, W4) skip im2col: Winograd F(4x4, 3x3)
+// from kDirectMaxChannels + 1 input channels, the direct kernels below that, where Winograd
+// transforms tiles of 1-4 channels padded to a whole vector and multiplies with an inner
+// dimension of 1-4. Both need at least one whole 4x4 output tile (below that Winograd computes
+// up to 16x the outputs it keeps; no workload has such a layer). Measured at 1 thread (thread
+// CPU time, batch 64, 28x28 pad 1, 32 output channels, this Xeon; ms forward / backward
+// weights, direct vs Winograd): 2 channels 0.71 / 0.98 vs 1.92 / 1.66; 4 channels 1.20 / 1.84
+// vs 1.74 / 1.65; 8 channels 1.96 / 3.54 vs 1.95 / 1.87; 16 channels 3.87 / 7.48 vs
+// 2.33 / 2.57. Against im2col per image (make bench-conv, rev e191161, results/bench/conv.csv,
+// 1 thread, OpenBLAS SkylakeX, median ms forward / backward data / backward weights, machine
+// shared): W3 conv2 (32 -> 64, batch 128) Winograd 13.3 / 16.7 / 16.3 vs 31.2 / 29.2 / 32.6;
+// W4's 32..128-channel layers (batch 64) Winograd 2.4-5.5x faster in every pass; W4 conv1
+// (3 -> 32 at 224) direct 95 / - / 188 vs 253 / - / 285; W2 (1 -> 10, batch 128) direct
+// 0.7 / - / 0.7 vs 0.9 / - / 0.8; W3 conv1 (1 -> 32) direct 2.1 / - / 2.4 vs 2.4 / - / 1.7
+// (its weight gradient reads 11 MB of dy for 50 MFLOP: memory-bound either way, and the two
+// traded places between runs).
+constexpr int64_t kDirectMaxChannels = 4;
+
+// One image's bias, serial (called inside the per-image parallel regions).
+void bias_add_image(int64_t k, int64_t p, const float* b, float* y) {
+  for (int64_t c = 0; c < k; ++c) {
+    float* r = y + c * p;
+    const float bc = b[c];
+    for (int64_t q = 0; q < p; ++q) r[q] += bc;
+  }
+}
+
+// Sum of n floats in a fixed order through 32 independent partial sums. A plain loop is one
+// dependent add per element (not vectorised without -ffast-math): with it W3's conv1 backward
+// (batch 128, 1 thread) took 3.1 ms instead of 2.0.
+inline float row_sum(const float* r, int64_t n) {
+  constexpr int kLanes = 32;
+  float acc[kLanes] = {};
+  int64_t q = 0;
+  for (; q + kLanes <= n; q += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += r[q + j];
+  float s = 0.f;
+  for (; q < n; ++q) s += r[q];
+  for (int j = 0; j < kLanes; ++j) s += acc[j];
+  return s;
+}
+
+void bias_sum_image(int64_t k, int64_t p, const float* dy, float* db) {
+  for (int64_t c = 0; c < k; ++c) db[c] += row_sum(dy + c * p, p);
+}
+
+}  // namespace
+
+const char* conv_algo_name(ConvAlgo a) {
+  switch (a) {
+    case ConvAlgo::Auto: return "auto";
+    case ConvAlgo::PerImage: return "per-image";
+    case ConvAlgo::Batched: return "batched";
+    case ConvAlgo::Winograd: return "winograd";
+    case ConvAlgo::Direct: return "direct";
+  }
+  return "?";
+}
+
+ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads) {
+  (void)n;
+  (void)k;
+  (void)threads;
+  if (conv3x3_applies(g) && g.oh >= 4 && g.ow >= 4)
+    return g.c <= kDirectMaxChannels ? ConvAlgo::Direct : ConvAlgo::Winograd;
+  return g.col_cols() < kBatchedBelowCols ? ConvAlgo::Batched : ConvAlgo::PerImage;
+}
+
+size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,
+                             int threads) {
+  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
+  if (algo == ConvAlgo::Winograd) return cpu::conv3x3_winograd_workspace_floats(g, n, k, threads);
+  if (algo == ConvAlgo::Direct) return cpu::conv3x3_direct_workspace_floats(g, n, k, threads);
+  if (algo == ConvAlgo::Batched)
+    return static_cast<size_t>(round_line(g.col_rows() * n * g.col_cols()) +
+                               k * n * g.col_cols());
+  return static_cast<size_t>(threads_for(threads, n) * slot_floats(g, k));
+}
+
+int64_t conv_act_chunk(const ConvGeom& g, int64_t n, int64_t k) {
+  constexpr int64_t kMaskedFloats = int64_t{16} << 20;  // 64 MB of masked dy per chunk
+  const int64_t per_image = std::max<int64_t>(1, k * g.col_cols());
+  return std::max<int64_t>(1, std::min<int64_t>(n, kMaskedFloats / per_image));
+}
+
+size_t conv_backward_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,
+                                      Act act, int threads) {
+  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
+  if (act.kind == FusedAct::None) return conv_workspace_floats(g, n, k, algo, threads);
+  const int64_t chunk = conv_act_chunk(g, n, k);
+  return conv_workspace_floats(g, chunk, k, algo, threads) +
+         static_cast<size_t>(chunk * k * g.col_cols());
+}
+
+namespace cpu {
+
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec) {
+#pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
+  for (int64_t i = 0; i < n; ++i) bias_add_image(k, p, b, y + i * k * p);
+}
+
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CpuExec) {
+#pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
+  for (int64_t c = 0; c < k; ++c) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) s += row_sum(dy + (i * k + c) * p, p);
+    db[c] += static_cast<float>(s);
+  }
+}
+
+namespace {
+
+void forward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                       const float* b, float* y, int threads, float* ws) {
+  const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
+  const int nt_req = threads_for(threads, n);
+#pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
+  {
+    const int t = omp_get_thread_num();
+    int64_t lo, hi;
+    chunk(n, t, omp_get_num_threads(), &lo, &hi);
+    float* cols = ws + t * slot;
+    for (int64_t i = lo; i < hi; ++i) {
+      float* yi = y + i * k * p;
+      im2col(g, x + i * g.image_size(), cols);
+      gemm(false, false, k, p, rows, 1.f, w, cols, 0.f, yi, CpuExec{1});
+      if (b) bias_add_image(k, p, b, yi);
+    }
+  }
+}
+
+void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                        const float* w, const float* dy, float* dw, float* db, float* dx,
+                        int threads, float* ws) {
+  const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
+  const int64_t dw_off = round_line(g.col_size()), db_off = dw_off + round_line(k * rows);
+  const int nt_req = threads_for(threads, n);
+  // Partial dW kept transposed, (rows, k), when rows > k: OpenBLAS runs the product ~8% faster
+  // with the longer side first (W3 conv2: 25.3 vs 27.3 ms per 128 images, thread CPU time).
+  const bool dw_t = rows > k;
+  int nt_used = 1;
+#pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (t == 0) nt_used = nt;
+    int64_t lo, hi;
+    chunk(n, t, nt, &lo, &hi);
+    float* cols = ws + t * slot;
+    float* pdw = cols + dw_off;
+    float* pdb = cols + db_off;
+    if (dw) std::memset(pdw, 0, sizeof(float) * k * rows);
+    if (db) std::memset(pdb, 0, sizeof(float) * k);
+    for (int64_t i = lo; i < hi; ++i) {
+      const float* dyi = dy + i * k * p;
+      if (dw) {
+        im2col(g, x + i * g.image_size(), cols);
+        if (dw_t)
+          gemm(false, true, rows, k, p, 1.f, cols, dyi, 1.f, pdw, CpuExec{1});
+        else
+          gemm(false, true, k, rows, p, 1.f, dyi, cols, 1.f, pdw, CpuExec{1});
+      }
+      if (db) bias_sum_image(k, p, dyi, pdb);
+      if (dx) {
+        gemm(true, false, rows, p, k, 1.f, w, dyi, 0.f, cols, CpuExec{1});
+        col2im(g, cols, dx + i * g.image_size());
+      }
+    }
+  }
+  // Partials summed in thread order: the same order on every run at this thread count.
+  for (int t = 0; t < nt_used; ++t) {
+    const float* pdw = ws + t * slot + dw_off;
+    const float* pdb = ws + t * slot + db_off;
+    if (dw && dw_t) {
+      for (int64_t c = 0; c < k; ++c)
+        for (int64_t r = 0; r < rows; ++r) dw[c * rows + r] += pdw[r * k + c];
+    } else if (dw) {
+      for (int64_t j = 0; j < k * rows; ++j) dw[j] += pdw[j];
+    }
+    if (db)
+      for (int64_t j = 0; j < k; ++j) db[j] += pdb[j];
+  }
+}
+
+void forward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                     const float* b, float* y, float* ws, CpuExec e) {
+  const int64_t rows = g.col_rows(), p = g.col_cols();
+  float* cols = ws;
+  float* tmp = ws + round_line(rows * n * p);  // y as (k, n*p)
+  im2col_batch(g, n, x, cols, e);
+  gemm(false, false, k, n * p, rows, 1.f, w, cols, 0.f, tmp, e);
+  cnhw_to_nchw(n, k, p, tmp, y, e);
+  if (b) bias_add(n, k, p, b, y, e);
+}
+
+void backward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                      const float* dy, float* dw, float* db, float* dx, float* ws, CpuExec e) {
+  const int64_t rows = g.col_rows(), p = g.col_cols();
+  float* cols = ws;
+  float* dyt = ws + round_line(rows * n * p);  // dy as (k, n*p)
+  if (db) bias_backward(n, k, p, dy, db, e);
+  if (!dw && !dx) return;
+  nchw_to_cnhw(n, k, p, dy, dyt, e);
+  if (dw) {
+    im2col_batch(g, n, x, cols, e);
+    gemm(false, true, k, rows, n * p, 1.f, dyt, cols, 1.f, dw, e);
+  }
+  if (dx) {
+    gemm(true, false, rows, n * p, k, 1.f, w, dyt, 0.f, cols, e);
+    col2im_batch(g, n, cols, dx, e);
+  }
+}
+
+}  // namespace
+
+void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* b, float* y, Act act, ConvAlgo algo, float*, float* ws,
+                    CpuExec e) {
+  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
+  // The 3x3 kernels apply the activation in their output write (slopes in [0, 1], where it is
+  // a max); im2col's paths in one more pass over y.
+  const bool in_kernel = act.kind == FusedAct::ReLU ||
+                         (act.kind == FusedAct::LeakyReLU && act.slope >= 0.f && act.slope <= 1.f);
+  if (algo == ConvAlgo::Winograd)
+    conv3x3_winograd_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
+  else if (algo == ConvAlgo::Direct)
+    conv3x3_direct_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
+  else if (algo == ConvAlgo::Batched)
+    forward_batched(g, n, k, x, w, b, y, ws, e);
+  else
+    forward_per_image(g, n, k, x, w, b, y, e.threads, ws);
+  if (in_kernel && (algo == ConvAlgo::Winograd || algo == ConvAlgo::Direct)) return;
+  const int64_t total = n * k * g.col_cols();
+  if (act.kind == FusedAct::ReLU) relu_forward(total, y, y, e);
+  if (act.kind == FusedAct::LeakyReLU) leaky_relu_forward(total, act.slope, y, y, e);
+}
+
+namespace {
+
+// The backward of the convolution itself (no activation), by algorithm.
+void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                      const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
+                      CpuExec e) {
+  if (algo == ConvAlgo::Winograd) {
+    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
+    if (dw) conv3x3_winograd_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
+    if (dx) conv3x3_winograd_backward_data(dx, dy, w, g, n, k, e.threads, ws);
+  } else if (algo == ConvAlgo::Direct) {
+    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
+    if (dw) conv3x3_direct_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
+    if (dx) conv3x3_direct_backward_data(dx, dy, w, g, n, k, e.threads, ws);
+  } else if (algo == ConvAlgo::Batched) {
+    backward_batched(g, n, k, x, w, dy, dw, db, dx, ws, e);
+  } else {
+    backward_per_image(g, n, k, x, w, dy, dw, db, dx, e.threads, ws);
+  }
+}
+
+}  // namespace
+
+void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo algo, const float*, float* ws, CpuExec e) {
+  if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
+  if (act.kind == FusedAct::None) {
+    backward_by_algo(g, n, k, x, w, dy, dw, db, dx, algo, ws, e);
+    return;
+  }
+  // dy through the activation into the workspace's tail, a chunk of images at a time
+  // (conv_act_chunk); the gradients accumulate over the chunks, dx is written per image.
+  const int64_t chunk = conv_act_chunk(g, n, k);
+  const int64_t per_y = k * g.col_cols(), per_x = g.image_size();
+  float* masked = ws + conv_workspace_floats(g, chunk, k, algo, e.threads);
+  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+    const int64_t m = std::min(chunk, n - i0);
+    if (act.kind == FusedAct::ReLU)
+      relu_backward(m * per_y, y + i0 * per_y, dy + i0 * per_y, masked, e);
+    else
+      leaky_relu_backward(m * per_y, act.slope, y + i0 * per_y, dy + i0 * per_y, masked, e);
+    backward_by_algo(g, m, k, x ? x + i0 * per_x : nullptr, w, masked, dw, db,
+                     dx ? dx + i0 * per_x : nullptr, algo, ws, e);
+  }
+}
+
+}  // namespace cpu
+
+int64_t cuda_conv_chunk(const ConvGeom& g, int64_t n, int64_t k) {
+  constexpr int64_t kBudget = int64_t{64} << 20;  // floats: 256 MB of columns + product
+  const int64_t per_image = (g.col_rows() + k) * g.col_cols();
+  return std::max<int64_t>(1, std::min<int64_t>(n, kBudget / std::max<int64_t>(1, per_image)));
+}
+
+size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k) {
+  const int64_t c = cuda_conv_chunk(g, n, k);
+  // columns, the product, then 32 doubles per output channel for the bias gradient's partial
+  // sums (conv2d.cu).
+  return static_cast<size_t>(cuda_conv_product_offset(g, c) + k * c * g.col_cols() + 2 +
+                             2 * 32 * k);
+}
+
+namespace ops {
+
+namespace {
+const float* ptr(const Tensor* t) { return t ? t->data() : nullptr; }
+float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
+}  // namespace
+
+void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
+                    const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
+                    Tensor* saved_cols) {
+  PDNN_CHECK(x.numel() == n * g.image_size() && w.numel() == k * g.col_rows() &&
+                 y.numel() == n * k * g.col_cols() && (!b || b->numel() == k),
+             "conv2d_forward: x %s, w %s, y %s do not fit the geometry", x.shape().str().c_str(),
+             w.shape().str().c_str(), y.shape().str().c_str());
+  const Device d = op_device("conv2d_forward", {&x, &w, b, &y});
+  const bool gpu = d == Device::CUDA;
+  const size_t ws_n = gpu ? cuda_conv_workspace_floats(g, n, k)
+                          : conv_workspace_floats(g, n, k, algo, ctx.threads());
+  float* ws = ctx.workspace(d, ws_n);
+  // The GPU keeps the columns for backward when the batch is one chunk.
+  float* keep = nullptr;
+  if (gpu && saved_cols && cuda_conv_chunk(g, n, k) == n) {
+    saved_cols->resize(Shape{g.col_rows() * n * g.col_cols()}, DType::F32, d, ctx);
+    keep = saved_cols->data();
+  }
+  PDNN_DISPATCH(ctx, d, conv2d_forward, g, n, k, x.data(), w.data(), ptr(b), y.data(), act, algo,
+                keep, ws);
+}
+
+void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
+                     const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
+                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols) {
+  PDNN_CHECK((!x || x->numel() == n * g.image_size()) && w.numel() == k * g.col_rows() &&
+                 dy.numel() == n * k * g.col_cols() && (!dw || dw->numel() == w.numel()) &&
+                 (!db || db->numel() == k) && (!dx || dx->numel() == n * g.image_size()),
+             "conv2d_backward: w %s, dy %s do not fit the geometry", w.shape().str().c_str(),
+             dy.shape().str().c_str());
+  PDNN_CHECK(!dw || x, "conv2d_backward: the weight gradient needs x");
+  PDNN_CHECK(act.kind == FusedAct::None || (y && y->numel() == dy.numel()),
+             "conv2d_backward: a fused activation needs the forward's output y");
+  const Device d = op_device("conv2d_backward", {x, &w, &dy, y, dw, db, dx});
+  const bool gpu = d == Device::CUDA;
+  const size_t ws_n = gpu ? cuda_conv_workspace_floats(g, n, k)
+                          : conv_backward_workspace_floats(g, n, k, algo, act, ctx.threads());
+  float* ws = ctx.workspace(d, ws_n);
+  const float* keep = nullptr;
+  if (gpu && saved_cols && !saved_cols->empty() && cuda_conv_chunk(g, n, k) == n &&
+      saved_cols->numel() >= g.col_rows() * n * g.col_cols())
+    keep = saved_cols->data();
+  PDNN_DISPATCH(ctx, d, conv2d_backward, g, n, k, ptr(x), w.data(), dy.data(), ptr(y), ptr(dw),
+                ptr(db), ptr(dx), act, algo, keep, ws);
+}
+
+void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y) {
+  PDNN_CHECK(b.numel() == k && y.numel() == n * k * p, "bias_add: b %s, y %s",
+             b.shape().str().c_str(), y.shape().str().c_str());
+  const Device d = op_device("bias_add", {&b, &y});
+  PDNN_DISPATCH(ctx, d, bias_add, n, k, p, b.data(), y.data());
+}
+
+void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db) {
+  PDNN_CHECK(db.numel() == k && dy.numel() == n * k * p, "bias_backward: dy %s, db %s",
+             dy.shape().str().c_str(), db.shape().str().c_str());
+  const Device d = op_device("bias_backward", {&dy, &db});
+  PDNN_DISPATCH(ctx, d, bias_backward, n, k, p, dy.data(), db.data());
+}
+
+}  // namespace ops
+}  // namespace pdnn

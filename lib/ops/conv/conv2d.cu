@@ -1,0 +1,199 @@
+// Convolution on the GPU (see conv2d.h): per chunk of images, batched im2col, one cuBLAS
+// GEMM over all their pixels, then the product permuted back to NCHW with the bias and the
+// fused activation applied in the same pass. Backward: dy permuted to (k, n*p) with the
+// activation's derivative applied in that pass; the bias gradient as row sums of that
+// (contiguous) matrix; dW += dY' cols^T (the forward's columns when it kept them);
+// dcols = W^T dY', col2im as a gather. Index arithmetic is 32-bit, planes from blockIdx.y.
+#include <algorithm>
+#include <type_traits>
+
+#include "cuda/launch.h"
+#include "ops/conv/conv2d.h"
+#include "ops/gemm.h"
+#include "ops/conv/im2col.h"
+
+namespace pdnn {
+namespace cuda {
+
+namespace {
+
+__device__ __forceinline__ float apply(float z, Act a) {
+  if (a.kind == FusedAct::None) return z;
+  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
+}
+__device__ __forceinline__ float derive(float y, float dy, Act a) {
+  if (a.kind == FusedAct::None) return dy;
+  return y > 0.f ? dy : (a.kind == FusedAct::ReLU ? 0.f : a.slope * dy);
+}
+
+// y (n, k, p) = act(tmp (k, n, p) permuted + b[k]); grid.y over the n*k planes of y.
+// V = 4: p % 4 == 0 (and so every plane 16-byte aligned): float4 loads and stores.
+template <int V>
+__global__ void to_ncp_bias_act(int n, int k, int p, const float* __restrict__ tmp,
+                                const float* __restrict__ b, Act act, float* __restrict__ y) {
+  using Vec = typename std::conditional<V == 4, float4, float>::type;
+  const int pv = p / V;
+  for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
+    const int i = plane / k, c = plane - i * k;
+    const float bc = b ? b[c] : 0.f;
+    const Vec* src = reinterpret_cast<const Vec*>(tmp + (static_cast<int64_t>(c) * n + i) * p);
+    Vec* dst = reinterpret_cast<Vec*>(y + static_cast<int64_t>(plane) * p);
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
+      Vec v = src[q];
+      float* f = reinterpret_cast<float*>(&v);
+#pragma unroll
+      for (int j = 0; j < V; ++j) f[j] = apply(f[j] + bc, act);
+      dst[q] = v;
+    }
+  }
+}
+
+// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted (vectorised as above).
+template <int V>
+__global__ void to_cnp_act(int n, int k, int p, const float* __restrict__ dy,
+                           const float* __restrict__ y, Act act, float* __restrict__ dyt) {
+  using Vec = typename std::conditional<V == 4, float4, float>::type;
+  const int pv = p / V;
+  for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
+    const int i = plane / k, c = plane - i * k;
+    const Vec* src = reinterpret_cast<const Vec*>(dy + static_cast<int64_t>(plane) * p);
+    const Vec* ys = y ? reinterpret_cast<const Vec*>(y + static_cast<int64_t>(plane) * p) : nullptr;
+    Vec* dst = reinterpret_cast<Vec*>(dyt + (static_cast<int64_t>(c) * n + i) * p);
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
+      Vec v = src[q];
+      if (ys) {
+        Vec yv = ys[q];
+        float* f = reinterpret_cast<float*>(&v);
+        const float* fy = reinterpret_cast<const float*>(&yv);
+#pragma unroll
+        for (int j = 0; j < V; ++j) f[j] = derive(fy[j], f[j], act);
+      }
+      dst[q] = v;
+    }
+  }
+}
+
+__global__ void bias_add_k(int n, int k, int p, const float* __restrict__ b, float* __restrict__ y) {
+  for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
+    const float bc = b[plane % k];
+    float* dst = y + static_cast<int64_t>(plane) * p;
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < p; q += gridDim.x * blockDim.x)
+      dst[q] += bc;
+  }
+}
+
+constexpr int kSumThreads = 512;
+
+// db[c] += sum of dy over its n planes of p values (one block per channel, double).
+__global__ void bias_backward_k(int n, int k, int p, const float* __restrict__ dy,
+                                float* __restrict__ db) {
+  __shared__ double sh[kSumThreads];
+  const int c = blockIdx.x;
+  double s = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const float* plane = dy + (static_cast<int64_t>(i) * k + c) * p;
+    for (int q = threadIdx.x; q < p; q += blockDim.x) s += plane[q];
+  }
+  const double t = block_sum(s, sh);
+  if (threadIdx.x == 0) db[c] += static_cast<float>(t);
+}
+
+// Row sums of m (k rows of len contiguous values) in two deterministic passes: block (s, c)
+// sums slice s of row c into part[c * kSlices + s]; then one block per row adds its slices in
+// order to db[c]. (One block per row was too little parallelism: 60-80 us for W2/W3.)
+constexpr int kSlices = 32;
+__global__ void row_sums_part(int len, const float* __restrict__ m, double* __restrict__ part) {
+  __shared__ double sh[kThreads];
+  const int c = blockIdx.y, sl = blockIdx.x;
+  const int per = (len + kSlices - 1) / kSlices, lo = sl * per, hi = min(len, lo + per);
+  const float* row = m + static_cast<int64_t>(c) * len;
+  double s = 0.0;
+  for (int q = lo + threadIdx.x; q < hi; q += blockDim.x) s += row[q];
+  const double t = block_sum(s, sh);
+  if (threadIdx.x == 0) part[c * kSlices + sl] = t;
+}
+__global__ void row_sums_final(int k, const double* __restrict__ part, float* __restrict__ db) {
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < k; c += gridDim.x * blockDim.x) {
+    double s = 0.0;
+    for (int sl = 0; sl < kSlices; ++sl) s += part[c * kSlices + sl];
+    db[c] += static_cast<float>(s);
+  }
+}
+
+}  // namespace
+
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e) {
+  if (n * k * p <= 0) return;
+  bias_add_k<<<grid2d(p, n * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+      static_cast<int>(n), static_cast<int>(k), static_cast<int>(p), b, y);
+  PDNN_CUDA_LAUNCH_CHECK("bias_add");
+}
+
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e) {
+  if (k <= 0) return;
+  bias_backward_k<<<static_cast<unsigned>(k), kSumThreads, 0, stream_of(e)>>>(
+      static_cast<int>(n), static_cast<int>(k), static_cast<int>(p), dy, db);
+  PDNN_CUDA_LAUNCH_CHECK("bias_backward");
+}
+
+void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* b, float* y, Act act, ConvAlgo, float* saved_cols, float* ws,
+                    CudaExec e) {
+  const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
+  float* tmp = ws + cuda_conv_product_offset(g, chunk);
+  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+    const int64_t c = std::min(chunk, n - i0);
+    float* cols = saved_cols && c == n ? saved_cols : ws;
+    im2col_batch(g, c, x + i0 * g.image_size(), cols, e);
+    gemm(false, false, k, c * p, rows, 1.f, w, cols, 0.f, tmp, e);
+    if (p % 4 == 0)
+      to_ncp_bias_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
+          y + i0 * k * p);
+    else
+      to_ncp_bias_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
+          y + i0 * k * p);
+    PDNN_CUDA_LAUNCH_CHECK("conv2d_forward output");
+  }
+}
+
+void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo, const float* saved_cols, float* ws, CudaExec e) {
+  const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
+  float* cols = ws;
+  float* dyt = ws + cuda_conv_product_offset(g, chunk);  // dy of the chunk as (k, c*p)
+  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+    const int64_t c = std::min(chunk, n - i0);
+    const float* yc = act.kind == FusedAct::None ? nullptr : y + i0 * k * p;
+    if (p % 4 == 0)
+      to_cnp_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p, yc, act,
+          dyt);
+    else
+      to_cnp_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p, yc, act,
+          dyt);
+    PDNN_CUDA_LAUNCH_CHECK("conv2d_backward dy");
+    if (db) {
+      double* part = reinterpret_cast<double*>(dyt + k * c * p + (k * c * p) % 2);
+      row_sums_part<<<dim3(kSlices, static_cast<unsigned>(k)), kThreads, 0, stream_of(e)>>>(
+          static_cast<int>(c * p), dyt, part);
+      row_sums_final<<<blocks_for(k, 64), 64, 0, stream_of(e)>>>(static_cast<int>(k), part, db);
+      PDNN_CUDA_LAUNCH_CHECK("conv2d_backward bias");
+    }
+    if (dw) {
+      const float* xc = saved_cols && c == n ? saved_cols : cols;
+      if (xc == cols) im2col_batch(g, c, x + i0 * g.image_size(), cols, e);
+      gemm(false, true, k, rows, c * p, 1.f, dyt, xc, 1.f, dw, e);
+    }
+    if (dx) {
+      gemm(true, false, rows, c * p, k, 1.f, w, dyt, 0.f, cols, e);
+      col2im_batch(g, c, cols, dx + i0 * g.image_size(), e);
+    }
+  }
+}
+
+}  // namespace cuda
+}  // namespace pdnn

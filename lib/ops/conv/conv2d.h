@@ -1,0 +1,113 @@
+// Convolution as im2col + GEMM over a batch (Caffe's scheme), in two ways of using the cores:
+// images in parallel (each thread im2cols its images and runs single-threaded GEMMs, weight
+// gradients summed from per-thread partials in thread order) or one big GEMM over the whole
+// batch (all images' columns side by side, threaded BLAS). 3x3 stride-1 convolutions go to
+// kernels that skip im2col (Winograd, or direct for few input channels: conv3x3_*.h); the
+// entry points below dispatch on ConvAlgo. Conv2d uses them directly; ConvTranspose2d runs
+// them with forward and backward swapped.
+//
+// Shapes, for geometry g (input c x h x w -> output oh x ow) and k output channels:
+//   x (n, c, h, w), w (k, c*kh*kw), b (k), y / dy (n, k, oh, ow).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/exec.h"
+#include "core/tensor.h"
+#include "ops/activation.h"
+#include "ops/conv/im2col.h"
+
+namespace pdnn {
+
+enum class ConvAlgo {
+  Auto,      // pick per shape (conv_algo_for)
+  PerImage,  // images in parallel, single-threaded GEMM per image
+  Batched,   // one GEMM over the batch with threaded BLAS
+  Winograd,  // F(4x4, 3x3) for 3x3 stride-1 kernels (ops/conv/conv2d_winograd.h), images in parallel
+  Direct,    // register-blocked direct 3x3 stride-1 kernels for few input channels
+             // (ops/conv/conv2d_direct.h), images in parallel
+};
+const char* conv_algo_name(ConvAlgo a);
+
+// The measured-faster algorithm for a shape at a thread count (never Auto). Winograd and Direct
+// only where conv3x3_applies(g).
+ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads);
+
+// Floats of scratch the CPU kernels below need (pass at least this much as `ws`).
+size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo, int threads);
+
+// With a fused activation, cpu::conv2d_backward passes dy through the activation's derivative
+// into the workspace, then runs the plain backward on it: a chunk of this many images at a
+// time, so that the masked copy stays under about 64 MB whatever the batch (W4's first two
+// layers at batch 64 would need 411 MB at once). Depends on the shape only, so results are
+// the same at any thread count; a batch that fits one chunk is computed exactly as before.
+int64_t conv_act_chunk(const ConvGeom& g, int64_t n, int64_t k);
+// Floats of scratch cpu::conv2d_backward needs with activation `act` (the algorithm's for one
+// chunk, plus the chunk's masked dy when act is not None).
+size_t conv_backward_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,
+                                      Act act, int threads);
+
+// The GPU runs every convolution as batched im2col + one GEMM per chunk of images (the CPU's
+// Batched scheme): columns of `chunk` images side by side, then the product. The chunk keeps
+// the column buffer under about 256 MB (W4 at batch 64 would need 3.7 GB at once).
+int64_t cuda_conv_chunk(const ConvGeom& g, int64_t n, int64_t k);
+// The workspace holds the columns, then (at this offset, in floats) the product.
+inline int64_t cuda_conv_product_offset(const ConvGeom& g, int64_t chunk) {
+  return (g.col_rows() * chunk * g.col_cols() + 15) / 16 * 16;
+}
+size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k);
+
+// Fused activation: forward writes y = act(conv(x, w) + b); backward takes dy with respect to
+// that y (and y itself, to read the activation's derivative off it) and gives the gradients
+// through the activation. saved_cols (nullable): on the GPU, when the whole batch fits one
+// chunk, forward leaves the batch's columns there and backward reuses them instead of running
+// im2col again; the CPU recomputes them and ignores it.
+namespace cpu {
+
+// y = act(conv(x, w) (+ b when b != nullptr)). Writes y. ws: conv_workspace_floats() floats.
+void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols,
+                    float* ws, CpuExec e);
+
+// dw += dL/dw, db += dL/db, dx = dL/dx; each skipped when nullptr (x may then be nullptr
+// too when dw is). dy (n, k, oh, ow) with respect to y; y is read only with an activation.
+// ws: conv_backward_workspace_floats() floats.
+void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo algo, const float* saved_cols, float* ws, CpuExec e);
+
+// y (n, k, p) += b[k]; db[k] += sum over n, p of dy (n, k, p) (fixed order).
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec e);
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CpuExec e);
+
+}  // namespace cpu
+
+namespace cuda {
+// algo is ignored (the GPU has one scheme); ws: cuda_conv_workspace_floats() floats.
+void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols,
+                    float* ws, CudaExec e);
+void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e);
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e);
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e);
+}  // namespace cuda
+
+// Tensor ops: the workspace comes from ctx on the tensors' device. Optional tensors as nullptr.
+// saved_cols: a buffer the caller keeps from forward to backward (a layer's own scratch); used
+// on the GPU when the batch fits one chunk, resized here. Pass the same buffer to both, with
+// nothing else in between that changes x.
+namespace ops {
+void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
+                    const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
+                    Tensor* saved_cols = nullptr);
+void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
+                     const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
+                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols = nullptr);
+void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y);
+void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db);
+}  // namespace ops
+
+}  // namespace pdnn

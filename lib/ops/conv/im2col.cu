@@ -1,0 +1,173 @@
+// im2col / col2im over a batch, and the (n,c,p) <-> (c,n,p) permutes, on the GPU (see
+// im2col.h). Index arithmetic is 32-bit (64-bit division is a long software sequence on the
+// GPU and made these kernels 5-10x slower); the row of the column matrix or the plane comes from
+// blockIdx.y, so its decomposition is done once per block. col2im is a gather (one thread per
+// input pixel sums the column entries that read it, in the CPU's (ki, kj) order: bit-identical),
+// so there are no atomics.
+#include <climits>
+
+#include "cuda/launch.h"
+#include "ops/conv/im2col.h"
+
+namespace pdnn {
+namespace cuda {
+
+namespace {
+
+// The geometry in 32 bits (every size the models use is far below 2^31; checked on launch).
+struct Geom32 {
+  int c, h, w, kh, kw, sh, sw, ph, pw, oh, ow;
+};
+Geom32 geom32(const ConvGeom& g, int64_t n) {
+  PDNN_CHECK(n * g.c * g.h * g.w < INT_MAX && g.col_rows() * n * g.col_cols() < (int64_t{1} << 40),
+             "conv on the GPU: sizes beyond 32-bit indexing");
+  return {static_cast<int>(g.c),  static_cast<int>(g.h),  static_cast<int>(g.w),
+          static_cast<int>(g.kh), static_cast<int>(g.kw), static_cast<int>(g.sh),
+          static_cast<int>(g.sw), static_cast<int>(g.ph), static_cast<int>(g.pw),
+          static_cast<int>(g.oh), static_cast<int>(g.ow)};
+}
+
+// grid.y: rows of cols (c*kh*kw), grid.x: columns (n*p). div_p, div_ow: p and ow.
+__global__ void im2col_k(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
+                         const float* __restrict__ x, float* __restrict__ cols) {
+  const int p = g.oh * g.ow;
+  for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
+    const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
+    float* row = cols + static_cast<int64_t>(r) * np;
+    for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < np; col += gridDim.x * blockDim.x) {
+      const int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
+      const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
+      row[col] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
+                     ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
+                     : 0.f;
+    }
+  }
+}
+
+// div_w, div_h, div_c: w, h and c.
+// The same with 4 consecutive columns per thread (n*p % 4 == 0): the index arithmetic once per
+// 4 values and one 16-byte store.
+__global__ void im2col_k4(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
+                          const float* __restrict__ x, float* __restrict__ cols) {
+  const int p = g.oh * g.ow, np4 = np / 4;
+  for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
+    const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
+    float4* row = reinterpret_cast<float4*>(cols + static_cast<int64_t>(r) * np);
+    for (int c4 = blockIdx.x * blockDim.x + threadIdx.x; c4 < np4; c4 += gridDim.x * blockDim.x) {
+      const int col = 4 * c4;
+      int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
+      float v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
+        v[j] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
+                   ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
+                   : 0.f;
+        if (++ox == g.ow) {
+          ox = 0;
+          if (++oy == g.oh) {
+            oy = 0;
+            ++i;
+          }
+        }
+      }
+      row[c4] = make_float4(v[0], v[1], v[2], v[3]);
+    }
+  }
+}
+
+template <bool kStride1>
+__global__ void col2im_k(Geom32 g, int total, int np, FastDiv div_w, FastDiv div_h, FastDiv div_c,
+                         const float* __restrict__ cols, float* __restrict__ x) {
+  const int p = g.oh * g.ow;
+  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+    const int a = div_w.div(t), xx = t - a * g.w;
+    const int b = div_h.div(a), yy = a - b * g.h;
+    const int i = div_c.div(b), ci = b - i * g.c;
+    const float* base = cols + i * p;
+    float s = 0.f;
+    for (int ki = 0; ki < g.kh; ++ki) {
+      const int ny = yy + g.ph - ki;
+      if (ny < 0) break;  // ny falls as ki grows
+      if (!kStride1 && ny % g.sh != 0) continue;
+      const int oy = kStride1 ? ny : ny / g.sh;
+      if (oy >= g.oh) continue;
+      for (int kj = 0; kj < g.kw; ++kj) {
+        const int nx = xx + g.pw - kj;
+        if (nx < 0) break;
+        if (!kStride1 && nx % g.sw != 0) continue;
+        const int ox = kStride1 ? nx : nx / g.sw;
+        if (ox >= g.ow) continue;
+        s += base[static_cast<int64_t>((ci * g.kh + ki) * g.kw + kj) * np + oy * g.ow + ox];
+      }
+    }
+    x[t] = s;
+  }
+}
+
+// y (c, n, p) from x (n, c, p); grid.y over the n*c planes of x.
+__global__ void to_cnp(int n, int c, int p, const float* __restrict__ x, float* __restrict__ y) {
+  for (int plane = blockIdx.y; plane < n * c; plane += gridDim.y) {
+    const int ni = plane / c, ci = plane - ni * c;
+    const float* src = x + static_cast<int64_t>(plane) * p;
+    float* dst = y + (static_cast<int64_t>(ci) * n + ni) * p;
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < p; q += gridDim.x * blockDim.x)
+      dst[q] = src[q];
+  }
+}
+__global__ void to_ncp(int n, int c, int p, const float* __restrict__ x, float* __restrict__ y) {
+  for (int plane = blockIdx.y; plane < n * c; plane += gridDim.y) {
+    const int ni = plane / c, ci = plane - ni * c;
+    const float* src = x + (static_cast<int64_t>(ci) * n + ni) * p;
+    float* dst = y + static_cast<int64_t>(plane) * p;
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < p; q += gridDim.x * blockDim.x)
+      dst[q] = src[q];
+  }
+}
+
+}  // namespace
+
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e) {
+  const int64_t np = n * g.col_cols();
+  if (np <= 0) return;
+  const FastDiv dp(static_cast<uint32_t>(g.col_cols())), dow(static_cast<uint32_t>(g.ow));
+  if (np % 4 == 0)
+    im2col_k4<<<grid2d(np / 4, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+        geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
+  else
+    im2col_k<<<grid2d(np, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+        geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
+  PDNN_CUDA_LAUNCH_CHECK("im2col_batch");
+}
+
+void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CudaExec e) {
+  const int64_t total = n * g.image_size(), np = n * g.col_cols();
+  if (total <= 0) return;
+  const Geom32 g32 = geom32(g, n);
+  const FastDiv dw(static_cast<uint32_t>(g.w)), dh(static_cast<uint32_t>(g.h)),
+      dc(static_cast<uint32_t>(g.c));
+  if (g.sh == 1 && g.sw == 1)
+    col2im_k<true><<<blocks_for(total, tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+        g32, static_cast<int>(total), static_cast<int>(np), dw, dh, dc, cols, x);
+  else
+    col2im_k<false><<<blocks_for(total, tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+        g32, static_cast<int>(total), static_cast<int>(np), dw, dh, dc, cols, x);
+  PDNN_CUDA_LAUNCH_CHECK("col2im_batch");
+}
+
+void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e) {
+  if (n * c * p <= 0) return;
+  to_cnp<<<grid2d(p, n * c, tpb(e)), tpb(e), 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(c),
+                                                          static_cast<int>(p), x, y);
+  PDNN_CUDA_LAUNCH_CHECK("nchw_to_cnhw");
+}
+
+void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e) {
+  if (n * c * p <= 0) return;
+  to_ncp<<<grid2d(p, n * c, tpb(e)), tpb(e), 0, stream_of(e)>>>(static_cast<int>(n), static_cast<int>(c),
+                                                          static_cast<int>(p), x, y);
+  PDNN_CUDA_LAUNCH_CHECK("cnhw_to_nchw");
+}
+
+}  // namespace cuda
+}  // namespace pdnn

@@ -1,0 +1,153 @@
+// Max pooling on the GPU (see maxpool2d.h). Forward: one thread per output, the window in row-major
+// order with the CPU's rule (strict '>', a NaN wins). Backward: a gather, one thread per input
+// pixel, adding dy of the outputs whose window holds the pixel and whose argmax it is, in
+// ascending output order (the CPU's order, so the sums are bit-identical); no atomics and no
+// scatter.
+#include <cmath>
+
+#include "cuda/launch.h"
+#include "ops/maxpool2d.h"
+
+namespace pdnn {
+namespace cuda {
+
+namespace {
+
+// 32-bit geometry (checked on launch): 64-bit division is a long software sequence on the GPU.
+struct Pool32 {
+  int planes, h, w, oh, ow, k, s;
+};
+
+// The inverted dropout applied in the pool's write (kDrop), with dropout's draw.
+struct Drop {
+  float p;
+  uint64_t seed;
+  const int64_t* base;
+  uint64_t skip;  // a data-parallel rank's offset into the global batch's draw
+  float* mask;
+};
+
+template <bool kDrop>
+__global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
+                          float* __restrict__ y, int32_t* __restrict__ argmax) {
+  const int p_out = g.oh * g.ow;
+  const uint64_t base = kDrop ? static_cast<uint64_t>(*drop.base) + drop.skip : 0;
+  const float scale = kDrop ? 1.f / (1.f - drop.p) : 1.f;
+  for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
+    const float* xp = x + static_cast<int64_t>(plane) * g.h * g.w;
+    for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < p_out; o += gridDim.x * blockDim.x) {
+      const int oy = o / g.ow, ox = o - oy * g.ow;
+      float best = -INFINITY;
+      int bi = oy * g.s * g.w + ox * g.s;
+      for (int ky = 0; ky < g.k; ++ky) {
+        const int row = (oy * g.s + ky) * g.w + ox * g.s;
+        for (int kx = 0; kx < g.k; ++kx) {
+          const float v = xp[row + kx];
+          if (v > best || isnan(v)) {
+            best = v;
+            bi = row + kx;
+          }
+        }
+      }
+      const int64_t at = static_cast<int64_t>(plane) * p_out + o;
+      if (kDrop) {
+        const bool keep = rng_to_unit(rng_at(drop.seed, base + static_cast<uint64_t>(at) + 1)) >=
+                          static_cast<double>(drop.p);
+        const float m = keep ? scale : 0.f;
+        drop.mask[at] = m;
+        best *= m;
+      }
+      y[at] = best;
+      argmax[at] = bi;
+    }
+  }
+}
+
+// One thread per input pixel; kNoOverlap (stride >= kernel): at most one window holds it.
+// mask: the fused dropout's (dy * mask is what reaches the pool's output; non-overlapping
+// windows only), or null.
+template <bool kNoOverlap, bool kMask>
+__global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* __restrict__ dy,
+                          const int32_t* __restrict__ argmax, const float* __restrict__ mask,
+                          float* __restrict__ dx) {
+  const int p_in = g.h * g.w, p_out = g.oh * g.ow;
+  for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
+    const float* dyp = dy + static_cast<int64_t>(plane) * p_out;
+    const int32_t* ap = argmax + static_cast<int64_t>(plane) * p_out;
+    const float* mp = kMask ? mask + static_cast<int64_t>(plane) * p_out : nullptr;
+    float* dxp = dx + static_cast<int64_t>(plane) * p_in;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p_in; i += gridDim.x * blockDim.x) {
+      const int yy = div_w.div(i), xx = i - yy * g.w;
+      float s = 0.f;
+      if (kNoOverlap) {
+        const int oy = div_s.div(yy), ox = div_s.div(xx);
+        if (oy < g.oh && ox < g.ow && ap[oy * g.ow + ox] == i)
+          s = kMask ? dyp[oy * g.ow + ox] * mp[oy * g.ow + ox] : dyp[oy * g.ow + ox];
+      } else {
+        // Outputs oy with oy*s <= yy < oy*s + k, in ascending order (the CPU's).
+        const int oy0 = yy >= g.k ? (yy - g.k) / g.s + 1 : 0, oy1 = min(g.oh - 1, yy / g.s);
+        const int ox0 = xx >= g.k ? (xx - g.k) / g.s + 1 : 0, ox1 = min(g.ow - 1, xx / g.s);
+        for (int oy = oy0; oy <= oy1; ++oy)
+          for (int ox = ox0; ox <= ox1; ++ox)
+            if (ap[oy * g.ow + ox] == i) s += dyp[oy * g.ow + ox];
+      }
+      dxp[i] = s;
+    }
+  }
+}
+
+Pool32 pool32(const Pool2d& g) {
+  PDNN_CHECK(g.planes < (int64_t{1} << 31) && g.h * g.w < (int64_t{1} << 31),
+             "maxpool on the GPU: sizes beyond 32-bit indexing");
+  return {static_cast<int>(g.planes), static_cast<int>(g.h), static_cast<int>(g.w),
+          static_cast<int>(g.oh),     static_cast<int>(g.ow), static_cast<int>(g.k),
+          static_cast<int>(g.s)};
+}
+
+template <bool kDrop>
+void launch_forward(const Pool2d& g, const Drop& drop, const float* x, float* y, int32_t* argmax,
+                    CudaExec e) {
+  if (g.planes * g.oh * g.ow <= 0) return;
+  maxpool_f<kDrop><<<grid2d(g.oh * g.ow, g.planes, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+      pool32(g), drop, x, y, argmax);
+  PDNN_CUDA_LAUNCH_CHECK(kDrop ? "maxpool2d_dropout_forward" : "maxpool2d_forward");
+}
+
+template <bool kMask>
+void launch_backward(const Pool2d& g, const float* dy, const int32_t* argmax, const float* mask,
+                     float* dx, CudaExec e) {
+  if (g.planes * g.h * g.w <= 0) return;
+  const FastDiv dw(static_cast<uint32_t>(g.w)), ds(static_cast<uint32_t>(g.s));
+  if (kMask || g.s >= g.k)
+    maxpool_b<true, kMask><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0,
+                             stream_of(e)>>>(pool32(g), dw, ds, dy, argmax, mask, dx);
+  else
+    maxpool_b<false, false><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0,
+                              stream_of(e)>>>(pool32(g), dw, ds, dy, argmax, nullptr, dx);
+  PDNN_CUDA_LAUNCH_CHECK(kMask ? "maxpool2d_dropout_backward" : "maxpool2d_backward");
+}
+
+}  // namespace
+
+void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CudaExec e) {
+  launch_forward<false>(g, Drop{}, x, y, argmax, e);
+}
+
+void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
+                        CudaExec e) {
+  launch_backward<false>(g, dy, argmax, nullptr, dx, e);
+}
+
+void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
+                               uint64_t skip, const float* x, float* y, int32_t* argmax,
+                               float* mask, CudaExec e) {
+  launch_forward<true>(g, Drop{p, seed, base, skip, mask}, x, y, argmax, e);
+}
+
+void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
+                                const float* mask, float* dx, CudaExec e) {
+  launch_backward<true>(g, dy, argmax, mask, dx, e);
+}
+
+}  // namespace cuda
+}  // namespace pdnn

@@ -1,0 +1,58 @@
+// RunConfig: what a run of a training app is asked to do (epochs, seed, output files, device,
+// data-parallel ranks), filled from the command line by run_flags.h and carried out by the
+// run loop (train/run_loop.h).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "run/output_files.h"
+
+namespace pdnn {
+
+class Communicator;
+
+constexpr int kMaxEpochs = 100000;  // --epochs and a checkpoint's epoch field stay within this
+
+struct RunConfig {
+  std::string app;                  // for messages ("mnist")
+  std::string model, dataset;       // the identifying columns of every row
+  int64_t batch = 1;
+  int epochs = 1;
+  uint64_t seed = 1;
+  bool seed_given = false;  // the user chose the seed: a resumed run must have been made with it
+  int64_t steps = 0;        // > 0: benchmark: this many steps, no evaluation, CSV or checkpoint
+  std::string out;          // CSV, one row per epoch
+  std::string checkpoint;   // written at each epoch's end (and at epoch 0)
+  bool resume = false;      // continue from `checkpoint`
+  std::string save_init;    // initial weights
+  std::string bench_csv;    // with steps: the step-time row
+  bool profile = false;
+  std::string profile_out;  // with profile: the per-layer table as CSV
+  std::vector<std::string> inputs;  // files the run reads; no output may be one of them
+  // Files the task writes itself (end_epoch, finish), checked with the loop's own outputs.
+  std::vector<OutputFile> extra_outputs;
+  // Values saved in the checkpoint that a resumed run must equal (batch size, training set
+  // size): a resumed run with others would not be the same run.
+  std::map<std::string, int64_t> must_match;
+  // Read train_metrics() every this many steps to catch divergence at the step it happens
+  // (1 on the CPU, where reading is free; 0: only at progress lines and epoch ends).
+  int64_t check_every = 1;
+  // A text column "status" after the task's values: "ok", the task's epoch_status(), or, for an
+  // epoch whose training metrics went non-finite, "diverged: ..." in a row written for that
+  // epoch (its values as far as they were read) just before the run stops with its error. That
+  // row is never followed by a checkpoint, so a resumed run drops it as it drops any row past
+  // the checkpoint. Off by default (the CSV files of apps without it keep their columns).
+  bool status_column = false;
+  // The device flags (--device, --cuda-graph, --tf32): the app makes its Context from them.
+  std::string device = "cpu";
+  bool cuda_graph = true, tf32 = false;
+  // --distributed: this run is one rank of several (set by finish_run_flags), and the
+  // parsed flags as text, which every rank must share.
+  std::shared_ptr<Communicator> comm;
+  std::string flags_text;
+};
+
+}  // namespace pdnn

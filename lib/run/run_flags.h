@@ -1,0 +1,202 @@
+// The command-line flags of the shared run loop (run_loop.h), for every training app: --epochs,
+// --seed, --threads, --out, --checkpoint, --resume, --save-init, --steps, --bench-csv,
+// --profile, --profile-out, the device flags and the data-parallel ones (--distributed,
+// --overlap, --bucket-mb, --dist-timeout); and validators that give readable messages for
+// out-of-range values.
+// Header-only on purpose: CLI11 is an app dependency, and only apps include this file.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "run/run_config.h"
+
+namespace pdnn {
+
+// The context a run's flags ask for: --device cuda fails here, in one line, without a GPU or a
+// CUDA build; TF32 set as asked.
+inline Device run_device(const RunConfig& cfg) {
+  return cfg.device == "cuda" ? Device::CUDA : Device::CPU;
+}
+// The GPU a run's context opens: a data-parallel rank's local rank (one GPU per rank), else 0.
+//   Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
+inline int run_gpu(const RunConfig& cfg) { return cfg.comm ? cfg.comm->local_rank() : 0; }
+
+// A whole number 0..2^64-1 written in decimal: no sign, no exponent, no wrap-around.
+inline bool parse_u64(const std::string& s, uint64_t& v) {
+  if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  errno = 0;
+  const unsigned long long x = std::strtoull(s.c_str(), nullptr, 10);
+  if (errno == ERANGE) return false;
+  v = x;
+  return true;
+}
+
+inline CLI::Validator u64_validator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        uint64_t v;
+        return parse_u64(s, v) ? std::string()
+                               : "'" + s + "' is not a whole number from 0 to 18446744073709551615";
+      },
+      "0..2^64-1");
+}
+
+// A finite number > 0 (CLI::PositiveNumber lets nan and inf through and prints DBL_MAX in
+// full when it refuses).
+inline CLI::Validator positive_finite_validator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(s.c_str(), &end);
+        if (end == s.c_str() || *end != '\0') return "'" + s + "' is not a number";
+        if (!std::isfinite(v) || errno == ERANGE || v <= 0)
+          return "'" + s + "' must be a positive finite number";
+        return std::string();
+      },
+      "> 0");
+}
+
+// Flags whose values need converting after parsing (finish_run_flags).
+struct RunFlagText {
+  std::string seed = "1";
+  int* threads = nullptr;  // the app's --threads
+  bool distributed = false;
+  DistOptions dist;
+};
+
+// Adds the run-loop flags to `app`, writing into cfg (its fields hold the defaults) and
+// threads. `app_name` names the app in help texts (results/<app_name>/...).
+inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagText& text,
+                          const std::string& app_name) {
+  text.seed = std::to_string(cfg.seed);
+  text.threads = &threads;
+  app.add_option("--epochs", cfg.epochs, "epochs in all (a resumed run continues up to this)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxEpochs));
+  app.add_option("--threads", threads, "OpenMP/OpenBLAS threads (0 = all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--device", cfg.device, "cpu or cuda (the first GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option_function<std::string>(
+         "--cuda-graph", [&cfg](const std::string& v) { cfg.cuda_graph = v == "on"; },
+         "on the GPU, capture the whole training step as one CUDA graph and replay it "
+         "(default on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_flag("--tf32", cfg.tf32, "on the GPU, run the fp32 GEMMs on the tensor cores as TF32");
+  app.add_option("--seed", text.seed,
+                 "seed of the initial weights, data order and dropout (0..2^64-1)")
+      ->capture_default_str()
+      ->type_name("UINT")
+      ->check(u64_validator());
+  app.add_option("--out", cfg.out,
+                 "CSV to append one row per epoch to (default results/" + app_name +
+                     "/<model>_<dataset>.csv)");
+  auto* checkpoint = app.add_option(
+      "--checkpoint", cfg.checkpoint,
+      "checkpoint file, written before the first epoch and at each epoch end");
+  auto* save_init = app.add_option(
+      "--save-init", cfg.save_init,
+      "also write the initial weights as a checkpoint (for scripts/torch_reference.py)");
+  app.add_flag("--resume", cfg.resume,
+               "continue from --checkpoint (weights, optimizer, epoch, RNG)")
+      ->needs(checkpoint)
+      ->excludes(save_init);
+  app.add_option("--steps", cfg.steps,
+                 "benchmark: run this many training steps (over as many epochs as that takes; "
+                 "no evaluation, CSV or checkpoint) and print step times")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--bench-csv", cfg.bench_csv,
+                 "with --steps: append the step-time row (median/min/max ms) to this CSV")
+      ->needs("--steps");
+  app.add_flag("--profile", cfg.profile, "per-layer time table (printed, and written as CSV)");
+  app.add_option("--profile-out", cfg.profile_out,
+                 "profile CSV (default results/" + app_name +
+                     "/profile_<model>_<dataset>_b<batch>_t<threads>.csv)");
+  auto* dist = app.add_flag(
+      "--distributed", text.distributed,
+      "data-parallel training, one process per rank started by  mpirun -np N  (one GPU per rank "
+      "with --device cuda): rank r trains on rows [r*B/N, (r+1)*B/N) of every global batch B, "
+      "gradients are averaged over the ranks; rank 0 writes the files (--threads default: the "
+      "cores divided among the ranks)");
+  app.add_option_function<std::string>(
+         "--overlap", [&text](const std::string& v) { text.dist.overlap = v == "on"; },
+         "with --distributed: all-reduce gradient buckets during backward (on, default) or the "
+         "whole gradient after it (off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->needs(dist);
+  app.add_option("--bucket-mb", text.dist.bucket_mb,
+                 "with --distributed: gradient bucket size in MB (the first is capped at 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1e6))
+      ->needs(dist);
+  app.add_option("--dist-timeout", text.dist.timeout_s,
+                 "with --distributed: seconds a rank waits for the others before it gives up "
+                 "(a rank died or hangs)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 1e6))
+      ->needs(dist);
+}
+
+// After app.parse(): the converted values and which flags were given.
+inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagText& text) {
+  PDNN_CHECK(parse_u64(text.seed, cfg.seed), "--seed: '%s' is not a whole number 0..2^64-1",
+             text.seed.c_str());
+  cfg.seed_given = app.count("--seed") > 0;
+  // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends
+  // (data-parallel: every 10 steps, when the loop synchronises anyway, so that every rank
+  // reads them at the same steps).
+  if (cfg.device == "cuda") cfg.check_every = text.distributed ? 10 : 0;
+  if (!text.distributed) return;
+  // Every rank must agree on these: all the flags as parsed, defaults included.
+  cfg.flags_text = app.config_to_str(true, false);
+  cfg.comm = Communicator::join(text.dist);  // fails in one line without a launcher or MPI
+  if (text.threads && *text.threads == 0) *text.threads = default_rank_threads(*cfg.comm);
+  if (text.threads && *text.threads > allowed_cpus())
+    std::fprintf(stderr,
+                 "pdnn: rank %d: %d threads on the %d CPU(s) the launcher bound this rank to: "
+                 "run mpirun with --bind-to none (or --map-by slot:PE=%d)\n",
+                 cfg.comm->rank(), *text.threads, allowed_cpus(),
+                 *text.threads);
+}
+
+// app.parse(): returns -1 when the run goes on, else the exit status (0 after --help; 2 for a
+// bad flag, said in one line "<name>: <problem> (see --help)"). Every app parses through it.
+inline int parse_flags(CLI::App& app, const char* name, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
+    return 2;
+  }
+  return -1;
+}
+
+// parse_flags() and finish_run_flags(), for the training apps.
+inline int parse_run_flags(CLI::App& app, RunConfig& cfg, const RunFlagText& text, int argc,
+                           char** argv) {
+  const int status = parse_flags(app, cfg.app.c_str(), argc, argv);
+  if (status < 0) finish_run_flags(app, cfg, text);
+  return status;
+}
+
+// The run header's device part: "cpu", or "cuda: <GPU> | fp32, CUDA graph on".
+inline std::string run_device_text(const RunConfig& cfg, const std::string& gpu) {
+  if (cfg.device != "cuda") return "cpu";
+  return strprintf("cuda: %s | %s, CUDA graph %s", gpu.c_str(), cfg.tf32 ? "TF32" : "fp32",
+                   cfg.cuda_graph ? "on" : "off");
+}
+
+}  // namespace pdnn

@@ -1,0 +1,241 @@
+// DcganTask (dcgan_task.h).
+#include "workloads/dcgan/dcgan_task.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/init.h"
+#include "data/idx.h"
+#include "run/csv.h"
+#include "run/output_files.h"
+#include "run/run_info.h"
+#ifdef PDNN_HAVE_OPENCV
+#include "data/image_grid.h"
+#endif
+
+namespace pdnn {
+
+namespace {
+const std::vector<std::string> kIterationColumns = {
+    "app", "model", "dataset", "device", "batch", "epoch", "iteration",
+    "d_loss", "g_loss", "d_x", "d_g_z", "git_rev", "timestamp"};
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+}  // namespace
+
+DcganTask::DcganTask(Context& ctx, Sequential& g, Sequential& d, Optimizer& opt_g,
+                     Optimizer& opt_d, const Dataset& data, DcganTaskOptions opt)
+    : ctx_(ctx), g_(g), d_(d), opt_g_(opt_g), opt_d_(opt_d), data_(data), opt_(std::move(opt)),
+      trainer_(g, d, opt_g, opt_d, opt_.nz,
+               opt_.images_per_epoch > 0 ? (opt_.images_per_epoch + opt_.batch - 1) / opt_.batch
+                                         : (data.size() + opt_.batch - 1) / opt_.batch,
+               opt_.cuda_graph),
+      x_(data.sample_shape().numel() > 0 ? Shape{opt_.batch, data.sample_shape()[0],
+                                                 data.sample_shape()[1], data.sample_shape()[2]}
+                                         : Shape{},
+         DType::F32, ctx.staging_allocator()) {
+  PDNN_CHECK(opt_.batch >= 1, "dcgan: batch %lld must be >= 1",
+             static_cast<long long>(opt_.batch));
+  PDNN_CHECK(opt_.images_per_epoch >= 0 && opt_.images_per_epoch <= data.size(),
+             "dcgan: %lld images per epoch, the training set has %lld",
+             static_cast<long long>(opt_.images_per_epoch), static_cast<long long>(data.size()));
+  PDNN_CHECK(opt_.samples >= 0 && (opt_.samples == 0 || !opt_.samples_out.empty()),
+             "dcgan: %lld samples need a file to go to", static_cast<long long>(opt_.samples));
+#ifndef PDNN_HAVE_OPENCV
+  PDNN_CHECK(opt_.samples_dir.empty(),
+             "dcgan: this pdnn was built without OpenCV: no sample grids (PNG) can be written");
+#endif
+  if (!opt_.iterations_csv.empty())
+    iterations_ = std::make_unique<CsvWriter>(opt_.iterations_csv, kIterationColumns);
+}
+
+DcganTask::~DcganTask() = default;
+
+int64_t DcganTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed) {
+  if (!loader_ || !have_seed_ || data_seed != data_seed_) {
+    LoaderOptions lo;
+    lo.batch = opt_.batch;
+    lo.shuffle = true;
+    lo.seed = data_seed;
+    lo.images_per_epoch = opt_.images_per_epoch;
+    loader_ = std::make_unique<DatasetLoader>(data_, lo);
+    data_seed_ = data_seed;
+    have_seed_ = true;
+  }
+  // After a resume: the checkpoint's epoch may have been saved by a run killed before its grid.
+  if (resumed_epoch_ >= 1 && !opt_.samples_dir.empty() && !file_exists(grid_path(resumed_epoch_)))
+    write_grid(ctx, resumed_epoch_);
+  resumed_epoch_ = -1;
+  epoch_ = epoch;
+  loader_->start_epoch(epoch);
+  g_.train(true);
+  d_.train(true);
+  trainer_.reset_metrics(ctx);
+  t_epoch_ = std::chrono::steady_clock::now();
+  return loader_->num_batches();
+}
+
+int64_t DcganTask::train_batch(Context& ctx, int64_t b) {
+  const int64_t nb = loader_->load(b, x_, labels_);
+  trainer_.step(ctx, x_);
+  return nb;
+}
+
+std::vector<double> DcganTask::train_metrics(Context& ctx) {
+  const GanMetrics m = trainer_.metrics(ctx);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch_).count();
+  return {m.mean(m.d_loss), m.mean(m.g_loss), m.mean(m.d_x), m.mean(m.d_g_z),
+          m.steps > 0 ? secs / static_cast<double>(m.steps) : 0.0};
+}
+
+std::string DcganTask::step_mode() const {
+  if (g_.device() == Device::CPU) return "";
+  return trainer_.graph_replays() > 0 ? "graph" : "eager";
+}
+
+std::vector<double> DcganTask::evaluate(Context& ctx) {
+  if (!iterations_) return {};
+  const std::vector<GanIteration> its = trainer_.history(ctx);
+  const RunInfo info = run_info(ctx);
+  const int64_t per_epoch = loader_->num_batches();
+  for (size_t i = 0; i < its.size(); ++i) {
+    const GanIteration& it = its[i];
+    iterations_->row({"pdnn", opt_.model, opt_.dataset, device_name(ctx.device()),
+                      std::to_string(opt_.batch), std::to_string(epoch_ + 1),
+                      std::to_string(epoch_ * per_epoch + static_cast<int64_t>(i) + 1),
+                      fmt(it.d_loss, 6), fmt(it.g_loss, 6), fmt(it.d_x, 6), fmt(it.d_g_z, 6),
+                      info.git_rev, iso8601_utc_now()});
+  }
+  return {};
+}
+
+std::string DcganTask::epoch_status(Context& ctx) {
+  const GanMetrics m = trainer_.metrics(ctx);
+  if (m.steps == 0 || m.d_x_far >= opt_.stuck_eps || m.d_g_z_far >= opt_.stuck_eps) return "";
+  const int dx = m.mean(m.d_x) > 0.5 ? 1 : 0, dgz = m.mean(m.d_g_z) > 0.5 ? 1 : 0;
+  return strprintf(
+      "stuck: every batch mean of D(x) was within %g of %d and of D(G(z)) within %g of %d all "
+      "epoch (%s; G learns nothing from a certain D: try another seed)",
+      opt_.stuck_eps, dx, opt_.stuck_eps, dgz,
+      dx == 1 && dgz == 0 ? "the discriminator won" : "the discriminator is saturated");
+}
+
+bool DcganTask::state_finite(Context& ctx) {
+  return all_finite(ctx, g_, &opt_g_) && all_finite(ctx, d_, &opt_d_);
+}
+
+void DcganTask::save_checkpoint(const std::string& path, int64_t epoch,
+                                const std::map<std::string, int64_t>& values) {
+  pdnn::save_checkpoint(path, {{"G", &g_, &opt_g_}, {"D", &d_, &opt_d_}}, epoch, values, &ctx_);
+}
+
+CheckpointInfo DcganTask::load_checkpoint(const std::string& path) {
+  const CheckpointInfo ck =
+      pdnn::load_checkpoint(path, {{"G", &g_, &opt_g_}, {"D", &d_, &opt_d_}}, &ctx_);
+  resumed_epoch_ = static_cast<int>(ck.epoch);
+  // Iteration rows of epochs past the checkpoint (a run killed after writing them, before its
+  // checkpoint) are redone: drop them, from the end, as the loop does with its own rows.
+  if (iterations_) {
+    const auto rows = iterations_->rows();
+    size_t keep = rows.size();
+    const std::string batch = std::to_string(opt_.batch);
+    while (keep > 0) {
+      const auto& f = rows[keep - 1];
+      const bool ours = f.size() == kIterationColumns.size() && f[0] == "pdnn" &&
+                        f[1] == opt_.model && f[2] == opt_.dataset && f[4] == batch &&
+                        std::atoll(f[5].c_str()) > ck.epoch;
+      if (!ours) break;
+      --keep;
+    }
+    iterations_->drop_rows([keep](size_t i, const std::vector<std::string>&) { return i >= keep; });
+  }
+  return ck;
+}
+
+void DcganTask::save_weights(const std::string& path) {
+  pdnn::save_checkpoint(path, {{"G", &g_, nullptr}, {"D", &d_, nullptr}}, 0, {}, &ctx_);
+}
+
+std::string DcganTask::grid_path(int epoch) const {
+  return opt_.samples_dir + "/" + strprintf("epoch_%03d.png", epoch);
+}
+
+void DcganTask::end_epoch(Context& ctx, int epoch) {
+  if (!opt_.samples_dir.empty()) write_grid(ctx, epoch + 1);
+}
+
+void DcganTask::write_grid(Context& ctx, int epoch) {
+#ifdef PDNN_HAVE_OPENCV
+  Rng noise(Rng::at(data_seed_, kGridNoiseIndex));
+  const Tensor grid = generate(ctx, noise, opt_.grid_samples);
+  const std::string path = grid_path(epoch);
+  create_parent_folders(path);
+  write_image_grid_png(path, grid, 8, 2);
+#else
+  (void)ctx;
+  (void)epoch;
+#endif
+}
+
+Tensor DcganTask::generate(Context& ctx, Rng& noise, int64_t n) {
+  PDNN_CHECK(n >= 1, "dcgan: generate %lld images", static_cast<long long>(n));
+  const Shape img = g_.output_shape(Shape{1, opt_.nz, 1, 1});
+  Tensor out(Shape{n, img.c(), img.h(), img.w()});
+  const int64_t chunk = opt_.batch;
+  const int64_t per = img.numel();
+  g_.train(false);
+  Tensor z;
+  for (int64_t b0 = 0; b0 < n; b0 += chunk) {
+    const int64_t nb = std::min(chunk, n - b0);
+    z = Tensor(Shape{nb, opt_.nz, 1, 1});
+    init::normal(z, 0.f, 1.f, noise);  // the draws of ops::normal_fill, on the host
+    const Tensor* zin = &z;
+    if (g_.device() != Device::CPU) {
+      // One grow-only device buffer: no memory changes hands, so the training step's CUDA
+      // graph stays valid across the per-epoch grids.
+      z_dev_.resize(z.shape(), DType::F32, g_.device(), ctx);
+      copy_into(z_dev_, z, ctx);
+      zin = &z_dev_;
+    }
+    const Tensor& y = g_.forward(ctx, *zin);
+    const Tensor h = y.device() == Device::CPU ? y : y.to(Device::CPU, ctx);
+    std::copy(h.data(), h.data() + nb * per, out.data() + b0 * per);
+  }
+  g_.train(true);
+  return out;
+}
+
+void DcganTask::finish(Context& ctx) {
+  if (opt_.samples == 0) return;
+#ifdef PDNN_HAVE_OPENCV
+  Rng noise(Rng::at(data_seed_, kSampleNoiseIndex));
+  const Shape img = g_.output_shape(Shape{1, opt_.nz, 1, 1});
+  IdxImages idx;
+  idx.n = opt_.samples;
+  idx.rows = img.h();
+  idx.cols = img.w();
+  idx.pixels.reserve(static_cast<size_t>(idx.n * idx.rows * idx.cols));
+  // In chunks, so 10,000 float images never sit in memory at once.
+  for (int64_t b0 = 0; b0 < opt_.samples; b0 += 1000) {
+    const std::vector<uint8_t> bytes =
+        to_grey_bytes(generate(ctx, noise, std::min<int64_t>(1000, opt_.samples - b0)));
+    idx.pixels.insert(idx.pixels.end(), bytes.begin(), bytes.end());
+  }
+  create_parent_folders(opt_.samples_out);
+  write_idx_images(opt_.samples_out, idx);
+  std::printf("%lld samples (G in evaluation mode, grey 64x64 IDX) written to %s\n",
+              static_cast<long long>(opt_.samples), opt_.samples_out.c_str());
+#else
+  (void)ctx;
+  PDNN_FAIL("dcgan: this pdnn was built without OpenCV: no sample file");
+#endif
+}
+
+}  // namespace pdnn

@@ -1,0 +1,147 @@
+// GanTrainer: the DCGAN iteration, eager or as a CUDA graph (gan_trainer.h).
+#include "workloads/dcgan/gan_trainer.h"
+
+#include "core/error.h"
+#include "ops/basic.h"
+#include "ops/metrics.h"
+#include "ops/random.h"
+#include "train/copy_fence.h"
+
+namespace pdnn {
+
+GanTrainer::GanTrainer(Sequential& g, Sequential& d, Optimizer& opt_g, Optimizer& opt_d,
+                       int64_t nz, int64_t history_rows, bool cuda_graph)
+    : g_(g), d_(d), opt_g_(opt_g), opt_d_(opt_d), nz_(nz), history_rows_(history_rows),
+      use_graph_(cuda_graph), graph_({&opt_d, &opt_g}, "dcgan trainer") {
+  PDNN_CHECK(nz >= 1 && history_rows >= 1, "GanTrainer: nz %lld and history rows %lld must be >= 1",
+             static_cast<long long>(nz), static_cast<long long>(history_rows));
+  PDNN_CHECK(g.device() == d.device(), "GanTrainer: G is on %s, D on %s",
+             device_name(g.device()), device_name(d.device()));
+  PDNN_CHECK(opt_g.updates(g.parameters()) && opt_d.updates(d.parameters()),
+             "GanTrainer: each optimizer must be built over its own model's parameters");
+  // The profiler's rows for the two updates ("G.update", "D.update").
+  for (auto [opt, m] : {std::pair<Optimizer*, Sequential*>{&opt_g, &g}, {&opt_d, &d}})
+    opt->set_label(m->name().empty() ? "update" : m->name() + ".update");
+}
+
+GanTrainer::~GanTrainer() = default;
+
+void GanTrainer::ensure_buffers(Context& ctx, int64_t n) {
+  const Device dev = g_.device();
+  if (acc_.empty() || acc_.device() != dev) {
+    acc_ = Tensor::empty(Shape{kGanSlots}, DType::F64, dev, ctx);
+    history_ = Tensor::empty(Shape{history_rows_, kGanSlots}, DType::F64, dev, ctx);
+    row_ = Tensor::empty(Shape{1}, DType::I64, dev, ctx);
+    ops::zero(ctx, acc_);
+    ops::zero(ctx, history_);
+    ops::zero(ctx, row_);
+  }
+  if (n != batch_ || ones_.device() != dev) {
+    // Grow-only buffers: a smaller last batch reuses them (same addresses).
+    z_.resize(Shape{n, nz_, 1, 1}, DType::F32, dev, ctx);
+    ones_.resize(Shape{n, 1, 1, 1}, DType::F32, dev, ctx);
+    zeros_.resize(Shape{n, 1, 1, 1}, DType::F32, dev, ctx);
+    ops::fill(ctx, ones_, 1.f);
+    ops::fill(ctx, zeros_, 0.f);
+    batch_ = n;
+  }
+}
+
+void GanTrainer::run_step(Context& ctx) {
+  const Tensor& real = *x_;
+  // D step: real batch, then fake batch, each forward followed by its backward.
+  d_.zero_grad(ctx);
+  const Tensor& p_real = d_.forward(ctx, real);
+  bce_real_.forward(ctx, p_real, ones_);
+  bce_real_.accumulate(ctx, acc_, kGanDLoss);
+  ops::prob_mean_into(ctx, p_real, acc_, kGanDx);
+  bce_real_.backward(ctx, dp_);
+  d_.backward(ctx, dp_);
+
+  ops::normal_fill(ctx, z_);
+  const Tensor& fake = g_.forward(ctx, z_);
+  const Tensor& p_fake = d_.forward(ctx, fake);
+  bce_fake_.forward(ctx, p_fake, zeros_);
+  bce_fake_.accumulate(ctx, acc_, kGanDLoss);
+  ops::prob_mean_into(ctx, p_fake, acc_, kGanDgz);
+  bce_fake_.backward(ctx, dp_);
+  d_.backward(ctx, dp_);
+  opt_d_.step(ctx);
+
+  // G step: the updated D on the same fake batch, gradient through D into G.
+  g_.zero_grad(ctx);
+  const Tensor& p_g = d_.forward(ctx, fake);
+  bce_g_.forward(ctx, p_g, ones_);
+  bce_g_.accumulate(ctx, acc_, kGanGLoss);
+  bce_g_.backward(ctx, dp_);
+  // D's own gradients are not needed here (zeroed before its next step): skip computing them.
+  d_.backward(ctx, dp_, /*want_input_grad=*/true, /*want_param_grads=*/false);
+  g_.backward(ctx, d_.input_grad());
+  opt_g_.step(ctx);
+  ops::append_row(ctx, acc_, history_, row_);
+}
+
+void GanTrainer::step(Context& ctx, const Tensor& real) {
+  PDNN_CHECK(real.rank() == 4 && real.dtype() == DType::F32 && real.shape(0) >= 1,
+             "dcgan trainer: the real batch %s must be (N,C,H,W) float32",
+             real.shape().str().c_str());
+  const Device dev = g_.device();
+  const int64_t n = real.shape(0);
+  ensure_buffers(ctx, n);
+  if (dev == Device::CPU && real.device() == Device::CPU) {
+    x_ = &real;  // no copy on the CPU
+  } else {
+    real_.resize(real.shape(), DType::F32, dev, ctx);
+    copy_into(real_, real, ctx);
+    x_ = &real_;
+  }
+  // The caller refills `real` (a pinned buffer) for the next iteration as soon as this returns.
+  CopyFence fence;
+  if (dev == Device::CUDA && real.device() == Device::CPU) fence.record(ctx);
+  ++steps_;
+  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook())
+    graph_.run(ctx, real.shape(), [&] { run_step(ctx); });
+  else
+    run_step(ctx);
+  fence.wait();
+}
+
+GanMetrics GanTrainer::metrics(Context& ctx) {
+  GanMetrics m;
+  m.steps = steps_;
+  if (acc_.empty()) return m;
+  const Tensor h = acc_.device() == Device::CPU ? acc_ : acc_.to(Device::CPU, ctx);
+  const double* a = h.data<double>();
+  m.d_loss = a[kGanDLoss];
+  m.g_loss = a[kGanGLoss];
+  m.d_x = a[kGanDx];
+  m.d_x_far = a[kGanDxFar];
+  m.d_g_z = a[kGanDgz];
+  m.d_g_z_far = a[kGanDgzFar];
+  return m;
+}
+
+void GanTrainer::reset_metrics(Context& ctx) {
+  steps_ = 0;
+  if (acc_.empty()) return;
+  ops::zero(ctx, acc_);
+  ops::zero(ctx, row_);
+}
+
+std::vector<GanIteration> GanTrainer::history(Context& ctx) {
+  std::vector<GanIteration> out;
+  if (history_.empty()) return out;
+  const Tensor h = history_.device() == Device::CPU ? history_ : history_.to(Device::CPU, ctx);
+  const double* p = h.data<double>();
+  const int64_t rows = std::min(steps_, history_rows_);
+  double prev[kGanSlots] = {0, 0, 0, 0, 0, 0};
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = p + r * kGanSlots;
+    out.push_back({row[kGanDLoss] - prev[kGanDLoss], row[kGanGLoss] - prev[kGanGLoss],
+                   row[kGanDx] - prev[kGanDx], row[kGanDgz] - prev[kGanDgz]});
+    std::copy(row, row + kGanSlots, prev);
+  }
+  return out;
+}
+
+}  // namespace pdnn

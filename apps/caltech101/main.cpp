@@ -190,7 +190,7 @@ int run(int argc, char** argv) {
 
   // --device cuda without a GPU (or a CUDA build) fails here, in one line.
   Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
-  if (ctx.has_cuda()) ctx.cuda().set_tf32(rc.tf32);
+  apply_device_flags(ctx, rc);
   const int classes = static_cast<int>(folder.classes.size());
   Sequential model = make_caltech_model(o.size, classes);
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream

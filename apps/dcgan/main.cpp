@@ -207,7 +207,7 @@ int run(int argc, char** argv) {
              static_cast<long long>(data.size()));
 
   Context ctx(o.threads, rc.seed, run_device(rc), run_gpu(rc));
-  if (ctx.has_cuda()) ctx.cuda().set_tf32(rc.tf32);
+  apply_device_flags(ctx, rc);
   Sequential g = make_dcgan_generator(o.model), d = make_dcgan_discriminator(o.model);
   // Initial weights: the first draws of the seed's stream, G's then D's.
   dcgan_init(g, ctx.rng());
@@ -260,10 +260,7 @@ int run(int argc, char** argv) {
   }
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);
-  const std::string device_line =
-      ctx.has_cuda() ? strprintf("cuda: %s | %s, CUDA graph %s", info.gpu.c_str(),
-                                 rc.tf32 ? "TF32" : "fp32", rc.cuda_graph ? "on" : "off")
-                     : std::string("cpu");
+  const std::string device_line = run_device_text(rc, info.gpu);
   const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : data.size();
   std::printf(
       "dcgan: model %s, dataset %s (%s: %lld images, %s), batch %lld, %lld images (%lld "

@@ -104,7 +104,7 @@ int run(int argc, char** argv) {
 
   // --device cuda without a GPU (or a CUDA build) fails here, in one line.
   Context ctx(o.threads, rc.seed, run_device(rc), run_gpu(rc));
-  if (ctx.has_cuda()) ctx.cuda().set_tf32(rc.tf32);
+  apply_device_flags(ctx, rc);
   Sequential model = make_mnist_model(o.model, img.h(), data.num_classes);
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
   model.to(ctx.device(), ctx);

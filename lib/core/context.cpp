@@ -54,7 +54,9 @@ CudaState& Context::cuda() const {
   return *cuda_;
 }
 
-CudaExec Context::cuda_exec() const { return CudaExec{cuda().stream(), cuda().cublas()}; }
+CudaExec Context::cuda_exec() const {
+  return CudaExec{cuda().stream(), cuda().cublas(), 0, cuda().tf32(), cuda().cudnn_if_open()};
+}
 
 std::shared_ptr<Allocator> Context::allocator(Device dev) const {
   return dev == Device::CPU ? host_allocator() : cuda().allocator();

@@ -12,6 +12,7 @@
 #include "core/exec.h"
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "core/tuning.h"
 
 namespace pdnn {
 
@@ -82,6 +83,10 @@ class Context {
   ProfileHook* profile_hook() const { return profile_hook_; }
   void set_profile_hook(ProfileHook* p) { profile_hook_ = p; }
 
+  // Per-shape algorithm choices of the ops that pick one by timing (GPU convolutions), with
+  // the policy (--conv-algo) and the cache file that keeps them across runs.
+  Tuning& tuning() { return tuning_; }
+
  private:
   int threads_ = 1;
   Device device_;
@@ -94,6 +99,7 @@ class Context {
   uint64_t rng_dev_seed_ = 0;       // the seed it was uploaded for
   bool rng_dev_valid_ = false;
   ProfileHook* profile_hook_ = nullptr;
+  Tuning tuning_;
 };
 
 // Which OpenBLAS kernel set and threading the process runs (for logs and results files).

@@ -48,12 +48,18 @@ class CudaState {
   void synchronize();
   // Bytes of device memory free right now (cudaMemGetInfo).
   size_t free_memory() const;
+  // cuDNN's handle on this stream (a cudnnHandle_t), made at the first call; nullptr when cuDNN
+  // is not found (lib/cuda/cudnn.h: opened at run time, optional).
+  void* cudnn();
+  void* cudnn_if_open() const { return cudnn_; }
 
  private:
   CudaDeviceInfo info_;
   CUstream_st* stream_ = nullptr;
   cublasContext* cublas_ = nullptr;
   void* cublas_ws_ = nullptr;  // cuBLAS's workspace, set once so graph capture never allocates
+  void* cudnn_ = nullptr;
+  bool cudnn_tried_ = false;
   std::shared_ptr<Allocator> alloc_, pinned_;
   bool tf32_ = false;
 };
@@ -76,5 +82,7 @@ double cuda_event_elapsed_ms(CUevent_st* start, CUevent_st* end);
 // Waits until the work queued before a recorded event has run (e.g. a copy out of a host
 // buffer the caller wants to refill); destroys the event.
 void cuda_event_wait(CUevent_st* event);
+// Whether `stream` is being captured into a CUDA graph (work queued now is recorded, not run).
+bool cuda_stream_capturing(CUstream_st* stream);
 
 }  // namespace pdnn

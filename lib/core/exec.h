@@ -8,10 +8,14 @@ struct cublasContext;
 namespace pdnn {
 struct CpuExec { int threads = 1; };
 // threads: threads per block for the grid-stride kernels (0: each kernel's default, chosen by
-// measurement: apps/bench_kernels); reductions keep their own fixed block sizes.
+// measurement: apps/bench_kernels); reductions keep their own fixed block sizes. tf32: matrix
+// products may round their inputs to TF32 and run on the tensor cores (--tf32; cuBLAS's handle
+// is set the same way).
 struct CudaExec {
   CUstream_st* stream = nullptr;
   cublasContext* blas = nullptr;
   int threads = 0;
+  bool tf32 = false;
+  void* cudnn = nullptr;  // cuDNN's handle on the stream, when cuDNN was opened (cuda/cudnn.h)
 };
 }  // namespace pdnn

@@ -32,6 +32,8 @@ double cuda_event_elapsed_ms(CUevent_st*, CUevent_st*) {
 
 void cuda_event_wait(CUevent_st*) { PDNN_FAIL("GPU events: this pdnn was built without CUDA"); }
 
+bool cuda_stream_capturing(CUstream_st*) { return false; }
+
 // A CPU build never makes a CudaState (Context refuses Device::CUDA first); these exist so code
 // that asks a context for its GPU links, and fail loudly if ever reached.
 std::string CudaDeviceInfo::str() const { return "no GPU (built without CUDA)"; }
@@ -40,6 +42,7 @@ CudaState::~CudaState() = default;
 void CudaState::set_tf32(bool) { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
 void CudaState::synchronize() { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
 size_t CudaState::free_memory() const { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
+void* CudaState::cudnn() { return nullptr; }
 
 CudaGraph::~CudaGraph() = default;
 void CudaGraph::reset() {}

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "cuda/allocator.h"
 #include "cuda/check.h"
+#include "cuda/cudnn.h"
 
 namespace pdnn {
 
@@ -60,7 +61,25 @@ CudaState::CudaState(int index) {
   set_tf32(false);
 }
 
+void* CudaState::cudnn() {
+  if (!cudnn_tried_) {
+    cudnn_tried_ = true;
+#if PDNN_CUDNN_HEADER
+    if (const cuda::CudnnApi* api = cuda::cudnn_api()) {
+      cudnnHandle_t h = nullptr;
+      api->check(api->create(&h), "cudnnCreate");
+      api->check(api->set_stream(h, stream_), "cudnnSetStream");
+      cudnn_ = h;
+    }
+#endif
+  }
+  return cudnn_;
+}
+
 CudaState::~CudaState() {
+#if PDNN_CUDNN_HEADER
+  if (cudnn_) cuda::cudnn_api()->destroy(static_cast<cudnnHandle_t>(cudnn_));
+#endif
   cudaStreamSynchronize(stream_);
   if (cublas_) cublasDestroy(cublas_);
   if (cublas_ws_) alloc_->deallocate(cublas_ws_, kCublasWorkspace);
@@ -135,6 +154,12 @@ void cuda_event_wait(CUevent_st* event) {
   const cudaError_t err = cudaEventSynchronize(event);
   cudaEventDestroy(event);
   PDNN_CUDA_CHECK(err);
+}
+
+bool cuda_stream_capturing(CUstream_st* stream) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  PDNN_CUDA_CHECK(cudaStreamIsCapturing(stream, &st));
+  return st != cudaStreamCaptureStatusNone;
 }
 
 }  // namespace pdnn

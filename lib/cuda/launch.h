@@ -54,7 +54,7 @@ inline int tpb(CudaExec e, int dflt = kThreads) { return e.threads > 0 ? e.threa
 struct FastDiv {
   uint32_t d = 1, m = 0, s = 0;
   FastDiv() = default;
-  explicit FastDiv(uint32_t divisor) : d(divisor) {
+  __host__ __device__ explicit FastDiv(uint32_t divisor) : d(divisor) {
     for (s = 0; s < 32; ++s)
       if ((1ull << s) >= d) break;
     m = static_cast<uint32_t>(((1ull << 32) * ((1ull << s) - d)) / d + 1);

@@ -49,6 +49,9 @@ struct RunConfig {
   // The device flags (--device, --cuda-graph, --tf32): the app makes its Context from them.
   std::string device = "cpu";
   bool cuda_graph = true, tf32 = false;
+  // --conv-algo (ops/conv/conv2d_algo.h's policies) and --conv-algo-cache (the file that keeps
+  // the GPU's per-shape choices: "" for the default under the user's cache folder, "none").
+  std::string conv_algo = "auto", conv_algo_cache;
   // --distributed: this run is one rank of several (set by finish_run_flags), and the
   // parsed flags as text, which every rank must share.
   std::shared_ptr<Communicator> comm;

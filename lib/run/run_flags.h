@@ -12,9 +12,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/context.h"
+#include "core/cuda_state.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "dist/communicator.h"
+#include "ops/conv/conv2d_algo.h"
+#include "run/output_files.h"
 #include "run/run_config.h"
 
 namespace pdnn {
@@ -94,6 +98,20 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
          "(default on)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--tf32", cfg.tf32, "on the GPU, run the fp32 GEMMs on the tensor cores as TF32");
+  app.add_option("--conv-algo", cfg.conv_algo,
+                 std::string("on the GPU, the convolution algorithms: auto (time each, cuDNN "
+                             "included where found, at the first step of each shape), own "
+                             "(pdnn's kernels only), or one of them; one of: ") +
+                     gpu_conv_policies())
+      ->capture_default_str()
+      ->check([](const std::string& v) {
+        return valid_gpu_conv_policy(v) ? std::string()
+                                        : "'" + v + "' is not one of " + gpu_conv_policies();
+      });
+  app.add_option("--conv-algo-cache", cfg.conv_algo_cache,
+                 "file that keeps the GPU's per-shape algorithm choices across runs (default "
+                 "$XDG_CACHE_HOME/pdnn/algorithms.tsv, else ~/.cache/pdnn/algorithms.tsv; "
+                 "none: keep nothing)");
   app.add_option("--seed", text.seed,
                  "seed of the initial weights, data order and dropout (0..2^64-1)")
       ->capture_default_str()
@@ -192,11 +210,33 @@ inline int parse_run_flags(CLI::App& app, RunConfig& cfg, const RunFlagText& tex
   return status;
 }
 
+// The default file of --conv-algo-cache: $XDG_CACHE_HOME/pdnn/algorithms.tsv, else
+// $HOME/.cache/pdnn/algorithms.tsv ("" when neither variable is set).
+inline std::string default_algo_cache() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/pdnn/algorithms.tsv";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/pdnn/algorithms.tsv";
+  return "";
+}
+
+// The device settings a run's flags ask for, on its context: TF32, and on a GPU the
+// convolution algorithm policy and the cache file of its choices (its folder made if missing).
+inline void apply_device_flags(Context& ctx, const RunConfig& cfg) {
+  if (!ctx.has_cuda()) return;
+  ctx.cuda().set_tf32(cfg.tf32);
+  ctx.tuning().set_policy(cfg.conv_algo);
+  const std::string cache = cfg.conv_algo_cache.empty() ? default_algo_cache() : cfg.conv_algo_cache;
+  if (cache.empty() || cache == "none") return;
+  create_parent_folders(cache);
+  ctx.tuning().set_cache_file(cache, ctx.cuda().info().name);
+}
+
 // The run header's device part: "cpu", or "cuda: <GPU> | fp32, CUDA graph on".
 inline std::string run_device_text(const RunConfig& cfg, const std::string& gpu) {
   if (cfg.device != "cuda") return "cpu";
-  return strprintf("cuda: %s | %s, CUDA graph %s", gpu.c_str(), cfg.tf32 ? "TF32" : "fp32",
-                   cfg.cuda_graph ? "on" : "off");
+  return strprintf("cuda: %s | %s, CUDA graph %s, convolutions %s", gpu.c_str(),
+                   cfg.tf32 ? "TF32" : "fp32", cfg.cuda_graph ? "on" : "off",
+                   cfg.conv_algo.c_str());
 }
 
 }  // namespace pdnn

@@ -10,7 +10,9 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/activation.h"
+#include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_direct.h"
+#include "ops/conv/conv2d_gpu.h"
 #include "ops/conv/conv2d_winograd.h"
 #include "ops/dispatch.h"
 #include "ops/gemm.h"
@@ -117,8 +119,30 @@ const char* conv_algo_name(ConvAlgo a) {
     case ConvAlgo::Batched: return "batched";
     case ConvAlgo::Winograd: return "winograd";
     case ConvAlgo::Direct: return "direct";
+    case ConvAlgo::Im2col: return "im2col";
+    case ConvAlgo::Implicit: return "implicit";
+    case ConvAlgo::Cudnn: return "cudnn";
   }
   return "?";
+}
+
+const char* conv_pass_name(ConvPass p) {
+  switch (p) {
+    case ConvPass::Forward: return "fwd";
+    case ConvPass::BackwardData: return "bwd-data";
+    case ConvPass::BackwardWeights: return "bwd-weights";
+  }
+  return "?";
+}
+
+bool parse_conv_algo(const std::string& name, ConvAlgo* a) {
+  for (ConvAlgo c : {ConvAlgo::Auto, ConvAlgo::PerImage, ConvAlgo::Batched, ConvAlgo::Winograd,
+                     ConvAlgo::Direct, ConvAlgo::Im2col, ConvAlgo::Implicit, ConvAlgo::Cudnn})
+    if (name == conv_algo_name(c)) {
+      *a = c;
+      return true;
+    }
+  return false;
 }
 
 ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads) {
@@ -366,6 +390,104 @@ namespace ops {
 namespace {
 const float* ptr(const Tensor* t) { return t ? t->data() : nullptr; }
 float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
+
+#if PDNN_HAVE_CUDA
+// The workspace a GPU algorithm needs for a pass (floats).
+size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
+                            int64_t k, Act act) {
+  if (a == ConvAlgo::Implicit)
+    return pass == ConvPass::BackwardWeights ? cuda::conv2d_implicit_backward_weights_ws(g, n, k)
+                                             : 1;
+  if (a == ConvAlgo::Cudnn)
+    return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec());
+  return cuda_conv_workspace_floats(g, n, k);
+}
+#endif
+
+// The CPU ignores the GPU's algorithms (a layer forced to one runs the CPU's rule).
+ConvAlgo cpu_algo(ConvAlgo a) {
+  return a == ConvAlgo::Im2col || a == ConvAlgo::Implicit || a == ConvAlgo::Cudnn ? ConvAlgo::Auto
+                                                                                  : a;
+}
+
+#if PDNN_HAVE_CUDA
+void gpu_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
+                 const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
+                 Tensor* saved_cols) {
+  auto ws_of = [&](ConvAlgo a) { return gpu_workspace_floats(ctx, ConvPass::Forward, a, g, n, k, act); };
+  // The im2col path keeps the batch's columns for backward when the batch is one chunk; any
+  // other algorithm leaves the buffer empty (size 0: its memory stays for the next step), so
+  // backward never reads columns of an earlier batch.
+  auto run = [&](ConvAlgo a, bool) {
+    float* ws = ctx.workspace(Device::CUDA, ws_of(a));
+    float* keep = nullptr;
+    if (saved_cols) {
+      if (a == ConvAlgo::Im2col && cuda_conv_chunk(g, n, k) == n) {
+        saved_cols->resize(Shape{g.col_rows() * n * g.col_cols()}, DType::F32, Device::CUDA, ctx);
+        keep = saved_cols->data();
+      } else if (!saved_cols->empty()) {
+        saved_cols->resize(Shape{0}, DType::F32, Device::CUDA, ctx);
+      }
+    }
+    cuda::conv2d_forward(g, n, k, x.data(), w.data(), ptr(b), y.data(), act, a, keep, ws,
+                         ctx.cuda_exec());
+  };
+  run(gpu_conv_choose(ctx, ConvPass::Forward, g, n, k, act, algo, ws_of, run), false);
+}
+
+void gpu_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
+                  const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
+                  Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols) {
+  const float* keep = nullptr;
+  if (saved_cols && saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
+      cuda_conv_chunk(g, n, k) == n)
+    keep = saved_cols->data();
+  ConvAlgo aw = ConvAlgo::Auto, ad = ConvAlgo::Auto;
+  if (dw || db) {
+    auto ws_of = [&](ConvAlgo a) {
+      return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, act);
+    };
+    // While timing, the gradients accumulate into scratch, not into dw and db.
+    Tensor scratch_w, scratch_b;
+    auto run = [&](ConvAlgo a, bool timing) {
+      float* gw = dw ? dw->data() : nullptr;
+      float* gb = db ? db->data() : nullptr;
+      if (timing) {
+        if (dw && scratch_w.empty()) scratch_w = Tensor::empty(dw->shape(), DType::F32, Device::CUDA, ctx);
+        if (db && scratch_b.empty()) scratch_b = Tensor::empty(db->shape(), DType::F32, Device::CUDA, ctx);
+        gw = dw ? scratch_w.data() : nullptr;
+        gb = db ? scratch_b.data() : nullptr;
+      }
+      float* ws = ctx.workspace(Device::CUDA, ws_of(a));
+      cuda::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), gw, gb, nullptr, act,
+                            a, a == ConvAlgo::Im2col ? keep : nullptr, ws, ctx.cuda_exec());
+    };
+    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, act, algo, ws_of, run);
+    if (!dx || aw != ConvAlgo::Im2col) run(aw, false);
+  }
+  if (dx) {
+    auto ws_of = [&](ConvAlgo a) {
+      return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, act);
+    };
+    auto run = [&](ConvAlgo a, bool) {
+      float* ws = ctx.workspace(Device::CUDA, ws_of(a));
+      cuda::conv2d_backward(g, n, k, nullptr, w.data(), dy.data(), ptr(y), nullptr, nullptr,
+                            dx->data(), act, a, nullptr, ws, ctx.cuda_exec());
+    };
+    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, act, algo, ws_of, run);
+    if (ad == ConvAlgo::Im2col && aw == ConvAlgo::Im2col) {
+      // both on im2col: one call shares dy's permutation between them
+      float* ws = ctx.workspace(Device::CUDA, cuda_conv_workspace_floats(g, n, k));
+      cuda::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), dw ? dw->data() : nullptr,
+                            db ? db->data() : nullptr, dx->data(), act, ConvAlgo::Im2col, keep, ws,
+                            ctx.cuda_exec());
+    } else {
+      run(ad, false);
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
@@ -376,18 +498,18 @@ void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const
              "conv2d_forward: x %s, w %s, y %s do not fit the geometry", x.shape().str().c_str(),
              w.shape().str().c_str(), y.shape().str().c_str());
   const Device d = op_device("conv2d_forward", {&x, &w, b, &y});
-  const bool gpu = d == Device::CUDA;
-  const size_t ws_n = gpu ? cuda_conv_workspace_floats(g, n, k)
-                          : conv_workspace_floats(g, n, k, algo, ctx.threads());
-  float* ws = ctx.workspace(d, ws_n);
-  // The GPU keeps the columns for backward when the batch is one chunk.
-  float* keep = nullptr;
-  if (gpu && saved_cols && cuda_conv_chunk(g, n, k) == n) {
-    saved_cols->resize(Shape{g.col_rows() * n * g.col_cols()}, DType::F32, d, ctx);
-    keep = saved_cols->data();
+  if (d == Device::CUDA) {
+#if PDNN_HAVE_CUDA
+    gpu_forward(ctx, g, n, k, x, w, b, y, act, algo, saved_cols);
+    return;
+#else
+    fail_no_cuda("conv2d_forward");
+#endif
   }
-  PDNN_DISPATCH(ctx, d, conv2d_forward, g, n, k, x.data(), w.data(), ptr(b), y.data(), act, algo,
-                keep, ws);
+  algo = cpu_algo(algo);
+  float* ws = ctx.workspace(d, conv_workspace_floats(g, n, k, algo, ctx.threads()));
+  cpu::conv2d_forward(g, n, k, x.data(), w.data(), ptr(b), y.data(), act, algo, nullptr, ws,
+                      ctx.cpu_exec());
 }
 
 void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
@@ -402,16 +524,18 @@ void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, cons
   PDNN_CHECK(act.kind == FusedAct::None || (y && y->numel() == dy.numel()),
              "conv2d_backward: a fused activation needs the forward's output y");
   const Device d = op_device("conv2d_backward", {x, &w, &dy, y, dw, db, dx});
-  const bool gpu = d == Device::CUDA;
-  const size_t ws_n = gpu ? cuda_conv_workspace_floats(g, n, k)
-                          : conv_backward_workspace_floats(g, n, k, algo, act, ctx.threads());
-  float* ws = ctx.workspace(d, ws_n);
-  const float* keep = nullptr;
-  if (gpu && saved_cols && !saved_cols->empty() && cuda_conv_chunk(g, n, k) == n &&
-      saved_cols->numel() >= g.col_rows() * n * g.col_cols())
-    keep = saved_cols->data();
-  PDNN_DISPATCH(ctx, d, conv2d_backward, g, n, k, ptr(x), w.data(), dy.data(), ptr(y), ptr(dw),
-                ptr(db), ptr(dx), act, algo, keep, ws);
+  if (d == Device::CUDA) {
+#if PDNN_HAVE_CUDA
+    gpu_backward(ctx, g, n, k, x, w, dy, y, dw, db, dx, act, algo, saved_cols);
+    return;
+#else
+    fail_no_cuda("conv2d_backward");
+#endif
+  }
+  algo = cpu_algo(algo);
+  float* ws = ctx.workspace(d, conv_backward_workspace_floats(g, n, k, algo, act, ctx.threads()));
+  cpu::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), ptr(dw), ptr(db), ptr(dx),
+                       act, algo, nullptr, ws, ctx.cpu_exec());
 }
 
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y) {

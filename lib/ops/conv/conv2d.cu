@@ -9,8 +9,9 @@
 
 #include "cuda/launch.h"
 #include "ops/conv/conv2d.h"
-#include "ops/gemm.h"
+#include "ops/conv/conv2d_gpu.h"
 #include "ops/conv/im2col.h"
+#include "ops/gemm.h"
 
 namespace pdnn {
 namespace cuda {
@@ -136,9 +137,10 @@ void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, 
   PDNN_CUDA_LAUNCH_CHECK("bias_backward");
 }
 
-void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, Act act, ConvAlgo, float* saved_cols, float* ws,
-                    CudaExec e) {
+namespace {
+
+void im2col_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* b, float* y, Act act, float* saved_cols, float* ws, CudaExec e) {
   const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
   float* tmp = ws + cuda_conv_product_offset(g, chunk);
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
@@ -158,9 +160,9 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
   }
 }
 
-void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+void im2col_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo, const float* saved_cols, float* ws, CudaExec e) {
+                     const float* saved_cols, float* ws, CudaExec e) {
   const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
   float* cols = ws;
   float* dyt = ws + cuda_conv_product_offset(g, chunk);  // dy of the chunk as (k, c*p)
@@ -193,6 +195,37 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
       col2im_batch(g, c, cols, dx + i0 * g.image_size(), e);
     }
   }
+}
+
+}  // namespace
+
+// The algorithm was chosen by the ops layer (conv2d_algo.h); Auto and the CPU's algorithms mean
+// the im2col path.
+void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                    const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols, float* ws,
+                    CudaExec e) {
+  if (algo == ConvAlgo::Implicit)
+    conv2d_implicit_forward(g, n, k, x, w, b, y, act, e);
+  else if (algo == ConvAlgo::Cudnn)
+    conv2d_cudnn_forward(g, n, k, x, w, b, y, act, ws, e);
+  else
+    im2col_forward(g, n, k, x, w, b, y, act, saved_cols, ws, e);
+}
+
+void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e) {
+  if (algo == ConvAlgo::Cudnn) {
+    conv2d_cudnn_backward(g, n, k, x, w, dy, y, dw, db, dx, act, ws, e);
+    return;
+  }
+  if (algo != ConvAlgo::Implicit) {
+    im2col_backward(g, n, k, x, w, dy, y, dw, db, dx, act, saved_cols, ws, e);
+    return;
+  }
+  PDNN_CHECK(dw || !db, "conv2d_backward (implicit GEMM): the bias gradient comes with dw");
+  if (dw) conv2d_implicit_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
+  if (dx) conv2d_implicit_backward_data(g, n, k, dy, y, act, w, nullptr, dx, e);
 }
 
 }  // namespace cuda

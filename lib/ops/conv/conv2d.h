@@ -11,6 +11,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "core/context.h"
 #include "core/exec.h"
@@ -21,14 +22,24 @@
 namespace pdnn {
 
 enum class ConvAlgo {
-  Auto,      // pick per shape (conv_algo_for)
-  PerImage,  // images in parallel, single-threaded GEMM per image
-  Batched,   // one GEMM over the batch with threaded BLAS
+  Auto,      // pick per shape: on the CPU by the measured rule (conv_algo_for), on the GPU by
+             // timing the candidates at first use (conv2d_algo.h)
+  PerImage,  // CPU: images in parallel, single-threaded GEMM per image
+  Batched,   // CPU: one GEMM over the batch with threaded BLAS
   Winograd,  // F(4x4, 3x3) for 3x3 stride-1 kernels (ops/conv/conv2d_winograd.h), images in parallel
-  Direct,    // register-blocked direct 3x3 stride-1 kernels for few input channels
+  Direct,    // CPU: register-blocked direct 3x3 stride-1 kernels for few input channels
              // (ops/conv/conv2d_direct.h), images in parallel
+  Im2col,    // GPU: batched im2col + cuBLAS in chunks of bounded memory
+  Implicit,  // GPU: implicit GEMM, the im2col tile formed in shared memory (conv2d_gpu.h)
+  Cudnn,     // GPU: cuDNN, opened at run time where present (conv2d_cudnn.h)
 };
 const char* conv_algo_name(ConvAlgo a);
+
+// The three passes of a convolution, each of which may run its own algorithm on the GPU.
+enum class ConvPass { Forward, BackwardData, BackwardWeights };
+const char* conv_pass_name(ConvPass p);  // "fwd", "bwd-data", "bwd-weights"
+// The algorithm named `name` (conv_algo_name's names); false when there is none.
+bool parse_conv_algo(const std::string& name, ConvAlgo* a);
 
 // The measured-faster algorithm for a shape at a thread count (never Auto). Winograd and Direct
 // only where conv3x3_applies(g).

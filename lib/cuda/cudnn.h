@@ -1,0 +1,62 @@
+// cuDNN, opened at run time (dlopen, as lib/dist opens NCCL) so that it is one more
+// convolution algorithm to measure against, never a requirement: a build without cudnn.h, or a
+// machine without libcudnn.so.9, works unchanged and says "cuDNN: not found". Only the legacy
+// convolution entry points pdnn calls are resolved (lib/ops/conv/conv2d_cudnn.cu). The table is
+// loaded once per process, like any shared library; the handles live in each CudaState.
+#pragma once
+#include <string>
+
+#if __has_include(<cudnn.h>)
+#include <cudnn.h>
+#define PDNN_CUDNN_HEADER 1
+#else
+#define PDNN_CUDNN_HEADER 0
+#endif
+
+namespace pdnn {
+namespace cuda {
+
+#if PDNN_CUDNN_HEADER
+struct CudnnApi {
+  size_t version = 0;  // cudnnGetVersion(): 91900 for 9.19.0
+  std::string path;    // what dlopen found
+  decltype(&cudnnGetErrorString) error_string = nullptr;
+  decltype(&cudnnCreate) create = nullptr;
+  decltype(&cudnnDestroy) destroy = nullptr;
+  decltype(&cudnnSetStream) set_stream = nullptr;
+  decltype(&cudnnCreateTensorDescriptor) create_tensor = nullptr;
+  decltype(&cudnnSetTensor4dDescriptor) set_tensor = nullptr;
+  decltype(&cudnnDestroyTensorDescriptor) destroy_tensor = nullptr;
+  decltype(&cudnnCreateFilterDescriptor) create_filter = nullptr;
+  decltype(&cudnnSetFilter4dDescriptor) set_filter = nullptr;
+  decltype(&cudnnDestroyFilterDescriptor) destroy_filter = nullptr;
+  decltype(&cudnnCreateConvolutionDescriptor) create_conv = nullptr;
+  decltype(&cudnnSetConvolution2dDescriptor) set_conv = nullptr;
+  decltype(&cudnnSetConvolutionMathType) set_math = nullptr;
+  decltype(&cudnnDestroyConvolutionDescriptor) destroy_conv = nullptr;
+  decltype(&cudnnGetConvolutionForwardAlgorithm_v7) fwd_algos = nullptr;
+  decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) bwd_data_algos = nullptr;
+  decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) bwd_filter_algos = nullptr;
+  decltype(&cudnnGetConvolutionForwardWorkspaceSize) fwd_ws = nullptr;
+  decltype(&cudnnGetConvolutionBackwardDataWorkspaceSize) bwd_data_ws = nullptr;
+  decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) bwd_filter_ws = nullptr;
+  decltype(&cudnnConvolutionForward) forward = nullptr;
+  decltype(&cudnnConvolutionBackwardData) backward_data = nullptr;
+  decltype(&cudnnConvolutionBackwardFilter) backward_filter = nullptr;
+
+  // Throws pdnn::Error naming the call and cuDNN's message unless s is success.
+  void check(cudnnStatus_t s, const char* what) const;
+};
+#else
+struct CudnnApi {};
+#endif
+
+// The entry points, loaded at the first call; nullptr when cuDNN is not there (*why, when
+// given, says what was tried). PDNN_CUDNN_LIBRARY names a library file to try first.
+const CudnnApi* cudnn_api(std::string* why = nullptr);
+
+// "cuDNN 9.19.0 (libcudnn.so.9)", or "cuDNN: not found (...)": for run headers.
+std::string cudnn_status();
+
+}  // namespace cuda
+}  // namespace pdnn

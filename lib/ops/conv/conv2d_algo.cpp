@@ -1,0 +1,132 @@
+// The GPU's per-shape convolution algorithm choice (conv2d_algo.h).
+#include "ops/conv/conv2d_algo.h"
+
+#include <climits>
+#include <cstdio>
+#include <limits>
+
+#include "core/cuda_state.h"
+#include "core/error.h"
+
+namespace pdnn {
+
+const char* gpu_conv_policies() { return "auto, own, im2col, implicit, cudnn"; }
+
+bool valid_gpu_conv_policy(const std::string& p) {
+  return p == "auto" || p == "own" || p == "im2col" || p == "implicit" || p == "cudnn";
+}
+
+namespace {
+
+// The implicit-GEMM kernels index within an image in 32 bits (conv2d_implicit_gemm.cu).
+bool implicit_fits(const ConvGeom& g, int64_t n, int64_t k) {
+  return g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX && n * g.oh * g.ow < INT_MAX &&
+         n * g.h * g.w < INT_MAX && k * g.c * g.kh * g.kw < INT_MAX;
+}
+
+bool own_algo(ConvAlgo a) { return a == ConvAlgo::Im2col || a == ConvAlgo::Implicit; }
+
+}  // namespace
+
+std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                                          const std::string& policy, bool have_cudnn) {
+  (void)pass;
+  std::vector<ConvAlgo> all{ConvAlgo::Im2col};
+  if (implicit_fits(g, n, k)) all.push_back(ConvAlgo::Implicit);
+  if (have_cudnn) all.push_back(ConvAlgo::Cudnn);
+  std::vector<ConvAlgo> out;
+  ConvAlgo forced = ConvAlgo::Auto;
+  if (policy != "auto" && policy != "own") PDNN_CHECK(parse_conv_algo(policy, &forced),
+                                                      "--conv-algo %s: not one of %s",
+                                                      policy.c_str(), gpu_conv_policies());
+  for (ConvAlgo a : all) {
+    if (forced != ConvAlgo::Auto) {
+      if (a == forced) out.push_back(a);
+    } else if (policy == "auto" || own_algo(a)) {
+      out.push_back(a);
+    }
+  }
+  if (out.empty())  // the forced algorithm cannot run this pass: pdnn's own
+    for (ConvAlgo a : all)
+      if (own_algo(a)) out.push_back(a);
+  return out;
+}
+
+std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
+                         bool tf32) {
+  char s[256];
+  std::snprintf(s, sizeof s, "conv2d %s n%lld c%lldx%lldx%lld k%lld %lldx%lld s%lld,%lld p%lld,%lld %s %s",
+                conv_pass_name(pass), (long long)n, (long long)g.c, (long long)g.h,
+                (long long)g.w, (long long)k, (long long)g.kh, (long long)g.kw, (long long)g.sh,
+                (long long)g.sw, (long long)g.ph, (long long)g.pw,
+                act.kind == FusedAct::None ? "none" : fused_act_name(act.kind),
+                tf32 ? "tf32" : "fp32");
+  return s;
+}
+
+ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                         Act act, ConvAlgo requested,
+                         const std::function<size_t(ConvAlgo)>& ws_floats,
+                         const std::function<void(ConvAlgo, bool timing)>& run) {
+  if (requested != ConvAlgo::Auto && requested != ConvAlgo::PerImage &&
+      requested != ConvAlgo::Batched)
+    return requested;
+  CudaState& cs = ctx.cuda();
+  const std::string key = gpu_conv_key(pass, g, n, k, act, cs.tf32());
+  Tuning& tune = ctx.tuning();
+  if (const Tuning::Choice* c = tune.lookup(key)) {
+    ConvAlgo a;
+    PDNN_CHECK(parse_conv_algo(c->choice, &a) && a != ConvAlgo::Auto,
+               "algorithm cache %s: '%s' is no convolution algorithm (for %s); remove the file",
+               tune.cache_file().c_str(), c->choice.c_str(), key.c_str());
+    return a;
+  }
+  PDNN_CHECK(!cuda_stream_capturing(cs.stream()),
+             "%s: no algorithm chosen before the CUDA graph capture (run the step eagerly once "
+             "first)", key.c_str());
+  // cuDNN is opened (and its handle made) only when the policy may use it.
+  const bool want_cudnn = tune.policy() == "auto" || tune.policy() == "cudnn";
+  const std::vector<ConvAlgo> cands =
+      gpu_conv_candidates(pass, g, n, k, tune.policy(), want_cudnn && cs.cudnn() != nullptr);
+  // Workspace beyond what the context holds must come out of the free device memory (with a
+  // margin for the allocator's rounding and cuBLAS).
+  const size_t have = ctx.workspace_size(Device::CUDA) * sizeof(float);
+  const size_t free_bytes = cs.free_memory();
+  ConvAlgo best = cands.front();
+  double best_ms = std::numeric_limits<double>::infinity();
+  std::string tried;
+  for (ConvAlgo a : cands) {
+    double ms = std::numeric_limits<double>::infinity();
+    try {
+      const size_t need = ws_floats(a) * sizeof(float);
+      if (cands.size() > 1 && need > have && need - have + (size_t{64} << 20) > free_bytes) {
+        std::printf("conv algorithm: %s: %s left out: its workspace (%.0f MB) does not fit the "
+                    "free device memory\n", key.c_str(), conv_algo_name(a), need / 1e6);
+        continue;
+      }
+      run(a, true);  // warm-up: loads the kernels, sizes the workspace
+    } catch (const Error& e) {  // e.g. cuDNN has no algorithm for the shape: not a candidate
+      std::printf("conv algorithm: %s: %s left out: %s\n", key.c_str(), conv_algo_name(a), e.what());
+      continue;
+    }
+    for (int rep = 0; rep < 3; ++rep) {
+      CUevent_st* t0 = cuda_event_record(cs.stream());
+      run(a, true);
+      ms = std::min(ms, cuda_event_elapsed_ms(t0, cuda_event_record(cs.stream())));
+    }
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = a;
+    }
+    char t[64];
+    std::snprintf(t, sizeof t, "%s%s %.3f", tried.empty() ? "" : ", ", conv_algo_name(a), ms);
+    tried += t;
+  }
+  tune.put(key, conv_algo_name(best), best_ms);
+  // One line per choice, at the first step of each shape: the run's log says what ran.
+  std::printf("conv algorithm: %s -> %s (ms: %s)\n", key.c_str(), conv_algo_name(best),
+              tried.c_str());
+  return best;
+}
+
+}  // namespace pdnn

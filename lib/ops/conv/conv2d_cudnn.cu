@@ -1,0 +1,206 @@
+// cuDNN as a convolution algorithm (conv2d_gpu.h), through the entry points lib/cuda/cudnn.h
+// opens at run time. Descriptors are made per call (host work only: a replayed CUDA graph skips
+// it); the algorithm of each pass is cuDNN's own first heuristic choice that is deterministic,
+// strict fp32 unless TF32 is on (CUDNN_FMA_MATH, else its default math, which allows TF32), and
+// needs at most kMaxWorkspace, so the workspace size and the algorithm agree between the call
+// that sizes the workspace (before a capture) and the call that runs. The fused bias and
+// activation run as a pass of pdnn's own after the forward; in backward, dy goes through the
+// activation's derivative into the workspace first, and the bias gradient is summed from it.
+#include <algorithm>
+
+#include "core/error.h"
+#include "cuda/cudnn.h"
+#include "cuda/launch.h"
+#include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_gpu.h"
+
+namespace pdnn {
+namespace cuda {
+
+#if PDNN_CUDNN_HEADER
+namespace {
+
+constexpr size_t kMaxWorkspace = size_t{1} << 30;
+
+// y (n, k, p) = act(y + b[c]) in place.
+__global__ void bias_act_k(int64_t total, int k, int p, const float* __restrict__ b, Act a,
+                           float* __restrict__ y) {
+  PDNN_GRID_LOOP(i, total) {
+    float v = y[i] + (b ? b[(i / p) % k] : 0.f);
+    if (a.kind != FusedAct::None && !(v > 0.f)) v = a.kind == FusedAct::ReLU ? 0.f : a.slope * v;
+    y[i] = v;
+  }
+}
+
+// g = act'(y) dy.
+__global__ void act_grad_k(int64_t total, const float* __restrict__ y,
+                           const float* __restrict__ dy, Act a, float* __restrict__ g) {
+  PDNN_GRID_LOOP(i, total) {
+    g[i] = y[i] > 0.f ? dy[i] : (a.kind == FusedAct::ReLU ? 0.f : a.slope * dy[i]);
+  }
+}
+
+const CudnnApi& api() {
+  std::string why;
+  const CudnnApi* a = cudnn_api(&why);
+  PDNN_CHECK(a, "convolution algorithm cudnn: %s", why.c_str());
+  return *a;
+}
+
+struct Descs {
+  const CudnnApi& a;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  Descs(const ConvGeom& g, int64_t n, int64_t k) : a(api()) {
+    a.check(a.create_tensor(&x), "cudnnCreateTensorDescriptor");
+    a.check(a.create_tensor(&y), "cudnnCreateTensorDescriptor");
+    a.check(a.create_filter(&w), "cudnnCreateFilterDescriptor");
+    a.check(a.create_conv(&conv), "cudnnCreateConvolutionDescriptor");
+    a.check(a.set_tensor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(g.c), int(g.h), int(g.w)),
+            "cudnnSetTensor4dDescriptor (x)");
+    a.check(a.set_tensor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(k), int(g.oh), int(g.ow)),
+            "cudnnSetTensor4dDescriptor (y)");
+    a.check(a.set_filter(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(k), int(g.c), int(g.kh), int(g.kw)),
+            "cudnnSetFilter4dDescriptor");
+    a.check(a.set_conv(conv, int(g.ph), int(g.pw), int(g.sh), int(g.sw), 1, 1,
+                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+            "cudnnSetConvolution2dDescriptor");
+  }
+  ~Descs() {
+    a.destroy_conv(conv);
+    a.destroy_filter(w);
+    a.destroy_tensor(y);
+    a.destroy_tensor(x);
+  }
+};
+
+// cuDNN's first acceptable choice for a pass, and its workspace bytes; the descriptor's math
+// type is set to the choice's.
+struct Pick {
+  int algo = -1;
+  size_t ws = 0;
+};
+template <class Perf, class Query>
+Pick pick_from(const Descs& d, bool tf32, Query query, const char* what) {
+  Perf perf[16];
+  int count = 0;
+  d.a.check(query(perf, &count), what);
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = perf[i];
+    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC ||
+        p.memory > kMaxWorkspace || (!tf32 && p.mathType != CUDNN_FMA_MATH))
+      continue;
+    d.a.check(d.a.set_math(d.conv, p.mathType), "cudnnSetConvolutionMathType");
+    return Pick{static_cast<int>(p.algo), p.memory};
+  }
+  PDNN_FAIL("convolution algorithm cudnn: no deterministic %s algorithm of cuDNN fits (%s)",
+            tf32 ? "" : "strict fp32", what);
+}
+
+Pick pick(ConvPass pass, const Descs& d, bool tf32, cudnnHandle_t h) {
+  d.a.check(d.a.set_math(d.conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+            "cudnnSetConvolutionMathType");
+  if (pass == ConvPass::Forward)
+    return pick_from<cudnnConvolutionFwdAlgoPerf_t>(
+        d, tf32, [&](cudnnConvolutionFwdAlgoPerf_t* p, int* n) {
+          return d.a.fwd_algos(h, d.x, d.w, d.conv, d.y, 16, n, p);
+        }, "forward");
+  if (pass == ConvPass::BackwardData)
+    return pick_from<cudnnConvolutionBwdDataAlgoPerf_t>(
+        d, tf32, [&](cudnnConvolutionBwdDataAlgoPerf_t* p, int* n) {
+          return d.a.bwd_data_algos(h, d.w, d.y, d.conv, d.x, 16, n, p);
+        }, "backward-data");
+  return pick_from<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      d, tf32, [&](cudnnConvolutionBwdFilterAlgoPerf_t* p, int* n) {
+        return d.a.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, 16, n, p);
+      }, "backward-weights");
+}
+
+cudnnHandle_t handle_of(CudaExec e) {
+  PDNN_CHECK(e.cudnn, "convolution algorithm cudnn: no cuDNN handle on this context");
+  return static_cast<cudnnHandle_t>(e.cudnn);
+}
+
+int64_t masked_floats(const ConvGeom& g, int64_t n, int64_t k, Act act) {
+  return act.kind == FusedAct::None ? 0 : (n * k * g.oh * g.ow + 63) / 64 * 64;
+}
+
+}  // namespace
+
+size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                                     Act act, CudaExec e) {
+  Descs d(g, n, k);
+  const Pick p = pick(pass, d, e.tf32, handle_of(e));
+  return static_cast<size_t>(pass == ConvPass::Forward ? 0 : masked_floats(g, n, k, act)) +
+         (p.ws + 3) / 4 + 1;
+}
+
+void conv2d_cudnn_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                          const float* b, float* y, Act act, float* ws, CudaExec e) {
+  Descs d(g, n, k);
+  cudnnHandle_t h = handle_of(e);
+  const Pick p = pick(ConvPass::Forward, d, e.tf32, h);
+  const float one = 1.f, zero = 0.f;
+  d.a.check(d.a.forward(h, &one, d.x, x, d.w, w, d.conv,
+                        static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, &zero, d.y, y),
+            "cudnnConvolutionForward");
+  if (b || act.kind != FusedAct::None) {
+    const int64_t total = n * k * g.oh * g.ow;
+    bias_act_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+        total, static_cast<int>(k), static_cast<int>(g.oh * g.ow), b, act, y);
+    PDNN_CUDA_LAUNCH_CHECK("cudnn forward bias/activation");
+  }
+}
+
+void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                           const float* w, const float* dy, const float* y, float* dw, float* db,
+                           float* dx, Act act, float* ws, CudaExec e) {
+  Descs d(g, n, k);
+  cudnnHandle_t h = handle_of(e);
+  const float* gy = dy;
+  float* rest = ws;
+  if (act.kind != FusedAct::None) {
+    const int64_t total = n * k * g.oh * g.ow;
+    act_grad_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(total, y, dy, act, ws);
+    PDNN_CUDA_LAUNCH_CHECK("cudnn backward activation");
+    gy = ws;
+    rest = ws + masked_floats(g, n, k, act);
+  }
+  const float one = 1.f, zero = 0.f;
+  if (db) bias_backward(n, k, g.oh * g.ow, gy, db, e);
+  if (dw) {
+    const Pick p = pick(ConvPass::BackwardWeights, d, e.tf32, h);
+    d.a.check(d.a.backward_filter(h, &one, d.x, x, d.y, gy, d.conv,
+                                  static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), rest, p.ws,
+                                  &one, d.w, dw),
+              "cudnnConvolutionBackwardFilter");
+  }
+  if (dx) {
+    const Pick p = pick(ConvPass::BackwardData, d, e.tf32, h);
+    d.a.check(d.a.backward_data(h, &one, d.w, w, d.y, gy, d.conv,
+                                static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), rest, p.ws,
+                                &zero, d.x, dx),
+              "cudnnConvolutionBackwardData");
+  }
+}
+
+#else
+
+size_t conv2d_cudnn_workspace_floats(ConvPass, const ConvGeom&, int64_t, int64_t, Act, CudaExec) {
+  PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
+}
+void conv2d_cudnn_forward(const ConvGeom&, int64_t, int64_t, const float*, const float*,
+                          const float*, float*, Act, float*, CudaExec) {
+  PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
+}
+void conv2d_cudnn_backward(const ConvGeom&, int64_t, int64_t, const float*, const float*,
+                           const float*, const float*, float*, float*, float*, Act, float*,
+                           CudaExec) {
+  PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
+}
+
+#endif
+
+}  // namespace cuda
+}  // namespace pdnn

@@ -1,0 +1,53 @@
+// The GPU's convolution algorithms, one entry point per algorithm and pass. cuda::conv2d_forward
+// and cuda::conv2d_backward (conv2d.h) call the one the ops layer chose for the shape
+// (conv2d_algo.h); tests and apps/bench_conv_gpu call them directly.
+//
+// Every pass of every algorithm takes the same geometry as the CPU twin: g is the convolution's
+// (input c x h x w, kernel kh x kw, stride, padding, output oh x ow), n images, k output
+// channels; x (n,c,h,w), w (k,c,kh,kw), y and dy (n,k,oh,ow). A ConvTranspose2d runs forward as
+// backward_data and backward-data as forward, with the roles of x and y swapped.
+//   forward           y = act(conv(x, w) + b)                         (b, act optional)
+//   backward_data     dx = conv^T(act'(y) . dy, w) (+ bias[c] when given: a transposed
+//                     convolution's forward with its bias); written, not accumulated
+//   backward_weights  dw += conv_w(x, act'(y) . dy); db += the sums of act'(y) . dy per channel
+// act'(y) . dy is dy through the fused activation's derivative, read off y in the operand load
+// (y may be null when act is None). With e.tf32 the products run on the tensor cores in TF32
+// (inputs rounded to 10-bit mantissas, fp32 sums).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "core/exec.h"
+#include "ops/activation.h"
+#include "ops/conv/conv2d.h"
+#include "ops/conv/im2col.h"
+
+namespace pdnn {
+namespace cuda {
+
+// ---- implicit GEMM (conv2d_implicit_gemm.cu) ---------------------------------------------
+void conv2d_implicit_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                             const float* w, const float* b, float* y, Act act, CudaExec e);
+void conv2d_implicit_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
+                                   const float* y, Act act, const float* w, const float* bias,
+                                   float* dx, CudaExec e);
+// ws: conv2d_implicit_backward_weights_ws() floats (the split-K partial sums).
+void conv2d_implicit_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                                      const float* dy, const float* y, Act act, float* dw,
+                                      float* db, float* ws, CudaExec e);
+// The split over the reduction is chosen to fill the current device's multiprocessors.
+size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k);
+
+// ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
+// The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward.
+size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                                     Act act, CudaExec e);
+void conv2d_cudnn_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                          const float* b, float* y, Act act, float* ws, CudaExec e);
+// dw += and db += when given; dx = when given.
+void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                           const float* w, const float* dy, const float* y, float* dw, float* db,
+                           float* dx, Act act, float* ws, CudaExec e);
+
+}  // namespace cuda
+}  // namespace pdnn

@@ -1,0 +1,243 @@
+// The GPU's convolution algorithms (ops/conv/conv2d_gpu.h, conv2d_algo.h), each pass forced to
+// each algorithm in fp32 and in TF32, against a double-precision reference on odd shapes:
+// kernels 1/3/4/5, strides 1 and 2, padding 0..2, batch 1, channel counts that are no multiple
+// of any tile, fused ReLU/LeakyReLU, with and without bias, and the backward-data phases of
+// strided layers whose tap counts differ. Outputs are poisoned with NaN first (every element
+// must be written), and the weight and bias gradients start from random values (they must
+// accumulate).
+//
+// Tolerances are the rounding bounds of a dot product of K terms whose absolute products sum to
+// S (computed with the reference, per element): fp32, |err| <= (K + 2) u S with u = 2^-24 (one
+// rounding per multiply-add, one for the bias, one for LeakyReLU's slope); TF32, each input is
+// first rounded to a 10-bit mantissa (relative 2^-11), so each product is off by up to 2^-10
+// relative before the fp32 sums: |err| <= (2^-10 + (K + 2) 2^-23) S. The reference itself is
+// checked on the CPU against the CPU's convolution, so it runs (and is tested) without a GPU.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/cuda_state.h"
+#include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_algo.h"
+#include "testing.h"
+
+namespace pdnn {
+namespace {
+
+struct ConvCase {
+  const char* name;
+  int64_t n, c, h, w, k, kernel, stride, pad;
+  FusedAct act;
+  bool bias;
+};
+
+const ConvCase kCases[] = {
+    {"c3_odd_relu", 2, 3, 17, 19, 8, 3, 1, 1, FusedAct::ReLU, true},
+    {"k5_batch1", 1, 5, 9, 7, 33, 5, 1, 2, FusedAct::None, true},
+    {"k4s2_leaky", 3, 16, 12, 10, 20, 4, 2, 1, FusedAct::LeakyReLU, false},
+    {"k1_wide", 2, 7, 11, 13, 70, 1, 1, 0, FusedAct::None, true},
+    {"k3s2p0_odd_m130", 2, 37, 9, 9, 130, 3, 2, 0, FusedAct::ReLU, true},
+    {"to_1x1", 2, 24, 4, 4, 10, 4, 1, 0, FusedAct::None, false},
+    {"long_k_split", 2, 64, 20, 20, 16, 3, 1, 1, FusedAct::ReLU, true},
+    {"c1_k10", 4, 1, 28, 28, 10, 3, 1, 1, FusedAct::ReLU, true},
+    {"k1_s2_empty_phases", 2, 6, 7, 8, 5, 1, 2, 0, FusedAct::None, true},
+};
+
+Act act_of(FusedAct a) { return Act{a, a == FusedAct::LeakyReLU ? 0.2f : 0.f}; }
+
+double act_d(double z, Act a) {
+  if (a.kind == FusedAct::None || z > 0) return z;
+  return a.kind == FusedAct::ReLU ? 0.0 : a.slope * z;
+}
+
+// The three passes in double, with S = sum |terms| per output element (for the bounds).
+struct Reference {
+  std::vector<double> y, y_abs, dx, dx_abs, dw, dw_abs, db, db_abs;
+};
+
+Reference reference(const ConvGeom& g, int64_t n, int64_t k, const Tensor& x, const Tensor& w,
+                    const Tensor* b, const Tensor& y_f, const Tensor& dy, Act act) {
+  Reference r;
+  const int64_t P = g.oh * g.ow;
+  r.y.assign(n * k * P, 0);
+  r.y_abs.assign(n * k * P, 0);
+  r.dx.assign(n * g.c * g.h * g.w, 0);
+  r.dx_abs.assign(r.dx.size(), 0);
+  r.dw.assign(k * g.col_rows(), 0);
+  r.dw_abs.assign(r.dw.size(), 0);
+  r.db.assign(k, 0);
+  r.db_abs.assign(k, 0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t o = 0; o < k; ++o)
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const int64_t yi = (i * k + o) * P + oy * g.ow + ox;
+          // dy through the activation, read off the float forward output (as the kernels do)
+          const float yv = y_f[yi];
+          double gd = dy[yi];
+          if (act.kind != FusedAct::None && !(yv > 0.f))
+            gd = act.kind == FusedAct::ReLU ? 0.0 : double(float(act.slope * dy[yi]));
+          double s = b ? double((*b)[o]) : 0.0, sa = b ? std::fabs(double((*b)[o])) : 0.0;
+          r.db[o] += gd;
+          r.db_abs[o] += std::fabs(gd);
+          for (int64_t ci = 0; ci < g.c; ++ci)
+            for (int64_t ky = 0; ky < g.kh; ++ky)
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                const int64_t iy = oy * g.sh - g.ph + ky, ix = ox * g.sw - g.pw + kx;
+                if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+                const int64_t xi = ((i * g.c + ci) * g.h + iy) * g.w + ix;
+                const int64_t wi = ((o * g.c + ci) * g.kh + ky) * g.kw + kx;
+                const double p = double(x[xi]) * double(w[wi]);
+                s += p;
+                sa += std::fabs(p);
+                r.dx[xi] += gd * double(w[wi]);
+                r.dx_abs[xi] += std::fabs(gd * double(w[wi]));
+                r.dw[wi] += gd * double(x[xi]);
+                r.dw_abs[wi] += std::fabs(gd * double(x[xi]));
+              }
+          r.y[yi] = act_d(s, act);
+          r.y_abs[yi] = sa;
+        }
+  return r;
+}
+
+// |got - (base + ref)| <= (rel * S + K-term) for every element; counts and reports the first.
+void expect_within(const Tensor& got, const std::vector<double>& ref,
+                   const std::vector<double>& abs_sum, const Tensor* base, double terms,
+                   bool tf32, const std::string& what) {
+  const double u = std::ldexp(1.0, -24);
+  const double rel = tf32 ? std::ldexp(1.0, -10) + (terms + 2) * 2 * u : (terms + 2) * u;
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double want = ref[i] + (base ? double((*base)[i]) : 0.0);
+    const double bound = rel * (abs_sum[i] + (base ? std::fabs(double((*base)[i])) : 0.0)) + 1e-30;
+    const double g = got[i];
+    if (!(std::fabs(g - want) <= bound)) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.numel() << " elements outside the "
+                    << (tf32 ? "TF32" : "fp32") << " bound; first at " << first << ": got "
+                    << (first >= 0 ? got[first] : 0.f) << ", want "
+                    << (first >= 0 ? ref[first] + (base ? double((*base)[first]) : 0.0) : 0.0);
+}
+
+struct Inputs {
+  ConvGeom g;
+  Act act;
+  Tensor x, w, b, dy, dw0, db0;
+};
+
+Inputs inputs_of(const ConvCase& c) {
+  Inputs in;
+  in.g = conv_geom("test", c.c, c.h, c.w, c.kernel, c.kernel, c.stride, c.stride, c.pad, c.pad);
+  in.act = act_of(c.act);
+  Rng rng(17);
+  in.x = testing::random_tensor(Shape{c.n, c.c, c.h, c.w}, rng);
+  in.w = testing::random_tensor(Shape{c.k, c.c, c.kernel, c.kernel}, rng);
+  in.b = testing::random_tensor(Shape{c.k}, rng);
+  in.dy = testing::random_tensor(Shape{c.n, c.k, in.g.oh, in.g.ow}, rng);
+  in.dw0 = testing::random_tensor(in.w.shape(), rng);
+  in.db0 = testing::random_tensor(Shape{c.k}, rng);
+  return in;
+}
+
+Tensor poisoned(const Shape& s, Device d, Context& ctx) {
+  Tensor t(s);
+  t.fill(std::numeric_limits<float>::quiet_NaN());
+  return d == Device::CPU ? t : t.to(d, ctx);
+}
+
+// The reference against the CPU's own convolution (no GPU needed): the harness is right.
+TEST(ConvGpu, ReferenceMatchesTheCpuConvolution) {
+  Context ctx(1, 1);
+  for (const ConvCase& c : kCases) {
+    SCOPED_TRACE(c.name);
+    Inputs in = inputs_of(c);
+    Tensor y(Shape{c.n, c.k, in.g.oh, in.g.ow});
+    ops::conv2d_forward(ctx, in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, y, in.act,
+                        ConvAlgo::PerImage);
+    const Reference r = reference(in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, y,
+                                  in.dy, in.act);
+    Tensor dx(in.x.shape()), dw = in.dw0.clone(), db = in.db0.clone();
+    ops::conv2d_backward(ctx, in.g, c.n, c.k, &in.x, in.w, in.dy, &y, &dw, c.bias ? &db : nullptr,
+                         &dx, in.act, ConvAlgo::PerImage);
+    const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
+                 kw = double(c.n * in.g.oh * in.g.ow);
+    expect_within(y, r.y, r.y_abs, nullptr, kf, false, "y");
+    expect_within(dx, r.dx, r.dx_abs, nullptr, kb, false, "dx");
+    expect_within(dw, r.dw, r.dw_abs, &in.dw0, kw, false, "dw");
+    if (c.bias) expect_within(db, r.db, r.db_abs, &in.db0, kw, false, "db");
+  }
+}
+
+// Each GPU algorithm, each pass, fp32 and TF32, against the reference.
+TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  for (bool tf32 : {false, true}) {
+    ctx.cuda().set_tf32(tf32);
+    for (ConvAlgo algo : {ConvAlgo::Im2col, ConvAlgo::Implicit}) {
+      for (const ConvCase& c : kCases) {
+        SCOPED_TRACE(std::string(c.name) + " " + conv_algo_name(algo) + (tf32 ? " tf32" : " fp32"));
+        Inputs in = inputs_of(c);
+        const Device G = Device::CUDA;
+        const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
+                     dy = in.dy.to(G, ctx);
+        Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
+        ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, c.bias ? &b : nullptr, y, in.act, algo);
+        Tensor dx = poisoned(in.x.shape(), G, ctx);
+        Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
+        ops::conv2d_backward(ctx, in.g, c.n, c.k, &x, w, dy, &y, &dw, c.bias ? &db : nullptr,
+                             &dx, in.act, algo);
+        const Tensor yh = y.to(Device::CPU, ctx);
+        // the reference's activation mask is read off the GPU's own y, as the kernels read it
+        const Reference r = reference(in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh,
+                                      in.dy, in.act);
+        const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
+                     kw = double(c.n * in.g.oh * in.g.ow);
+        expect_within(yh, r.y, r.y_abs, nullptr, kf, tf32, "y");
+        expect_within(dx.to(Device::CPU, ctx), r.dx, r.dx_abs, nullptr, kb, tf32, "dx");
+        expect_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32, "dw");
+        if (c.bias)
+          expect_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+      }
+    }
+  }
+}
+
+// With no algorithm forced, the first call of a shape times the candidates and records the
+// choice; later calls (and a context reading the cache file) use it without timing again.
+TEST(ConvGpu, ChoiceIsMadeOnceAndCached) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  const std::string cache = ::testing::TempDir() + "conv_algos_test.tsv";
+  std::remove(cache.c_str());
+  const ConvCase& c = kCases[0];
+  std::string first_choice;
+  for (int run = 0; run < 2; ++run) {
+    Context ctx(1, 1, Device::CUDA);
+    ctx.tuning().set_cache_file(cache, ctx.cuda().info().name);
+    Inputs in = inputs_of(c);
+    const Tensor x = in.x.to(Device::CUDA, ctx), w = in.w.to(Device::CUDA, ctx);
+    Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, Device::CUDA, ctx);
+    ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, nullptr, y, in.act, ConvAlgo::Auto);
+    ASSERT_EQ(ctx.tuning().made().size(), 1u);
+    const Tuning::Choice& ch = ctx.tuning().made()[0].second;
+    if (run == 0) {
+      EXPECT_FALSE(ch.from_file);
+      first_choice = ch.choice;
+    } else {
+      EXPECT_TRUE(ch.from_file);
+      EXPECT_EQ(ch.choice, first_choice);
+    }
+  }
+  std::remove(cache.c_str());
+}
+
+}  // namespace
+}  // namespace pdnn

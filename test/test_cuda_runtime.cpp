@@ -112,6 +112,7 @@ TEST(CudaRuntime, GraphReplayEqualsEagerSteps) {
                      std::vector<int32_t>(200, 3)};
   for (bool graph : {false, true}) {
     Context ctx(1, 9, Device::CUDA);
+    pt::share_conv_choices(ctx);
     Sequential m = make_mnist_model("keras");
     m.reset_parameters(ctx.rng());
     m.to(Device::CUDA, ctx);
@@ -143,6 +144,7 @@ TEST(CudaRuntime, PinnedBatchesRefilledEachStepTrainLikeFreshOnes) {
   std::vector<Tensor> weights;
   for (bool pinned : {false, true}) {
     Context ctx(1, 4, Device::CUDA);
+    pt::share_conv_choices(ctx);
     Sequential m = make_mnist_model("keras");
     m.reset_parameters(ctx.rng());
     m.to(Device::CUDA, ctx);
@@ -176,6 +178,7 @@ TEST(CudaRuntime, DcganIterationGraphEqualsEagerAndMovesOnlyTheBatch) {
   std::vector<int64_t> steps_g, steps_d, replays;
   for (bool graph : {false, true}) {
     Context ctx(1, 9, Device::CUDA);
+    pt::share_conv_choices(ctx);
     Sequential g = make_dcgan_generator(), d = make_dcgan_discriminator();
     dcgan_init(g, ctx.rng());
     dcgan_init(d, ctx.rng());
@@ -243,6 +246,7 @@ TEST(CudaRuntime, DcganPinnedBatchRefilledEachStepTrainsLikeFreshOnes) {
   std::vector<Tensor> gw;
   for (bool pinned : {false, true}) {
     Context ctx(1, 5, Device::CUDA);
+    pt::share_conv_choices(ctx);
     Sequential g = make_dcgan_generator(), d = make_dcgan_discriminator();
     dcgan_init(g, ctx.rng());
     dcgan_init(d, ctx.rng());

@@ -396,8 +396,12 @@ float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
                             int64_t k, Act act) {
   if (a == ConvAlgo::Implicit)
-    return pass == ConvPass::BackwardWeights ? cuda::conv2d_implicit_backward_weights_ws(g, n, k)
-                                             : 1;
+    return pass == ConvPass::Forward
+               ? 1
+               : cuda::conv2d_act_grad_floats(g, n, k, act) +
+                     (pass == ConvPass::BackwardWeights
+                          ? cuda::conv2d_implicit_backward_weights_ws(g, n, k)
+                          : cuda::conv2d_implicit_backward_data_ws(g, n, k));
   if (a == ConvAlgo::Cudnn)
     return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec());
   return cuda_conv_workspace_floats(g, n, k);

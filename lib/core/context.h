@@ -1,7 +1,8 @@
-// Context: everything that would otherwise be global. Thread count (one pool: OpenMP and
-// OpenBLAS set together), the device the run computes on with its stream, handles and
-// allocators, the seeded RNG (and its mirror on the device), grow-only workspaces, transfer
-// counters and an optional per-layer profiler (core/profile_hook.h). Passed explicitly to every op and layer.
+// Context: everything that would otherwise be global. Thread count (this context's alone: each
+// region and BLAS call is handed it in a CpuExec), the device the run computes on with its
+// stream, handles and allocators, the seeded RNG (and its mirror on the device), grow-only
+// workspaces, transfer counters and an optional per-layer profiler (core/profile_hook.h).
+// Passed explicitly to every op and layer.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -35,7 +36,7 @@ class Context {
   ~Context();
 
   int threads() const { return threads_; }
-  // Sets OpenMP's and OpenBLAS's thread counts to n together.
+  // Threads of this context's CPU work (cpu_exec()); n <= 0: all cores.
   void set_threads(int n);
   // The device this run computes on (where models and batches are put).
   Device device() const { return device_; }

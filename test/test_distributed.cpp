@@ -52,6 +52,9 @@ using namespace pdnn;
 namespace {
 
 const std::string kBin = std::string(PDNN_BIN_DIR) + "/mnist";
+// The same app code with a fault hook (test/drivers/mnist_faults.cpp): --fault makes a rank
+// die, hang or corrupt a weight at a given training step.
+const std::string kFaults = std::string(PDNN_BIN_DIR) + "/mnist_faults";
 
 // This test binary, wherever it runs from (the GPU bundle's copy too).
 std::string self_exe() {
@@ -451,12 +454,21 @@ class DistributedMpi : public ::testing::Test {
     std::ofstream(d + "/NAME") << "synthetic-4class\n";
     return d;
   }
-  // The app with the given flags: plain, or as n ranks of mpirun.
-  Result app(int ranks, const std::string& flags, const std::string& env = "") {
-    const std::string cmd = "cd " + dir_ + " && " + env + " " +
-                            (ranks > 0 ? mpirun_prefix(mpirun_, ranks) : std::string()) + kBin +
+  // The app (or bin) with the given flags: plain, or as n ranks of mpirun.
+  Result app(int ranks, const std::string& flags, const std::string& bin = kBin) {
+    const std::string cmd = "cd " + dir_ + " && " +
+                            (ranks > 0 ? mpirun_prefix(mpirun_, ranks) : std::string()) + bin +
                             " " + flags + (ranks > 0 ? " --distributed" : "");
     return run(cmd);
+  }
+  // The app, with rank `rank` doing `action` at training step `step` (mnist_faults --fault).
+  Result app_with_fault(int ranks, const std::string& flags, const std::string& action, int rank,
+                        int step) {
+    if (!exists(kFaults)) ADD_FAILURE() << kFaults << " not built";
+    return app(ranks,
+               "--fault " + action + ":train_step:" + std::to_string(step) + ":" +
+                   std::to_string(rank) + " " + flags,
+               kFaults);
   }
   std::string mpirun_, dir_;
 };
@@ -584,9 +596,9 @@ TEST_F(DistributedMpi, ConfigurationMismatchFailsEverywhereNamingTheRank) {
 // A rank killed mid-run ends the whole job within seconds, with a message (mpirun's).
 TEST_F(DistributedMpi, KilledRankEndsTheJobInBoundedTime) {
   make_data("data", 256, 16, 12);
-  const Result r = app(2, "--data data --model small --batch 8 --epochs 5 --threads 1 "
-                          "--out k.csv --dist-timeout 20",
-                       "PDNN_DIST_FAULT=kill:1:5");
+  const Result r = app_with_fault(2, "--data data --model small --batch 8 --epochs 5 --threads 1 "
+                                     "--out k.csv --dist-timeout 20",
+                                  "kill", 1, 5);
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "exited on signal 9") || contains(r.output, "Killed"))
       << r.output;
@@ -597,9 +609,9 @@ TEST_F(DistributedMpi, KilledRankEndsTheJobInBoundedTime) {
 // --dist-timeout and the job ends.
 TEST_F(DistributedMpi, HungRankTimesOutWithAMessage) {
   make_data("data", 256, 16, 12);
-  const Result r = app(2, "--data data --model small --batch 8 --epochs 5 --threads 1 "
-                          "--out h.csv --dist-timeout 2",
-                       "PDNN_DIST_FAULT=hang:1:5");
+  const Result r = app_with_fault(2, "--data data --model small --batch 8 --epochs 5 --threads 1 "
+                                     "--out h.csv --dist-timeout 2",
+                                  "hang", 1, 5);
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "pdnn: rank 0 of 2: ")) << r.output;
   EXPECT_TRUE(contains(r.output, "s for the other ranks (--dist-timeout 2): one of them died or "
@@ -613,9 +625,9 @@ TEST_F(DistributedMpi, HungRankTimesOutWithAMessage) {
 // checkpoint is written.
 TEST_F(DistributedMpi, RanksWithDifferentWeightsAreCaughtAtTheEpochsEnd) {
   make_data("data", 32, 16, 12);
-  const Result r = app(2, "--data data --model keras --batch 8 --epochs 1 --threads 1 "
-                          "--out w.csv --checkpoint w.ckpt",
-                       "PDNN_DIST_FAULT=perturb:1:2");
+  const Result r = app_with_fault(2, "--data data --model keras --batch 8 --epochs 1 --threads 1 "
+                                     "--out w.csv --checkpoint w.ckpt",
+                                  "perturb", 1, 2);
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "rank 1 disagrees with rank 0 on the weights and optimizer "
                                  "state after epoch 1"))

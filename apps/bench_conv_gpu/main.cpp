@@ -98,7 +98,9 @@ Ceilings measure_ceilings(Context& ctx, int repeat) {
   for (bool tf32 : {false, true}) {
     ctx.cuda().set_tf32(tf32);
     const TimingStats st = time_ms(ctx, std::max(3, repeat / 4), [&] {
+#if PDNN_HAVE_CUDA  // a CPU build has no cuda::gemm (and never gets here: no CUDA context)
       cuda::gemm(false, false, N, N, N, 1.f, a.data(), b.data(), 0.f, d.data(), ctx.cuda_exec());
+#endif
     });
     (tf32 ? c.tf32_tflops : c.fp32_tflops) = flop / (st.median * 1e-3) * 1e-12;
   }

@@ -182,18 +182,17 @@ size_t conv_backward_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, C
 
 namespace cpu {
 
-void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec) {
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
-  for (int64_t i = 0; i < n; ++i) bias_add_image(k, p, b, y + i * k * p);
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n * k * p),
+               [=](int64_t i) { bias_add_image(k, p, b, y + i * k * p); });
 }
 
-void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CpuExec) {
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
-  for (int64_t c = 0; c < k; ++c) {
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CpuExec e) {
+  parallel_for(e, k, PDNN_PAR(n * k * p), [=](int64_t c) {
     double s = 0.0;
     for (int64_t i = 0; i < n; ++i) s += row_sum(dy + (i * k + c) * p, p);
     db[c] += static_cast<float>(s);
-  }
+  });
 }
 
 namespace {
@@ -204,6 +203,7 @@ void forward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x, 
   const int nt_req = threads_for(threads, n);
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
   {
+    observe_team();
     const int t = omp_get_thread_num();
     int64_t lo, hi;
     chunk(n, t, omp_get_num_threads(), &lo, &hi);
@@ -229,6 +229,7 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
   int nt_used = 1;
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
   {
+    observe_team();
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     if (t == 0) nt_used = nt;
     int64_t lo, hi;

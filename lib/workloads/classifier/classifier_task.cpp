@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/fault_hook.h"
 #include "dist/communicator.h"
 #include "dist/grad_sync.h"
 #include "ops/basic.h"
@@ -147,9 +148,10 @@ int64_t ClassifierTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed)
 }
 
 int64_t ClassifierTask::train_batch(Context& ctx, int64_t b) {
-  // Test hook (PDNN_DIST_FAULT): kill or hang this rank here, or change one of its weights,
+  // A test's hook may kill or hang this process here, or have one of its weights changed,
   // which the ranks' weight check at the epoch's end must catch.
-  if (comm_ && comm_->fault_point(++steps_)) {
+  FaultHook* faults = ctx.fault_hook();
+  if (faults && faults->reached("train_step", ++steps_)) {
     Tensor w = model_.parameters().values().slice(0, Shape{1});
     ops::fill(ctx, w, 0.5f);
   }

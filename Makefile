@@ -23,12 +23,13 @@ else
 BLAS_ENV :=
 endif
 
-.PHONY: all deps configure build test test-sanitize fuzz clean help pi scaling plots hebbian hebbian-ab
+.PHONY: all deps configure build test check-deps test-sanitize fuzz clean help pi scaling plots hebbian hebbian-ab
 all: build
 
 help:
 	@echo "make mnist          set up, fetch MNIST, train the small CNN (W2) 5 epochs -> results/mnist/"
 	@echo "make test           build and run the whole test suite (ctest)"
+	@echo "make check-deps     no upward #include between lib/'s floors (scripts/check_deps; --markdown: the matrix)"
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
@@ -62,6 +63,10 @@ build: $(BUILD)/CMakeCache.txt
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+# The include floors of docs/DESIGN.md (also a ctest test; here without building anything).
+check-deps:
+	python3 scripts/check_deps
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, Debug, stopping at the
 # first report (CI runs it after make test). -O1 keeps the end-to-end tests fast enough. Without

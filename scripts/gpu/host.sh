@@ -2,7 +2,7 @@
 # On a lent GPU host, in the repository root of the copy the device tool made, after
 # scripts/gpu/prepare.sh here. It sets, unless the caller already did:
 #   RUNNER    the runner's name (from $0), RESULTS its output folder (results/gpu-run/RUNNER)
-#   BUNDLE    gpu-bundle (prepare.sh's folder)
+#   BUNDLE    gpu-bundle (prepare.sh's folder), made absolute
 #   BIN       /tmp/pdnn-bin: one wrapper per bundled binary that sources BUNDLE/env.sh and runs
 #             it, so only pdnn's binaries see the bundle's LD_LIBRARY_PATH (the host's python3
 #             keeps its own libraries), and BIN/mpirun when the bundle carries Open MPI. Give
@@ -19,6 +19,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 RESULTS=${RESULTS:-results/gpu-run/$RUNNER}
 BUNDLE=${BUNDLE:-gpu-bundle}
+case $BUNDLE in /*) ;; *) BUNDLE=$ROOT/$BUNDLE ;; esac
 PYTHON=${PYTHON:-python3}
 mkdir -p "$RESULTS"
 
@@ -28,15 +29,15 @@ py() { env -u LD_LIBRARY_PATH "$PYTHON" "$@"; }
 make_wrappers() {
   local dir=$1 b
   mkdir -p "$dir"
-  for b in "$ROOT/$BUNDLE"/bin/*; do
+  for b in "$BUNDLE"/bin/*; do
     [ -e "$b" ] || continue
-    printf '#!/usr/bin/env bash\nsource %s/env.sh\nexec %s "$@"\n' "$ROOT/$BUNDLE" "$b" \
+    printf '#!/usr/bin/env bash\nsource %s/env.sh\nexec %s "$@"\n' "$BUNDLE" "$b" \
       > "$dir/$(basename "$b")"
     chmod +x "$dir/$(basename "$b")"
   done
-  if [ -f "$ROOT/$BUNDLE/mpi_env.sh" ]; then
+  if [ -f "$BUNDLE/mpi_env.sh" ]; then
     printf '#!/usr/bin/env bash\nsource %s/env.sh\nsource %s/mpi_env.sh\nexec /tmp/rt/ompi/bin/orterun "$@"\n' \
-      "$ROOT/$BUNDLE" "$ROOT/$BUNDLE" > "$dir/mpirun"
+      "$BUNDLE" "$BUNDLE" > "$dir/mpirun"
     chmod +x "$dir/mpirun"
   fi
 }
@@ -82,6 +83,6 @@ link_datasets() {  # the apps and scripts look under datasets/: point there at t
   mkdir -p datasets
   for d in "$BUNDLE"/data/*; do
     [ -e "$d" ] || continue
-    [ -e "datasets/$(basename "$d")" ] || ln -s "$ROOT/$d" "datasets/$(basename "$d")"
+    [ -e "datasets/$(basename "$d")" ] || ln -s "$d" "datasets/$(basename "$d")"
   done
 }

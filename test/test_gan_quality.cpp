@@ -62,7 +62,7 @@ TEST(GanQuality, SymmetricEigenAndSquareRoot) {
     std::vector<double> eye(static_cast<size_t>(n * n), 0.0);
     for (int64_t i = 0; i < n; ++i) eye[static_cast<size_t>(i * n + i)] = 1;
     EXPECT_LT(max_abs_diff(matmul(vt, v, n), eye), 1e-12 * n);
-    for (int64_t k = 1; k < n; ++k) EXPECT_LE(w[static_cast<size_t>(k - 1)], w[static_cast<size_t>(k)]);
+    for (size_t k = 1; k < w.size(); ++k) EXPECT_LE(w[k - 1], w[k]);  // ascending
     // The PSD square root squares back and is symmetric.
     const std::vector<double> s = random_symmetric(n, r, true);
     const std::vector<double> root = sqrt_psd(s, n);
@@ -87,7 +87,8 @@ TEST(GanQuality, SymmetricEigenAndSquareRoot) {
     std::vector<double> t(static_cast<size_t>(n * n), 0.0);
     for (int64_t i = 0; i < n; ++i) {
       t[static_cast<size_t>(i * n + i)] = 2;
-      if (i + 1 < n) t[static_cast<size_t>(i * n + i + 1)] = t[static_cast<size_t>((i + 1) * n + i)] = -1;
+      if (i + 1 < n)
+        t[static_cast<size_t>(i * n + i + 1)] = t[static_cast<size_t>((i + 1) * n + i)] = -1;
     }
     symmetric_eigen(t, n, &w, &v);
     for (int64_t k = 0; k < n; ++k)

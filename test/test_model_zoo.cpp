@@ -33,7 +33,8 @@ TEST(ModelZoo, EveryClassifierBuildsWithItsFeatureLayer) {
 }
 
 TEST(ModelZoo, SpecOptimizersAndErrors) {
-  Sequential a = classifier_model("keras").build(28, 10), b = classifier_model("keras").build(28, 10);
+  const ClassifierModel& keras = classifier_model("keras");
+  Sequential a = keras.build(28, 10), b = keras.build(28, 10);
   Context ctx(1, 5);
   a.reset_parameters(ctx.rng());
   Context ctx2(1, 5);

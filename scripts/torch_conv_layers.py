@@ -16,12 +16,15 @@ n*cin*h_in*w_in*cout*r*s for a transposed one (the same for all three passes); t
 over the median time.
 
   python3 scripts/torch_conv_layers.py --out results/bench/conv_gpu_torch.csv [--filter W4]
+
+--device cpu checks the script without a GPU (wall-clock timing, algo "cpu"; not a yardstick).
 """
 import argparse
 import datetime
 import os
 import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_csv import write_rows  # noqa: E402
@@ -64,11 +67,17 @@ def multiply_adds(n, c, h, w, k, r, stride, pad, transposed):
     return n * k * c * r * r * oh * ow
 
 
-def time_ms(torch, fn, warmup, repeat):
+def time_ms(torch, fn, warmup, repeat, device):
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
     times = []
+    if device == "cpu":
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+    torch.cuda.synchronize()
     for _ in range(repeat):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -87,14 +96,17 @@ def set_precision(torch, precision):
 
 def layer_rows(torch, layer, precision, args, common):
     wl, name, n, c, h, w, k, r, stride, pad, transposed, bias = layer
-    gen = torch.Generator(device="cuda").manual_seed(3)
+    dev = args.device
+    gen = torch.Generator(device=dev).manual_seed(3)
     cls = torch.nn.ConvTranspose2d if transposed else torch.nn.Conv2d
-    conv = cls(c, k, r, stride=stride, padding=pad, bias=bias).cuda()
-    x = torch.empty(n, c, h, w, device="cuda").uniform_(-1, 1, generator=gen).requires_grad_(True)
+    conv = cls(c, k, r, stride=stride, padding=pad, bias=bias).to(dev)
+    x = torch.empty(n, c, h, w, device=dev).uniform_(-1, 1, generator=gen).requires_grad_(True)
     set_precision(torch, precision)
     with torch.no_grad():
         y_shape = conv(x).shape
-    dy = torch.empty(y_shape, device="cuda").uniform_(-1, 1, generator=gen)
+    oh = out_side(h, r, stride, pad, transposed)
+    assert tuple(y_shape) == (n, k, oh, out_side(w, r, stride, pad, transposed)), y_shape
+    dy = torch.empty(y_shape, device=dev).uniform_(-1, 1, generator=gen)
     y = conv(x)  # one graph, differentiated again and again below
     weights = (conv.weight, conv.bias) if bias else (conv.weight,)
 
@@ -112,8 +124,9 @@ def layer_rows(torch, layer, precision, args, common):
     gflop = 2.0 * multiply_adds(n, c, h, w, k, r, stride, pad, transposed) * 1e-9
     rows = []
     for p in PASSES:
-        ms = time_ms(torch, runs[p], args.warmup, args.repeat)
-        rows.append([wl, name, p, precision, "pytorch", "cudnn", n, c, h, w, k, r, r, stride, pad,
+        ms = time_ms(torch, runs[p], args.warmup, args.repeat, dev)
+        algo = "cudnn" if dev == "cuda" else "cpu"
+        rows.append([wl, name, p, precision, "pytorch", algo, n, c, h, w, k, r, r, stride, pad,
                      int(transposed), "%.5f" % ms, "%.4f" % gflop,
                      "%.3f" % (gflop / ms if ms > 0 else 0.0)] + common)
         print("%-3s %-9s %-16s %-5s %9.4f ms %8.2f TFLOP/s"
@@ -128,6 +141,8 @@ def main():
     p.add_argument("--precisions", default="fp32,tf32", help="fp32, tf32 or both")
     p.add_argument("--repeat", type=int, default=20, help="timed calls per pass (median)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls first")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="cpu: check the script without a GPU (wall clock, not a yardstick)")
     p.add_argument("--benchmark", choices=("on", "off"), default="on",
                    help="torch.backends.cudnn.benchmark (on: cuDNN times its algorithms)")
     args = p.parse_args()
@@ -144,10 +159,10 @@ def main():
         import torch
     except ImportError:
         sys.exit("torch_conv_layers: no PyTorch for %s" % sys.executable)
-    if not torch.cuda.is_available():
-        sys.exit("torch_conv_layers: PyTorch sees no GPU")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_conv_layers: PyTorch sees no GPU (--device cpu checks the script)")
     torch.backends.cudnn.benchmark = args.benchmark == "on"
-    gpu = torch.cuda.get_device_name()
+    gpu = torch.cuda.get_device_name() if args.device == "cuda" else "none (cpu)"
     versions = "torch %s cuda %s cudnn %s" % (torch.__version__, torch.version.cuda,
                                               torch.backends.cudnn.version())
     print("torch_conv_layers: %s | %s | cudnn.benchmark %s" % (gpu, versions, args.benchmark))

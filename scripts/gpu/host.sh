@@ -50,7 +50,7 @@ fi
 _py_lib() {  # _py_lib MODULE FILE: FILE in the host Python's nvidia wheel MODULE, if any
   py -c "import os, nvidia.$1 as m; p = os.path.join(list(m.__path__)[0], 'lib', '$2'); print(p if os.path.exists(p) else '')" 2>/dev/null
 }
-_first() { local f; for f in "$@"; do [ -n "$f" ] && [ -e "$f" ] && { echo "$f"; return; }; done; }
+_first() { local f; for f in "$@"; do [ -n "$f" ] && [ -e "$f" ] && { echo "$f"; return 0; }; done; return 0; }
 if [ -z "${PDNN_CUDNN_LIBRARY:-}" ]; then
   PDNN_CUDNN_LIBRARY=$(_first /usr/local/cuda/lib64/libcudnn.so.9 "$(_py_lib cudnn libcudnn.so.9)" \
     /opt/*/.venv/lib/python3*/site-packages/nvidia/cudnn/lib/libcudnn.so.9 \

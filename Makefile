@@ -23,12 +23,13 @@ else
 BLAS_ENV :=
 endif
 
-.PHONY: all deps configure build test test-sanitize fuzz clean help pi scaling plots hebbian hebbian-ab
+.PHONY: all deps configure build test check-deps test-sanitize fuzz clean help pi scaling plots hebbian hebbian-ab
 all: build
 
 help:
 	@echo "make mnist          set up, fetch MNIST, train the small CNN (W2) 5 epochs -> results/mnist/"
 	@echo "make test           build and run the whole test suite (ctest)"
+	@echo "make check-deps     no upward #include between lib/'s floors (scripts/check_deps; --markdown: the matrix)"
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
@@ -41,6 +42,7 @@ help:
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
+	@echo "make gpu-bundle     CUDA build + libraries + data in gpu-bundle/ for a lent GPU host (GPU_BINS, GPU_DATA; scripts/gpu/README.md)"
 	@echo "make bench-conv     3x3 convolutions of W2-W4 per pass: im2col vs Winograd vs direct -> results/bench/conv.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
 	@echo "make caltech101     W4 (9-layer CNN, 224x224) on the six Caltech101 classes, 30 epochs -> results/caltech101/ (long on a CPU)"
@@ -62,6 +64,10 @@ build: $(BUILD)/CMakeCache.txt
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+# The include floors of docs/DESIGN.md (also a ctest test; here without building anything).
+check-deps:
+	python3 scripts/check_deps
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, Debug, stopping at the
 # first report (CI runs it after make test). -O1 keeps the end-to-end tests fast enough. Without
@@ -132,11 +138,19 @@ bench-mnist: build
 # pdnn vs PyTorch on a GPU (run on a machine with one and a CUDA build): W2 b8, W2 b128, W3,
 # eager and CUDA graph, fp32 and TF32, PyTorch the same way in the same run, pi on the GPU:
 # results/bench/gpu.csv, results/pi/pi_gpu.csv (scripts/bench_gpu.sh). On a lent GPU host
-# without a build: scripts/gpu_prepare.sh here, then scripts/gpu_wrap.sh there (README).
-.PHONY: bench-gpu
+# without a build: `make gpu-bundle` here, then `scripts/gpu/visit.sh bench` there
+# (scripts/gpu/README.md).
+.PHONY: bench-gpu gpu-bundle
 bench-gpu: build
 	datasets/get_mnist.sh
 	BIN=$(BIN) scripts/bench_gpu.sh
+
+# gpu-bundle/ for a lent GPU host: a CUDA build (build-gpu/) of GPU_BINS with their libraries and
+# the data sets GPU_DATA (scripts/gpu/prepare.sh; the runner headers say what each one needs).
+GPU_BINS ?= mnist pi pdnn_tests
+GPU_DATA ?= mnist-npm10k
+gpu-bundle:
+	BINS="$(GPU_BINS)" DATA="$(GPU_DATA)" scripts/gpu/prepare.sh
 
 # pdnn vs PyTorch accuracy, 3 seeds per workload (scripts/accuracy_mnist.sh; long: W3 on
 # Fashion-MNIST is ~17 minutes per seed on 2 cores): results/mnist/accuracy/ and its summary.

@@ -515,7 +515,7 @@ def plot_gpu_bench(rows, out_dir, name):
 
 
 def plot_scale(rows, out_dir, name):
-    """results/scale/*.csv (scripts/gpu_dist.sh, scripts/gpu_host_dist_cpu.sh): images per
+    """results/scale/*.csv (scripts/gpu/runners/dist.sh, scripts/gpu/runners/host-dist-cpu.sh): images per
     second of data-parallel runs, pdnn (--distributed) beside PyTorch DDP, one panel per
     workload and device. CPU: one bar group per ranks x threads split of the same cores (1xT is
     the single process); GPU: one group per app and mode, 1 GPU beside N GPUs, annotated with

@@ -23,6 +23,7 @@
 
 #include "model/checkpoint.h"
 #include "workloads/classifier/mnist_models.h"
+#include "workloads/model_zoo.h"
 #include "testing.h"
 #include "run/csv.h"
 
@@ -97,7 +98,7 @@ class CrashConsistency : public ::testing::Test {
     const std::string p = dir_ + "/" + name + ".ckpt";
     if (!fs::exists(p)) return -1;
     Sequential m = make_mnist_model("keras", 8, 10);
-    auto opt = make_mnist_optimizer("keras", "", m, -1.f);
+    auto opt = make_model_optimizer("keras", "", m.parameters(), -1.f);
     return load_checkpoint(p, m, opt.get()).epoch;  // throws if it does not load
   }
   // After any kill: a loadable checkpoint at epoch E (or none), rows 1..k with k = E or E+1.

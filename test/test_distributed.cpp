@@ -739,7 +739,7 @@ TEST_F(DistributedWorker, OverlappedBucketsSumLikeOneAllReduce) {
 }
 
 // The same with NCCL on 2 GPUs (one per rank). Runs inside DistributedMpi.Collectives on a
-// host with 2 GPUs (scripts/gpu_dist.sh).
+// host with 2 GPUs (scripts/gpu/runners/dist.sh).
 TEST_F(DistributedWorker, DeviceBucketsSumLikeOneAllReduce) {
   Communicator& c = *comm_;
   std::string why;
@@ -752,14 +752,14 @@ TEST_F(DistributedWorker, DeviceBucketsSumLikeOneAllReduce) {
   expect_buckets_sum_like_one_allreduce(c, ctx, Device::CUDA);
 }
 
-// ---- for scripts/gpu_dist.sh: two checkpoints of the same run on 1 and on 2 GPUs -------------
+// ---- for scripts/gpu/runners/dist.sh: two checkpoints of the same run on 1 and on 2 GPUs -------------
 
 // PDNN_COMPARE_CKPT="ONE,TWO,MODEL,SIDE,CLASSES": the weights of TWO (2 GPUs) must be those of
 // ONE (1 GPU, the same global batch) within the tolerance argued at the top of this file,
 // widened for an epoch of 40 steps instead of 8 on another device (1e-3 + 1e-2 |w|).
 TEST(DistributedCompare, CheckpointsAgree) {
   const char* spec = std::getenv("PDNN_COMPARE_CKPT");
-  if (!spec) GTEST_SKIP() << "set PDNN_COMPARE_CKPT=one,two,model,side,classes (gpu_dist.sh)";
+  if (!spec) GTEST_SKIP() << "set PDNN_COMPARE_CKPT=one,two,model,side,classes (scripts/gpu/runners/dist.sh)";
   std::vector<std::string> f;
   std::string cur;
   for (const char* p = spec;; ++p) {

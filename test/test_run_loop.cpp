@@ -25,6 +25,7 @@
 #include "data/idx.h"
 #include "model/checkpoint.h"
 #include "workloads/classifier/mnist_models.h"
+#include "workloads/model_zoo.h"
 #include "testing.h"
 #include "workloads/classifier/classifier_task.h"
 #include "run/csv.h"
@@ -108,7 +109,7 @@ class RunLoopTest : public ::testing::Test {
     auto r = std::make_unique<Run>();
     r->model = make_mnist_model("small", 8, 4);
     r->model.reset_parameters(r->ctx.rng());
-    r->opt = make_mnist_optimizer("small", "", r->model, -1.f);
+    r->opt = make_model_optimizer("small", "", r->model.parameters(), -1.f);
     r->task = std::make_unique<PoisonedTask>(r->ctx, r->model, *r->opt, *train_set_, *test_set_,
                                              task_options());
     r->task->set(&r->model, r->opt.get(), {});

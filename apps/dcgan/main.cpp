@@ -20,9 +20,8 @@
 #include "core/cuda_state.h"
 #include "data/idx.h"
 #include "data/resized_images.h"
-#include "workloads/dcgan/dcgan_models.h"
-#include "optim/adam.h"
 #include "workloads/dcgan/dcgan_task.h"
+#include "workloads/model_zoo.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
 #include "train/run_loop.h"
@@ -208,13 +207,16 @@ int run(int argc, char** argv) {
 
   Context ctx(o.threads, rc.seed, run_device(rc), run_gpu(rc));
   apply_device_flags(ctx, rc);
-  Sequential g = make_dcgan_generator(o.model), d = make_dcgan_discriminator(o.model);
+  const GanModel& zoo = gan_model("dcgan");
+  Sequential g = zoo.generator(o.model), d = zoo.discriminator(o.model);
   // Initial weights: the first draws of the seed's stream, G's then D's.
   dcgan_init(g, ctx.rng());
   dcgan_init(d, ctx.rng());
   g.to(ctx.device(), ctx);
   d.to(ctx.device(), ctx);
-  Adam opt_g(g.parameters(), o.lr, o.beta1), opt_d(d.parameters(), o.lr, o.beta1);
+  const HyperValues adam = {{"lr", o.lr}, {"beta1", o.beta1}};
+  std::unique_ptr<Optimizer> opt_g = make_optimizer("adam", g.parameters(), adam),
+                             opt_d = make_optimizer("adam", d.parameters(), adam);
 
   const DcganConfig w5;
   const bool w5_model = o.model.nz == w5.nz && o.model.ngf == w5.ngf && o.model.ndf == w5.ndf;
@@ -251,7 +253,7 @@ int run(int argc, char** argv) {
                            ? "results/dcgan/samples_" + gd.name + "_pdnn.idx.gz"
                            : o.samples_out;
   }
-  DcganTask task(ctx, g, d, opt_g, opt_d, data, to);
+  DcganTask task(ctx, g, d, *opt_g, *opt_d, data, to);
   if (!bench) {
     rc.extra_outputs.push_back({"--iterations-out", to.iterations_csv});
     rc.extra_outputs.push_back({"--samples-dir", task.grid_path(1)});

@@ -17,8 +17,8 @@
 #include "core/cuda_state.h"
 #include "data/dataset.h"
 #include "data/idx.h"
-#include "workloads/classifier/mnist_models.h"
 #include "workloads/classifier/classifier_task.h"
+#include "workloads/model_zoo.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
 #include "train/run_loop.h"
@@ -75,26 +75,25 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   // A flag given twice takes its last value, so Makefile targets can be overridden by
   // appending flags (make mnist MNIST_ARGS="--epochs 1").
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("--model", o.model, "small (W2) or keras (W3)")
+  app.add_option("--model", o.model, classifier_model_help("mnist"))
       ->capture_default_str()
-      ->check(CLI::IsMember({"small", "keras"}));
+      ->check(CLI::IsMember(classifier_model_names("mnist")));
   app.add_option("--dataset", o.dataset, "mnist or fashion-mnist (picks the default --data)")
       ->capture_default_str()
       ->check(CLI::IsMember({"mnist", "fashion-mnist"}));
   app.add_option("--data", o.data,
                  "folder with the four IDX files (default datasets/mnist, else "
                  "datasets/mnist-npm10k; datasets/fashion-mnist)");
-  app.add_option("--batch", o.batch, "batch size (default 8 for small, 128 for keras)")
+  app.add_option("--batch", o.batch, "batch size (default: the model's, see --model)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--optimizer", o.optimizer,
-                 "adam, adadelta, adagrad or sgd (default: adam for small, adadelta rho 0.95 "
-                 "for keras)")
-      ->check(CLI::IsMember({"adam", "adadelta", "adagrad", "sgd"}));
-  app.add_option("--lr", o.lr, "learning rate (default: the optimizer's, adam 1e-3, adadelta 1)")
+                 "default: the model's, see --model; one of\n" + optimizer_help())
+      ->check(CLI::IsMember(optimizer_name_list()));
+  app.add_option("--lr", o.lr, "learning rate (default: the optimizer's)")
       ->check(positive_finite_validator());
   add_run_flags(app, rc, o.threads, text, "mnist");
   if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
-  if (o.batch == 0) o.batch = o.model == "keras" ? 128 : 8;
+  if (o.batch == 0) o.batch = classifier_model(o.model, "mnist").batch;
 
   // Everything that can be wrong with the input is checked before any output file is touched
   // (the run loop checks the outputs before its first step).
@@ -110,11 +109,12 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   Context ctx(o.threads, rc.seed, run_device(rc), run_gpu(rc));
   ctx.set_fault_hook(faults);
   apply_device_flags(ctx, rc);
-  Sequential model = make_mnist_model(o.model, img.h(), data.num_classes);
+  Sequential model = classifier_model(o.model, "mnist").build(img.h(), data.num_classes);
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
   model.to(ctx.device(), ctx);
-  std::unique_ptr<Optimizer> opt = make_mnist_optimizer(o.model, o.optimizer, model, o.lr);
-  const std::string opt_name = o.optimizer.empty() ? default_mnist_optimizer(o.model) : o.optimizer;
+  std::unique_ptr<Optimizer> opt =
+      make_model_optimizer(o.model, o.optimizer, model.parameters(), o.lr);
+  const std::string opt_name = model_optimizer_name(o.model, o.optimizer);
 
   rc.model = o.model;
   rc.dataset = data.name;

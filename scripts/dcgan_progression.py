@@ -15,6 +15,7 @@ import argparse
 import os
 import re
 import sys
+import textwrap
 
 import matplotlib
 
@@ -86,7 +87,8 @@ def main():
             ax.imshow(mpimg.imread(path), interpolation="nearest")
             ax.set_title("%s, epoch %d" % (label, epoch), fontsize=9)
     if a.title:
-        fig.suptitle(a.title, fontsize=10)
+        # Wrapped to the figure's width (about 30 characters per column at this size).
+        fig.suptitle(textwrap.fill(a.title, max(30, 30 * cols)), fontsize=10)
     fig.tight_layout()
     out_dir = os.path.dirname(a.out)
     if out_dir:

@@ -290,26 +290,35 @@ def gan_runs(rows, key_cols, step_col):
 
 def plot_gan_iterations(rows, out_dir, name):
     """Generator and discriminator loss per iteration, as the DCGAN paper's figure 2 (and
-    PyTorch's tutorial) show them: one panel per run."""
+    PyTorch's tutorial) show them, and below them D(x) and D(G(z)): one column per run."""
     runs = gan_runs(rows, ("app", "model", "dataset", "device", "batch"), "iteration")
     if not runs:
         print("plot: %s: no iteration rows: skipped" % name)
         return []
-    fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.2), squeeze=False)
-    for ax, ((app, model, dataset, device, batch), rs) in zip(axes[0], runs.items()):
+    fig, axes = plt.subplots(2, len(runs), figsize=(6.5 * len(runs), 7.6), squeeze=False,
+                             sharex="col")
+    for k, ((app, model, dataset, device, batch), rs) in enumerate(runs.items()):
+        ax, ax_p = axes[0][k], axes[1][k]
         it = [num(r["iteration"]) for r in rs]
         ax.plot(it, [num(r["g_loss"]) for r in rs], lw=0.9, color="C1", label="G")
         ax.plot(it, [num(r["d_loss"]) for r in rs], lw=0.9, color="C0", label="D")
+        if "d_x" in rs[0] and "d_g_z" in rs[0]:
+            ax_p.plot(it, [num(r["d_x"]) for r in rs], lw=0.9, color="C2", label="D(x)")
+            ax_p.plot(it, [num(r["d_g_z"]) for r in rs], lw=0.9, color="C3", label="D(G(z))")
         per_epoch = {}
         for r in rs:
             per_epoch[num(r["epoch"])] = num(r["iteration"])
         for e, last in sorted(per_epoch.items())[:-1]:
-            ax.axvline(last + 0.5, color="0.8", lw=0.6)
+            for a in (ax, ax_p):
+                a.axvline(last + 0.5, color="0.8", lw=0.6)
         ax.set(title="%s %s on %s (%s, batch %s)" % (app, model, dataset, device, batch),
-               xlabel="iteration (grey lines: epoch ends)", ylabel="loss")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("Generator and discriminator loss during training: %s" % name)
+               ylabel="loss")
+        ax_p.set(xlabel="iteration (grey lines: epoch ends)", ylabel="mean D output",
+                 ylim=(0, 1))
+        for a in (ax, ax_p):
+            a.grid(alpha=0.3)
+            a.legend(fontsize=8)
+    fig.suptitle("Generator and discriminator during training: %s" % name, fontsize=10)
     return [save(fig, out_dir, name + "_losses")]
 
 

@@ -36,6 +36,7 @@ help:
 	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU)"
 	@echo "make bench-dcgan    W5 iteration times, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan.csv"
 	@echo "make mnist-keras-dist  W3 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed)"
+	@echo "make dcgan-dist     W5 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed) -> results/dcgan/dist/"
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make hebbian        W6 Hebbian reservoir grid, pdnn and numpy -> results/hebbian/ (~15 min)"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
@@ -183,6 +184,16 @@ DCGAN_ARGS ?=
 # (scripts/dcgan_study.sh; EPOCHS, DEVICE, DATA, SEED; DCGAN_ARGS appended to the app's flags).
 dcgan: build
 	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) ARGS="$(DCGAN_ARGS)" scripts/dcgan_study.sh
+
+# W5 data-parallel: RANKS processes under mpirun (or one per GPU with DCGAN_ARGS="--device cuda"),
+# the same global batch 64; BatchNorm per rank (dcgan --bn-shards RANKS is one process doing the
+# same). The study's recipe on the photos, EPOCHS (300) epochs -> results/dcgan/dist/.
+.PHONY: dcgan-dist
+dcgan-dist: build
+	$(BLAS_ENV) mpirun $(MPIRUN_FLAGS) -np $(RANKS) $(BIN)/dcgan --dataset caltech --batch 64 \
+	  --epochs $(or $(EPOCHS),300) --distributed --out results/dcgan/dist/dcgan_caltech101-6.csv \
+	  --iterations-out results/dcgan/dist/dcgan_caltech101-6_iterations.csv \
+	  --samples-dir results/dcgan/dist/samples $(DCGAN_ARGS)
 
 # The quality score beyond the paper: pdnn's and PyTorch's DCGAN (same recipe, weights, data
 # order and noise), 10,000 samples each, judged by pdnn's W3 classifier (scripts/dcgan_quality.sh;

@@ -15,7 +15,8 @@
 # is still to come), e.g. on a GPU: make dcgan-quality DATASET=caltech EPOCHS=300 DEVICE=cuda
 # Environment: BIN (build/bin), PYTHON (/usr/bin/python3), OUT (results/dcgan), DATASET
 # (fashion-mnist or mnist), EPOCHS (5), SEED (1), THREADS (all cores), DEVICE (cpu or cuda),
-# CLASSIFIER_EPOCHS (3), SAMPLES (10000), TORCH (1; 0: pdnn alone), DATA (the IDX folder).
+# CLASSIFIER_EPOCHS (3), SAMPLES (10000), TORCH (1; 0: pdnn alone), DATA (the IDX folder),
+# IMAGES_PER_EPOCH (the app's default, 2,944; smaller for a quick look), both frameworks.
 # Long on a CPU: each DCGAN epoch is 46 iterations of ~1-3 s on 2 cores, PyTorch's slower.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,8 @@ DEVICE=${DEVICE:-cpu}
 CLASSIFIER_EPOCHS=${CLASSIFIER_EPOCHS:-3}
 SAMPLES=${SAMPLES:-10000}
 TORCH=${TORCH:-1}
+ipe=()
+[ -n "${IMAGES_PER_EPOCH:-}" ] && ipe=(--images-per-epoch "$IMAGES_PER_EPOCH")
 photos=0
 if [ "$DATASET" = caltech ]; then photos=1; DATA=${DATA:-datasets/caltech101-6}; fi
 if [ -z "${DATA:-}" ]; then
@@ -54,7 +57,7 @@ if [ "$photos" = 0 ] && [ ! -f "$ck" ]; then
     --checkpoint "$ck"
 fi
 echo "== pdnn DCGAN: $EPOCHS epochs on $name ($DEVICE)"
-"$BIN/dcgan" --dataset "$DATASET" --data "$DATA" --epochs "$EPOCHS" --seed "$SEED" \
+"$BIN/dcgan" --dataset "$DATASET" --data "$DATA" --epochs "$EPOCHS" --seed "$SEED" "${ipe[@]}" \
   --threads "$THREADS" --device "$DEVICE" --out "$OUT/dcgan_$name.csv" \
   --iterations-out "$OUT/dcgan_${name}_iterations.csv" --samples-dir "$OUT/samples/$name" \
   --samples "$SAMPLES" --samples-out "$OUT/samples_${name}_pdnn.idx.gz"
@@ -63,7 +66,7 @@ if [ "$TORCH" = 1 ]; then
   echo "== PyTorch DCGAN: the same recipe ($DEVICE)"
   # Without a GPU bundle's LD_LIBRARY_PATH: PyTorch brings its own libraries.
   env -u LD_LIBRARY_PATH OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1 "$PY" \
-    scripts/torch_reference.py dcgan --dataset "$DATASET" --data "$DATA" --epochs "$EPOCHS" \
+    scripts/torch_reference.py dcgan --dataset "$DATASET" --data "$DATA" --epochs "$EPOCHS" "${ipe[@]}" \
     --seed "$SEED" --threads "$THREADS" --device "$DEVICE" --out "$OUT/torch_dcgan_$name.csv" \
     --iterations-out "$OUT/torch_dcgan_${name}_iterations.csv" \
     --samples-dir "$OUT/samples/torch_$name" --samples "$SAMPLES" \

@@ -161,7 +161,8 @@ std::vector<double> DcganTask::evaluate(Context& ctx) {
     std::vector<double> v;
     for (const GanIteration& it : its) v.insert(v.end(), {it.d_loss, it.g_loss, it.d_x, it.d_g_z});
     comm_->sum(v.data(), static_cast<int64_t>(v.size()), "the iteration rows");
-    for (size_t i = 0; i < its.size(); ++i) its[i] = {v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]};
+    for (size_t i = 0; i < its.size(); ++i)
+      its[i] = {v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]};
   }
   if (!root()) return {};
   const RunInfo info = run_info(ctx);

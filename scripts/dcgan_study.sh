@@ -51,12 +51,14 @@ if [ "$short" = 1 ]; then
     echo "$probe" >&2; exit 1; }
   ms=$(sed -n 's/^step_ms .* median=\([0-9.]*\) .*/\1/p' <<<"$probe")
   n=$(sed -n 's/^dcgan: .*: \([0-9]*\) images, .*/\1/p' <<<"$probe" | head -n1)
-  [ -n "$ms" ] && [ -n "$n" ] || { echo "$probe" >&2; echo "dcgan_study: could not read the probe's step time" >&2; exit 1; }
-  read -r its hours < <(awk -v ms="$ms" -v n="$n" -v e="$FULL_EPOCHS" 'BEGIN {
-    per = n < 2944 ? n : 2944; its = int((per + 63) / 64);
+  b=$(sed -n 's/^dcgan: .*, batch \([0-9]*\), .*/\1/p' <<<"$probe" | head -n1)
+  [ -n "$ms" ] && [ -n "$n" ] && [ -n "$b" ] || {
+    echo "$probe" >&2; echo "dcgan_study: could not read the probe's step time" >&2; exit 1; }
+  read -r its hours < <(awk -v ms="$ms" -v n="$n" -v b="$b" -v e="$FULL_EPOCHS" 'BEGIN {
+    per = n < 2944 ? n : 2944; its = int((per + b - 1) / b);
     printf "%d %.1f\n", its, e * its * ms / 3.6e6 }')
   echo "dcgan: no GPU: a short CPU run ($CPU_EPOCHS epochs of $CPU_IMAGES images); the study's" \
-       "$FULL_EPOCHS epochs ($its iterations of 64 each) would take about $hours h on this CPU" \
+       "$FULL_EPOCHS epochs ($its iterations of $b each) would take about $hours h on this CPU" \
        "($(printf %.0f "$ms") ms per iteration at $THREADS threads): make dcgan DEVICE=cpu EPOCHS=$FULL_EPOCHS"
   run=(--epochs "$CPU_EPOCHS" --images-per-epoch "$CPU_IMAGES")
   EPOCHS=$CPU_EPOCHS

@@ -33,10 +33,11 @@ help:
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
-	@echo "make dcgan          W5 DCGAN on Fashion-MNIST 5 epochs: CSV, sample grids, loss curves -> results/dcgan/"
+	@echo "make dcgan          W5 DCGAN, the study's 300 epochs on the Caltech photos (GPU; a short CPU run without) -> results/dcgan/"
 	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU)"
 	@echo "make bench-dcgan    W5 iteration times, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan.csv"
 	@echo "make mnist-keras-dist  W3 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed)"
+	@echo "make dcgan-dist     W5 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed) -> results/dcgan/dist/"
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make hebbian        W6 Hebbian reservoir grid, pdnn and numpy -> results/hebbian/ (~15 min)"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
@@ -189,13 +190,24 @@ bench-caltech: build
 # make dcgan DCGAN_ARGS="--dataset mnist --epochs 2" or DCGAN_ARGS="--data ~/cats".
 DCGAN_ARGS ?=
 .PHONY: dcgan dcgan-quality bench-dcgan
-# W5 as the PyCUDA study ran it (batch 64, 2,944 images = 46 iterations per epoch, Adam 2e-4,
-# beta1 0.5) on Fashion-MNIST upscaled to 64x64: results/dcgan/dcgan_<dataset>.csv, the
-# iterations' losses, samples/<dataset>/epoch_NNN.png, and the loss plot in results/plots.
+# W5 as the PyCUDA study ran it (batch 64, 46 iterations per epoch, Adam 2e-4, beta1 0.5, 300
+# epochs) on the shipped colour photos (datasets/caltech101-6; DATA=folder for any photos): with
+# a GPU (or DEVICE=cuda) the full run; without, a short CPU run that first says how long the
+# full one would take here (make dcgan DEVICE=cpu EPOCHS=300 starts it). results/dcgan/: CSV,
+# iterations, samples/<dataset>/epoch_NNN.png, progression_<dataset>.png, plots/
+# (scripts/dcgan_study.sh; EPOCHS, DEVICE, DATA, SEED; DCGAN_ARGS appended to the app's flags).
 dcgan: build
-	datasets/get_fashion_mnist.sh
-	$(BLAS_ENV) $(BIN)/dcgan --dataset fashion-mnist --epochs 5 --threads $(THREADS) $(DCGAN_ARGS)
-	$(PYTHON) scripts/plot.py --results results/dcgan --out results/plots
+	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) ARGS="$(DCGAN_ARGS)" scripts/dcgan_study.sh
+
+# W5 data-parallel: RANKS processes under mpirun (or one per GPU with DCGAN_ARGS="--device cuda"),
+# the same global batch 64; BatchNorm per rank (dcgan --bn-shards RANKS is one process doing the
+# same). The study's recipe on the photos, EPOCHS (300) epochs -> results/dcgan/dist/.
+.PHONY: dcgan-dist
+dcgan-dist: build
+	$(BLAS_ENV) mpirun $(MPIRUN_FLAGS) -np $(RANKS) $(BIN)/dcgan --dataset caltech --batch 64 \
+	  --epochs $(or $(EPOCHS),300) --distributed --out results/dcgan/dist/dcgan_caltech101-6.csv \
+	  --iterations-out results/dcgan/dist/dcgan_caltech101-6_iterations.csv \
+	  --samples-dir results/dcgan/dist/samples $(DCGAN_ARGS)
 
 # The quality score beyond the paper: pdnn's and PyTorch's DCGAN (same recipe, weights, data
 # order and noise), 10,000 samples each, judged by pdnn's W3 classifier (scripts/dcgan_quality.sh;

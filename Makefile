@@ -43,6 +43,8 @@ help:
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
+	@echo "make bench-conv-gpu every W3/W4/W5 convolution per pass and algorithm, pdnn vs PyTorch -> results/bench/conv_gpu*.csv"
+	@echo "make bench-conv-steps W3/W4/W5 steps per --conv-algo policy (im2col, own, auto) beside PyTorch -> results/bench/conv-steps/"
 	@echo "make gpu-bundle     CUDA build + libraries + data in gpu-bundle/ for a lent GPU host (GPU_BINS, GPU_DATA; scripts/gpu/README.md)"
 	@echo "make bench-conv     3x3 convolutions of W2-W4 per pass: im2col vs Winograd vs direct -> results/bench/conv.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
@@ -152,6 +154,17 @@ GPU_BINS ?= mnist pi pdnn_tests
 GPU_DATA ?= mnist-npm10k
 gpu-bundle:
 	BINS="$(GPU_BINS)" DATA="$(GPU_DATA)" scripts/gpu/prepare.sh
+
+# The GPU convolution engine, layer by layer and step by step (issue 17), pdnn and PyTorch in
+# one command on a machine with a GPU and this build: every convolution of W3/W4/W5, each pass
+# and algorithm, then W3/W4/W5 steps per --conv-algo policy beside PyTorch's.
+.PHONY: bench-conv-gpu bench-conv-steps
+bench-conv-gpu: build
+	RESULTS=results/bench BIN=$(BIN) scripts/gpu/runners/conv.sh
+	RESULTS=results/bench scripts/gpu/runners/torch-conv.sh
+bench-conv-steps: build
+	datasets/get_mnist.sh
+	RESULTS=results/bench/conv-steps BIN=$(BIN) MNIST_DATA=datasets/mnist-npm10k scripts/gpu/runners/conv-steps.sh
 
 # pdnn vs PyTorch accuracy, 3 seeds per workload (scripts/accuracy_mnist.sh; long: W3 on
 # Fashion-MNIST is ~17 minutes per seed on 2 cores): results/mnist/accuracy/ and its summary.

@@ -66,11 +66,13 @@ const std::vector<std::string> kColumns = {
     "act",       "median_ms", "min_ms", "gflop", "tflops",   "gbytes",    "gbps", "framework",
     "gpu",       "versions", "git_rev", "host",  "timestamp"};
 
-// Median and min of `repeat` timed calls of f (after 3 untimed), each between two events.
+// Median and min of `repeat` timed calls of f (after 3 untimed), each between two events
+// recorded after a delay kernel, so that the host has queued all of f before the GPU starts it.
 TimingStats time_ms(Context& ctx, int repeat, const std::function<void()>& f) {
   for (int i = 0; i < 3; ++i) f();
   std::vector<double> ms;
   for (int i = 0; i < repeat; ++i) {
+    cuda_delay(ctx.cuda().stream(), 1000);  // the GPU's time alone, as in a CUDA graph
     CUevent_st* t0 = cuda_event_record(ctx.cuda().stream());
     f();
     ms.push_back(cuda_event_elapsed_ms(t0, cuda_event_record(ctx.cuda().stream())));

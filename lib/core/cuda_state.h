@@ -82,6 +82,11 @@ double cuda_event_elapsed_ms(CUevent_st* start, CUevent_st* end);
 // Waits until the work queued before a recorded event has run (e.g. a copy out of a host
 // buffer the caller wants to refill); destroys the event.
 void cuda_event_wait(CUevent_st* event);
+// Holds `stream` busy for about `microseconds` (a spinning one-thread kernel): timing a piece of
+// work right after it measures the GPU's time alone, since the host queues the whole piece
+// while the stream waits (otherwise a piece of many small launches is timed with the host's
+// gaps between them, which a CUDA graph replay does not have).
+void cuda_delay(CUstream_st* stream, int microseconds);
 // Whether `stream` is being captured into a CUDA graph (work queued now is recorded, not run).
 bool cuda_stream_capturing(CUstream_st* stream);
 // "cuDNN 9.19.0 (path)" or "cuDNN: not found (...)", for run headers (cuDNN is optional,

@@ -33,6 +33,7 @@ double cuda_event_elapsed_ms(CUevent_st*, CUevent_st*) {
 void cuda_event_wait(CUevent_st*) { PDNN_FAIL("GPU events: this pdnn was built without CUDA"); }
 
 bool cuda_stream_capturing(CUstream_st*) { return false; }
+void cuda_delay(CUstream_st*, int) {}
 std::string cudnn_status() { return "cuDNN: not used (this pdnn was built without CUDA)"; }
 
 // A CPU build never makes a CudaState (Context refuses Device::CUDA first); these exist so code

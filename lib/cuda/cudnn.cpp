@@ -74,9 +74,9 @@ Loaded load() {
   get(l.api.set_conv, "cudnnSetConvolution2dDescriptor");
   get(l.api.set_math, "cudnnSetConvolutionMathType");
   get(l.api.destroy_conv, "cudnnDestroyConvolutionDescriptor");
-  get(l.api.fwd_algos, "cudnnGetConvolutionForwardAlgorithm_v7");
-  get(l.api.bwd_data_algos, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  get(l.api.bwd_filter_algos, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  get(l.api.fwd_algos, "cudnnFindConvolutionForwardAlgorithm");
+  get(l.api.bwd_data_algos, "cudnnFindConvolutionBackwardDataAlgorithm");
+  get(l.api.bwd_filter_algos, "cudnnFindConvolutionBackwardFilterAlgorithm");
   get(l.api.fwd_ws, "cudnnGetConvolutionForwardWorkspaceSize");
   get(l.api.bwd_data_ws, "cudnnGetConvolutionBackwardDataWorkspaceSize");
   get(l.api.bwd_filter_ws, "cudnnGetConvolutionBackwardFilterWorkspaceSize");

@@ -35,9 +35,10 @@ struct CudnnApi {
   decltype(&cudnnSetConvolution2dDescriptor) set_conv = nullptr;
   decltype(&cudnnSetConvolutionMathType) set_math = nullptr;
   decltype(&cudnnDestroyConvolutionDescriptor) destroy_conv = nullptr;
-  decltype(&cudnnGetConvolutionForwardAlgorithm_v7) fwd_algos = nullptr;
-  decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) bwd_data_algos = nullptr;
-  decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) bwd_filter_algos = nullptr;
+  // cuDNN's own timing of every algorithm for a shape (buffers of its own; once per shape)
+  decltype(&cudnnFindConvolutionForwardAlgorithm) fwd_algos = nullptr;
+  decltype(&cudnnFindConvolutionBackwardDataAlgorithm) bwd_data_algos = nullptr;
+  decltype(&cudnnFindConvolutionBackwardFilterAlgorithm) bwd_filter_algos = nullptr;
   decltype(&cudnnGetConvolutionForwardWorkspaceSize) fwd_ws = nullptr;
   decltype(&cudnnGetConvolutionBackwardDataWorkspaceSize) bwd_data_ws = nullptr;
   decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) bwd_filter_ws = nullptr;

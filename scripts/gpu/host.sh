@@ -26,8 +26,10 @@ mkdir -p "$RESULTS"
 py() { env -u LD_LIBRARY_PATH "$PYTHON" "$@"; }
 
 # One wrapper per bundled binary (and mpirun): sources the bundle's env.sh, then execs it.
+# prepare.sh packs the binaries into bin.tar.xz: unpacked here once.
 make_wrappers() {
   local dir=$1 b
+  if [ ! -d "$BUNDLE/bin" ] && [ -f "$BUNDLE/bin.tar.xz" ]; then tar -xJf "$BUNDLE/bin.tar.xz" -C "$BUNDLE"; fi
   mkdir -p "$dir"
   for b in "$BUNDLE"/bin/*; do
     [ -e "$b" ] || continue

@@ -120,6 +120,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
       continue;
     }
     for (int rep = 0; rep < 3; ++rep) {
+      cuda_delay(cs.stream(), 1000);  // GPU time only, as in the step's CUDA graph
       CUevent_st* t0 = cuda_event_record(cs.stream());
       run(a, true);
       ms = std::min(ms, cuda_event_elapsed_ms(t0, cuda_event_record(cs.stream())));

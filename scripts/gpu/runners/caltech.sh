@@ -16,7 +16,8 @@
 #             (scripts/accuracy_summary.py: final accuracy, mean and std over seeds, pdnn -
 #             PyTorch), each framework's seconds per epoch, and the plots (scripts/plot.py).
 # Knobs: PYTHON (python3 with torch 2.x, numpy and PIL or cv2), SEEDS ("1 2 3"), EPOCHS (30),
-# STEPS (300), DATA (datasets/caltech101-6).
+# STEPS (300), DATA (datasets/caltech101-6), CONV_ALGO (the --conv-algo of the pdnn accuracy runs;
+# default the app's, auto), TORCH_ACC (1; 0 skips the PyTorch accuracy runs).
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
 SEEDS=${SEEDS:-1 2 3}
@@ -65,12 +66,13 @@ if has accuracy; then
   for s in $SEEDS; do
     rm -f "$ACC/pdnn-cuda_caltech9_s$s.csv" "$ACC/torch-cuda_caltech9_s$s.csv"
     "$BIN/caltech101" --device cuda --data "$DATA" --epochs "$EPOCHS" --seed "$s" \
+      ${CONV_ALGO:+--conv-algo "$CONV_ALGO"} \
       --out "$ACC/pdnn-cuda_caltech9_s$s.csv" --confusion "$ACC/pdnn-cuda_confusion_s$s.png" \
       > "$LOG/caltech_pdnn_s$s.log" 2>&1 || echo "caltech: pdnn seed $s failed (see $LOG/caltech_pdnn_s$s.log)"
     grep -E "^epoch $EPOCHS/" "$LOG/caltech_pdnn_s$s.log" | grep -v batch | cut -c1-160
     echo "   $(elapsed) pdnn seed $s done"
   done
-  for s in $SEEDS; do
+  for s in $([ "${TORCH_ACC:-1}" = 1 ] && echo $SEEDS); do
     py scripts/torch_reference.py caltech --device cuda --data "$DATA" --epochs "$EPOCHS" \
       --seed "$s" --threads 8 --out "$ACC/torch-cuda_caltech9_s$s.csv" \
       > "$LOG/caltech_torch_s$s.log" 2>&1 || echo "caltech: PyTorch seed $s failed (see $LOG/caltech_torch_s$s.log)"

@@ -162,6 +162,12 @@ std::string fmt_or_empty(double v, int digits) {
   return std::isfinite(v) ? fmt(v, digits) : std::string();
 }
 
+// Rates with 4 significant digits, not a fixed count of decimals: a run slowed by a loaded
+// machine (or a large n) can move less than 0.005 GB/s, which "%.2f" would print as 0.00.
+std::string rate_or_empty(double gbps) {
+  return std::isfinite(gbps) ? strprintf("%.4g", gbps) : std::string();
+}
+
 // All points of one (n, dtype): repeats interleaved (rep 1 of every point, then rep 2, ...), the
 // floor measured just before each run at its thread count, so both see the same machine state.
 // gpu_ctx: the GPU's context with --device cuda, else null.
@@ -237,9 +243,9 @@ void bench_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& in
                 std::to_string(o.seed), std::to_string(pt.runs.size()),
                 std::to_string(last.steps_run), std::to_string(last.first_bad),
                 fmt(timing_stats(secs).median, 4), fmt_or_empty(t.median, 2),
-                fmt_or_empty(t.min, 2), fmt_or_empty(t.max, 2), fmt_or_empty(w_gbps, 2),
-                fmt_or_empty(floor_gbps, 2), fmt_or_empty(floor_us, 2), fmt_or_empty(floor_us_min, 2),
-                fmt_or_empty(copy_gbps, 2),
+                fmt_or_empty(t.min, 2), fmt_or_empty(t.max, 2), rate_or_empty(w_gbps),
+                rate_or_empty(floor_gbps), fmt_or_empty(floor_us, 2), fmt_or_empty(floor_us_min, 2),
+                rate_or_empty(copy_gbps),
                 device_name, info.cpu_model, info.blas_core, info.git_rev, info.host,
                 iso8601_utc_now()});
   }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <string>
@@ -144,6 +145,23 @@ TEST_F(CaltechApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
   EXPECT_NE(r.output.find("was made with images_per_epoch 16, this run has 8"),
             std::string::npos)
       << r.output;
+}
+
+// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h).
+TEST_F(CaltechApp, AFreshRunRefusesACheckpointItDidNotWrite) {
+  const std::string ck = dir_ + "/trained.ckpt", out = dir_ + "/r.csv", png = dir_ + "/cm.png";
+  std::ofstream(ck) << "a trained run";
+  const testing::CommandResult r = run_command(base() + " --epochs 1 --out " + out +
+                                               " --confusion " + png + " --checkpoint " + ck);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("caltech101: error: --checkpoint " + ck + " already exists and this "
+                          "fresh run would replace it: --resume to continue it, name another "
+                          "path, or --overwrite to replace it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(slurp(ck), "a trained run");
+  EXPECT_FALSE(exists(out));
+  EXPECT_FALSE(exists(png));
 }
 
 TEST_F(CaltechApp, StepsTimeTrainingAndWriteNoResults) {

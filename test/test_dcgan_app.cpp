@@ -215,6 +215,21 @@ TEST_F(DcganApp, TrainsOnAFlatFolderOfPhotos) {
 }
 #endif
 
+// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h).
+TEST_F(DcganApp, AFreshRunRefusesACheckpointItDidNotWrite) {
+  const std::string ck = dir_ + "/trained.ckpt";
+  std::ofstream(ck) << "a trained run";
+  const Result r = app("c", " --epochs 1 --images-per-epoch 16 --checkpoint " + ck);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("dcgan: error: --checkpoint " + ck + " already exists and this fresh "
+                          "run would replace it: --resume to continue it, name another path, "
+                          "or --overwrite to replace it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(pdnn::testing::slurp(ck), "a trained run");
+  EXPECT_FALSE(exists(dir_ + "/c"));
+}
+
 TEST_F(DcganApp, BadInputFailsWithAMessageAndNoOutput) {
   Result r = app("bad", " --data " + dir_ + "/nowhere --epochs 1");
   EXPECT_NE(r.status, 0);

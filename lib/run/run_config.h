@@ -27,6 +27,9 @@ struct RunConfig {
   std::string out;          // CSV, one row per epoch
   std::string checkpoint;   // written at each epoch's end (and at epoch 0)
   bool resume = false;      // continue from `checkpoint`
+  // A fresh run may replace an existing `checkpoint` (else it refuses: that file may hold a
+  // trained run, and the epoch-0 checkpoint would destroy it before the first step).
+  bool overwrite = false;
   std::string save_init;    // initial weights
   std::string bench_csv;    // with steps: the step-time row
   bool profile = false;

@@ -1,5 +1,5 @@
 // The command-line flags of the shared run loop (run_loop.h), for every training app: --epochs,
-// --seed, --threads, --out, --checkpoint, --resume, --save-init, --steps, --bench-csv,
+// --seed, --threads, --out, --checkpoint, --resume, --overwrite, --save-init, --steps, --bench-csv,
 // --profile, --profile-out, the device flags and the data-parallel ones (--distributed,
 // --overlap, --bucket-mb, --dist-timeout); and validators that give readable messages for
 // out-of-range values.
@@ -126,10 +126,15 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
   auto* save_init = app.add_option(
       "--save-init", cfg.save_init,
       "also write the initial weights as a checkpoint (for scripts/torch_reference.py)");
-  app.add_flag("--resume", cfg.resume,
-               "continue from --checkpoint (weights, optimizer, epoch, RNG)")
+  auto* resume = app.add_flag("--resume", cfg.resume,
+                              "continue from --checkpoint (weights, optimizer, epoch, RNG)")
+                     ->needs(checkpoint)
+                     ->excludes(save_init);
+  app.add_flag("--overwrite", cfg.overwrite,
+               "a fresh run may replace an existing --checkpoint file (without it the run "
+               "refuses, so a trained checkpoint is never lost)")
       ->needs(checkpoint)
-      ->excludes(save_init);
+      ->excludes(resume);
   app.add_option("--steps", cfg.steps,
                  "benchmark: run this many training steps (over as many epochs as that takes; "
                  "no evaluation, CSV or checkpoint) and print step times")

@@ -173,6 +173,13 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   if (!bench) outputs.insert(outputs.end(), c.extra_outputs.begin(), c.extra_outputs.end());
   if (!root()) outputs.clear();
   check_output_files(outputs, c.inputs);
+  // A fresh run writes its epoch-0 checkpoint before the first step: over a file it did not
+  // write, that would destroy a trained run.
+  PDNN_CHECK(bench || c.resume || c.overwrite || c.checkpoint.empty() || !root() ||
+                 !std::filesystem::exists(c.checkpoint),
+             "--checkpoint %s already exists and this fresh run would replace it: --resume to "
+             "continue it, name another path, or --overwrite to replace it",
+             c.checkpoint.c_str());
   for (const OutputFile& o : outputs)
     for (const std::string& t : remove_stale_temporaries(o.path))
       notes_.push_back(strprintf("removed %s (left by a run killed while writing %s)", t.c_str(),
@@ -313,6 +320,7 @@ int RunLoop::run() {
   const int64_t block = ctx.has_cuda() ? kGpuBlock : 1;
   // One CSV row: the identifying columns, the values (eval ones may be missing: left empty),
   // the status when the run has that column, the timing ones.
+  std::vector<std::string> last_row;  // the row write_row wrote last
   auto write_row = [&](int epoch, const std::vector<double>& vals, const std::string& status,
                        double secs, int64_t seen) {
     std::vector<std::string> row = {"pdnn",  cfg.model, cfg.dataset, device_name(ctx.device()),
@@ -324,6 +332,25 @@ int RunLoop::run() {
                                  iso8601_utc_now()})
       row.push_back(s);
     if (csv_) csv_->row(row);  // data-parallel: rank 0 alone writes the CSV
+    last_row = std::move(row);
+  };
+  // An epoch's checkpoint after its row; when it cannot be written (disk full) the row is taken
+  // back out, so the CSV holds no epoch the checkpoint does not.
+  auto save_or_drop_row = [&](int epoch) {
+    try {
+      save(epoch + 1);
+    } catch (const Error& e) {
+      std::string row_fate = "its row stays in " + cfg.out + " (a --resume drops it)";
+      try {
+        if (csv_ && csv_->drop_rows([&](size_t, const std::vector<std::string>& f) {
+              return f == last_row;
+            }) > 0)
+          row_fate = "its row was taken back out of " + cfg.out;
+      } catch (const Error&) {
+      }
+      PDNN_FAIL("%s; epoch %d is not saved: %s, and %s keeps epoch %d", e.what(), epoch + 1,
+                row_fate.c_str(), ck_path.c_str(), epoch);
+    }
   };
   for (int epoch = start_epoch_; bench ? steps < cfg.steps : epoch < cfg.epochs; ++epoch) {
     const int64_t batches = task.begin_epoch(ctx, epoch, data_seed);
@@ -458,7 +485,7 @@ int RunLoop::run() {
     std::fflush(stdout);
     write_row(epoch, vals, status.empty() ? "ok" : status, secs, seen);
     crash_point("after_row", epoch + 1);
-    if (!ck_path.empty()) save(epoch + 1);
+    if (!ck_path.empty()) save_or_drop_row(epoch);
     if (root()) task.end_epoch(ctx, epoch);  // the task's own files: rank 0 writes them
   }
   if (!bench && root()) task.finish(ctx);

@@ -147,6 +147,30 @@ TEST_F(CaltechApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
       << r.output;
 }
 
+// Issue 20: without --images-per-epoch an epoch is W4's 1,280 images when the split has them,
+// else all of it (here 18), and the header says which; a batch larger than that is one batch of
+// all of them. An explicit count larger than the split stays an error
+// (BadInputFailsWithOneLineAndWritesNothing).
+TEST_F(CaltechApp, DefaultsFitASmallFolder) {
+  const std::string common = kBin + " --data " + data_ + " --classes red,green,blue --size 32 " +
+                             "--threads 1 --epochs 1 --out " + dir_ + "/r.csv --confusion " +
+                             dir_ + "/cm.png";
+  testing::CommandResult r = run_command(common + " --batch 8");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("18 images/epoch (3 steps; all of them: the set has fewer than W4's "
+                          "1280)"),
+            std::string::npos)
+      << r.output;
+  r = run_command(common + " --batch 1000 --images-per-epoch 16");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("note: batch 1000 is larger than an epoch (16 images): each step "
+                          "takes one batch of all 16"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("batch 16, 16 images/epoch (1 steps)"), std::string::npos)
+      << r.output;
+}
+
 // Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h).
 TEST_F(CaltechApp, AFreshRunRefusesACheckpointItDidNotWrite) {
   const std::string ck = dir_ + "/trained.ckpt", out = dir_ + "/r.csv", png = dir_ + "/cm.png";

@@ -247,6 +247,25 @@ TEST_F(MnistApp, AFreshRunRefusesACheckpointItDidNotWrite) {
   EXPECT_EQ(r.status, 2) << r.output;
 }
 
+// Issue 20: a batch larger than the training set is one batch of the whole set (as PyTorch's
+// DataLoader gives), with a note, not an allocation of the nominal batch (3.1 GB for 1,048,576
+// MNIST images: out of host memory).
+TEST_F(MnistApp, ABatchLargerThanTheSetIsOneBatchOfAllOfIt) {
+  const std::string data = make_data("data", 64, 16, 12);
+  const std::string out = dir_ + "/r.csv";
+  const Result r = run(kBin + " --data " + data + " --batch 1048576 --epochs 1 --threads 1 --out " +
+                       out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("note: batch 1048576 is larger than the training set (64 images): "
+                          "each step takes one batch of all 64"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(", batch 64, "), std::string::npos) << r.output;
+  const auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][6], "64");  // the batch that ran
+}
+
 // Issue 20: when an epoch's checkpoint cannot be written (here a file size limit, as on a full
 // disk: the write fails with EFBIG, SIGXFSZ ignored) its CSV row, written just before, is taken
 // back out: the CSV never holds an epoch the checkpoint does not, and the error says so.

@@ -27,6 +27,7 @@
 #include "core/cuda_state.h"
 #include "workloads/classifier/caltech_models.h"
 #include "workloads/classifier/classifier_task.h"
+#include "run/data_defaults.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
 #include "train/run_loop.h"
@@ -138,8 +139,8 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--images-per-epoch", o.images_per_epoch,
                  "training images per epoch: the first ones of each epoch's fresh order "
-                 "(0: all of them)")
-      ->capture_default_str()
+                 "(default: W4's 1,280 when the training split has that many, else all of "
+                 "them; 0: all of them)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--optimizer", o.optimizer, "adagrad (W4's), adam, adadelta or sgd")
       ->capture_default_str()
@@ -183,10 +184,16 @@ int run(int argc, char** argv) {
   const ImageFolder folder = load_image_folder(o.data, fo);
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
   const std::string dataset = dataset_name(o, folder);
+  std::string epoch_note, batch_note;
+  if (app.count("--images-per-epoch") == 0)
+    o.images_per_epoch =
+        default_epoch_images(o.images_per_epoch, "W4's", folder.train.size(), &epoch_note);
   PDNN_CHECK(o.images_per_epoch <= folder.train.size(),
              "--images-per-epoch %lld: the training split of %s has %lld images",
              static_cast<long long>(o.images_per_epoch), o.data.c_str(),
              static_cast<long long>(folder.train.size()));
+  const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size();
+  o.batch = fit_batch(o.batch, per_epoch, "an epoch", &batch_note);
 
   // --device cuda without a GPU (or a CUDA build) fails here, in one line.
   Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
@@ -221,7 +228,7 @@ int run(int argc, char** argv) {
   to.train.images_per_epoch = o.images_per_epoch;
   to.train.threads = o.loader_threads;
   to.prefetch = 1;
-  to.eval.batch = o.batch;
+  to.eval.batch = std::min(o.batch, std::max<int64_t>(folder.test.size(), 1));
   to.eval.threads = o.loader_threads;
   to.eval.prefetch = 1;
   to.cuda_graph = rc.cuda_graph;
@@ -231,15 +238,16 @@ int run(int argc, char** argv) {
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);
   const std::string device_line = run_device_text(rc, info.gpu);
-  const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size();
+  if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf(
       "caltech101: model caltech9, dataset %s (%s: %s train / %s test, %d classes, %dx%d), "
-      "batch %lld, %lld images/epoch (%lld steps), %s lr %g, augmentation %s, %d threads "
+      "batch %lld, %lld images/epoch (%lld steps%s), %s lr %g, augmentation %s, %d threads "
       "+ loader %d, seed %llu | %s | %s | BLAS %s | rev %s\n",
       dataset.c_str(), o.data.c_str(), with_commas(folder.train.size()).c_str(),
       with_commas(folder.test.size()).c_str(), classes, o.size, o.size,
       static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
-      static_cast<long long>((per_epoch + o.batch - 1) / o.batch), o.optimizer.c_str(),
+      static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
+      epoch_note.empty() ? "" : ("; " + epoch_note).c_str(), o.optimizer.c_str(),
       static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),

@@ -134,7 +134,7 @@ int run(int argc, char** argv) {
   app.add_option("--size", o.size, "input side in pixels (a multiple of 8)")
       ->capture_default_str()
       ->check(CLI::Range(8, 4096));
-  app.add_option("--batch", o.batch, "batch size")
+  app.add_option("--batch", o.batch, "batch size (larger than an epoch: one batch of all of it)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--images-per-epoch", o.images_per_epoch,

@@ -155,7 +155,7 @@ int run(int argc, char** argv) {
   app.add_option("--data", o.data,
                  "a folder of MNIST-layout IDX files, or of images (class folders or the photos "
                  "themselves; centre-cropped, resized to 64x64)");
-  app.add_option("--batch", o.batch, "batch size")
+  app.add_option("--batch", o.batch, "batch size (larger than an epoch: one batch of all of it)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 16));
   app.add_option("--images-per-epoch", o.images_per_epoch,

@@ -330,7 +330,9 @@ int run(int argc, char** argv) {
       ->delimiter(',')->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{46340}));
   app.add_option("--t", o.ts, "comma list of step counts (--drift: the T to compare at; default 10,100,1000)")
       ->delimiter(',')->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--threads", o.threads, "comma list of CPU thread counts (default 1..nproc)")
+  app.add_option("--threads", o.threads,
+                 strprintf("comma list of CPU thread counts (default 1..nproc: 1..%d here)",
+                           omp_get_num_procs()))
       ->delimiter(',')->check(CLI::Range(1, 4096));
   app.add_option("--leak", o.leak, "0: W6 as written (not leaky); a in (0,1]: x <- (1-a) x + a tanh(...)")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));

@@ -81,7 +81,9 @@ int run(int argc, char** argv) {
   app.add_option("--data", o.data,
                  "folder with the four IDX files (default datasets/mnist, else "
                  "datasets/mnist-npm10k; datasets/fashion-mnist)");
-  app.add_option("--batch", o.batch, "batch size (default 8 for small, 128 for keras)")
+  app.add_option("--batch", o.batch,
+                 "batch size (default 8 for small, 128 for keras; larger than the training "
+                 "set: one batch of all of it)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--optimizer", o.optimizer,
                  "adam, adadelta, adagrad or sgd (default: adam for small, adadelta rho 0.95 "

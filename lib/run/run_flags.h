@@ -6,6 +6,7 @@
 // Header-only on purpose: CLI11 is an app dependency, and only apps include this file.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <omp.h>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -86,10 +87,14 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
   app.add_option("--epochs", cfg.epochs, "epochs in all (a resumed run continues up to this)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxEpochs));
-  app.add_option("--threads", threads, "OpenMP/OpenBLAS threads (0 = all cores)")
+  app.add_option("--threads", threads,
+                 strprintf("OpenMP/OpenBLAS threads (0 = all cores: %d here; with "
+                           "--distributed, the cores divided among the ranks)",
+                           omp_get_num_procs()))
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  app.add_option("--device", cfg.device, "cpu or cuda (the first GPU)")
+  app.add_option("--device", cfg.device,
+                 "cpu or cuda (the first GPU; with --distributed, the rank's local GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option_function<std::string>(

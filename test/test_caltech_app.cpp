@@ -15,11 +15,13 @@
 #include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/rng.h"
 #include "model/checkpoint.h"
+#include "run/csv.h"
 #include "workloads/classifier/caltech_models.h"
 #include "testing.h"
 
@@ -90,7 +92,7 @@ TEST_F(CaltechApp, TwoStepsAt32WriteTheDocumentedRowAndTheConfusionMatrix) {
       "threads",      "batch",          "epoch",           "train_loss",      "train_acc",
       "test_loss",    "test_acc",       "test_acc_red",    "test_acc_green",  "test_acc_blue",
       "peak_rss_mb",  "peak_device_mb", "loader_hidden_s", "loader_exposed_s", "seconds",
-      "images_per_s", "git_rev",        "host",            "timestamp"};
+      "images_per_s", "git_rev",        "host",            "timestamp",       "skipped_files"};
   EXPECT_EQ(rows[0], cols);
   const std::vector<std::string>& row = rows[1];
   ASSERT_EQ(row.size(), cols.size());
@@ -117,6 +119,7 @@ TEST_F(CaltechApp, TwoStepsAt32WriteTheDocumentedRowAndTheConfusionMatrix) {
   EXPECT_EQ(value("peak_device_mb"), 0.0);  // the CPU
   EXPECT_GE(value("loader_hidden_s"), 0.0);
   EXPECT_GE(value("loader_exposed_s"), 0.0);
+  EXPECT_EQ(row.back(), "skipped 0 of 36 files");
   const cv::Mat img = cv::imread(png);
   ASSERT_FALSE(img.empty()) << png;
   EXPECT_GT(img.cols, 200);
@@ -171,6 +174,26 @@ TEST_F(CaltechApp, DefaultsFitASmallFolder) {
       << r.output;
   EXPECT_NE(r.output.find("batch 16, 16 images/epoch (1 steps)"), std::string::npos)
       << r.output;
+}
+
+// Issue 20: the loader skips broken files, each named with its reason on the console; the
+// same one-line summary is in every row's run metadata (skipped_files), for after the run.
+TEST_F(CaltechApp, SkippedFilesAreSummedUpInTheCsv) {
+  std::ofstream(data_ + "/red/empty.png");
+  std::ofstream(data_ + "/green/notes.png") << "not an image";
+  const std::string out = dir_ + "/r.csv";
+  const testing::CommandResult r = run_command(base() + " --epochs 1 --out " + out +
+                                               " --confusion " + dir_ + "/cm.png");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const size_t at = r.output.find(": skipped 2 of 38 files: red/empty.png (empty file), ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string line = r.output.substr(at + 2, r.output.find('\n', at) - at - 2);
+  EXPECT_NE(line.find("green/notes.png ("), std::string::npos) << line;
+  // The field holds commas: read it with the CSV rules (quoted).
+  const std::string text = slurp(out);
+  const std::string last_row = text.substr(text.find('\n') + 1);
+  const std::vector<std::string> fields = csv_split(last_row.substr(0, last_row.find('\n')));
+  EXPECT_EQ(fields.back(), line);
 }
 
 // Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h).
@@ -290,7 +313,11 @@ TEST_F(CaltechApp, TorchReferenceFollowsTheRun) {
   const size_t at = r.output.find(tag);
   ASSERT_NE(at, std::string::npos) << r.output;
   EXPECT_LE(std::stod(r.output.substr(at + tag.size())), gamma * moved) << r.output;
-  const auto rows = read_csv(csv);  // one header: torch's rows have pdnn's columns
+  // One header: torch's rows have pdnn's columns (its skipped_files empty, a trailing empty
+  // field that read_csv's split would drop).
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(slurp(csv));
+  for (std::string line; std::getline(lines, line);) rows.push_back(csv_split(line));
   ASSERT_EQ(rows.size(), 5u) << slurp(csv);
   for (size_t i : {1u, 2u}) {
     const auto &p = rows[i], &t = rows[i + 2];

@@ -1,7 +1,8 @@
 // build/bin/caltech101: trains W4 of SPEC.md (the Cython paper's 9-layer CNN, "caltech9") on
 // Caltech101 photos (datasets/caltech101-6: the six classes of the paper) and writes one CSV
 // row per epoch: train/test loss and accuracy, test accuracy per class, peak resident and
-// device memory, and how much of the loader's time was hidden behind training. At the end, the
+// device memory, how much of the loader's time was hidden behind training, and the files the
+// loader skipped (one line, the same in every row). At the end, the
 // test set's confusion matrix as a PNG. Also the step-time probe of the benchmarks (--steps)
 // and the per-layer profile (--profile). The app picks the data, model and optimizer;
 // lib/train/run_loop.h runs the training.
@@ -221,6 +222,7 @@ int run(int argc, char** argv) {
                      (gpu ? "_cuda" : "") + ".csv";
   if (o.confusion.empty()) o.confusion = "results/caltech101/confusion_caltech9_" + dataset + ".png";
   rc.extra_outputs = {{"--confusion", o.confusion}};
+  rc.run_columns = {{"skipped_files", skipped_summary(folder)}};
 
   ClassifierTaskOptions to;
   to.train.batch = o.batch;

@@ -192,6 +192,7 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   columns_.insert(columns_.end(), eval_cols_.begin(), eval_cols_.end());
   if (c.status_column) columns_.push_back("status");
   columns_.insert(columns_.end(), kTimeColumns.begin(), kTimeColumns.end());
+  for (const auto& kv : c.run_columns) columns_.push_back(kv.first);
   if (!bench && root()) csv_ = std::make_unique<CsvWriter>(c.out, columns_);
   if (bench && !c.bench_csv.empty() && root())
     bench_csv_ = std::make_unique<CsvWriter>(c.bench_csv, kBenchColumns);
@@ -331,6 +332,7 @@ int RunLoop::run() {
     for (const std::string& s : {fmt(secs, 3), fmt(seen / secs, 1), info.git_rev, info.host,
                                  iso8601_utc_now()})
       row.push_back(s);
+    for (const auto& kv : cfg.run_columns) row.push_back(kv.second);
     if (csv_) csv_->row(row);  // data-parallel: rank 0 alone writes the CSV
     last_row = std::move(row);
   };

@@ -2,7 +2,8 @@
 // DCGAN's initialisation drawn from the run's stream; gradients of whole G and D (input and
 // parameters, training and evaluation mode) against directional finite differences; the noise,
 // metric and history ops; one GanTrainer iteration against the recipe computed with separate
-// copies of D for the real and the fake batch; a stuck discriminator reported in the CSV's status column.
+// copies of D for the real and the fake batch; a stuck discriminator reported in the CSV's
+// status column.
 #include <sys/stat.h>
 #include <unistd.h>
 

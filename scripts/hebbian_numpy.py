@@ -227,7 +227,7 @@ def main():
                          "%.3f" % a.leak, "%g" % a.lr, a.seed, a.repeat, r["steps_run"], r["bad"],
                          "%.4f" % r["seconds"], fmt(statistics.median(us)) if us else "",
                          fmt(min(us)) if us else "", fmt(max(us)) if us else "",
-                         fmt(r["w_gbps"]) if us else "", "", "", "", "", device_name, cpu_model(), core,
+                         "%.4g" % r["w_gbps"] if us else "", "", "", "", "", device_name, cpu_model(), core,
                          results_csv.git_rev(), platform.node(), results_csv.utc_now()])
     if a.out:
         try:

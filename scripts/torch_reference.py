@@ -723,7 +723,7 @@ def caltech_model(torch, side, classes, rng):
 def caltech_columns(classes):
     return (RESULT_COLUMNS[:12] + [f"test_acc_{column_safe(c)}" for c in classes] +
             ["peak_rss_mb", "peak_device_mb", "loader_hidden_s", "loader_exposed_s"] +
-            RESULT_COLUMNS[12:])
+            RESULT_COLUMNS[12:] + ["skipped_files"])
 
 
 def column_safe(name):
@@ -843,7 +843,7 @@ def mode_caltech(args):
              epoch + 1, f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss / n_test:.6f}",
              f"{test_acc:.6f}"] + [f"{a:.6f}" for a in per_class] +
             [f"{rss:.6f}", f"{dev_mb:.6f}", "0.000000", f"{prep_s:.6f}", f"{secs:.3f}",
-             f"{seen / secs:.1f}", rev, host, utc_now()]])
+             f"{seen / secs:.1f}", rev, host, utc_now(), ""]])
     finish_run(torch, args, model, "caltech9", batch, threads, step_ms, out)
 
 

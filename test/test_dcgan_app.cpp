@@ -236,6 +236,34 @@ TEST_F(DcganApp, MakeDcganOnTheCpuSaysFirstHowLongTheFullRunWouldTake) {
   EXPECT_EQ(read_csv(o + "/dcgan_data.csv").size(), 3u);
 }
 
+// Issue 20: without --images-per-epoch an epoch is W5's 2,944 images when the set has them,
+// else the whole set (here 24), and the header says which (dcgan --dataset caltech stopped:
+// 2,944 against the 2,600 shipped photos). An explicit count larger than the set stays an error
+// (BadInputFailsWithAMessageAndNoOutput).
+TEST_F(DcganApp, DefaultEpochFitsASmallSet) {
+  const Result r = app("d", " --epochs 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("24 images (3 iterations; all of them: the set has fewer than W5's "
+                          "2944) per epoch"),
+            std::string::npos)
+      << r.output;
+}
+
+// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h).
+TEST_F(DcganApp, AFreshRunRefusesACheckpointItDidNotWrite) {
+  const std::string ck = dir_ + "/trained.ckpt";
+  std::ofstream(ck) << "a trained run";
+  const Result r = app("c", " --epochs 1 --images-per-epoch 16 --checkpoint " + ck);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("dcgan: error: --checkpoint " + ck + " already exists and this fresh "
+                          "run would replace it: --resume to continue it, name another path, "
+                          "or --overwrite to replace it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(pdnn::testing::slurp(ck), "a trained run");
+  EXPECT_FALSE(exists(dir_ + "/c"));
+}
+
 TEST_F(DcganApp, BadInputFailsWithAMessageAndNoOutput) {
   Result r = app("bad", " --data " + dir_ + "/nowhere --epochs 1");
   EXPECT_NE(r.status, 0);

@@ -586,11 +586,12 @@ TEST_F(DistributedMpi, TwoRanksGiveTheWeightsOfOneProcess) {
   for (const Case& c : cases) {
     const std::string common = "--data data --model " + c.model + " " + c.flags +
                                " --epochs 2 --threads 1 --seed 11 --out o.csv";
-    const Result one = app(0, common + " --checkpoint one.ckpt");
+    // Each case and overlap replaces the last one's checkpoints.
+    const Result one = app(0, common + " --checkpoint one.ckpt --overwrite");
     ASSERT_EQ(one.status, 0) << one.output;
     for (const char* overlap : {"on", "off"}) {
       const Result two =
-          app(2, common + " --checkpoint two.ckpt --overlap " + std::string(overlap));
+          app(2, common + " --checkpoint two.ckpt --overwrite --overlap " + std::string(overlap));
       ASSERT_EQ(two.status, 0) << c.model << " " << c.flags << "\n" << two.output;
       EXPECT_TRUE(contains(two.output, "distributed: 2 ranks x 1 threads")) << two.output;
       const Diff d = compare_checkpoints(dir_ + "/two.ckpt", dir_ + "/one.ckpt", c.model, 12,

@@ -72,8 +72,15 @@ TEST_F(HebbianApp, GridWritesOneRowPerPointAndNamesTheOverflowStep) {
     EXPECT_EQ(m.at("app"), "pdnn");
     EXPECT_EQ(m.at("device"), "cpu");
     EXPECT_EQ(m.at("variant"), "fused");
-    EXPECT_GT(std::stod(m.at("us_per_step")), 0) << what;
-    EXPECT_GT(std::stod(m.at("w_gbps")), 0) << what;
+    // w_gbps is W's traffic (read and written once a step) over the median step time, printed
+    // with 4 significant digits (a fixed 2 decimals read 0.00 on a loaded machine); us_per_step
+    // carries 2 decimals (+-0.005 us), so the two agree within those roundings.
+    const double us = std::stod(m.at("us_per_step")), gbps = std::stod(m.at("w_gbps"));
+    const double kb = 2e-3 * std::stod(m.at("n")) * std::stod(m.at("n")) *
+                      (m.at("dtype") == "float32" ? 4 : 8);  // W's bytes / 1e3: GB/s per 1/us
+    ASSERT_GT(us, 0.005) << what;
+    EXPECT_GE(gbps, kb / (us + 0.005) * (1 - 5e-4)) << what;
+    EXPECT_LE(gbps, kb / (us - 0.005) * (1 + 5e-4)) << what;
     EXPECT_GT(std::stod(m.at("floor_gbps")), 0) << what;
     EXPECT_FALSE(m.at("git_rev").empty());
     const int64_t bad = std::stoll(m.at("first_nonfinite_step")), run_steps = std::stoll(m.at("steps_run"));

@@ -129,7 +129,8 @@ TEST_F(MnistApp, ResumeReachesTheSameWeightsAsAnUninterruptedRun) {
     const std::string common =
         kBin + " --model " + model + " --data " + data + " --threads 1 --out " + dir_ + "/r.csv";
     const std::string base = common + " --batch 32";
-    const std::string a = dir_ + "/a.ckpt", b = dir_ + "/b.ckpt";
+    // Each model its own files: a fresh run refuses a checkpoint it did not write.
+    const std::string a = dir_ + "/a_" + model + ".ckpt", b = dir_ + "/b_" + model + ".ckpt";
     Result r = run(base + " --seed 11 --epochs 2 --checkpoint " + a);
     ASSERT_EQ(r.status, 0) << r.output;
     r = run(base + " --seed 11 --epochs 1 --checkpoint " + b);
@@ -212,6 +213,89 @@ TEST_F(MnistApp, ADivergedRunExitsNonZeroAndPersistsNothingOfIt) {
     return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
   };
   EXPECT_EQ(error_line(again.output), error_line(r.output));
+}
+
+// Issue 20: a fresh run whose --checkpoint names a trained checkpoint used to overwrite it with
+// its epoch-0 weights before the first step. It refuses, in one line naming the file and the
+// ways out, and leaves every file as it was; --overwrite replaces it, --resume continues it.
+TEST_F(MnistApp, AFreshRunRefusesACheckpointItDidNotWrite) {
+  const std::string data = make_data("data", 64, 16, 12);
+  const std::string out = dir_ + "/r.csv", ck = dir_ + "/ck.bin";
+  const std::string base = kBin + " --data " + data + " --threads 1 --out " + out +
+                           " --checkpoint " + ck;
+  Result r = run(base + " --epochs 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string trained = slurp(ck), csv = slurp(out);
+  r = run(base + " --epochs 1 --lr 1e30");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("mnist: error: --checkpoint " + ck +
+                          " already exists and this fresh run would replace it: --resume to "
+                          "continue it, name another path, or --overwrite to replace it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(slurp(ck), trained);
+  EXPECT_EQ(slurp(out), csv);
+  r = run(base + " --epochs 2 --resume");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_csv(out).size(), 3u);
+  r = run(base + " --epochs 1 --seed 9 --overwrite");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(slurp(ck), trained);
+  // --overwrite belongs to a fresh run.
+  r = run(base + " --epochs 3 --resume --overwrite");
+  EXPECT_EQ(r.status, 2) << r.output;
+}
+
+// Issue 20: a batch larger than the training set is one batch of the whole set (as PyTorch's
+// DataLoader gives), with a note, not an allocation of the nominal batch (3.1 GB for 1,048,576
+// MNIST images: out of host memory).
+TEST_F(MnistApp, ABatchLargerThanTheSetIsOneBatchOfAllOfIt) {
+  const std::string data = make_data("data", 64, 16, 12);
+  const std::string out = dir_ + "/r.csv";
+  const Result r = run(kBin + " --data " + data + " --batch 1048576 --epochs 1 --threads 1 --out " +
+                       out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("note: batch 1048576 is larger than the training set (64 images): "
+                          "each step takes one batch of all 64"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(", batch 64, "), std::string::npos) << r.output;
+  const auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][6], "64");  // the batch that ran
+}
+
+// Issue 20: when an epoch's checkpoint cannot be written (here a file size limit, as on a full
+// disk: the write fails with EFBIG, SIGXFSZ ignored) its CSV row, written just before, is taken
+// back out: the CSV never holds an epoch the checkpoint does not, and the error says so.
+TEST_F(MnistApp, AFailedCheckpointWriteTakesTheEpochsRowBackOut) {
+  const std::string data = make_data("data", 64, 16, 12);
+  const std::string out = dir_ + "/r.csv", ck = dir_ + "/ck.bin";
+  const std::string base = kBin + " --data " + data + " --threads 1 --out " + out +
+                           " --checkpoint " + ck;
+  Result r = run(base + " --epochs 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string epoch1 = slurp(ck), csv = slurp(out);
+  ASSERT_GT(epoch1.size(), 8192u);  // far above the limit below; the CSV far below it
+  ASSERT_LT(csv.size(), 1024u);
+  // 4 blocks: 2 KiB for dash (512-byte blocks), 4 KiB for bash.
+  r = run("sh -c \"trap '' XFSZ; ulimit -f 4; exec " + base + " --epochs 2 --resume\"");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("mnist: error: cannot write '" + ck + "'"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("epoch 2 is not saved: its row was taken back out of " + out + ", and " +
+                          ck + " keeps epoch 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(slurp(ck), epoch1);
+  EXPECT_EQ(slurp(out), csv);
+  // The file system has room again: the resumed run does epoch 2, once.
+  r = run(base + " --epochs 2 --resume");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2][7], "2");
 }
 
 // scripts/torch_reference.py rebuilds pdnn's initial weights exactly, and with the same data

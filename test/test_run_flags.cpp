@@ -4,11 +4,14 @@
 // (no 309-digit DBL_MAX).
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "run/run_flags.h"
+#include "testing.h"
 
 namespace pdnn {
 namespace {
@@ -87,6 +90,42 @@ TEST(RunFlags, EpochsStepsAndFileCombinations) {
   EXPECT_TRUE(p.cfg.resume);
   EXPECT_EQ(p.cfg.checkpoint, "c.ckpt");
   EXPECT_EQ(p.cfg.out, "o.csv");
+}
+
+// Issue 20: every app's --help says what a default that depends on the data or the machine
+// becomes (threads 0 = all cores and how many here, an epoch's images, a batch too big).
+TEST(AppHelp, SaysWhatDataAndMachineDependentDefaultsBecome) {
+  const std::string here = std::to_string(omp_get_num_procs()) + " here";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> apps = {
+      {"mnist", {"0 = all cores: " + here, "larger than the training set: one batch of all"}},
+      {"caltech101",
+       {"0 = all cores: " + here, "W4's 1,280 when the training split has that many, else all",
+        "larger than an epoch: one batch of all of it", "default 1 on the CPU, 4 with"}},
+      {"dcgan",
+       {"0 = all cores: " + here, "2,944 = 46 iterations of 64 when the set has that many, else "
+        "the whole set", "larger than an epoch: one batch of all of it"}},
+      {"gan_score", {"0: all cores, " + here}},
+      {"hebbian", {"1..nproc: 1.." + here}},
+      {"pi", {"1..nproc: 1.." + here}}};
+  for (const auto& [app, parts] : apps) {
+    const std::string bin = std::string(PDNN_BIN_DIR) + "/" + app;
+    const testing::CommandResult r = testing::run_command(bin + " --help");
+    if (r.status != 0 && !testing::exists(bin)) continue;  // not built here (no OpenCV, ...)
+    EXPECT_EQ(r.status, 0) << app << "\n" << r.output;
+    // CLI11 wraps long help texts: compare with the line breaks and indentation taken out.
+    std::string flat;
+    for (size_t i = 0; i < r.output.size(); ++i) {
+      if (r.output[i] == '\n') {
+        while (i + 1 < r.output.size() && r.output[i + 1] == ' ') ++i;
+        flat += ' ';
+      } else {
+        flat += r.output[i];
+      }
+    }
+    for (const std::string& part : parts)
+      EXPECT_NE(flat.find(part), std::string::npos) << app << ": no \"" << part << "\" in\n"
+                                                    << r.output;
+  }
 }
 
 }  // namespace

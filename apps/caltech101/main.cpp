@@ -1,7 +1,8 @@
 // build/bin/caltech101: trains W4 of SPEC.md (the Cython paper's 9-layer CNN, "caltech9") on
 // Caltech101 photos (datasets/caltech101-6: the six classes of the paper) and writes one CSV
 // row per epoch: train/test loss and accuracy, test accuracy per class, peak resident and
-// device memory, and how much of the loader's time was hidden behind training. At the end, the
+// device memory, how much of the loader's time was hidden behind training, and the files the
+// loader skipped (one line, the same in every row). At the end, the
 // test set's confusion matrix as a PNG. Also the step-time probe of the benchmarks (--steps)
 // and the per-layer profile (--profile). The app picks the data, model and optimizer;
 // lib/train/run_loop.h runs the training.
@@ -26,6 +27,7 @@
 #include "core/error.h"
 #include "core/cuda_state.h"
 #include "workloads/classifier/classifier_task.h"
+#include "run/data_defaults.h"
 #include "workloads/model_zoo.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
@@ -136,13 +138,13 @@ int run(int argc, char** argv) {
   app.add_option("--size", o.size, "input side in pixels (a multiple of 8)")
       ->capture_default_str()
       ->check(CLI::Range(8, 4096));
-  app.add_option("--batch", o.batch, "batch size")
+  app.add_option("--batch", o.batch, "batch size (larger than an epoch: one batch of all of it)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--images-per-epoch", o.images_per_epoch,
                  "training images per epoch: the first ones of each epoch's fresh order "
-                 "(0: all of them)")
-      ->capture_default_str()
+                 "(default: W4's 1,280 when the training split has that many, else all of "
+                 "them; 0: all of them)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--optimizer", o.optimizer,
                  "default: the model's (" + model_optimizer_name(kModel) + "); one of\n" +
@@ -187,10 +189,16 @@ int run(int argc, char** argv) {
   const ImageFolder folder = load_image_folder(o.data, fo);
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
   const std::string dataset = dataset_name(o, folder);
+  std::string epoch_note, batch_note;
+  if (app.count("--images-per-epoch") == 0)
+    o.images_per_epoch =
+        default_epoch_images(o.images_per_epoch, "W4's", folder.train.size(), &epoch_note);
   PDNN_CHECK(o.images_per_epoch <= folder.train.size(),
              "--images-per-epoch %lld: the training split of %s has %lld images",
              static_cast<long long>(o.images_per_epoch), o.data.c_str(),
              static_cast<long long>(folder.train.size()));
+  const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size();
+  o.batch = fit_batch(o.batch, per_epoch, "an epoch", &batch_note);
 
   // --device cuda without a GPU (or a CUDA build) fails here, in one line.
   Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
@@ -219,6 +227,7 @@ int run(int argc, char** argv) {
                      (gpu ? "_cuda" : "") + ".csv";
   if (o.confusion.empty()) o.confusion = "results/caltech101/confusion_caltech9_" + dataset + ".png";
   rc.extra_outputs = {{"--confusion", o.confusion}};
+  rc.run_columns = {{"skipped_files", skipped_summary(folder)}};
 
   ClassifierTaskOptions to;
   to.train.batch = o.batch;
@@ -226,7 +235,7 @@ int run(int argc, char** argv) {
   to.train.images_per_epoch = o.images_per_epoch;
   to.train.threads = o.loader_threads;
   to.prefetch = 1;
-  to.eval.batch = o.batch;
+  to.eval.batch = std::min(o.batch, std::max<int64_t>(folder.test.size(), 1));
   to.eval.threads = o.loader_threads;
   to.eval.prefetch = 1;
   to.cuda_graph = rc.cuda_graph;
@@ -236,15 +245,16 @@ int run(int argc, char** argv) {
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);
   const std::string device_line = run_device_text(rc, info.gpu);
-  const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size();
+  if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf(
       "caltech101: model caltech9, dataset %s (%s: %s train / %s test, %d classes, %dx%d), "
-      "batch %lld, %lld images/epoch (%lld steps), %s lr %g, augmentation %s, %d threads "
+      "batch %lld, %lld images/epoch (%lld steps%s), %s lr %g, augmentation %s, %d threads "
       "+ loader %d, seed %llu | %s | %s | BLAS %s | rev %s\n",
       dataset.c_str(), o.data.c_str(), with_commas(folder.train.size()).c_str(),
       with_commas(folder.test.size()).c_str(), classes, o.size, o.size,
       static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
       static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
+      epoch_note.empty() ? "" : ("; " + epoch_note).c_str(),
       model_optimizer_name(kModel, o.optimizer).c_str(),
       static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,

@@ -22,6 +22,7 @@
 #include "data/resized_images.h"
 #include "layers/batchnorm2d.h"
 #include "workloads/dcgan/dcgan_task.h"
+#include "run/data_defaults.h"
 #include "workloads/model_zoo.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
@@ -155,13 +156,13 @@ int run(int argc, char** argv) {
   app.add_option("--data", o.data,
                  "a folder of MNIST-layout IDX files, or of images (class folders or the photos "
                  "themselves; centre-cropped, resized to 64x64)");
-  app.add_option("--batch", o.batch, "batch size")
+  app.add_option("--batch", o.batch, "batch size (larger than an epoch: one batch of all of it)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 16));
   app.add_option("--images-per-epoch", o.images_per_epoch,
-                 "images per epoch, a fresh random choice each epoch (2,944: the study's 46 "
-                 "iterations of 64; 0: the whole set)")
-      ->capture_default_str()
+                 "images per epoch, a fresh random choice each epoch (default: the study's "
+                 "2,944 = 46 iterations of 64 when the set has that many, else the whole set; "
+                 "0: the whole set)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--lr", o.lr, "Adam learning rate of both models")
       ->capture_default_str()
@@ -207,10 +208,17 @@ int run(int argc, char** argv) {
   const Shape sample = data.sample_shape();
   PDNN_CHECK(sample == (Shape{3, 64, 64}), "%s: samples are %s, the DCGAN needs 3x64x64",
              gd.dir.c_str(), sample.str().c_str());
+  std::string epoch_note, batch_note;
+  if (app.count("--images-per-epoch") == 0)
+    o.images_per_epoch =
+        default_epoch_images(o.images_per_epoch, "W5's", data.size(), &epoch_note);
   PDNN_CHECK(o.images_per_epoch <= data.size(),
              "--images-per-epoch %lld: %s has %lld training images (0 takes them all)",
              static_cast<long long>(o.images_per_epoch), gd.name.c_str(),
              static_cast<long long>(data.size()));
+
+  const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : data.size();
+  o.batch = std::max<int64_t>(fit_batch(o.batch, per_epoch, "an epoch", &batch_note), 2);
 
   Context ctx(o.threads, rc.seed, run_device(rc), run_gpu(rc));
   apply_device_flags(ctx, rc);
@@ -278,14 +286,15 @@ int run(int argc, char** argv) {
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);
   const std::string device_line = run_device_text(rc, info.gpu);
-  const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : data.size();
+  if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf(
       "dcgan: model %s, dataset %s (%s: %lld images, %s), batch %lld, %lld images (%lld "
-      "iterations) per epoch, Adam lr %g beta1 %g, %d threads, seed %llu | %s | %s | BLAS %s | "
+      "iterations%s) per epoch, Adam lr %g beta1 %g, %d threads, seed %llu | %s | %s | BLAS %s | "
       "rev %s\n",
       rc.model.c_str(), gd.name.c_str(), gd.dir.c_str(), static_cast<long long>(data.size()),
       gd.kind.c_str(), static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
-      static_cast<long long>((per_epoch + o.batch - 1) / o.batch), o.lr, o.beta1, ctx.threads(),
+      static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
+      epoch_note.empty() ? "" : ("; " + epoch_note).c_str(), o.lr, o.beta1, ctx.threads(),
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
       info.blas_core.c_str(), info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s%s",

@@ -6,6 +6,7 @@
 // the Fréchet distance of the classifier's penultimate features to the real training images'
 // (lib/workloads/dcgan/gan_quality.h). One CSV row per set; a table on stdout.
 #include <CLI/CLI.hpp>
+#include <omp.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -74,7 +75,9 @@ int run(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
   app.add_option("--out", out, "CSV to append to (default results/dcgan/quality_<dataset>.csv)");
-  app.add_option("--threads", threads, "threads (0: all cores)")->capture_default_str();
+  app.add_option("--threads", threads,
+                 strprintf("threads (0: all cores, %d here)", omp_get_num_procs()))
+      ->capture_default_str();
   app.add_option("--device", device, "cpu or cuda")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));

@@ -162,6 +162,12 @@ std::string fmt_or_empty(double v, int digits) {
   return std::isfinite(v) ? fmt(v, digits) : std::string();
 }
 
+// Rates with 4 significant digits, not a fixed count of decimals: a run slowed by a loaded
+// machine (or a large n) can move less than 0.005 GB/s, which "%.2f" would print as 0.00.
+std::string rate_or_empty(double gbps) {
+  return std::isfinite(gbps) ? strprintf("%.4g", gbps) : std::string();
+}
+
 // All points of one (n, dtype): repeats interleaved (rep 1 of every point, then rep 2, ...), the
 // floor measured just before each run at its thread count, so both see the same machine state.
 // gpu_ctx: the GPU's context with --device cuda, else null.
@@ -237,9 +243,9 @@ void bench_n_dtype(const Options& o, const HebbianProblem& pb, const RunInfo& in
                 std::to_string(o.seed), std::to_string(pt.runs.size()),
                 std::to_string(last.steps_run), std::to_string(last.first_bad),
                 fmt(timing_stats(secs).median, 4), fmt_or_empty(t.median, 2),
-                fmt_or_empty(t.min, 2), fmt_or_empty(t.max, 2), fmt_or_empty(w_gbps, 2),
-                fmt_or_empty(floor_gbps, 2), fmt_or_empty(floor_us, 2), fmt_or_empty(floor_us_min, 2),
-                fmt_or_empty(copy_gbps, 2),
+                fmt_or_empty(t.min, 2), fmt_or_empty(t.max, 2), rate_or_empty(w_gbps),
+                rate_or_empty(floor_gbps), fmt_or_empty(floor_us, 2), fmt_or_empty(floor_us_min, 2),
+                rate_or_empty(copy_gbps),
                 device_name, info.cpu_model, info.blas_core, info.git_rev, info.host,
                 iso8601_utc_now()});
   }
@@ -324,7 +330,9 @@ int run(int argc, char** argv) {
       ->delimiter(',')->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{46340}));
   app.add_option("--t", o.ts, "comma list of step counts (--drift: the T to compare at; default 10,100,1000)")
       ->delimiter(',')->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--threads", o.threads, "comma list of CPU thread counts (default 1..nproc)")
+  app.add_option("--threads", o.threads,
+                 strprintf("comma list of CPU thread counts (default 1..nproc: 1..%d here)",
+                           omp_get_num_procs()))
       ->delimiter(',')->check(CLI::Range(1, 4096));
   app.add_option("--leak", o.leak, "0: W6 as written (not leaky); a in (0,1]: x <- (1-a) x + a tanh(...)")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));

@@ -19,6 +19,7 @@
 #include "data/idx.h"
 #include "workloads/classifier/classifier_task.h"
 #include "workloads/model_zoo.h"
+#include "run/data_defaults.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
 #include "train/run_loop.h"
@@ -84,7 +85,9 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   app.add_option("--data", o.data,
                  "folder with the four IDX files (default datasets/mnist, else "
                  "datasets/mnist-npm10k; datasets/fashion-mnist)");
-  app.add_option("--batch", o.batch, "batch size (default: the model's, see --model)")
+  app.add_option("--batch", o.batch,
+                 "batch size (default: the model's, see --model; larger than the training "
+                 "set: one batch of all of it)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--optimizer", o.optimizer,
                  "default: the model's, see --model; one of\n" + optimizer_help())
@@ -104,6 +107,9 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   PDNN_CHECK(img.h() == img.w() && img.h() >= 6,
              "%s: images are %lldx%lld; the MNIST models need square images of at least 6x6",
              dir.c_str(), static_cast<long long>(img.h()), static_cast<long long>(img.w()));
+
+  std::string batch_note;
+  o.batch = fit_batch(o.batch, data.train.size(), "the training set", &batch_note);
 
   // --device cuda without a GPU (or a CUDA build) fails here, in one line.
   Context ctx(o.threads, rc.seed, run_device(rc), run_gpu(rc));
@@ -131,12 +137,14 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   const TensorDataset train_set(data.train, data.num_classes), test_set(data.test, data.num_classes);
   ClassifierTaskOptions to;
   to.train.batch = o.batch;
-  to.eval.batch = std::max<int64_t>(o.batch, 128);
+  to.eval.batch =
+      std::min(std::max<int64_t>(o.batch, 128), std::max<int64_t>(data.test.size(), 1));
   to.cuda_graph = rc.cuda_graph;
   ClassifierTask task(ctx, model, *opt, train_set, test_set, to);
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);
   const std::string device_line = run_device_text(rc, info.gpu);
+  if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf(
       "mnist: model %s, dataset %s (%s: %lld train / %lld test, %lldx%lld), batch %lld, "
       "%s%s, %d threads, seed %llu | %s | %s | BLAS %s | rev %s\n",

@@ -91,7 +91,9 @@ int run(int argc, char** argv) {
                  "double or float)")
       ->delimiter(',')->capture_default_str()
       ->check(CLI::IsMember({"serial", "omp", "omp-simd", "cuda-fp64", "cuda-fp32"}));
-  app.add_option("--threads", threads, "comma list of thread counts (default 1..nproc)")
+  app.add_option("--threads", threads,
+                 pdnn::strprintf("comma list of thread counts (default 1..nproc: 1..%d here)",
+                           omp_get_num_procs()))
       ->delimiter(',')->check(CLI::Range(1, 4096));
   app.add_option("--repeat", repeat, "timed runs per point")->capture_default_str()->check(CLI::Range(1, 100000));
   app.add_option("--warmup", warmup, "untimed runs before them")->capture_default_str()->check(CLI::Range(0, 100000));

@@ -521,12 +521,19 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
                  out.norm.mean[0], out.norm.mean[1], out.norm.mean[2], out.norm.std[0],
                  out.norm.std[1], out.norm.std[2], opt.norm ? "given" : "of the train split");
     if (!out.skipped.empty())
-      std::fprintf(opt.log, "image folder %s: skipped %zu of %s files: %s%s\n", dir.c_str(),
-                   out.skipped.size(), with_commas(n_files).c_str(), skipped_list("", 5).c_str(),
-                   out.skipped.size() > 5 ? ", ..." : "");
+      std::fprintf(opt.log, "image folder %s: %s\n", dir.c_str(), skipped_summary(out).c_str());
     std::fflush(opt.log);
   }
   return out;
+}
+
+std::string skipped_summary(const ImageFolder& f, size_t max_listed) {
+  std::string s = "skipped " + std::to_string(f.skipped.size()) + " of " + with_commas(f.files) +
+                  " files";
+  for (size_t i = 0; i < f.skipped.size() && i < max_listed; ++i)
+    s += (i == 0 ? ": " : ", ") + f.skipped[i].path + " (" + f.skipped[i].reason + ")";
+  if (f.skipped.size() > max_listed) s += ", ...";
+  return s;
 }
 
 }  // namespace pdnn

@@ -130,6 +130,11 @@ struct ImageFolder {
   double decode_seconds = 0;
 };
 
+// "skipped 2 of 38 files: a/x.jpg (empty file), b/y.png (truncated PNG)": the files the loader
+// skipped and why, up to max_listed of them named (", ..." after), in one line; "skipped 0 of
+// 38 files" when none was.
+std::string skipped_summary(const ImageFolder& f, size_t max_listed = 5);
+
 // Scans, decodes and splits dir as the header describes; logs two summary lines (and one for
 // skipped files) to opt.log. Throws pdnn::Error naming the folder or class that is wrong.
 ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& opt = {});

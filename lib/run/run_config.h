@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "run/output_files.h"
@@ -27,6 +28,9 @@ struct RunConfig {
   std::string out;          // CSV, one row per epoch
   std::string checkpoint;   // written at each epoch's end (and at epoch 0)
   bool resume = false;      // continue from `checkpoint`
+  // A fresh run may replace an existing `checkpoint` (else it refuses: that file may hold a
+  // trained run, and the epoch-0 checkpoint would destroy it before the first step).
+  bool overwrite = false;
   std::string save_init;    // initial weights
   std::string bench_csv;    // with steps: the step-time row
   bool profile = false;
@@ -46,6 +50,9 @@ struct RunConfig {
   // row is never followed by a checkpoint, so a resumed run drops it as it drops any row past
   // the checkpoint. Off by default (the CSV files of apps without it keep their columns).
   bool status_column = false;
+  // Text columns with one value for the whole run, after the timing ones in every row (the
+  // run's metadata beside git_rev, host, timestamp: caltech101's skipped_files).
+  std::vector<std::pair<std::string, std::string>> run_columns;
   // The device flags (--device, --cuda-graph, --tf32): the app makes its Context from them.
   std::string device = "cpu";
   bool cuda_graph = true, tf32 = false;

@@ -1,11 +1,12 @@
 // The command-line flags of the shared run loop (run_loop.h), for every training app: --epochs,
-// --seed, --threads, --out, --checkpoint, --resume, --save-init, --steps, --bench-csv,
+// --seed, --threads, --out, --checkpoint, --resume, --overwrite, --save-init, --steps, --bench-csv,
 // --profile, --profile-out, the device flags and the data-parallel ones (--distributed,
 // --overlap, --bucket-mb, --dist-timeout); and validators that give readable messages for
 // out-of-range values.
 // Header-only on purpose: CLI11 is an app dependency, and only apps include this file.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <omp.h>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -86,10 +87,14 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
   app.add_option("--epochs", cfg.epochs, "epochs in all (a resumed run continues up to this)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxEpochs));
-  app.add_option("--threads", threads, "OpenMP/OpenBLAS threads (0 = all cores)")
+  app.add_option("--threads", threads,
+                 strprintf("OpenMP/OpenBLAS threads (0 = all cores: %d here; with "
+                           "--distributed, the cores divided among the ranks)",
+                           omp_get_num_procs()))
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
-  app.add_option("--device", cfg.device, "cpu or cuda (the first GPU)")
+  app.add_option("--device", cfg.device,
+                 "cpu or cuda (the first GPU; with --distributed, the rank's local GPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option_function<std::string>(
@@ -126,10 +131,15 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
   auto* save_init = app.add_option(
       "--save-init", cfg.save_init,
       "also write the initial weights as a checkpoint (for scripts/torch_reference.py)");
-  app.add_flag("--resume", cfg.resume,
-               "continue from --checkpoint (weights, optimizer, epoch, RNG)")
+  auto* resume = app.add_flag("--resume", cfg.resume,
+                              "continue from --checkpoint (weights, optimizer, epoch, RNG)")
+                     ->needs(checkpoint)
+                     ->excludes(save_init);
+  app.add_flag("--overwrite", cfg.overwrite,
+               "a fresh run may replace an existing --checkpoint file (without it the run "
+               "refuses, so a trained checkpoint is never lost)")
       ->needs(checkpoint)
-      ->excludes(save_init);
+      ->excludes(resume);
   app.add_option("--steps", cfg.steps,
                  "benchmark: run this many training steps (over as many epochs as that takes; "
                  "no evaluation, CSV or checkpoint) and print step times")

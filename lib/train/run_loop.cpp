@@ -164,6 +164,13 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   if (!bench) outputs.insert(outputs.end(), c.extra_outputs.begin(), c.extra_outputs.end());
   if (!root()) outputs.clear();
   check_output_files(outputs, c.inputs);
+  // A fresh run writes its epoch-0 checkpoint before the first step: over a file it did not
+  // write, that would destroy a trained run.
+  PDNN_CHECK(bench || c.resume || c.overwrite || c.checkpoint.empty() || !root() ||
+                 !std::filesystem::exists(c.checkpoint),
+             "--checkpoint %s already exists and this fresh run would replace it: --resume to "
+             "continue it, name another path, or --overwrite to replace it",
+             c.checkpoint.c_str());
   for (const OutputFile& o : outputs)
     for (const std::string& t : remove_stale_temporaries(o.path))
       notes_.push_back(strprintf("removed %s (left by a run killed while writing %s)", t.c_str(),
@@ -176,6 +183,7 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   columns_.insert(columns_.end(), eval_cols_.begin(), eval_cols_.end());
   if (c.status_column) columns_.push_back("status");
   columns_.insert(columns_.end(), kTimeColumns.begin(), kTimeColumns.end());
+  for (const auto& kv : c.run_columns) columns_.push_back(kv.first);
   if (!bench && root()) csv_ = std::make_unique<CsvWriter>(c.out, columns_);
   if (bench && !c.bench_csv.empty() && root())
     bench_csv_ = std::make_unique<CsvWriter>(c.bench_csv, kBenchColumns);
@@ -266,6 +274,7 @@ struct RunLoop::Session {
   Clock::time_point block_start;            // of the current block of timed steps
   int64_t in_block = 0;
   bool partial_in_block = false;
+  std::vector<std::string> last_row;  // the row write_row wrote last
 };
 
 // One epoch as it trains.
@@ -447,7 +456,7 @@ void RunLoop::check_divergence(Session& s, Epoch& e, const std::vector<double>& 
 
 // One CSV row: the identifying columns, the values (eval ones may be missing: left empty),
 // the status when the run has that column, the timing ones.
-void RunLoop::write_row(const Session& s, int epoch, const std::vector<double>& vals,
+void RunLoop::write_row(Session& s, int epoch, const std::vector<double>& vals,
                         const std::string& status, double secs, int64_t seen) {
   std::vector<std::string> row = {"pdnn",     cfg_.model, cfg_.dataset, device_name(ctx_.device()),
                                   s.info.gpu, s.threads,  s.batch,      std::to_string(epoch + 1)};
@@ -457,7 +466,28 @@ void RunLoop::write_row(const Session& s, int epoch, const std::vector<double>& 
   for (const std::string& v : {fmt(secs, 3), fmt(seen / secs, 1), s.info.git_rev, s.info.host,
                                iso8601_utc_now()})
     row.push_back(v);
+  for (const auto& kv : cfg_.run_columns) row.push_back(kv.second);
   if (csv_) csv_->row(row);  // data-parallel: rank 0 alone writes the CSV
+  s.last_row = std::move(row);
+}
+
+// An epoch's checkpoint after its row; when it cannot be written (disk full) the row is taken
+// back out, so the CSV holds no epoch the checkpoint does not.
+void RunLoop::save_or_drop_row(const Session& s, int epoch) {
+  try {
+    save(epoch + 1);
+  } catch (const Error& e) {
+    std::string row_fate = "its row stays in " + cfg_.out + " (a --resume drops it)";
+    try {
+      if (csv_ && csv_->drop_rows([&](size_t, const std::vector<std::string>& f) {
+            return f == s.last_row;
+          }) > 0)
+        row_fate = "its row was taken back out of " + cfg_.out;
+    } catch (const Error&) {
+    }
+    PDNN_FAIL("%s; epoch %d is not saved: %s, and %s keeps epoch %d", e.what(), epoch + 1,
+              row_fate.c_str(), cfg_.checkpoint.c_str(), epoch);
+  }
 }
 
 // The epoch's results, all checked before anything of it is written; then its row, checkpoint
@@ -481,7 +511,7 @@ void RunLoop::end_epoch(Session& s, Epoch& e) {
   write_row(s, e.index, vals, status.empty() ? "ok" : status, e.secs, e.seen);
   // A test's hook may kill the process here, a window too narrow for a timed kill.
   if (FaultHook* f = ctx_.fault_hook()) f->reached("after_row", e.index + 1);
-  if (!cfg_.checkpoint.empty()) save(e.index + 1);
+  if (!cfg_.checkpoint.empty()) save_or_drop_row(s, e.index);
   if (root()) task_.end_epoch(ctx_, e.index);  // the task's own files: rank 0 writes them
 }
 
@@ -512,7 +542,7 @@ std::vector<double> RunLoop::checked_evaluation(const Epoch& e) {
 }
 
 // The trained state: finite, and (data-parallel) the same on every rank.
-void RunLoop::check_state(const Session& s, const Epoch& e, const std::vector<double>& train) {
+void RunLoop::check_state(Session& s, const Epoch& e, const std::vector<double>& train) {
   Communicator* comm = cfg_.comm.get();
   bool finite = task_.state_finite(ctx_);
   if (comm) {

@@ -12,8 +12,11 @@
 // - The CSV and the checkpoint agree after a SIGKILL at any point: an epoch's row is written
 //   just before its checkpoint, so a run killed between the two has one row too many at the
 //   end of its CSV. A resumed run first drops such trailing rows (same model, data set and
-//   batch, epoch past the checkpoint's), then redoes that epoch. A fresh run with a checkpoint
-//   path saves an epoch-0 checkpoint before training, so there is always one to resume from.
+//   batch, epoch past the checkpoint's), then redoes that epoch. When the checkpoint cannot be
+//   written (disk full) the row is taken back out and the run stops with that error. A fresh
+//   run with a checkpoint path saves an epoch-0 checkpoint before training, so there is always
+//   one to resume from; it refuses a path that exists (a trained run's checkpoint would be
+//   lost) unless told --overwrite.
 //   (Two runs of the same model, data and batch appending to one CSV at once can fool the
 //   trailing-row rule: give concurrent runs their own --out.)
 // - Resuming gives the same weights as never stopping (the data order of epoch e depends on the
@@ -165,9 +168,10 @@ class RunLoop {
   // A training epoch's end: its results checked, then its row, checkpoint and files.
   void end_epoch(Session& s, Epoch& e);
   std::vector<double> checked_evaluation(const Epoch& e);
-  void check_state(const Session& s, const Epoch& e, const std::vector<double>& train);
+  void check_state(Session& s, const Epoch& e, const std::vector<double>& train);
   std::string kept_text(int epoch) const;
-  void write_row(const Session& s, int epoch, const std::vector<double>& vals,
+  void save_or_drop_row(const Session& s, int epoch);
+  void write_row(Session& s, int epoch, const std::vector<double>& vals,
                  const std::string& status, double secs, int64_t seen);
   void report_bench(Session& s);
 

@@ -28,7 +28,7 @@ grep -E "^\[  (PASSED|FAILED)|SKIPPED \]|tests ran" "$OUT/tests.log" | tail -8
 
 stage "2. classifier"
 "$BIN/mnist" --device cuda --model keras --dataset fashion-mnist --data "$DATA" --epochs 3 \
-  --threads 4 --out "$OUT/classifier.csv" --checkpoint "$OUT/classifier.ckpt" > "$OUT/classifier.log" 2>&1
+  --threads 4 --out "$OUT/classifier.csv" --checkpoint "$OUT/classifier.ckpt" --overwrite > "$OUT/classifier.log" 2>  --threads 4 --out "$OUT/classifier.csv" --checkpoint "$OUT/classifier.ckpt" > "$OUT/classifier.log" 2>&11
 tail -n 2 "$OUT/classifier.log"
 
 stage "3a. pdnn DCGAN, $EPOCHS epochs (GPU, fp32, CUDA graph)"

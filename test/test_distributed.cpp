@@ -793,7 +793,8 @@ TEST_F(DistributedMpi, DcganTwoRanksGiveTheWeightsOfOneProcessWithShardedBatchNo
   for (const char* batch : {"8", "9"}) {
     const std::string common = std::string("--data data --ngf 4 --ndf 4 --nz 8 --batch ") +
                                batch + " --images-per-epoch 0 --epochs 2 --threads 1 --seed 3 "
-                               "--out o.csv --iterations-out it.csv --samples-dir s";
+                               "--out o.csv --iterations-out it.csv --samples-dir s "
+                               "--overwrite";  // each case replaces the last one's checkpoints
     const Result one = run("cd " + dir_ + " && " + kDcgan + " " + common +
                            " --bn-shards 2 --checkpoint one.ckpt");
     ASSERT_EQ(one.status, 0) << one.output;

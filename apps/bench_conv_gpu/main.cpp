@@ -18,7 +18,9 @@
 #include "core/cuda_state.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_algo.h"
+#include "ops/dense.h"
 #include "ops/gemm.h"
+#include "ops/optim.h"
 #include "run/csv.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
@@ -115,7 +117,60 @@ Ceilings measure_ceilings(Context& ctx, int repeat) {
 
 }  // namespace
 
-static int run(int argc, char** argv) {
+static // The rest of W4's step against its memory floor (bytes over the measured copy rate): the
+// Dense(100352 -> 1024) + ReLU backward at batch 64 (reads x, w, dw and dy; writes dw, dx) and
+// the fused AdaGrad over W4's 104,104,230 parameters (reads g, w, sum; writes w, sum).
+void rest_of_w4(Context& ctx, const Ceilings& ceil, int repeat, CsvWriter& csv,
+                const RunInfo& info, const std::string& versions) {
+  const int64_t n = 64, in = 100352, out = 1024, params = 104104230;
+  auto dev = [&](int64_t count) {
+    Tensor h(Shape{count});
+    for (int64_t i = 0; i < count; ++i) h[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f;
+    return h.to(Device::CUDA, ctx);
+  };
+  Tensor x = dev(n * in), w = dev(out * in), dy = dev(n * out), y = dev(n * out),
+         dw = dev(out * in), db = dev(out), dx = dev(n * in), ws = dev(n * out);
+  const TimingStats dense = time_ms(ctx, repeat, [&] {
+    cuda::dense_backward(n, in, out, x.data(), w.data(), dy.data(), y.data(), dw.data(),
+                         db.data(), dx.data(), Act{FusedAct::ReLU, 0.f}, ws.data(),
+                         ctx.cuda_exec());
+  });
+  x = Tensor();
+  dx = Tensor();
+  Tensor g = dev(params), p = dev(params), sum = dev(params);
+  Tensor step = Tensor(Shape{1}, DType::I64);
+  step.data<int64_t>()[0] = 1;
+  step = step.to(Device::CUDA, ctx);
+  const AdagradArgs args{0.01, 0.0, 0.f, 1e-10f};
+  const TimingStats ada = time_ms(ctx, repeat, [&] {
+    cuda::adagrad_update(params, args, step.data<int64_t>(), g.data(), p.data(), sum.data(),
+                         ctx.cuda_exec());
+  });
+  struct Row {
+    const char* layer;
+    const char* pass;
+    TimingStats t;
+    double flop, bytes;
+  };
+  const Row rows[] = {
+      {"dense1", "backward", dense, 4.0 * n * in * out,
+       4.0 * (n * in + 3.0 * out * in + 2.0 * n * out + n * in)},
+      {"adagrad", "update", ada, 0.0, 4.0 * 5.0 * params}};
+  for (const Row& r : rows) {
+    const double floor_ms = std::max(r.flop / (ceil.fp32_tflops * 1e12),
+                                     r.bytes / (ceil.copy_gbps * 1e9)) * 1e3;
+    std::printf("W4   %-8s %-16s fp32  %8.3f ms  floor %.3f ms  (%.2fx the floor; %.0f GB/s)\n",
+                r.layer, r.pass, r.t.median, floor_ms, r.t.median / floor_ms,
+                r.bytes / (r.t.median * 1e-3) * 1e-9);
+    csv.row({"bench_conv_gpu", "W4", r.layer, r.pass, r.flop > 0 ? "cublas" : "fused", "fp32",
+             "", "", "", "", "", "", "", "", "", "", "", fmt(r.t.median, 4), fmt(r.t.min, 4),
+             fmt(r.flop * 1e-9, 3), fmt(r.flop / (r.t.median * 1e-3) * 1e-12, 2),
+             fmt(r.bytes * 1e-9, 4), fmt(r.bytes / (r.t.median * 1e-3) * 1e-9, 1), "pdnn",
+             info.gpu, versions, info.git_rev, info.host, iso8601_utc_now()});
+  }
+}
+
+int run(int argc, char** argv) {
   CLI::App app{"GPU convolution benchmark: every W3/W4/W5 convolution, each pass and algorithm"};
   std::string out = "results/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit",
               precisions = "fp32,tf32";
@@ -159,6 +214,7 @@ static int run(int argc, char** argv) {
   ceiling_row("sgemm_fp32", ceil.fp32_tflops, 0);
   ceiling_row("sgemm_tf32", ceil.tf32_tflops, 0);
   ceiling_row("copy", 0, ceil.copy_gbps);
+  if (filter.empty() || filter == "W4") rest_of_w4(ctx, ceil, repeat, csv, info, versions);
 
   std::printf("%-4s %-8s %-16s %-5s", "wl", "layer", "pass", "prec");
   for (ConvAlgo a : algos) std::printf(" %18s", conv_algo_name(a));

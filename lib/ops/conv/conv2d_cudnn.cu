@@ -2,7 +2,8 @@
 // opens at run time. Descriptors are made per call (host work only: a replayed CUDA graph skips
 // it); the algorithm of each pass is the fastest by cuDNN's own timing (cudnnFind..., as
 // PyTorch's cudnn.benchmark; its heuristic first choice measured up to 2.2x slower, W4 conv2's
-// weight gradient 8.5 ms against 3.8) that is deterministic, strict fp32 unless TF32 is on
+// weight gradient 8.5 ms against 3.8) that is deterministic, strict fp32 (summation only: no
+// FFT or Winograd, see sums_directly) unless TF32 is on
 // (CUDNN_FMA_MATH, else its default math, which allows TF32), and needs at most kMaxWorkspace.
 // It is found once per shape and context, at the call that sizes the workspace (before a
 // capture), so the workspace and the algorithm agree with the call that runs. The fused bias and
@@ -74,6 +75,26 @@ struct Descs {
 // cuDNN's first acceptable choice for a pass, and its workspace bytes; the descriptor's math
 // type is set to the choice's.
 using Pick = CudnnContext::Pick;
+// Whether an algorithm sums the products as a convolution does (GEMM-like). FFT and Winograd
+// transform the operands first; their fp32 rounding error is larger (seen on the H100: W3's
+// conv2 weight gradient 4e-4 off relative, where summation is within 2e-5), so strict fp32
+// leaves them out; TF32's own rounding (2^-11) is larger than theirs, so TF32 keeps them.
+bool sums_directly(cudnnConvolutionFwdAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD && a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool sums_directly(cudnnConvolutionBwdDataAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT &&
+         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 template <class Perf, class Query>
 Pick pick_from(const Descs& d, bool tf32, Query query, const char* what) {
   Perf perf[16];
@@ -82,7 +103,7 @@ Pick pick_from(const Descs& d, bool tf32, Query query, const char* what) {
   for (int i = 0; i < count; ++i) {
     const Perf& p = perf[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC ||
-        p.memory > kMaxWorkspace || (!tf32 && p.mathType != CUDNN_FMA_MATH))
+        p.memory > kMaxWorkspace || (!tf32 && (p.mathType != CUDNN_FMA_MATH || !sums_directly(p.algo))))
       continue;
     d.a.check(d.a.set_math(d.conv, p.mathType), "cudnnSetConvolutionMathType");
     return Pick{static_cast<int>(p.algo), static_cast<int>(p.mathType), p.memory};

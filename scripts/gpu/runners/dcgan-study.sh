@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# gpu_dcgan_study.sh: W5 at the study's scale on a lent GPU host, in one visit, after
-#   MPI=1 DATA= BINS="dcgan gan_score mnist pdnn_tests" scripts/gpu_prepare.sh
-# here. There, from the same checkout path: scripts/gpu_dcgan_study.sh   (OUT=... for the folder)
+# dcgan-study: W5 at the study's scale on a lent GPU host, in one visit.
+# Prepare: MPI=1 DATA= BINS="dcgan gan_score mnist pdnn_tests" scripts/gpu/prepare.sh
+# There: scripts/gpu/visit.sh dcgan-study   (results in $RESULTS, results/gpu-run/dcgan-study)
 #   1. the GPU tests of the DCGAN and of its data-parallel noise (CPU parity, graph == eager);
 #   2. the study's run and its PyTorch twin (same weights, data order, noise): 300 epochs of
 #      batch 64 on the shipped Caltech photos each, the progression PNG of both (epochs 1, 10,
@@ -9,17 +9,16 @@
 #      each on an H100, the PyCUDA study's 9.11 s per epoch would be 46 minutes);
 #   3. with 2 GPUs and the bundle's mpirun: 2 ranks of --distributed (NCCL), DIST_EPOCHS epochs,
 #      against one GPU's epoch times.
-# Environment: OUT (results/dcgan/gpu-study), BIN (/tmp/pdnn-gpu-bin), EPOCHS (300),
-# DIST_EPOCHS (10), PYTHON (python3).
+# Knobs: EPOCHS (300), DIST_EPOCHS (10); BIN, PYTHON as scripts/gpu/host.sh sets them.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-results/dcgan/gpu-study}
-BIN=${BIN:-/tmp/pdnn-gpu-bin}
+source "$(dirname "$0")/../host.sh"
+OUT=$RESULTS
 EPOCHS=${EPOCHS:-300}
 DIST_EPOCHS=${DIST_EPOCHS:-10}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
-[ -x "$BIN/dcgan" ] || scripts/gpu_wrap.sh "$BIN"
+need_bin dcgan pdnn_tests || exit 1
+link_datasets
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 t_start=$(date +%s)
 stage() { echo "== $* ($(( $(date +%s) - t_start )) s)"; }

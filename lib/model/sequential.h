@@ -49,6 +49,10 @@ class Sequential {
   // memory less each way, the same numbers. The skipped layer stays in the model (summary, parameter names). Turn it off
   // before the first forward to run every layer on its own.
   void set_fusion(bool on);
+  // Fuses now rather than at the first forward (a memory plan describes the fused model).
+  void prepare_fusion() {
+    if (!fusion_checked_) fuse_activations();
+  }
   // Whether layer i was taken over by the layer before it.
   bool absorbed(size_t i) const { return absorbed_.at(i); }
 

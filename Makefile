@@ -41,6 +41,7 @@ help:
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
+	@echo "make bench-memory   W4 at 224..1120 px on a GPU, uncapped and --gpu-memory-limit, vs PyTorch offload/checkpoint -> results/scale/memory.csv"
 	@echo "make bench-conv     3x3 convolutions of W2-W4 per pass: im2col vs Winograd vs direct -> results/bench/conv.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
 	@echo "make caltech101     W4 (9-layer CNN, 224x224) on the six Caltech101 classes, 30 epochs -> results/caltech101/ (long on a CPU)"
@@ -137,6 +138,17 @@ bench-mnist: build
 bench-gpu: build
 	datasets/get_mnist.sh
 	BIN=$(BIN) scripts/bench_gpu.sh
+
+# Issue 18: W4 at growing input sides on one GPU, pdnn uncapped and under --gpu-memory-limit
+# caps beside PyTorch plain, save_on_cpu and checkpoint: peak memory and ms per step,
+# results/scale/memory.csv (scripts/bench_memory.sh; keep each call under 10 minutes on a lent
+# GPU: one or two sides at a time), then its plot (scripts/plot_memory.py).
+SIDES ?= 224 448 672 896 1120
+CAPS ?= 20G
+.PHONY: bench-memory
+bench-memory: build
+	BIN=$(BIN) SIDES="$(SIDES)" CAPS="$(CAPS)" scripts/bench_memory.sh
+	$(PYTHON) scripts/plot_memory.py results/scale/memory.csv || echo "bench-memory: no plot (matplotlib?)"
 
 # pdnn vs PyTorch accuracy, 3 seeds per workload (scripts/accuracy_mnist.sh; long: W3 on
 # Fashion-MNIST is ~17 minutes per seed on 2 cores): results/mnist/accuracy/ and its summary.

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
@@ -405,35 +406,38 @@ void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
             format_bytes(p.fixed_bytes).c_str(), flag);
 }
 
-int64_t parse_memory_size(const std::string& text, const char* flag) {
+std::string memory_size_problem(const std::string& text, int64_t* bytes) {
   const char* s = text.c_str();
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s, &end);
-  PDNN_CHECK(end != s && !text.empty() && std::isdigit(static_cast<unsigned char>(text[0])),
-             "%s '%s': not a size (a number with K, M, G or T, e.g. 20G)", flag, text.c_str());
-  std::string unit(end);
+  if (text.empty() || end == s || !std::isdigit(static_cast<unsigned char>(text[0])))
+    return "'" + text + "' is not a size (a number with K, M, G or T, e.g. 20G)";
+  const std::string unit(end);
   double mult = 1;
   if (!unit.empty()) {
-    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
     const std::string rest = unit.substr(1);
-    PDNN_CHECK(rest.empty() || rest == "iB" || rest == "IB" || rest == "ib",
-               "%s '%s': unknown unit '%s' (K, M, G or T, powers of 1024, optionally KiB...; "
-               "not KB/GB, which would be ambiguous)",
-               flag, text.c_str(), unit.c_str());
-    switch (u) {
-      case 'K': mult = 1024.0; break;
-      case 'M': mult = 1024.0 * 1024; break;
-      case 'G': mult = 1024.0 * 1024 * 1024; break;
-      case 'T': mult = 1024.0 * 1024 * 1024 * 1024; break;
-      default:
-        PDNN_FAIL("%s '%s': unknown unit '%s' (K, M, G or T)", flag, text.c_str(), unit.c_str());
-    }
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
+    const char* units = "KMGT";
+    const char* at = std::strchr(units, u);
+    if (at == nullptr || u == '\0' || !(rest.empty() || rest == "iB" || rest == "ib" || rest == "IB"))
+      return "'" + text + "': unknown unit '" + unit +
+             "' (K, M, G or T, powers of 1024, optionally as KiB..TiB; not KB/GB, which would "
+             "be ambiguous)";
+    for (const char* c = units; c <= at; ++c) mult *= 1024.0;
   }
-  const double bytes = v * mult;
-  PDNN_CHECK(std::isfinite(bytes) && errno != ERANGE && bytes >= 1 && bytes < 9.2e18,
-             "%s '%s': must be a positive size below 8 EiB", flag, text.c_str());
-  return static_cast<int64_t>(std::llround(bytes));
+  const double b = v * mult;
+  if (!std::isfinite(b) || errno == ERANGE || b < 1 || b >= 9.2e18)
+    return "'" + text + "' must be a positive size below 8 EiB";
+  if (bytes) *bytes = static_cast<int64_t>(std::llround(b));
+  return "";
+}
+
+int64_t parse_memory_size(const std::string& text, const char* flag) {
+  int64_t bytes = 0;
+  const std::string problem = memory_size_problem(text, &bytes);
+  if (!problem.empty()) PDNN_FAIL("%s %s", flag, problem.c_str());
+  return bytes;
 }
 
 std::string format_bytes(int64_t b) {

@@ -117,6 +117,8 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
 // "20G", "1.5GiB", "512M", "4096": bytes (K, M, G, T are powers of 1024, "iB" optional; a plain
 // number is bytes). Throws pdnn::Error naming `flag` and the problem.
 int64_t parse_memory_size(const std::string& text, const char* flag);
+// The same without throwing: "" and *bytes set, or what is wrong with text (for CLI checks).
+std::string memory_size_problem(const std::string& text, int64_t* bytes);
 // 1536 -> "1.5 KiB"; GiB for anything from 1 GiB on.
 std::string format_bytes(int64_t bytes);
 // The name of a position: "fwd 3" / "bwd 3" with the model's layer index.

@@ -1,0 +1,91 @@
+// plan_step_memory (step_memory.h).
+#include "train/step_memory.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "core/cuda_state.h"
+#include "core/error.h"
+
+namespace pdnn {
+
+namespace {
+
+// Nominal rates the layer times are estimated at, until they are measured: fp32 convolutions
+// on an H100-class GPU reach about this (half its FMA peak); a CPU core a few tens of GFLOP/s.
+constexpr double kGpuGflops = 25000.0, kCpuGflopsPerThread = 40.0;
+// Bytes per second the optimizer's update streams (parameters, gradients, state) at.
+constexpr double kGpuUpdateGbS = 1500.0, kCpuUpdateGbS = 10.0;
+// Bandwidth assumed where none can be measured (the CPU: a plan of what a GPU would do).
+constexpr double kAssumedCopyGbS = 20.0;
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+CopyBandwidth measure_copy_bandwidth(Context& ctx, size_t bytes) {
+  CopyBandwidth bw;
+  if (!ctx.has_cuda()) return bw;
+  const Shape s{static_cast<int64_t>(bytes / sizeof(float))};
+  Tensor host(s, DType::F32, ctx.staging_allocator());
+  Tensor dev = Tensor::empty(s, DType::F32, Device::CUDA, ctx);
+  std::fill(host.data(), host.data() + host.numel(), 0.f);
+  double best_h2d = 1e30, best_d2h = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {  // the first pair warms the path up; the best counts
+    ctx.synchronize();
+    auto t0 = std::chrono::steady_clock::now();
+    copy_into(dev, host, ctx);
+    ctx.synchronize();
+    auto t1 = std::chrono::steady_clock::now();
+    copy_into(host, dev, ctx);  // waits: it lands on the host
+    auto t2 = std::chrono::steady_clock::now();
+    best_h2d = std::min(best_h2d, ms_between(t0, t1));
+    best_d2h = std::min(best_d2h, ms_between(t1, t2));
+  }
+  bw.h2d_gb_s = static_cast<double>(bytes) / (best_h2d * 1e6);
+  bw.d2h_gb_s = static_cast<double>(bytes) / (best_d2h * 1e6);
+  return bw;
+}
+
+bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
+                      const RunConfig& cfg) {
+  if (!cfg.memory_plan && cfg.gpu_memory_limit <= 0) return false;
+  const bool gpu = ctx.has_cuda();
+  const double rate = gpu ? kGpuGflops : kCpuGflopsPerThread * ctx.threads();
+  StepMem m = describe_step(model, batch, &opt, rate);
+  int64_t state = 0;
+  for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
+  m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
+  PlanOptions o;
+  o.limit_bytes = cfg.gpu_memory_limit;
+  const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
+  o.h2d_gb_s = gpu ? bw.h2d_gb_s : kAssumedCopyGbS;
+  o.d2h_gb_s = gpu ? bw.d2h_gb_s : kAssumedCopyGbS;
+  const MemoryPlan p = plan_memory(m, o);
+  if (cfg.memory_plan) {
+    std::printf("memory plan of a training step, input %s, on %s (layer times estimated from "
+                "FLOPs at %.0f GFLOP/s; copy bandwidth %s):\n%s",
+                batch.str().c_str(), gpu ? "the GPU" : "a GPU (planned on the CPU)", rate,
+                gpu ? "measured" : "assumed", format_plan(m, p, o).c_str());
+    std::fflush(stdout);
+  }
+  if (cfg.gpu_memory_limit <= 0) return true;
+  require_fits(p, o, "--gpu-memory-limit");
+  // The executor keeps every buffer all step; anything less is the plan's alone for now.
+  int moved = 0;
+  for (const SavedPlan& s : p.saved) moved += s.where != Placement::Keep;
+  PDNN_CHECK(p.keep_all_bytes <= cfg.gpu_memory_limit,
+             "--gpu-memory-limit %s: the plan fits (peak %s, %d layer(s) offloaded or "
+             "recomputed), but pdnn does not carry such plans out yet: the step as run keeps "
+             "every buffer for the whole step, %s (issue 18: the offload/recompute executor "
+             "is not built); raise the limit to %s, or lower --batch or --size",
+             format_bytes(cfg.gpu_memory_limit).c_str(), format_bytes(p.peak_bytes).c_str(),
+             moved, format_bytes(p.keep_all_bytes).c_str(), format_bytes(p.keep_all_bytes).c_str());
+  if (gpu) ctx.allocator(Device::CUDA)->set_limit(static_cast<size_t>(cfg.gpu_memory_limit));
+  return true;
+}
+
+}  // namespace pdnn

@@ -1,0 +1,36 @@
+// The memory plan of a classifier's training step on the run's device, made before the first
+// step from the run's flags: --memory-plan prints it (model/memory_plan.h), --gpu-memory-limit
+// must be met, or the run stops here, before any training, naming the smallest limit that
+// would do. On the GPU the caching allocator is then capped at the limit, so a step that needs
+// more than planned fails as out of memory rather than quietly taking more.
+//
+// Layer times are estimated from FLOPs (a nominal rate: the plan says so); the host-device
+// bandwidth is measured on the GPU (one 256 MiB pinned copy each way).
+//
+// What runs today: the step as Sequential executes it keeps every activation buffer for the
+// whole step (MemoryPlan::keep_all_bytes). A limit that needs less (buffers freed at their last
+// use, offloading, recomputation: issue 18's executor, not built yet) stops the run with a
+// message saying so rather than pretending.
+#pragma once
+#include "core/context.h"
+#include "core/shape.h"
+#include "model/memory_plan.h"
+#include "model/sequential.h"
+#include "optim/optimizer.h"
+#include "run/run_config.h"
+
+namespace pdnn {
+
+// Does nothing (returns false) unless cfg asks for a plan or a limit. batch: the training
+// batch's input shape (N, ...).
+bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
+                      const RunConfig& cfg);
+
+// Host-device bandwidth of pinned copies on ctx's GPU, GB/s (1e9 bytes/s) each way; 0 on the
+// CPU.
+struct CopyBandwidth {
+  double h2d_gb_s = 0, d2h_gb_s = 0;
+};
+CopyBandwidth measure_copy_bandwidth(Context& ctx, size_t bytes = size_t{256} << 20);
+
+}  // namespace pdnn

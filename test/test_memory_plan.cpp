@@ -4,10 +4,15 @@
 // of a real Sequential (W4 at a small size).
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "core/context.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "model/memory_plan.h"
 #include "model/sequential.h"
 #include "optim/make_optimizer.h"
+#include "train/classifier_trainer.h"
 #include "workloads/classifier/caltech_models.h"
 
 namespace pdnn {
@@ -299,6 +304,69 @@ TEST(MemoryPlan, DescribesW4FromTheModel) {
     EXPECT_LE(q.peak_bytes, half.limit_bytes);
   else
     EXPECT_GT(q.min_limit_bytes, half.limit_bytes);
+}
+
+}  // namespace
+}  // namespace pdnn
+
+namespace pdnn {
+namespace {
+
+// Trains W4 at 32x32 (batch 4, dropout on) for three steps, with `where` as the model's
+// placements (empty: none); returns the parameters, flat.
+std::vector<float> train_w4_small(const std::vector<Placement>& where, Sequential* keep = nullptr) {
+  Context ctx(1, 7);
+  Sequential model = make_caltech_model(32, 6);
+  model.reset_parameters(ctx.rng());
+  if (!where.empty()) model.set_placements(where);
+  auto opt = make_optimizer("adagrad", model.parameters(), 0.01f);
+  ClassifierTrainer trainer(model, *opt);
+  Rng data(99);
+  Tensor x(Shape{4, 3, 32, 32}), y(Shape{4}, DType::I32);
+  for (int step = 0; step < 3; ++step) {
+    for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(Rng::to_unit(data.next()) - 0.5);
+    for (int64_t i = 0; i < 4; ++i) y.data<int32_t>()[i] = static_cast<int32_t>((step + i) % 6);
+    trainer.step(ctx, x, y);
+  }
+  std::vector<float> w;
+  for (const Param& p : model.params())
+    w.insert(w.end(), p.value->data(), p.value->data() + p.value->numel());
+  if (keep) *keep = std::move(model);
+  return w;
+}
+
+TEST(MemoryPlanExecution, OffloadAndRecomputeGiveBitIdenticalWeights) {
+  const std::vector<float> plain = train_w4_small({});
+  // Layers: 0 conv, 2 conv, 4 pool, 5 conv, 7 conv, 9 pool, 10 conv, 12 conv, 14 pool,
+  // 15 flatten, 16 dense, 18 dropout, 19 dense, 21 dropout, 22 dense (the others fused).
+  std::vector<Placement> where(23, Placement::Keep);
+  where[0] = Placement::Offload;
+  where[4] = Placement::Recompute;
+  where[5] = Placement::Offload;
+  where[9] = Placement::Recompute;
+  where[10] = Placement::Offload;
+  where[15] = Placement::Recompute;
+  where[18] = Placement::Recompute;  // the dropout mask drawn again at the same RNG position
+  where[21] = Placement::Offload;
+  Sequential model;
+  const std::vector<float> planned = train_w4_small(where, &model);
+  ASSERT_EQ(planned.size(), plain.size());
+  EXPECT_EQ(0, std::memcmp(planned.data(), plain.data(), plain.size() * sizeof(float)))
+      << "a planned step must compute the same numbers";
+  // The plan freed the outputs after their last use.
+  EXPECT_TRUE(model.activation(0).empty());
+  EXPECT_TRUE(model.activation(4).empty());
+  EXPECT_FALSE(model.activation(22).empty());  // the logits stay
+  // Every layer recomputed (chains: the flatten's input pool kept) also matches.
+  std::vector<Placement> all(23, Placement::Keep);
+  for (int i : {4, 9, 14, 18, 21}) all[static_cast<size_t>(i)] = Placement::Recompute;
+  const std::vector<float> rec = train_w4_small(all);
+  EXPECT_EQ(0, std::memcmp(rec.data(), plain.data(), plain.size() * sizeof(float)));
+  // The logits cannot leave.
+  std::vector<Placement> bad(23, Placement::Keep);
+  bad[22] = Placement::Offload;
+  Sequential m = make_caltech_model(32, 6);
+  EXPECT_THROW(m.set_placements(bad), Error);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/cuda_state.h"
 #include "core/error.h"
 #include "ops/basic.h"
 #include "core/profile_hook.h"
@@ -82,6 +83,7 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   ProfileHook* prof = ctx.profile_hook();
   overwritten_ = awaiting_backward_ ? overwritten_ + 1 : 0;
   awaiting_backward_ = training_;
+  planned_step_ = has_placements() && training_;
   x_in_ = x;
   const Tensor* in = &x_in_;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -93,6 +95,11 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
     }
     const Shape out = l.output_shape(in->shape());
     acts_[i].resize(out, DType::F32, x.device(), ctx);
+    if (planned_step_) {
+      shapes_[i] = out;
+      rng_at_[i] = ctx.rng().counter();
+      present_[i] = 1;
+    }
     if (prof) {
       prof->begin_pass(ctx);
       l.forward(ctx, *in, acts_[i]);
@@ -101,6 +108,11 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
       l.forward(ctx, *in, acts_[i]);
     }
     in = &acts_[i];
+    if (planned_step_) {  // the layer before has had its last forward use
+      const int j = executed_before(i);
+      if (j >= 0 && where_[static_cast<size_t>(j)] != Placement::Keep)
+        drop_output(ctx, static_cast<size_t>(j), where_[static_cast<size_t>(j)] == Placement::Offload);
+    }
   }
   have_forward_ = true;
   return acts_.back();
@@ -127,6 +139,10 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
       continue;
     }
     Layer& l = *layers_[i];
+    if (planned_step_) {  // what this backward reads: its output and its input
+      restore_output(ctx, i);
+      if (const int j = executed_before(i); j >= 0) restore_output(ctx, static_cast<size_t>(j));
+    }
     const Tensor& in = i == 0 ? x_in_ : acts_[i - 1];
     Tensor* dx = nullptr;
     if (i > 0 || want_input_grad) {
@@ -146,7 +162,89 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     l.set_param_grads(true);
     if (hook_) hook_(ctx, i);
     g = dx;
+    // Its last use; the logits stay (the trainer reads them after backward).
+    bool last = true;
+    for (size_t f = i + 1; f < layers_.size(); ++f) last = last && absorbed_[f];
+    if (planned_step_ && !last) drop_output(ctx, i, false);
   }
+  if (planned_step_) grads_[0] = grads_[1] = Tensor();  // back to the allocator until next time
+}
+
+int Sequential::executed_before(size_t i) const {
+  for (size_t k = i; k-- > 0;)
+    if (!absorbed_[k]) return static_cast<int>(k);
+  return -1;
+}
+
+void Sequential::set_placements(std::vector<Placement> where) {
+  PDNN_CHECK(where.empty() || where.size() == layers_.size(),
+             "sequential: %zu placements for %zu layers", where.size(), layers_.size());
+  prepare_fusion();
+  if (!where.empty()) {
+    size_t last = layers_.size() - 1;
+    while (last > 0 && absorbed_[last]) --last;
+    for (size_t i = last; i < where.size(); ++i)
+      PDNN_CHECK(where[i] == Placement::Keep,
+                 "sequential: the last layer's output (the logits) stays on the device, not '%s'",
+                 placement_name(where[i]));
+  }
+  where_ = std::move(where);
+  host_.assign(where_.size(), Tensor());
+  shapes_.assign(where_.size(), Shape());
+  rng_at_.assign(where_.size(), 0);
+  present_.assign(where_.size(), 1);
+}
+
+void Sequential::drop_output(Context& ctx, size_t i, bool to_host) {
+  Tensor& a = acts_[i];
+  if (to_host && !a.empty()) {
+    Tensor& h = host_[i];
+    if (h.empty() || !(h.shape() == a.shape()))
+      h = Tensor(a.shape(), DType::F32,
+                 a.device() == Device::CPU ? host_allocator() : ctx.staging_allocator());
+    if (a.device() == Device::CPU) {
+      copy_into(h, a, ctx);
+    } else {
+      // On the stream, not waited for: the device block goes back to the caching allocator,
+      // which hands it only to work queued after this copy.
+      cuda_copy(h.raw_data(), Device::CPU, a.raw_data(), a.device(), a.nbytes(), ctx.cuda().stream(),
+                false);
+      ctx.count_transfer(Device::CPU, a.device(), a.nbytes());
+    }
+  }
+  a = Tensor();
+  for (size_t f = i + 1; f < layers_.size() && absorbed_[f]; ++f) acts_[f] = Tensor();
+  present_[i] = 0;
+}
+
+void Sequential::restore_output(Context& ctx, size_t i) {
+  if (present_[i]) return;
+  const Device dev = x_in_.device();
+  PDNN_CHECK(where_[i] != Placement::Keep,
+             "sequential: layer %zu's output was freed before its backward (memory plan)", i);
+  if (where_[i] == Placement::Recompute) {
+    // Its input first (itself offloaded or recomputed, perhaps), then its forward again at the
+    // RNG position of the first time; the position is put back after.
+    if (const int j = executed_before(i); j >= 0) restore_output(ctx, static_cast<size_t>(j));
+    const Tensor& in = i == 0 ? x_in_ : acts_[i - 1];
+    acts_[i].resize(shapes_[i], DType::F32, dev, ctx);
+    const uint64_t now = ctx.rng().counter();
+    ctx.rng().set_counter(rng_at_[i]);
+    layers_[i]->forward(ctx, in, acts_[i]);
+    ctx.rng().set_counter(now);
+  } else {
+    const Tensor& h = host_[i];
+    acts_[i].resize(shapes_[i], DType::F32, dev, ctx);
+    if (dev == Device::CPU) {
+      copy_into(acts_[i], h, ctx);
+    } else {
+      cuda_copy(acts_[i].raw_data(), dev, h.raw_data(), Device::CPU, h.nbytes(), ctx.cuda().stream(),
+                false);
+      ctx.count_transfer(dev, Device::CPU, h.nbytes());
+    }
+  }
+  for (size_t f = i + 1; f < layers_.size() && absorbed_[f]; ++f) acts_[f] = acts_[i];
+  present_[i] = 1;
 }
 
 std::vector<Param> Sequential::params() { return parameters().params(); }

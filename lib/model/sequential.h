@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "layers/layer.h"
+#include "model/memory_plan.h"
 
 namespace pdnn {
 
@@ -84,7 +85,18 @@ class Sequential {
   // layer, last to first: data-parallel training starts all-reducing a bucket of gradients
   // there (lib/dist/grad_sync.h). nullptr removes it.
   void set_backward_hook(std::function<void(Context&, size_t)> hook) { hook_ = std::move(hook); }
-  // Output of layer i in the last forward (for tests and debugging).
+  // A memory plan's placements (model/memory_plan.h), one per layer (absorbed layers' ignored;
+  // empty: none, every buffer kept for the whole step, as without a plan). With a plan a
+  // training step frees each output after its last use in backward and the gradient buffers
+  // after backward; an Offload layer's output goes to host memory after the next layer's
+  // forward and comes back before the backward that needs it; a Recompute layer's output is
+  // dropped then and made again by running its forward once more, at the RNG position of the
+  // first time (the same dropout mask), so the step computes the same numbers. Evaluation
+  // forwards keep everything. Buffers then change hands inside the step: it runs eagerly (no
+  // CUDA graph), with the copies on the compute stream (not overlapped yet).
+  void set_placements(std::vector<Placement> where);
+  bool has_placements() const { return !where_.empty(); }
+  // Output of layer i in the last forward (for tests and debugging; empty once a plan freed it).
   const Tensor& activation(size_t i) const { return acts_.at(i); }
 
   // Parameters in layer order, named "<layer index>.<name>", e.g. "0.weight".
@@ -107,6 +119,11 @@ class Sequential {
  private:
   std::string label(size_t i) const;
   void fuse_activations();
+  // The memory plan's steps (set_placements): drop layer i's output (to host first when
+  // offloaded), have it on the device again, the executed layer before i (-1: none).
+  void drop_output(Context& ctx, size_t i, bool to_host);
+  void restore_output(Context& ctx, size_t i);
+  int executed_before(size_t i) const;
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<ParamSet> params_ = std::make_unique<ParamSet>();  // stable across moves
@@ -121,9 +138,15 @@ class Sequential {
   bool have_forward_ = false;
   bool training_ = true;            // the mode train() set last
   bool awaiting_backward_ = false;  // the last forward ran in training mode, no backward yet
+  bool planned_step_ = false;       // the last forward ran under set_placements' plan
   int overwritten_ = 0;             // training-mode forwards whose activations the last
                                     // forward replaced before their backward
   std::function<void(Context&, size_t)> hook_;
+  std::vector<Placement> where_;   // per layer, from set_placements (empty: no plan)
+  std::vector<Tensor> host_;       // offloaded outputs (pinned on a GPU), kept across steps
+  std::vector<Shape> shapes_;      // each output's shape in the last training forward
+  std::vector<uint64_t> rng_at_;   // the RNG position each layer's forward started at
+  std::vector<char> present_;      // whether the output is on the device now
 };
 
 }  // namespace pdnn

@@ -74,16 +74,23 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
   }
   if (cfg.gpu_memory_limit <= 0) return true;
   require_fits(p, o, "--gpu-memory-limit");
-  // The executor keeps every buffer all step; anything less is the plan's alone for now.
-  int moved = 0;
-  for (const SavedPlan& s : p.saved) moved += s.where != Placement::Keep;
-  PDNN_CHECK(p.keep_all_bytes <= cfg.gpu_memory_limit,
-             "--gpu-memory-limit %s: the plan fits (peak %s, %d layer(s) offloaded or "
-             "recomputed), but pdnn does not carry such plans out yet: the step as run keeps "
-             "every buffer for the whole step, %s (issue 18: the offload/recompute executor "
-             "is not built); raise the limit to %s, or lower --batch or --size",
-             format_bytes(cfg.gpu_memory_limit).c_str(), format_bytes(p.peak_bytes).c_str(),
-             moved, format_bytes(p.keep_all_bytes).c_str(), format_bytes(p.keep_all_bytes).c_str());
+  // Where the whole step fits as it runs without a plan, it runs so (one CUDA graph);
+  // otherwise the model carries the plan out (eagerly, for now: Sequential::set_placements).
+  if (p.keep_all_bytes > cfg.gpu_memory_limit) {
+    std::vector<Placement> where(model.size(), Placement::Keep);
+    int offloaded = 0, recomputed = 0;
+    for (const SavedPlan& s : p.saved) {
+      where[static_cast<size_t>(s.layer)] = s.where;
+      offloaded += s.where == Placement::Offload;
+      recomputed += s.where == Placement::Recompute;
+    }
+    model.set_placements(std::move(where));
+    std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed, every buffer freed "
+                "after its last use; predicted peak %s, step %.1f ms; the step runs eagerly "
+                "(no CUDA graph) with its copies on the compute stream\n",
+                offloaded, recomputed, format_bytes(p.peak_bytes).c_str(), p.step_ms);
+    std::fflush(stdout);
+  }
   if (gpu) ctx.allocator(Device::CUDA)->set_limit(static_cast<size_t>(cfg.gpu_memory_limit));
   return true;
 }

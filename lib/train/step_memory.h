@@ -7,10 +7,11 @@
 // Layer times are estimated from FLOPs (a nominal rate: the plan says so); the host-device
 // bandwidth is measured on the GPU (one 256 MiB pinned copy each way).
 //
-// What runs today: the step as Sequential executes it keeps every activation buffer for the
-// whole step (MemoryPlan::keep_all_bytes). A limit that needs less (buffers freed at their last
-// use, offloading, recomputation: issue 18's executor, not built yet) stops the run with a
-// message saying so rather than pretending.
+// Without a limit, or where the step fits the limit as Sequential runs it without a plan
+// (every buffer for the whole step: MemoryPlan::keep_all_bytes), nothing changes. Otherwise the
+// model carries the plan out (Sequential::set_placements): buffers freed after their last use,
+// outputs offloaded or recomputed; eagerly for now (the copies on the compute stream, no CUDA
+// graph), so the step computes the same numbers but does not yet overlap copies with compute.
 #pragma once
 #include "core/context.h"
 #include "core/shape.h"

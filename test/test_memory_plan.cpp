@@ -357,6 +357,18 @@ TEST(MemoryPlanExecution, OffloadAndRecomputeGiveBitIdenticalWeights) {
   EXPECT_TRUE(model.activation(0).empty());
   EXPECT_TRUE(model.activation(4).empty());
   EXPECT_FALSE(model.activation(22).empty());  // the logits stay
+  // Evaluation under the plan frees as it goes and gives the same logits.
+  Sequential unplanned;
+  train_w4_small({}, &unplanned);
+  Context ctx(1, 3);
+  Tensor x(Shape{4, 3, 32, 32});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(i % 7) * 0.1f;
+  model.train(false);
+  unplanned.train(false);
+  const Tensor a = model.forward(ctx, x).clone(ctx);
+  const Tensor b = unplanned.forward(ctx, x).clone(ctx);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.nbytes()));
+  EXPECT_TRUE(model.activation(2).empty());
   // Every layer recomputed (chains: the flatten's input pool kept) also matches.
   std::vector<Placement> all(23, Placement::Keep);
   for (int i : {4, 9, 14, 18, 21}) all[static_cast<size_t>(i)] = Placement::Recompute;

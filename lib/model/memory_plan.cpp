@@ -376,12 +376,13 @@ MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o) {
       e = excess(s, fixed, o.limit_bytes);
     }
     // Greedy can miss what releasing everything reaches (a peak that only falls when two
-    // layers leave together): then start from that.
+    // layers leave together): then start from that; when nothing fits, report the lowest peak.
     for (bool rec : {true, false}) {
       if (e == 0) break;
       const Choice all = release_all(w, o, rec);
       const Sim as = simulate(w, all, o);
-      if (excess(as, fixed, o.limit_bytes) == 0) c = all, s = as, e = 0;
+      const int64_t ae = excess(as, fixed, o.limit_bytes);
+      if (ae == 0 || as.peak_live < s.peak_live) c = all, s = as, e = ae;
     }
     // Undo choices the final plan does without (a later choice may have made one needless).
     if (e == 0)

@@ -108,10 +108,12 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
       l.forward(ctx, *in, acts_[i]);
     }
     in = &acts_[i];
-    if (planned_step_) {  // the layer before has had its last forward use
+    if (has_placements()) {  // the layer before has had its last forward use
       const int j = executed_before(i);
-      if (j >= 0 && where_[static_cast<size_t>(j)] != Placement::Keep)
-        drop_output(ctx, static_cast<size_t>(j), where_[static_cast<size_t>(j)] == Placement::Offload);
+      const Placement p = j >= 0 ? where_[static_cast<size_t>(j)] : Placement::Keep;
+      // Evaluation: nothing is read again; training: as planned.
+      if (j >= 0 && (!training_ || p != Placement::Keep))
+        drop_output(ctx, static_cast<size_t>(j), training_ && p == Placement::Offload);
     }
   }
   have_forward_ = true;

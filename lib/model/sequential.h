@@ -91,9 +91,10 @@ class Sequential {
   // after backward; an Offload layer's output goes to host memory after the next layer's
   // forward and comes back before the backward that needs it; a Recompute layer's output is
   // dropped then and made again by running its forward once more, at the RNG position of the
-  // first time (the same dropout mask), so the step computes the same numbers. Evaluation
-  // forwards keep everything. Buffers then change hands inside the step: it runs eagerly (no
-  // CUDA graph), with the copies on the compute stream (not overlapped yet).
+  // first time (the same dropout mask), so the step computes the same numbers. An evaluation
+  // forward frees each output once the next layer has read it. Buffers then change hands inside
+  // the step: it runs eagerly (no CUDA graph), with the copies on the compute stream (not
+  // overlapped yet).
   void set_placements(std::vector<Placement> where);
   bool has_placements() const { return !where_.empty(); }
   // Output of layer i in the last forward (for tests and debugging; empty once a plan freed it).

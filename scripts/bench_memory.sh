@@ -6,8 +6,9 @@
 # sides: plain, save_on_cpu(pin_memory=True) and checkpoint (scripts/torch_memory_bench.py).
 # Every pdnn run prints its --memory-plan; logs go beside the CSV (memory_logs/).
 # A cap the step cannot fit under stops that run before training with the smallest limit that
-# would do: its row says "no-fit <limit>"; a cap that needs offload/recompute, which pdnn does not
-# carry out yet, says "not-executed" (see the log for the plan). Out of memory: "oom".
+# would do: its row says "no-fit <limit>". A cap the step fits under as run without a plan
+# changes nothing (status "ok graph"); a smaller one has the model carry the plan out, eagerly
+# for now ("ok eager"). Out of memory (the allocator is capped at the limit): "oom".
 # Rows: OUT (results/scale/memory.csv), columns as torch_memory_bench.py's.
 # Environment: BIN (build/bin), PYTHON (python3, the one with torch), SIDES ("224 448 672 896
 # 1120"), CAPS ("20G"), STEPS (20: two blocks of 10), TORCH_STEPS (5), CALTECH_DATA
@@ -55,15 +56,13 @@ for side in $SIDES; do
     resv=$(sed -nE 's/.*peak device memory ([0-9.]+) MB \(([0-9.]+) MB reserved\).*/\2/p' "$log")
     med="" lo="" hi="" n=0
     if [ $rc = 0 ] && [ -n "$line" ]; then
-      status=ok
+      status="ok $(echo "$line" | sed -nE 's/.*mode=([a-z]+).*/\1/p')"
       med=$(echo "$line" | sed -E 's/.*median=([0-9.]+).*/\1/')
       lo=$(echo "$line" | sed -E 's/.*min=([0-9.]+).*/\1/')
       hi=$(echo "$line" | sed -E 's/.*max=([0-9.]+).*/\1/')
       n=$(echo "$line" | sed -E 's/.*steps=([0-9]+).*/\1/')
     elif grep -q 'smallest limit it fits under is' "$log"; then
       status="no-fit $(sed -nE 's/.*smallest limit it fits under is ([0-9.]+ [KMGT]iB).*/\1/p' "$log" | tr -d ' ')"
-    elif grep -q 'does not carry such plans out yet' "$log"; then
-      status=not-executed
     elif grep -q 'out of GPU memory' "$log"; then
       status=oom
     else

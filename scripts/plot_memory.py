@@ -2,8 +2,8 @@
 """Step time against peak device memory, one panel per input side, from `make bench-memory`'s
 CSV (scripts/bench_memory.sh, scripts/torch_memory_bench.py): each point one framework and
 variant (pdnn uncapped and under each --gpu-memory-limit; PyTorch plain, save_on_cpu,
-checkpoint), its cap drawn as a dotted vertical line. Rows that did not run (oom, no-fit,
-not-executed) are listed under the panel instead. The latest row of each (framework, variant,
+checkpoint), its cap drawn as a dotted vertical line. Rows that did not run (oom, no-fit) are
+listed under the panel instead. The latest row of each (framework, variant,
 side, cap) counts.
 
   scripts/plot_memory.py [results/scale/memory.csv] [--out results/scale/memory.png]
@@ -62,7 +62,7 @@ def main():
             cap = num(r["gpu_memory_limit_gib"])
             label = "%s %s" % (r["framework"], r["variant"]) + (" %.0fG" % cap if cap else "")
             x, y = num(r["peak_gib"]), num(r["median_ms"])
-            if r["status"] != "ok" or x is None or y is None:
+            if not r["status"].startswith("ok") or x is None or y is None:
                 missing.append("%s: %s" % (label, r["status"]))
                 continue
             m, c = MARKERS.get((r["framework"], r["variant"]), ("x", "gray"))

@@ -48,19 +48,19 @@ StepMem four_layers() {
 
 TEST(MemoryPlan, LifetimeWalkMatchesHandCount) {
   const MemoryPlan p = plan_memory(four_layers(), PlanOptions{});
-  // Live per position: outputs from their forward to their last backward use, the argmax to
-  // its layer's backward, dL/d(output k) from the backward of k+1 to k's.
-  //   fwd0 100 | fwd1 +50 | fwd2 +50 | fwd3 +10 | bwd3 +dL/da2 50 = 260
-  //   bwd2: a0 100, a1 25 + argmax 25, a2 50, dL/da2 50, dL/da1 25 = 275 (a3 is gone)
-  //   bwd1: a0 100, argmax 25, dL/da1 25, dL/da0 100 = 250 | bwd0: a0 100, dL/da0 100 = 200
-  const std::vector<int64_t> want = {100, 150, 200, 210, 260, 275, 250, 200};
+  // Live per position: outputs from their forward to their last backward use, dL/d(output k)
+  // from the backward of k+1 to k's; the pool's argmax is the layer's own (fixed).
+  //   fwd0 100 | fwd1 +25 | fwd2 +50 | fwd3 +10 | bwd3 +dL/da2 50 = 235
+  //   bwd2: a0 100, a1 25, a2 50, dL/da2 50, dL/da1 25 = 250 (a3 is gone)
+  //   bwd1: a0 100, dL/da1 25, dL/da0 100 = 225 | bwd0: a0 100, dL/da0 100 = 200
+  const std::vector<int64_t> want = {100, 125, 175, 185, 235, 250, 225, 200};
   EXPECT_EQ(p.live_bytes, want);
-  EXPECT_EQ(p.fixed_bytes, 1000);
+  EXPECT_EQ(p.fixed_bytes, 1025);
   EXPECT_EQ(p.peak_bytes, 1275);
   EXPECT_EQ(position_name(four_layers(), p, p.peak_position), "bwd 2");
-  // Every buffer all step: 210 of outputs and argmax, gradient buffers of 100 and 25
-  // (ping-pong: dx of layer 3 (50) and 1 (100) in one, of layer 2 (25) in the other).
-  EXPECT_EQ(p.keep_all_bytes, 1000 + 210 + 100 + 25);
+  // Every buffer all step: 185 of outputs, gradient buffers of 100 and 25 (ping-pong: dx of
+  // layer 3 (50) and 1 (100) in one, of layer 2 (25) in the other).
+  EXPECT_EQ(p.keep_all_bytes, 1025 + 185 + 100 + 25);
   EXPECT_TRUE(p.fits);
   EXPECT_DOUBLE_EQ(p.step_ms, 12.0);
   EXPECT_DOUBLE_EQ(p.compute_ms, 12.0);
@@ -69,9 +69,9 @@ TEST(MemoryPlan, LifetimeWalkMatchesHandCount) {
   // What each keeps and which backward reads it.
   EXPECT_EQ(p.saved[0].saved_bytes, 100);
   EXPECT_EQ(p.saved[0].first_bwd_use, 7);
-  EXPECT_EQ(p.saved[1].saved_bytes, 50);
+  EXPECT_EQ(p.saved[1].saved_bytes, 25);
   EXPECT_EQ(p.saved[1].first_bwd_use, 5);
-  EXPECT_EQ(p.saved[1].last_bwd_use, 6);
+  EXPECT_EQ(p.saved[1].last_bwd_use, 5);
 }
 
 // A W4-like chain at MiB scale: two convolutions, a pool, two convolutions, a pool, two dense.
@@ -96,7 +96,7 @@ TEST(MemoryPlan, FitsUncappedKeepsEverything) {
   const MemoryPlan p = plan_memory(m, PlanOptions{});
   EXPECT_TRUE(p.fits);
   for (const SavedPlan& s : p.saved) EXPECT_EQ(s.where, Placement::Keep);
-  EXPECT_EQ(p.fixed_bytes, 300 * MiB + 40 * MiB + 256 * MiB);
+  EXPECT_EQ(p.fixed_bytes, 300 * MiB + 40 * MiB + 256 * MiB + 25 * MiB + 50 * MiB);
   EXPECT_DOUBLE_EQ(p.step_ms, p.compute_ms);
   EXPECT_LE(p.peak_bytes, p.keep_all_bytes);
   EXPECT_LE(p.min_limit_bytes, p.peak_bytes);
@@ -178,7 +178,7 @@ TEST(MemoryPlan, LimitBelowRecomputationOffloadsHiddenBehindCompute) {
 TEST(MemoryPlan, ImpossibleLimitNamesTheSmallestThatFits) {
   const StepMem m = w4_like();
   PlanOptions o;
-  o.limit_bytes = 700 * MiB;  // the fixed bytes alone are 596 MiB
+  o.limit_bytes = 700 * MiB;  // the fixed bytes alone are 671 MiB
   const MemoryPlan p = plan_memory(m, o);
   EXPECT_FALSE(p.fits);
   EXPECT_GT(p.min_limit_bytes, o.limit_bytes);
@@ -265,6 +265,30 @@ TEST(MemoryPlan, ParseMemorySize) {
   }
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");
   EXPECT_EQ(format_bytes(int64_t{20} << 30), "20.00 GiB");
+}
+
+// Three layers of 1000, 500 and 10 floats (slots of 1024, 512, 128). Positions: fwd 0..2,
+// bwd 2, 1, 0 = 3, 4, 5. At bwd 1 (position 4) all of them are live with dL/d(out 1) (512,
+// since bwd 2) and dL/d(out 0) (1024): 3200 floats, the whole buffer.
+TEST(MemoryPlan, ArenaLayoutSharesWhatDoesNotOverlapInTime) {
+  const ArenaLayout keep = layout_arena({1000, 500, 10}, {Placement::Keep, Placement::Keep, Placement::Keep});
+  EXPECT_EQ(keep.floats, 3200);
+  EXPECT_EQ(keep.grad_offset[0], -1);
+  EXPECT_EQ(keep.back_offset[0], -1);
+  // Layer 0 offloaded: its forward slot ([0, 1]) is free from fwd 2 on; it comes back at bwd 1
+  // (layer 1's backward brings back its input), when dL/d(out 0) is written too: one of the two
+  // takes the old slot, the other one of its own.
+  const ArenaLayout off = layout_arena({1000, 500, 10}, {Placement::Offload, Placement::Keep, Placement::Keep});
+  EXPECT_EQ(off.back_at[0], 4);
+  EXPECT_TRUE(off.grad_offset[1] == off.out_offset[0] || off.back_offset[0] == off.out_offset[0]);
+  EXPECT_NE(off.back_offset[0], off.grad_offset[1]);
+  EXPECT_EQ(off.floats, 3200);
+  // A recomputed layer brings its input back first, at the same position.
+  const ArenaLayout rec = layout_arena({1000, 500, 10, 10},
+                                       {Placement::Offload, Placement::Recompute, Placement::Keep, Placement::Keep});
+  EXPECT_EQ(rec.back_at[1], 2 * 4 - 1 - 2);  // bwd 2 brings back layer 1, which needs layer 0
+  EXPECT_EQ(rec.back_at[0], rec.back_at[1]);
+  EXPECT_THROW(layout_arena({10, 10}, {Placement::Keep, Placement::Offload}), Error);
 }
 
 // W4 at 32x32, batch 4: what the real layers say they keep.

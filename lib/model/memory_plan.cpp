@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "core/error.h"
@@ -65,12 +66,11 @@ std::vector<int> own_out_uses(const Walk& w, int k) {
   return uses;
 }
 
-// The first backward position that needs layer k's output or scratch (-1: none): where a
-// recomputed layer is made again.
+// The first backward position that needs layer k's output (-1: none): where a recomputed
+// layer is made again.
 int own_first_use(const Walk& w, int k) {
   int first = -1;
   for (int u : own_out_uses(w, k)) first = first < 0 ? u : std::min(first, u);
-  if (w.at(k).scratch_bytes > 0) first = first < 0 ? w.bwd(k) : std::min(first, w.bwd(k));
   return first;
 }
 
@@ -95,8 +95,7 @@ void fill_uses(const Walk& w, const Choice& c, Sim& s, std::vector<int>& out_las
     sp.layer = w.exec[static_cast<size_t>(k)];
     sp.where = c.where[static_cast<size_t>(k)];
     sp.last_fwd_use = k + 1 < w.L ? w.fwd(k + 1) : w.fwd(k);
-    sp.saved_bytes = (uses.empty() ? 0 : l.out_bytes) + l.scratch_bytes;
-    if (l.scratch_bytes > 0) uses.push_back(w.bwd(k));
+    sp.saved_bytes = uses.empty() ? 0 : l.out_bytes;
     sp.first_bwd_use = uses.empty() ? -1 : *std::min_element(uses.begin(), uses.end());
     sp.last_bwd_use = uses.empty() ? -1 : *std::max_element(uses.begin(), uses.end());
   }
@@ -128,34 +127,31 @@ void schedule_prefetch(const Walk& w, const Choice& c, const PlanOptions& o,
   }
 }
 
-// Bytes on the device at each position for layer k's output, scratch and gradient.
+// Bytes on the device at each position for layer k's output and gradient (its scratch is the
+// layer's own for the whole run: fixed).
 void add_layer_memory(const Walk& w, const std::vector<int>& out_last,
                       const std::vector<double>& d2h_done, int k, Sim& s) {
   SavedPlan& sp = s.saved[static_cast<size_t>(k)];
-  const LayerMem& l = w.at(k);
   const int P = 2 * w.L;
-  const int64_t ob = l.out_bytes, sb = l.scratch_bytes;
+  const int64_t ob = w.at(k).out_bytes;
   const bool needed = out_last[static_cast<size_t>(k)] >= 0;
   const int last_out = needed ? out_last[static_cast<size_t>(k)] : sp.last_fwd_use;
   // dL/d(output of k): written by the next layer's backward, read by k's (the last layer's is
   // the loss's own buffer).
   if (k + 1 < w.L) add_range(s.live, w.bwd(k + 1), w.bwd(k), ob);
-  auto keep_all_step = [&] {
+  if (sp.where == Placement::Keep || !needed) {
     add_range(s.live, k, std::max(last_out, sp.last_fwd_use), ob);
-    if (sb > 0) add_range(s.live, k, w.bwd(k), sb);
-  };
-  if (sp.where == Placement::Keep || sp.first_bwd_use < 0) return keep_all_step();
+    return;
+  }
   if (sp.where == Placement::Recompute) {
     sp.dropped_after = sp.last_fwd_use;
     sp.back_at = sp.first_bwd_use;
     add_range(s.live, k, sp.last_fwd_use, ob);
-    // Made again at back_at: the output (also when only the scratch is needed), the scratch.
-    add_range(s.live, sp.back_at, needed ? last_out : sp.back_at, ob);
-    if (sb > 0) add_range(s.live, k, k, sb), add_range(s.live, sp.back_at, w.bwd(k), sb);
+    add_range(s.live, sp.back_at, last_out, ob);
     return;
   }
   // Offload: on the device until its copy out is done (through the position it finishes in;
-  // a later buffer there waits for that copy's event), and again from the prefetch's issue.
+  // a later buffer there waits for that copy), and again from the prefetch's issue on.
   int gone = sp.last_fwd_use;
   for (int p = 0; p < P; ++p)
     if (s.start[static_cast<size_t>(p)] < d2h_done[static_cast<size_t>(k)]) gone = std::max(gone, p);
@@ -163,11 +159,11 @@ void add_layer_memory(const Walk& w, const std::vector<int>& out_last,
   s.host += sp.saved_bytes;
   if (sp.back_at <= gone + 1) {  // never really leaves
     sp.back_at = gone + 1;
-    return keep_all_step();
+    add_range(s.live, k, last_out, ob);
+    return;
   }
-  add_range(s.live, k, needed ? gone : sp.last_fwd_use, ob);
-  if (needed) add_range(s.live, sp.back_at, last_out, ob);
-  if (sb > 0) add_range(s.live, k, gone, sb), add_range(s.live, sp.back_at, w.bwd(k), sb);
+  add_range(s.live, k, gone, ob);
+  add_range(s.live, sp.back_at, last_out, ob);
 }
 
 Sim simulate(const Walk& w, const Choice& c, const PlanOptions& o) {
@@ -262,17 +258,18 @@ Choice release_all(const Walk& w, const PlanOptions& o, bool prefer_recompute) {
 int64_t fixed_bytes(const StepMem& m) {
   int64_t f = m.input_bytes + m.loss_bytes, ws = 0;
   for (const LayerMem& l : m.layers) {
-    f += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
+    f += l.param_bytes + l.grad_bytes + l.opt_state_bytes + l.scratch_bytes;
     ws = std::max(ws, l.workspace_bytes);
   }
   return f + ws;
 }
 
-// The executor without a plan (Sequential): every output and scratch buffer for the whole
-// step, and two gradient buffers that grow to the largest dx each has held.
+// The executor without a plan (Sequential): every output for the whole step (the layers'
+// scratch is in the fixed bytes), and two gradient buffers that grow to the largest dx each
+// has held.
 int64_t keep_all(const Walk& w) {
   int64_t b = 0, g[2] = {0, 0};
-  for (int k = 0; k < w.L; ++k) b += w.at(k).out_bytes + w.at(k).scratch_bytes;
+  for (int k = 0; k < w.L; ++k) b += w.at(k).out_bytes;
   int gi = -1;
   for (int k = w.L - 1; k >= 1; --k) {
     const int di = gi == 0 ? 1 : 0;
@@ -400,7 +397,8 @@ MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o) {
 void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
   if (p.fits) return;
   PDNN_FAIL("%s %s: the training step does not fit; the smallest limit it fits under is %s "
-            "(fixed: %s of parameters, gradients, optimizer state, batch and workspace; the "
+            "(fixed: %s of parameters, gradients, optimizer state, the layers' own buffers, batch "
+            "and workspace; the "
             "rest is what the layers at the tightest point need at once): raise %s, or lower "
             "--batch or --size",
             flag, format_bytes(o.limit_bytes).c_str(), format_bytes(p.min_limit_bytes).c_str(),
@@ -478,17 +476,18 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
                      moved ? position_name(m, p, sp.dropped_after).c_str() : "-",
                      moved ? position_name(m, p, sp.back_at).c_str() : "-");
   }
-  int64_t params = 0, grads = 0, state = 0, ws = 0;
+  int64_t params = 0, grads = 0, state = 0, ws = 0, scratch = 0;
   for (const LayerMem& l : m.layers) {
     params += l.param_bytes, grads += l.grad_bytes, state += l.opt_state_bytes;
+    scratch += l.scratch_bytes;
     ws = std::max(ws, l.workspace_bytes);
   }
-  out += strprintf("fixed %s: parameters %s, gradients %s, optimizer state %s, workspace %s, "
-                   "batch %s, loss %s\n",
+  out += strprintf("fixed %s: parameters %s, gradients %s, optimizer state %s, layers' own "
+                   "(argmax, masks) %s, workspace %s, batch %s, loss %s\n",
                    format_bytes(p.fixed_bytes).c_str(), format_bytes(params).c_str(),
                    format_bytes(grads).c_str(), format_bytes(state).c_str(),
-                   format_bytes(ws).c_str(), format_bytes(m.input_bytes).c_str(),
-                   format_bytes(m.loss_bytes).c_str());
+                   format_bytes(scratch).c_str(), format_bytes(ws).c_str(),
+                   format_bytes(m.input_bytes).c_str(), format_bytes(m.loss_bytes).c_str());
   out += strprintf("peak %s at %s (limit %s); every buffer kept all step: %s; smallest limit "
                    "possible: %s; pinned host: %s\n",
                    format_bytes(p.peak_bytes).c_str(), position_name(m, p, p.peak_position).c_str(),
@@ -500,6 +499,86 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
                    p.step_ms, p.compute_ms, p.step_ms - p.compute_ms, o.h2d_gb_s, o.d2h_gb_s,
                    p.fits ? "" : "; DOES NOT FIT");
   return out;
+}
+
+namespace {
+
+struct Interval {
+  int64_t floats;
+  int start, end;  // positions, inclusive
+  int64_t* offset;
+};
+
+// First fit by decreasing size: each buffer at the lowest offset where it overlaps, in memory,
+// no buffer placed before it that it overlaps in time.
+int64_t pack(std::vector<Interval>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
+    return a.floats > b.floats;
+  });
+  int64_t top = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::vector<std::pair<int64_t, int64_t>> used;  // [offset, end) of time-overlapping ones
+    for (size_t j = 0; j < i; ++j)
+      if (v[j].start <= v[i].end && v[i].start <= v[j].end)
+        used.emplace_back(*v[j].offset, *v[j].offset + v[j].floats);
+    std::sort(used.begin(), used.end());
+    int64_t at = 0;
+    for (const auto& u : used) {
+      if (u.first >= at + v[i].floats) break;
+      at = std::max(at, u.second);
+    }
+    *v[i].offset = at;
+    top = std::max(top, at + v[i].floats);
+  }
+  return top;
+}
+
+}  // namespace
+
+ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where) {
+  const int L = static_cast<int>(out_floats.size());
+  PDNN_CHECK(L > 0 && where.size() == out_floats.size() && where.back() == Placement::Keep,
+             "arena layout: %zu placements for %d layers, the last must be kept", where.size(), L);
+  auto bwd = [L](int k) { return 2 * L - 1 - k; };
+  ArenaLayout a;
+  a.out_offset.assign(static_cast<size_t>(L), 0);
+  a.back_offset.assign(static_cast<size_t>(L), -1);
+  a.grad_offset.assign(static_cast<size_t>(L), -1);
+  a.back_at.assign(static_cast<size_t>(L), -1);
+  // Where each output comes back: the backward of layer i brings back i and i-1, a recomputed
+  // one its input first (Sequential::restore_output).
+  std::vector<char> present(static_cast<size_t>(L));
+  for (int k = 0; k < L; ++k) present[static_cast<size_t>(k)] = where[static_cast<size_t>(k)] == Placement::Keep;
+  std::function<void(int, int)> restore = [&](int k, int pos) {
+    if (present[static_cast<size_t>(k)]) return;
+    if (where[static_cast<size_t>(k)] == Placement::Recompute && k > 0) restore(k - 1, pos);
+    a.back_at[static_cast<size_t>(k)] = pos;
+    present[static_cast<size_t>(k)] = 1;
+  };
+  for (int i = L - 1; i >= 0; --i) {
+    restore(i, bwd(i));
+    if (i > 0) restore(i - 1, bwd(i));
+  }
+  constexpr int64_t kAlign = 128;  // 512 bytes, as the caching allocator's blocks
+  auto round = [](int64_t n) { return (std::max<int64_t>(n, 1) + kAlign - 1) / kAlign * kAlign; };
+  std::vector<Interval> v;
+  for (int k = 0; k < L; ++k) {
+    const size_t u = static_cast<size_t>(k);
+    const int64_t f = round(out_floats[u]);
+    if (where[u] == Placement::Keep) {
+      v.push_back({f, k, k == L - 1 ? 2 * L : bwd(k), &a.out_offset[u]});
+    } else {
+      v.push_back({f, k, k + 1, &a.out_offset[u]});
+      a.back_offset[u] = 0;
+      v.push_back({f, a.back_at[u], bwd(k), &a.back_offset[u]});
+    }
+    if (k > 0) {
+      a.grad_offset[u] = 0;
+      v.push_back({round(out_floats[u - 1]), bwd(k), bwd(k - 1), &a.grad_offset[u]});
+    }
+  }
+  a.floats = pack(v);
+  return a;
 }
 
 StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double gflops_per_s) {

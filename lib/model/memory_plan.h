@@ -3,7 +3,7 @@
 // for backward, which backward reads what, the layer's measured times), the bytes the step
 // holds at every point of a forward-then-backward walk, and its peak. Under a limit the planner
 // chooses, per layer, where what it keeps for backward lives between its last forward use and
-// its first backward use:
+// its first backward use (what the layer keeps itself, argmax and masks, stays: fixed bytes):
 //   keep       on the device the whole time;
 //   offload    copied to pinned host memory on a copy stream once written, its device copy
 //              dropped when that copy is done, prefetched back before its backward needs it;
@@ -38,7 +38,8 @@ struct LayerMem {
   int index = 0;                  // in the model
   std::string name;               // "Conv2d(32->32, k3 s1 p1) + ReLU"
   int64_t out_bytes = 0;          // its output (the next layer's input)
-  int64_t scratch_bytes = 0;      // its own tensors kept from forward to backward (argmax, masks)
+  int64_t scratch_bytes = 0;      // its own tensors kept for backward (argmax, masks): the
+                                  // layer holds them for the whole run (fixed bytes)
   bool bwd_reads_input = false;   // its backward reads x (the layer before's output)
   bool bwd_reads_output = false;  // its backward reads y (its own output: fused activations)
   bool recomputable = false;      // output and scratch are cheap to make again from x
@@ -64,11 +65,11 @@ struct PlanOptions {
 enum class Placement { Keep, Offload, Recompute };
 const char* placement_name(Placement p);  // "device", "host", "recompute"
 
-// What the plan does with one executed layer's saved state (its output when a backward reads
-// it, and its scratch). Positions as above; -1 for none.
+// What the plan does with one executed layer's output when a backward reads it. Positions as
+// above; -1 for none.
 struct SavedPlan {
   int layer = 0;               // index into StepMem::layers
-  int64_t saved_bytes = 0;     // output (if a backward reads it) + scratch
+  int64_t saved_bytes = 0;     // its output, if a backward reads it (0 otherwise)
   Placement where = Placement::Keep;
   int last_fwd_use = -1;       // last position a forward reads it
   int first_bwd_use = -1;      // first (earliest) backward position that needs it
@@ -123,6 +124,24 @@ std::string memory_size_problem(const std::string& text, int64_t* bytes);
 std::string format_bytes(int64_t bytes);
 // The name of a position: "fwd 3" / "bwd 3" with the model's layer index.
 std::string position_name(const StepMem& m, const MemoryPlan& p, int pos);
+
+// Where a model carrying placements out (Sequential::set_placements) keeps its activations and
+// gradients during a training step: offsets into one device buffer, so that nothing is
+// allocated or freed inside the step (it stays one CUDA graph). Buffers whose lifetimes do not
+// overlap share memory (first fit by decreasing size, as TFLite's arena planner). Lifetimes as
+// the model runs: an output from its forward to its own backward (Keep; the last layer's, the
+// logits, to the end), or to the next layer's forward and again from where it is brought back
+// (offloaded or recomputed: before the backward that first needs it) to its own backward; the
+// gradient w.r.t. an output from the next layer's backward to its own. Units: floats.
+struct ArenaLayout {
+  std::vector<int64_t> out_offset;   // per executed layer: its output in forward
+  std::vector<int64_t> back_offset;  // ... back for backward (-1: kept at out_offset)
+  std::vector<int64_t> grad_offset;  // dL/d(its input) (-1 for the first layer: none)
+  std::vector<int> back_at;          // the position it is brought back at (-1: kept)
+  int64_t floats = 0;                // the buffer's size
+};
+// out_floats[k], where[k]: executed layer k's output size and placement (the last one Keep).
+ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where);
 
 // The description of one training step of `model` on input `in` (batch included) in training
 // mode on `dev_float_bytes` = 4 per element; opt (nullable) gives the optimizer state.

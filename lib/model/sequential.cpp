@@ -49,6 +49,9 @@ void Sequential::to(Device dev, Context& ctx) {
   // Activation buffers are made again on the new device by the next forward.
   for (Tensor& a : acts_) a = Tensor();
   grads_[0] = grads_[1] = x_in_ = dx_in_ = Tensor();
+  arena_ = rng_slots_ = Tensor();  // a memory plan's buffers, likewise
+  layout_key_ = Shape();
+  for (Tensor& h : host_) h = Tensor();
   have_forward_ = false;
   awaiting_backward_ = false;
   overwritten_ = 0;
@@ -85,6 +88,7 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   awaiting_backward_ = training_;
   planned_step_ = has_placements() && training_;
   x_in_ = x;
+  if (planned_step_) prepare_arena(ctx, x.shape());
   const Tensor* in = &x_in_;
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = *layers_[i];
@@ -94,11 +98,14 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
       continue;
     }
     const Shape out = l.output_shape(in->shape());
-    acts_[i].resize(out, DType::F32, x.device(), ctx);
-    if (planned_step_) {
-      shapes_[i] = out;
+    if (planned_step_) {  // its place in the arena; the RNG position, for recomputation
+      acts_[i] = arena_.slice(layout_.out_offset[static_cast<size_t>(order_[i])], out);
       rng_at_[i] = ctx.rng().counter();
+      if (where_[i] == Placement::Recompute) save_rng(ctx, static_cast<size_t>(order_[i]));
       present_[i] = 1;
+    } else {
+      if (has_placements()) acts_[i] = Tensor();  // not a view of the arena: its own buffer
+      acts_[i].resize(out, DType::F32, x.device(), ctx);
     }
     if (prof) {
       prof->begin_pass(ctx);
@@ -150,7 +157,10 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     if (i > 0 || want_input_grad) {
       const int di = gi == 0 ? 1 : 0;
       dx = i > 0 ? &grads_[di] : &dx_in_;
-      dx->resize(in.shape(), DType::F32, in.device(), ctx);
+      if (planned_step_ && i > 0)
+        *dx = arena_.slice(layout_.grad_offset[static_cast<size_t>(order_[i])], in.shape());
+      else
+        dx->resize(in.shape(), DType::F32, in.device(), ctx);
       gi = i > 0 ? di : -1;
     }
     l.set_param_grads(want_param_grads);
@@ -169,7 +179,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     for (size_t f = i + 1; f < layers_.size(); ++f) last = last && absorbed_[f];
     if (planned_step_ && !last) drop_output(ctx, i, false);
   }
-  if (planned_step_) grads_[0] = grads_[1] = Tensor();  // back to the allocator until next time
+  if (planned_step_) grads_[0] = grads_[1] = Tensor();  // views of the arena
 }
 
 int Sequential::executed_before(size_t i) const {
@@ -193,6 +203,11 @@ void Sequential::set_placements(std::vector<Placement> where) {
   where_ = std::move(where);
   host_.assign(where_.size(), Tensor());
   shapes_.assign(where_.size(), Shape());
+  layout_key_ = Shape();
+  order_.assign(where_.size(), -1);
+  int k = 0;
+  for (size_t i = 0; i < where_.size(); ++i)
+    if (!absorbed_[i]) order_[i] = k++;
   rng_at_.assign(where_.size(), 0);
   present_.assign(where_.size(), 1);
 }
@@ -200,15 +215,16 @@ void Sequential::set_placements(std::vector<Placement> where) {
 void Sequential::drop_output(Context& ctx, size_t i, bool to_host) {
   Tensor& a = acts_[i];
   if (to_host && !a.empty()) {
-    Tensor& h = host_[i];
-    if (h.empty() || !(h.shape() == a.shape()))
-      h = Tensor(a.shape(), DType::F32,
-                 a.device() == Device::CPU ? host_allocator() : ctx.staging_allocator());
+    // Grows only (pinned memory is costly to get), so a step of a known shape allocates nothing.
+    if (host_[i].numel() < a.numel())
+      host_[i] = Tensor(Shape{a.numel()}, DType::F32,
+                        a.device() == Device::CPU ? host_allocator() : ctx.staging_allocator());
+    Tensor h = host_[i].slice(0, a.shape());
     if (a.device() == Device::CPU) {
       copy_into(h, a, ctx);
     } else {
-      // On the stream, not waited for: the device block goes back to the caching allocator,
-      // which hands it only to work queued after this copy.
+      // On the stream, not waited for: the work that reuses this part of the arena is queued
+      // after it.
       cuda_copy(h.raw_data(), Device::CPU, a.raw_data(), a.device(), a.nbytes(), ctx.cuda().stream(),
                 false);
       ctx.count_transfer(Device::CPU, a.device(), a.nbytes());
@@ -219,30 +235,70 @@ void Sequential::drop_output(Context& ctx, size_t i, bool to_host) {
   present_[i] = 0;
 }
 
+void Sequential::prepare_arena(Context& ctx, const Shape& in) {
+  if (in == layout_key_ && !arena_.empty()) return;
+  std::vector<int64_t> floats;
+  std::vector<Placement> where;
+  Shape s = in;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    s = layers_[i]->output_shape(s);
+    shapes_[i] = s;
+    if (absorbed_[i]) continue;
+    floats.push_back(s.numel());
+    where.push_back(where_[i]);
+  }
+  layout_ = layout_arena(floats, where);
+  layout_key_ = in;
+  const Device dev = x_in_.device();
+  // Grows only: a smaller batch (the last of an epoch) lays out inside the same buffer.
+  if (arena_.empty() || arena_.numel() < layout_.floats || arena_.device() != dev)
+    arena_ = Tensor::empty(Shape{layout_.floats}, DType::F32, dev, ctx);
+  if (dev == Device::CUDA && (rng_slots_.empty() || rng_slots_.numel() < static_cast<int64_t>(floats.size()) + 1))
+    rng_slots_ = Tensor::empty(Shape{static_cast<int64_t>(floats.size()) + 1}, DType::I64, dev, ctx);
+}
+
+// On the GPU the dropout kernels read the RNG position from device memory, which a CUDA graph
+// replay moves on: the position layer k started at is kept there too (slot k), and put back
+// from there, so that a replayed recomputation draws what its forward drew.
+void Sequential::save_rng(Context& ctx, size_t k) {
+  if (arena_.device() != Device::CUDA) return;
+  Tensor slot = rng_slots_.slice(static_cast<int64_t>(k), Shape{1});
+  copy_into(slot, ctx.device_rng_counter(), ctx);
+}
+
 void Sequential::restore_output(Context& ctx, size_t i) {
   if (present_[i]) return;
-  const Device dev = x_in_.device();
-  PDNN_CHECK(where_[i] != Placement::Keep,
+  const size_t k = static_cast<size_t>(order_[i]);
+  PDNN_CHECK(where_[i] != Placement::Keep && layout_.back_offset[k] >= 0,
              "sequential: layer %zu's output was freed before its backward (memory plan)", i);
   if (where_[i] == Placement::Recompute) {
     // Its input first (itself offloaded or recomputed, perhaps), then its forward again at the
     // RNG position of the first time; the position is put back after.
     if (const int j = executed_before(i); j >= 0) restore_output(ctx, static_cast<size_t>(j));
     const Tensor& in = i == 0 ? x_in_ : acts_[i - 1];
-    acts_[i].resize(shapes_[i], DType::F32, dev, ctx);
+    acts_[i] = arena_.slice(layout_.back_offset[k], shapes_[i]);
     const uint64_t now = ctx.rng().counter();
-    ctx.rng().set_counter(rng_at_[i]);
+    const bool gpu = arena_.device() == Device::CUDA;
+    Tensor here, then;
+    if (gpu) {
+      here = rng_slots_.slice(rng_slots_.numel() - 1, Shape{1});
+      then = rng_slots_.slice(static_cast<int64_t>(k), Shape{1});
+      copy_into(here, ctx.device_rng_counter(), ctx);
+      copy_into(ctx.device_rng_counter(), then, ctx);
+    }
+    ctx.rewind_rng(rng_at_[i]);
     layers_[i]->forward(ctx, in, acts_[i]);
-    ctx.rng().set_counter(now);
+    if (gpu) copy_into(ctx.device_rng_counter(), here, ctx);
+    ctx.rewind_rng(now);
   } else {
-    const Tensor& h = host_[i];
-    acts_[i].resize(shapes_[i], DType::F32, dev, ctx);
-    if (dev == Device::CPU) {
+    const Tensor h = host_[i].slice(0, shapes_[i]);
+    acts_[i] = arena_.slice(layout_.back_offset[k], shapes_[i]);
+    if (acts_[i].device() == Device::CPU) {
       copy_into(acts_[i], h, ctx);
     } else {
-      cuda_copy(acts_[i].raw_data(), dev, h.raw_data(), Device::CPU, h.nbytes(), ctx.cuda().stream(),
-                false);
-      ctx.count_transfer(dev, Device::CPU, h.nbytes());
+      cuda_copy(acts_[i].raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(),
+                ctx.cuda().stream(), false);
+      ctx.count_transfer(Device::CUDA, Device::CPU, h.nbytes());
     }
   }
   for (size_t f = i + 1; f < layers_.size() && absorbed_[f]; ++f) acts_[f] = acts_[i];

@@ -91,10 +91,11 @@ class Sequential {
   // after backward; an Offload layer's output goes to host memory after the next layer's
   // forward and comes back before the backward that needs it; a Recompute layer's output is
   // dropped then and made again by running its forward once more, at the RNG position of the
-  // first time (the same dropout mask), so the step computes the same numbers. An evaluation
-  // forward frees each output once the next layer has read it. Buffers then change hands inside
-  // the step: it runs eagerly (no CUDA graph), with the copies on the compute stream (not
-  // overlapped yet).
+  // first time (the same dropout mask), so the step computes the same numbers. Outputs and
+  // gradients live in one buffer laid out for the step (model/memory_plan.h's layout_arena), so
+  // nothing is allocated inside it and it can still be one CUDA graph; the copies run on the
+  // compute stream (not overlapped with compute yet). An evaluation forward frees each output
+  // once the next layer has read it.
   void set_placements(std::vector<Placement> where);
   bool has_placements() const { return !where_.empty(); }
   // Output of layer i in the last forward (for tests and debugging; empty once a plan freed it).
@@ -125,6 +126,9 @@ class Sequential {
   void drop_output(Context& ctx, size_t i, bool to_host);
   void restore_output(Context& ctx, size_t i);
   int executed_before(size_t i) const;
+  // The arena for a training step on input shape `in` (laid out again when it changes).
+  void prepare_arena(Context& ctx, const Shape& in);
+  void save_rng(Context& ctx, size_t k);
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<ParamSet> params_ = std::make_unique<ParamSet>();  // stable across moves
@@ -148,6 +152,11 @@ class Sequential {
   std::vector<Shape> shapes_;      // each output's shape in the last training forward
   std::vector<uint64_t> rng_at_;   // the RNG position each layer's forward started at
   std::vector<char> present_;      // whether the output is on the device now
+  std::vector<int> order_;         // each layer's index among the executed ones (-1: absorbed)
+  ArenaLayout layout_;             // where outputs and gradients live in arena_
+  Shape layout_key_;               // the input shape layout_ is for
+  Tensor arena_;                   // every planned output and gradient, one device buffer
+  Tensor rng_slots_;               // GPU: RNG positions of recomputed layers' forwards, (L+1)
 };
 
 }  // namespace pdnn

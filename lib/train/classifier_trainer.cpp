@@ -79,8 +79,7 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
   } else if (x.device() == Device::CPU || labels.device() == Device::CPU) {
     fence.record(ctx);
   }
-  // A memory plan frees and allocates buffers inside the step: not capturable yet.
-  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook() && !model_.has_placements()) {
+  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook()) {
     const Rng::RowShard& shard = ctx.rng().row_shard();
     graph_.run(ctx, StepGraph::Key(x_.shape(), shard.row0, shard.total),
                [&] { run_step(ctx); });

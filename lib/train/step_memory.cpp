@@ -74,8 +74,8 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
   }
   if (cfg.gpu_memory_limit <= 0) return true;
   require_fits(p, o, "--gpu-memory-limit");
-  // Where the whole step fits as it runs without a plan, it runs so (one CUDA graph);
-  // otherwise the model carries the plan out (eagerly, for now: Sequential::set_placements).
+  // Where the whole step fits as it runs without a plan, it runs so; otherwise the model carries
+  // the plan out (Sequential::set_placements).
   if (p.keep_all_bytes > cfg.gpu_memory_limit) {
     std::vector<Placement> where(model.size(), Placement::Keep);
     int offloaded = 0, recomputed = 0;
@@ -85,9 +85,9 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
       recomputed += s.where == Placement::Recompute;
     }
     model.set_placements(std::move(where));
-    std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed, every buffer freed "
-                "after its last use; predicted peak %s, step %.1f ms; the step runs eagerly "
-                "(no CUDA graph) with its copies on the compute stream\n",
+    std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed, outputs and "
+                "gradients in one buffer laid out by lifetime; predicted peak %s, step %.1f ms "
+                "(the copies run on the compute stream: not overlapped yet)\n",
                 offloaded, recomputed, format_bytes(p.peak_bytes).c_str(), p.step_ms);
     std::fflush(stdout);
   }

@@ -9,9 +9,9 @@
 //
 // Without a limit, or where the step fits the limit as Sequential runs it without a plan
 // (every buffer for the whole step: MemoryPlan::keep_all_bytes), nothing changes. Otherwise the
-// model carries the plan out (Sequential::set_placements): buffers freed after their last use,
-// outputs offloaded or recomputed; eagerly for now (the copies on the compute stream, no CUDA
-// graph), so the step computes the same numbers but does not yet overlap copies with compute.
+// model carries the plan out (Sequential::set_placements): outputs and gradients in one buffer
+// laid out by lifetime, outputs offloaded or recomputed, the step still one CUDA graph; the
+// same numbers, but the copies run on the compute stream (not yet overlapped with compute).
 #pragma once
 #include "core/context.h"
 #include "core/shape.h"

@@ -50,6 +50,70 @@ CopyBandwidth measure_copy_bandwidth(Context& ctx, size_t bytes) {
   return bw;
 }
 
+namespace {
+
+// The buffer a model carrying plan p out lays its outputs and gradients out in (bytes): the
+// plan's live bytes as the model's own lifetimes pack them (model/memory_plan.h).
+int64_t arena_bytes(const StepMem& m, const MemoryPlan& p) {
+  std::vector<Placement> where;
+  std::vector<int64_t> floats;
+  for (const SavedPlan& s : p.saved) {
+    where.push_back(s.where);
+    floats.push_back(m.layers[static_cast<size_t>(s.layer)].out_bytes / static_cast<int64_t>(sizeof(float)));
+  }
+  return layout_arena(floats, where).floats * static_cast<int64_t>(sizeof(float));
+}
+
+// A plan whose step, as the model runs it, fits o.limit_bytes: the planner's model of the
+// lifetimes differs a little from the model's (an output kept to its own backward rather than
+// its last reader's), so the planner's limit is lowered by the difference until it does.
+MemoryPlan plan_for_model(const StepMem& m, const PlanOptions& o) {
+  MemoryPlan p = plan_memory(m, o);
+  PlanOptions tight = o;
+  for (int tries = 0; tries < 8 && p.fits; ++tries) {
+    const int64_t over = p.fixed_bytes + arena_bytes(m, p) - o.limit_bytes;
+    if (over <= 0) return p;
+    tight.limit_bytes -= over;
+    if (tight.limit_bytes <= p.fixed_bytes) break;
+    p = plan_memory(m, tight);
+  }
+  // Else the plan with the lowest peak (everything that can leave does), if it fits as run;
+  // if not, its size as run is the smallest limit known to work.
+  PlanOptions lowest = o;
+  lowest.limit_bytes = 1;
+  MemoryPlan q = plan_memory(m, lowest);
+  const int64_t q_run = q.fixed_bytes + arena_bytes(m, q);
+  if (q_run <= o.limit_bytes) {
+    q.fits = true;
+    return q;
+  }
+  p.fits = false;
+  p.min_limit_bytes = std::max(p.min_limit_bytes, q_run);
+  return p;
+}
+
+void apply_plan(Sequential& model, const StepMem& m, const MemoryPlan& p) {
+  std::vector<Placement> where(model.size(), Placement::Keep);
+  int offloaded = 0, recomputed = 0;
+  for (const SavedPlan& s : p.saved) {
+    where[static_cast<size_t>(s.layer)] = s.where;
+    offloaded += s.where == Placement::Offload;
+    recomputed += s.where == Placement::Recompute;
+  }
+  model.set_placements(std::move(where));
+  const int64_t arena = arena_bytes(m, p);
+  std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed; outputs and "
+              "gradients in one buffer of %s laid out by lifetime (the step's peak about %s; "
+              "the planner's own count %s), step %.1f ms predicted (the copies run on the "
+              "compute stream: not overlapped yet)\n",
+              offloaded, recomputed, format_bytes(arena).c_str(),
+              format_bytes(p.fixed_bytes + arena).c_str(), format_bytes(p.peak_bytes).c_str(),
+              p.step_ms);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
                       const RunConfig& cfg) {
   if (!cfg.memory_plan && cfg.gpu_memory_limit <= 0) return false;
@@ -64,7 +128,11 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
   const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
   o.h2d_gb_s = gpu ? bw.h2d_gb_s : kAssumedCopyGbS;
   o.d2h_gb_s = gpu ? bw.d2h_gb_s : kAssumedCopyGbS;
-  const MemoryPlan p = plan_memory(m, o);
+  // Where the whole step fits the limit as it runs without a plan, it runs so; otherwise the
+  // model carries a plan out (Sequential::set_placements).
+  const MemoryPlan plain = plan_memory(m, o);
+  const bool as_run = o.limit_bytes <= 0 || plain.keep_all_bytes <= o.limit_bytes;
+  const MemoryPlan p = as_run ? plain : plan_for_model(m, o);
   if (cfg.memory_plan) {
     std::printf("memory plan of a training step, input %s, on %s (layer times estimated from "
                 "FLOPs at %.0f GFLOP/s; copy bandwidth %s):\n%s",
@@ -74,23 +142,7 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
   }
   if (cfg.gpu_memory_limit <= 0) return true;
   require_fits(p, o, "--gpu-memory-limit");
-  // Where the whole step fits as it runs without a plan, it runs so; otherwise the model carries
-  // the plan out (Sequential::set_placements).
-  if (p.keep_all_bytes > cfg.gpu_memory_limit) {
-    std::vector<Placement> where(model.size(), Placement::Keep);
-    int offloaded = 0, recomputed = 0;
-    for (const SavedPlan& s : p.saved) {
-      where[static_cast<size_t>(s.layer)] = s.where;
-      offloaded += s.where == Placement::Offload;
-      recomputed += s.where == Placement::Recompute;
-    }
-    model.set_placements(std::move(where));
-    std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed, outputs and "
-                "gradients in one buffer laid out by lifetime; predicted peak %s, step %.1f ms "
-                "(the copies run on the compute stream: not overlapped yet)\n",
-                offloaded, recomputed, format_bytes(p.peak_bytes).c_str(), p.step_ms);
-    std::fflush(stdout);
-  }
+  if (!as_run) apply_plan(model, m, p);
   if (gpu) ctx.allocator(Device::CUDA)->set_limit(static_cast<size_t>(cfg.gpu_memory_limit));
   return true;
 }

@@ -289,6 +289,13 @@ TEST(MemoryPlan, ArenaLayoutSharesWhatDoesNotOverlapInTime) {
   EXPECT_EQ(rec.back_at[1], 2 * 4 - 1 - 2);  // bwd 2 brings back layer 1, which needs layer 0
   EXPECT_EQ(rec.back_at[0], rec.back_at[1]);
   EXPECT_THROW(layout_arena({10, 10}, {Placement::Keep, Placement::Offload}), Error);
+  // The plan's positions: layer 0's slot kept through position 3 (its copy out still running),
+  // its copy back issued at the start of backward (position 4 of 4 layers' 8).
+  const ArenaLayout pos = layout_arena({1000, 500, 10, 10},
+                                       {Placement::Offload, Placement::Keep, Placement::Keep, Placement::Keep},
+                                       {3, -1, -1, -1}, {1, -1, -1, -1});
+  EXPECT_EQ(pos.back_at[0], 4);  // asked for 1, but nothing comes back before backward
+  EXPECT_GE(pos.reuse_at[0], 4);
 }
 
 // W4 at 32x32, batch 4: what the real layers say they keep.
@@ -339,11 +346,31 @@ namespace {
 
 // Trains W4 at 32x32 (batch 4, dropout on) for three steps, with `where` as the model's
 // placements (empty: none); returns the parameters, flat.
-std::vector<float> train_w4_small(const std::vector<Placement>& where, Sequential* keep = nullptr) {
+// With plan_positions, the copy positions of simulate_plan's plan for `where` too (an offloaded
+// output's slot kept while its copy runs, its copy back issued early).
+std::vector<float> train_w4_small(const std::vector<Placement>& where, Sequential* keep = nullptr,
+                                  bool plan_positions = false) {
   Context ctx(1, 7);
   Sequential model = make_caltech_model(32, 6);
   model.reset_parameters(ctx.rng());
-  if (!where.empty()) model.set_placements(where);
+  if (plan_positions) {
+    auto o = make_optimizer("adagrad", model.parameters(), 0.01f);
+    const StepMem m = describe_step(model, Shape{4, 3, 32, 32}, o.get(), 1.0);
+    std::vector<Placement> executed;
+    for (size_t i = 0; i < where.size(); ++i)
+      if (!model.absorbed(i)) executed.push_back(where[i]);
+    PlanOptions po;
+    po.h2d_gb_s = po.d2h_gb_s = 0.001;  // slow copies: slots kept long, copies back issued early
+    const MemoryPlan p = simulate_plan(m, executed, po);
+    std::vector<int> dropped(where.size(), -1), back(where.size(), -1);
+    for (const SavedPlan& s : p.saved) {
+      dropped[static_cast<size_t>(s.layer)] = s.dropped_after;
+      back[static_cast<size_t>(s.layer)] = s.back_at;
+    }
+    model.set_placements(where, dropped, back);
+  } else if (!where.empty()) {
+    model.set_placements(where);
+  }
   auto opt = make_optimizer("adagrad", model.parameters(), 0.01f);
   ClassifierTrainer trainer(model, *opt);
   Rng data(99);
@@ -394,6 +421,12 @@ TEST(MemoryPlanExecution, OffloadAndRecomputeGiveBitIdenticalWeights) {
   const Tensor b = unplanned.forward(ctx, x).clone(ctx);
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.nbytes()));
   EXPECT_TRUE(model.activation(2).empty());
+  // With a plan's copy positions (slots kept while copies run, copies back issued early).
+  // (Layer 21's output is read right after the forward: the planner gives it no gap to leave.)
+  std::vector<Placement> planned_where = where;
+  planned_where[21] = Placement::Keep;
+  const std::vector<float> positioned = train_w4_small(planned_where, nullptr, true);
+  EXPECT_EQ(0, std::memcmp(positioned.data(), plain.data(), plain.size() * sizeof(float)));
   // Every layer recomputed (chains: the flatten's input pool kept) also matches.
   std::vector<Placement> all(23, Placement::Keep);
   for (int i : {4, 9, 14, 18, 21}) all[static_cast<size_t>(i)] = Placement::Recompute;
@@ -422,7 +455,8 @@ struct GpuRun {
   int64_t planned_peak = 0;
 };
 
-GpuRun train_w4_gpu(bool capped) {
+// forced (non-empty): these placements rather than a plan's (offloads on the copy stream).
+GpuRun train_w4_gpu(bool capped, const std::vector<Placement>& forced = {}) {
   Context ctx(1, 7, Device::CUDA);
   ctx.tuning().set_policy("im2col");
   Sequential model = make_caltech_model(64, 6);
@@ -439,10 +473,16 @@ GpuRun train_w4_gpu(bool capped) {
     const MemoryPlan p = plan_memory(m, o);
     EXPECT_TRUE(p.fits);
     std::vector<Placement> where(model.size(), Placement::Keep);
-    for (const SavedPlan& s : p.saved) where[static_cast<size_t>(s.layer)] = s.where;
-    model.set_placements(where);
+    std::vector<int> dropped(model.size(), -1), back(model.size(), -1);
+    for (const SavedPlan& s : p.saved) {
+      where[static_cast<size_t>(s.layer)] = s.where;
+      dropped[static_cast<size_t>(s.layer)] = s.dropped_after;
+      back[static_cast<size_t>(s.layer)] = s.back_at;
+    }
+    model.set_placements(where, dropped, back);
     run.planned_peak = p.peak_bytes;
   }
+  if (!forced.empty()) model.set_placements(forced);
   ClassifierTrainer trainer(model, *opt);
   Rng data(99);
   Tensor x(in), y(Shape{16}, DType::I32);
@@ -471,6 +511,14 @@ TEST(MemoryPlanGpu, CappedRunGivesBitIdenticalWeightsAndALowerPeak) {
   EXPECT_LT(capped.peak, plain.peak);
   std::printf("peak device memory: uncapped %.1f MiB, capped %.1f MiB (planned %.1f MiB)\n",
               plain.peak / 1048576.0, capped.peak / 1048576.0, capped.planned_peak / 1048576.0);
+  // Offloads (copy stream, events, inside the CUDA graph) and recomputations forced.
+  std::vector<Placement> where(23, Placement::Keep);
+  for (int i : {0, 5, 10, 12}) where[static_cast<size_t>(i)] = Placement::Offload;
+  for (int i : {4, 9, 18, 21}) where[static_cast<size_t>(i)] = Placement::Recompute;
+  const GpuRun forced = train_w4_gpu(false, where);
+  EXPECT_EQ(0, std::memcmp(plain.weights.data(), forced.weights.data(),
+                           plain.weights.size() * sizeof(float)));
+  EXPECT_LT(forced.peak, plain.peak);
 }
 
 }  // namespace

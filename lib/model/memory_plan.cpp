@@ -535,7 +535,8 @@ int64_t pack(std::vector<Interval>& v) {
 
 }  // namespace
 
-ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where) {
+ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where,
+                         const std::vector<int>& dropped_after, const std::vector<int>& back_at) {
   const int L = static_cast<int>(out_floats.size());
   PDNN_CHECK(L > 0 && where.size() == out_floats.size() && where.back() == Placement::Keep,
              "arena layout: %zu placements for %d layers, the last must be kept", where.size(), L);
@@ -559,6 +560,20 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
     restore(i, bwd(i));
     if (i > 0) restore(i - 1, bwd(i));
   }
+  auto given = [](const std::vector<int>& v, int k) {
+    return k < static_cast<int>(v.size()) ? v[static_cast<size_t>(k)] : -1;
+  };
+  std::vector<int> fwd_end(static_cast<size_t>(L));
+  for (int k = 0; k < L; ++k) {
+    const size_t u = static_cast<size_t>(k);
+    fwd_end[u] = where[u] == Placement::Keep ? (k == L - 1 ? 2 * L : bwd(k)) : k + 1;
+    if (where[u] == Placement::Offload) {
+      fwd_end[u] = std::max(fwd_end[u], std::min(given(dropped_after, k), 2 * L - 1));
+      // A prefetch issued earlier than the model's own restore overlaps with compute.
+      const int b = given(back_at, k);
+      if (b >= 0) a.back_at[u] = std::min(a.back_at[u], std::max(b, L));
+    }
+  }
   constexpr int64_t kAlign = 128;  // 512 bytes, as the caching allocator's blocks
   auto round = [](int64_t n) { return (std::max<int64_t>(n, 1) + kAlign - 1) / kAlign * kAlign; };
   std::vector<Interval> v;
@@ -566,9 +581,9 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
     const size_t u = static_cast<size_t>(k);
     const int64_t f = round(out_floats[u]);
     if (where[u] == Placement::Keep) {
-      v.push_back({f, k, k == L - 1 ? 2 * L : bwd(k), &a.out_offset[u]});
+      v.push_back({f, k, fwd_end[u], &a.out_offset[u]});
     } else {
-      v.push_back({f, k, k + 1, &a.out_offset[u]});
+      v.push_back({f, k, fwd_end[u], &a.out_offset[u]});
       a.back_offset[u] = 0;
       v.push_back({f, a.back_at[u], bwd(k), &a.back_offset[u]});
     }
@@ -578,6 +593,16 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
     }
   }
   a.floats = pack(v);
+  a.reuse_at.assign(static_cast<size_t>(L), -1);
+  for (int k = 0; k < L; ++k) {
+    const size_t u = static_cast<size_t>(k);
+    if (where[u] != Placement::Offload) continue;
+    const int64_t lo = a.out_offset[u], hi = lo + round(out_floats[u]);
+    for (const Interval& x : v)
+      if (x.start > fwd_end[u] && *x.offset < hi && lo < *x.offset + x.floats &&
+          (a.reuse_at[u] < 0 || x.start < a.reuse_at[u]))
+        a.reuse_at[u] = x.start;
+  }
   return a;
 }
 

@@ -138,10 +138,19 @@ struct ArenaLayout {
   std::vector<int64_t> back_offset;  // ... back for backward (-1: kept at out_offset)
   std::vector<int64_t> grad_offset;  // dL/d(its input) (-1 for the first layer: none)
   std::vector<int> back_at;          // the position it is brought back at (-1: kept)
+  // Offloaded: the first position at which a buffer sharing its forward slot's memory starts
+  // (the copy out must be done by then; -1: none does).
+  std::vector<int> reuse_at;
   int64_t floats = 0;                // the buffer's size
 };
 // out_floats[k], where[k]: executed layer k's output size and placement (the last one Keep).
-ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where);
+// Optionally, from the plan (SavedPlan): dropped_after[k], the position an offloaded output's
+// forward slot is kept through (its copy out still running: at least the next layer's forward),
+// and back_at[k], where it is brought back (at most where the model itself would, at least
+// the start of backward); empty or -1: as early as the model allows.
+ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where,
+                         const std::vector<int>& dropped_after = {},
+                         const std::vector<int>& back_at = {});
 
 // The description of one training step of `model` on input `in` (batch included) in training
 // mode on `dev_float_bytes` = 4 per element; opt (nullable) gives the optimizer state.

@@ -10,6 +10,25 @@
 
 namespace pdnn {
 
+// The copy stream of a planned step on the GPU and its events, per executed layer: its output
+// written (ready), copied out (d2h), its slot free for the copy back (issue), copied back (h2d).
+struct CopyLane {
+  CUstream_st* stream = nullptr;
+  std::vector<CUevent_st*> ready, d2h, issue, h2d;
+  explicit CopyLane(size_t n) : ready(n), d2h(n), issue(n), h2d(n) {
+    stream = cuda_stream_create();
+    for (auto* v : {&ready, &d2h, &issue, &h2d})
+      for (CUevent_st*& e : *v) e = cuda_event_create();
+  }
+  ~CopyLane() {
+    for (auto* v : {&ready, &d2h, &issue, &h2d})
+      for (CUevent_st* e : *v) cuda_event_destroy(e);
+    cuda_stream_destroy(stream);
+  }
+  CopyLane(const CopyLane&) = delete;
+  CopyLane& operator=(const CopyLane&) = delete;
+};
+
 Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   PDNN_CHECK(layer != nullptr, "sequential: add(nullptr)");
   PDNN_CHECK(device() == Device::CPU, "sequential: add a layer before moving the model to %s",
@@ -99,6 +118,7 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
     }
     const Shape out = l.output_shape(in->shape());
     if (planned_step_) {  // its place in the arena; the RNG position, for recomputation
+      copies_at(ctx, order_[i]);
       acts_[i] = arena_.slice(layout_.out_offset[static_cast<size_t>(order_[i])], out);
       rng_at_[i] = ctx.rng().counter();
       if (where_[i] == Placement::Recompute) save_rng(ctx, static_cast<size_t>(order_[i]));
@@ -149,6 +169,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     }
     Layer& l = *layers_[i];
     if (planned_step_) {  // what this backward reads: its output and its input
+      copies_at(ctx, 2 * static_cast<int>(layout_.out_offset.size()) - 1 - order_[i]);
       restore_output(ctx, i);
       if (const int j = executed_before(i); j >= 0) restore_output(ctx, static_cast<size_t>(j));
     }
@@ -180,6 +201,9 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     if (planned_step_ && !last) drop_output(ctx, i, false);
   }
   if (planned_step_) grads_[0] = grads_[1] = Tensor();  // views of the arena
+  if (planned_step_ && lane_)  // every copy out done before the step ends (and a capture joins)
+    for (size_t k = 0; k < layout_.reuse_at.size(); ++k)
+      if (layout_.back_offset[k] >= 0) cuda_stream_wait_event(ctx.cuda().stream(), lane_->d2h[k]);
 }
 
 int Sequential::executed_before(size_t i) const {
@@ -188,9 +212,17 @@ int Sequential::executed_before(size_t i) const {
   return -1;
 }
 
-void Sequential::set_placements(std::vector<Placement> where) {
+void Sequential::set_placements(std::vector<Placement> where, std::vector<int> dropped_after,
+                                std::vector<int> back_at) {
   PDNN_CHECK(where.empty() || where.size() == layers_.size(),
              "sequential: %zu placements for %zu layers", where.size(), layers_.size());
+  PDNN_CHECK((dropped_after.empty() || dropped_after.size() == where.size()) &&
+                 (back_at.empty() || back_at.size() == where.size()),
+             "sequential: the plan's positions (%zu, %zu) are not one per layer (%zu)",
+             dropped_after.size(), back_at.size(), where.size());
+  plan_dropped_ = std::move(dropped_after);
+  plan_back_ = std::move(back_at);
+  lane_.reset();
   prepare_fusion();
   if (!where.empty()) {
     size_t last = layers_.size() - 1;
@@ -223,11 +255,16 @@ void Sequential::drop_output(Context& ctx, size_t i, bool to_host) {
     if (a.device() == Device::CPU) {
       copy_into(h, a, ctx);
     } else {
-      // On the stream, not waited for: the work that reuses this part of the arena is queued
-      // after it.
-      cuda_copy(h.raw_data(), Device::CPU, a.raw_data(), a.device(), a.nbytes(), ctx.cuda().stream(),
+      // On the copy stream once the output is written and read; whoever reuses its slot waits
+      // for the copy (copies_at), nobody on the host does.
+      const size_t k = static_cast<size_t>(order_[i]);
+      PDNN_CHECK(lane_ != nullptr, "sequential: no copy stream for an offloaded output");
+      cuda_event_record_on(lane_->ready[k], ctx.cuda().stream());
+      cuda_stream_wait_event(lane_->stream, lane_->ready[k]);
+      cuda_copy(h.raw_data(), Device::CPU, a.raw_data(), a.device(), a.nbytes(), lane_->stream,
                 false);
       ctx.count_transfer(Device::CPU, a.device(), a.nbytes());
+      cuda_event_record_on(lane_->d2h[k], lane_->stream);
     }
   }
   a = Tensor();
@@ -239,6 +276,7 @@ void Sequential::prepare_arena(Context& ctx, const Shape& in) {
   if (in == layout_key_ && !arena_.empty()) return;
   std::vector<int64_t> floats;
   std::vector<Placement> where;
+  std::vector<int> dropped, back;
   Shape s = in;
   for (size_t i = 0; i < layers_.size(); ++i) {
     s = layers_[i]->output_shape(s);
@@ -246,8 +284,11 @@ void Sequential::prepare_arena(Context& ctx, const Shape& in) {
     if (absorbed_[i]) continue;
     floats.push_back(s.numel());
     where.push_back(where_[i]);
+    dropped.push_back(plan_dropped_.empty() ? -1 : plan_dropped_[i]);
+    back.push_back(plan_back_.empty() ? -1 : plan_back_[i]);
   }
-  layout_ = layout_arena(floats, where);
+  layout_ = layout_arena(floats, where, dropped, back);
+  prefetched_.assign(floats.size(), 0);
   layout_key_ = in;
   const Device dev = x_in_.device();
   // Grows only: a smaller batch (the last of an epoch) lays out inside the same buffer.
@@ -255,6 +296,31 @@ void Sequential::prepare_arena(Context& ctx, const Shape& in) {
     arena_ = Tensor::empty(Shape{layout_.floats}, DType::F32, dev, ctx);
   if (dev == Device::CUDA && (rng_slots_.empty() || rng_slots_.numel() < static_cast<int64_t>(floats.size()) + 1))
     rng_slots_ = Tensor::empty(Shape{static_cast<int64_t>(floats.size()) + 1}, DType::I64, dev, ctx);
+  const bool offloads = std::find(where.begin(), where.end(), Placement::Offload) != where.end();
+  if (dev == Device::CUDA && offloads && (!lane_ || lane_->d2h.size() != floats.size()))
+    lane_ = std::make_shared<CopyLane>(floats.size());
+}
+
+void Sequential::copies_at(Context& ctx, int p) {
+  if (!lane_) return;
+  CUstream_st* compute = ctx.cuda().stream();
+  for (size_t k = 0; k < layout_.reuse_at.size(); ++k) {
+    if (layout_.reuse_at[k] == p) cuda_stream_wait_event(compute, lane_->d2h[k]);
+    if (layout_.back_offset[k] < 0 || layout_.back_at[k] != p || prefetched_[k]) continue;
+    size_t i = 0;  // the layer of executed index k
+    while (order_[i] != static_cast<int>(k)) ++i;
+    if (where_[i] != Placement::Offload) continue;
+    // The slot's earlier tenants are done with it once the compute stream gets here.
+    cuda_event_record_on(lane_->issue[k], compute);
+    cuda_stream_wait_event(lane_->stream, lane_->issue[k]);
+    const Tensor h = host_[i].slice(0, shapes_[i]);
+    Tensor dst = arena_.slice(layout_.back_offset[k], shapes_[i]);
+    cuda_copy(dst.raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(), lane_->stream,
+              false);
+    ctx.count_transfer(Device::CUDA, Device::CPU, h.nbytes());
+    cuda_event_record_on(lane_->h2d[k], lane_->stream);
+    prefetched_[k] = 1;
+  }
 }
 
 // On the GPU the dropout kernels read the RNG position from device memory, which a CUDA graph
@@ -295,7 +361,11 @@ void Sequential::restore_output(Context& ctx, size_t i) {
     acts_[i] = arena_.slice(layout_.back_offset[k], shapes_[i]);
     if (acts_[i].device() == Device::CPU) {
       copy_into(acts_[i], h, ctx);
+    } else if (prefetched_[k]) {  // queued at its back_at: the compute stream waits for it
+      cuda_stream_wait_event(ctx.cuda().stream(), lane_->h2d[k]);
+      prefetched_[k] = 0;
     } else {
+      if (lane_) cuda_stream_wait_event(ctx.cuda().stream(), lane_->d2h[k]);  // it went out there
       cuda_copy(acts_[i].raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(),
                 ctx.cuda().stream(), false);
       ctx.count_transfer(Device::CUDA, Device::CPU, h.nbytes());

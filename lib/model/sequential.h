@@ -93,10 +93,14 @@ class Sequential {
   // dropped then and made again by running its forward once more, at the RNG position of the
   // first time (the same dropout mask), so the step computes the same numbers. Outputs and
   // gradients live in one buffer laid out for the step (model/memory_plan.h's layout_arena), so
-  // nothing is allocated inside it and it can still be one CUDA graph; the copies run on the
-  // compute stream (not overlapped with compute yet). An evaluation forward frees each output
-  // once the next layer has read it.
-  void set_placements(std::vector<Placement> where);
+  // nothing is allocated inside it and it can still be one CUDA graph. On the GPU the copies
+  // run on a stream of their own, ordered by events (no host waits): an output goes out once
+  // the next layer has read it, and its slot is reused only once the copy is done; it comes
+  // back from back_at[i] on (the plan's SavedPlan::back_at, a position; empty: when needed),
+  // its slot kept through dropped_after[i] (the plan's estimate of when its copy out is done).
+  // An evaluation forward frees each output once the next layer has read it.
+  void set_placements(std::vector<Placement> where, std::vector<int> dropped_after = {},
+                      std::vector<int> back_at = {});
   bool has_placements() const { return !where_.empty(); }
   // Output of layer i in the last forward (for tests and debugging; empty once a plan freed it).
   const Tensor& activation(size_t i) const { return acts_.at(i); }
@@ -129,6 +133,9 @@ class Sequential {
   // The arena for a training step on input shape `in` (laid out again when it changes).
   void prepare_arena(Context& ctx, const Shape& in);
   void save_rng(Context& ctx, size_t k);
+  // GPU: at the start of position p of a planned step, the compute stream waits for copies out
+  // whose slot is reused from p on, and prefetches due at p are queued on the copy stream.
+  void copies_at(Context& ctx, int p);
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<ParamSet> params_ = std::make_unique<ParamSet>();  // stable across moves
@@ -157,6 +164,9 @@ class Sequential {
   Shape layout_key_;               // the input shape layout_ is for
   Tensor arena_;                   // every planned output and gradient, one device buffer
   Tensor rng_slots_;               // GPU: RNG positions of recomputed layers' forwards, (L+1)
+  std::vector<int> plan_dropped_, plan_back_;  // per layer, from set_placements (-1: none)
+  std::shared_ptr<struct CopyLane> lane_;     // GPU: the copy stream and its events
+  std::vector<char> prefetched_;              // per executed layer: its copy back is queued
 };
 
 }  // namespace pdnn

@@ -57,14 +57,17 @@ namespace {
 int64_t arena_bytes(const StepMem& m, const MemoryPlan& p) {
   std::vector<Placement> where;
   std::vector<int64_t> floats;
+  std::vector<int> dropped, back;
   for (const SavedPlan& s : p.saved) {
     where.push_back(s.where);
     floats.push_back(m.layers[static_cast<size_t>(s.layer)].out_bytes / static_cast<int64_t>(sizeof(float)));
+    dropped.push_back(s.dropped_after);
+    back.push_back(s.back_at);
   }
-  return layout_arena(floats, where).floats * static_cast<int64_t>(sizeof(float));
+  return layout_arena(floats, where, dropped, back).floats * static_cast<int64_t>(sizeof(float));
 }
 
-// A plan whose step, as the model runs it, fits o.limit_bytes: the planner's model of the
+// A plan whose step, as the model runs it (with the plan's copy positions), fits o.limit_bytes: the planner's model of the
 // lifetimes differs a little from the model's (an output kept to its own backward rather than
 // its last reader's), so the planner's limit is lowered by the difference until it does.
 MemoryPlan plan_for_model(const StepMem& m, const PlanOptions& o) {
@@ -77,35 +80,42 @@ MemoryPlan plan_for_model(const StepMem& m, const PlanOptions& o) {
     if (tight.limit_bytes <= p.fixed_bytes) break;
     p = plan_memory(m, tight);
   }
-  // Else the plan with the lowest peak (everything that can leave does), if it fits as run;
-  // if not, its size as run is the smallest limit known to work.
-  PlanOptions lowest = o;
+  // Else the plan with the lowest peak (everything that can leave does) or the one that only
+  // frees buffers after their last use, whichever is smaller as run, if it fits; if not, its
+  // size as run is the smallest limit known to work.
+  PlanOptions lowest = o, none = o;
   lowest.limit_bytes = 1;
-  MemoryPlan q = plan_memory(m, lowest);
-  const int64_t q_run = q.fixed_bytes + arena_bytes(m, q);
-  if (q_run <= o.limit_bytes) {
-    q.fits = true;
-    return q;
+  none.limit_bytes = 0;
+  MemoryPlan best = plan_memory(m, lowest);
+  int64_t best_run = best.fixed_bytes + arena_bytes(m, best);
+  const MemoryPlan keep = plan_memory(m, none);
+  if (const int64_t r = keep.fixed_bytes + arena_bytes(m, keep); r < best_run) best = keep, best_run = r;
+  if (best_run <= o.limit_bytes) {
+    best.fits = true;
+    return best;
   }
   p.fits = false;
-  p.min_limit_bytes = std::max(p.min_limit_bytes, q_run);
+  p.min_limit_bytes = best_run;
   return p;
 }
 
 void apply_plan(Sequential& model, const StepMem& m, const MemoryPlan& p) {
   std::vector<Placement> where(model.size(), Placement::Keep);
+  std::vector<int> dropped(model.size(), -1), back(model.size(), -1);
   int offloaded = 0, recomputed = 0;
   for (const SavedPlan& s : p.saved) {
     where[static_cast<size_t>(s.layer)] = s.where;
+    dropped[static_cast<size_t>(s.layer)] = s.dropped_after;
+    back[static_cast<size_t>(s.layer)] = s.back_at;
     offloaded += s.where == Placement::Offload;
     recomputed += s.where == Placement::Recompute;
   }
-  model.set_placements(std::move(where));
+  model.set_placements(std::move(where), std::move(dropped), std::move(back));
   const int64_t arena = arena_bytes(m, p);
   std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed; outputs and "
               "gradients in one buffer of %s laid out by lifetime (the step's peak about %s; "
-              "the planner's own count %s), step %.1f ms predicted (the copies run on the "
-              "compute stream: not overlapped yet)\n",
+              "the planner's own count %s), step %.1f ms predicted (GPU: copies on their own "
+              "stream beside compute)\n",
               offloaded, recomputed, format_bytes(arena).c_str(),
               format_bytes(p.fixed_bytes + arena).c_str(), format_bytes(p.peak_bytes).c_str(),
               p.step_ms);

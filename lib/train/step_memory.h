@@ -10,8 +10,8 @@
 // Without a limit, or where the step fits the limit as Sequential runs it without a plan
 // (every buffer for the whole step: MemoryPlan::keep_all_bytes), nothing changes. Otherwise the
 // model carries the plan out (Sequential::set_placements): outputs and gradients in one buffer
-// laid out by lifetime, outputs offloaded or recomputed, the step still one CUDA graph; the
-// same numbers, but the copies run on the compute stream (not yet overlapped with compute).
+// laid out by lifetime, outputs offloaded (on a copy stream beside compute, at the plan's
+// positions) or recomputed, the step still one CUDA graph computing the same numbers.
 #pragma once
 #include "core/context.h"
 #include "core/shape.h"

@@ -7,8 +7,9 @@
 # Every pdnn run prints its --memory-plan; logs go beside the CSV (memory_logs/).
 # A cap the step cannot fit under stops that run before training with the smallest limit that
 # would do: its row says "no-fit <limit>". A cap the step fits under as run without a plan
-# changes nothing (status "ok graph"); a smaller one has the model carry the plan out, eagerly
-# for now ("ok eager"). Out of memory (the allocator is capped at the limit): "oom".
+# changes nothing; a smaller one has the model carry the plan out (the status says whether the
+# step ran as one CUDA graph: "ok graph", or "ok eager"). Out of memory (the allocator is capped
+# at the limit): "oom".
 # Rows: OUT (results/scale/memory.csv), columns as torch_memory_bench.py's.
 # Environment: BIN (build/bin), PYTHON (python3, the one with torch), SIDES ("224 448 672 896
 # 1120"), CAPS ("20G"), STEPS (20: two blocks of 10), TORCH_STEPS (5), CALTECH_DATA

@@ -23,25 +23,28 @@ else
 BLAS_ENV :=
 endif
 
-.PHONY: all deps configure build test test-sanitize fuzz clean help pi scaling plots hebbian hebbian-ab
+.PHONY: all deps configure build test check-deps test-sanitize fuzz clean help pi scaling plots hebbian hebbian-ab
 all: build
 
 help:
 	@echo "make mnist          set up, fetch MNIST, train the small CNN (W2) 5 epochs -> results/mnist/"
 	@echo "make test           build and run the whole test suite (ctest)"
+	@echo "make check-deps     no upward #include between lib/'s floors (scripts/check_deps; --markdown: the matrix)"
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
-	@echo "make dcgan          W5 DCGAN on Fashion-MNIST 5 epochs: CSV, sample grids, loss curves -> results/dcgan/"
+	@echo "make dcgan          W5 DCGAN, the study's 300 epochs on the Caltech photos (GPU; a short CPU run without) -> results/dcgan/"
 	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU)"
 	@echo "make bench-dcgan    W5 iteration times, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan.csv"
 	@echo "make mnist-keras-dist  W3 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed)"
+	@echo "make dcgan-dist     W5 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed) -> results/dcgan/dist/"
 	@echo "make pi             W1 pi benchmark -> results/pi/"
 	@echo "make hebbian        W6 Hebbian reservoir grid, pdnn and numpy -> results/hebbian/ (~15 min)"
 	@echo "make scaling        thread sweeps -> results/scaling/;  make plots: PNGs from results CSVs"
 	@echo "make bench-mnist    pdnn vs PyTorch step times -> results/bench/"
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
 	@echo "make bench-memory   W4 at 224..1120 px on a GPU, uncapped and --gpu-memory-limit, vs PyTorch offload/checkpoint -> results/scale/memory.csv"
+	@echo "make gpu-bundle     CUDA build + libraries + data in gpu-bundle/ for a lent GPU host (GPU_BINS, GPU_DATA; scripts/gpu/README.md)"
 	@echo "make bench-conv     3x3 convolutions of W2-W4 per pass: im2col vs Winograd vs direct -> results/bench/conv.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
 	@echo "make caltech101     W4 (9-layer CNN, 224x224) on the six Caltech101 classes, 30 epochs -> results/caltech101/ (long on a CPU)"
@@ -63,6 +66,10 @@ build: $(BUILD)/CMakeCache.txt
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+# The include floors of docs/DESIGN.md (also a ctest test; here without building anything).
+check-deps:
+	python3 scripts/check_deps
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, Debug, stopping at the
 # first report (CI runs it after make test). -O1 keeps the end-to-end tests fast enough. Without
@@ -133,8 +140,9 @@ bench-mnist: build
 # pdnn vs PyTorch on a GPU (run on a machine with one and a CUDA build): W2 b8, W2 b128, W3,
 # eager and CUDA graph, fp32 and TF32, PyTorch the same way in the same run, pi on the GPU:
 # results/bench/gpu.csv, results/pi/pi_gpu.csv (scripts/bench_gpu.sh). On a lent GPU host
-# without a build: scripts/gpu_prepare.sh here, then scripts/gpu_wrap.sh there (README).
-.PHONY: bench-gpu
+# without a build: `make gpu-bundle` here, then `scripts/gpu/visit.sh bench` there
+# (scripts/gpu/README.md).
+.PHONY: bench-gpu gpu-bundle
 bench-gpu: build
 	datasets/get_mnist.sh
 	BIN=$(BIN) scripts/bench_gpu.sh
@@ -149,6 +157,13 @@ CAPS ?= 20G
 bench-memory: build
 	BIN=$(BIN) SIDES="$(SIDES)" CAPS="$(CAPS)" scripts/bench_memory.sh
 	$(PYTHON) scripts/plot_memory.py results/scale/memory.csv || echo "bench-memory: no plot (matplotlib?)"
+
+# gpu-bundle/ for a lent GPU host: a CUDA build (build-gpu/) of GPU_BINS with their libraries and
+# the data sets GPU_DATA (scripts/gpu/prepare.sh; the runner headers say what each one needs).
+GPU_BINS ?= mnist pi pdnn_tests
+GPU_DATA ?= mnist-npm10k
+gpu-bundle:
+	BINS="$(GPU_BINS)" DATA="$(GPU_DATA)" scripts/gpu/prepare.sh
 
 # pdnn vs PyTorch accuracy, 3 seeds per workload (scripts/accuracy_mnist.sh; long: W3 on
 # Fashion-MNIST is ~17 minutes per seed on 2 cores): results/mnist/accuracy/ and its summary.
@@ -187,13 +202,24 @@ bench-caltech: build
 # make dcgan DCGAN_ARGS="--dataset mnist --epochs 2" or DCGAN_ARGS="--data ~/cats".
 DCGAN_ARGS ?=
 .PHONY: dcgan dcgan-quality bench-dcgan
-# W5 as the PyCUDA study ran it (batch 64, 2,944 images = 46 iterations per epoch, Adam 2e-4,
-# beta1 0.5) on Fashion-MNIST upscaled to 64x64: results/dcgan/dcgan_<dataset>.csv, the
-# iterations' losses, samples/<dataset>/epoch_NNN.png, and the loss plot in results/plots.
+# W5 as the PyCUDA study ran it (batch 64, 46 iterations per epoch, Adam 2e-4, beta1 0.5, 300
+# epochs) on the shipped colour photos (datasets/caltech101-6; DATA=folder for any photos): with
+# a GPU (or DEVICE=cuda) the full run; without, a short CPU run that first says how long the
+# full one would take here (make dcgan DEVICE=cpu EPOCHS=300 starts it). results/dcgan/: CSV,
+# iterations, samples/<dataset>/epoch_NNN.png, progression_<dataset>.png, plots/
+# (scripts/dcgan_study.sh; EPOCHS, DEVICE, DATA, SEED; DCGAN_ARGS appended to the app's flags).
 dcgan: build
-	datasets/get_fashion_mnist.sh
-	$(BLAS_ENV) $(BIN)/dcgan --dataset fashion-mnist --epochs 5 --threads $(THREADS) $(DCGAN_ARGS)
-	$(PYTHON) scripts/plot.py --results results/dcgan --out results/plots
+	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) ARGS="$(DCGAN_ARGS)" scripts/dcgan_study.sh
+
+# W5 data-parallel: RANKS processes under mpirun (or one per GPU with DCGAN_ARGS="--device cuda"),
+# the same global batch 64; BatchNorm per rank (dcgan --bn-shards RANKS is one process doing the
+# same). The study's recipe on the photos, EPOCHS (300) epochs -> results/dcgan/dist/.
+.PHONY: dcgan-dist
+dcgan-dist: build
+	$(BLAS_ENV) mpirun $(MPIRUN_FLAGS) -np $(RANKS) $(BIN)/dcgan --dataset caltech --batch 64 \
+	  --epochs $(or $(EPOCHS),300) --distributed --out results/dcgan/dist/dcgan_caltech101-6.csv \
+	  --iterations-out results/dcgan/dist/dcgan_caltech101-6_iterations.csv \
+	  --samples-dir results/dcgan/dist/samples $(DCGAN_ARGS)
 
 # The quality score beyond the paper: pdnn's and PyTorch's DCGAN (same recipe, weights, data
 # order and noise), 10,000 samples each, judged by pdnn's W3 classifier (scripts/dcgan_quality.sh;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Rebuilds per-epoch accuracy CSVs from the logs of scripts/gpu_caltech.sh's accuracy part
+"""Rebuilds per-epoch accuracy CSVs from the logs of scripts/gpu/runners/caltech.sh's accuracy part
 (caltech_{pdnn,torch}_s<seed>.log), for a visit whose CSV files did not come back from the host.
 Only what the epoch lines print is kept: epoch, train loss/acc, test loss/acc, seconds (and
 pdnn's per-class accuracy); every row says source=log so the files are never mistaken for the

@@ -6,7 +6,7 @@
 # (scripts/accuracy_summary.py).
 #   scripts/accuracy_mnist.sh [WORKLOAD...]   WORKLOAD: small-npm10k small-fashion keras-fashion
 #   SEEDS="1 2 3" THREADS=1 BIN=build/bin PYTHON=/usr/bin/python3
-# On 2 cores keras-fashion takes about an hour per framework and seed: scripts/gpu_accuracy.sh
+# On 2 cores keras-fashion takes about an hour per framework and seed: scripts/gpu/runners/accuracy.sh
 # runs it on a lent GPU host instead (pdnn on the host CPU, PyTorch on the GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."

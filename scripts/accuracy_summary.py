@@ -2,7 +2,7 @@
 """Summarises accuracy runs: final-epoch test accuracy per framework and workload.
 
 Reads every CSV in FOLDER (rows per epoch, DESIGN.md columns; one file per framework, workload
-and seed, as scripts/accuracy_mnist.sh and scripts/gpu_accuracy.sh write them), takes each
+and seed, as scripts/accuracy_mnist.sh and scripts/gpu/runners/accuracy.sh write them), takes each
 file's last epoch, and writes FOLDER/summary.csv with mean and sample std over seeds per
 framework and device, the difference pdnn - PyTorch in points (pdnn on PyTorch's device when it
 ran there, else on the CPU), and for pdnn trained on both, GPU - CPU. Prints the same as a

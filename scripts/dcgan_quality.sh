@@ -8,10 +8,15 @@
 #      (scripts/torch_reference.py dcgan), and 10,000 samples from it;
 #   4. build/bin/gan_score on both sample sets and on the held-out real images: class entropy,
 #      mean confidence, Inception-score and FID analogues -> $OUT/quality_<dataset>.csv;
-#   5. the loss curves (scripts/plot.py).
+#   5. the loss curves (scripts/plot.py) and one progression PNG of both runs' fixed-noise grids
+#      (epochs 1, 10, 50, 150, 300 of those run, and the last; scripts/dcgan_progression.py).
+# DATASET=caltech (the shipped colour photos, or DATA=any folder of photos): the same runs and
+# pictures; no scores yet (the judge is a grey 28x28 classifier: a six-class photo classifier
+# is still to come), e.g. on a GPU: make dcgan-quality DATASET=caltech EPOCHS=300 DEVICE=cuda
 # Environment: BIN (build/bin), PYTHON (/usr/bin/python3), OUT (results/dcgan), DATASET
 # (fashion-mnist or mnist), EPOCHS (5), SEED (1), THREADS (all cores), DEVICE (cpu or cuda),
-# CLASSIFIER_EPOCHS (3), SAMPLES (10000), TORCH (1; 0: pdnn alone), DATA (the IDX folder).
+# CLASSIFIER_EPOCHS (3), SAMPLES (10000), TORCH (1; 0: pdnn alone), DATA (the IDX folder),
+# IMAGES_PER_EPOCH (the app's default, 2,944; smaller for a quick look), both frameworks.
 # Long on a CPU: each DCGAN epoch is 46 iterations of ~1-3 s on 2 cores, PyTorch's slower.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,24 +31,33 @@ DEVICE=${DEVICE:-cpu}
 CLASSIFIER_EPOCHS=${CLASSIFIER_EPOCHS:-3}
 SAMPLES=${SAMPLES:-10000}
 TORCH=${TORCH:-1}
+ipe=()
+[ -n "${IMAGES_PER_EPOCH:-}" ] && ipe=(--images-per-epoch "$IMAGES_PER_EPOCH")
+photos=0
+if [ "$DATASET" = caltech ]; then photos=1; DATA=${DATA:-datasets/caltech101-6}; fi
 if [ -z "${DATA:-}" ]; then
   if [ "$DATASET" = fashion-mnist ]; then datasets/get_fashion_mnist.sh; DATA=datasets/fashion-mnist
   else datasets/get_mnist.sh; DATA=$([ -d datasets/mnist ] && echo datasets/mnist || echo datasets/mnist-npm10k); fi
 fi
+[ -d "$DATA" ] || { echo "dcgan_quality: DATA=$DATA: no such folder" >&2; exit 2; }
 for b in dcgan gan_score mnist; do
   [ -x "$BIN/$b" ] || { echo "dcgan_quality: no $BIN/$b (make build)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
-name=$(head -n1 "$DATA/NAME" 2>/dev/null || echo "$DATASET")
+if [ "$photos" = 1 ]; then
+  name=$( [ "$DATA" = datasets/caltech101-6 ] && echo caltech101-6 || basename "$(realpath "$DATA")")
+else
+  name=$(head -n1 "$DATA/NAME" 2>/dev/null || echo "$DATASET")
+fi
 ck="$OUT/classifier_$name.ckpt"
-if [ ! -f "$ck" ]; then
+if [ "$photos" = 0 ] && [ ! -f "$ck" ]; then
   echo "== classifier: W3 on $name, $CLASSIFIER_EPOCHS epochs"
   "$BIN/mnist" --model keras --dataset "$DATASET" --data "$DATA" --epochs "$CLASSIFIER_EPOCHS" \
     --threads "$THREADS" --device "$DEVICE" --seed "$SEED" --out "$OUT/classifier_$name.csv" \
     --checkpoint "$ck"
 fi
 echo "== pdnn DCGAN: $EPOCHS epochs on $name ($DEVICE)"
-"$BIN/dcgan" --dataset "$DATASET" --data "$DATA" --epochs "$EPOCHS" --seed "$SEED" \
+"$BIN/dcgan" --dataset "$DATASET" --data "$DATA" --epochs "$EPOCHS" --seed "$SEED" "${ipe[@]}" \
   --threads "$THREADS" --device "$DEVICE" --out "$OUT/dcgan_$name.csv" \
   --iterations-out "$OUT/dcgan_${name}_iterations.csv" --samples-dir "$OUT/samples/$name" \
   --samples "$SAMPLES" --samples-out "$OUT/samples_${name}_pdnn.idx.gz"
@@ -52,12 +66,23 @@ if [ "$TORCH" = 1 ]; then
   echo "== PyTorch DCGAN: the same recipe ($DEVICE)"
   # Without a GPU bundle's LD_LIBRARY_PATH: PyTorch brings its own libraries.
   env -u LD_LIBRARY_PATH OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1 "$PY" \
-    scripts/torch_reference.py dcgan --dataset "$DATASET" --data "$DATA" --epochs "$EPOCHS" \
+    scripts/torch_reference.py dcgan --dataset "$DATASET" --data "$DATA" --epochs "$EPOCHS" "${ipe[@]}" \
     --seed "$SEED" --threads "$THREADS" --device "$DEVICE" --out "$OUT/torch_dcgan_$name.csv" \
     --iterations-out "$OUT/torch_dcgan_${name}_iterations.csv" \
     --samples-dir "$OUT/samples/torch_$name" --samples "$SAMPLES" \
     --samples-out "$OUT/samples_${name}_torch.idx.gz"
   sets+=(--set "torch=$OUT/samples_${name}_torch.idx.gz")
+fi
+runs=(--run "pdnn=$OUT/samples/$name")
+[ "$TORCH" = 1 ] && runs+=(--run "PyTorch=$OUT/samples/torch_$name")
+env -u LD_LIBRARY_PATH "$PY" scripts/dcgan_progression.py "${runs[@]}" --epochs 1,10,50,150,300 \
+  --out "$OUT/progression_${name}_pdnn_torch.png" \
+  --title "W5 on $name, $EPOCHS epochs ($DEVICE), seed $SEED: pdnn and PyTorch from the same weights, data order and noise"
+if [ "$photos" = 1 ]; then
+  env -u LD_LIBRARY_PATH "$PY" scripts/plot.py --results "$OUT" --out "$OUT/plots" | grep wrote || true
+  echo "dcgan_quality: photos: no score yet (no photo classifier to judge); grids in $OUT/samples/," \
+       "progression $OUT/progression_${name}_pdnn_torch.png, plots in $OUT/plots"
+  exit 0
 fi
 echo "== quality scores"
 "$BIN/gan_score" --classifier "$ck" --dataset "$DATASET" --data "$DATA" "${sets[@]}" \

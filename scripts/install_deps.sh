@@ -8,10 +8,12 @@
 # OpenBLAS: the OpenMP flavour (libopenblas0-openmp) is chosen on purpose: BLAS and our own
 # loops then share libgomp's one thread pool (DESIGN.md rule 7); the pthread flavour spins its
 # own threads against OpenMP's. The measured comparison is in results/README.md.
+# LAPACKE (liblapacke-dev): the C interface to LAPACK; its liblapack.so.3 is OpenBLAS's through
+# Debian's alternatives, so the eigen-solver runs in the same library as the GEMMs.
 # Open MPI (libopenmpi-dev, and openmpi-bin for mpirun): data-parallel training (--distributed)
 # and its 2-rank tests; NCCL for GPUs comes with the CUDA toolkit, not from here.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libopenblas-openmp-dev libopencv-dev libgtest-dev
+pkgs=(build-essential cmake pkg-config libopenblas-openmp-dev liblapacke-dev libopencv-dev libgtest-dev
       zlib1g-dev libcli11-dev nlohmann-json3-dev python3 python3-matplotlib curl ca-certificates
       libopenmpi-dev openmpi-bin
 )

@@ -62,6 +62,16 @@ def save(fig, out_dir, name):
     return path
 
 
+def where_ran(row):
+    """What a run ran on, for a legend: the GPU's name for a GPU run (its thread count only
+    feeds the host side), the thread count for a CPU run."""
+    device, threads = row.get("device", ""), row.get("threads", "")
+    if device and device != "cpu":
+        gpu = (row.get("gpu") or "").split(",")[0].strip()
+        return gpu or device
+    return "cpu, %s thr" % threads if threads else (device or "?")
+
+
 def last_per_key(rows, key):
     """The last row for each key (files are appended to: the last row is the newest run)."""
     latest = OrderedDict()
@@ -86,7 +96,7 @@ def training_runs(rows):
         runs[key].append(r)
     out = OrderedDict()
     for (model, dataset, device, threads, batch), rs in runs.items():
-        label = "%s %s, %s, %s thr, batch %s" % (model, dataset, device, threads, batch)
+        label = "%s %s, %s, batch %s" % (model, dataset, where_ran(rs[0]), batch)
         out[label] = rs
     return out
 
@@ -280,49 +290,60 @@ def gan_runs(rows, key_cols, step_col):
 
 def plot_gan_iterations(rows, out_dir, name):
     """Generator and discriminator loss per iteration, as the DCGAN paper's figure 2 (and
-    PyTorch's tutorial) show them: one panel per run."""
+    PyTorch's tutorial) show them, and below them D(x) and D(G(z)): one column per run."""
     runs = gan_runs(rows, ("app", "model", "dataset", "device", "batch"), "iteration")
     if not runs:
         print("plot: %s: no iteration rows: skipped" % name)
         return []
-    fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.2), squeeze=False)
-    for ax, ((app, model, dataset, device, batch), rs) in zip(axes[0], runs.items()):
+    fig, axes = plt.subplots(2, len(runs), figsize=(6.5 * len(runs), 7.6), squeeze=False,
+                             sharex="col")
+    for k, ((app, model, dataset, device, batch), rs) in enumerate(runs.items()):
+        ax, ax_p = axes[0][k], axes[1][k]
         it = [num(r["iteration"]) for r in rs]
         ax.plot(it, [num(r["g_loss"]) for r in rs], lw=0.9, color="C1", label="G")
         ax.plot(it, [num(r["d_loss"]) for r in rs], lw=0.9, color="C0", label="D")
+        if "d_x" in rs[0] and "d_g_z" in rs[0]:
+            ax_p.plot(it, [num(r["d_x"]) for r in rs], lw=0.9, color="C2", label="D(x)")
+            ax_p.plot(it, [num(r["d_g_z"]) for r in rs], lw=0.9, color="C3", label="D(G(z))")
         per_epoch = {}
         for r in rs:
             per_epoch[num(r["epoch"])] = num(r["iteration"])
         for e, last in sorted(per_epoch.items())[:-1]:
-            ax.axvline(last + 0.5, color="0.8", lw=0.6)
+            for a in (ax, ax_p):
+                a.axvline(last + 0.5, color="0.8", lw=0.6)
         ax.set(title="%s %s on %s (%s, batch %s)" % (app, model, dataset, device, batch),
-               xlabel="iteration (grey lines: epoch ends)", ylabel="loss")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("Generator and discriminator loss during training: %s" % name)
+               ylabel="loss")
+        ax_p.set(xlabel="iteration (grey lines: epoch ends)", ylabel="mean D output",
+                 ylim=(0, 1))
+        for a in (ax, ax_p):
+            a.grid(alpha=0.3)
+            a.legend(fontsize=8)
+    fig.suptitle("Generator and discriminator during training: %s" % name, fontsize=10)
     return [save(fig, out_dir, name + "_losses")]
 
 
 def plot_gan_epochs(rows, out_dir, name):
+    """Mean losses and discriminator outputs per epoch. G and D (D(x) and D(G(z))) each keep one
+    colour in every run; runs differ by line style and marker."""
     runs = gan_runs(rows, ("app", "model", "dataset", "device", "threads", "batch"), "epoch")
     if not runs:
         print("plot: %s: no epoch rows: skipped" % name)
         return []
     fig, (ax_l, ax_p) = plt.subplots(1, 2, figsize=(11, 4.2))
+    styles = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
     for i, (key, rs) in enumerate(runs.items()):
-        color = "C%d" % (i % 10)
-        label = "%s %s, %s, %s thr" % (key[0], key[2], key[3], key[4])
+        ls, mk = styles[i % len(styles)]
+        label = "%s %s, %s" % (key[0], key[2], where_ran(rs[0]))
         ep = [num(r["epoch"]) for r in rs]
-        ax_l.plot(ep, [num(r["train_g_loss"]) for r in rs], "-", marker="o", ms=3, color=color,
-                  label=label + " (G)")
-        ax_l.plot(ep, [num(r["train_d_loss"]) for r in rs], "--", marker="o", ms=3, color=color,
-                  label=label + " (D)")
-        ax_p.plot(ep, [num(r.get("train_d_x")) for r in rs], "-", marker="o", ms=3, color=color,
-                  label=label + " D(x)")
-        ax_p.plot(ep, [num(r.get("train_d_g_z")) for r in rs], "--", marker="o", ms=3,
-                  color=color, label=label + " D(G(z))")
-    ax_l.set(title="Mean loss per epoch", xlabel="epoch", ylabel="BCE loss")
-    ax_p.set(title="Mean discriminator output", xlabel="epoch", ylabel="probability", ylim=(0, 1))
+        for ax, col, color, what in ((ax_l, "train_g_loss", "C1", "G"),
+                                     (ax_l, "train_d_loss", "C0", "D"),
+                                     (ax_p, "train_d_x", "C2", "D(x)"),
+                                     (ax_p, "train_d_g_z", "C3", "D(G(z))")):
+            ax.plot(ep, [num(r.get(col)) for r in rs], ls, marker=mk, ms=3, color=color,
+                    label="%s: %s" % (what, label))
+    ax_l.set(title="Mean loss per epoch (G orange, D blue)", xlabel="epoch", ylabel="BCE loss")
+    ax_p.set(title="Mean discriminator output (D(x) green, D(G(z)) red)", xlabel="epoch",
+             ylabel="probability", ylim=(0, 1))
     for ax in (ax_l, ax_p):
         ax.grid(alpha=0.3)
         ax.xaxis.get_major_locator().set_params(integer=True)
@@ -515,7 +536,7 @@ def plot_gpu_bench(rows, out_dir, name):
 
 
 def plot_scale(rows, out_dir, name):
-    """results/scale/*.csv (scripts/gpu_dist.sh, scripts/gpu_host_dist_cpu.sh): images per
+    """results/scale/*.csv (scripts/gpu/runners/dist.sh, scripts/gpu/runners/host-dist-cpu.sh): images per
     second of data-parallel runs, pdnn (--distributed) beside PyTorch DDP, one panel per
     workload and device. CPU: one bar group per ranks x threads split of the same cores (1xT is
     the single process); GPU: one group per app and mode, 1 GPU beside N GPUs, annotated with

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One row of results/scale/*.csv (the columns of torch_ddp_bench.py's SCALE_COLUMNS) from the
-last row of a pdnn --bench-csv file, for the data-parallel scripts (gpu_dist.sh,
-gpu_host_dist_cpu.sh):
+last row of a pdnn --bench-csv file, for the data-parallel scripts (scripts/gpu/runners/dist.sh,
+host-dist-cpu.sh):
 
   scale_rows.py BENCH_CSV --workload W3 --ranks 2 --threads 8 --global-batch 256 \
       --mode graph+overlap --out results/scale/gpu_dist.csv

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch DistributedDataParallel's training-step time for pdnn's workloads, the yardstick of
-pdnn's --distributed (scripts/gpu_dist.sh, scripts/gpu_host_dist_cpu.sh): N processes started
+pdnn's --distributed (scripts/gpu/runners/dist.sh, scripts/gpu/runners/host-dist-cpu.sh): N processes started
 with torch.multiprocessing (no torchrun), gloo on the CPU, NCCL on GPUs (one per rank).
 
 As users write DDP: the model wrapped in DistributedDataParallel (default buckets, 25 MB),

@@ -494,8 +494,9 @@ class PhotoDecoder:
             sys.exit("torch_reference: caltech needs cv2 (python3-opencv) or PIL (python3-pil) "
                      "to read the photos")
 
-    def decode(self, b, side):
-        """(pixels, "") or (None, why it is skipped)."""
+    def decode(self, b, side, center_crop=False):
+        """(pixels, "") or (None, why it is skipped). center_crop: the largest centred square
+        first (ImageFolderOptions::center_crop, the dcgan app's photos)."""
         if not b:
             return None, "empty file"
         fmt = sniff(b)
@@ -515,6 +516,10 @@ class PhotoDecoder:
             return None, f"cannot decode ({e})"
         if rgb is None or rgb.size == 0:
             return None, "cannot decode (corrupt or unsupported)"
+        if center_crop and rgb.shape[0] != rgb.shape[1]:
+            h, w = rgb.shape[:2]
+            c = min(h, w)
+            rgb = rgb[(h - c) // 2:(h - c) // 2 + c, (w - c) // 2:(w - c) // 2 + c]
         shrink = rgb.shape[0] * rgb.shape[1] > side * side
         if rgb.shape[:2] == (side, side):
             return np.ascontiguousarray(rgb), ""
@@ -992,13 +997,55 @@ def generate(torch, g, rng, n, batch, dev, nz=100):
     return torch.cat(out)
 
 
+def dcgan_photos(args):
+    """The dcgan app's photos (--dataset caltech, or --data a folder of photos): every readable
+    image of every class folder (sorted by name; a folder without class folders is one class),
+    files in path order, centre-cropped to 64x64, as (N,3,64,64) float32 in [-1,1]
+    ((v/255 - 0.5)/0.5, the app's normalisation)."""
+    folder = args.data or os.path.join(ROOT, "datasets", "caltech101-6")
+    if not os.path.isdir(folder):
+        sys.exit(f"torch_reference: --data {folder}: no such folder")
+    classes = folder_classes(folder)
+    root = folder if classes else os.path.dirname(os.path.normpath(folder)) or "."
+    if not classes:
+        classes = [os.path.basename(os.path.normpath(folder))]
+    files = []
+    for c in classes:
+        names = [os.path.relpath(os.path.join(r, f), root)
+                 for r, _, fs in os.walk(os.path.join(root, c)) for f in fs]
+        files += sorted(names, key=lambda n: n.encode())
+    dec = PhotoDecoder()
+
+    def work(rel):
+        with open(os.path.join(root, rel), "rb") as f:
+            return dec.decode(f.read(), 64, center_crop=True)[0]
+
+    workers = args.threads if args.threads > 0 else (os.cpu_count() or 1)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
+        px = [p for p in ex.map(work, files) if p is not None]
+    if not px:
+        sys.exit(f"torch_reference: --data {folder}: no readable photos")
+    x = np.stack(px).astype(np.float32).transpose(0, 3, 1, 2) / np.float32(255.0)
+    name = "caltech101-6" if not args.data else os.path.basename(os.path.normpath(folder))
+    return name, folder, np.ascontiguousarray((x - np.float32(0.5)) / np.float32(0.5))
+
+
 def mode_dcgan(args):
     torch, threads, dev = torch_setup(args)
-    name, folder, (xtr, _), _ = load_dataset(args)
+    photos = args.dataset == "caltech" or (args.data and not os.path.exists(
+        os.path.join(args.data, "train-images-idx3-ubyte")) and not os.path.exists(
+        os.path.join(args.data, "train-images-idx3-ubyte.gz")))
+    if photos:
+        name, folder, xtr = dcgan_photos(args)
+    else:
+        name, folder, (xtr, _), _ = load_dataset(args)
     n_img = len(xtr)
     per_epoch = args.images_per_epoch or n_img
     if per_epoch > n_img:
-        sys.exit(f"torch_reference: --images-per-epoch {per_epoch}: {name} has {n_img} images")
+        # As the dcgan app: a set smaller than an epoch's worth trains on what it has.
+        print(f"note: --images-per-epoch {per_epoch}: {name} has {n_img} images: {n_img} per "
+              "epoch", flush=True)
+        per_epoch = n_img
     batch, nz = args.batch, 100
     rng = pdnn_rng.Rng(args.seed)
     g, d = dcgan_models(torch)
@@ -1015,7 +1062,8 @@ def mode_dcgan(args):
     data_seed = pdnn_rng.at(args.seed, 0)
     x28 = torch.from_numpy(xtr).to(dev)
     gpu = gpu_name(torch, dev)
-    print(f"torch dcgan: dataset {name} ({folder}: {n_img} images, upscaled to 64x64), batch "
+    kind = "photos, centre-cropped, 64x64 RGB" if photos else "upscaled to 64x64"
+    print(f"torch dcgan: dataset {name} ({folder}: {n_img} images, {kind}), batch "
           f"{batch}, {per_epoch} images per epoch, Adam lr 2e-4 beta1 0.5, {threads} threads, seed "
           f"{args.seed}, torch {torch.__version__}, device {dev}", flush=True)
     rev, host = git_rev(), socket.gethostname()
@@ -1034,7 +1082,7 @@ def mode_dcgan(args):
         for b0 in range(0, per_epoch, batch):
             ts = time.perf_counter()
             idx = torch.from_numpy(order[b0:b0 + batch]).to(dev)
-            real = dcgan_images(torch, x28, idx, dev)
+            real = x28[idx] if photos else dcgan_images(torch, x28, idx, dev)
             nb = real.shape[0]
             d.zero_grad()
             out_real = d(real).view(-1)
@@ -1102,8 +1150,10 @@ def mode_dcgan(args):
 
 
 def add_dcgan_args(p):
-    p.add_argument("--dataset", choices=["mnist", "fashion-mnist"], default="fashion-mnist")
-    p.add_argument("--data", default="", help="IDX folder (default as build/bin/dcgan)")
+    p.add_argument("--dataset", choices=["mnist", "fashion-mnist", "caltech"],
+                   default="fashion-mnist")
+    p.add_argument("--data", default="",
+                   help="IDX folder or folder of photos (default as build/bin/dcgan)")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--images-per-epoch", type=int, default=2944, help="0: all")
@@ -1122,7 +1172,7 @@ def add_dcgan_args(p):
 
 MODES = {"mnist": (mode_mnist, add_mnist_args, "W2/W3 on MNIST-layout IDX data"),
          "caltech": (mode_caltech, add_caltech_args, "W4 on an image folder (Caltech101)"),
-         "dcgan": (mode_dcgan, add_dcgan_args, "W5, the DCGAN, on MNIST-layout IDX data")}
+         "dcgan": (mode_dcgan, add_dcgan_args, "W5, the DCGAN, on IDX data or photos")}
 
 
 def main():

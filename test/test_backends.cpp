@@ -42,6 +42,7 @@
 #include "workloads/classifier/caltech_models.h"
 #include "workloads/dcgan/dcgan_models.h"
 #include "workloads/classifier/mnist_models.h"
+#include "workloads/model_zoo.h"
 #include "model/sequential.h"
 #include "ops/basic.h"
 #include "ops/conv/im2col.h"
@@ -388,7 +389,7 @@ std::vector<Case> cases() {
                    ctx.rng().seed(3);
                    m.reset_parameters(ctx.rng());
                    m.to(dev, ctx);
-                   auto opt = make_mnist_optimizer(model, "", m, -1.f);
+                   auto opt = make_model_optimizer(model, "", m.parameters(), -1.f);
                    ClassifierTrainer tr(m, *opt, /*cuda_graph=*/false);
                    Rng r(8);
                    for (int s = 0; s < 2; ++s) {

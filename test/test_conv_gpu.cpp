@@ -21,7 +21,10 @@
 #include "core/cuda_state.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_algo.h"
+#include "optim/sgd.h"
 #include "testing.h"
+#include "train/classifier_trainer.h"
+#include "workloads/classifier/caltech_models.h"
 
 namespace pdnn {
 namespace {
@@ -179,9 +182,12 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   Context ctx(1, 1, Device::CUDA);
+  std::vector<ConvAlgo> algos = {ConvAlgo::Im2col, ConvAlgo::Implicit};
+  // cuDNN is optional (opened at run time): checked where it is found, like pdnn's own.
+  if (ctx.cuda().cudnn() != nullptr) algos.push_back(ConvAlgo::Cudnn);
   for (bool tf32 : {false, true}) {
     ctx.cuda().set_tf32(tf32);
-    for (ConvAlgo algo : {ConvAlgo::Im2col, ConvAlgo::Implicit}) {
+    for (ConvAlgo algo : algos) {
       for (const ConvCase& c : kCases) {
         SCOPED_TRACE(std::string(c.name) + " " + conv_algo_name(algo) + (tf32 ? " tf32" : " fp32"));
         Inputs in = inputs_of(c);
@@ -236,6 +242,40 @@ TEST(ConvGpu, ChoiceIsMadeOnceAndCached) {
       EXPECT_EQ(ch.choice, first_choice);
     }
   }
+  std::remove(cache.c_str());
+}
+
+// A run that reads the cache file trains to the weights of the run that wrote it: the choice is
+// the only thing the cache carries, so equal choices give the same kernels in the same order.
+TEST(ConvGpu, RunWithTheCacheGivesTheWeightsOfTheRunThatWroteIt) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  const std::string cache = ::testing::TempDir() + "conv_algos_weights_test.tsv";
+  std::remove(cache.c_str());
+  auto train = [&](bool expect_from_file) {
+    Context ctx(1, 1, Device::CUDA);
+    ctx.tuning().set_cache_file(cache, ctx.cuda().info().name);
+    Sequential m = make_caltech_model(16, 3);
+    ctx.rng().seed(3);
+    m.reset_parameters(ctx.rng());
+    m.to(Device::CUDA, ctx);
+    Sgd opt(m.parameters(), 0.01);
+    ClassifierTrainer tr(m, opt, /*cuda_graph=*/false);
+    Rng r(8);
+    for (int s = 0; s < 3; ++s) {
+      const Tensor x = testing::random_tensor(Shape{8, 3, 16, 16}, r);
+      std::vector<int32_t> l(8);
+      for (auto& v : l) v = static_cast<int32_t>(r.next() % 3);
+      tr.step(ctx, x, testing::labels_tensor(l));
+    }
+    EXPECT_FALSE(ctx.tuning().made().empty());
+    for (const auto& made : ctx.tuning().made())
+      EXPECT_EQ(made.second.from_file, expect_from_file) << made.first;
+    return m.parameters().values().to(Device::CPU, ctx);
+  };
+  const Tensor first = train(false);
+  const Tensor second = train(true);
+  testing::expect_close(second, first, 0, 0, "weights");
   std::remove(cache.c_str());
 }
 

@@ -93,11 +93,14 @@ TEST(Rng, SeededStreamsAreReproducibleAndDistinct) {
 }
 
 TEST(Context, ThreadsAndWorkspace) {
+  const int process = omp_get_max_threads();
   Context ctx(2);
   EXPECT_EQ(ctx.threads(), 2);
-  EXPECT_EQ(omp_get_max_threads(), 2);
+  EXPECT_EQ(ctx.cpu_exec().threads, 2);
   ctx.set_threads(1);
-  EXPECT_EQ(omp_get_max_threads(), 1);
+  EXPECT_EQ(ctx.cpu_exec().threads, 1);
+  // The count is the context's own: the process's OpenMP setting is left alone.
+  EXPECT_EQ(omp_get_max_threads(), process);
   float* w = ctx.workspace(1000);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(w) % 64, 0u);
   EXPECT_EQ(ctx.workspace(500), w);  // grow-only: a smaller request reuses the buffer

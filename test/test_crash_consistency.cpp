@@ -4,7 +4,8 @@
 // row per finished epoch (plus at most the row of the epoch being checkpointed, which the next
 // resume drops); at the end the rows are epochs 1..N once each, no temporary file is left, and
 // the final checkpoint equals an uninterrupted run's byte for byte. The narrow window between
-// an epoch's row and its checkpoint is also hit on purpose (PDNN_CRASH_AT).
+// an epoch's row and its checkpoint is also hit on purpose: build/bin/mnist_faults, the same app
+// code with a fault hook (test/drivers/mnist_faults.cpp), kills itself there.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 
 #include "model/checkpoint.h"
 #include "workloads/classifier/mnist_models.h"
+#include "workloads/model_zoo.h"
 #include "testing.h"
 #include "run/csv.h"
 
@@ -34,22 +36,19 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 const std::string kBin = std::string(PDNN_BIN_DIR) + "/mnist";
+const std::string kFaults = std::string(PDNN_BIN_DIR) + "/mnist_faults";
 
-// Starts argv with stdout and stderr to /dev/null and `extra_env` added to the environment.
-pid_t spawn(const std::vector<std::string>& args, const std::string& extra_env = "") {
+// Starts argv with stdout and stderr to /dev/null.
+pid_t spawn(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (char** e = environ; *e; ++e) envp.push_back(*e);
-  if (!extra_env.empty()) envp.push_back(const_cast<char*>(extra_env.c_str()));
-  envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   return rc == 0 ? pid : -1;
 }
@@ -62,7 +61,8 @@ std::string slurp(const std::string& p) {
 class CrashConsistency : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kBin)) GTEST_SKIP() << kBin << " not built";
+    for (const std::string& bin : {kBin, kFaults})
+      if (!fs::exists(bin)) GTEST_SKIP() << bin << " not built";
     char tmpl[] = "/tmp/pdnn_crash_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
@@ -98,7 +98,7 @@ class CrashConsistency : public ::testing::Test {
     const std::string p = dir_ + "/" + name + ".ckpt";
     if (!fs::exists(p)) return -1;
     Sequential m = make_mnist_model("keras", 8, 10);
-    auto opt = make_mnist_optimizer("keras", "", m, -1.f);
+    auto opt = make_model_optimizer("keras", "", m.parameters(), -1.f);
     return load_checkpoint(p, m, opt.get()).epoch;  // throws if it does not load
   }
   // After any kill: a loadable checkpoint at epoch E (or none), rows 1..k with k = E or E+1.
@@ -126,7 +126,10 @@ TEST_F(CrashConsistency, KilledAtRandomPointsAndResumedEqualsAnUninterruptedRun)
   ASSERT_EQ(csv_epochs("ref"), (std::vector<int>{1, 2, 3, 4, 5, 6}));
 
   // Killed right after epoch 2's row, before its checkpoint: one row too many, for now.
-  int st = wait_status(spawn(args("run", false), "PDNN_CRASH_AT=after_row:2"));
+  std::vector<std::string> faulted = args("run", false);
+  faulted[0] = kFaults;
+  faulted.insert(faulted.end(), {"--fault", "kill:after_row:2"});
+  int st = wait_status(spawn(faulted));
   ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << st;
   EXPECT_EQ(csv_epochs("run"), (std::vector<int>{1, 2}));
   EXPECT_EQ(checkpoint_epoch("run"), 1);

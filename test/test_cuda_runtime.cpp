@@ -16,6 +16,7 @@
 #include "workloads/dcgan/dcgan_models.h"
 #include "optim/adam.h"
 #include "workloads/classifier/mnist_models.h"
+#include "workloads/model_zoo.h"
 #include "testing.h"
 #include "train/classifier_trainer.h"
 #include "workloads/dcgan/gan_trainer.h"
@@ -66,7 +67,7 @@ TEST(CudaRuntime, TrainingStepMovesOnlyTheBatchAndAllocatesNothingOnceWarm) {
   Sequential m = make_mnist_model("keras");
   m.reset_parameters(ctx.rng());
   m.to(Device::CUDA, ctx);
-  auto opt = make_mnist_optimizer("keras", "", m, -1.f);
+  auto opt = make_model_optimizer("keras", "", m.parameters(), -1.f);
   ClassifierTrainer tr(m, *opt);
   // Pinned host batches, as the app uses.
   Tensor x(Shape{32, 1, 28, 28}, DType::F32, ctx.staging_allocator());
@@ -112,10 +113,11 @@ TEST(CudaRuntime, GraphReplayEqualsEagerSteps) {
                      std::vector<int32_t>(200, 3)};
   for (bool graph : {false, true}) {
     Context ctx(1, 9, Device::CUDA);
+    pt::share_conv_choices(ctx);
     Sequential m = make_mnist_model("keras");
     m.reset_parameters(ctx.rng());
     m.to(Device::CUDA, ctx);
-    auto opt = make_mnist_optimizer("keras", "", m, -1.f);
+    auto opt = make_model_optimizer("keras", "", m.parameters(), -1.f);
     ClassifierTrainer tr(m, *opt, graph);
     for (int epoch = 0; epoch < 2; ++epoch) {
       for (const Batch& b : batches(6, 16, 20 + epoch, 7)) tr.step(ctx, b.x, b.y);
@@ -143,10 +145,11 @@ TEST(CudaRuntime, PinnedBatchesRefilledEachStepTrainLikeFreshOnes) {
   std::vector<Tensor> weights;
   for (bool pinned : {false, true}) {
     Context ctx(1, 4, Device::CUDA);
+    pt::share_conv_choices(ctx);
     Sequential m = make_mnist_model("keras");
     m.reset_parameters(ctx.rng());
     m.to(Device::CUDA, ctx);
-    auto opt = make_mnist_optimizer("keras", "", m, -1.f);
+    auto opt = make_model_optimizer("keras", "", m.parameters(), -1.f);
     ClassifierTrainer tr(m, *opt);
     Tensor x(Shape{128, 1, 28, 28}, DType::F32, ctx.staging_allocator());
     Tensor y(Shape{128}, DType::I32, ctx.staging_allocator());
@@ -176,6 +179,7 @@ TEST(CudaRuntime, DcganIterationGraphEqualsEagerAndMovesOnlyTheBatch) {
   std::vector<int64_t> steps_g, steps_d, replays;
   for (bool graph : {false, true}) {
     Context ctx(1, 9, Device::CUDA);
+    pt::share_conv_choices(ctx);
     Sequential g = make_dcgan_generator(), d = make_dcgan_discriminator();
     dcgan_init(g, ctx.rng());
     dcgan_init(d, ctx.rng());
@@ -243,6 +247,7 @@ TEST(CudaRuntime, DcganPinnedBatchRefilledEachStepTrainsLikeFreshOnes) {
   std::vector<Tensor> gw;
   for (bool pinned : {false, true}) {
     Context ctx(1, 5, Device::CUDA);
+    pt::share_conv_choices(ctx);
     Sequential g = make_dcgan_generator(), d = make_dcgan_discriminator();
     dcgan_init(g, ctx.rng());
     dcgan_init(d, ctx.rng());
@@ -283,13 +288,13 @@ TEST(CudaRuntime, CheckpointOfADeviceModelLoadsOnTheHost) {
   Sequential m = make_mnist_model("small");
   m.reset_parameters(ctx.rng());
   m.to(Device::CUDA, ctx);
-  auto opt = make_mnist_optimizer("small", "", m, -1.f);
+  auto opt = make_model_optimizer("small", "", m.parameters(), -1.f);
   ClassifierTrainer tr(m, *opt);
   for (const Batch& b : batches(3, 8, 5)) tr.step(ctx, b.x, b.y);
   const std::string path = ::testing::TempDir() + "pdnn_cuda_ckpt.bin";
   save_checkpoint(path, m, opt.get(), 1, {}, &ctx);
   Sequential h = make_mnist_model("small");
-  auto hopt = make_mnist_optimizer("small", "", h, -1.f);
+  auto hopt = make_model_optimizer("small", "", h.parameters(), -1.f);
   load_checkpoint(path, h, hopt.get());
   pt::expect_close(h.parameters().values(), m.parameters().values().to(Device::CPU, ctx), 0, 0,
                    "weights through a checkpoint");

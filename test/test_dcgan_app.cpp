@@ -215,6 +215,27 @@ TEST_F(DcganApp, TrainsOnAFlatFolderOfPhotos) {
 }
 #endif
 
+// make dcgan without a GPU (scripts/dcgan_study.sh): its first line says that this is the short
+// CPU run, how long the full one would take here and how to start it; then the run, the grids,
+// the progression PNG and the curves. (Small widths and a small folder of photos: seconds.)
+TEST_F(DcganApp, MakeDcganOnTheCpuSaysFirstHowLongTheFullRunWouldTake) {
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 lacks matplotlib (apt-get install python3-matplotlib)";
+  const std::string o = dir_ + "/study";
+  const Result r = run("BIN=" + std::string(PDNN_BIN_DIR) + " OUT=" + o + " DATA=" + data_ +
+                       " DEVICE=cpu CPU_EPOCHS=2 CPU_IMAGES=16 THREADS=1 ARGS='--ngf 4 --ndf 4 "
+                       "--nz 8 --batch 8' " PDNN_SOURCE_DIR "/scripts/dcgan_study.sh");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string first = r.output.substr(0, r.output.find('\n'));
+  EXPECT_EQ(first.rfind("dcgan: no GPU: a short CPU run (2 epochs of 16 images); the study's 300 "
+                        "epochs (3 iterations of 8 each) would take about ", 0), 0u) << first;
+  EXPECT_NE(first.find("ms per iteration at 1 threads): make dcgan DEVICE=cpu EPOCHS=300"),
+            std::string::npos) << first;
+  EXPECT_TRUE(exists(o + "/samples/data/epoch_002.png")) << r.output;
+  EXPECT_TRUE(exists(o + "/progression_data.png")) << r.output;
+  EXPECT_EQ(read_csv(o + "/dcgan_data.csv").size(), 3u);
+}
+
 TEST_F(DcganApp, BadInputFailsWithAMessageAndNoOutput) {
   Result r = app("bad", " --data " + dir_ + "/nowhere --epochs 1");
   EXPECT_NE(r.status, 0);

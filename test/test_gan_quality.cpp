@@ -1,5 +1,6 @@
-// The sample-quality statistics (lib/workloads/dcgan/gan_quality.h): Jacobi eigen-decomposition and the
-// PSD square root against their definitions, the Fréchet distance against closed forms
+// The sample-quality statistics (lib/workloads/dcgan/gan_quality.h): the symmetric
+// eigen-decomposition (LAPACK dsyevd) against its definition and closed-form spectra, the PSD
+// square root against its definition, the Fréchet distance against closed forms
 // (identical sets, shifted means, commuting and 2x2 non-commuting covariances), the Gaussian fit
 // against numpy's np.mean/np.cov, the class statistics at their extremes, the sample path of
 // real images, and gan_score end to end on generated data.
@@ -43,7 +44,7 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
 
 }  // namespace
 
-TEST(GanQuality, JacobiEigenAndSquareRoot) {
+TEST(GanQuality, SymmetricEigenAndSquareRoot) {
   Rng r(3);
   for (int64_t n : {1, 2, 7, 40}) {
     SCOPED_TRACE(n);
@@ -61,6 +62,7 @@ TEST(GanQuality, JacobiEigenAndSquareRoot) {
     std::vector<double> eye(static_cast<size_t>(n * n), 0.0);
     for (int64_t i = 0; i < n; ++i) eye[static_cast<size_t>(i * n + i)] = 1;
     EXPECT_LT(max_abs_diff(matmul(vt, v, n), eye), 1e-12 * n);
+    for (size_t k = 1; k < w.size(); ++k) EXPECT_LE(w[k - 1], w[k]);  // ascending
     // The PSD square root squares back and is symmetric.
     const std::vector<double> s = random_symmetric(n, r, true);
     const std::vector<double> root = sqrt_psd(s, n);
@@ -68,6 +70,30 @@ TEST(GanQuality, JacobiEigenAndSquareRoot) {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j)
         EXPECT_NEAR(root[static_cast<size_t>(i * n + j)], root[static_cast<size_t>(j * n + i)], 1e-12);
+  }
+  // Closed forms: [[2,1],[1,2]] has eigenvalues 1 and 3 with vectors (1,-1)/sqrt2, (1,1)/sqrt2;
+  // the n x n tridiagonal (2 on the diagonal, -1 beside it) has 2 - 2 cos(k pi / (n + 1)),
+  // k = 1..n, ascending. Bounds: a backward-stable solver is within a few ulps of |A| <= 4.
+  {
+    std::vector<double> w, v;
+    symmetric_eigen({2, 1, 1, 2}, 2, &w, &v);
+    EXPECT_NEAR(w[0], 1.0, 1e-14);
+    EXPECT_NEAR(w[1], 3.0, 1e-14);
+    const double h = 1 / std::sqrt(2.0);
+    EXPECT_NEAR(std::fabs(v[0]), h, 1e-14);
+    EXPECT_NEAR(v[0] * v[2], -0.5, 1e-14);  // column 0: (1,-1)/sqrt2 up to sign
+    EXPECT_NEAR(v[1] * v[3], 0.5, 1e-14);   // column 1: (1,1)/sqrt2 up to sign
+    const int64_t n = 50;
+    std::vector<double> t(static_cast<size_t>(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      t[static_cast<size_t>(i * n + i)] = 2;
+      if (i + 1 < n)
+        t[static_cast<size_t>(i * n + i + 1)] = t[static_cast<size_t>((i + 1) * n + i)] = -1;
+    }
+    symmetric_eigen(t, n, &w, &v);
+    for (int64_t k = 0; k < n; ++k)
+      EXPECT_NEAR(w[static_cast<size_t>(k)], 2 - 2 * std::cos(M_PI * (k + 1) / (n + 1)), 1e-13)
+          << "eigenvalue " << k;
   }
   // A singular PSD matrix (rank 1): its root is v v^T / |v|.
   const std::vector<double> rank1 = {1, 2, 2, 4};

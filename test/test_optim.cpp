@@ -5,13 +5,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
 #include "optim/adadelta.h"
 #include "optim/adagrad.h"
 #include "optim/adam.h"
-#include "optim/make_optimizer.h"
+#include "optim/registry.h"
 #include "optim/sgd.h"
 #include "testing.h"
 
@@ -407,4 +408,57 @@ TEST(Optim, FactoryByName) {
     for (const char* n : {"rmsprop", "sgd", "adagrad", "adadelta", "adam"})
       EXPECT_NE(msg.find(n), std::string::npos) << msg;
   }
+}
+
+// Steps `opt` through kGrads and returns w after each step.
+std::vector<Tensor> trajectory(Optimizer& opt, Weight& p) {
+  Context ctx(1);
+  std::vector<Tensor> out;
+  for (const Vec& g : kGrads) {
+    p.set_grad(g);
+    opt.step(ctx);
+    out.push_back(p.w.clone());
+  }
+  return out;
+}
+
+TEST(Optim, RegistryDefaultsMatchConstructors) {
+  // The registry's table repeats the constructors' default arguments (so --help can list
+  // them): both ways must build the same optimizer, bit for bit.
+  using Make = std::function<std::unique_ptr<Optimizer>(ParamSet&)>;
+  const std::vector<std::tuple<std::string, HyperValues, Make>> cases = {
+      {"adagrad", {}, [](ParamSet& ps) { return std::make_unique<Adagrad>(ps); }},
+      {"adadelta", {}, [](ParamSet& ps) { return std::make_unique<Adadelta>(ps); }},
+      {"adam", {}, [](ParamSet& ps) { return std::make_unique<Adam>(ps); }},
+      {"sgd", {{"lr", 0.1}}, [](ParamSet& ps) { return std::make_unique<Sgd>(ps, 0.1); }},
+      {"sgd",
+       {{"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0.01}, {"nesterov", 1}},
+       [](ParamSet& ps) { return std::make_unique<Sgd>(ps, 0.1, 0.9, 0.01, 0.0, true); }},
+      {"adam",
+       {{"lr", 2e-4}, {"beta1", 0.5}, {"weight_decay", 0.01}},
+       [](ParamSet& ps) { return std::make_unique<Adam>(ps, 2e-4, 0.5, 0.999, 1e-8, 0.01); }},
+  };
+  for (const auto& [name, hp, make] : cases) {
+    Weight a, b;
+    auto by_name = make_optimizer(name, a.params(), hp);
+    auto direct = make(b.params());
+    EXPECT_EQ(by_name->kind(), name);
+    const auto ta = trajectory(*by_name, a), tb = trajectory(*direct, b);
+    for (size_t s = 0; s < ta.size(); ++s)
+      for (int64_t i = 0; i < ta[s].numel(); ++i)
+        EXPECT_EQ(ta[s][i], tb[s][i]) << name << " step " << s + 1 << " element " << i;
+  }
+}
+
+TEST(Optim, RegistryRejectsUnknownHyperParameterAndListsHelp) {
+  Weight p;
+  pdnn::testing::expect_error_mentions(
+      [&] { make_optimizer("adam", p.params(), HyperValues{{"rho", 0.9}}); }, {"adam", "rho"});
+  pdnn::testing::expect_error_mentions([&] { make_optimizer("sgd", p.params(), HyperValues{}); },
+                                 {"sgd", "lr", "--lr"});
+  const std::string help = optimizer_help();
+  for (const std::string& n : optimizer_name_list())
+    EXPECT_NE(help.find(n + ": "), std::string::npos) << help;
+  EXPECT_NE(help.find("lr required"), std::string::npos) << help;  // sgd
+  EXPECT_NE(help.find("beta2 0.999"), std::string::npos) << help;
 }

@@ -56,7 +56,7 @@ TEST(Plot, MakesPngFromResultsCsv) {
          "pdnn,dcgan,fashion-mnist,cpu,,2,64,1,0.5,3.0,0.8,0.2,1.5,ok,69,42,abc,h,t\n"
          "pdnn,dcgan,fashion-mnist,cpu,,2,64,2,0.4,3.5,0.8,0.2,1.5,ok,69,42,abc,h,t\n";
   }
-  // Data-parallel rows (scripts/gpu_dist.sh, gpu_host_dist_cpu.sh) and all-reduce rows.
+  // Data-parallel rows (scripts/gpu/runners/dist.sh, host-dist-cpu.sh) and all-reduce rows.
   fs::create_directories(dir / "results" / "scale");
   {
     std::ofstream f(dir / "results" / "scale" / "cpu_dist.csv");

@@ -13,16 +13,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "core/fault_hook.h"
 #include "data/dataset.h"
 #include "data/idx.h"
 #include "model/checkpoint.h"
 #include "workloads/classifier/mnist_models.h"
+#include "workloads/model_zoo.h"
 #include "testing.h"
 #include "workloads/classifier/classifier_task.h"
 #include "run/csv.h"
@@ -106,7 +109,7 @@ class RunLoopTest : public ::testing::Test {
     auto r = std::make_unique<Run>();
     r->model = make_mnist_model("small", 8, 4);
     r->model.reset_parameters(r->ctx.rng());
-    r->opt = make_mnist_optimizer("small", "", r->model, -1.f);
+    r->opt = make_model_optimizer("small", "", r->model.parameters(), -1.f);
     r->task = std::make_unique<PoisonedTask>(r->ctx, r->model, *r->opt, *train_set_, *test_set_,
                                              task_options());
     r->task->set(&r->model, r->opt.get(), {});
@@ -307,6 +310,32 @@ TEST_F(RunLoopTest, ResumeDropsRowsOfEpochsWhoseCheckpointNeverLanded) {
   c.epochs = 4;
   ASSERT_EQ(train(c, *r), 0);
   EXPECT_EQ(epochs_in_csv(), (std::vector<std::string>{"1", "2", "3", "9", "4"}));
+}
+
+// The points a test's fault hook (core/fault_hook.h) sees: every training step, counted over the
+// run, and every epoch's row, before its checkpoint (which is still the previous epoch's then).
+TEST_F(RunLoopTest, FaultHookSeesEveryStepAndEveryRowBeforeItsCheckpoint) {
+  struct Recorder : FaultHook {
+    std::function<int64_t()> checkpoint;
+    std::vector<std::string> seen;
+    std::vector<int64_t> checkpoint_at_row;
+    bool reached(const char* point, int64_t count) override {
+      seen.push_back(std::string(point) + ":" + std::to_string(count));
+      if (std::string(point) == "after_row") checkpoint_at_row.push_back(checkpoint());
+      return false;
+    }
+  } hook;
+  hook.checkpoint = [this] { return checkpoint_epoch(); };
+  auto r = make_run();
+  r->ctx.set_fault_hook(&hook);
+  ASSERT_EQ(train(config(2), *r), 0);
+  std::vector<std::string> want;
+  for (int s = 1; s <= 6; ++s) want.push_back("train_step:" + std::to_string(s));
+  want.push_back("after_row:1");
+  for (int s = 7; s <= 12; ++s) want.push_back("train_step:" + std::to_string(s));
+  want.push_back("after_row:2");
+  EXPECT_EQ(hook.seen, want);
+  EXPECT_EQ(hook.checkpoint_at_row, (std::vector<int64_t>{0, 1}));
 }
 
 // A task's own files (samples, plots) are named in extra_outputs, checked with the loop's, and

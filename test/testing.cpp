@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,11 +13,19 @@
 #include <sstream>
 #include <vector>
 
+#include "core/cuda_state.h"
 #include "core/error.h"
+#include "core/tuning.h"
 #include "data/idx.h"
 
 namespace pdnn {
 namespace testing {
+
+void share_conv_choices(Context& ctx) {
+  static const std::string path =
+      ::testing::TempDir() + "pdnn_conv_choices_" + std::to_string(getpid()) + ".tsv";
+  ctx.tuning().set_cache_file(path, ctx.cuda().info().name);
+}
 
 Tensor labels_tensor(const std::vector<int32_t>& labels) {
   Tensor t(Shape{static_cast<int64_t>(labels.size())}, DType::I32);

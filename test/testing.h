@@ -14,6 +14,12 @@
 namespace pdnn {
 namespace testing {
 
+// For GPU tests that compare two Contexts bit for bit: every Context passed here reads and
+// writes one algorithm cache file of this test process, so the second makes the first one's
+// convolution choices instead of timing its own (timing noise could pick another kernel, whose
+// other summation order is a real but irrelevant difference).
+void share_conv_choices(Context& ctx);
+
 // Uniform in [lo, hi).
 Tensor random_tensor(const Shape& s, Rng& rng, float lo = -1.f, float hi = 1.f);
 // A host int32 tensor (n) holding the labels.

@@ -11,8 +11,6 @@
 //  --mode sgemm: the sgemm 2048^3 rate alone at each thread count (the ceiling other benchmarks,
 //    scripts/bench_caltech.sh, set their layers' GFLOP/s against), one line per thread count:
 //    "sgemm_gflops threads=T repeats=R median=... min=... max=...".
-#include <cblas.h>
-#include <omp.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -27,6 +25,7 @@
 #include "layers/conv_transpose2d.h"
 #include "ops/conv/conv2d_winograd.h"
 #include "ops/conv/conv2d.h"
+#include "ops/gemm.h"
 #include "run/csv.h"
 #include "run/run_info.h"
 #include "run/run_flags.h"
@@ -58,10 +57,9 @@ struct Sgemm {
                      c = std::vector<float>(kN * kN);
   // GFLOP/s of one product at `threads` threads.
   double run(int threads) {
-    openblas_set_num_threads(threads);
     const double t0 = now_ms();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.f, a.data(), kN,
-                b.data(), kN, 0.f, c.data(), kN);
+    cpu::gemm(false, false, kN, kN, kN, 1.f, a.data(), b.data(), 0.f, c.data(),
+              CpuExec{threads});
     return 2.0 * kN * kN * kN / ((now_ms() - t0) * 1e6);
   }
 };
@@ -122,8 +120,6 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
     fill(dy, 1.f);
     const double flops = 2.0 * n * s.k * g.col_size();
     for (int t : thread_list) {
-      omp_set_num_threads(t);
-      openblas_set_num_threads(t);
       std::vector<ConvAlgo> run_algos;
       size_t ws_n = 0;
       for (ConvAlgo a : algos) {

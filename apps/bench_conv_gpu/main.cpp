@@ -48,16 +48,16 @@ const Layer kLayers[] = {
     {"W4", "conv4", 64, 64, 112, 112, 64, 3, 1, 1, FusedAct::ReLU, false, true},
     {"W4", "conv5", 64, 64, 56, 56, 128, 3, 1, 1, FusedAct::ReLU, false, true},
     {"W4", "conv6", 64, 128, 56, 56, 128, 3, 1, 1, FusedAct::ReLU, false, true},
-    {"W5", "D.0", 64, 3, 64, 64, 64, 4, 2, 1, FusedAct::LeakyReLU, false, true},
-    {"W5", "D.2", 64, 64, 32, 32, 128, 4, 2, 1, FusedAct::None, false, true},
-    {"W5", "D.5", 64, 128, 16, 16, 256, 4, 2, 1, FusedAct::None, false, true},
-    {"W5", "D.8", 64, 256, 8, 8, 512, 4, 2, 1, FusedAct::None, false, true},
-    {"W5", "D.11", 64, 512, 4, 4, 1, 4, 1, 0, FusedAct::None, false, true},
-    {"W5", "G.0", 64, 100, 1, 1, 512, 4, 1, 0, FusedAct::None, true, false},
-    {"W5", "G.3", 64, 512, 4, 4, 256, 4, 2, 1, FusedAct::None, true, true},
-    {"W5", "G.6", 64, 256, 8, 8, 128, 4, 2, 1, FusedAct::None, true, true},
-    {"W5", "G.9", 64, 128, 16, 16, 64, 4, 2, 1, FusedAct::None, true, true},
-    {"W5", "G.12", 64, 64, 32, 32, 3, 4, 2, 1, FusedAct::None, true, true},
+    {"W5", "D.conv1", 64, 3, 64, 64, 64, 4, 2, 1, FusedAct::LeakyReLU, false, true},
+    {"W5", "D.conv2", 64, 64, 32, 32, 128, 4, 2, 1, FusedAct::None, false, true},
+    {"W5", "D.conv3", 64, 128, 16, 16, 256, 4, 2, 1, FusedAct::None, false, true},
+    {"W5", "D.conv4", 64, 256, 8, 8, 512, 4, 2, 1, FusedAct::None, false, true},
+    {"W5", "D.conv5", 64, 512, 4, 4, 1, 4, 1, 0, FusedAct::None, false, true},
+    {"W5", "G.convT1", 64, 100, 1, 1, 512, 4, 1, 0, FusedAct::None, true, false},
+    {"W5", "G.convT2", 64, 512, 4, 4, 256, 4, 2, 1, FusedAct::None, true, true},
+    {"W5", "G.convT3", 64, 256, 8, 8, 128, 4, 2, 1, FusedAct::None, true, true},
+    {"W5", "G.convT4", 64, 128, 16, 16, 64, 4, 2, 1, FusedAct::None, true, true},
+    {"W5", "G.convT5", 64, 64, 32, 32, 3, 4, 2, 1, FusedAct::None, true, true},
 };
 
 const std::vector<std::string> kColumns = {
@@ -98,7 +98,9 @@ Ceilings measure_ceilings(Context& ctx, int repeat) {
   for (bool tf32 : {false, true}) {
     ctx.cuda().set_tf32(tf32);
     const TimingStats st = time_ms(ctx, std::max(3, repeat / 4), [&] {
+#if PDNN_HAVE_CUDA  // a CPU build has no cuda::gemm (and never gets here: no CUDA context)
       cuda::gemm(false, false, N, N, N, 1.f, a.data(), b.data(), 0.f, d.data(), ctx.cuda_exec());
+#endif
     });
     (tf32 ? c.tf32_tflops : c.fp32_tflops) = flop / (st.median * 1e-3) * 1e-12;
   }
@@ -136,6 +138,11 @@ static int run(int argc, char** argv) {
   Context ctx(1, 1, Device::CUDA);
   const RunInfo info = run_info(ctx);
   std::printf("bench_conv_gpu: %s | %s\n", info.gpu.c_str(), info.git_rev.c_str());
+  // cuDNN is opened only where asked for (a forced algorithm does not open it by itself).
+  if (std::find(algos.begin(), algos.end(), ConvAlgo::Cudnn) != algos.end()) {
+    PDNN_CHECK(ctx.cuda().cudnn() != nullptr, "--algos cudnn: %s", cudnn_status().c_str());
+    std::printf("%s\n", cudnn_status().c_str());
+  }
   const Ceilings ceil = measure_ceilings(ctx, repeat);
   std::printf("ceilings: sgemm 8192^3 fp32 %.1f TFLOP/s, TF32 %.1f TFLOP/s; device copy %.0f GB/s\n",
               ceil.fp32_tflops, ceil.tf32_tflops, ceil.copy_gbps);
@@ -151,7 +158,7 @@ static int run(int argc, char** argv) {
   ceiling_row("sgemm_tf32", ceil.tf32_tflops, 0);
   ceiling_row("copy", 0, ceil.copy_gbps);
 
-  std::printf("%-4s %-6s %-11s %-5s", "wl", "layer", "pass", "prec");
+  std::printf("%-4s %-8s %-16s %-5s", "wl", "layer", "pass", "prec");
   for (ConvAlgo a : algos) std::printf(" %18s", conv_algo_name(a));
   std::printf(" %9s %6s\n", "floor ms", "best/fl");
   for (const Layer& L : kLayers) {
@@ -187,9 +194,9 @@ static int run(int argc, char** argv) {
     const double flop = 2.0 * n * k * g.col_rows() * g.oh * g.ow;
     const double fx = 4.0 * n * g.image_size(), fy = 4.0 * n * k * g.oh * g.ow,
                  fw = 4.0 * k * g.col_rows();
-    // Passes in the layer's own terms. For Conv2d: fwd = conv forward, bwd-data = conv
-    // backward-data, bwd-weights = conv backward-weights. For ConvTranspose2d: fwd = conv
-    // backward-data (its output is the conv's "dx"), bwd-data = conv forward, bwd-weights = the
+    // Passes in the layer's own terms. For Conv2d: forward = conv forward, backward-data = conv
+    // backward-data, backward-weights = conv backward-weights. For ConvTranspose2d: forward = conv
+    // backward-data (its output is the conv's "dx"), backward-data = conv forward, backward-weights = the
     // conv's backward-weights with the roles of x and dy swapped.
     struct PassRun {
       const char* name;
@@ -198,7 +205,7 @@ static int run(int argc, char** argv) {
     };
     std::vector<PassRun> passes;
     const double act_read = cact.kind == FusedAct::None ? 0.0 : fy;
-    passes.push_back({"fwd", L.transposed ? fy + fw + fx : fx + fw + fy, [&](ConvAlgo a) {
+    passes.push_back({"forward", L.transposed ? fy + fw + fx : fx + fw + fy, [&](ConvAlgo a) {
                         if (L.transposed)
                           ops::conv2d_backward(ctx, g, n, k, nullptr, W, dY, nullptr, nullptr,
                                                nullptr, &dX, Act{}, a);
@@ -207,7 +214,7 @@ static int run(int argc, char** argv) {
                                               cact, a);
                       }});
     if (L.need_dx)
-      passes.push_back({"bwd-data", L.transposed ? fx + fw + fy : fy + act_read + fw + fx,
+      passes.push_back({"backward-data", L.transposed ? fx + fw + fy : fy + act_read + fw + fx,
                         [&](ConvAlgo a) {
                           if (L.transposed)
                             ops::conv2d_forward(ctx, g, n, k, X, W, nullptr, Y, Act{}, a);
@@ -215,7 +222,7 @@ static int run(int argc, char** argv) {
                             ops::conv2d_backward(ctx, g, n, k, nullptr, W, dY, &Y, nullptr,
                                                  nullptr, &dX, cact, a);
                         }});
-    passes.push_back({"bwd-weights", fx + fy + act_read + 2 * fw, [&](ConvAlgo a) {
+    passes.push_back({"backward-weights", fx + fy + act_read + 2 * fw, [&](ConvAlgo a) {
                         ops::conv2d_backward(ctx, g, n, k, &X, W, dY, &Y, &dW,
                                              conv_bias ? &dB : nullptr, nullptr, cact, a);
                       }});
@@ -226,13 +233,14 @@ static int run(int argc, char** argv) {
       for (PassRun& p : passes) {
         const double floor_ms =
             std::max(flop / peak, p.bytes / (ceil.copy_gbps * 1e9)) * 1e3;
-        std::printf("%-4s %-6s %-11s %-5s", L.workload, L.name, p.name, prec.c_str());
+        std::printf("%-4s %-8s %-16s %-5s", L.workload, L.name, p.name, prec.c_str());
         double best = 1e30;
         for (ConvAlgo a : algos) {
           TimingStats st{};
           try {
             st = time_ms(ctx, repeat, [&] { p.f(a); });
           } catch (const Error& e) {
+            std::fprintf(stderr, "%s %s %s %s: %s\n", L.workload, L.name, p.name, conv_algo_name(a), e.what());
             std::printf(" %18s", "n/a");
             continue;
           }

@@ -25,8 +25,8 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/cuda_state.h"
-#include "workloads/classifier/caltech_models.h"
 #include "workloads/classifier/classifier_task.h"
+#include "workloads/model_zoo.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
 #include "train/run_loop.h"
@@ -49,11 +49,14 @@ const std::vector<std::string> kPaperClasses = {"airplanes", "Motorbikes", "Face
                                                 "watch",     "Leopards",   "bonsai"};
 
 // The flags of this app; the run loop's own (epochs, seed, files, ...) are in RunConfig.
+// The zoo's model this app trains (W4); its optimizer and batch are SPEC.md's from the zoo.
+constexpr const char* kModel = "caltech9";
+
 struct Options {
-  std::string data = "datasets/caltech101-6", confusion, optimizer = "adagrad";
+  std::string data = "datasets/caltech101-6", confusion, optimizer;
   std::vector<std::string> classes = kPaperClasses;
   int threads = 0, size = 224, loader_threads = 0;
-  int64_t batch = 64, images_per_epoch = 1280;
+  int64_t batch = classifier_model(kModel).batch, images_per_epoch = 1280;
   uint64_t split_seed = 0;
   bool augment = true;
   float lr = -1.f;
@@ -142,10 +145,11 @@ int run(int argc, char** argv) {
                  "(0: all of them)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--optimizer", o.optimizer, "adagrad (W4's), adam, adadelta or sgd")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"adam", "adadelta", "adagrad", "sgd"}));
-  app.add_option("--lr", o.lr, "learning rate (default: the optimizer's, adagrad 0.01)")
+  app.add_option("--optimizer", o.optimizer,
+                 "default: the model's (" + model_optimizer_name(kModel) + "); one of\n" +
+                     optimizer_help())
+      ->check(CLI::IsMember(optimizer_name_list()));
+  app.add_option("--lr", o.lr, "learning rate (default: the optimizer's)")
       ->check(positive_finite_validator());
   app.add_option_function<std::string>(
          "--augment", [&o](const std::string& v) { o.augment = v == "on"; },
@@ -194,12 +198,13 @@ int run(int argc, char** argv) {
   Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
   apply_device_flags(ctx, rc);
   const int classes = static_cast<int>(folder.classes.size());
-  Sequential model = make_caltech_model(o.size, classes);
+  Sequential model = classifier_model(kModel, "caltech101").build(o.size, classes);
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
   model.to(ctx.device(), ctx);
-  std::unique_ptr<Optimizer> opt = make_caltech_optimizer(model, o.optimizer, o.lr);
+  std::unique_ptr<Optimizer> opt =
+      make_model_optimizer(kModel, o.optimizer, model.parameters(), o.lr);
 
-  rc.model = "caltech9";
+  rc.model = kModel;
   rc.dataset = dataset;
   rc.batch = o.batch;
   for (const ImageFolderDataset* split : {&folder.train, &folder.test})
@@ -241,7 +246,8 @@ int run(int argc, char** argv) {
       dataset.c_str(), o.data.c_str(), with_commas(folder.train.size()).c_str(),
       with_commas(folder.test.size()).c_str(), classes, o.size, o.size,
       static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
-      static_cast<long long>((per_epoch + o.batch - 1) / o.batch), o.optimizer.c_str(),
+      static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
+      model_optimizer_name(kModel, o.optimizer).c_str(),
       static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),

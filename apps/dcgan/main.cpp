@@ -20,9 +20,9 @@
 #include "core/cuda_state.h"
 #include "data/idx.h"
 #include "data/resized_images.h"
-#include "workloads/dcgan/dcgan_models.h"
-#include "optim/adam.h"
+#include "layers/batchnorm2d.h"
 #include "workloads/dcgan/dcgan_task.h"
+#include "workloads/model_zoo.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
 #include "train/run_loop.h"
@@ -41,6 +41,7 @@ struct Options {
   std::string dataset = "fashion-mnist", data;
   int threads = 0;
   int64_t batch = 64, images_per_epoch = 2944, samples = 0;
+  int bn_shards = 1;
   float lr = 2e-4f, beta1 = 0.5f;
   DcganConfig model;
   std::string samples_dir, iterations_out, samples_out;
@@ -190,6 +191,11 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
   app.add_option("--samples-out", o.samples_out,
                  "file of --samples (default results/dcgan/samples_<dataset>_pdnn.idx.gz)");
+  app.add_option("--bn-shards", o.bn_shards,
+                 "BatchNorm statistics per shard of N rows of each batch, as N data-parallel "
+                 "ranks compute them (one process reproducing an N-rank run; CPU only)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   add_run_flags(app, rc, o.threads, text, "dcgan");
   if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
 
@@ -208,13 +214,24 @@ int run(int argc, char** argv) {
 
   Context ctx(o.threads, rc.seed, run_device(rc), run_gpu(rc));
   apply_device_flags(ctx, rc);
-  Sequential g = make_dcgan_generator(o.model), d = make_dcgan_discriminator(o.model);
+  const GanModel& zoo = gan_model("dcgan");
+  Sequential g = zoo.generator(o.model), d = zoo.discriminator(o.model);
   // Initial weights: the first draws of the seed's stream, G's then D's.
   dcgan_init(g, ctx.rng());
   dcgan_init(d, ctx.rng());
   g.to(ctx.device(), ctx);
   d.to(ctx.device(), ctx);
-  Adam opt_g(g.parameters(), o.lr, o.beta1), opt_d(d.parameters(), o.lr, o.beta1);
+  if (o.bn_shards > 1) {
+    PDNN_CHECK(ctx.device() == Device::CPU, "--bn-shards %d: on the CPU only", o.bn_shards);
+    PDNN_CHECK(o.bn_shards <= o.batch, "--bn-shards %d: more shards than the batch's %lld rows",
+               o.bn_shards, static_cast<long long>(o.batch));
+    for (Sequential* m : {&g, &d})
+      for (size_t i = 0; i < m->size(); ++i)
+        if (auto* bn = dynamic_cast<BatchNorm2d*>(&m->layer(i))) bn->set_stat_shards(o.bn_shards);
+  }
+  const HyperValues adam = {{"lr", o.lr}, {"beta1", o.beta1}};
+  std::unique_ptr<Optimizer> opt_g = make_optimizer("adam", g.parameters(), adam),
+                             opt_d = make_optimizer("adam", d.parameters(), adam);
 
   const DcganConfig w5;
   const bool w5_model = o.model.nz == w5.nz && o.model.ngf == w5.ngf && o.model.ndf == w5.ndf;
@@ -251,7 +268,7 @@ int run(int argc, char** argv) {
                            ? "results/dcgan/samples_" + gd.name + "_pdnn.idx.gz"
                            : o.samples_out;
   }
-  DcganTask task(ctx, g, d, opt_g, opt_d, data, to);
+  DcganTask task(ctx, g, d, *opt_g, *opt_d, data, to);
   if (!bench) {
     rc.extra_outputs.push_back({"--iterations-out", to.iterations_csv});
     rc.extra_outputs.push_back({"--samples-dir", task.grid_path(1)});

@@ -17,9 +17,9 @@
 #include "core/error.h"
 #include "data/idx.h"
 #include "model/checkpoint.h"
-#include "workloads/classifier/mnist_models.h"
 #include "run/csv.h"
 #include "workloads/dcgan/gan_quality.h"
+#include "workloads/model_zoo.h"
 #include "run/output_files.h"
 #include "run/run_info.h"
 #include "run/run_flags.h"
@@ -33,9 +33,6 @@ const std::vector<std::string> kColumns = {
     "app",        "set",           "file",        "dataset",         "classifier", "images",
     "accuracy",   "class_entropy", "mean_confidence", "inception_score", "fid",  "min_class_fraction",
     "class_fractions", "git_rev",  "host",        "timestamp"};
-
-// The penultimate layer of the mnist models: the hidden dense layer's ReLU.
-size_t feature_layer(const std::string& model) { return model == "keras" ? 8 : 5; }
 
 Tensor first_images(const Tensor& images, int64_t n) {
   const Shape& s = images.shape();
@@ -63,9 +60,9 @@ int run(int argc, char** argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--classifier", classifier, "checkpoint of build/bin/mnist (the classifier)")
       ->required();
-  app.add_option("--model", model, "the classifier's model (keras: W3; small: W2)")
+  app.add_option("--model", model, "the classifier's model: " + classifier_model_help("mnist"))
       ->capture_default_str()
-      ->check(CLI::IsMember({"keras", "small"}));
+      ->check(CLI::IsMember(classifier_model_names("mnist")));
   app.add_option("--dataset", dataset, "fashion-mnist or mnist: picks the default --data")
       ->capture_default_str()
       ->check(CLI::IsMember({"fashion-mnist", "mnist"}));
@@ -116,10 +113,10 @@ int run(int argc, char** argv) {
 
   Context ctx(threads, 1, device == "cuda" ? Device::CUDA : Device::CPU);
   const int side = static_cast<int>(real.train.images.shape().h());
-  Sequential net = make_mnist_model(model, side, real.num_classes);
+  Sequential net = classifier_model(model, "mnist").build(side, real.num_classes);
   load_checkpoint(classifier, net, nullptr);
   net.to(ctx.device(), ctx);
-  const size_t feat = feature_layer(model);
+  const size_t feat = classifier_model(model, "mnist").feature_layer;
   const RunInfo info = run_info(ctx);
 
   const int64_t n_ref = std::min(n, real.train.size()), n_test = std::min(n, real.test.size());

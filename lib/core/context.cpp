@@ -1,4 +1,4 @@
-// Context: thread pool settings, the device's state, workspaces, counters.
+// Context: thread count, the device's state, workspaces, counters.
 #include "core/context.h"
 
 #include <cblas.h>
@@ -38,14 +38,9 @@ Context::Context(int threads, uint64_t seed, Device dev, int gpu)
 
 Context::~Context() = default;
 
-void Context::set_threads(int n) {
-  if (n <= 0) n = omp_get_num_procs();
-  threads_ = n;
-  omp_set_num_threads(n);
-  // With the OpenMP build of OpenBLAS this is the same pool; with the pthread build it at
-  // least keeps BLAS from starting more threads than we asked for.
-  openblas_set_num_threads(n);
-}
+// Only this Context's count: every parallel region and BLAS call takes it from the CpuExec it
+// is given (core/parallel.h), so the process's OpenMP and OpenBLAS settings stay as they were.
+void Context::set_threads(int n) { threads_ = n > 0 ? n : omp_get_num_procs(); }
 
 CudaState& Context::cuda() const {
   PDNN_CHECK(cuda_ != nullptr,

@@ -1,7 +1,8 @@
-// Context: everything that would otherwise be global. Thread count (one pool: OpenMP and
-// OpenBLAS set together), the device the run computes on with its stream, handles and
-// allocators, the seeded RNG (and its mirror on the device), grow-only workspaces, transfer
-// counters and an optional per-layer profiler (core/profile_hook.h). Passed explicitly to every op and layer.
+// Context: everything that would otherwise be global. Thread count (this context's alone: each
+// region and BLAS call is handed it in a CpuExec), the device the run computes on with its
+// stream, handles and allocators, the seeded RNG (and its mirror on the device), grow-only
+// workspaces, transfer counters, an optional per-layer profiler (core/profile_hook.h) and a
+// test's fault hook (core/fault_hook.h). Passed explicitly to every op and layer.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 namespace pdnn {
 
+class FaultHook;
 class ProfileHook;
 class CudaState;
 
@@ -35,7 +37,7 @@ class Context {
   ~Context();
 
   int threads() const { return threads_; }
-  // Sets OpenMP's and OpenBLAS's thread counts to n together.
+  // Threads of this context's CPU work (cpu_exec()); n <= 0: all cores.
   void set_threads(int n);
   // The device this run computes on (where models and batches are put).
   Device device() const { return device_; }
@@ -83,6 +85,10 @@ class Context {
   ProfileHook* profile_hook() const { return profile_hook_; }
   void set_profile_hook(ProfileHook* p) { profile_hook_ = p; }
 
+  // The test's fault injection (core/fault_hook.h), when one is installed (not owned).
+  FaultHook* fault_hook() const { return fault_hook_; }
+  void set_fault_hook(FaultHook* f) { fault_hook_ = f; }
+
   // Per-shape algorithm choices of the ops that pick one by timing (GPU convolutions), with
   // the policy (--conv-algo) and the cache file that keeps them across runs.
   Tuning& tuning() { return tuning_; }
@@ -99,6 +105,7 @@ class Context {
   uint64_t rng_dev_seed_ = 0;       // the seed it was uploaded for
   bool rng_dev_valid_ = false;
   ProfileHook* profile_hook_ = nullptr;
+  FaultHook* fault_hook_ = nullptr;
   Tuning tuning_;
 };
 

@@ -48,8 +48,8 @@ class CudaState {
   void synchronize();
   // Bytes of device memory free right now (cudaMemGetInfo).
   size_t free_memory() const;
-  // cuDNN's handle on this stream (a cudnnHandle_t), made at the first call; nullptr when cuDNN
-  // is not found (lib/cuda/cudnn.h: opened at run time, optional).
+  // cuDNN on this stream (a cuda::CudnnContext: handle and per-shape picks), made at the first
+  // call; nullptr when cuDNN is not found (lib/cuda/cudnn.h: opened at run time, optional).
   void* cudnn();
   void* cudnn_if_open() const { return cudnn_; }
 
@@ -84,6 +84,9 @@ double cuda_event_elapsed_ms(CUevent_st* start, CUevent_st* end);
 void cuda_event_wait(CUevent_st* event);
 // Whether `stream` is being captured into a CUDA graph (work queued now is recorded, not run).
 bool cuda_stream_capturing(CUstream_st* stream);
+// "cuDNN 9.19.0 (path)" or "cuDNN: not found (...)", for run headers (cuDNN is optional,
+// opened at run time).
+std::string cudnn_status();
 
 // Ordering work between two streams without the host waiting (a memory plan's copies beside
 // its compute, Sequential::set_placements): a non-blocking stream on the current device, and

@@ -16,6 +16,6 @@ struct CudaExec {
   cublasContext* blas = nullptr;
   int threads = 0;
   bool tf32 = false;
-  void* cudnn = nullptr;  // cuDNN's handle on the stream, when cuDNN was opened (cuda/cudnn.h)
+  void* cudnn = nullptr;  // a cuda::CudnnContext, when cuDNN was opened (cuda/cudnn.h)
 };
 }  // namespace pdnn

@@ -33,6 +33,7 @@ double cuda_event_elapsed_ms(CUevent_st*, CUevent_st*) {
 void cuda_event_wait(CUevent_st*) { PDNN_FAIL("GPU events: this pdnn was built without CUDA"); }
 
 bool cuda_stream_capturing(CUstream_st*) { return false; }
+std::string cudnn_status() { return "cuDNN: not used (this pdnn was built without CUDA)"; }
 
 CUstream_st* cuda_stream_create() { PDNN_FAIL("GPU streams: this pdnn was built without CUDA"); }
 void cuda_stream_destroy(CUstream_st*) {}

@@ -66,10 +66,10 @@ void* CudaState::cudnn() {
     cudnn_tried_ = true;
 #if PDNN_CUDNN_HEADER
     if (const cuda::CudnnApi* api = cuda::cudnn_api()) {
-      cudnnHandle_t h = nullptr;
-      api->check(api->create(&h), "cudnnCreate");
-      api->check(api->set_stream(h, stream_), "cudnnSetStream");
-      cudnn_ = h;
+      auto* c = new cuda::CudnnContext;
+      api->check(api->create(&c->handle), "cudnnCreate");
+      api->check(api->set_stream(c->handle, stream_), "cudnnSetStream");
+      cudnn_ = c;
     }
 #endif
   }
@@ -78,7 +78,10 @@ void* CudaState::cudnn() {
 
 CudaState::~CudaState() {
 #if PDNN_CUDNN_HEADER
-  if (cudnn_) cuda::cudnn_api()->destroy(static_cast<cudnnHandle_t>(cudnn_));
+  if (auto* c = static_cast<cuda::CudnnContext*>(cudnn_)) {
+    cuda::cudnn_api()->destroy(c->handle);
+    delete c;
+  }
 #endif
   cudaStreamSynchronize(stream_);
   if (cublas_) cublasDestroy(cublas_);
@@ -155,6 +158,8 @@ void cuda_event_wait(CUevent_st* event) {
   cudaEventDestroy(event);
   PDNN_CUDA_CHECK(err);
 }
+
+std::string cudnn_status() { return cuda::cudnn_status(); }
 
 bool cuda_stream_capturing(CUstream_st* stream) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;

@@ -4,6 +4,7 @@
 // convolution entry points pdnn calls are resolved (lib/ops/conv/conv2d_cudnn.cu). The table is
 // loaded once per process, like any shared library; the handles live in each CudaState.
 #pragma once
+#include <map>
 #include <string>
 
 #if __has_include(<cudnn.h>)
@@ -46,6 +47,19 @@ struct CudnnApi {
 
   // Throws pdnn::Error naming the call and cuDNN's message unless s is success.
   void check(cudnnStatus_t s, const char* what) const;
+};
+
+// A context's cuDNN: its handle on the context's stream, and the algorithm picked per
+// convolution shape and pass (the heuristic query costs about a millisecond of host time, so it
+// runs once per shape; CudaExec::cudnn points here).
+struct CudnnContext {
+  cudnnHandle_t handle = nullptr;
+  struct Pick {
+    int algo = -1;
+    int math = 0;    // cudnnMathType_t of the pick
+    size_t ws = 0;   // workspace bytes
+  };
+  std::map<std::string, Pick> picks;
 };
 #else
 struct CudnnApi {};

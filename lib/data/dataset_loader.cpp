@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "data/augment.h"
 
 namespace pdnn {
@@ -73,15 +74,19 @@ int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPla
   // Each image is independent, so the thread count changes nothing but the time. Errors are
   // carried out of the parallel region (an exception must not cross it).
   std::exception_ptr error;
-#pragma omp parallel for num_threads(opt.threads) if (opt.threads > 1 && nb > 1) schedule(dynamic, 1)
-  for (int64_t i = 0; i < nb; ++i) {
-    try {
-      std::optional<uint64_t> key;
-      if (opt.augment) key = augment_key(opt.seed, plan.epoch(), idx[i]);
-      data.read(idx[i], dst + i * per, key);
-    } catch (...) {
+#pragma omp parallel num_threads(opt.threads) if (opt.threads > 1 && nb > 1)
+  {
+    observe_team();
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t i = 0; i < nb; ++i) {
+      try {
+        std::optional<uint64_t> key;
+        if (opt.augment) key = augment_key(opt.seed, plan.epoch(), idx[i]);
+        data.read(idx[i], dst + i * per, key);
+      } catch (...) {
 #pragma omp critical(pdnn_load_batch_error)
-      if (!error) error = std::current_exception();
+        if (!error) error = std::current_exception();
+      }
     }
   }
   if (error) std::rethrow_exception(error);

@@ -18,6 +18,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 
 namespace pdnn {
@@ -291,15 +292,19 @@ Normalization channel_statistics(const ImageStore& store, const std::vector<int6
   uint64_t sum[3] = {0, 0, 0}, sum_sq[3] = {0, 0, 0};
   const int64_t n = static_cast<int64_t>(images.size());
   const size_t per = store.bytes_per_image();
-#pragma omp parallel for num_threads(threads) reduction(+ : sum[:3], sum_sq[:3]) if (n > 64)
-  for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* p = store.image(images[static_cast<size_t>(i)]);
-    for (size_t k = 0; k < per; k += 3)
-      for (int c = 0; c < 3; ++c) {
-        const uint64_t v = p[k + static_cast<size_t>(c)];
-        sum[c] += v;
-        sum_sq[c] += v * v;
-      }
+#pragma omp parallel num_threads(threads) reduction(+ : sum[:3], sum_sq[:3]) if (n > 64)
+  {
+    observe_team();
+#pragma omp for nowait
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* p = store.image(images[static_cast<size_t>(i)]);
+      for (size_t k = 0; k < per; k += 3)
+        for (int c = 0; c < 3; ++c) {
+          const uint64_t v = p[k + static_cast<size_t>(c)];
+          sum[c] += v;
+          sum_sq[c] += v * v;
+        }
+    }
   }
   Normalization norm;
   const double count = static_cast<double>(n) * static_cast<double>(per / 3);
@@ -419,14 +424,18 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
   const int threads = opt.threads > 0 ? opt.threads : omp_get_num_procs();
   cv::setNumThreads(1);  // see the header: our threads, not OpenCV's pool
   const fs::path root(dir);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 4)
-  for (int64_t i = 0; i < n_files; ++i) {
-    std::string& p = problems[static_cast<size_t>(i)];
-    try {
-      p = decode_into((root / files[static_cast<size_t>(i)]).string(), side, opt.center_crop,
-                      store->pixels.get() + per * static_cast<size_t>(i));
-    } catch (const std::exception& e) {  // e.g. std::bad_alloc on a huge image
-      p = e.what();
+#pragma omp parallel num_threads(threads)
+  {
+    observe_team();
+#pragma omp for schedule(dynamic, 4) nowait
+    for (int64_t i = 0; i < n_files; ++i) {
+      std::string& p = problems[static_cast<size_t>(i)];
+      try {
+        p = decode_into((root / files[static_cast<size_t>(i)]).string(), side, opt.center_crop,
+                        store->pixels.get() + per * static_cast<size_t>(i));
+      } catch (const std::exception& e) {  // e.g. std::bad_alloc on a huge image
+        p = e.what();
+      }
     }
   }
 

@@ -120,12 +120,6 @@ class Communicator {
   // This process's rank once it joined a run (also after the Communicator is gone), else -1.
   static int process_rank();
 
-  // Test hooks (test/test_distributed.cpp): PDNN_DIST_FAULT=kill:R:S (rank R SIGKILLs itself
-  // at training step S, 1-based, counted over the run), hang:R:S (sleeps forever), or
-  // perturb:R:S (returns true there: the caller changes a weight of that rank, so the epoch's
-  // weight check must fail). The task calls it once per training step.
-  bool fault_point(int64_t step);
-
   struct Impl;
 
  private:

@@ -1,7 +1,6 @@
 // Communicator over MPI (communicator.h): compiled when CMake finds MPI (PDNN_HAVE_MPI).
 #include <fcntl.h>
 #include <mpi.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,10 +76,6 @@ struct Communicator::Impl {
   std::array<Slot, 8> slots;
   bool stop = false;
   std::thread watchdog;
-  // Fault injection (fault_point).
-  char fault_kind = 0;
-  int fault_rank = -1;
-  int64_t fault_step = -1;
 #if PDNN_HAVE_CUDA
   std::unique_ptr<NcclComm> nccl;
 #endif
@@ -124,18 +119,6 @@ std::shared_ptr<Communicator> Communicator::join(const DistOptions& opts) {
   MPI_Get_library_version(ver, &len);
   m.mpi_version.assign(ver, static_cast<size_t>(len));
   m.mpi_version = m.mpi_version.substr(0, m.mpi_version.find_first_of(",\n"));
-  if (const char* f = std::getenv("PDNN_DIST_FAULT")) {
-    char kind[16] = {0};
-    long long step = -1;
-    int rank = -1;
-    PDNN_CHECK(std::sscanf(f, "%15[a-z]:%d:%lld", kind, &rank, &step) == 3 && step >= 1 &&
-                   (!std::strcmp(kind, "kill") || !std::strcmp(kind, "hang") ||
-                    !std::strcmp(kind, "perturb")),
-               "PDNN_DIST_FAULT='%s': expected kill|hang|perturb:RANK:STEP", f);
-    m.fault_kind = kind[0];
-    m.fault_rank = rank;
-    m.fault_step = step;
-  }
   if (c->rank_ != 0) {
     const char* out = std::getenv("PDNN_DIST_STDOUT");
     if (!out || std::strcmp(out, "all") != 0) {
@@ -387,15 +370,5 @@ void Communicator::fail_locally(int status) {
 bool Communicator::collective_error_in_flight() { return g_collective_error; }
 void Communicator::set_collective_error() { g_collective_error = true; }
 int Communicator::process_rank() { return g_rank; }
-
-bool Communicator::fault_point(int64_t step) {
-  const Impl& m = *impl_;
-  if (m.fault_rank != rank_ || m.fault_step != step) return false;
-  std::fflush(stdout);
-  if (m.fault_kind == 'k') ::raise(SIGKILL);
-  if (m.fault_kind == 'h')
-    for (;;) ::pause();
-  return m.fault_kind == 'p';
-}
 
 }  // namespace pdnn

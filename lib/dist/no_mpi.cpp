@@ -40,6 +40,5 @@ void Communicator::fail_locally(int) {}
 bool Communicator::collective_error_in_flight() { return false; }
 void Communicator::set_collective_error() {}
 int Communicator::process_rank() { return -1; }
-bool Communicator::fault_point(int64_t) { return false; }
 
 }  // namespace pdnn

@@ -51,6 +51,11 @@ class BatchNorm2d : public Layer {
   Tensor& bias() { return beta_; }
   FusedAct fused_activation() const { return act_; }
   bool fuse_activation(const Act& a) override;
+  // Training statistics per shard of the batch's rows, as `shards` data-parallel ranks compute
+  // them (rows [k N/shards, (k+1) N/shards) each, the ranks' split), with the running
+  // statistics the mean of the shards' updates (what averaging the ranks' gives). Lets one
+  // process reproduce a data-parallel run (dcgan --bn-shards). CPU only; 1: the whole batch.
+  void set_stat_shards(int shards);
 
  private:
   void set_defaults();  // gamma 1, beta 0, running mean 0, running var 1
@@ -65,6 +70,12 @@ class BatchNorm2d : public Layer {
   Tensor mean_, invstd_;
   bool batch_stats_ = true;  // whether the last forward used batch statistics
   Shape last_;
+  int shards_ = 1;
+  Tensor rm_sum_, rv_sum_, rm_k_, rv_k_;  // the shards' running statistics (shards_ > 1)
+
+  void forward_shards(Context& ctx, const BnGeom& g, const Tensor& x, Tensor& y);
+  void backward_shards(Context& ctx, const BnGeom& g, const Tensor& x, const Tensor& y,
+                       const Tensor& dy, Tensor* dx);
 };
 
 }  // namespace pdnn

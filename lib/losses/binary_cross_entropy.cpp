@@ -44,6 +44,14 @@ float mean_of_parts(Context& ctx, const Tensor& parts, int64_t n) {
 
 float inv(int64_t n) { return static_cast<float>(1.0 / static_cast<double>(n)); }
 
+// What a mean divides by: p's elements, or mean_over (a global batch's, at least p's).
+int64_t mean_count(const Tensor& p, int64_t mean_over) {
+  PDNN_CHECK(mean_over == 0 || mean_over >= p.numel(),
+             "binary_cross_entropy: a mean over %lld values of which this input holds %lld",
+             static_cast<long long>(mean_over), static_cast<long long>(p.numel()));
+  return mean_over > 0 ? mean_over : p.numel();
+}
+
 }  // namespace
 
 void BinaryCrossEntropy::forward(Context& ctx, const Tensor& p, const Tensor& t) {
@@ -56,15 +64,16 @@ float BinaryCrossEntropy::loss(Context& ctx) const {
   return mean_of_parts(ctx, parts_, p_.numel());
 }
 
-void BinaryCrossEntropy::accumulate(Context& ctx, Tensor& acc, int64_t slot) const {
+void BinaryCrossEntropy::accumulate(Context& ctx, Tensor& acc, int64_t slot,
+                                    int64_t mean_over) const {
   PDNN_CHECK(!p_.empty(), "binary_cross_entropy: accumulate() before forward");
-  ops::sum_into(ctx, inv(p_.numel()), parts_, acc, slot);
+  ops::sum_into(ctx, inv(mean_count(p_, mean_over)), parts_, acc, slot);
 }
 
-void BinaryCrossEntropy::backward(Context& ctx, Tensor& dp) {
+void BinaryCrossEntropy::backward(Context& ctx, Tensor& dp, int64_t mean_over) {
   PDNN_CHECK(!p_.empty(), "binary_cross_entropy: backward before forward");
   dp.resize(p_.shape(), DType::F32, p_.device(), ctx);
-  ops::binary_cross_entropy_backward(ctx, inv(p_.numel()), p_, t_, dp);
+  ops::binary_cross_entropy_backward(ctx, inv(mean_count(p_, mean_over)), p_, t_, dp);
 }
 
 void BinaryCrossEntropyWithLogits::forward(Context& ctx, const Tensor& z, const Tensor& t) {

@@ -23,9 +23,11 @@ class BinaryCrossEntropy {
   // Mean loss of the last forward (reads back: a sync on the GPU).
   float loss(Context& ctx) const;
   // acc (float64, on the device): acc[slot] += the last forward's mean loss.
-  void accumulate(Context& ctx, Tensor& acc, int64_t slot) const;
-  // dp is resized to p's shape (on its device) and written (=).
-  void backward(Context& ctx, Tensor& dp);
+  // mean_over: the count the mean divides by (0: p's elements). Data-parallel, the global
+  // batch's: each rank adds its share of the global mean, and the ranks' shares sum to it.
+  void accumulate(Context& ctx, Tensor& acc, int64_t slot, int64_t mean_over = 0) const;
+  // dp is resized to p's shape (on its device) and written (=); mean_over as above.
+  void backward(Context& ctx, Tensor& dp, int64_t mean_over = 0);
 
  private:
   Tensor p_, t_, parts_;

@@ -14,47 +14,39 @@ const char* fused_act_name(FusedAct a) {
 
 namespace cpu {
 
-void relu_forward(int64_t n, const float* x, float* y, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+void relu_forward(int64_t n, const float* x, float* y, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) { y[i] = x[i] > 0.f ? x[i] : 0.f; });
 }
 
-void relu_backward(int64_t n, const float* x, const float* dy, float* dx, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.f ? dy[i] : 0.f;
+void relu_backward(int64_t n, const float* x, const float* dy, float* dx, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) { dx[i] = x[i] > 0.f ? dy[i] : 0.f; });
 }
 
-void leaky_relu_forward(int64_t n, float slope, const float* x, float* y, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : slope * x[i];
+void leaky_relu_forward(int64_t n, float slope, const float* x, float* y, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) { y[i] = x[i] > 0.f ? x[i] : slope * x[i]; });
 }
 
 void leaky_relu_backward(int64_t n, float slope, const float* x, const float* dy, float* dx,
-                         CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.f ? dy[i] : slope * dy[i];
+                         CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) { dx[i] = x[i] > 0.f ? dy[i] : slope * dy[i]; });
 }
 
-void sigmoid_forward(int64_t n, const float* x, float* y, CpuExec) {
+void sigmoid_forward(int64_t n, const float* x, float* y, CpuExec e) {
   // exp(-x) overflows to inf for x < -88, giving y = 0: the correct limit, no NaN.
-#pragma omp parallel for if(PDNN_PAR(n / 8)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-x[i]));
+  parallel_for(e, n, PDNN_PAR(n / 8), [=](int64_t i) { y[i] = 1.f / (1.f + std::exp(-x[i])); });
 }
 
-void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.f - y[i]);
+void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) { dx[i] = dy[i] * y[i] * (1.f - y[i]); });
 }
 
-void tanh_forward(int64_t n, const float* x, float* y, CpuExec) {
+void tanh_forward(int64_t n, const float* x, float* y, CpuExec e) {
   // tanh costs ~10x a multiply-add, so the serial threshold is lower than for cheap loops.
-#pragma omp parallel for if(PDNN_PAR(n / 8)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+  parallel_for(e, n, PDNN_PAR(n / 8), [=](int64_t i) { y[i] = std::tanh(x[i]); });
 }
 
-void tanh_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.f - y[i] * y[i]);
+void tanh_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) { dx[i] = dy[i] * (1.f - y[i] * y[i]); });
 }
 
 }  // namespace cpu

@@ -10,9 +10,8 @@ namespace pdnn {
 
 namespace cpu {
 
-void fill(int64_t n, float v, float* y, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = v;
+void fill(int64_t n, float v, float* y, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) { y[i] = v; });
 }
 
 void zero_bytes(size_t bytes, void* p, CpuExec) {

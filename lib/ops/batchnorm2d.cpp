@@ -16,11 +16,10 @@ namespace {
 // channel per iteration, its sums in a fixed order: deterministic at any thread count. Two
 // passes (mean, then squared deviations) avoid the cancellation of E[x^2] - E[x]^2. 'omp simd'
 // sums in vector lanes: a fixed order for a given build, at any thread count.
-void stats(const BnGeom& g, const float* x, float* mean, float* var) {
+void stats(const BnGeom& g, const float* x, float* mean, float* var, CpuExec e) {
   const int64_t n = g.n, c = g.c, hw = g.hw;
   const double m = static_cast<double>(n * hw);
-#pragma omp parallel for if(PDNN_PAR(n * c * hw)) schedule(static)
-  for (int64_t ch = 0; ch < c; ++ch) {
+  parallel_for(e, c, PDNN_PAR(n * c * hw), [=](int64_t ch) PDNN_INLINE {
     double s = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       const float* p = x + (i * c + ch) * hw;
@@ -39,17 +38,16 @@ void stats(const BnGeom& g, const float* x, float* mean, float* var) {
     }
     mean[ch] = static_cast<float>(mu);
     var[ch] = static_cast<float>(ss / m);
-  }
+  });
 }
 
 // y = act((x - mean) * invstd * gamma + beta) per channel, over all N*C planes (more parallel
 // work than channels alone).
 void apply(const BnGeom& g, const float* x, const float* mean, const float* invstd,
-           const float* gamma, const float* beta, float* y) {
+           const float* gamma, const float* beta, float* y, CpuExec e) {
   const int64_t n = g.n, c = g.c, hw = g.hw;
   const float lo = g.act == FusedAct::ReLU ? 0.f : g.slope;
-#pragma omp parallel for if(PDNN_PAR(n * c * hw)) schedule(static)
-  for (int64_t p = 0; p < n * c; ++p) {
+  parallel_for(e, n * c, PDNN_PAR(n * c * hw), [=](int64_t p) {
     const int64_t ch = p % c;
     const float scale = invstd[ch] * (gamma ? gamma[ch] : 1.f);
     const float shift = (beta ? beta[ch] : 0.f) - mean[ch] * scale;
@@ -63,16 +61,16 @@ void apply(const BnGeom& g, const float* x, const float* mean, const float* invs
         yp[j] = z > 0.f ? z : lo * z;
       }
     }
-  }
+  });
 }
 
 }  // namespace
 
 void batchnorm2d_forward_train(const BnGeom& g, const float* x, const float* gamma,
                                const float* beta, float* running_mean, float* running_var,
-                               float* mean, float* invstd, float* y, CpuExec) {
+                               float* mean, float* invstd, float* y, CpuExec e) {
   float* var = invstd;  // holds the variance until invstd replaces it below
-  stats(g, x, mean, var);
+  stats(g, x, mean, var, e);
   const double unbias = static_cast<double>(g.n * g.hw) / static_cast<double>(g.n * g.hw - 1);
   for (int64_t ch = 0; ch < g.c; ++ch) {
     running_mean[ch] = (1.f - g.momentum) * running_mean[ch] + g.momentum * mean[ch];
@@ -80,29 +78,28 @@ void batchnorm2d_forward_train(const BnGeom& g, const float* x, const float* gam
                       g.momentum * static_cast<float>(var[ch] * unbias);
     invstd[ch] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var[ch]) + g.eps));
   }
-  apply(g, x, mean, invstd, gamma, beta, y);
+  apply(g, x, mean, invstd, gamma, beta, y, e);
 }
 
 void batchnorm2d_forward_eval(const BnGeom& g, const float* x, const float* gamma,
                               const float* beta, const float* running_mean,
                               const float* running_var, float* mean, float* invstd, float* y,
-                              CpuExec) {
+                              CpuExec e) {
   for (int64_t ch = 0; ch < g.c; ++ch) {
     mean[ch] = running_mean[ch];
     invstd[ch] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var[ch]) + g.eps));
   }
-  apply(g, x, mean, invstd, gamma, beta, y);
+  apply(g, x, mean, invstd, gamma, beta, y, e);
 }
 
 void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, const float* y,
                           const float* dy, const float* mean, const float* invstd,
-                          const float* gamma, float* dgamma, float* dbeta, float* dx, CpuExec) {
+                          const float* gamma, float* dgamma, float* dbeta, float* dx, CpuExec e) {
   const int64_t n = g.n, c = g.c, hw = g.hw;
   const double m = static_cast<double>(n * hw);
   const bool fused = g.act != FusedAct::None;
   const float lo = g.act == FusedAct::ReLU ? 0.f : g.slope;
-#pragma omp parallel for if(PDNN_PAR(n * c * hw)) schedule(static)
-  for (int64_t ch = 0; ch < c; ++ch) {
+  parallel_for(e, c, PDNN_PAR(n * c * hw), [=](int64_t ch) PDNN_INLINE {
     const double mu = mean[ch], is = invstd[ch];
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
     for (int64_t i = 0; i < n; ++i) {
@@ -126,7 +123,7 @@ void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, con
     }
     if (dgamma) dgamma[ch] += static_cast<float>(sum_dy_xhat);
     if (dbeta) dbeta[ch] += static_cast<float>(sum_dy);
-    if (!dx) continue;
+    if (!dx) return;
     const float gs = static_cast<float>((gamma ? gamma[ch] : 1.f) * is);
     // dx = gs * (g - a - xhat * b); in eval mode the statistics are constants, so a = b = 0.
     const float a = batch_stats ? static_cast<float>(sum_dy / m) : 0.f;
@@ -146,7 +143,7 @@ void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, con
         for (int64_t j = 0; j < hw; ++j) dxp[j] = gs * (dyp[j] - a - (xp[j] - muf) * isf * b);
       }
     }
-  }
+  });
 }
 
 }  // namespace cpu

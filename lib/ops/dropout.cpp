@@ -11,22 +11,20 @@ namespace pdnn {
 namespace cpu {
 
 void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, uint64_t skip,
-                     const float* x, float* y, float* mask, CpuExec) {
+                     const float* x, float* y, float* mask, CpuExec e) {
   const float scale = 1.f / (1.f - p);
   const double pd = p;
   const uint64_t b = static_cast<uint64_t>(*base) + skip;
   // One hash per element (~10 integer ops): worth threads at a lower size than a plain loop.
-#pragma omp parallel for if(PDNN_PAR(n / 4)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_for(e, n, PDNN_PAR(n / 4), [=](int64_t i) {
     const bool keep = Rng::to_unit(Rng::at(seed, b + static_cast<uint64_t>(i) + 1)) >= pd;
     mask[i] = keep ? scale : 0.f;
     y[i] = x[i] * mask[i];
-  }
+  });
 }
 
-void dropout_backward(int64_t n, const float* dy, const float* mask, float* dx, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
+void dropout_backward(int64_t n, const float* dy, const float* mask, float* dx, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) { dx[i] = dy[i] * mask[i]; });
 }
 
 }  // namespace cpu

@@ -10,8 +10,8 @@
 namespace pdnn {
 
 namespace cpu {
-// Threads: OpenBLAS's own setting (the context sets it); inside an OpenMP region it runs on the
-// calling thread alone.
+// Threads: e.threads (see gemm.cpp for how OpenBLAS is told); inside an OpenMP region it runs on
+// the calling thread alone.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, const float* B, float beta, float* C, CpuExec e);
 }  // namespace cpu

@@ -14,22 +14,20 @@ namespace cpu {
 namespace {
 // Sums f(i) over each chunk in double; chunks in parallel, each summed in index order.
 template <typename F>
-void chunk_sums(float* parts, int64_t n, F f) {
+void chunk_sums(CpuExec e, float* parts, int64_t n, F f) {
   const int64_t chunks = loss_chunks(n);
-#pragma omp parallel for if(PDNN_PAR(n))
-  for (int64_t c = 0; c < chunks; ++c) {
+  parallel_for(e, chunks, PDNN_PAR(n), [=](int64_t c) {
     const int64_t end = std::min(n, (c + 1) * kLossChunk);
     double s = 0.0;
     for (int64_t i = c * kLossChunk; i < end; ++i) s += f(i);
     parts[c] = static_cast<float>(s);
-  }
+  });
 }
 }  // namespace
 
 void softmax_cross_entropy_forward(int64_t n, int64_t k, const float* z, const int32_t* labels,
-                                   float* probs, float* row_loss, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n * k))
-  for (int64_t i = 0; i < n; ++i) {
+                                   float* probs, float* row_loss, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n * k), [=](int64_t i) {
     const float* zi = z + i * k;
     float* pi = probs + i * k;
     float m = zi[0];
@@ -43,16 +41,15 @@ void softmax_cross_entropy_forward(int64_t n, int64_t k, const float* z, const i
     for (int64_t j = 0; j < k; ++j) pi[j] *= inv;
     // log-sum-exp form: exact even when the label's probability underflows to 0 in float.
     row_loss[i] = static_cast<float>(std::log(sum) - (static_cast<double>(zi[labels[i]]) - m));
-  }
+  });
 }
 
 void softmax_cross_entropy_backward(int64_t n, int64_t k, float scale, const float* probs,
-                                    const int32_t* labels, float* dz, CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n * k))
-  for (int64_t i = 0; i < n; ++i) {
+                                    const int32_t* labels, float* dz, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n * k), [=](int64_t i) {
     for (int64_t j = 0; j < k; ++j) dz[i * k + j] = probs[i * k + j] * scale;
     dz[i * k + labels[i]] -= scale;
-  }
+  });
 }
 
 void classifier_metrics(int64_t n, int64_t k, const float* z, const int32_t* labels,
@@ -72,8 +69,8 @@ void classifier_metrics(int64_t n, int64_t k, const float* z, const int32_t* lab
 }
 
 void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, float* parts,
-                                  CpuExec) {
-  chunk_sums(parts, n, [=](int64_t i) {
+                                  CpuExec e) {
+  chunk_sums(e, parts, n, [=](int64_t i) {
     const double lp = std::max(std::log(static_cast<double>(p[i])), -100.0);
     const double lq = std::max(std::log1p(-static_cast<double>(p[i])), -100.0);
     return -(t[i] * lp + (1.0 - t[i]) * lq);
@@ -81,31 +78,30 @@ void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, flo
 }
 
 void binary_cross_entropy_backward(int64_t n, float scale, const float* p, const float* t,
-                                   float* dp, CpuExec) {
+                                   float* dp, CpuExec e) {
   // ATen's guard: the denominator never drops below 1e-12, so p = 0 or 1 gives a large but
   // finite gradient.
   constexpr float kEps = 1e-12f;
-#pragma omp parallel for if(PDNN_PAR(n))
-  for (int64_t i = 0; i < n; ++i)
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) {
     dp[i] = scale * (p[i] - t[i]) / std::max((1.f - p[i]) * p[i], kEps);
+  });
 }
 
-void bce_with_logits_forward(int64_t n, const float* z, const float* t, float* parts, CpuExec) {
-  chunk_sums(parts, n, [=](int64_t i) {
+void bce_with_logits_forward(int64_t n, const float* z, const float* t, float* parts, CpuExec e) {
+  chunk_sums(e, parts, n, [=](int64_t i) {
     const double zi = z[i];
     return std::max(zi, 0.0) - zi * t[i] + std::log1p(std::exp(-std::fabs(zi)));
   });
 }
 
 void bce_with_logits_backward(int64_t n, float scale, const float* z, const float* t, float* dz,
-                              CpuExec) {
-#pragma omp parallel for if(PDNN_PAR(n))
-  for (int64_t i = 0; i < n; ++i) {
+                              CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) {
     // sigmoid without overflow: exp of a non-positive number only.
     const float e = std::exp(-std::fabs(z[i]));
     const float s = z[i] >= 0.f ? 1.f / (1.f + e) : e / (1.f + e);
     dz[i] = scale * (s - t[i]);
-  }
+  });
 }
 
 void sum_into(int64_t n, float scale, const float* x, double* acc, CpuExec) {

@@ -152,23 +152,22 @@ void maxpool_plane(const Pool2d& g, const float* __restrict xp, float* __restric
 
 }  // namespace
 
-void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CpuExec) {
+void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CpuExec e) {
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
   // Planes are independent: parallel over N*C, each plane's outputs in order (deterministic).
-#pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
-  for (int64_t p = 0; p < g.planes; ++p)
+  parallel_for(e, g.planes, PDNN_PAR(g.planes * in_plane), [=](int64_t p) {
     maxpool_plane(g, x + p * in_plane, y + p * out_plane, argmax + p * out_plane);
+  });
 }
 
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
                                uint64_t skip, const float* x, float* y, int32_t* argmax,
-                               float* mask, CpuExec) {
+                               float* mask, CpuExec e) {
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
   const float scale = 1.f / (1.f - p);
   const double pd = p;
   const uint64_t b = static_cast<uint64_t>(*base) + skip;
-#pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
-  for (int64_t q = 0; q < g.planes; ++q) {
+  parallel_for(e, g.planes, PDNN_PAR(g.planes * in_plane), [=](int64_t q) {
     float* __restrict yp = y + q * out_plane;
     float* __restrict mp = mask + q * out_plane;
     maxpool_plane(g, x + q * in_plane, yp, argmax + q * out_plane);
@@ -178,7 +177,7 @@ void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const in
       mp[o] = keep ? scale : 0.f;
       yp[o] *= mp[o];
     }
-  }
+  });
 }
 
 namespace {
@@ -186,10 +185,9 @@ namespace {
 // two layers' passes.
 template <bool kMask>
 void maxpool_backward_planes(const Pool2d& g, const float* dy, const int32_t* argmax,
-                             const float* mask, float* dx) {
+                             const float* mask, float* dx, CpuExec e) {
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
-#pragma omp parallel for if(PDNN_PAR(g.planes * in_plane)) schedule(static)
-  for (int64_t p = 0; p < g.planes; ++p) {
+  parallel_for(e, g.planes, PDNN_PAR(g.planes * in_plane), [=](int64_t p) {
     float* dxp = dx + p * in_plane;
     const float* dyp = dy + p * out_plane;
     const int32_t* ap = argmax + p * out_plane;
@@ -200,19 +198,19 @@ void maxpool_backward_planes(const Pool2d& g, const float* dy, const int32_t* ar
     } else {
       for (int64_t o = 0; o < out_plane; ++o) dxp[ap[o]] += dyp[o];
     }
-  }
+  });
 }
 
 }  // namespace
 
 void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
-                        CpuExec) {
-  maxpool_backward_planes<false>(g, dy, argmax, nullptr, dx);
+                        CpuExec e) {
+  maxpool_backward_planes<false>(g, dy, argmax, nullptr, dx, e);
 }
 
 void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
-                                const float* mask, float* dx, CpuExec) {
-  maxpool_backward_planes<true>(g, dy, argmax, mask, dx);
+                                const float* mask, float* dx, CpuExec e) {
+  maxpool_backward_planes<true>(g, dy, argmax, mask, dx, e);
 }
 
 }  // namespace cpu

@@ -14,18 +14,17 @@ namespace pdnn {
 namespace cpu {
 
 void normal_fill(int64_t n, float mean, float stddev, uint64_t seed, const int64_t* base,
-                 float* y, CpuExec) {
+                 float* y, CpuExec e) {
   const uint64_t b = static_cast<uint64_t>(*base);
   // A log, a cos and a sqrt per element: threads pay off early.
-#pragma omp parallel for if(PDNN_PAR(n / 16)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_for(e, n, PDNN_PAR(n / 16), [=](int64_t i) {
     const uint64_t k = b + 2 * static_cast<uint64_t>(i);
     // As Rng::normal(): 1 - u keeps the log argument in (0, 1].
     const double u1 = 1.0 - Rng::to_unit(Rng::at(seed, k + 1));
     const double u2 = Rng::to_unit(Rng::at(seed, k + 2));
     const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
     y[i] = std::fmaf(stddev, static_cast<float>(z), mean);
-  }
+  });
 }
 
 }  // namespace cpu
@@ -40,16 +39,25 @@ void normal_fill(Context& ctx, Tensor& t, float mean, float stddev) {
   const int64_t n = t.numel();
   if (n == 0) return;
   const uint64_t seed = ctx.rng().seed();
+  // Under a row shard this rank's rows draw what they would in one process (Rng::plan_rows);
+  // two stream values per element.
+  const Rng::RowDraw draw = ctx.rng().plan_rows(n, t.rank() > 0 ? t.shape(0) : 1);
+  const int64_t skip = 2 * static_cast<int64_t>(draw.skip);
+  const int64_t advance = 2 * static_cast<int64_t>(draw.advance);
   if (t.device() == Device::CPU) {
-    const int64_t base = static_cast<int64_t>(ctx.rng().reserve(2 * static_cast<uint64_t>(n)));
+    const int64_t base =
+        static_cast<int64_t>(ctx.rng().reserve(static_cast<uint64_t>(advance))) + skip;
     cpu::normal_fill(n, mean, stddev, seed, &base, t.data(), ctx.cpu_exec());
     return;
   }
+  // The device counter is moved past the rows before this rank's, then past the rest: no
+  // kernel of its own for a shard (and the same inside a CUDA graph).
   Tensor& counter = ctx.device_rng_counter();
+  if (skip > 0) counter_add(ctx, counter, skip);
   PDNN_DISPATCH(ctx, t.device(), normal_fill, n, mean, stddev, seed, counter.data<int64_t>(),
                 t.data());
-  counter_add(ctx, counter, 2 * n);
-  ctx.mirror_rng_advance(2 * static_cast<uint64_t>(n));
+  counter_add(ctx, counter, advance - skip);
+  ctx.mirror_rng_advance(static_cast<uint64_t>(advance));
 }
 
 }  // namespace ops

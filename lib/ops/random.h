@@ -29,7 +29,9 @@ void normal_fill(int64_t n, float mean, float stddev, uint64_t seed, const int64
 
 namespace ops {
 // Fills t (float32, any shape) with N(mean, stddev^2) values drawn from the context's stream
-// (ctx.rng() on the CPU, its device copy on the GPU), advancing it by 2 * t.numel().
+// (ctx.rng() on the CPU, its device copy on the GPU), advancing it by 2 * t.numel(). Under a
+// row shard (data-parallel, Rng::RowShard) t holds this rank's rows of the global batch: they
+// get the values one process would draw for them, and the stream moves by the global batch's.
 void normal_fill(Context& ctx, Tensor& t, float mean = 0.f, float stddev = 1.f);
 }  // namespace ops
 

@@ -251,9 +251,9 @@ inline void apply_device_flags(Context& ctx, const RunConfig& cfg) {
 // The run header's device part: "cpu", or "cuda: <GPU> | fp32, CUDA graph on".
 inline std::string run_device_text(const RunConfig& cfg, const std::string& gpu) {
   if (cfg.device != "cuda") return "cpu";
-  return strprintf("cuda: %s | %s, CUDA graph %s, convolutions %s", gpu.c_str(),
+  return strprintf("cuda: %s | %s, CUDA graph %s, convolutions %s | %s", gpu.c_str(),
                    cfg.tf32 ? "TF32" : "fp32", cfg.cuda_graph ? "on" : "off",
-                   cfg.conv_algo.c_str());
+                   cfg.conv_algo.c_str(), cudnn_status().c_str());
 }
 
 }  // namespace pdnn

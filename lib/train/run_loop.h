@@ -144,9 +144,32 @@ class RunLoop {
   int run();
 
  private:
+  struct Session;  // what one run() keeps across its epochs
+  struct Epoch;    // one epoch as it trains
+
   void reconcile_csv();
   void save(int epoch);
   bool root() const;
+  // run(), by mode: training epochs (rows, checkpoints) or the benchmark (--steps), between a
+  // shared start and end.
+  void begin_run();
+  void start_session(Session& s);
+  void run_epochs(Session& s);
+  void run_bench(Session& s);
+  void end_run(Session& s);
+  // Either mode's epoch: the training steps, their timing and the running metrics' checks.
+  void train_steps(Session& s, Epoch& e);
+  void end_block(Session& s);
+  void read_metrics(Session& s, Epoch& e, int64_t done);
+  void check_divergence(Session& s, Epoch& e, const std::vector<double>& m, int64_t done);
+  // A training epoch's end: its results checked, then its row, checkpoint and files.
+  void end_epoch(Session& s, Epoch& e);
+  std::vector<double> checked_evaluation(const Epoch& e);
+  void check_state(const Session& s, const Epoch& e, const std::vector<double>& train);
+  std::string kept_text(int epoch) const;
+  void write_row(const Session& s, int epoch, const std::vector<double>& vals,
+                 const std::string& status, double secs, int64_t seen);
+  void report_bench(Session& s);
 
   Context& ctx_;
   RunConfig cfg_;

@@ -182,18 +182,17 @@ size_t conv_backward_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, C
 
 namespace cpu {
 
-void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec) {
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
-  for (int64_t i = 0; i < n; ++i) bias_add_image(k, p, b, y + i * k * p);
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n * k * p),
+               [=](int64_t i) { bias_add_image(k, p, b, y + i * k * p); });
 }
 
-void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CpuExec) {
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * k * p))
-  for (int64_t c = 0; c < k; ++c) {
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CpuExec e) {
+  parallel_for(e, k, PDNN_PAR(n * k * p), [=](int64_t c) {
     double s = 0.0;
     for (int64_t i = 0; i < n; ++i) s += row_sum(dy + (i * k + c) * p, p);
     db[c] += static_cast<float>(s);
-  }
+  });
 }
 
 namespace {
@@ -204,6 +203,7 @@ void forward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x, 
   const int nt_req = threads_for(threads, n);
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
   {
+    observe_team();
     const int t = omp_get_thread_num();
     int64_t lo, hi;
     chunk(n, t, omp_get_num_threads(), &lo, &hi);
@@ -229,6 +229,7 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
   int nt_used = 1;
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
   {
+    observe_team();
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     if (t == 0) nt_used = nt;
     int64_t lo, hi;
@@ -396,8 +397,12 @@ float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
                             int64_t k, Act act) {
   if (a == ConvAlgo::Implicit)
-    return pass == ConvPass::BackwardWeights ? cuda::conv2d_implicit_backward_weights_ws(g, n, k)
-                                             : 1;
+    return pass == ConvPass::Forward
+               ? 1
+               : cuda::conv2d_act_grad_floats(g, n, k, act) +
+                     (pass == ConvPass::BackwardWeights
+                          ? cuda::conv2d_implicit_backward_weights_ws(g, n, k)
+                          : cuda::conv2d_implicit_backward_data_ws(g, n, k));
   if (a == ConvAlgo::Cudnn)
     return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec());
   return cuda_conv_workspace_floats(g, n, k);

@@ -68,17 +68,27 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
                          Act act, ConvAlgo requested,
                          const std::function<size_t(ConvAlgo)>& ws_floats,
                          const std::function<void(ConvAlgo, bool timing)>& run) {
-  if (requested != ConvAlgo::Auto && requested != ConvAlgo::PerImage &&
-      requested != ConvAlgo::Batched)
-    return requested;
   CudaState& cs = ctx.cuda();
-  const std::string key = gpu_conv_key(pass, g, n, k, act, cs.tf32());
+  // cuDNN's handle is made on first use: a choice of cuDNN (forced, or read from a cache file)
+  // opens it here, before the pass asks the context for its handle.
+  if (requested != ConvAlgo::Auto && requested != ConvAlgo::PerImage &&
+      requested != ConvAlgo::Batched) {
+    PDNN_CHECK(requested != ConvAlgo::Cudnn || cs.cudnn() != nullptr,
+               "convolution algorithm cudnn: %s", cudnn_status().c_str());
+    return requested;
+  }
   Tuning& tune = ctx.tuning();
+  // The policy is part of the key: "own" must not reuse a cuDNN choice "auto" made.
+  const std::string key = gpu_conv_key(pass, g, n, k, act, cs.tf32()) + " " + tune.policy();
   if (const Tuning::Choice* c = tune.lookup(key)) {
     ConvAlgo a;
     PDNN_CHECK(parse_conv_algo(c->choice, &a) && a != ConvAlgo::Auto,
                "algorithm cache %s: '%s' is no convolution algorithm (for %s); remove the file",
                tune.cache_file().c_str(), c->choice.c_str(), key.c_str());
+    PDNN_CHECK(a != ConvAlgo::Cudnn || cs.cudnn() != nullptr,
+               "algorithm cache %s chose cudnn for %s, but %s: remove the file or pass "
+               "--conv-algo-cache none", tune.cache_file().c_str(), key.c_str(),
+               cudnn_status().c_str());
     return a;
   }
   PDNN_CHECK(!cuda_stream_capturing(cs.stream()),

@@ -7,6 +7,7 @@
 // activation run as a pass of pdnn's own after the forward; in backward, dy goes through the
 // activation's derivative into the workspace first, and the bias gradient is summed from it.
 #include <algorithm>
+#include <cstdio>
 
 #include "core/error.h"
 #include "cuda/cudnn.h"
@@ -32,13 +33,6 @@ __global__ void bias_act_k(int64_t total, int k, int p, const float* __restrict_
   }
 }
 
-// g = act'(y) dy.
-__global__ void act_grad_k(int64_t total, const float* __restrict__ y,
-                           const float* __restrict__ dy, Act a, float* __restrict__ g) {
-  PDNN_GRID_LOOP(i, total) {
-    g[i] = y[i] > 0.f ? dy[i] : (a.kind == FusedAct::ReLU ? 0.f : a.slope * dy[i]);
-  }
-}
 
 const CudnnApi& api() {
   std::string why;
@@ -77,10 +71,7 @@ struct Descs {
 
 // cuDNN's first acceptable choice for a pass, and its workspace bytes; the descriptor's math
 // type is set to the choice's.
-struct Pick {
-  int algo = -1;
-  size_t ws = 0;
-};
+using Pick = CudnnContext::Pick;
 template <class Perf, class Query>
 Pick pick_from(const Descs& d, bool tf32, Query query, const char* what) {
   Perf perf[16];
@@ -92,13 +83,13 @@ Pick pick_from(const Descs& d, bool tf32, Query query, const char* what) {
         p.memory > kMaxWorkspace || (!tf32 && p.mathType != CUDNN_FMA_MATH))
       continue;
     d.a.check(d.a.set_math(d.conv, p.mathType), "cudnnSetConvolutionMathType");
-    return Pick{static_cast<int>(p.algo), p.memory};
+    return Pick{static_cast<int>(p.algo), static_cast<int>(p.mathType), p.memory};
   }
   PDNN_FAIL("convolution algorithm cudnn: no deterministic %s algorithm of cuDNN fits (%s)",
             tf32 ? "" : "strict fp32", what);
 }
 
-Pick pick(ConvPass pass, const Descs& d, bool tf32, cudnnHandle_t h) {
+Pick query(ConvPass pass, const Descs& d, bool tf32, cudnnHandle_t h) {
   d.a.check(d.a.set_math(d.conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
             "cudnnSetConvolutionMathType");
   if (pass == ConvPass::Forward)
@@ -117,13 +108,30 @@ Pick pick(ConvPass pass, const Descs& d, bool tf32, cudnnHandle_t h) {
       }, "backward-weights");
 }
 
-cudnnHandle_t handle_of(CudaExec e) {
+CudnnContext& cudnn_of(CudaExec e) {
   PDNN_CHECK(e.cudnn, "convolution algorithm cudnn: no cuDNN handle on this context");
-  return static_cast<cudnnHandle_t>(e.cudnn);
+  return *static_cast<CudnnContext*>(e.cudnn);
+}
+cudnnHandle_t handle_of(CudaExec e) { return cudnn_of(e).handle; }
+
+// The pick for this shape and pass, queried once per context (and the descriptor's math type
+// set to it).
+Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d, CudaExec e) {
+  char key[200];
+  std::snprintf(key, sizeof key, "%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %d",
+                static_cast<int>(pass), (long long)n, (long long)g.c, (long long)g.h,
+                (long long)g.w, (long long)k, (long long)g.kh, (long long)g.kw, (long long)g.sh,
+                (long long)g.sw, (long long)g.ph, (long long)g.pw, e.tf32 ? 1 : 0);
+  CudnnContext& c = cudnn_of(e);
+  auto it = c.picks.find(key);
+  if (it == c.picks.end()) it = c.picks.emplace(key, query(pass, d, e.tf32, c.handle)).first;
+  d.a.check(d.a.set_math(d.conv, static_cast<cudnnMathType_t>(it->second.math)),
+            "cudnnSetConvolutionMathType");
+  return it->second;
 }
 
 int64_t masked_floats(const ConvGeom& g, int64_t n, int64_t k, Act act) {
-  return act.kind == FusedAct::None ? 0 : (n * k * g.oh * g.ow + 63) / 64 * 64;
+  return static_cast<int64_t>(conv2d_act_grad_floats(g, n, k, act));
 }
 
 }  // namespace
@@ -131,7 +139,7 @@ int64_t masked_floats(const ConvGeom& g, int64_t n, int64_t k, Act act) {
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                      Act act, CudaExec e) {
   Descs d(g, n, k);
-  const Pick p = pick(pass, d, e.tf32, handle_of(e));
+  const Pick p = pick(pass, g, n, k, d, e);
   return static_cast<size_t>(pass == ConvPass::Forward ? 0 : masked_floats(g, n, k, act)) +
          (p.ws + 3) / 4 + 1;
 }
@@ -140,7 +148,7 @@ void conv2d_cudnn_forward(const ConvGeom& g, int64_t n, int64_t k, const float* 
                           const float* b, float* y, Act act, float* ws, CudaExec e) {
   Descs d(g, n, k);
   cudnnHandle_t h = handle_of(e);
-  const Pick p = pick(ConvPass::Forward, d, e.tf32, h);
+  const Pick p = pick(ConvPass::Forward, g, n, k, d, e);
   const float one = 1.f, zero = 0.f;
   d.a.check(d.a.forward(h, &one, d.x, x, d.w, w, d.conv,
                         static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, &zero, d.y, y),
@@ -162,22 +170,21 @@ void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float*
   float* rest = ws;
   if (act.kind != FusedAct::None) {
     const int64_t total = n * k * g.oh * g.ow;
-    act_grad_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(total, y, dy, act, ws);
-    PDNN_CUDA_LAUNCH_CHECK("cudnn backward activation");
+    conv2d_act_grad(total, y, dy, act, ws, e);
     gy = ws;
     rest = ws + masked_floats(g, n, k, act);
   }
   const float one = 1.f, zero = 0.f;
   if (db) bias_backward(n, k, g.oh * g.ow, gy, db, e);
   if (dw) {
-    const Pick p = pick(ConvPass::BackwardWeights, d, e.tf32, h);
+    const Pick p = pick(ConvPass::BackwardWeights, g, n, k, d, e);
     d.a.check(d.a.backward_filter(h, &one, d.x, x, d.y, gy, d.conv,
                                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), rest, p.ws,
                                   &one, d.w, dw),
               "cudnnConvolutionBackwardFilter");
   }
   if (dx) {
-    const Pick p = pick(ConvPass::BackwardData, d, e.tf32, h);
+    const Pick p = pick(ConvPass::BackwardData, g, n, k, d, e);
     d.a.check(d.a.backward_data(h, &one, d.w, w, d.y, gy, d.conv,
                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), rest, p.ws,
                                 &zero, d.x, dx),

@@ -115,6 +115,7 @@ void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool 
   const int64_t macs = n * q.co * q.ci * 9 * q.oh * q.ow;
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
   {
+    observe_team();
 #pragma omp single
     arrange_weights(q, w, flip, wt);  // its implicit barrier publishes wt
     float* xp = pads + omp_get_thread_num() * q.pad_floats();
@@ -206,6 +207,7 @@ void conv3x3_direct_backward_weights(float* dw, const float* dy, const float* x,
   const int64_t group = kKB * 9 * L;  // floats of partial sums per (k block, input plane)
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
   {
+    observe_team();
     float* xp = ws + omp_get_thread_num() * q.pad_floats();
     // Groups dynamically (each group's sums do not depend on the thread); the implicit
     // barrier publishes them.

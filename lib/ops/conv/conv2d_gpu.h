@@ -25,6 +25,16 @@
 namespace pdnn {
 namespace cuda {
 
+// g = act'(y) dy over `total` elements (conv2d.cu): the backward passes that gather dy many
+// times (implicit GEMM, cuDNN) read it once through the activation into a workspace instead of
+// reading y beside every gathered dy.
+void conv2d_act_grad(int64_t total, const float* y, const float* dy, Act act, float* g,
+                     CudaExec e);
+// Floats of that workspace (0 without an activation), rounded up to keep what follows aligned.
+inline size_t conv2d_act_grad_floats(const ConvGeom& g, int64_t n, int64_t k, Act act) {
+  return act.kind == FusedAct::None ? 0 : static_cast<size_t>((n * k * g.oh * g.ow + 63) / 64 * 64);
+}
+
 // ---- implicit GEMM (conv2d_implicit_gemm.cu) ---------------------------------------------
 void conv2d_implicit_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
                              const float* w, const float* b, float* y, Act act, CudaExec e);
@@ -37,6 +47,9 @@ void conv2d_implicit_backward_weights(const ConvGeom& g, int64_t n, int64_t k, c
                                       float* db, float* ws, CudaExec e);
 // The split over the reduction is chosen to fill the current device's multiprocessors.
 size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k);
+// A stride-1 backward-data runs as the forward kernel over flipped weights (conv2d.cu), kept
+// in this many floats of workspace.
+size_t conv2d_implicit_backward_data_ws(const ConvGeom& g, int64_t n, int64_t k);
 
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
 // The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward.

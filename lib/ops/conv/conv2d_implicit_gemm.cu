@@ -53,6 +53,10 @@ struct Tile {
   static constexpr int WM = WM_, WN = WN_, MI = BM / WM / 16, NI = BN / WN / 8;
   static constexpr int SA = BM + 8, SB = BN + 8;  // padded rows: 8 or 24 mod 32 banks
   static constexpr int RA = BM * BK / THREADS, RB = BK * BN / THREADS;  // loads a thread
+  // Blocks an SM must hold at once (registers capped to fit): two 256-thread blocks hide each
+  // other's load latency at 128 registers a thread (a cap of 168 on the 128-thread tiles made
+  // the backward-weights kernels spill, so those keep what they need).
+  static constexpr int MIN_BLOCKS = THREADS >= 256 ? 2 : 1;
   static_assert(WM * WN * 32 == THREADS, "the warps cover the block");
   static_assert(TM % 4 == 0 && TN % 4 == 0 && MI >= 1 && NI >= 1, "tile shape");
   static_assert(THREADS % BK == 0 && RA >= 1 && RB >= 1, "load split");
@@ -161,7 +165,7 @@ __device__ Gemm gemm_of(const ConvArgs& a) {
 }
 
 template <class T, int PASS, bool TF32>
-__global__ void __launch_bounds__(T::THREADS)
+__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
     implicit_gemm(const ConvArgs a) {
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK, THREADS = T::THREADS;
   constexpr int RA = T::RA, RB = T::RB;
@@ -185,6 +189,8 @@ __global__ void __launch_bounds__(T::THREADS)
   const int a_m = tid / BK;
   // B along n: element e = tid + i*THREADS sits at (kk = e / BN, n = e % BN).
   constexpr int kBCols = BN >= THREADS ? BN / THREADS : 1;  // distinct n of a thread
+  static_assert(BN % THREADS == 0 || THREADS % BN == 0, "B rows split evenly");
+  const int b_row0 = tid / BN, b_col0 = tid % BN;  // element tid's place in the B tile
   int64_t bcol_base[kBCols];  // forward: x offset of the image; backward-data: dy's
   int bcol_y[kBCols], bcol_x[kBCols];
   if (PASS != kBackwardWeights) {
@@ -296,9 +302,10 @@ __global__ void __launch_bounds__(T::THREADS)
     } else {
 #pragma unroll
       for (int i = 0; i < RB; ++i) {
-        const int e = tid + i * THREADS;
+        // Element tid + i*THREADS: its row offset is a compile-time constant past b_row0, so
+        // the (ci, r, q) split of a row is computed once for the elements that share it.
         const int u = ((i * THREADS) % BN) / THREADS;  // which of its columns (0 when BN <= THREADS)
-        const int kb = k0 + e / BN;
+        const int kb = k0 + b_row0 + (i * THREADS) / BN;
         float v = 0.f;
         if (kb < g.k_end) {
           if (PASS == kForward) {
@@ -334,10 +341,9 @@ __global__ void __launch_bounds__(T::THREADS)
         Bs[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? to_tf32(rb[i]) : rb[i];
     } else {
 #pragma unroll
-      for (int i = 0; i < RB; ++i) {
-        const int e = tid + i * THREADS;
-        Bs[buf][e / BN][e % BN] = TF32 ? to_tf32(rb[i]) : rb[i];
-      }
+      for (int i = 0; i < RB; ++i)
+        Bs[buf][b_row0 + (i * THREADS) / BN][b_col0 + (i * THREADS) % BN] =
+            TF32 ? to_tf32(rb[i]) : rb[i];
     }
   };
 

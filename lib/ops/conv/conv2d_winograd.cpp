@@ -410,6 +410,7 @@ void run_forward(const Plan& q, int64_t n, const float* x, const float* w, bool 
   const int64_t macs = n * q.co * q.ci * 9 * q.oh * q.ow;
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
   {
+    observe_team();
     transform_filters(q, w, flip, U);  // ends with the barrier of its omp for
     float* strip = slots + omp_get_thread_num() * slot;
     float* V = strip + std::max(q.strip_floats(), q.out_floats());
@@ -471,6 +472,7 @@ void conv3x3_winograd_backward_weights(float* dw, const float* dy, const float* 
   float* dUs = ws + nt_req * slot;  // group g's dU at dUs + g * u_floats()
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
   {
+    observe_team();
     float* strip = ws + omp_get_thread_num() * slot;
     float* V = strip + q.strip_floats();
     float* ds = V + q.v_floats();

@@ -130,30 +130,30 @@ void col2im(const ConvGeom& g, const float* cols, float* x_img, int64_t ld) {
     }
 }
 
-void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CpuExec) {
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CpuExec e) {
   const int64_t p = g.col_cols();
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * g.col_size()))
-  for (int64_t i = 0; i < n; ++i) im2col(g, x + i * g.image_size(), cols + i * p, n * p);
+  parallel_for(e, n, PDNN_PAR(n * g.col_size()),
+               [=](int64_t i) { im2col(g, x + i * g.image_size(), cols + i * p, n * p); });
 }
 
-void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CpuExec) {
+void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CpuExec e) {
   const int64_t p = g.col_cols();
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * g.col_size()))
-  for (int64_t i = 0; i < n; ++i) col2im(g, cols + i * p, x + i * g.image_size(), n * p);
+  parallel_for(e, n, PDNN_PAR(n * g.col_size()),
+               [=](int64_t i) { col2im(g, cols + i * p, x + i * g.image_size(), n * p); });
 }
 
-void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CpuExec) {
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * c * p))
-  for (int64_t ci = 0; ci < c; ++ci)
+void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CpuExec e) {
+  parallel_for(e, c, PDNN_PAR(n * c * p), [=](int64_t ci) {
     for (int64_t ni = 0; ni < n; ++ni)
       std::memcpy(y + (ci * n + ni) * p, x + (ni * c + ci) * p, sizeof(float) * p);
+  });
 }
 
-void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CpuExec) {
-#pragma omp parallel for schedule(static) if (PDNN_PAR(n * c * p))
-  for (int64_t ni = 0; ni < n; ++ni)
+void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CpuExec e) {
+  parallel_for(e, n, PDNN_PAR(n * c * p), [=](int64_t ni) {
     for (int64_t ci = 0; ci < c; ++ci)
       std::memcpy(y + (ni * c + ci) * p, x + (ci * n + ni) * p, sizeof(float) * p);
+  });
 }
 
 }  // namespace cpu

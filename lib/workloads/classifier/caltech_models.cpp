@@ -8,7 +8,6 @@
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
-#include "optim/make_optimizer.h"
 
 namespace pdnn {
 
@@ -38,11 +37,6 @@ Sequential make_caltech_model(int64_t side, int64_t classes) {
   m.emplace<Dropout>(0.5f);
   m.emplace<Dense>(1024, classes);
   return m;
-}
-
-std::unique_ptr<Optimizer> make_caltech_optimizer(Sequential& model, const std::string& name,
-                                                  float lr) {
-  return make_optimizer(name, model.parameters(), lr);
 }
 
 }  // namespace pdnn

@@ -11,22 +11,13 @@
 // parameters: call reset_parameters(ctx.rng()) once after seeding, as the app does.
 #pragma once
 #include <cstdint>
-#include <memory>
-#include <string>
 
 #include "model/sequential.h"
-#include "optim/optimizer.h"
 
 namespace pdnn {
 
 // side: the input's height and width, a multiple of 8 (the three poolings halve it exactly),
 // at least 8. Throws pdnn::Error otherwise.
 Sequential make_caltech_model(int64_t side = 224, int64_t classes = 6);
-
-// W4's optimizer: AdaGrad with PyTorch's defaults (lr 0.01), or the one `name` gives ("sgd",
-// "adagrad", "adadelta", "adam": make_optimizer's table); lr < 0: the optimizer's default.
-std::unique_ptr<Optimizer> make_caltech_optimizer(Sequential& model,
-                                                  const std::string& name = "adagrad",
-                                                  float lr = -1.f);
 
 }  // namespace pdnn

@@ -8,7 +8,9 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/fault_hook.h"
 #include "dist/communicator.h"
+#include "dist/fingerprint.h"
 #include "dist/grad_sync.h"
 #include "ops/basic.h"
 
@@ -41,27 +43,6 @@ EvalOptions eval_options(const ClassifierTaskOptions& o) {
   EvalOptions e = o.eval;
   e.confusion = o.per_class;
   return e;
-}
-
-// A hash of a split's samples (as read for evaluation, no augmentation), labels and class
-// names, for the ranks' agreement check: every sample is read once (a second or so for an
-// image folder's photos, once per data-parallel run).
-std::string data_hash(const Dataset& d) {
-  const Shape s = d.sample_shape();
-  std::vector<float> buf(static_cast<size_t>(s.numel()));
-  uint64_t h = 0;
-  for (int k = 0; k < d.num_classes(); ++k) {
-    const std::string name = d.class_name(k);
-    h = hash_bytes(name.data(), name.size(), h);
-  }
-  for (int64_t i = 0; i < d.size(); ++i) {
-    const int32_t label = d.label(i);
-    d.read(i, buf.data(), std::nullopt);
-    h = hash_bytes(&label, sizeof(label), h);
-    h = hash_bytes(buf.data(), buf.size() * sizeof(float), h);
-  }
-  return strprintf("%lld samples %s of %d classes, hash %s", static_cast<long long>(d.size()),
-                   s.str().c_str(), d.num_classes(), hash_hex(h).c_str());
 }
 
 }  // namespace
@@ -147,9 +128,10 @@ int64_t ClassifierTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed)
 }
 
 int64_t ClassifierTask::train_batch(Context& ctx, int64_t b) {
-  // Test hook (PDNN_DIST_FAULT): kill or hang this rank here, or change one of its weights,
+  // A test's hook may kill or hang this process here, or have one of its weights changed,
   // which the ranks' weight check at the epoch's end must catch.
-  if (comm_ && comm_->fault_point(++steps_)) {
+  FaultHook* faults = ctx.fault_hook();
+  if (faults && faults->reached("train_step", ++steps_)) {
     Tensor w = model_.parameters().values().slice(0, Shape{1});
     ops::fill(ctx, w, 0.5f);
   }
@@ -304,8 +286,8 @@ void ClassifierTask::distribute(Context& ctx, Communicator& comm) {
 std::vector<std::pair<std::string, std::string>> ClassifierTask::fingerprint(Context& ctx) {
   const Shape s = train_.sample_shape();
   const Shape in{o_.train.batch, s[0], s[1], s[2]};
-  return {{"the training data", data_hash(train_)},
-          {"the test data", data_hash(test_)},
+  return {{"the training data", dataset_hash(train_)},
+          {"the test data", dataset_hash(test_)},
           {"the model", model_.summary(in)},
           {"the optimizer", strprintf("%s, lr %g", opt_.kind().c_str(), opt_.lr())},
           {"the initial weights", hash_hex(state_hash_of(ctx, model_, &opt_))}};

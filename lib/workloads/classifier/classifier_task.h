@@ -113,7 +113,7 @@ class ClassifierTask : public TrainTask {
   EvalResult last_eval_;
   Communicator* comm_ = nullptr;          // data-parallel: the ranks
   std::unique_ptr<DatasetRange> test_shard_;  // ... and this rank's part of the test set
-  int64_t steps_ = 0;  // training steps of this run (data-parallel fault injection)
+  int64_t steps_ = 0;  // training steps of this run (FaultHook's "train_step")
 };
 
 // Peak resident memory of this process so far, in bytes (getrusage's ru_maxrss).

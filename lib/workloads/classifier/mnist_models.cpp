@@ -8,8 +8,6 @@
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
-#include "optim/adadelta.h"
-#include "optim/make_optimizer.h"
 
 namespace pdnn {
 
@@ -39,19 +37,6 @@ Sequential make_mnist_model(const std::string& name, int64_t side, int64_t class
     PDNN_FAIL("mnist model: unknown model '%s' (known: small, keras)", name.c_str());
   }
   return m;
-}
-
-std::string default_mnist_optimizer(const std::string& model_name) {
-  return model_name == "keras" ? "adadelta" : "adam";
-}
-
-std::unique_ptr<Optimizer> make_mnist_optimizer(const std::string& model_name,
-                                                const std::string& optimizer, Sequential& model,
-                                                float lr) {
-  const std::string name = optimizer.empty() ? default_mnist_optimizer(model_name) : optimizer;
-  if (model_name == "keras" && name == "adadelta")  // Keras's example: rho 0.95, not 0.9
-    return std::make_unique<Adadelta>(model.parameters(), lr < 0 ? 1.0 : lr, 0.95, 1e-6);
-  return make_optimizer(name, model.parameters(), lr);
 }
 
 }  // namespace pdnn

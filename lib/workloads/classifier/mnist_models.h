@@ -5,28 +5,18 @@
 //   keras (W3, the Keras mnist_cnn example): Conv(1->32, 3x3) ReLU, Conv(32->64, 3x3) ReLU,
 //     MaxPool 2x2, Dropout 0.25, Flatten, Dense(9216->128) ReLU, Dropout 0.5, Dense(128->10);
 //     Adadelta lr 1.0, rho 0.95, eps 1e-6.
-// Both end in logits for softmax cross-entropy. Layers are built with zero parameters: call
+// Both end in logits for softmax cross-entropy. SPEC.md's optimizers and batches are in the
+// model zoo (workloads/model_zoo.h). Layers are built with zero parameters: call
 // reset_parameters(ctx.rng()) once after seeding, as the app does.
 #pragma once
 #include <memory>
 #include <string>
 
 #include "model/sequential.h"
-#include "optim/optimizer.h"
 
 namespace pdnn {
 
 // name: "small" or "keras"; input images are (N,1,side,side). Throws pdnn::Error otherwise.
 Sequential make_mnist_model(const std::string& name, int64_t side = 28, int64_t classes = 10);
-
-// The model's optimizer from SPEC.md when optimizer is "" ("adam" for small, "adadelta" with
-// rho 0.95 for keras); otherwise the named one with PyTorch's defaults (adadelta on keras keeps
-// rho 0.95). lr < 0 means the optimizer's default learning rate.
-std::unique_ptr<Optimizer> make_mnist_optimizer(const std::string& model_name,
-                                                const std::string& optimizer, Sequential& model,
-                                                float lr);
-
-// The optimizer make_mnist_optimizer picks for optimizer == "".
-std::string default_mnist_optimizer(const std::string& model_name);
 
 }  // namespace pdnn

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/init.h"
 #include "data/idx.h"
+#include "dist/fingerprint.h"
 #include "run/csv.h"
 #include "run/output_files.h"
 #include "run/run_info.h"
@@ -51,6 +52,7 @@ DcganTask::DcganTask(Context& ctx, Sequential& g, Sequential& d, Optimizer& opt_
   PDNN_CHECK(opt_.samples_dir.empty(),
              "dcgan: this pdnn was built without OpenCV: no sample grids (PNG) can be written");
 #endif
+  // Checked here, before any output is touched; written by rank 0 alone (data-parallel).
   if (!opt_.iterations_csv.empty())
     iterations_ = std::make_unique<CsvWriter>(opt_.iterations_csv, kIterationColumns);
 }
@@ -64,6 +66,10 @@ int64_t DcganTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed) {
     lo.shuffle = true;
     lo.seed = data_seed;
     lo.images_per_epoch = opt_.images_per_epoch;
+    if (comm_) {
+      lo.shard = comm_->rank();
+      lo.shards = comm_->size();
+    }
     loader_ = std::make_unique<DatasetLoader>(data_, lo);
     data_seed_ = data_seed;
     have_seed_ = true;
@@ -83,12 +89,48 @@ int64_t DcganTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed) {
 
 int64_t DcganTask::train_batch(Context& ctx, int64_t b) {
   const int64_t nb = loader_->load(b, x_, labels_);
-  trainer_.step(ctx, x_);
-  return nb;
+  if (!comm_) {
+    trainer_.step(ctx, x_);
+    return nb;
+  }
+  // This rank's rows of the global batch: the noise rows one process would draw for them.
+  const int64_t rows = loader_->batch_rows(b);
+  ctx.rng().set_row_shard({shard_rows(rows, comm_->rank(), comm_->size()).first, nb, rows});
+  try {
+    trainer_.step(ctx, x_, rows);
+  } catch (...) {
+    ctx.rng().set_row_shard({});
+    throw;
+  }
+  ctx.rng().set_row_shard({});
+  return rows;
+}
+
+GanMetrics DcganTask::global_metrics(Context& ctx) {
+  GanMetrics m = trainer_.metrics(ctx);
+  if (!comm_) return m;
+  // The loss and mean-output slots hold each rank's share of the global means: they sum.
+  double v[4] = {m.d_loss, m.g_loss, m.d_x, m.d_g_z};
+  comm_->sum(v, 4, "the training metrics");
+  m.d_loss = v[0];
+  m.g_loss = v[1];
+  m.d_x = v[2];
+  m.d_g_z = v[3];
+  // The farthest shard mean of any rank: each rank fills its own pair, the sum gathers them.
+  const int n = comm_->size(), r = comm_->rank();
+  std::vector<double> far(static_cast<size_t>(2 * n), 0.0);
+  trainer_.shard_far(ctx, &far[static_cast<size_t>(2 * r)], &far[static_cast<size_t>(2 * r + 1)]);
+  comm_->sum(far.data(), 2 * n, "the shards' distances from 0 and 1");
+  m.d_x_far = m.d_g_z_far = 0;
+  for (int k = 0; k < n; ++k) {
+    m.d_x_far = std::max(m.d_x_far, far[static_cast<size_t>(2 * k)]);
+    m.d_g_z_far = std::max(m.d_g_z_far, far[static_cast<size_t>(2 * k + 1)]);
+  }
+  return m;
 }
 
 std::vector<double> DcganTask::train_metrics(Context& ctx) {
-  const GanMetrics m = trainer_.metrics(ctx);
+  const GanMetrics m = global_metrics(ctx);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch_).count();
   return {m.mean(m.d_loss), m.mean(m.g_loss), m.mean(m.d_x), m.mean(m.d_g_z),
@@ -101,8 +143,28 @@ std::string DcganTask::step_mode() const {
 }
 
 std::vector<double> DcganTask::evaluate(Context& ctx) {
+  if (comm_) {
+    // BatchNorm's running statistics follow each rank's rows: averaged over the ranks, so the
+    // grid, the weight check and the checkpoint see one set.
+    for (Sequential* m : {&g_, &d_})
+      for (const Param& p : m->buffers()) {
+        Tensor h = p.value->device() == Device::CPU ? *p.value : p.value->to(Device::CPU, ctx);
+        comm_->sum(h.data(), h.numel(), "the buffer average");
+        for (int64_t i = 0; i < h.numel(); ++i) h.data()[i] /= static_cast<float>(comm_->size());
+        if (p.value->device() != Device::CPU) copy_into(*p.value, h, ctx);
+      }
+  }
   if (!iterations_) return {};
-  const std::vector<GanIteration> its = trainer_.history(ctx);
+  std::vector<GanIteration> its = trainer_.history(ctx);
+  if (comm_) {
+    // Each rank's rows hold its shares of the global means: summed, they are the batch's.
+    std::vector<double> v;
+    for (const GanIteration& it : its) v.insert(v.end(), {it.d_loss, it.g_loss, it.d_x, it.d_g_z});
+    comm_->sum(v.data(), static_cast<int64_t>(v.size()), "the iteration rows");
+    for (size_t i = 0; i < its.size(); ++i)
+      its[i] = {v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]};
+  }
+  if (!root()) return {};
   const RunInfo info = run_info(ctx);
   const int64_t per_epoch = loader_->num_batches();
   for (size_t i = 0; i < its.size(); ++i) {
@@ -117,7 +179,7 @@ std::vector<double> DcganTask::evaluate(Context& ctx) {
 }
 
 std::string DcganTask::epoch_status(Context& ctx) {
-  const GanMetrics m = trainer_.metrics(ctx);
+  const GanMetrics m = global_metrics(ctx);
   if (m.steps == 0 || m.d_x_far >= opt_.stuck_eps || m.d_g_z_far >= opt_.stuck_eps) return "";
   const int dx = m.mean(m.d_x) > 0.5 ? 1 : 0, dgz = m.mean(m.d_g_z) > 0.5 ? 1 : 0;
   return strprintf(
@@ -142,7 +204,7 @@ CheckpointInfo DcganTask::load_checkpoint(const std::string& path) {
   resumed_epoch_ = static_cast<int>(ck.epoch);
   // Iteration rows of epochs past the checkpoint (a run killed after writing them, before its
   // checkpoint) are redone: drop them, from the end, as the loop does with its own rows.
-  if (iterations_) {
+  if (iterations_ && root()) {
     const auto rows = iterations_->rows();
     size_t keep = rows.size();
     const std::string batch = std::to_string(opt_.batch);
@@ -161,6 +223,46 @@ CheckpointInfo DcganTask::load_checkpoint(const std::string& path) {
 
 void DcganTask::save_weights(const std::string& path) {
   pdnn::save_checkpoint(path, {{"G", &g_, nullptr}, {"D", &d_, nullptr}}, 0, {}, &ctx_);
+}
+
+void DcganTask::distribute(Context& ctx, Communicator& comm) {
+  PDNN_CHECK(!loader_ && !comm_, "dcgan task: distribute() after training began");
+  const int n = comm.size();
+  LoaderOptions plain;
+  plain.batch = opt_.batch;
+  plain.shuffle = false;
+  plain.images_per_epoch = opt_.images_per_epoch;
+  const EpochPlan plan(data_, plain, 0);
+  const int64_t last = plan.batch_rows(plan.num_batches() - 1);
+  // Every rank needs at least one image of every batch; every rank sees the same sizes, so
+  // all fail here together.
+  if (opt_.batch < n || last < n) Communicator::set_collective_error();
+  PDNN_CHECK(opt_.batch >= n && last >= n,
+             "--distributed: batch %lld over %d ranks (the last batch of an epoch: %lld of %lld "
+             "images): every rank needs at least one image of each batch",
+             static_cast<long long>(opt_.batch), n, static_cast<long long>(last),
+             static_cast<long long>(plan.images()));
+  comm_ = &comm;
+  if (g_.device() != Device::CPU) comm.open_device();
+  trainer_.distribute(comm, ctx);
+}
+
+std::vector<std::pair<std::string, std::string>> DcganTask::fingerprint(Context& ctx) {
+  const Shape s = data_.sample_shape();
+  return {{"the training data", dataset_hash(data_)},
+          {"the models", g_.summary(Shape{opt_.batch, opt_.nz, 1, 1}) +
+                             d_.summary(Shape{opt_.batch, s[0], s[1], s[2]})},
+          {"the initial weights", hash_hex(state_hash(ctx))}};
+}
+
+uint64_t DcganTask::state_hash(Context& ctx) {
+  return state_hash_of(ctx, d_, &opt_d_, state_hash_of(ctx, g_, &opt_g_));
+}
+
+std::string DcganTask::distributed_summary() const {
+  const GradSync* g = trainer_.grad_sync_g();
+  const GradSync* d = trainer_.grad_sync_d();
+  return g && d ? "gradients: G " + g->describe() + "; D " + d->describe() : "";
 }
 
 std::string DcganTask::grid_path(int epoch) const {

@@ -15,6 +15,13 @@
 // After the last epoch, optionally, `samples` generated images as a 64x64 grey IDX file for
 // the quality score (apps/gan_score).
 //
+// Data-parallel (--distributed, distribute()): every rank plans the same epochs and packs its
+// rows of each batch (shard_rows); GanTrainer sums both models' gradients over the ranks and
+// draws each rank's noise rows as one process would; BatchNorm's statistics are each rank's
+// (its running statistics averaged over the ranks at each epoch's end, before the grid and
+// the checkpoint); the metrics and the iteration rows are the global batch's means; the
+// "stuck" status judges every rank's shard means. Rank 0 writes the files.
+//
 // Random streams, all from the run's seed s (scripts/torch_reference.py reproduces them):
 // initial weights and every iteration's noise z from the run's stream (G's weights, D's, then
 // 2 x batch x nz values per iteration); the data order of epoch e from
@@ -30,6 +37,7 @@
 
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
+#include "dist/communicator.h"
 #include "model/sequential.h"
 #include "optim/optimizer.h"
 #include "workloads/dcgan/gan_trainer.h"
@@ -82,6 +90,10 @@ class DcganTask : public TrainTask {
   void save_weights(const std::string& path) override;
   void end_epoch(Context& ctx, int epoch) override;
   void finish(Context& ctx) override;
+  void distribute(Context& ctx, Communicator& comm) override;
+  std::vector<std::pair<std::string, std::string>> fingerprint(Context& ctx) override;
+  uint64_t state_hash(Context& ctx) override;
+  std::string distributed_summary() const override;
 
   // The grid file of an epoch (1-based): samples_dir/epoch_NNN.png.
   std::string grid_path(int epoch) const;
@@ -92,6 +104,9 @@ class DcganTask : public TrainTask {
 
  private:
   void write_grid(Context& ctx, int epoch);
+  // The epoch's metrics over all ranks (collective when distributed).
+  GanMetrics global_metrics(Context& ctx);
+  bool root() const { return comm_ == nullptr || comm_->root(); }
 
   Context& ctx_;
   Sequential& g_;
@@ -111,6 +126,7 @@ class DcganTask : public TrainTask {
   std::vector<int32_t> labels_;
   std::unique_ptr<CsvWriter> iterations_;
   std::chrono::steady_clock::time_point t_epoch_;
+  Communicator* comm_ = nullptr;
 };
 
 }  // namespace pdnn

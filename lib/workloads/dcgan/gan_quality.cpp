@@ -1,9 +1,12 @@
-// Sample-quality statistics: Jacobi eigen-decomposition, Gaussian fits, Fréchet distance,
-// class statistics (gan_quality.h).
+// Sample-quality statistics: symmetric eigen-decomposition (LAPACK), Gaussian fits, Fréchet
+// distance, class statistics (gan_quality.h).
 #include "workloads/dcgan/gan_quality.h"
+
+#include <lapacke.h>
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 #include "data/resize.h"
@@ -16,53 +19,21 @@ void symmetric_eigen(const std::vector<double>& a_in, int64_t n, std::vector<dou
              "symmetric_eigen: %zu values for a %lld x %lld matrix", a_in.size(),
              static_cast<long long>(n), static_cast<long long>(n));
   std::vector<double> a = a_in;
-  std::vector<double>& v = *vectors;
-  v.assign(static_cast<size_t>(n * n), 0.0);
-  for (int64_t i = 0; i < n; ++i) v[i * n + i] = 1.0;
   auto A = [&](int64_t i, int64_t j) -> double& { return a[static_cast<size_t>(i * n + j)]; };
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < i; ++j)
       PDNN_CHECK(std::fabs(A(i, j) - A(j, i)) <= 1e-9 * (std::fabs(A(i, j)) + std::fabs(A(j, i))) + 1e-300,
                  "symmetric_eigen: the matrix is not symmetric at (%lld, %lld): %g vs %g",
                  static_cast<long long>(i), static_cast<long long>(j), A(i, j), A(j, i));
-  // Cyclic Jacobi (Golub & Van Loan, algorithm 8.5.3): rotate away each off-diagonal element in
-  // turn; quadratic convergence once the off-diagonal part is small.
-  for (int sweep = 0; sweep < 100; ++sweep) {
-    double off = 0, diag = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      diag += A(i, i) * A(i, i);
-      for (int64_t j = i + 1; j < n; ++j) off += A(i, j) * A(i, j);
-    }
-    if (off <= 1e-30 * diag || off == 0.0) break;
-    for (int64_t p = 0; p < n - 1; ++p)
-      for (int64_t q = p + 1; q < n; ++q) {
-        const double apq = A(p, q);
-        if (std::fabs(apq) <= 1e-300) continue;
-        const double theta = (A(q, q) - A(p, p)) / (2.0 * apq);
-        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1.0));
-        const double c = 1.0 / std::sqrt(t * t + 1.0), s = t * c;
-        for (int64_t k = 0; k < n; ++k) {  // A <- A J (columns p, q)
-          const double akp = A(k, p), akq = A(k, q);
-          A(k, p) = c * akp - s * akq;
-          A(k, q) = s * akp + c * akq;
-        }
-        for (int64_t k = 0; k < n; ++k) {  // A <- J^T A (rows p, q)
-          const double apk = A(p, k), aqk = A(q, k);
-          A(p, k) = c * apk - s * aqk;
-          A(q, k) = s * apk + c * aqk;
-        }
-        A(p, q) = A(q, p) = 0.0;
-        for (int64_t k = 0; k < n; ++k) {  // V <- V J
-          double& vkp = v[static_cast<size_t>(k * n + p)];
-          double& vkq = v[static_cast<size_t>(k * n + q)];
-          const double x = vkp, y = vkq;
-          vkp = c * x - s * y;
-          vkq = s * x + c * y;
-        }
-      }
-  }
-  values->resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) (*values)[static_cast<size_t>(i)] = A(i, i);
+  // LAPACK's divide and conquer (OpenBLAS's dsyevd through LAPACKE): ascending eigenvalues,
+  // orthonormal eigenvectors overwriting a (row-major: column k is vector k).
+  std::vector<double>& w = *values;
+  w.assign(static_cast<size_t>(n), 0.0);
+  const lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', static_cast<lapack_int>(n),
+                                         a.data(), static_cast<lapack_int>(n), w.data());
+  PDNN_CHECK(info == 0, "symmetric_eigen: LAPACK dsyevd failed on a %lld x %lld matrix (info %d)",
+             static_cast<long long>(n), static_cast<long long>(n), static_cast<int>(info));
+  *vectors = std::move(a);
 }
 
 std::vector<double> sqrt_psd(const std::vector<double>& a, int64_t n) {

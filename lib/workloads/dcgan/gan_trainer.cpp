@@ -2,7 +2,9 @@
 #include "workloads/dcgan/gan_trainer.h"
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "ops/basic.h"
+#include "ops/loss.h"
 #include "ops/metrics.h"
 #include "ops/random.h"
 #include "train/copy_fence.h"
@@ -32,9 +34,11 @@ void GanTrainer::ensure_buffers(Context& ctx, int64_t n) {
     acc_ = Tensor::empty(Shape{kGanSlots}, DType::F64, dev, ctx);
     history_ = Tensor::empty(Shape{history_rows_, kGanSlots}, DType::F64, dev, ctx);
     row_ = Tensor::empty(Shape{1}, DType::I64, dev, ctx);
+    far_ = Tensor::empty(Shape{4}, DType::F64, dev, ctx);
     ops::zero(ctx, acc_);
     ops::zero(ctx, history_);
     ops::zero(ctx, row_);
+    ops::zero(ctx, far_);
   }
   if (n != batch_ || ones_.device() != dev) {
     // Grow-only buffers: a smaller last batch reuses them (same addresses).
@@ -47,44 +51,78 @@ void GanTrainer::ensure_buffers(Context& ctx, int64_t n) {
   }
 }
 
+void GanTrainer::distribute(Communicator& comm, Context& ctx) {
+  PDNN_CHECK(!sync_g_, "GanTrainer: distribute() twice");
+  sync_g_ = std::make_unique<GradSync>(comm, g_, ctx);
+  sync_d_ = std::make_unique<GradSync>(comm, d_, ctx);
+  graph_.reset();  // a graph captured before holds no all-reduce
+}
+
+void GanTrainer::prob_mean(Context& ctx, const Tensor& p, int64_t slot) {
+  if (global_batch_ == 0) return ops::prob_mean_into(ctx, p, acc_, slot);
+  // This rank's share of the global batch mean (the ranks' shares sum to it); the distance
+  // from 0 or 1 is its shard's, kept apart.
+  ops::sum_into(ctx, static_cast<float>(1.0 / static_cast<double>(global_batch_)), p, acc_, slot);
+  ops::prob_mean_into(ctx, p, far_, slot == kGanDx ? 0 : 2);
+}
+
+void GanTrainer::shard_far(Context& ctx, double* d_x_far, double* d_g_z_far) {
+  *d_x_far = *d_g_z_far = 0;
+  if (far_.empty()) return;
+  const Tensor h = far_.device() == Device::CPU ? far_ : far_.to(Device::CPU, ctx);
+  *d_x_far = h.data<double>()[1];
+  *d_g_z_far = h.data<double>()[3];
+}
+
 void GanTrainer::run_step(Context& ctx) {
   const Tensor& real = *x_;
+  const int64_t gb = global_batch_;  // 0: the batch is all there is
   // D step: real batch, then fake batch, each forward followed by its backward.
   d_.zero_grad(ctx);
   const Tensor& p_real = d_.forward(ctx, real);
   bce_real_.forward(ctx, p_real, ones_);
-  bce_real_.accumulate(ctx, acc_, kGanDLoss);
-  ops::prob_mean_into(ctx, p_real, acc_, kGanDx);
-  bce_real_.backward(ctx, dp_);
+  bce_real_.accumulate(ctx, acc_, kGanDLoss, gb);
+  prob_mean(ctx, p_real, kGanDx);
+  bce_real_.backward(ctx, dp_, gb);
   d_.backward(ctx, dp_);
 
   ops::normal_fill(ctx, z_);
   const Tensor& fake = g_.forward(ctx, z_);
   const Tensor& p_fake = d_.forward(ctx, fake);
   bce_fake_.forward(ctx, p_fake, zeros_);
-  bce_fake_.accumulate(ctx, acc_, kGanDLoss);
-  ops::prob_mean_into(ctx, p_fake, acc_, kGanDgz);
-  bce_fake_.backward(ctx, dp_);
+  bce_fake_.accumulate(ctx, acc_, kGanDLoss, gb);
+  prob_mean(ctx, p_fake, kGanDgz);
+  bce_fake_.backward(ctx, dp_, gb);
+  // D's gradients now hold the real and the fake batch's: summed over the ranks during this
+  // backward, each layer's as soon as it is done.
+  if (sync_d_) sync_d_->begin(ctx);
   d_.backward(ctx, dp_);
+  if (sync_d_) sync_d_->finish(ctx);
   opt_d_.step(ctx);
 
   // G step: the updated D on the same fake batch, gradient through D into G.
   g_.zero_grad(ctx);
   const Tensor& p_g = d_.forward(ctx, fake);
   bce_g_.forward(ctx, p_g, ones_);
-  bce_g_.accumulate(ctx, acc_, kGanGLoss);
-  bce_g_.backward(ctx, dp_);
+  bce_g_.accumulate(ctx, acc_, kGanGLoss, gb);
+  bce_g_.backward(ctx, dp_, gb);
   // D's own gradients are not needed here (zeroed before its next step): skip computing them.
   d_.backward(ctx, dp_, /*want_input_grad=*/true, /*want_param_grads=*/false);
+  if (sync_g_) sync_g_->begin(ctx);
   g_.backward(ctx, d_.input_grad());
+  if (sync_g_) sync_g_->finish(ctx);
   opt_g_.step(ctx);
   ops::append_row(ctx, acc_, history_, row_);
 }
 
-void GanTrainer::step(Context& ctx, const Tensor& real) {
+void GanTrainer::step(Context& ctx, const Tensor& real, int64_t global_batch) {
   PDNN_CHECK(real.rank() == 4 && real.dtype() == DType::F32 && real.shape(0) >= 1,
              "dcgan trainer: the real batch %s must be (N,C,H,W) float32",
              real.shape().str().c_str());
+  PDNN_CHECK(global_batch == 0 || (sync_g_ && global_batch >= real.shape(0)),
+             "dcgan trainer: a shard of %lld rows of a global batch of %lld needs distribute() "
+             "first", static_cast<long long>(real.shape(0)), static_cast<long long>(global_batch));
+  global_batch_ = global_batch;
   const Device dev = g_.device();
   const int64_t n = real.shape(0);
   ensure_buffers(ctx, n);
@@ -99,10 +137,14 @@ void GanTrainer::step(Context& ctx, const Tensor& real) {
   CopyFence fence;
   if (dev == Device::CUDA && real.device() == Device::CPU) fence.record(ctx);
   ++steps_;
-  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook())
-    graph_.run(ctx, real.shape(), [&] { run_step(ctx); });
-  else
+  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook()) {
+    // The shard's place in the batch is part of the captured noise draw.
+    const Rng::RowShard& shard = ctx.rng().row_shard();
+    graph_.run(ctx, StepGraph::Key(real.shape(), shard.row0, shard.total),
+               [&] { run_step(ctx); });
+  } else {
     run_step(ctx);
+  }
   fence.wait();
 }
 
@@ -126,6 +168,7 @@ void GanTrainer::reset_metrics(Context& ctx) {
   if (acc_.empty()) return;
   ops::zero(ctx, acc_);
   ops::zero(ctx, row_);
+  ops::zero(ctx, far_);
 }
 
 std::vector<GanIteration> GanTrainer::history(Context& ctx) {

@@ -17,11 +17,20 @@
 // epoch). On the GPU the real batch is copied into the trainer's device buffer (the only
 // transfer of a step) and, from the second step of a batch shape on, the whole iteration is
 // one CUDA graph (StepGraph), replayed every step.
+//
+// Data-parallel (distribute(); the dcgan task sets the context's row shard): each rank steps
+// on its rows of the global batch; its noise rows are those one process would draw for them
+// (ops::normal_fill under the row shard); the losses and D's mean outputs are each rank's share
+// of the global batch's means (divided by the global batch), so that the ranks' gradients and
+// metrics sum to one process's; both models' gradients are summed over the ranks (GradSync:
+// D's after its fake-batch backward, which holds the real batch's gradients too, G's after its
+// backward); BatchNorm normalises each rank's rows by their own statistics.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "dist/grad_sync.h"
 #include "losses/binary_cross_entropy.h"
 #include "model/sequential.h"
 #include "optim/optimizer.h"
@@ -56,7 +65,16 @@ class GanTrainer {
   // makes the copy asynchronous) or on the models' device. The caller may refill `real` as soon
   // as step() returns: on the GPU it waits until the batch has been copied (not for the
   // iteration, which stays queued).
-  void step(Context& ctx, const Tensor& real);
+  // global_batch: data-parallel, the global batch's rows (0: real is the whole batch).
+  void step(Context& ctx, const Tensor& real, int64_t global_batch = 0);
+  // Data-parallel from now on: the gradient all-reduce of both models (before the first step).
+  void distribute(Communicator& comm, Context& ctx);
+  const GradSync* grad_sync_g() const { return sync_g_.get(); }
+  const GradSync* grad_sync_d() const { return sync_d_.get(); }
+  // How far from 0 or 1 this rank's farthest batch means were (data-parallel: its shards'),
+  // kept apart from the accumulator, whose D(x) and D(G(z)) slots then hold shares of the
+  // global means.
+  void shard_far(Context& ctx, double* d_x_far, double* d_g_z_far);
   GanMetrics metrics(Context& ctx);       // reads back: a sync on the GPU
   void reset_metrics(Context& ctx);
   // The values of each step since the reset (at most history_rows), read back.
@@ -67,6 +85,8 @@ class GanTrainer {
  private:
   void run_step(Context& ctx);
   void ensure_buffers(Context& ctx, int64_t n);
+  // D's mean output into the accumulator's slot (and its far slot).
+  void prob_mean(Context& ctx, const Tensor& p, int64_t slot);
 
   Sequential& g_;
   Sequential& d_;
@@ -82,6 +102,9 @@ class GanTrainer {
   Tensor acc_, history_, row_;
   int64_t steps_ = 0;       // since the reset
   int64_t batch_ = -1;      // the batch size the targets and noise are sized for
+  int64_t global_batch_ = 0;
+  std::unique_ptr<GradSync> sync_g_, sync_d_;
+  Tensor far_;              // data-parallel: prob_mean_into's (mean, far) pairs of this rank
 };
 
 // Slots of the accumulator (a float64 device tensor), in the history's column order.

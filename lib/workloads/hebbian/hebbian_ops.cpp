@@ -13,6 +13,7 @@
 
 #include "core/barrier.h"
 #include "core/error.h"
+#include "core/parallel.h"
 #include "ops/dispatch.h"
 #include "workloads/hebbian/simd_tanh.h"
 
@@ -167,8 +168,8 @@ void atomic_min(std::atomic<int64_t>& a, int64_t v) {
 template <typename T>
 void gemv(T* y, const T* A, const T* x, int64_t m, int64_t n, CpuExec e) {
   check_exec("gemv", std::min(m, n), e);
-#pragma omp parallel for num_threads(threads_for(m * n, e)) schedule(static)
-  for (int64_t i = 0; i < m; ++i) y[i] = dot_row(A + i * n, x, n);
+  parallel_for(e, m, m * n >= kParallelMinWork,
+               [=](int64_t i) { y[i] = dot_row(A + i * n, x, n); });
 }
 
 template <typename T>
@@ -177,18 +178,21 @@ void reservoir_update(T* x_out, const T* x, const T* pre, const T* win, const T*
   check_exec("reservoir_update", p.n, e);
   const T ut = *u;
   // tanh costs a few ns: worth threads from a few thousand units on.
-#pragma omp parallel for simd num_threads(threads_for(p.n * 8, e)) schedule(static)
-  for (int64_t i = 0; i < p.n; ++i) x_out[i] = recur(x[i], pre[i] + win[i] * ut, p.keep, p.gain);
+#pragma omp parallel num_threads(threads_for(p.n * 8, e))
+  {
+    observe_team();
+#pragma omp for simd schedule(static) nowait
+    for (int64_t i = 0; i < p.n; ++i) x_out[i] = recur(x[i], pre[i] + win[i] * ut, p.keep, p.gain);
+  }
 }
 
 template <typename T>
 void oja_update(T* W, const T* x, T lr, int64_t n, CpuExec e) {
   check_exec("oja_update", n, e);
-#pragma omp parallel for num_threads(threads_for(n * n, e)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_for(e, n, n * n >= kParallelMinWork, [=](int64_t i) {
     const T b = lr * x[i];
     oja_row(W + i * n, x, n, b, b * x[i]);
-  }
+  });
 }
 
 template <typename T>
@@ -198,6 +202,7 @@ void first_nonfinite(int64_t* index, const T* v, int64_t n, CpuExec e) {
   // Each thread scans its own contiguous part and stops at its first hit; the minimum wins.
 #pragma omp parallel num_threads(threads_for(n, e)) reduction(min : first)
   {
+    observe_team();
     int64_t i0, i1;
     row_range(n, omp_get_thread_num(), omp_get_num_threads(), &i0, &i1);
     for (int64_t i = i0; i < i1; ++i)
@@ -239,6 +244,7 @@ void hebbian_run(T* W, T* x, int64_t* first_nonfinite_step, const T* win, const 
   SpinYieldBarrier barrier;  // not `omp barrier`: see core/barrier.h
 #pragma omp parallel num_threads(threads)
   {
+    observe_team();
 #pragma omp single
     barrier.set_threads(omp_get_num_threads());
     int64_t i0, i1;

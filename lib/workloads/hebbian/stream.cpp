@@ -5,6 +5,7 @@
 
 #include "core/barrier.h"
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace pdnn {
 namespace cpu {
@@ -19,6 +20,7 @@ void each_pass(const char* what, int64_t n, int64_t passes, CpuExec e, Body body
   SpinYieldBarrier barrier;
 #pragma omp parallel num_threads(e.threads)
   {
+    observe_team();
 #pragma omp single
     barrier.set_threads(omp_get_num_threads());
     const int nt = omp_get_num_threads(), tid = omp_get_thread_num();

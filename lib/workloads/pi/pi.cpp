@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace pdnn {
 namespace cpu {
@@ -34,8 +35,12 @@ double pi_omp(int64_t n, int threads) {
   check_args("pi_omp", n, threads);
   const double h = 1.0 / static_cast<double>(n);
   double sum = 0.0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : sum)
-  for (int64_t i = 1; i < n; ++i) sum += f(static_cast<double>(i) * h);
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+  {
+    observe_team();
+#pragma omp for schedule(static) nowait
+    for (int64_t i = 1; i < n; ++i) sum += f(static_cast<double>(i) * h);
+  }
   return (sum + 0.5 * (f(0.0) + f(1.0))) * h;
 }
 
@@ -48,15 +53,19 @@ double pi_omp_simd(int64_t n, int threads) {
   const int64_t points = n - 1;  // interior points 1 .. n-1
   const int64_t blocks = (points + kSimdBlock - 1) / kSimdBlock;
   double sum = 0.0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : sum)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t first = 1 + b * kSimdBlock;
-    const int len = static_cast<int>(std::min<int64_t>(kSimdBlock, n - first));
-    const double base = static_cast<double>(first);
-    double s = 0.0;
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+  {
+    observe_team();
+#pragma omp for schedule(static) nowait
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = 1 + b * kSimdBlock;
+      const int len = static_cast<int>(std::min<int64_t>(kSimdBlock, n - first));
+      const double base = static_cast<double>(first);
+      double s = 0.0;
 #pragma omp simd reduction(+ : s)
-    for (int j = 0; j < len; ++j) s += f((base + static_cast<double>(j)) * h);
-    sum += s;
+      for (int j = 0; j < len; ++j) s += f((base + static_cast<double>(j)) * h);
+      sum += s;
+    }
   }
   return (sum + 0.5 * (f(0.0) + f(1.0))) * h;
 }

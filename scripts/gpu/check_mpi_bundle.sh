@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# check_mpi_bundle.sh [BUILD]: proves here that a GPU bundle's Open MPI (gpu_bundle_mpi.sh)
+# scripts/gpu/check_mpi_bundle.sh [BUILD]: proves here that a GPU bundle's Open MPI (bundle_mpi.sh)
 # runs on a host without MPI. Bundles BUILD/bin/bench_allreduce (default build/) with its
 # libraries and the launcher into a temporary folder, then, in a private mount namespace
 # (root: unshare -m) where the system's Open MPI (its plugin, help and PMIx folders, mpirun,
 # orted and libraries) is hidden and /tmp/rt is a fresh tmpfs, runs 2 ranks of it through the
 # bundle's mpirun, and once more without the OPAL_* relocation, which must fail.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${1:-build}
 [ -x "$build/bin/bench_allreduce" ] || { echo "check_mpi_bundle: no $build/bin/bench_allreduce" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "check_mpi_bundle: needs root (unshare -m)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-scripts/gpu_bundle.sh "$tmp/gpu-bundle" "$build/bin/bench_allreduce" > /dev/null
-scripts/gpu_bundle_mpi.sh "$tmp/gpu-bundle" > "$tmp/bundle.log"
+scripts/gpu/prepare.sh --bundle "$tmp/gpu-bundle" "$build/bin/bench_allreduce" > /dev/null
+scripts/gpu/bundle_mpi.sh "$tmp/gpu-bundle" > "$tmp/bundle.log"
 head -n 1 "$tmp/bundle.log"
 cat > "$tmp/inside.sh" <<'EOS'
 set -euo pipefail

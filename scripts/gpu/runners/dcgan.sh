@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# gpu_dcgan.sh: W5, the DCGAN, on a lent GPU host, in one visit (well inside 10 minutes), after
-#   BINS="dcgan gan_score mnist pdnn_tests" DATA="fashion-mnist" scripts/gpu_prepare.sh
-# here. There, from the same checkout path: scripts/gpu_dcgan.sh   (OUT=... to choose the folder)
+# dcgan: W5, the DCGAN, on a lent GPU host (well inside 10 minutes). Prepare:
+#   BINS="dcgan gan_score mnist pdnn_tests" DATA="fashion-mnist" scripts/gpu/prepare.sh
 #   1. the GPU tests of the DCGAN's kernels and steps (CPU-vs-CUDA parity, graph == eager);
 #   2. the judging classifier (W3 on Fashion-MNIST, 3 epochs on the GPU);
 #   3. pdnn's DCGAN on the GPU (fp32, CUDA graph), 5 epochs of 2,944 images, 10,000 samples,
@@ -10,21 +9,17 @@
 #   5. the iteration benchmark: pdnn fp32/TF32 x eager/graph (--steps) against PyTorch eager
 #      and CUDA graph in the same run (scripts/torch_gpu_bench.py --workloads W5), and the
 #      epoch times of both 5-epoch runs (CSV "seconds": the paper's is 9.11 s on an RTX 6000).
-# Everything goes to $OUT (default results/gpu-dcgan): logs, CSV files, sample grids, samples.
+# Everything goes to $RESULTS: logs, CSV files, sample grids, samples. Knobs: EPOCHS (5),
+# STEPS (200), DATA ($BUNDLE/data/fashion-mnist).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-results/gpu-dcgan}
-BIN=${BIN:-/tmp/pdnn-gpu-bin}
-DATA=${DATA:-gpu-bundle/data/fashion-mnist}
+source "$(dirname "$0")/../host.sh"
+OUT=$RESULTS
+DATA=${DATA:-$BUNDLE/data/fashion-mnist}
 EPOCHS=${EPOCHS:-5}
 STEPS=${STEPS:-200}
-PY=${PYTHON:-python3}
-mkdir -p "$OUT"
-[ -x "$BIN/dcgan" ] || scripts/gpu_wrap.sh "$BIN"
-[ -d "$DATA" ] || { echo "gpu_dcgan: no $DATA (scripts/gpu_prepare.sh with DATA=fashion-mnist)" >&2; exit 1; }
+need_bin dcgan gan_score mnist pdnn_tests || exit 1
+[ -d "$DATA" ] || { echo "dcgan: no $DATA (scripts/gpu/prepare.sh with DATA=fashion-mnist)" >&2; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-t_start=$(date +%s)
-stage() { echo "== $* ($(( $(date +%s) - t_start )) s)"; }
 
 stage "1. GPU tests"
 "$BIN/pdnn_tests" --gtest_filter='*Dcgan*:*normal_fill*:*prob_mean*:CudaRuntime.*:AllOps/Backends.*' \
@@ -44,7 +39,7 @@ stage "3a. pdnn DCGAN, $EPOCHS epochs (GPU, fp32, CUDA graph)"
 grep -E "^epoch [0-9]+/[0-9]+  |WARNING|samples" "$OUT/dcgan_pdnn.log"
 
 stage "3b. PyTorch DCGAN, $EPOCHS epochs (GPU, fp32)"
-env -u LD_LIBRARY_PATH "$PY" scripts/torch_reference.py dcgan --device cuda --dataset fashion-mnist \
+py scripts/torch_reference.py dcgan --device cuda --dataset fashion-mnist \
   --data "$DATA" --epochs "$EPOCHS" --threads 4 --out "$OUT/torch_dcgan_fashion-mnist.csv" \
   --iterations-out "$OUT/torch_dcgan_fashion-mnist_iterations.csv" \
   --samples-dir "$OUT/samples/torch" --samples 10000 --samples-out "$OUT/samples_torch.idx.gz" \
@@ -63,10 +58,10 @@ for graph in off on; do
       --cuda-graph "$graph" $tf --bench-csv "$OUT/bench_pdnn.csv" 2>&1 | grep '^step_ms'
   done
 done
-env -u LD_LIBRARY_PATH "$PY" scripts/torch_gpu_bench.py --workloads W5 --steps "$STEPS" \
+py scripts/torch_gpu_bench.py --workloads W5 --steps "$STEPS" \
   --out "$OUT/bench_torch.csv" 2>&1 | grep -E "^torch|Error"
 echo "epoch seconds (2,944 images; the paper: 9.11 s):"
-env -u LD_LIBRARY_PATH "$PY" - "$OUT/dcgan_fashion-mnist.csv" "$OUT/torch_dcgan_fashion-mnist.csv" <<'PYEOF'
+py - "$OUT/dcgan_fashion-mnist.csv" "$OUT/torch_dcgan_fashion-mnist.csv" <<'PYEOF'
 import csv, os, sys
 for f in sys.argv[1:]:
     if os.path.exists(f):
@@ -74,5 +69,5 @@ for f in sys.argv[1:]:
             print(f"  {r['app']:5s} epoch {r['epoch']}: {float(r['seconds']):.3f} s, "
                   f"{1e3 * float(r['train_s_per_iter']):.2f} ms/iteration ({r['status']})")
 PYEOF
-env -u LD_LIBRARY_PATH "$PY" scripts/plot.py --results "$OUT" --out "$OUT/plots" | grep wrote
+py scripts/plot.py --results "$OUT" --out "$OUT/plots" | grep wrote
 stage "done: $OUT"

@@ -1,68 +1,64 @@
 #!/usr/bin/env bash
-# gpu_caltech.sh: the W4 (Caltech101, 9-layer CNN) visit to a lent GPU host, in one command.
-# Here first (the photos travel with the working tree; no IDX data is needed):
-#   DATA= BINS="caltech101 pdnn_tests" scripts/gpu_prepare.sh
-# then on the host, from the same checkout path:
-#   scripts/gpu_wrap.sh /tmp/w && BIN=/tmp/w scripts/gpu_caltech.sh [all|check|bench|accuracy]
-# Parts (all by default; about 7 minutes on an H100, estimates printed as it goes):
+# caltech: the W4 (Caltech101, 9-layer CNN) visit to a lent GPU host.
+# Prepare (the photos travel with the working tree; no IDX data is needed):
+#   DATA= BINS="caltech101 pdnn_tests" scripts/gpu/prepare.sh
+# PARTS ("check bench accuracy" by default; about 7 minutes on an H100, estimates printed as it goes):
 #   check     the CPU-vs-CUDA parity cases of W4's paths (pdnn_tests: the W4 training step
 #             through the prefetching loader, the GPU runtime, the classifier task)
 #   bench     W4 step times: pdnn fp32 and TF32, eager and CUDA graph, against PyTorch eager
 #             with cuDNN in fp32 and TF32 (scripts/bench_gpu.sh WORKLOADS=W4, 300 steps
-#             each) -> results/bench/gpu.csv
+#             each) -> $RESULTS/gpu.csv
 #   accuracy  30 epochs x seeds 1 2 3 of pdnn on the GPU (fp32, CUDA graph) and of PyTorch on
 #             the GPU (scripts/torch_reference.py caltech: same initial weights, photos,
 #             split, data order, augmentation draws and dropout masks), one after the other so
-#             that each epoch's seconds are its own -> results/caltech101/accuracy/
-#             {pdnn,torch}-cuda_caltech9_s<seed>.csv, logs in $LOG; then the summary
+#             that each epoch's seconds are its own -> $RESULTS/accuracy/
+#             {pdnn,torch}-cuda_caltech9_s<seed>.csv, logs in $RESULTS; then the summary
 #             (scripts/accuracy_summary.py: final accuracy, mean and std over seeds, pdnn -
 #             PyTorch), each framework's seconds per epoch, and the plots (scripts/plot.py).
-# Environment: BIN (/tmp/w), PYTHON (python3 with torch 2.x, numpy and PIL or cv2), SEEDS
-# ("1 2 3"), EPOCHS (30), STEPS (300), DATA (datasets/caltech101-6), LOG (results/gpu-run).
+# Knobs: PYTHON (python3 with torch 2.x, numpy and PIL or cv2), SEEDS ("1 2 3"), EPOCHS (30),
+# STEPS (300), DATA (datasets/caltech101-6).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-BIN=${BIN:-/tmp/w}
-PYTHON=${PYTHON:-python3}
+source "$(dirname "$0")/../host.sh"
 SEEDS=${SEEDS:-1 2 3}
 EPOCHS=${EPOCHS:-30}
 STEPS=${STEPS:-300}
 DATA=${DATA:-datasets/caltech101-6}
-LOG=${LOG:-results/gpu-run}
-ACC=results/caltech101/accuracy
-what=${1:-all}
-case $what in all|check|bench|accuracy) ;; *) echo "usage: $0 [all|check|bench|accuracy]" >&2; exit 2 ;; esac
-[ -x "$BIN/caltech101" ] || { echo "gpu_caltech: no $BIN/caltech101 (scripts/gpu_prepare.sh with BINS including caltech101, then scripts/gpu_wrap.sh $BIN)" >&2; exit 1; }
-[ -d "$DATA" ] || { echo "gpu_caltech: no $DATA" >&2; exit 1; }
-mkdir -p "$LOG" "$ACC"
-t0=$(date +%s)
-elapsed() { echo "[$(( $(date +%s) - t0 )) s]"; }
-# PyTorch runs without the bundle's LD_LIBRARY_PATH (it brings its own CUDA libraries).
-py() { env -u LD_LIBRARY_PATH "$PYTHON" "$@"; }
+LOG=$RESULTS
+ACC=$RESULTS/accuracy
+PARTS=${PARTS:-check bench accuracy}
+for part in $PARTS; do
+  case $part in check|bench|accuracy) ;; *) echo "caltech: unknown part $part (check, bench, accuracy)" >&2; exit 2 ;; esac
+done
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+need_bin caltech101 || exit 1
+[ -d "$DATA" ] || { echo "caltech: no $DATA" >&2; exit 1; }
+mkdir -p "$ACC"
+elapsed() { echo "[$RUNNER $(( $(date +%s) - _t0 )) s]"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
 py -c 'import torch, numpy; print("torch", torch.__version__, "cuda", torch.version.cuda)' ||
-  echo "gpu_caltech: no torch for $PYTHON: PyTorch parts will fail" >&2
+  echo "caltech: no torch for $PYTHON: PyTorch parts will fail" >&2
 decoder=$(py -c 'import cv2; print("cv2", cv2.__version__)' 2>/dev/null ||
           py -c 'import PIL; print("PIL", PIL.__version__)' 2>/dev/null || echo none)
-echo "gpu_caltech: photo decoder for PyTorch: $decoder"
+echo "caltech: photo decoder for PyTorch: $decoder"
 
-if [ "$what" = all ] || [ "$what" = check ]; then
+if has check; then
   echo "== $(elapsed) parity: W4 training step via the prefetching loader, GPU runtime"
   if [ -x "$BIN/pdnn_tests" ]; then
     "$BIN/pdnn_tests" --gtest_filter='*caltech9*:*Adagrad*:*Dropout*:CudaRuntime.*:ClassifierTask.*' \
       2>&1 | tail -n 4
   else
-    echo "gpu_caltech: no $BIN/pdnn_tests (add it to BINS): parity not checked"
+    echo "caltech: no $BIN/pdnn_tests (add it to BINS): parity not checked"
   fi
 fi
 
-if [ "$what" = all ] || [ "$what" = bench ]; then
+if has bench; then
   # pdnn: 4 runs of 300 steps (~25 ms each) plus decoding; PyTorch: 2 x 300 eager steps.
   echo "== $(elapsed) W4 step times on the GPU (about 1.5 minutes)"
   WORKLOADS=W4 PI=0 STEPS=$STEPS BIN=$BIN PYTHON=$PYTHON CALTECH_DATA=$DATA \
-    scripts/bench_gpu.sh 2>&1 | tee "$LOG/caltech_bench.log" | grep -v '^epoch'
+    OUT="$RESULTS/gpu.csv" scripts/bench_gpu.sh 2>&1 | tee "$LOG/caltech_bench.log" | grep -v '^epoch'
 fi
 
-if [ "$what" = all ] || [ "$what" = accuracy ]; then
+if has accuracy; then
   # pdnn: ~1 s per epoch (20 steps + the 1,299 test photos) -> ~35 s per seed; PyTorch:
   # ~1.5 s per epoch, plus ~10 s to regenerate pdnn's 105 M initial weights in numpy.
   echo "== $(elapsed) accuracy: $EPOCHS epochs x seeds $SEEDS, pdnn then PyTorch (about 5 minutes)"
@@ -70,14 +66,14 @@ if [ "$what" = all ] || [ "$what" = accuracy ]; then
     rm -f "$ACC/pdnn-cuda_caltech9_s$s.csv" "$ACC/torch-cuda_caltech9_s$s.csv"
     "$BIN/caltech101" --device cuda --data "$DATA" --epochs "$EPOCHS" --seed "$s" \
       --out "$ACC/pdnn-cuda_caltech9_s$s.csv" --confusion "$ACC/pdnn-cuda_confusion_s$s.png" \
-      > "$LOG/caltech_pdnn_s$s.log" 2>&1 || echo "gpu_caltech: pdnn seed $s failed (see $LOG/caltech_pdnn_s$s.log)"
+      > "$LOG/caltech_pdnn_s$s.log" 2>&1 || echo "caltech: pdnn seed $s failed (see $LOG/caltech_pdnn_s$s.log)"
     grep -E "^epoch $EPOCHS/" "$LOG/caltech_pdnn_s$s.log" | grep -v batch | cut -c1-160
     echo "   $(elapsed) pdnn seed $s done"
   done
   for s in $SEEDS; do
     py scripts/torch_reference.py caltech --device cuda --data "$DATA" --epochs "$EPOCHS" \
       --seed "$s" --threads 8 --out "$ACC/torch-cuda_caltech9_s$s.csv" \
-      > "$LOG/caltech_torch_s$s.log" 2>&1 || echo "gpu_caltech: PyTorch seed $s failed (see $LOG/caltech_torch_s$s.log)"
+      > "$LOG/caltech_torch_s$s.log" 2>&1 || echo "caltech: PyTorch seed $s failed (see $LOG/caltech_torch_s$s.log)"
     grep -E "^epoch $EPOCHS/" "$LOG/caltech_torch_s$s.log" | cut -c1-160
     echo "   $(elapsed) PyTorch seed $s done"
   done
@@ -93,6 +89,6 @@ for app, secs in per.items():
     print(f"{app}: {statistics.median(secs):.2f} s per epoch (median over {len(secs)} epochs; "
           f"the paper's Cython CNN: 991 s on 6 cores)")
 EOF
-  py scripts/plot.py --results results/caltech101 --out results/plots
+  py scripts/plot.py --results "$RESULTS" --out "$RESULTS/plots"
 fi
 echo "== $(elapsed) done; logs in $LOG"

@@ -6,43 +6,39 @@
 # (caltech101, global batch 64) when the bundle has the caltech101 app. Strong scaling: the
 # global batch stays the user's, each rank takes rows r*B/N..(r+1)*B/N of it. Also MPI's own
 # all-reduce bandwidth between 2..16 ranks (bench_allreduce). One command under 10 minutes;
-# everything goes under $OUT:
-#   $OUT/results/scale/cpu_dist.csv    one row per (app, workload, split), scale_rows.py columns
-#   $OUT/results/scale/cpu_allreduce.csv
-#   $OUT/plots/*.png                    scripts/plot.py over $OUT/results
-#   $OUT/gpu_host_dist_cpu.log          everything printed
-#
-# Here (build machine):  MPI=1 DATA=fashion-mnist BINS="mnist bench_allreduce" scripts/gpu_prepare.sh
-#   (add caltech101 to BINS once that app is on main; W4's photos travel in datasets/)
-# There:                 OUT=$OUT scripts/gpu_host_dist_cpu.sh
+# everything goes under $RESULTS:
+#   $RESULTS/results/scale/cpu_dist.csv    one row per (app, workload, split), scale_rows.py columns
+#   $RESULTS/results/scale/cpu_allreduce.csv
+#   $RESULTS/plots/*.png                   scripts/plot.py over $RESULTS/results
+#   $RESULTS/gpu_host_dist_cpu.log         everything printed
+# Prepare: MPI=1 DATA=fashion-mnist BINS="mnist bench_allreduce caltech101" scripts/gpu/prepare.sh
+#   (caltech101 for the W4 rows; W4's photos travel in datasets/)
 # Knobs: SPLITS, STEPS_W3 (40), STEPS_W4 (6), BUDGET_S (540: later runs are skipped, with a
 # line saying so, once the script has run this long), TORCH (1: also PyTorch DDP), PYTHON.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-results/gpu-run}
+source "$(dirname "$0")/../host.sh"
+OUT=$RESULTS
 SPLITS=${SPLITS:-1x16 2x8 4x4 8x2 16x1}
 STEPS_W3=${STEPS_W3:-40}
 STEPS_W4=${STEPS_W4:-6}
 BUDGET_S=${BUDGET_S:-540}
 TORCH=${TORCH:-1}
-PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT/results/scale"
 exec > >(tee -a "$OUT/gpu_host_dist_cpu.log") 2>&1
 CSV=$OUT/results/scale/cpu_dist.csv
 start=$SECONDS
-W=$(mktemp -d)
+W=$BIN
 tmp=$(mktemp -d)
-trap 'rm -rf "$W" "$tmp"' EXIT
-scripts/gpu_wrap.sh "$W"
-[ -x "$W/mpirun" ] || { echo "gpu_host_dist_cpu: the bundle has no mpirun: run MPI=1 scripts/gpu_prepare.sh first"; exit 1; }
-echo "gpu_host_dist_cpu: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)), splits: $SPLITS"
+trap 'rm -rf "$tmp"' EXIT
+[ -x "$W/mpirun" ] || { echo "host-dist-cpu: the bundle has no mpirun: run MPI=1 scripts/gpu/prepare.sh first"; exit 1; }
+echo "host-dist-cpu: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)), splits: $SPLITS"
 "$W/mpirun" --version | head -1
 over() { [ $((SECONDS - start)) -ge "$BUDGET_S" ]; }
 export OMP_PROC_BIND=close OMP_PLACES=threads
 
 # W3's data: Fashion-MNIST (same shapes and cost as MNIST) from the bundle.
 W3_DATA=""
-for d in gpu-bundle/data/fashion-mnist gpu-bundle/data/mnist gpu-bundle/data/mnist-npm10k; do
+for d in $BUNDLE/data/fashion-mnist $BUNDLE/data/mnist $BUNDLE/data/mnist-npm10k; do
   [ -d "$d" ] && { W3_DATA=$d; break; }
 done
 
@@ -104,7 +100,7 @@ run_torch() {
 if [ -n "$W3_DATA" ]; then
   run_pdnn W3 mnist 128 "$STEPS_W3" --model keras --data "$W3_DATA"
 else
-  echo "SKIP W3: no MNIST-layout data in gpu-bundle/data (DATA=fashion-mnist scripts/gpu_prepare.sh)"
+  echo "SKIP W3: no MNIST-layout data in gpu-bundle/data (DATA=fashion-mnist scripts/gpu/prepare.sh)"
 fi
 run_torch W3 128 "$STEPS_W3"
 run_pdnn W4 caltech101 64 "$STEPS_W4" ${CALTECH_ARGS:-}
@@ -121,4 +117,4 @@ if [ -x "$W/bench_allreduce" ]; then
   done
 fi
 "$PYTHON" scripts/plot.py --results "$OUT/results" --out "$OUT/plots" || echo "plot failed"
-echo "gpu_host_dist_cpu: done in $((SECONDS - start)) s; rows in $CSV"
+echo "host-dist-cpu: done in $((SECONDS - start)) s; rows in $CSV"

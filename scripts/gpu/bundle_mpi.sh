@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# gpu_bundle_mpi.sh OUT_DIR — adds this machine's Open MPI launcher to a GPU bundle made by
-# gpu_bundle.sh (the GPU hosts have no MPI of their own): mpirun (orterun) and orted, every MCA
+# scripts/gpu/bundle_mpi.sh OUT_DIR — adds this machine's Open MPI launcher to a GPU bundle made
+# by prepare.sh (MPI=1 runs it; the GPU hosts have no MPI of their own): mpirun (orterun) and orted, every MCA
 # plugin with the libraries they load, the help texts mpirun prints its messages from, and
 # PMIx's plugins and help texts. The pdnn binaries' own libmpi is in runtime.tar.xz already.
 #
-# OUT_DIR gets ompi.tar.xz and mpi_env.sh; gpu_bundle.sh's env.sh sources mpi_env.sh when it is
-# there. Open MPI finds a moved install through the OPAL_* variables (its "installdirs env"
+# OUT_DIR gets ompi.tar.xz and mpi_env.sh; the mpirun wrapper that host.sh makes sources it
+# after env.sh. Open MPI finds a moved install through the OPAL_* variables (its "installdirs env"
 # component: OPAL_PREFIX and the folders under it), PMIx through PMIX_INSTALL_PREFIX; without
 # them mpirun looks for its plugins and help files under /usr and fails on a host without MPI.
-# scripts/check_mpi_bundle.sh proves it here: 2 ranks through the bundle's mpirun with the
+# scripts/gpu/check_mpi_bundle.sh proves it here: 2 ranks through the bundle's mpirun with the
 # system's Open MPI hidden in a mount namespace.
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 OUT_DIR" >&2; exit 2; }
 out="$1"
 mkdir -p "$out"
-command -v ompi_info >/dev/null || { echo "gpu_bundle_mpi: no Open MPI here (openmpi-bin)" >&2; exit 1; }
+command -v ompi_info >/dev/null || { echo "bundle_mpi: no Open MPI here (openmpi-bin)" >&2; exit 1; }
 orterun="$(readlink -f "$(command -v mpirun)")"
 orted="$(dirname "$orterun")/orted"
 path_of() { ompi_info --path "$1" --parsable | sed -n 's/^path:[a-z]*://p'; }
@@ -53,7 +53,7 @@ find "$m/bin" "$m/plugins" "$m/pmix" -type f \( -name '*.so' -o -perm -u+x \) -p
       *) [ -e "$m/lib/$name" ] || cp -L "$path" "$m/lib/$name" ;;
     esac
   done
-echo "gpu_bundle_mpi: $(ls "$m/plugins" | wc -l) plugins, $(ls "$m/lib" | wc -l) libraries," \
+echo "bundle_mpi: $(ls "$m/plugins" | wc -l) plugins, $(ls "$m/lib" | wc -l) libraries," \
      "$(du -sh "$m" | cut -f1) uncompressed ($(orterun --version 2>/dev/null | head -1 || true))"
 tar -C "$stage" -cf - ompi | xz -6 -T0 > "$out/ompi.tar.xz"
 cat > "$out/mpi_env.sh" <<'EOS'

@@ -6,57 +6,43 @@
 # command; the gradient all-reduce's cost (bytes, time, bus bandwidth) against NCCL's own
 # all-reduce bandwidth on this machine (bench_allreduce: ncclAllReduce loops as nccl-tests'
 # all_reduce_perf runs them); and a correctness check (2 GPUs reach the weights of 1 GPU with
-# the same global batch). One command under 10 minutes; everything goes under $OUT:
-#   $OUT/results/scale/gpu_dist.csv         pdnn and PyTorch DDP rows (scale_rows.py columns)
-#   $OUT/results/scale/gpu_allreduce.csv    NCCL all-reduce time and bandwidth per size
-#   $OUT/plots/*.png, $OUT/gpu_dist.log
-#
-# Here (build machine):
-#   MPI=1 DATA="fashion-mnist mnist-npm10k" BINS="mnist bench_allreduce pdnn_tests" scripts/gpu_prepare.sh
+# the same global batch). One command under 10 minutes; everything goes under $RESULTS:
+#   $RESULTS/results/scale/gpu_dist.csv       pdnn and PyTorch DDP rows (scale_rows.py columns)
+#   $RESULTS/results/scale/gpu_allreduce.csv  NCCL all-reduce time and bandwidth per size
+#   $RESULTS/plots/*.png, $RESULTS/gpu_dist.log
+# Prepare:
+#   MPI=1 DATA="fashion-mnist mnist-npm10k" BINS="mnist bench_allreduce pdnn_tests" scripts/gpu/prepare.sh
 #   (add caltech101 to BINS for the W4 rows: the shipped photos travel in the tree; the host's
 #   copy of it is limited to 64 MiB, so keep DATA small then)
-# There:  OUT=$OUT scripts/gpu_dist.sh
-# NVLink multicast stays off (NCCL_NVLS_ENABLE=0: this machine's rule). NCCL is the host's
-# (libnccl.so.2 from its CUDA install or PyTorch's wheel; found below, PDNN_NCCL_LIBRARY).
-# Knobs: STEPS (300 for W3), STEPS_W4 (40), TORCH (1), PYTHON.
+# Run with the device tool's nvidia-h100-x2 (or h200-x2) kind. NVLink multicast stays off
+# (NCCL_NVLS_ENABLE=0: the device tool's rule). NCCL is the host's (host.sh finds it:
+# PDNN_NCCL_LIBRARY). Knobs: STEPS (300 for W3), STEPS_W4 (40), TORCH (1), PYTHON.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-results/gpu-run}
+source "$(dirname "$0")/../host.sh"
+OUT=$RESULTS
 STEPS=${STEPS:-300}
 STEPS_W4=${STEPS_W4:-40}
 TORCH=${TORCH:-1}
-PYTHON=${PYTHON:-python3}
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT/results/scale"
 exec > >(tee -a "$OUT/gpu_dist.log") 2>&1
 CSV=$OUT/results/scale/gpu_dist.csv
 start=$SECONDS
-W=$(mktemp -d)
+W=$BIN
 tmp=$(mktemp -d)
-trap 'rm -rf "$W" "$tmp"' EXIT
-scripts/gpu_wrap.sh "$W"
-[ -x "$W/mpirun" ] || { echo "gpu_dist: the bundle has no mpirun: run MPI=1 scripts/gpu_prepare.sh first"; exit 1; }
+trap 'rm -rf "$tmp"' EXIT
+[ -x "$W/mpirun" ] || { echo "dist: the bundle has no mpirun: run MPI=1 scripts/gpu/prepare.sh first"; exit 1; }
 ngpu=$(nvidia-smi -L | wc -l)
-echo "gpu_dist: $ngpu GPU(s):"; nvidia-smi -L
+echo "dist: $ngpu GPU(s):"; nvidia-smi -L
 nvidia-smi topo -m || true
-[ "$ngpu" -ge 2 ] || { echo "gpu_dist: needs 2 GPUs (the nvidia-h200-x2 kind)"; exit 1; }
+[ "$ngpu" -ge 2 ] || { echo "dist: needs 2 GPUs (the nvidia-h100-x2 or nvidia-h200-x2 kind)"; exit 1; }
 
-# The host's NCCL for pdnn (dlopen): its CUDA install, else the one PyTorch's wheels carry.
-if [ -z "${PDNN_NCCL_LIBRARY:-}" ]; then
-  for f in /usr/local/cuda/lib64/libnccl.so.2 /usr/local/cuda/targets/x86_64-linux/lib/libnccl.so.2 \
-           /usr/local/cuda-*/lib64/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2 \
-           $("$PYTHON" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null) \
-           /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2 \
-           /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2; do
-    [ -e "$f" ] && { export PDNN_NCCL_LIBRARY=$f; break; }
-  done
-fi
-echo "gpu_dist: NCCL for pdnn: ${PDNN_NCCL_LIBRARY:-not found (pdnn will say where it looked)}"
+echo "dist: NCCL for pdnn: ${PDNN_NCCL_LIBRARY:-not found (pdnn will say where it looked)}"
 "$W/mpirun" --version | head -1
 MPIRUN=("$W/mpirun" -np 2 --bind-to none -x NCCL_NVLS_ENABLE -x PDNN_NCCL_LIBRARY)
 
 W3_DATA=""
-for d in gpu-bundle/data/fashion-mnist gpu-bundle/data/mnist gpu-bundle/data/mnist-npm10k; do
+for d in $BUNDLE/data/fashion-mnist $BUNDLE/data/mnist $BUNDLE/data/mnist-npm10k; do
   [ -d "$d" ] && { W3_DATA=$d; break; }
 done
 
@@ -119,7 +105,7 @@ if [ -n "$W3_DATA" ]; then
   # set (40 steps) from the same seed; the weights must agree within float reduction-order
   # tolerance (test_distributed.cpp), and the epoch rows nearly so.
   CK_DATA=$W3_DATA
-  [ -d gpu-bundle/data/mnist-npm10k ] && CK_DATA=gpu-bundle/data/mnist-npm10k
+  [ -d $BUNDLE/data/mnist-npm10k ] && CK_DATA=$BUNDLE/data/mnist-npm10k
   echo "== pdnn W3 correctness ($CK_DATA): 1 GPU batch 256 vs 2 GPUs x 128, 1 epoch"
   if "$W/mnist" --model keras --data "$CK_DATA" --device cuda --batch 256 --epochs 1 \
        --out "$tmp/one.csv" --checkpoint "$tmp/one.ckpt" > "$tmp/log1" 2>&1 &&
@@ -134,7 +120,7 @@ if [ -n "$W3_DATA" ]; then
     tail -6 "$tmp/log1" "$tmp/log2" 2>/dev/null; echo "FAILED: W3 correctness runs"
   fi
 else
-  echo "SKIP W3: no MNIST-layout data in gpu-bundle/data (DATA=fashion-mnist scripts/gpu_prepare.sh)"
+  echo "SKIP W3: no MNIST-layout data in gpu-bundle/data (DATA=fashion-mnist scripts/gpu/prepare.sh)"
 fi
 pdnn_run W4 caltech101 64 "$STEPS_W4" ${CALTECH_ARGS:-}
 
@@ -153,4 +139,4 @@ else
 fi
 
 "$PYTHON" scripts/plot.py --results "$OUT/results" --out "$OUT/plots" || echo "plot failed"
-echo "gpu_dist: done in $((SECONDS - start)) s; rows in $CSV"
+echo "dist: done in $((SECONDS - start)) s; rows in $CSV"

@@ -1,0 +1,92 @@
+// The model zoo table (see model_zoo.h).
+#include "workloads/model_zoo.h"
+
+#include "core/error.h"
+#include "workloads/classifier/caltech_models.h"
+#include "workloads/classifier/mnist_models.h"
+
+namespace pdnn {
+
+namespace {
+
+Sequential mnist_small(int64_t side, int64_t classes) {
+  return make_mnist_model("small", side, classes);
+}
+Sequential mnist_keras(int64_t side, int64_t classes) {
+  return make_mnist_model("keras", side, classes);
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<ClassifierModel>& classifier_models() {
+  static const std::vector<ClassifierModel> zoo = {
+      {"small", "mnist", "W2, the CuPy blog's CNN, Adam 1e-3, batch 8", "adam", {}, 8, 5,
+       mnist_small},
+      {"keras", "mnist", "W3, the Keras mnist_cnn example, Adadelta rho 0.95, batch 128",
+       "adadelta", {{"rho", 0.95}, {"eps", 1e-6}}, 128, 8, mnist_keras},
+      {"caltech9", "caltech101", "W4, the Cython paper's 9-layer CNN, AdaGrad 0.01, batch 64",
+       "adagrad", {}, 64, 20, make_caltech_model},
+  };
+  return zoo;
+}
+
+const std::vector<GanModel>& gan_models() {
+  static const std::vector<GanModel> zoo = {
+      {"dcgan", "dcgan", "W5, the DCGAN tutorial's generator and discriminator",
+       make_dcgan_generator, make_dcgan_discriminator},
+  };
+  return zoo;
+}
+
+std::vector<std::string> classifier_model_names(const std::string& app) {
+  std::vector<std::string> v;
+  for (const auto& m : classifier_models())
+    if (app.empty() || app == m.app) v.push_back(m.name);
+  return v;
+}
+
+std::string classifier_model_help(const std::string& app) {
+  std::vector<std::string> v;
+  for (const auto& m : classifier_models())
+    if (app.empty() || app == m.app) v.push_back(std::string(m.name) + ": " + m.help);
+  return join(v, "; ");
+}
+
+const ClassifierModel& classifier_model(const std::string& name, const std::string& app) {
+  for (const auto& m : classifier_models())
+    if (name == m.name && (app.empty() || app == m.app)) return m;
+  PDNN_FAIL("unknown model '%s' (known: %s)", name.c_str(),
+            join(classifier_model_names(app), ", ").c_str());
+}
+
+const GanModel& gan_model(const std::string& name) {
+  std::vector<std::string> known;
+  for (const auto& m : gan_models()) {
+    if (name == m.name) return m;
+    known.push_back(m.name);
+  }
+  PDNN_FAIL("unknown GAN model '%s' (known: %s)", name.c_str(), join(known, ", ").c_str());
+}
+
+std::string model_optimizer_name(const std::string& model, const std::string& optimizer) {
+  return optimizer.empty() ? classifier_model(model).optimizer : optimizer;
+}
+
+std::unique_ptr<Optimizer> make_model_optimizer(const std::string& model,
+                                                const std::string& optimizer, ParamSet& params,
+                                                float lr) {
+  const ClassifierModel& m = classifier_model(model);
+  const std::string name = model_optimizer_name(model, optimizer);
+  HyperValues hp;
+  if (name == m.optimizer) hp = m.optimizer_hp;
+  if (lr >= 0.f) hp["lr"] = lr;
+  return make_optimizer(name, params, hp);
+}
+
+}  // namespace pdnn

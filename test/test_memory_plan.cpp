@@ -12,7 +12,7 @@
 #include "core/rng.h"
 #include "model/memory_plan.h"
 #include "model/sequential.h"
-#include "optim/make_optimizer.h"
+#include "optim/registry.h"
 #include "train/classifier_trainer.h"
 #include "workloads/classifier/caltech_models.h"
 

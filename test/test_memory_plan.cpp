@@ -4,7 +4,11 @@
 // of a real Sequential (W4 at a small size).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <unistd.h>
 
 #include "core/context.h"
 #include "core/cuda_state.h"
@@ -14,6 +18,7 @@
 #include "model/sequential.h"
 #include "optim/registry.h"
 #include "train/classifier_trainer.h"
+#include "train/step_memory.h"
 #include "workloads/classifier/caltech_models.h"
 
 namespace pdnn {
@@ -265,6 +270,42 @@ TEST(MemoryPlan, ParseMemorySize) {
   }
   EXPECT_EQ(format_bytes(1536), "1.5 KiB");
   EXPECT_EQ(format_bytes(int64_t{20} << 30), "20.00 GiB");
+}
+
+// Measured times from a --profile CSV replace the estimates; a fused layer's go to its host.
+TEST(MemoryPlan, LayerTimesFromAProfile) {
+  Sequential model = make_caltech_model(32, 6);
+  auto opt = make_optimizer("adagrad", model.parameters(), 0.01f);
+  StepMem m = describe_step(model, Shape{4, 3, 32, 32}, opt.get(), 1000.0);
+  const std::string path = "/tmp/pdnn_layer_times_" + std::to_string(::getpid()) + ".csv";
+  auto write = [&](const std::string& text) {
+    std::ofstream(path) << text;
+  };
+  write("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n"
+        "0,Conv2d,\"(4,32,32,32)\",1.5,3.0,0.25,0.1,1\n"
+        "1,ReLU,\"(4,32,32,32)\",0.5,0.5,0,0.1,1\n"
+        "16,Dense,\"(4,1024)\",2.0,4.0,0.5,0.1,1\n"
+        "other,other,\"\",0.3,0,0,0.01,0\n");
+  const double conv2_estimate = m.layers[2].fwd_ms;
+  read_layer_times(m, path);
+  EXPECT_DOUBLE_EQ(m.layers[0].fwd_ms, 2.0);  // with the fused ReLU's
+  EXPECT_DOUBLE_EQ(m.layers[0].bwd_ms, 3.5);
+  EXPECT_DOUBLE_EQ(m.layers[16].bwd_ms, 4.0);
+  EXPECT_DOUBLE_EQ(m.layers[2].fwd_ms, conv2_estimate);  // no row: the estimate stays
+  EXPECT_DOUBLE_EQ(m.update_ms, 0.75);
+  write("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n"
+        "0,Conv2d,\"(8,32,32,32)\",1.5,3.0,0.25,0.1,1\n");
+  try {
+    read_layer_times(m, path);
+    ADD_FAILURE() << "a profile of another batch was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("profile the same model, batch and size"), std::string::npos)
+        << e.what();
+  }
+  write("app,model\n");
+  EXPECT_THROW(read_layer_times(m, path), Error);
+  std::remove(path.c_str());
+  EXPECT_THROW(read_layer_times(m, path), Error);
 }
 
 // Three layers of 1000, 500 and 10 floats (slots of 1024, 512, 128). Positions: fwd 0..2,

@@ -627,6 +627,7 @@ StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double
     lm.name = l.describe();
     lm.absorbed = model.absorbed(i);
     const Shape out = l.output_shape(s);
+    lm.out_shape = out.str();
     lm.out_bytes = lm.absorbed ? 0 : out.numel() * static_cast<int64_t>(sizeof(float));
     for (const Param& p : l.params()) lm.param_bytes += p.value->numel() * static_cast<int64_t>(sizeof(float));
     lm.grad_bytes = lm.param_bytes;

@@ -37,6 +37,7 @@ class Sequential;
 struct LayerMem {
   int index = 0;                  // in the model
   std::string name;               // "Conv2d(32->32, k3 s1 p1) + ReLU"
+  std::string out_shape;          // "(64,32,224,224)" (describe_step)
   int64_t out_bytes = 0;          // its output (the next layer's input)
   int64_t scratch_bytes = 0;      // its own tensors kept for backward (argmax, masks): the
                                   // layer holds them for the whole run (fixed bytes)

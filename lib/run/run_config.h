@@ -56,6 +56,7 @@ struct RunConfig {
   // --gpu-memory-limit (bytes the step must fit under on the GPU; 0: none). Classifier apps.
   bool memory_plan = false;
   int64_t gpu_memory_limit = 0;
+  std::string layer_times;  // --layer-times: a --profile CSV whose times the plan uses
   // --distributed: this run is one rank of several (set by finish_run_flags), and the
   // parsed flags as text, which every rank must share.
   std::shared_ptr<Communicator> comm;

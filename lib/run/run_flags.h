@@ -84,6 +84,10 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
          "cannot fit stops before training, naming the smallest limit that would")
       ->type_name("SIZE")
       ->check([](const std::string& v) { return memory_size_problem(v, nullptr); });
+  app.add_option("--layer-times", cfg.layer_times,
+                 "a --profile CSV of the same model, batch and size: the plan's cost model uses "
+                 "its measured layer times instead of estimates from FLOPs")
+      ->check(CLI::ExistingFile);
 }
 
 // Flags whose values need converting after parsing (finish_run_flags).

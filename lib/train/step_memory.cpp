@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "core/cuda_state.h"
 #include "core/error.h"
@@ -24,7 +28,63 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// One CSV line's fields (double quotes group commas, as the profiler writes shapes).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> f(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) f.emplace_back();
+    else if (c != '\r') f.back() += c;
+  }
+  return f;
+}
+
+bool parse_ms(const std::string& s, double* v) {
+  char* end = nullptr;
+  *v = std::strtod(s.c_str(), &end);
+  return !s.empty() && *end == '\0' && *v >= 0 && *v < 1e9;
+}
+
 }  // namespace
+
+void read_layer_times(StepMem& m, const std::string& path) {
+  std::ifstream in(path);
+  PDNN_CHECK(in.good(), "--layer-times %s: cannot be read", path.c_str());
+  std::string line;
+  std::getline(in, line);
+  PDNN_CHECK(line.rfind("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms", 0) == 0,
+             "--layer-times %s: not a --profile CSV (its header is '%s')", path.c_str(),
+             line.c_str());
+  double update = 0;
+  int rows = 0;
+  for (int n = 2; std::getline(in, line); ++n) {
+    const std::vector<std::string> f = csv_fields(line);
+    double fwd = 0, bwd = 0, upd = 0;
+    PDNN_CHECK(f.size() >= 6 && parse_ms(f[3], &fwd) && parse_ms(f[4], &bwd) && parse_ms(f[5], &upd),
+               "--layer-times %s line %d: not a profile row: '%s'", path.c_str(), n, line.c_str());
+    update += upd;
+    char* end = nullptr;
+    const long i = std::strtol(f[0].c_str(), &end, 10);
+    if (f[0].empty() || *end != '\0') continue;  // "other": outside the layers
+    PDNN_CHECK(i >= 0 && i < static_cast<long>(m.layers.size()) &&
+                   f[2] == m.layers[static_cast<size_t>(i)].out_shape,
+               "--layer-times %s line %d: layer %s with output %s, but this run's layer %s has "
+               "%s (profile the same model, batch and size)",
+               path.c_str(), n, f[0].c_str(), f[2].c_str(), f[0].c_str(),
+               i >= 0 && i < static_cast<long>(m.layers.size())
+                   ? m.layers[static_cast<size_t>(i)].out_shape.c_str()
+                   : "none");
+    size_t k = static_cast<size_t>(i);
+    while (k > 0 && m.layers[k].absorbed) --k;  // fused here: its time is its host's
+    if (k == static_cast<size_t>(i)) m.layers[k].fwd_ms = m.layers[k].bwd_ms = 0;
+    m.layers[k].fwd_ms += fwd;
+    m.layers[k].bwd_ms += bwd;
+    ++rows;
+  }
+  PDNN_CHECK(rows > 0, "--layer-times %s: no layer rows", path.c_str());
+  m.update_ms = update;
+}
 
 CopyBandwidth measure_copy_bandwidth(Context& ctx, size_t bytes) {
   CopyBandwidth bw;
@@ -133,6 +193,8 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
   int64_t state = 0;
   for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
   m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
+  const bool measured = !cfg.layer_times.empty();
+  if (measured) read_layer_times(m, cfg.layer_times);
   PlanOptions o;
   o.limit_bytes = cfg.gpu_memory_limit;
   const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
@@ -144,10 +206,11 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
   const bool as_run = o.limit_bytes <= 0 || plain.keep_all_bytes <= o.limit_bytes;
   const MemoryPlan p = as_run ? plain : plan_for_model(m, o);
   if (cfg.memory_plan) {
-    std::printf("memory plan of a training step, input %s, on %s (layer times estimated from "
-                "FLOPs at %.0f GFLOP/s; copy bandwidth %s):\n%s",
-                batch.str().c_str(), gpu ? "the GPU" : "a GPU (planned on the CPU)", rate,
-                gpu ? "measured" : "assumed", format_plan(m, p, o).c_str());
+    const std::string times = measured ? "layer times from " + cfg.layer_times
+                                       : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
+    std::printf("memory plan of a training step, input %s, on %s (%s; copy bandwidth %s):\n%s",
+                batch.str().c_str(), gpu ? "the GPU" : "a GPU (planned on the CPU)",
+                times.c_str(), gpu ? "measured" : "assumed", format_plan(m, p, o).c_str());
     std::fflush(stdout);
   }
   if (cfg.gpu_memory_limit <= 0) return true;

@@ -27,6 +27,12 @@ namespace pdnn {
 bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
                       const RunConfig& cfg);
 
+// Replaces m's layer times (and update time) with those of a --profile CSV (layer, kind,
+// output_shape, fwd_ms, bwd_ms, update_ms, ...; train/profiler.h) made for the same model and
+// input: a layer fused into the one before in m takes its time there. Throws pdnn::Error naming
+// the file and the problem (unreadable, not a profile, a layer of another shape).
+void read_layer_times(StepMem& m, const std::string& path);
+
 // Host-device bandwidth of pinned copies on ctx's GPU, GB/s (1e9 bytes/s) each way; 0 on the
 // CPU.
 struct CopyBandwidth {

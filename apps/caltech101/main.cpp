@@ -32,6 +32,7 @@
 #include "run/run_flags.h"
 #include "run/run_info.h"
 #include "train/run_loop.h"
+#include "train/step_memory.h"
 #include "run/timing.h"
 #ifdef PDNN_HAVE_OPENCV
 #include "data/image_folder.h"
@@ -169,6 +170,7 @@ int run(int argc, char** argv) {
                  "PNG of the test confusion matrix at the end (default "
                  "results/caltech101/confusion_caltech9_<dataset>.png)");
   add_run_flags(app, rc, o.threads, text, "caltech101");
+  add_memory_flags(app, rc);
   if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
   PDNN_CHECK(o.size % 8 == 0, "--size %d: must be a multiple of 8 (W4 pools three times)",
              o.size);
@@ -263,12 +265,15 @@ int run(int argc, char** argv) {
   std::printf("data loaded in %.2f s\n%s", load_s,
               model.summary(Shape{o.batch, 3, o.size, o.size}).c_str());
   std::fflush(stdout);
+  plan_step_memory(ctx, model, *opt, Shape{o.batch, 3, o.size, o.size}, rc);
   const int status = loop.run();
   const LoaderStats ls = task.loader_stats();
-  std::printf("peak resident memory %.0f MB, peak device memory %.0f MB; loader: %lld batches "
-              "packed in %.2f s, %.2f s of it hidden behind training, %.2f s waited for\n",
+  std::printf("peak resident memory %.0f MB, peak device memory %.0f MB (%.0f MB reserved); "
+              "loader: %lld batches packed in %.2f s, %.2f s of it hidden behind training, %.2f s "
+              "waited for\n",
               static_cast<double>(peak_resident_bytes()) / 1e6,
               static_cast<double>(ctx.device_alloc_stats().peak_in_use) / 1e6,
+              static_cast<double>(ctx.device_alloc_stats().peak_reserved) / 1e6,
               static_cast<long long>(ls.batches), ls.prepare_s, ls.hidden_s(), ls.wait_s);
   return status;
 }

@@ -23,6 +23,7 @@
 #include "run/run_flags.h"
 #include "run/run_info.h"
 #include "train/run_loop.h"
+#include "train/step_memory.h"
 #include "run/timing.h"
 
 namespace {
@@ -95,6 +96,7 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   app.add_option("--lr", o.lr, "learning rate (default: the optimizer's)")
       ->check(positive_finite_validator());
   add_run_flags(app, rc, o.threads, text, "mnist");
+  add_memory_flags(app, rc);
   if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
   if (o.batch == 0) o.batch = classifier_model(o.model, "mnist").batch;
 
@@ -156,5 +158,6 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
       info.blas_core.c_str(), info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s", seconds_since(t_load),
               model.summary(img.with_n(o.batch)).c_str());
+  plan_step_memory(ctx, model, *opt, img.with_n(o.batch), rc);
   return loop.run();
 }

@@ -18,6 +18,7 @@ struct AllocStats {
   uint64_t sys_allocs = 0, sys_frees = 0;   // calls into the system (cudaMalloc / cudaFree)
   size_t in_use = 0, peak_in_use = 0;       // bytes handed out now / at most
   size_t reserved = 0;                      // bytes held from the system (in use + cached)
+  size_t peak_reserved = 0;                 // ... at most
 };
 
 class Allocator {
@@ -29,6 +30,10 @@ class Allocator {
   virtual void* allocate(size_t bytes) = 0;
   virtual void deallocate(void* p, size_t bytes) noexcept = 0;
   virtual AllocStats stats() const { return {}; }
+  // Caps the bytes this allocator holds from the system (--gpu-memory-limit; 0: no cap). An
+  // allocation past it fails as running out of memory does, naming the cap. Allocators that
+  // cannot cap ignore it.
+  virtual void set_limit(size_t bytes) { (void)bytes; }
 };
 
 // 64-byte aligned host memory (AVX-512 loads never split a cache line). Stateless, shared.

@@ -93,4 +93,17 @@ bool cuda_stream_capturing(CUstream_st* stream);
 // opened at run time).
 std::string cudnn_status();
 
+// Ordering work between two streams without the host waiting (a memory plan's copies beside
+// its compute, Sequential::set_placements): a non-blocking stream on the current device, and
+// reusable events without timing. Waits and records are capturable: a stream that waits on an
+// event recorded on a captured stream joins the capture.
+CUstream_st* cuda_stream_create();
+void cuda_stream_destroy(CUstream_st* stream);
+CUevent_st* cuda_event_create();
+void cuda_event_destroy(CUevent_st* event);
+// Records `event` on `stream` (it completes when the work queued there before it has run).
+void cuda_event_record_on(CUevent_st* event, CUstream_st* stream);
+// Work queued on `stream` from now on waits until `event` completes.
+void cuda_stream_wait_event(CUstream_st* stream, CUevent_st* event);
+
 }  // namespace pdnn

@@ -36,6 +36,17 @@ bool cuda_stream_capturing(CUstream_st*) { return false; }
 void cuda_delay(CUstream_st*, int) {}
 std::string cudnn_status() { return "cuDNN: not used (this pdnn was built without CUDA)"; }
 
+CUstream_st* cuda_stream_create() { PDNN_FAIL("GPU streams: this pdnn was built without CUDA"); }
+void cuda_stream_destroy(CUstream_st*) {}
+CUevent_st* cuda_event_create() { PDNN_FAIL("GPU events: this pdnn was built without CUDA"); }
+void cuda_event_destroy(CUevent_st*) {}
+void cuda_event_record_on(CUevent_st*, CUstream_st*) {
+  PDNN_FAIL("GPU events: this pdnn was built without CUDA");
+}
+void cuda_stream_wait_event(CUstream_st*, CUevent_st*) {
+  PDNN_FAIL("GPU events: this pdnn was built without CUDA");
+}
+
 // A CPU build never makes a CudaState (Context refuses Device::CUDA first); these exist so code
 // that asks a context for its GPU links, and fail loudly if ever reached.
 std::string CudaDeviceInfo::str() const { return "no GPU (built without CUDA)"; }

@@ -7,9 +7,12 @@
 // the device; and a CUDA graph needs the same addresses every step). One stream per context:
 // a block freed while a kernel still uses it is only handed to work queued later on that same
 // stream, which runs after it. Out of memory: the cache is released and the allocation retried
-// once; then a pdnn::Error says how much was asked for and what is free.
+// once; then a pdnn::Error says how much was asked for and what is free. A cap
+// (--gpu-memory-limit) counts as the device's size: the cache is released before going past
+// it, then the allocation fails the same way, naming the cap.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -46,6 +49,15 @@ class CachingAllocator final : public Allocator {
       note_peak();
       return p;
     }
+    if (limit_ > 0 && stats_.reserved + size > limit_) {
+      release_cached();
+      if (stats_.reserved + size > limit_)
+        PDNN_FAIL("out of GPU memory under --gpu-memory-limit %.1f MiB: asked for %.1f MiB, pdnn "
+                  "holds %.1f MiB, %.1f MiB of it in use (see --memory-plan for what the step "
+                  "needs; raise the limit, or lower --batch or --size)",
+                  limit_ / 1048576.0, size / 1048576.0, stats_.reserved / 1048576.0,
+                  stats_.in_use / 1048576.0);
+    }
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, size);
     if (e == cudaErrorMemoryAllocation) {
@@ -58,13 +70,15 @@ class CachingAllocator final : public Allocator {
       size_t free_b = 0, total_b = 0;
       cudaMemGetInfo(&free_b, &total_b);
       PDNN_FAIL("out of GPU memory (%s): asked for %.1f MiB; %.1f MiB free of %.1f MiB, pdnn "
-                "holds %.1f MiB (try a smaller --batch or --size)",
+                "holds %.1f MiB (--memory-plan shows what a training step needs; "
+                "--gpu-memory-limit plans a step under a cap; or try a smaller --batch or --size)",
                 cudaGetErrorString(e), size / 1048576.0, free_b / 1048576.0, total_b / 1048576.0,
                 stats_.reserved / 1048576.0);
     }
     ++stats_.sys_allocs;
     sizes_[p] = size;
     stats_.reserved += size;
+    stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
     stats_.in_use += size;
     note_peak();
     return p;
@@ -83,6 +97,10 @@ class CachingAllocator final : public Allocator {
   AllocStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
+  }
+  void set_limit(size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    limit_ = bytes;
   }
 
  private:
@@ -107,6 +125,7 @@ class CachingAllocator final : public Allocator {
   std::multimap<size_t, void*> free_;         // cached blocks by size
   std::unordered_map<void*, size_t> sizes_;   // every block we hold, in use or cached
   AllocStats stats_;
+  size_t limit_ = 0;  // cap on reserved bytes (0: none)
 };
 
 // Page-locked host memory for batches on their way to the GPU (an asynchronous copy needs it).

@@ -167,4 +167,32 @@ bool cuda_stream_capturing(CUstream_st* stream) {
   return st != cudaStreamCaptureStatusNone;
 }
 
+CUstream_st* cuda_stream_create() {
+  cudaStream_t s = nullptr;
+  PDNN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+void cuda_stream_destroy(CUstream_st* stream) {
+  if (stream) cudaStreamDestroy(stream);
+}
+
+CUevent_st* cuda_event_create() {
+  cudaEvent_t e = nullptr;
+  PDNN_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+void cuda_event_destroy(CUevent_st* event) {
+  if (event) cudaEventDestroy(event);
+}
+
+void cuda_event_record_on(CUevent_st* event, CUstream_st* stream) {
+  PDNN_CUDA_CHECK(cudaEventRecord(event, stream));
+}
+
+void cuda_stream_wait_event(CUstream_st* stream, CUevent_st* event) {
+  PDNN_CUDA_CHECK(cudaStreamWaitEvent(stream, event, 0));
+}
+
 }  // namespace pdnn

@@ -20,8 +20,15 @@ class Elementwise : public Layer {
   void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;
   double flops(const Shape& in) const override { return static_cast<double>(in.numel()); }
+  // One of x or y (reads_output()), and one pass to make y again.
+  BackwardNeeds backward_needs(const Shape& in) const override {
+    (void)in;
+    return {!reads_output(), reads_output(), 0, true, 0};
+  }
 
  protected:
+  // Whether backward differentiates from y (Sigmoid, Tanh) rather than from x.
+  virtual bool reads_output() const { return false; }
   virtual void forward_op(Context& ctx, const Tensor& x, Tensor& y) const = 0;
   virtual void backward_op(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                            Tensor& dx) const = 0;
@@ -66,6 +73,7 @@ class Sigmoid : public Elementwise {
   std::string kind() const override { return "Sigmoid"; }
 
  protected:
+  bool reads_output() const override { return true; }
   void forward_op(Context& ctx, const Tensor& x, Tensor& y) const override;
   void backward_op(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                    Tensor& dx) const override;
@@ -77,6 +85,7 @@ class Tanh : public Elementwise {
   std::string kind() const override { return "Tanh"; }
 
  protected:
+  bool reads_output() const override { return true; }
   void forward_op(Context& ctx, const Tensor& x, Tensor& y) const override;
   void backward_op(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                    Tensor& dx) const override;

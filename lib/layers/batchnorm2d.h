@@ -35,6 +35,13 @@ class BatchNorm2d : public Layer {
   // Statistics (train) plus the fused normalise-scale-shift, ~2 flops per element each (+1 for
   // a fused activation).
   double flops(const Shape& in) const override;
+  // x and y (the fused activation's derivative), the batch mean and 1/std. Not recomputable
+  // yet: forward again would update the running statistics a second time (a replay from the
+  // saved statistics would be one cheap pass).
+  BackwardNeeds backward_needs(const Shape& in) const override {
+    (void)in;
+    return {true, true, 2 * c_ * static_cast<int64_t>(sizeof(float)), false, 0};
+  }
   // gamma = 1, beta = 0 (PyTorch's default; nothing is drawn).
   void reset_parameters(Rng& rng) override;
 

@@ -79,6 +79,15 @@ double Conv2d::flops(const Shape& in) const {
   return 2.0 * out * g.col_rows() + (has_bias_ ? out : 0.0);
 }
 
+BackwardNeeds Conv2d::backward_needs(const Shape& in) const {
+  BackwardNeeds b;
+  b.input = true;
+  b.output = act_.kind != FusedAct::None;
+  b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(geom(in), in.n(), out_ch_) *
+                                           sizeof(float));
+  return b;
+}
+
 void Conv2d::reset_parameters(Rng& rng) {
   init::torch_default(weight_, has_bias_ ? &bias_ : nullptr, rng);
 }

@@ -26,6 +26,9 @@ class Conv2d : public Layer {
                 Tensor* dx) override;
   std::vector<Param> params() override;
   double flops(const Shape& in) const override;  // 2*N*K*C*k*k*OH*OW (+ N*K*OH*OW bias)
+  // x for the weight gradient, y with a fused activation; workspace: the GPU's im2col scheme
+  // (the largest of its algorithms; the saved columns of a one-chunk batch are not counted).
+  BackwardNeeds backward_needs(const Shape& in) const override;
   void reset_parameters(Rng& rng) override;      // PyTorch's default (init::torch_default)
 
   // Images in parallel or one batched GEMM; Auto (default) picks the measured-faster per shape.

@@ -23,6 +23,11 @@ class Dense : public Layer {
                 Tensor* dx) override;
   std::vector<Param> params() override;
   double flops(const Shape& in) const override;
+  // x for the weight gradient, y with a fused activation.
+  BackwardNeeds backward_needs(const Shape& in) const override {
+    (void)in;
+    return {true, act_.kind != FusedAct::None, 0, false, 0};
+  }
   // A following ReLU/LeakyReLU applied in the output write (see Layer::fuse_activation).
   bool fuse_activation(const Act& a) override;
   void reset_parameters(Rng& rng) override;

@@ -18,6 +18,11 @@ class Flatten : public Layer {
   void forward(Context& ctx, const Tensor& x, Tensor& y) override;
   void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;
+  // Nothing: dx is dy reshaped.
+  BackwardNeeds backward_needs(const Shape& in) const override {
+    (void)in;
+    return {false, false, 0, true, 0};
+  }
 };
 
 }  // namespace pdnn

@@ -13,6 +13,18 @@
 
 namespace pdnn {
 
+// What a layer's backward reads of its last forward, for the memory planner
+// (model/memory_plan.h).
+struct BackwardNeeds {
+  bool input = true;          // x
+  bool output = true;         // y
+  int64_t scratch_bytes = 0;  // the layer's own tensors kept for backward (argmax, masks)
+  // Output and scratch are cheap to make again from x by running forward again (with the same
+  // dropout counters): pooling, dropout, elementwise activations, BatchNorm, Flatten.
+  bool recomputable = false;
+  int64_t workspace_bytes = 0;  // the shared GPU workspace its passes take at most
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -36,6 +48,12 @@ class Layer {
   virtual std::vector<Param> buffers() { return {}; }
   // Forward floating-point operations for one batch of input shape `in` (multiply-add = 2).
   virtual double flops(const Shape& in) const { (void)in; return 0.0; }
+  // What backward needs kept from a training forward on input shape `in` (default: x and y,
+  // nothing of its own, not recomputable: right, if wasteful, for any layer).
+  virtual BackwardNeeds backward_needs(const Shape& in) const {
+    (void)in;
+    return {};
+  }
   // Re-draw the parameters with the layer's default initialisation (PyTorch's per-layer one).
   virtual void reset_parameters(Rng& rng) { (void)rng; }
 

@@ -46,6 +46,13 @@ double MaxPool2d::flops(const Shape& in) const {
   return static_cast<double>(g.planes * g.oh * g.ow * g.k * g.k);
 }
 
+BackwardNeeds MaxPool2d::backward_needs(const Shape& in) const {
+  const int64_t n = output_shape(in).numel();
+  const bool mask = drop_p_ >= 0.f && training_;
+  return {false, false, n * static_cast<int64_t>(sizeof(int32_t) + (mask ? sizeof(float) : 0)),
+          true, 0};
+}
+
 void MaxPool2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const Pool2d g = geometry(x.shape());
   check_same_shape("MaxPool2d forward: y vs expected", y.shape(), output_shape(x.shape()));

@@ -31,6 +31,8 @@ class MaxPool2d : public Layer {
   // One comparison per window element.
   double flops(const Shape& in) const override;
   bool fuse_dropout(float p) override;
+  // Only the argmax (and a fused dropout's mask); forward again rebuilds both.
+  BackwardNeeds backward_needs(const Shape& in) const override;
   // The fused dropout's last training mask (0 or 1/(1-p) per output), for tests.
   const Tensor& dropout_mask() const { return mask_; }
   int kernel() const { return k_; }

@@ -3,11 +3,31 @@
 
 #include <algorithm>
 
+#include "core/cuda_state.h"
 #include "core/error.h"
 #include "ops/basic.h"
 #include "core/profile_hook.h"
 
 namespace pdnn {
+
+// The copy stream of a planned step on the GPU and its events, per executed layer: its output
+// written (ready), copied out (d2h), its slot free for the copy back (issue), copied back (h2d).
+struct CopyLane {
+  CUstream_st* stream = nullptr;
+  std::vector<CUevent_st*> ready, d2h, issue, h2d;
+  explicit CopyLane(size_t n) : ready(n), d2h(n), issue(n), h2d(n) {
+    stream = cuda_stream_create();
+    for (auto* v : {&ready, &d2h, &issue, &h2d})
+      for (CUevent_st*& e : *v) e = cuda_event_create();
+  }
+  ~CopyLane() {
+    for (auto* v : {&ready, &d2h, &issue, &h2d})
+      for (CUevent_st* e : *v) cuda_event_destroy(e);
+    cuda_stream_destroy(stream);
+  }
+  CopyLane(const CopyLane&) = delete;
+  CopyLane& operator=(const CopyLane&) = delete;
+};
 
 Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   PDNN_CHECK(layer != nullptr, "sequential: add(nullptr)");
@@ -48,6 +68,9 @@ void Sequential::to(Device dev, Context& ctx) {
   // Activation buffers are made again on the new device by the next forward.
   for (Tensor& a : acts_) a = Tensor();
   grads_[0] = grads_[1] = x_in_ = dx_in_ = Tensor();
+  arena_ = rng_slots_ = Tensor();  // a memory plan's buffers, likewise
+  layout_key_ = Shape();
+  for (Tensor& h : host_) h = Tensor();
   have_forward_ = false;
   awaiting_backward_ = false;
   overwritten_ = 0;
@@ -82,7 +105,9 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   ProfileHook* prof = ctx.profile_hook();
   overwritten_ = awaiting_backward_ ? overwritten_ + 1 : 0;
   awaiting_backward_ = training_;
+  planned_step_ = has_placements() && training_;
   x_in_ = x;
+  if (planned_step_) prepare_arena(ctx, x.shape());
   const Tensor* in = &x_in_;
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& l = *layers_[i];
@@ -92,7 +117,16 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
       continue;
     }
     const Shape out = l.output_shape(in->shape());
-    acts_[i].resize(out, DType::F32, x.device(), ctx);
+    if (planned_step_) {  // its place in the arena; the RNG position, for recomputation
+      copies_at(ctx, order_[i]);
+      acts_[i] = arena_.slice(layout_.out_offset[static_cast<size_t>(order_[i])], out);
+      rng_at_[i] = ctx.rng().counter();
+      if (where_[i] == Placement::Recompute) save_rng(ctx, static_cast<size_t>(order_[i]));
+      present_[i] = 1;
+    } else {
+      if (has_placements()) acts_[i] = Tensor();  // not a view of the arena: its own buffer
+      acts_[i].resize(out, DType::F32, x.device(), ctx);
+    }
     if (prof) {
       prof->begin_pass(ctx);
       l.forward(ctx, *in, acts_[i]);
@@ -101,6 +135,13 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
       l.forward(ctx, *in, acts_[i]);
     }
     in = &acts_[i];
+    if (has_placements()) {  // the layer before has had its last forward use
+      const int j = executed_before(i);
+      const Placement p = j >= 0 ? where_[static_cast<size_t>(j)] : Placement::Keep;
+      // Evaluation: nothing is read again; training: as planned.
+      if (j >= 0 && (!training_ || p != Placement::Keep))
+        drop_output(ctx, static_cast<size_t>(j), training_ && p == Placement::Offload);
+    }
   }
   have_forward_ = true;
   return acts_.back();
@@ -127,12 +168,20 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
       continue;
     }
     Layer& l = *layers_[i];
+    if (planned_step_) {  // what this backward reads: its output and its input
+      copies_at(ctx, 2 * static_cast<int>(layout_.out_offset.size()) - 1 - order_[i]);
+      restore_output(ctx, i);
+      if (const int j = executed_before(i); j >= 0) restore_output(ctx, static_cast<size_t>(j));
+    }
     const Tensor& in = i == 0 ? x_in_ : acts_[i - 1];
     Tensor* dx = nullptr;
     if (i > 0 || want_input_grad) {
       const int di = gi == 0 ? 1 : 0;
       dx = i > 0 ? &grads_[di] : &dx_in_;
-      dx->resize(in.shape(), DType::F32, in.device(), ctx);
+      if (planned_step_ && i > 0)
+        *dx = arena_.slice(layout_.grad_offset[static_cast<size_t>(order_[i])], in.shape());
+      else
+        dx->resize(in.shape(), DType::F32, in.device(), ctx);
       gi = i > 0 ? di : -1;
     }
     l.set_param_grads(want_param_grads);
@@ -146,7 +195,184 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     l.set_param_grads(true);
     if (hook_) hook_(ctx, i);
     g = dx;
+    // Its last use; the logits stay (the trainer reads them after backward).
+    bool last = true;
+    for (size_t f = i + 1; f < layers_.size(); ++f) last = last && absorbed_[f];
+    if (planned_step_ && !last) drop_output(ctx, i, false);
   }
+  if (planned_step_) grads_[0] = grads_[1] = Tensor();  // views of the arena
+  if (planned_step_ && lane_)  // every copy out done before the step ends (and a capture joins)
+    for (size_t k = 0; k < layout_.reuse_at.size(); ++k)
+      if (layout_.back_offset[k] >= 0) cuda_stream_wait_event(ctx.cuda().stream(), lane_->d2h[k]);
+}
+
+int Sequential::executed_before(size_t i) const {
+  for (size_t k = i; k-- > 0;)
+    if (!absorbed_[k]) return static_cast<int>(k);
+  return -1;
+}
+
+void Sequential::set_placements(std::vector<Placement> where, std::vector<int> dropped_after,
+                                std::vector<int> back_at) {
+  PDNN_CHECK(where.empty() || where.size() == layers_.size(),
+             "sequential: %zu placements for %zu layers", where.size(), layers_.size());
+  PDNN_CHECK((dropped_after.empty() || dropped_after.size() == where.size()) &&
+                 (back_at.empty() || back_at.size() == where.size()),
+             "sequential: the plan's positions (%zu, %zu) are not one per layer (%zu)",
+             dropped_after.size(), back_at.size(), where.size());
+  plan_dropped_ = std::move(dropped_after);
+  plan_back_ = std::move(back_at);
+  lane_.reset();
+  prepare_fusion();
+  if (!where.empty()) {
+    size_t last = layers_.size() - 1;
+    while (last > 0 && absorbed_[last]) --last;
+    for (size_t i = last; i < where.size(); ++i)
+      PDNN_CHECK(where[i] == Placement::Keep,
+                 "sequential: the last layer's output (the logits) stays on the device, not '%s'",
+                 placement_name(where[i]));
+  }
+  where_ = std::move(where);
+  host_.assign(where_.size(), Tensor());
+  shapes_.assign(where_.size(), Shape());
+  layout_key_ = Shape();
+  order_.assign(where_.size(), -1);
+  int k = 0;
+  for (size_t i = 0; i < where_.size(); ++i)
+    if (!absorbed_[i]) order_[i] = k++;
+  rng_at_.assign(where_.size(), 0);
+  present_.assign(where_.size(), 1);
+}
+
+void Sequential::drop_output(Context& ctx, size_t i, bool to_host) {
+  Tensor& a = acts_[i];
+  if (to_host && !a.empty()) {
+    // Grows only (pinned memory is costly to get), so a step of a known shape allocates nothing.
+    if (host_[i].numel() < a.numel())
+      host_[i] = Tensor(Shape{a.numel()}, DType::F32,
+                        a.device() == Device::CPU ? host_allocator() : ctx.staging_allocator());
+    Tensor h = host_[i].slice(0, a.shape());
+    if (a.device() == Device::CPU) {
+      copy_into(h, a, ctx);
+    } else {
+      // On the copy stream once the output is written and read; whoever reuses its slot waits
+      // for the copy (copies_at), nobody on the host does.
+      const size_t k = static_cast<size_t>(order_[i]);
+      PDNN_CHECK(lane_ != nullptr, "sequential: no copy stream for an offloaded output");
+      cuda_event_record_on(lane_->ready[k], ctx.cuda().stream());
+      cuda_stream_wait_event(lane_->stream, lane_->ready[k]);
+      cuda_copy(h.raw_data(), Device::CPU, a.raw_data(), a.device(), a.nbytes(), lane_->stream,
+                false);
+      ctx.count_transfer(Device::CPU, a.device(), a.nbytes());
+      cuda_event_record_on(lane_->d2h[k], lane_->stream);
+    }
+  }
+  a = Tensor();
+  for (size_t f = i + 1; f < layers_.size() && absorbed_[f]; ++f) acts_[f] = Tensor();
+  present_[i] = 0;
+}
+
+void Sequential::prepare_arena(Context& ctx, const Shape& in) {
+  if (in == layout_key_ && !arena_.empty()) return;
+  std::vector<int64_t> floats;
+  std::vector<Placement> where;
+  std::vector<int> dropped, back;
+  Shape s = in;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    s = layers_[i]->output_shape(s);
+    shapes_[i] = s;
+    if (absorbed_[i]) continue;
+    floats.push_back(s.numel());
+    where.push_back(where_[i]);
+    dropped.push_back(plan_dropped_.empty() ? -1 : plan_dropped_[i]);
+    back.push_back(plan_back_.empty() ? -1 : plan_back_[i]);
+  }
+  layout_ = layout_arena(floats, where, dropped, back);
+  prefetched_.assign(floats.size(), 0);
+  layout_key_ = in;
+  const Device dev = x_in_.device();
+  // Grows only: a smaller batch (the last of an epoch) lays out inside the same buffer.
+  if (arena_.empty() || arena_.numel() < layout_.floats || arena_.device() != dev)
+    arena_ = Tensor::empty(Shape{layout_.floats}, DType::F32, dev, ctx);
+  if (dev == Device::CUDA && (rng_slots_.empty() || rng_slots_.numel() < static_cast<int64_t>(floats.size()) + 1))
+    rng_slots_ = Tensor::empty(Shape{static_cast<int64_t>(floats.size()) + 1}, DType::I64, dev, ctx);
+  const bool offloads = std::find(where.begin(), where.end(), Placement::Offload) != where.end();
+  if (dev == Device::CUDA && offloads && (!lane_ || lane_->d2h.size() != floats.size()))
+    lane_ = std::make_shared<CopyLane>(floats.size());
+}
+
+void Sequential::copies_at(Context& ctx, int p) {
+  if (!lane_) return;
+  CUstream_st* compute = ctx.cuda().stream();
+  for (size_t k = 0; k < layout_.reuse_at.size(); ++k) {
+    if (layout_.reuse_at[k] == p) cuda_stream_wait_event(compute, lane_->d2h[k]);
+    if (layout_.back_offset[k] < 0 || layout_.back_at[k] != p || prefetched_[k]) continue;
+    size_t i = 0;  // the layer of executed index k
+    while (order_[i] != static_cast<int>(k)) ++i;
+    if (where_[i] != Placement::Offload) continue;
+    // The slot's earlier tenants are done with it once the compute stream gets here.
+    cuda_event_record_on(lane_->issue[k], compute);
+    cuda_stream_wait_event(lane_->stream, lane_->issue[k]);
+    const Tensor h = host_[i].slice(0, shapes_[i]);
+    Tensor dst = arena_.slice(layout_.back_offset[k], shapes_[i]);
+    cuda_copy(dst.raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(), lane_->stream,
+              false);
+    ctx.count_transfer(Device::CUDA, Device::CPU, h.nbytes());
+    cuda_event_record_on(lane_->h2d[k], lane_->stream);
+    prefetched_[k] = 1;
+  }
+}
+
+// On the GPU the dropout kernels read the RNG position from device memory, which a CUDA graph
+// replay moves on: the position layer k started at is kept there too (slot k), and put back
+// from there, so that a replayed recomputation draws what its forward drew.
+void Sequential::save_rng(Context& ctx, size_t k) {
+  if (arena_.device() != Device::CUDA) return;
+  Tensor slot = rng_slots_.slice(static_cast<int64_t>(k), Shape{1});
+  copy_into(slot, ctx.device_rng_counter(), ctx);
+}
+
+void Sequential::restore_output(Context& ctx, size_t i) {
+  if (present_[i]) return;
+  const size_t k = static_cast<size_t>(order_[i]);
+  PDNN_CHECK(where_[i] != Placement::Keep && layout_.back_offset[k] >= 0,
+             "sequential: layer %zu's output was freed before its backward (memory plan)", i);
+  if (where_[i] == Placement::Recompute) {
+    // Its input first (itself offloaded or recomputed, perhaps), then its forward again at the
+    // RNG position of the first time; the position is put back after.
+    if (const int j = executed_before(i); j >= 0) restore_output(ctx, static_cast<size_t>(j));
+    const Tensor& in = i == 0 ? x_in_ : acts_[i - 1];
+    acts_[i] = arena_.slice(layout_.back_offset[k], shapes_[i]);
+    const uint64_t now = ctx.rng().counter();
+    const bool gpu = arena_.device() == Device::CUDA;
+    Tensor here, then;
+    if (gpu) {
+      here = rng_slots_.slice(rng_slots_.numel() - 1, Shape{1});
+      then = rng_slots_.slice(static_cast<int64_t>(k), Shape{1});
+      copy_into(here, ctx.device_rng_counter(), ctx);
+      copy_into(ctx.device_rng_counter(), then, ctx);
+    }
+    ctx.rewind_rng(rng_at_[i]);
+    layers_[i]->forward(ctx, in, acts_[i]);
+    if (gpu) copy_into(ctx.device_rng_counter(), here, ctx);
+    ctx.rewind_rng(now);
+  } else {
+    const Tensor h = host_[i].slice(0, shapes_[i]);
+    acts_[i] = arena_.slice(layout_.back_offset[k], shapes_[i]);
+    if (acts_[i].device() == Device::CPU) {
+      copy_into(acts_[i], h, ctx);
+    } else if (prefetched_[k]) {  // queued at its back_at: the compute stream waits for it
+      cuda_stream_wait_event(ctx.cuda().stream(), lane_->h2d[k]);
+      prefetched_[k] = 0;
+    } else {
+      if (lane_) cuda_stream_wait_event(ctx.cuda().stream(), lane_->d2h[k]);  // it went out there
+      cuda_copy(acts_[i].raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(),
+                ctx.cuda().stream(), false);
+      ctx.count_transfer(Device::CUDA, Device::CPU, h.nbytes());
+    }
+  }
+  for (size_t f = i + 1; f < layers_.size() && absorbed_[f]; ++f) acts_[f] = acts_[i];
+  present_[i] = 1;
 }
 
 std::vector<Param> Sequential::params() { return parameters().params(); }

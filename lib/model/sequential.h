@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "layers/layer.h"
+#include "model/memory_plan.h"
 
 namespace pdnn {
 
@@ -49,6 +50,10 @@ class Sequential {
   // memory less each way, the same numbers. The skipped layer stays in the model (summary, parameter names). Turn it off
   // before the first forward to run every layer on its own.
   void set_fusion(bool on);
+  // Fuses now rather than at the first forward (a memory plan describes the fused model).
+  void prepare_fusion() {
+    if (!fusion_checked_) fuse_activations();
+  }
   // Whether layer i was taken over by the layer before it.
   bool absorbed(size_t i) const { return absorbed_.at(i); }
 
@@ -80,7 +85,24 @@ class Sequential {
   // layer, last to first: data-parallel training starts all-reducing a bucket of gradients
   // there (lib/dist/grad_sync.h). nullptr removes it.
   void set_backward_hook(std::function<void(Context&, size_t)> hook) { hook_ = std::move(hook); }
-  // Output of layer i in the last forward (for tests and debugging).
+  // A memory plan's placements (model/memory_plan.h), one per layer (absorbed layers' ignored;
+  // empty: none, every buffer kept for the whole step, as without a plan). With a plan a
+  // training step frees each output after its last use in backward and the gradient buffers
+  // after backward; an Offload layer's output goes to host memory after the next layer's
+  // forward and comes back before the backward that needs it; a Recompute layer's output is
+  // dropped then and made again by running its forward once more, at the RNG position of the
+  // first time (the same dropout mask), so the step computes the same numbers. Outputs and
+  // gradients live in one buffer laid out for the step (model/memory_plan.h's layout_arena), so
+  // nothing is allocated inside it and it can still be one CUDA graph. On the GPU the copies
+  // run on a stream of their own, ordered by events (no host waits): an output goes out once
+  // the next layer has read it, and its slot is reused only once the copy is done; it comes
+  // back from back_at[i] on (the plan's SavedPlan::back_at, a position; empty: when needed),
+  // its slot kept through dropped_after[i] (the plan's estimate of when its copy out is done).
+  // An evaluation forward frees each output once the next layer has read it.
+  void set_placements(std::vector<Placement> where, std::vector<int> dropped_after = {},
+                      std::vector<int> back_at = {});
+  bool has_placements() const { return !where_.empty(); }
+  // Output of layer i in the last forward (for tests and debugging; empty once a plan freed it).
   const Tensor& activation(size_t i) const { return acts_.at(i); }
 
   // Parameters in layer order, named "<layer index>.<name>", e.g. "0.weight".
@@ -103,6 +125,17 @@ class Sequential {
  private:
   std::string label(size_t i) const;
   void fuse_activations();
+  // The memory plan's steps (set_placements): drop layer i's output (to host first when
+  // offloaded), have it on the device again, the executed layer before i (-1: none).
+  void drop_output(Context& ctx, size_t i, bool to_host);
+  void restore_output(Context& ctx, size_t i);
+  int executed_before(size_t i) const;
+  // The arena for a training step on input shape `in` (laid out again when it changes).
+  void prepare_arena(Context& ctx, const Shape& in);
+  void save_rng(Context& ctx, size_t k);
+  // GPU: at the start of position p of a planned step, the compute stream waits for copies out
+  // whose slot is reused from p on, and prefetches due at p are queued on the copy stream.
+  void copies_at(Context& ctx, int p);
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<ParamSet> params_ = std::make_unique<ParamSet>();  // stable across moves
@@ -117,9 +150,23 @@ class Sequential {
   bool have_forward_ = false;
   bool training_ = true;            // the mode train() set last
   bool awaiting_backward_ = false;  // the last forward ran in training mode, no backward yet
+  bool planned_step_ = false;       // the last forward ran under set_placements' plan
   int overwritten_ = 0;             // training-mode forwards whose activations the last
                                     // forward replaced before their backward
   std::function<void(Context&, size_t)> hook_;
+  std::vector<Placement> where_;   // per layer, from set_placements (empty: no plan)
+  std::vector<Tensor> host_;       // offloaded outputs (pinned on a GPU), kept across steps
+  std::vector<Shape> shapes_;      // each output's shape in the last training forward
+  std::vector<uint64_t> rng_at_;   // the RNG position each layer's forward started at
+  std::vector<char> present_;      // whether the output is on the device now
+  std::vector<int> order_;         // each layer's index among the executed ones (-1: absorbed)
+  ArenaLayout layout_;             // where outputs and gradients live in arena_
+  Shape layout_key_;               // the input shape layout_ is for
+  Tensor arena_;                   // every planned output and gradient, one device buffer
+  Tensor rng_slots_;               // GPU: RNG positions of recomputed layers' forwards, (L+1)
+  std::vector<int> plan_dropped_, plan_back_;  // per layer, from set_placements (-1: none)
+  std::shared_ptr<struct CopyLane> lane_;     // GPU: the copy stream and its events
+  std::vector<char> prefetched_;              // per executed layer: its copy back is queued
 };
 
 }  // namespace pdnn

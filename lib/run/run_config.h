@@ -59,6 +59,11 @@ struct RunConfig {
   // --conv-algo (ops/conv/conv2d_algo.h's policies) and --conv-algo-cache (the file that keeps
   // the GPU's per-shape choices: "" for the default under the user's cache folder, "none").
   std::string conv_algo = "auto", conv_algo_cache;
+  // --memory-plan (print the training step's memory plan, model/memory_plan.h) and
+  // --gpu-memory-limit (bytes the step must fit under on the GPU; 0: none). Classifier apps.
+  bool memory_plan = false;
+  int64_t gpu_memory_limit = 0;
+  std::string layer_times;  // --layer-times: a --profile CSV whose times the plan uses
   // --distributed: this run is one rank of several (set by finish_run_flags), and the
   // parsed flags as text, which every rank must share.
   std::shared_ptr<Communicator> comm;

@@ -18,6 +18,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "dist/communicator.h"
+#include "model/memory_plan.h"
 #include "ops/conv/conv2d_algo.h"
 #include "run/output_files.h"
 #include "run/run_config.h"
@@ -68,6 +69,26 @@ inline CLI::Validator positive_finite_validator() {
         return std::string();
       },
       "> 0");
+}
+
+// --memory-plan and --gpu-memory-limit, for the apps that train a Sequential classifier (the
+// planner describes one model's step).
+inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
+  app.add_flag("--memory-plan", cfg.memory_plan,
+               "print the training step's memory plan before training: per layer the bytes it "
+               "keeps for backward, which backward reads them, where they live, the peak");
+  app.add_option_function<std::string>(
+         "--gpu-memory-limit",
+         [&cfg](const std::string& v) { cfg.gpu_memory_limit = parse_memory_size(v, "--gpu-memory-limit"); },
+         "device memory the training step must fit under, e.g. 20G (K, M, G, T: powers of "
+         "1024): the plan chooses what to keep, offload to host or recompute, and a step that "
+         "cannot fit stops before training, naming the smallest limit that would")
+      ->type_name("SIZE")
+      ->check([](const std::string& v) { return memory_size_problem(v, nullptr); });
+  app.add_option("--layer-times", cfg.layer_times,
+                 "a --profile CSV of the same model, batch and size: the plan's cost model uses "
+                 "its measured layer times instead of estimates from FLOPs")
+      ->check(CLI::ExistingFile);
 }
 
 // Flags whose values need converting after parsing (finish_run_flags).

@@ -1,0 +1,162 @@
+// The memory plan of a training step (issue 18; vDNN, Rhu et al. 2016; TFLMS, Le et al. 2018):
+// from a description of the model (per layer: the bytes of its output, of its own tensors kept
+// for backward, which backward reads what, the layer's measured times), the bytes the step
+// holds at every point of a forward-then-backward walk, and its peak. Under a limit the planner
+// chooses, per layer, where what it keeps for backward lives between its last forward use and
+// its first backward use (what the layer keeps itself, argmax and masks, stays: fixed bytes):
+//   keep       on the device the whole time;
+//   offload    copied to pinned host memory on a copy stream once written, its device copy
+//              dropped when that copy is done, prefetched back before its backward needs it;
+//              costs time only where a copy is not hidden behind compute (bytes / measured
+//              bandwidth, one copy at a time each way);
+//   recompute  dropped after its last forward use and made again from its input just before
+//              its first backward use (cheap layers: pooling, dropout with its counter-based
+//              mask, ReLU, BatchNorm's output, Flatten); costs the layer's forward time.
+// Plain C++ over the description, no device: the decisions are unit-tested on the CPU with
+// made-up budgets and times (test/test_memory_plan.cpp); describe_step() makes the description
+// of a real Sequential.
+//
+// Positions: the executed layers (those not fused into the layer before) are numbered
+// 0..L-1; position k is the forward of layer k, position 2L-1-k its backward (the loss sits at
+// the boundary: the logits stay until the last layer's backward). Everything that lives the
+// whole step (parameters, gradients, optimizer state, the batch, the shared workspace, which
+// grows to the largest layer's need) is "fixed".
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+
+namespace pdnn {
+
+class Optimizer;
+class Sequential;
+
+// One layer as the planner sees it.
+struct LayerMem {
+  int index = 0;                  // in the model
+  std::string name;               // "Conv2d(32->32, k3 s1 p1) + ReLU"
+  std::string out_shape;          // "(64,32,224,224)" (describe_step)
+  int64_t out_bytes = 0;          // its output (the next layer's input)
+  int64_t scratch_bytes = 0;      // its own tensors kept for backward (argmax, masks): the
+                                  // layer holds them for the whole run (fixed bytes)
+  bool bwd_reads_input = false;   // its backward reads x (the layer before's output)
+  bool bwd_reads_output = false;  // its backward reads y (its own output: fused activations)
+  bool recomputable = false;      // output and scratch are cheap to make again from x
+  bool absorbed = false;          // fused into the layer before: no buffers, no pass of its own
+  int64_t workspace_bytes = 0;    // scratch during its passes (the shared workspace)
+  int64_t param_bytes = 0, grad_bytes = 0, opt_state_bytes = 0;
+  double fwd_ms = 0, bwd_ms = 0;
+};
+
+struct StepMem {
+  std::vector<LayerMem> layers;
+  int64_t input_bytes = 0;  // the batch and its labels on the device
+  int64_t loss_bytes = 0;   // the loss's own buffers (dL/dlogits, accumulators)
+  double update_ms = 0;     // the optimizer step
+};
+
+struct PlanOptions {
+  int64_t limit_bytes = 0;  // 0: no limit (keep everything)
+  double h2d_gb_s = 20.0;   // measured pinned-host bandwidth each way, 1e9 bytes per second
+  double d2h_gb_s = 20.0;
+};
+
+enum class Placement { Keep, Offload, Recompute };
+const char* placement_name(Placement p);  // "device", "host", "recompute"
+
+// What the plan does with one executed layer's output when a backward reads it. Positions as
+// above; -1 for none.
+struct SavedPlan {
+  int layer = 0;               // index into StepMem::layers
+  int64_t saved_bytes = 0;     // its output, if a backward reads it (0 otherwise)
+  Placement where = Placement::Keep;
+  int last_fwd_use = -1;       // last position a forward reads it
+  int first_bwd_use = -1;      // first (earliest) backward position that needs it
+  int last_bwd_use = -1;       // the last one
+  int dropped_after = -1;      // offload/recompute: the device copy is gone after this position
+  int back_at = -1;            // ... and on the device again from this position
+};
+
+struct MemoryPlan {
+  std::vector<SavedPlan> saved;     // one per executed layer, in order
+  std::vector<int64_t> live_bytes;  // per position, besides the fixed bytes
+  int64_t fixed_bytes = 0;
+  int64_t peak_bytes = 0;           // fixed + the largest live_bytes
+  int peak_position = 0;
+  // What the step holds with every activation kept (the executor without a plan keeps every
+  // buffer for the whole step, the two gradient buffers at the largest size included).
+  int64_t keep_all_bytes = 0;
+  int64_t host_bytes = 0;           // pinned host memory for offloaded tensors
+  double compute_ms = 0;            // forward + backward + update, nothing added
+  double step_ms = 0;               // predicted, with recomputation and copy stalls
+  bool fits = true;
+  // The smallest limit this planner can fit the step under (the fixed bytes plus what no
+  // choice can release; the lower of "offload all" and "recompute what can be, offload the
+  // rest"), whatever the limit asked.
+  int64_t min_limit_bytes = 0;
+  int positions = 0;                // 2 L
+};
+
+// The plan for `m` under o.limit_bytes (fits == false when no choice fits it; the plan then
+// holds the choices that got closest). Throws pdnn::Error on an inconsistent description.
+MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o);
+
+// The plan with these placements (one per executed layer, in order), for what-if tables and
+// tests; throws pdnn::Error on a placement a layer cannot take.
+MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
+                         const PlanOptions& o);
+
+// Throws pdnn::Error, before anything trains, when the plan does not fit: "<flag> <limit>:
+// the step needs at least <min> ...".
+void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag);
+
+// The per-layer table --memory-plan prints: bytes kept, which backward needs them, where they
+// live, when they are dropped and back, then the fixed bytes, the peak and the step time.
+std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions& o);
+
+// "20G", "1.5GiB", "512M", "4096": bytes (K, M, G, T are powers of 1024, "iB" optional; a plain
+// number is bytes). Throws pdnn::Error naming `flag` and the problem.
+int64_t parse_memory_size(const std::string& text, const char* flag);
+// The same without throwing: "" and *bytes set, or what is wrong with text (for CLI checks).
+std::string memory_size_problem(const std::string& text, int64_t* bytes);
+// 1536 -> "1.5 KiB"; GiB for anything from 1 GiB on.
+std::string format_bytes(int64_t bytes);
+// The name of a position: "fwd 3" / "bwd 3" with the model's layer index.
+std::string position_name(const StepMem& m, const MemoryPlan& p, int pos);
+
+// Where a model carrying placements out (Sequential::set_placements) keeps its activations and
+// gradients during a training step: offsets into one device buffer, so that nothing is
+// allocated or freed inside the step (it stays one CUDA graph). Buffers whose lifetimes do not
+// overlap share memory (first fit by decreasing size, as TFLite's arena planner). Lifetimes as
+// the model runs: an output from its forward to its own backward (Keep; the last layer's, the
+// logits, to the end), or to the next layer's forward and again from where it is brought back
+// (offloaded or recomputed: before the backward that first needs it) to its own backward; the
+// gradient w.r.t. an output from the next layer's backward to its own. Units: floats.
+struct ArenaLayout {
+  std::vector<int64_t> out_offset;   // per executed layer: its output in forward
+  std::vector<int64_t> back_offset;  // ... back for backward (-1: kept at out_offset)
+  std::vector<int64_t> grad_offset;  // dL/d(its input) (-1 for the first layer: none)
+  std::vector<int> back_at;          // the position it is brought back at (-1: kept)
+  // Offloaded: the first position at which a buffer sharing its forward slot's memory starts
+  // (the copy out must be done by then; -1: none does).
+  std::vector<int> reuse_at;
+  int64_t floats = 0;                // the buffer's size
+};
+// out_floats[k], where[k]: executed layer k's output size and placement (the last one Keep).
+// Optionally, from the plan (SavedPlan): dropped_after[k], the position an offloaded output's
+// forward slot is kept through (its copy out still running: at least the next layer's forward),
+// and back_at[k], where it is brought back (at most where the model itself would, at least
+// the start of backward); empty or -1: as early as the model allows.
+ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where,
+                         const std::vector<int>& dropped_after = {},
+                         const std::vector<int>& back_at = {});
+
+// The description of one training step of `model` on input `in` (batch included) in training
+// mode on `dev_float_bytes` = 4 per element; opt (nullable) gives the optimizer state.
+// Layer times are estimated from FLOPs at gflops_per_s when no measurement is at hand
+// (fwd = flops / rate, bwd = 2x that); the caller may overwrite them with measured ones.
+StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double gflops_per_s);
+
+}  // namespace pdnn

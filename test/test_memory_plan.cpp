@@ -1,0 +1,566 @@
+// The memory planner (model/memory_plan.h) on made-up models, budgets and layer times: the
+// lifetime walk against hand-computed peaks, its choices under limits (nothing, recompute
+// only, offload, impossible), the overlap cost model, the size parser, and the description
+// of a real Sequential (W4 at a small size).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "core/context.h"
+#include "core/cuda_state.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "model/memory_plan.h"
+#include "model/sequential.h"
+#include "optim/registry.h"
+#include "train/classifier_trainer.h"
+#include "train/step_memory.h"
+#include "workloads/classifier/caltech_models.h"
+
+namespace pdnn {
+namespace {
+
+constexpr int64_t MiB = int64_t{1} << 20;
+
+LayerMem layer(int index, int64_t out, bool in, bool outr, int64_t scratch, bool recomp,
+               double fwd, double bwd) {
+  LayerMem l;
+  l.index = index;
+  l.name = "L" + std::to_string(index);
+  l.out_bytes = out;
+  l.bwd_reads_input = in;
+  l.bwd_reads_output = outr;
+  l.scratch_bytes = scratch;
+  l.recomputable = recomp;
+  l.fwd_ms = fwd;
+  l.bwd_ms = bwd;
+  return l;
+}
+
+// conv (100, reads x and y), pool (25 + argmax 25, recomputable), conv (50), dense (10, last);
+// 1000 bytes of parameters. Positions: fwd 0..3 = 0..3, bwd 3..0 = 4..7.
+StepMem four_layers() {
+  StepMem m;
+  m.layers = {layer(0, 100, true, true, 0, false, 1, 2), layer(1, 25, false, false, 25, true, 1, 2),
+              layer(2, 50, true, true, 0, false, 1, 2), layer(3, 10, true, true, 0, false, 1, 2)};
+  m.layers[0].param_bytes = 1000;
+  return m;
+}
+
+TEST(MemoryPlan, LifetimeWalkMatchesHandCount) {
+  const MemoryPlan p = plan_memory(four_layers(), PlanOptions{});
+  // Live per position: outputs from their forward to their last backward use, dL/d(output k)
+  // from the backward of k+1 to k's; the pool's argmax is the layer's own (fixed).
+  //   fwd0 100 | fwd1 +25 | fwd2 +50 | fwd3 +10 | bwd3 +dL/da2 50 = 235
+  //   bwd2: a0 100, a1 25, a2 50, dL/da2 50, dL/da1 25 = 250 (a3 is gone)
+  //   bwd1: a0 100, dL/da1 25, dL/da0 100 = 225 | bwd0: a0 100, dL/da0 100 = 200
+  const std::vector<int64_t> want = {100, 125, 175, 185, 235, 250, 225, 200};
+  EXPECT_EQ(p.live_bytes, want);
+  EXPECT_EQ(p.fixed_bytes, 1025);
+  EXPECT_EQ(p.peak_bytes, 1275);
+  EXPECT_EQ(position_name(four_layers(), p, p.peak_position), "bwd 2");
+  // Every buffer all step: 185 of outputs, gradient buffers of 100 and 25 (ping-pong: dx of
+  // layer 3 (50) and 1 (100) in one, of layer 2 (25) in the other).
+  EXPECT_EQ(p.keep_all_bytes, 1025 + 185 + 100 + 25);
+  EXPECT_TRUE(p.fits);
+  EXPECT_DOUBLE_EQ(p.step_ms, 12.0);
+  EXPECT_DOUBLE_EQ(p.compute_ms, 12.0);
+  EXPECT_EQ(p.host_bytes, 0);
+  for (const SavedPlan& s : p.saved) EXPECT_EQ(s.where, Placement::Keep);
+  // What each keeps and which backward reads it.
+  EXPECT_EQ(p.saved[0].saved_bytes, 100);
+  EXPECT_EQ(p.saved[0].first_bwd_use, 7);
+  EXPECT_EQ(p.saved[1].saved_bytes, 25);
+  EXPECT_EQ(p.saved[1].first_bwd_use, 5);
+  EXPECT_EQ(p.saved[1].last_bwd_use, 5);
+}
+
+// A W4-like chain at MiB scale: two convolutions, a pool, two convolutions, a pool, two dense.
+StepMem w4_like() {
+  StepMem m;
+  m.layers = {layer(0, 400 * MiB, true, true, 0, false, 4, 8),
+              layer(1, 100 * MiB, true, true, 0, false, 8, 16),  // strided
+              layer(2, 25 * MiB, false, false, 25 * MiB, true, 0.2, 0.2),
+              layer(3, 200 * MiB, true, true, 0, false, 4, 8),
+              layer(4, 200 * MiB, true, true, 0, false, 4, 8),
+              layer(5, 50 * MiB, false, false, 50 * MiB, true, 0.1, 0.1),
+              layer(6, 1 * MiB, true, true, 0, false, 1, 2),
+              layer(7, 1 * MiB, true, true, 0, false, 0.5, 1)};
+  m.layers[6].param_bytes = m.layers[6].grad_bytes = m.layers[6].opt_state_bytes = 100 * MiB;
+  m.input_bytes = 40 * MiB;
+  m.layers[1].workspace_bytes = 256 * MiB;
+  return m;
+}
+
+TEST(MemoryPlan, FitsUncappedKeepsEverything) {
+  const StepMem m = w4_like();
+  const MemoryPlan p = plan_memory(m, PlanOptions{});
+  EXPECT_TRUE(p.fits);
+  for (const SavedPlan& s : p.saved) EXPECT_EQ(s.where, Placement::Keep);
+  EXPECT_EQ(p.fixed_bytes, 300 * MiB + 40 * MiB + 256 * MiB + 25 * MiB + 50 * MiB);
+  EXPECT_DOUBLE_EQ(p.step_ms, p.compute_ms);
+  EXPECT_LE(p.peak_bytes, p.keep_all_bytes);
+  EXPECT_LE(p.min_limit_bytes, p.peak_bytes);
+  // A limit it fits under changes nothing.
+  PlanOptions o;
+  o.limit_bytes = p.peak_bytes;
+  const MemoryPlan q = plan_memory(m, o);
+  EXPECT_TRUE(q.fits);
+  for (const SavedPlan& s : q.saved) EXPECT_EQ(s.where, Placement::Keep);
+}
+
+TEST(MemoryPlan, TightLimitWithSlowCopiesRecomputesOnly) {
+  const StepMem m = w4_like();
+  PlanOptions o;
+  o.h2d_gb_s = o.d2h_gb_s = 0.5;  // 200 MiB takes 420 ms: offloading would cost more than a step
+  const MemoryPlan keep = plan_memory(m, o);
+  // The two pools' outputs and argmax sit idle from their next layer's forward to that layer's
+  // backward; recomputing both removes what they hold then.
+  const MemoryPlan both = simulate_plan(
+      m, {Placement::Keep, Placement::Keep, Placement::Recompute, Placement::Keep,
+          Placement::Keep, Placement::Recompute, Placement::Keep, Placement::Keep},
+      o);
+  ASSERT_LT(both.peak_bytes, keep.peak_bytes);
+  EXPECT_DOUBLE_EQ(both.step_ms, keep.step_ms + 0.2 + 0.1);
+  o.limit_bytes = both.peak_bytes;
+  const MemoryPlan p = plan_memory(m, o);
+  ASSERT_TRUE(p.fits);
+  EXPECT_LE(p.peak_bytes, o.limit_bytes);
+  int recomputed = 0;
+  double added = 0;
+  for (const SavedPlan& s : p.saved) {
+    EXPECT_NE(s.where, Placement::Offload) << "layer " << s.layer;
+    if (s.where == Placement::Recompute) ++recomputed, added += m.layers[s.layer].fwd_ms;
+  }
+  EXPECT_GE(recomputed, 1);
+  EXPECT_EQ(p.host_bytes, 0);
+  // Recomputation costs the layer's forward, nothing else.
+  EXPECT_DOUBLE_EQ(p.step_ms, p.compute_ms + added);
+  // Made again just before the first backward that reads it: the next layer's.
+  for (const SavedPlan& s : p.saved)
+    if (s.where == Placement::Recompute) {
+      EXPECT_EQ(s.back_at, s.first_bwd_use);
+      EXPECT_EQ(s.dropped_after, s.last_fwd_use);
+    }
+}
+
+TEST(MemoryPlan, LimitBelowRecomputationOffloadsHiddenBehindCompute) {
+  const StepMem m = w4_like();
+  PlanOptions o;
+  o.h2d_gb_s = o.d2h_gb_s = 400;  // 400 MiB in ~1 ms: every copy hides behind compute
+  const MemoryPlan rec = simulate_plan(
+      m, {Placement::Keep, Placement::Keep, Placement::Recompute, Placement::Keep,
+          Placement::Keep, Placement::Recompute, Placement::Keep, Placement::Keep},
+      o);
+  // Recomputing both pools is all recomputation can do: below that only offloading helps.
+  ASSERT_LT(rec.min_limit_bytes, rec.peak_bytes);
+  o.limit_bytes = rec.min_limit_bytes;
+  const MemoryPlan p = plan_memory(m, o);
+  ASSERT_TRUE(p.fits) << format_plan(m, p, o);
+  EXPECT_LE(p.peak_bytes, o.limit_bytes);
+  int offloaded = 0;
+  int64_t host = 0;
+  for (const SavedPlan& s : p.saved)
+    if (s.where == Placement::Offload) {
+      ++offloaded;
+      host += s.saved_bytes;
+      EXPECT_GT(s.back_at, s.dropped_after + 1);  // it really leaves the device
+      EXPECT_LT(s.back_at, s.first_bwd_use + 1);  // and is back before its backward
+    }
+  EXPECT_GE(offloaded, 1);
+  EXPECT_EQ(p.host_bytes, host);
+  // The copies are hidden: the predicted step adds only what recomputation costs.
+  double rec_ms = 0;
+  for (const SavedPlan& s : p.saved)
+    if (s.where == Placement::Recompute) rec_ms += m.layers[s.layer].fwd_ms;
+  EXPECT_NEAR(p.step_ms, p.compute_ms + rec_ms, 1e-9);
+}
+
+TEST(MemoryPlan, ImpossibleLimitNamesTheSmallestThatFits) {
+  const StepMem m = w4_like();
+  PlanOptions o;
+  o.limit_bytes = 700 * MiB;  // the fixed bytes alone are 671 MiB
+  const MemoryPlan p = plan_memory(m, o);
+  EXPECT_FALSE(p.fits);
+  EXPECT_GT(p.min_limit_bytes, o.limit_bytes);
+  EXPECT_GE(p.min_limit_bytes, p.fixed_bytes);
+  // The smallest limit named does fit.
+  PlanOptions at = o;
+  at.limit_bytes = p.min_limit_bytes;
+  EXPECT_TRUE(plan_memory(m, at).fits);
+  try {
+    require_fits(p, o, "--gpu-memory-limit");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("--gpu-memory-limit 700.0 MiB"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(format_bytes(p.min_limit_bytes)), std::string::npos) << msg;
+  }
+  // Below the fixed bytes nothing helps either.
+  o.limit_bytes = 100 * MiB;
+  EXPECT_FALSE(plan_memory(m, o).fits);
+}
+
+// fwd 1 ms each, bwd 2 ms each; layer 0's output (read only by its own backward) can leave
+// while layers 1 and 2 run. Positions: fwd 0..2 = 0..2, bwd 2, 1, 0 = 3, 4, 5; starts without
+// stalls 0, 1, 2, 3, 5, 7.
+StepMem three_layers(int64_t bytes) {
+  StepMem m;
+  m.layers = {layer(0, bytes, false, true, 0, false, 1, 2),
+              layer(1, MiB, false, false, 0, false, 1, 2),
+              layer(2, MiB, true, true, 0, false, 1, 2)};
+  return m;
+}
+
+TEST(MemoryPlan, OverlapCostModel) {
+  PlanOptions o;
+  o.h2d_gb_s = o.d2h_gb_s = 100;
+  const std::vector<Placement> off = {Placement::Offload, Placement::Keep, Placement::Keep};
+  // 200 MB takes 2 ms each way: out at 1..3 (done during bwd 2's position, which starts at 3:
+  // dropped after fwd 2), back from bwd 1 (starts at 5, lands at 7 = bwd 0's start): no stall.
+  {
+    const StepMem m = three_layers(200000000);
+    const MemoryPlan p = simulate_plan(m, off, o);
+    EXPECT_DOUBLE_EQ(p.step_ms, 9.0);
+    EXPECT_EQ(p.saved[0].dropped_after, 2);
+    EXPECT_EQ(p.saved[0].back_at, 4);
+    EXPECT_EQ(p.live_bytes[3], 2 * MiB + MiB);  // a1, a2 and dL/da1; a0 is on the host
+    EXPECT_EQ(p.host_bytes, 200000000);
+  }
+  // 400 MB, 4 ms each way: out at 1..5, back no earlier than 5, lands at 9, while bwd 0 would
+  // start at 7: a 2 ms stall, and the copy never really leaves (kept: no gain).
+  {
+    const StepMem m = three_layers(400000000);
+    const MemoryPlan p = simulate_plan(m, off, o);
+    EXPECT_DOUBLE_EQ(p.step_ms, 11.0);
+    EXPECT_DOUBLE_EQ(p.compute_ms, 9.0);
+    // The planner does not choose it under a limit it cannot help with.
+    PlanOptions lim = o;
+    lim.limit_bytes = 400000000;
+    const MemoryPlan q = plan_memory(m, lim);
+    EXPECT_FALSE(q.fits);
+    EXPECT_EQ(q.saved[0].where, Placement::Keep);
+    EXPECT_DOUBLE_EQ(q.step_ms, 9.0);
+  }
+  // A placement a layer cannot take is an error: layer 2's output is read right away.
+  EXPECT_THROW(simulate_plan(three_layers(MiB), {Placement::Keep, Placement::Keep, Placement::Offload}, o),
+               Error);
+  EXPECT_THROW(simulate_plan(three_layers(MiB), {Placement::Recompute, Placement::Keep, Placement::Keep}, o),
+               Error);
+}
+
+TEST(MemoryPlan, ParseMemorySize) {
+  EXPECT_EQ(parse_memory_size("20G", "--gpu-memory-limit"), int64_t{20} << 30);
+  EXPECT_EQ(parse_memory_size("20GiB", "--gpu-memory-limit"), int64_t{20} << 30);
+  EXPECT_EQ(parse_memory_size("1.5g", "--gpu-memory-limit"), int64_t{3} << 29);
+  EXPECT_EQ(parse_memory_size("512M", "--gpu-memory-limit"), int64_t{512} << 20);
+  EXPECT_EQ(parse_memory_size("4096", "--gpu-memory-limit"), 4096);
+  EXPECT_EQ(parse_memory_size("1T", "--gpu-memory-limit"), int64_t{1} << 40);
+  for (const char* bad : {"", "G", "abc", "20GB", "20X", "-1G", "0", "0.1", "1e30T", " 20G", "inf"}) {
+    try {
+      parse_memory_size(bad, "--gpu-memory-limit");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--gpu-memory-limit"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(format_bytes(int64_t{20} << 30), "20.00 GiB");
+}
+
+// Measured times from a --profile CSV replace the estimates; a fused layer's go to its host.
+TEST(MemoryPlan, LayerTimesFromAProfile) {
+  Sequential model = make_caltech_model(32, 6);
+  auto opt = make_optimizer("adagrad", model.parameters(), 0.01f);
+  StepMem m = describe_step(model, Shape{4, 3, 32, 32}, opt.get(), 1000.0);
+  const std::string path = "/tmp/pdnn_layer_times_" + std::to_string(::getpid()) + ".csv";
+  auto write = [&](const std::string& text) {
+    std::ofstream(path) << text;
+  };
+  write("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n"
+        "0,Conv2d,\"(4,32,32,32)\",1.5,3.0,0.25,0.1,1\n"
+        "1,ReLU,\"(4,32,32,32)\",0.5,0.5,0,0.1,1\n"
+        "16,Dense,\"(4,1024)\",2.0,4.0,0.5,0.1,1\n"
+        "other,other,\"\",0.3,0,0,0.01,0\n");
+  const double conv2_estimate = m.layers[2].fwd_ms;
+  read_layer_times(m, path);
+  EXPECT_DOUBLE_EQ(m.layers[0].fwd_ms, 2.0);  // with the fused ReLU's
+  EXPECT_DOUBLE_EQ(m.layers[0].bwd_ms, 3.5);
+  EXPECT_DOUBLE_EQ(m.layers[16].bwd_ms, 4.0);
+  EXPECT_DOUBLE_EQ(m.layers[2].fwd_ms, conv2_estimate);  // no row: the estimate stays
+  EXPECT_DOUBLE_EQ(m.update_ms, 0.75);
+  write("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n"
+        "0,Conv2d,\"(8,32,32,32)\",1.5,3.0,0.25,0.1,1\n");
+  try {
+    read_layer_times(m, path);
+    ADD_FAILURE() << "a profile of another batch was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("profile the same model, batch and size"), std::string::npos)
+        << e.what();
+  }
+  write("app,model\n");
+  EXPECT_THROW(read_layer_times(m, path), Error);
+  std::remove(path.c_str());
+  EXPECT_THROW(read_layer_times(m, path), Error);
+}
+
+// Three layers of 1000, 500 and 10 floats (slots of 1024, 512, 128). Positions: fwd 0..2,
+// bwd 2, 1, 0 = 3, 4, 5. At bwd 1 (position 4) all of them are live with dL/d(out 1) (512,
+// since bwd 2) and dL/d(out 0) (1024): 3200 floats, the whole buffer.
+TEST(MemoryPlan, ArenaLayoutSharesWhatDoesNotOverlapInTime) {
+  const ArenaLayout keep = layout_arena({1000, 500, 10}, {Placement::Keep, Placement::Keep, Placement::Keep});
+  EXPECT_EQ(keep.floats, 3200);
+  EXPECT_EQ(keep.grad_offset[0], -1);
+  EXPECT_EQ(keep.back_offset[0], -1);
+  // Layer 0 offloaded: its forward slot ([0, 1]) is free from fwd 2 on; it comes back at bwd 1
+  // (layer 1's backward brings back its input), when dL/d(out 0) is written too: one of the two
+  // takes the old slot, the other one of its own.
+  const ArenaLayout off = layout_arena({1000, 500, 10}, {Placement::Offload, Placement::Keep, Placement::Keep});
+  EXPECT_EQ(off.back_at[0], 4);
+  EXPECT_TRUE(off.grad_offset[1] == off.out_offset[0] || off.back_offset[0] == off.out_offset[0]);
+  EXPECT_NE(off.back_offset[0], off.grad_offset[1]);
+  EXPECT_EQ(off.floats, 3200);
+  // A recomputed layer brings its input back first, at the same position.
+  const ArenaLayout rec = layout_arena({1000, 500, 10, 10},
+                                       {Placement::Offload, Placement::Recompute, Placement::Keep, Placement::Keep});
+  EXPECT_EQ(rec.back_at[1], 2 * 4 - 1 - 2);  // bwd 2 brings back layer 1, which needs layer 0
+  EXPECT_EQ(rec.back_at[0], rec.back_at[1]);
+  EXPECT_THROW(layout_arena({10, 10}, {Placement::Keep, Placement::Offload}), Error);
+  // The plan's positions: layer 0's slot kept through position 3 (its copy out still running),
+  // its copy back issued at the start of backward (position 4 of 4 layers' 8).
+  const ArenaLayout pos = layout_arena({1000, 500, 10, 10},
+                                       {Placement::Offload, Placement::Keep, Placement::Keep, Placement::Keep},
+                                       {3, -1, -1, -1}, {1, -1, -1, -1});
+  EXPECT_EQ(pos.back_at[0], 4);  // asked for 1, but nothing comes back before backward
+  EXPECT_GE(pos.reuse_at[0], 4);
+}
+
+// W4 at 32x32, batch 4: what the real layers say they keep.
+TEST(MemoryPlan, DescribesW4FromTheModel) {
+  Sequential model = make_caltech_model(32, 6);
+  auto opt = make_optimizer("adagrad", model.parameters(), 0.01f);
+  const Shape in{4, 3, 32, 32};
+  const StepMem m = describe_step(model, in, opt.get(), 1000.0);
+  ASSERT_EQ(m.layers.size(), model.size());
+  // Conv + ReLU fused: the ReLU layer has no buffers, the convolution reads x and y.
+  EXPECT_FALSE(m.layers[0].absorbed);
+  EXPECT_TRUE(m.layers[1].absorbed);
+  EXPECT_TRUE(m.layers[0].bwd_reads_input && m.layers[0].bwd_reads_output);
+  EXPECT_EQ(m.layers[0].out_bytes, 4 * 32 * 32 * 32 * 4);
+  EXPECT_EQ(m.layers[1].out_bytes, 0);
+  EXPECT_EQ(m.layers[0].param_bytes, (32 * 3 * 9 + 32) * 4);
+  EXPECT_EQ(m.layers[0].opt_state_bytes, m.layers[0].param_bytes);  // AdaGrad: one sum each
+  // Pooling keeps its int32 argmax only and can be recomputed.
+  EXPECT_FALSE(m.layers[4].bwd_reads_input || m.layers[4].bwd_reads_output);
+  EXPECT_EQ(m.layers[4].scratch_bytes, 4 * 32 * 16 * 16 * 4);
+  EXPECT_TRUE(m.layers[4].recomputable);
+  EXPECT_FALSE(m.layers[0].recomputable);
+  // Dropout after Dense + ReLU: its mask.
+  EXPECT_EQ(m.layers[18].name, "Dropout(0.5)");
+  EXPECT_EQ(m.layers[18].scratch_bytes, 4 * 1024 * 4);
+  EXPECT_TRUE(m.layers[18].recomputable);
+  EXPECT_EQ(m.input_bytes, 4 * 3 * 32 * 32 * 4 + 4 * 4);
+  const MemoryPlan p = plan_memory(m, PlanOptions{});
+  EXPECT_TRUE(p.fits);
+  const std::string table = format_plan(m, p, PlanOptions{});
+  EXPECT_NE(table.find("(fused into the layer before)"), std::string::npos) << table;
+  EXPECT_NE(table.find("peak "), std::string::npos) << table;
+  // Half the uncapped peak: the planner finds a way or names the smallest limit.
+  PlanOptions half;
+  half.limit_bytes = p.peak_bytes / 2;
+  const MemoryPlan q = plan_memory(m, half);
+  if (q.fits)
+    EXPECT_LE(q.peak_bytes, half.limit_bytes);
+  else
+    EXPECT_GT(q.min_limit_bytes, half.limit_bytes);
+}
+
+}  // namespace
+}  // namespace pdnn
+
+namespace pdnn {
+namespace {
+
+// Trains W4 at 32x32 (batch 4, dropout on) for three steps, with `where` as the model's
+// placements (empty: none); returns the parameters, flat.
+// With plan_positions, the copy positions of simulate_plan's plan for `where` too (an offloaded
+// output's slot kept while its copy runs, its copy back issued early).
+std::vector<float> train_w4_small(const std::vector<Placement>& where, Sequential* keep = nullptr,
+                                  bool plan_positions = false) {
+  Context ctx(1, 7);
+  Sequential model = make_caltech_model(32, 6);
+  model.reset_parameters(ctx.rng());
+  if (plan_positions) {
+    auto o = make_optimizer("adagrad", model.parameters(), 0.01f);
+    const StepMem m = describe_step(model, Shape{4, 3, 32, 32}, o.get(), 1.0);
+    std::vector<Placement> executed;
+    for (size_t i = 0; i < where.size(); ++i)
+      if (!model.absorbed(i)) executed.push_back(where[i]);
+    PlanOptions po;
+    po.h2d_gb_s = po.d2h_gb_s = 0.001;  // slow copies: slots kept long, copies back issued early
+    const MemoryPlan p = simulate_plan(m, executed, po);
+    std::vector<int> dropped(where.size(), -1), back(where.size(), -1);
+    for (const SavedPlan& s : p.saved) {
+      dropped[static_cast<size_t>(s.layer)] = s.dropped_after;
+      back[static_cast<size_t>(s.layer)] = s.back_at;
+    }
+    model.set_placements(where, dropped, back);
+  } else if (!where.empty()) {
+    model.set_placements(where);
+  }
+  auto opt = make_optimizer("adagrad", model.parameters(), 0.01f);
+  ClassifierTrainer trainer(model, *opt);
+  Rng data(99);
+  Tensor x(Shape{4, 3, 32, 32}), y(Shape{4}, DType::I32);
+  for (int step = 0; step < 3; ++step) {
+    for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(Rng::to_unit(data.next()) - 0.5);
+    for (int64_t i = 0; i < 4; ++i) y.data<int32_t>()[i] = static_cast<int32_t>((step + i) % 6);
+    trainer.step(ctx, x, y);
+  }
+  std::vector<float> w;
+  for (const Param& p : model.params())
+    w.insert(w.end(), p.value->data(), p.value->data() + p.value->numel());
+  if (keep) *keep = std::move(model);
+  return w;
+}
+
+TEST(MemoryPlanExecution, OffloadAndRecomputeGiveBitIdenticalWeights) {
+  const std::vector<float> plain = train_w4_small({});
+  // Layers: 0 conv, 2 conv, 4 pool, 5 conv, 7 conv, 9 pool, 10 conv, 12 conv, 14 pool,
+  // 15 flatten, 16 dense, 18 dropout, 19 dense, 21 dropout, 22 dense (the others fused).
+  std::vector<Placement> where(23, Placement::Keep);
+  where[0] = Placement::Offload;
+  where[4] = Placement::Recompute;
+  where[5] = Placement::Offload;
+  where[9] = Placement::Recompute;
+  where[10] = Placement::Offload;
+  where[15] = Placement::Recompute;
+  where[18] = Placement::Recompute;  // the dropout mask drawn again at the same RNG position
+  where[21] = Placement::Offload;
+  Sequential model;
+  const std::vector<float> planned = train_w4_small(where, &model);
+  ASSERT_EQ(planned.size(), plain.size());
+  EXPECT_EQ(0, std::memcmp(planned.data(), plain.data(), plain.size() * sizeof(float)))
+      << "a planned step must compute the same numbers";
+  // The plan freed the outputs after their last use.
+  EXPECT_TRUE(model.activation(0).empty());
+  EXPECT_TRUE(model.activation(4).empty());
+  EXPECT_FALSE(model.activation(22).empty());  // the logits stay
+  // Evaluation under the plan frees as it goes and gives the same logits.
+  Sequential unplanned;
+  train_w4_small({}, &unplanned);
+  Context ctx(1, 3);
+  Tensor x(Shape{4, 3, 32, 32});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(i % 7) * 0.1f;
+  model.train(false);
+  unplanned.train(false);
+  const Tensor a = model.forward(ctx, x).clone(ctx);
+  const Tensor b = unplanned.forward(ctx, x).clone(ctx);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.nbytes()));
+  EXPECT_TRUE(model.activation(2).empty());
+  // With a plan's copy positions (slots kept while copies run, copies back issued early).
+  // (Layer 21's output is read right after the forward: the planner gives it no gap to leave.)
+  std::vector<Placement> planned_where = where;
+  planned_where[21] = Placement::Keep;
+  const std::vector<float> positioned = train_w4_small(planned_where, nullptr, true);
+  EXPECT_EQ(0, std::memcmp(positioned.data(), plain.data(), plain.size() * sizeof(float)));
+  // Every layer recomputed (chains: the flatten's input pool kept) also matches.
+  std::vector<Placement> all(23, Placement::Keep);
+  for (int i : {4, 9, 14, 18, 21}) all[static_cast<size_t>(i)] = Placement::Recompute;
+  const std::vector<float> rec = train_w4_small(all);
+  EXPECT_EQ(0, std::memcmp(rec.data(), plain.data(), plain.size() * sizeof(float)));
+  // The logits cannot leave.
+  std::vector<Placement> bad(23, Placement::Keep);
+  bad[22] = Placement::Offload;
+  Sequential m = make_caltech_model(32, 6);
+  EXPECT_THROW(m.set_placements(bad), Error);
+}
+
+}  // namespace
+}  // namespace pdnn
+
+namespace pdnn {
+namespace {
+
+// W4 at 64x64 (batch 16) on the GPU for 6 steps: without a plan (one CUDA graph per step) and
+// under a limit halfway between the plan's smallest and its unlimited peak (the plan carried
+// out eagerly): the same weights, bit for bit, and a lower peak. The convolutions are pinned to
+// one algorithm so that both runs run the same kernels.
+struct GpuRun {
+  std::vector<float> weights;
+  size_t peak = 0;
+  int64_t planned_peak = 0;
+};
+
+// forced (non-empty): these placements rather than a plan's (offloads on the copy stream).
+GpuRun train_w4_gpu(bool capped, const std::vector<Placement>& forced = {}) {
+  Context ctx(1, 7, Device::CUDA);
+  ctx.tuning().set_policy("im2col");
+  Sequential model = make_caltech_model(64, 6);
+  model.reset_parameters(ctx.rng());
+  model.to(Device::CUDA, ctx);
+  auto opt = make_optimizer("adagrad", model.parameters(), 0.01f);
+  const Shape in{16, 3, 64, 64};
+  GpuRun run;
+  if (capped) {
+    const StepMem m = describe_step(model, in, opt.get(), 25000.0);
+    const MemoryPlan free_plan = plan_memory(m, PlanOptions{});
+    PlanOptions o;
+    o.limit_bytes = free_plan.min_limit_bytes + (free_plan.peak_bytes - free_plan.min_limit_bytes) / 2;
+    const MemoryPlan p = plan_memory(m, o);
+    EXPECT_TRUE(p.fits);
+    std::vector<Placement> where(model.size(), Placement::Keep);
+    std::vector<int> dropped(model.size(), -1), back(model.size(), -1);
+    for (const SavedPlan& s : p.saved) {
+      where[static_cast<size_t>(s.layer)] = s.where;
+      dropped[static_cast<size_t>(s.layer)] = s.dropped_after;
+      back[static_cast<size_t>(s.layer)] = s.back_at;
+    }
+    model.set_placements(where, dropped, back);
+    run.planned_peak = p.peak_bytes;
+  }
+  if (!forced.empty()) model.set_placements(forced);
+  ClassifierTrainer trainer(model, *opt);
+  Rng data(99);
+  Tensor x(in), y(Shape{16}, DType::I32);
+  for (int step = 0; step < 6; ++step) {
+    for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(Rng::to_unit(data.next()) - 0.5);
+    for (int64_t i = 0; i < 16; ++i) y.data<int32_t>()[i] = static_cast<int32_t>((step + i) % 6);
+    trainer.step(ctx, x, y);
+  }
+  ctx.synchronize();
+  for (const Param& p : model.params()) {
+    const Tensor h = p.value->to(Device::CPU, ctx);
+    run.weights.insert(run.weights.end(), h.data(), h.data() + h.numel());
+  }
+  run.peak = ctx.device_alloc_stats().peak_in_use;
+  return run;
+}
+
+TEST(MemoryPlanGpu, CappedRunGivesBitIdenticalWeightsAndALowerPeak) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  const GpuRun plain = train_w4_gpu(false);
+  const GpuRun capped = train_w4_gpu(true);
+  ASSERT_EQ(plain.weights.size(), capped.weights.size());
+  EXPECT_EQ(0, std::memcmp(plain.weights.data(), capped.weights.data(),
+                           plain.weights.size() * sizeof(float)));
+  EXPECT_LT(capped.peak, plain.peak);
+  std::printf("peak device memory: uncapped %.1f MiB, capped %.1f MiB (planned %.1f MiB)\n",
+              plain.peak / 1048576.0, capped.peak / 1048576.0, capped.planned_peak / 1048576.0);
+  // Offloads (copy stream, events, inside the CUDA graph) and recomputations forced.
+  std::vector<Placement> where(23, Placement::Keep);
+  for (int i : {0, 5, 10, 12}) where[static_cast<size_t>(i)] = Placement::Offload;
+  for (int i : {4, 9, 18, 21}) where[static_cast<size_t>(i)] = Placement::Recompute;
+  const GpuRun forced = train_w4_gpu(false, where);
+  EXPECT_EQ(0, std::memcmp(plain.weights.data(), forced.weights.data(),
+                           plain.weights.size() * sizeof(float)));
+  EXPECT_LT(forced.peak, plain.peak);
+}
+
+}  // namespace
+}  // namespace pdnn

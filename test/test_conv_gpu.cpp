@@ -46,7 +46,7 @@ const ConvCase kCases[] = {
     {"long_k_split", 2, 64, 20, 20, 16, 3, 1, 1, FusedAct::ReLU, true},
     {"c1_k10", 4, 1, 28, 28, 10, 3, 1, 1, FusedAct::ReLU, true},
     {"k1_s2_empty_phases", 2, 6, 7, 8, 5, 1, 2, 0, FusedAct::None, true},
-    {"m24_taps288", 2, 32, 10, 9, 24, 3, 1, 1, FusedAct::ReLU, true},  // 32x64 weight tiles
+    {"m24_taps288", 2, 32, 10, 9, 24, 3, 1, 1, FusedAct::ReLU, true},
 };
 
 Act act_of(FusedAct a) { return Act{a, a == FusedAct::LeakyReLU ? 0.2f : 0.f}; }

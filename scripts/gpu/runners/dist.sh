@@ -16,7 +16,7 @@
 #   copy of it is limited to 64 MiB, so keep DATA small then)
 # Run with the device tool's nvidia-h100-x2 (or h200-x2) kind. NVLink multicast stays off
 # (NCCL_NVLS_ENABLE=0: the device tool's rule). NCCL is the host's (host.sh finds it:
-# PDNN_NCCL_LIBRARY). Knobs: STEPS (300 for W3), STEPS_W4 (40), TORCH (1), PYTHON.
+# PDNN_NCCL_LIBRARY). Knobs: STEPS (300 for W3), STEPS_W4 (40), STEPS_W5 (100), TORCH (1), PYTHON.
 set -euo pipefail
 source "$(dirname "$0")/../host.sh"
 OUT=$RESULTS
@@ -123,6 +123,9 @@ else
   echo "SKIP W3: no MNIST-layout data in gpu-bundle/data (DATA=fashion-mnist scripts/gpu/prepare.sh)"
 fi
 pdnn_run W4 caltech101 64 "$STEPS_W4" ${CALTECH_ARGS:-}
+# W5 (the DCGAN, 64 per GPU; dcgan --distributed sums both models' gradients over the ranks)
+# when the bundle has the app; the shipped photos are its data.
+pdnn_run W5 dcgan 64 "${STEPS_W5:-100}" --dataset caltech --images-per-epoch 0
 
 # 3. PyTorch DDP (NCCL), eager as users write it, the same per-GPU batches.
 if [ "$TORCH" = 1 ] && "$PYTHON" -c 'import torch; assert torch.cuda.device_count() >= 2' 2>/dev/null; then

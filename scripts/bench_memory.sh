@@ -13,7 +13,8 @@
 # Rows: OUT (results/scale/memory.csv), columns as torch_memory_bench.py's.
 # Environment: BIN (build/bin), PYTHON (python3, the one with torch), SIDES ("224 448 672 896
 # 1120"), CAPS ("20G"), STEPS (20: two blocks of 10), TORCH_STEPS (5), CALTECH_DATA
-# (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch.
+# (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch, THREADS (8: the host threads that prepare
+# the batches; at 1 they, not the GPU, bound the step).
 # Each command should stay under 10 minutes: run one or two sides at a time, e.g.
 #   make bench-memory SIDES=672 CAPS="20G 28G"
 set -euo pipefail
@@ -47,7 +48,7 @@ for side in $SIDES; do
     limit=$([ "$cap" = none ] && true || echo "--gpu-memory-limit $cap")
     set +e
     "$BIN/caltech101" --device cuda --data "$CALTECH_DATA" --size "$side" --steps "$STEPS" \
-      --threads 1 --memory-plan $limit > "$log" 2>&1
+      --threads "${THREADS:-8}" --memory-plan $limit > "$log" 2>&1
     rc=$?
     set -e
     hdr=$(grep -m1 '^caltech101:' "$log" || true)

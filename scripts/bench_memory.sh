@@ -14,7 +14,8 @@
 # Environment: BIN (build/bin), PYTHON (python3, the one with torch), SIDES ("224 448 672 896
 # 1120"), CAPS ("20G"), STEPS (20: two blocks of 10), TORCH_STEPS (5), CALTECH_DATA
 # (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch, THREADS (8: the host threads that prepare
-# the batches; at 1 they, not the GPU, bound the step).
+# the batches; at 1 they, not the GPU, bound the step), APP_ARGS (more caltech101 flags, e.g.
+# "--conv-algo implicit").
 # Each command should stay under 10 minutes: run one or two sides at a time, e.g.
 #   make bench-memory SIDES=672 CAPS="20G 28G"
 set -euo pipefail
@@ -48,7 +49,7 @@ for side in $SIDES; do
     limit=$([ "$cap" = none ] && true || echo "--gpu-memory-limit $cap")
     set +e
     "$BIN/caltech101" --device cuda --data "$CALTECH_DATA" --size "$side" --steps "$STEPS" \
-      --threads "${THREADS:-8}" --memory-plan $limit > "$log" 2>&1
+      --threads "${THREADS:-8}" --memory-plan $limit ${APP_ARGS:-} > "$log" 2>&1
     rc=$?
     set -e
     hdr=$(grep -m1 '^caltech101:' "$log" || true)

@@ -13,7 +13,7 @@ if [ "${TESTS:-1}" = 1 ] && [ -x "$BIN/pdnn_tests" ]; then
   "$BIN/pdnn_tests" --gtest_filter='MemoryPlan*' > "$RESULTS/tests.log" 2>&1
   grep -E "^\[  (PASSED|FAILED)|SKIPPED \]|Failure" "$RESULTS/tests.log" | head -12
 fi
-for item in ${PLAN:-224:20G 672:27G}; do
+for item in ${PLAN:-224:20G 672:27G}; do  # APP_ARGS passes through to bench_memory.sh
   side=${item%%:*}
   caps=$(echo "${item#*:}" | tr '+' ' ')
   stage "W4 at ${side}x$side, caps $caps"

@@ -447,49 +447,45 @@ void gpu_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const T
   if (saved_cols && saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
       cuda_conv_chunk(g, n, k) == n)
     keep = saved_cols->data();
-  ConvAlgo aw = ConvAlgo::Auto, ad = ConvAlgo::Auto;
-  if (dw || db) {
-    auto ws_of = [&](ConvAlgo a) {
-      return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, act);
-    };
-    // While timing, the gradients accumulate into scratch, not into dw and db.
-    Tensor scratch_w, scratch_b;
-    auto run = [&](ConvAlgo a, bool timing) {
-      float* gw = dw ? dw->data() : nullptr;
-      float* gb = db ? db->data() : nullptr;
-      if (timing) {
-        if (dw && scratch_w.empty()) scratch_w = Tensor::empty(dw->shape(), DType::F32, Device::CUDA, ctx);
-        if (db && scratch_b.empty()) scratch_b = Tensor::empty(db->shape(), DType::F32, Device::CUDA, ctx);
-        gw = dw ? scratch_w.data() : nullptr;
-        gb = db ? scratch_b.data() : nullptr;
-      }
-      float* ws = ctx.workspace(Device::CUDA, ws_of(a));
-      cuda::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), gw, gb, nullptr, act,
-                            a, a == ConvAlgo::Im2col ? keep : nullptr, ws, ctx.cuda_exec());
-    };
-    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, act, algo, ws_of, run);
-    if (!dx || aw != ConvAlgo::Im2col) run(aw, false);
-  }
-  if (dx) {
-    auto ws_of = [&](ConvAlgo a) {
-      return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, act);
-    };
-    auto run = [&](ConvAlgo a, bool) {
-      float* ws = ctx.workspace(Device::CUDA, ws_of(a));
-      cuda::conv2d_backward(g, n, k, nullptr, w.data(), dy.data(), ptr(y), nullptr, nullptr,
-                            dx->data(), act, a, nullptr, ws, ctx.cuda_exec());
-    };
-    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, act, algo, ws_of, run);
-    if (ad == ConvAlgo::Im2col && aw == ConvAlgo::Im2col) {
-      // both on im2col: one call shares dy's permutation between them
-      float* ws = ctx.workspace(Device::CUDA, cuda_conv_workspace_floats(g, n, k));
-      cuda::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), dw ? dw->data() : nullptr,
-                            db ? db->data() : nullptr, dx->data(), act, ConvAlgo::Im2col, keep, ws,
-                            ctx.cuda_exec());
-    } else {
-      run(ad, false);
+  // The choices first, then the passes: when both backward passes chose one algorithm, one call
+  // runs them and shares the work they have in common (im2col: dy's permutation; implicit GEMM
+  // and cuDNN: dy through the activation).
+  auto ws_w = [&](ConvAlgo a) {
+    return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, act);
+  };
+  auto ws_d = [&](ConvAlgo a) {
+    return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, act);
+  };
+  // One call of the backward; while timing, the gradients accumulate into scratch, not dw, db.
+  Tensor scratch_w, scratch_b;
+  auto pass = [&](ConvAlgo a, size_t ws_floats, bool want_w, bool want_x, bool timing) {
+    float* gw = want_w && dw ? dw->data() : nullptr;
+    float* gb = want_w && db ? db->data() : nullptr;
+    if (timing && want_w) {
+      if (dw && scratch_w.empty()) scratch_w = Tensor::empty(dw->shape(), DType::F32, Device::CUDA, ctx);
+      if (db && scratch_b.empty()) scratch_b = Tensor::empty(db->shape(), DType::F32, Device::CUDA, ctx);
+      gw = dw ? scratch_w.data() : nullptr;
+      gb = db ? scratch_b.data() : nullptr;
     }
+    float* ws = ctx.workspace(Device::CUDA, ws_floats);
+    cuda::conv2d_backward(g, n, k, want_w ? ptr(x) : nullptr, w.data(), dy.data(), ptr(y), gw, gb,
+                          want_x ? dx->data() : nullptr, act, a,
+                          a == ConvAlgo::Im2col && want_w ? keep : nullptr, ws, ctx.cuda_exec());
+  };
+  const bool want_w = dw || db;
+  ConvAlgo aw = ConvAlgo::Auto, ad = ConvAlgo::Auto;
+  if (want_w)
+    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, act, algo, ws_w,
+                         [&](ConvAlgo a, bool t) { pass(a, ws_w(a), true, false, t); });
+  if (dx)
+    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, act, algo, ws_d,
+                         [&](ConvAlgo a, bool t) { pass(a, ws_d(a), false, true, t); });
+  if (want_w && dx && aw == ad) {
+    pass(aw, std::max(ws_w(aw), ws_d(ad)), true, true, false);
+    return;
   }
+  if (want_w) pass(aw, ws_w(aw), true, false, false);
+  if (dx) pass(ad, ws_d(ad), false, true, false);
 }
 #endif
 

@@ -10,12 +10,12 @@
 // activation run as a pass of pdnn's own after the forward; in backward, dy goes through the
 // activation's derivative into the workspace first, and the bias gradient is summed from it.
 #include <algorithm>
-#include <cstdio>
 
 #include "core/error.h"
 #include "cuda/cudnn.h"
 #include "cuda/launch.h"
 #include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
 
 namespace pdnn {
@@ -140,11 +140,8 @@ cudnnHandle_t handle_of(CudaExec e) { return cudnn_of(e).handle; }
 // The pick for this shape and pass, queried once per context (and the descriptor's math type
 // set to it).
 Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d, CudaExec e) {
-  char key[200];
-  std::snprintf(key, sizeof key, "%d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %d",
-                static_cast<int>(pass), (long long)n, (long long)g.c, (long long)g.h,
-                (long long)g.w, (long long)k, (long long)g.kh, (long long)g.kw, (long long)g.sh,
-                (long long)g.sw, (long long)g.ph, (long long)g.pw, e.tf32 ? 1 : 0);
+  // The algorithm choice's key less the activation (applied outside cuDNN's call).
+  const std::string key = gpu_conv_key(pass, g, n, k, Act{}, e.tf32);
   CudnnContext& c = cudnn_of(e);
   auto it = c.picks.find(key);
   if (it == c.picks.end()) it = c.picks.emplace(key, query(pass, d, e.tf32, c.handle)).first;
@@ -153,17 +150,13 @@ Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d
   return it->second;
 }
 
-int64_t masked_floats(const ConvGeom& g, int64_t n, int64_t k, Act act) {
-  return static_cast<int64_t>(conv2d_act_grad_floats(g, n, k, act));
-}
-
 }  // namespace
 
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                      Act act, CudaExec e) {
   Descs d(g, n, k);
   const Pick p = pick(pass, g, n, k, d, e);
-  return static_cast<size_t>(pass == ConvPass::Forward ? 0 : masked_floats(g, n, k, act)) +
+  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) +
          (p.ws + 3) / 4 + 1;
 }
 
@@ -195,7 +188,7 @@ void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float*
     const int64_t total = n * k * g.oh * g.ow;
     conv2d_act_grad(total, y, dy, act, ws, e);
     gy = ws;
-    rest = ws + masked_floats(g, n, k, act);
+    rest = ws + conv2d_act_grad_floats(g, n, k, act);
   }
   const float one = 1.f, zero = 0.f;
   if (db) bias_backward(n, k, g.oh * g.ow, gy, db, e);

@@ -17,6 +17,7 @@
 #include "core/cuda_state.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_algo.h"
+#include "ops/conv/conv2d_gpu.h"
 #include "optim/sgd.h"
 #include "conv_reference.h"
 #include "testing.h"
@@ -137,6 +138,52 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
       }
     }
   }
+}
+
+// The implicit-GEMM forward and backward-weights kernels come in several block tiles, chosen by
+// shape (conv_implicit_tile): each tile forced on every case, fp32 and TF32, the backward-weights
+// with its fused activation (y read beside dy) and its bias gradient, against the reference.
+TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  using cuda::ConvTile;
+  const ConvTile tiles[] = {ConvTile::T128x128, ConvTile::T64x128, ConvTile::T32x256,
+                            ConvTile::T32x128, ConvTile::T32x32};
+  for (bool tf32 : {false, true}) {
+    ctx.cuda().set_tf32(tf32);
+    for (ConvTile tile : tiles)
+      for (const ConvCase& c : kCases) {
+        SCOPED_TRACE(std::string(c.name) + " tile " + cuda::conv_tile_name(tile) +
+                     (tf32 ? " tf32" : " fp32"));
+        Inputs in = inputs_of(c);
+        const Device G = Device::CUDA;
+        const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
+                     dy = in.dy.to(G, ctx);
+        Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
+        cuda::conv2d_implicit_forward(in.g, c.n, c.k, x.data(), w.data(),
+                                      c.bias ? b.data() : nullptr, y.data(), in.act,
+                                      ctx.cuda_exec(), tile);
+        Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
+        float* ws = ctx.workspace(
+            G, cuda::conv2d_implicit_backward_weights_ws(in.g, c.n, c.k, tile));
+        cuda::conv2d_implicit_backward_weights(in.g, c.n, c.k, x.data(), dy.data(), y.data(),
+                                               in.act, dw.data(), c.bias ? db.data() : nullptr,
+                                               ws, ctx.cuda_exec(), tile);
+        const Tensor yh = y.to(Device::CPU, ctx);
+        const testing::ConvReference r = conv_reference(
+            in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh, in.dy, in.act);
+        const double kf = double(in.g.col_rows()), kw = double(c.n * in.g.oh * in.g.ow);
+        expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32, "y");
+        expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32, "dw");
+        if (c.bias)
+          expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+      }
+  }
+#endif
 }
 
 // With no algorithm forced, the first call of a shape times the candidates and records the

@@ -282,7 +282,13 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
     return;
   }
   PDNN_CHECK(dw || !db, "conv2d_backward (implicit GEMM): the bias gradient comes with dw");
-  // dy through the activation once (the kernels would read y beside every gathered dy).
+  if (!dx) {
+    // The weight gradient alone reads each dy once: y beside it, through the activation there.
+    if (dw) conv2d_implicit_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
+    return;
+  }
+  // Both passes: dy through the activation once, into the workspace, for both (backward-data
+  // gathers each dy kh*kw times).
   const size_t masked = conv2d_act_grad_floats(g, n, k, act);
   if (masked) {
     conv2d_act_grad(n * k * g.oh * g.ow, y, dy, act, ws, e);
@@ -290,7 +296,7 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
     ws += masked;
   }
   if (dw) conv2d_implicit_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
-  if (dx) implicit_backward_data(g, n, k, dy, w, dx, ws, e);
+  implicit_backward_data(g, n, k, dy, w, dx, ws, e);
 }
 
 }  // namespace cuda

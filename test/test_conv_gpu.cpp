@@ -16,6 +16,7 @@
 #include "core/context.h"
 #include "core/cuda_state.h"
 #include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
 #include "optim/sgd.h"
@@ -106,7 +107,8 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   Context ctx(1, 1, Device::CUDA);
-  std::vector<ConvAlgo> algos = {ConvAlgo::Im2col, ConvAlgo::Implicit};
+  // Direct runs the 3x3 stride-1 cases (the others fall back to im2col).
+  std::vector<ConvAlgo> algos = {ConvAlgo::Im2col, ConvAlgo::Implicit, ConvAlgo::Direct};
   // cuDNN is optional (opened at run time): checked where it is found, like pdnn's own.
   if (ctx.cuda().cudnn() != nullptr) algos.push_back(ConvAlgo::Cudnn);
   for (bool tf32 : {false, true}) {
@@ -183,6 +185,67 @@ TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
           expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
       }
   }
+#endif
+}
+
+// The direct 3x3 kernels' block tiles, each forced on every 3x3 stride-1 case, fp32 and TF32:
+// forward (bias, activation), backward-data (from dy already through the activation, as
+// conv2d_backward passes it), backward-weights (the activation applied as dy arrives).
+TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  using cuda::DirectTile;
+  int checked = 0;
+  for (bool tf32 : {false, true}) {
+    ctx.cuda().set_tf32(tf32);
+    for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
+      for (const ConvCase& c : kCases) {
+        Inputs in = inputs_of(c);
+        if (!conv3x3_applies(in.g)) continue;
+        SCOPED_TRACE(std::string(c.name) + " tile " + cuda::direct_tile_name(tile) +
+                     (tf32 ? " tf32" : " fp32"));
+        const Device G = Device::CUDA;
+        const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
+                     dy = in.dy.to(G, ctx);
+        Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
+        size_t ws_floats = 0;
+        for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights})
+          ws_floats = std::max(ws_floats, cuda::conv2d_direct_ws(p, in.g, c.n, c.k));
+        float* ws = ctx.workspace(G, ws_floats);
+        cuda::conv2d_direct_forward(in.g, c.n, c.k, x.data(), w.data(), c.bias ? b.data() : nullptr,
+                                    y.data(), in.act, ws, ctx.cuda_exec(), tile);
+        const Tensor yh = y.to(Device::CPU, ctx);
+        const testing::ConvReference r = conv_reference(
+            in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh, in.dy, in.act);
+        // dy through the activation, read off the kernel's own y, as conv2d_backward does
+        Tensor g(in.dy.shape());
+        for (int64_t i = 0; i < g.numel(); ++i)
+          g[i] = in.act.kind == FusedAct::None || yh[i] > 0.f
+                     ? in.dy[i]
+                     : (in.act.kind == FusedAct::ReLU ? 0.f : in.act.slope * in.dy[i]);
+        const Tensor gd = g.to(G, ctx);
+        Tensor dx = poisoned(in.x.shape(), G, ctx);
+        cuda::conv2d_direct_backward_data(in.g, c.n, c.k, gd.data(), w.data(), dx.data(), ws,
+                                          ctx.cuda_exec(), tile);
+        Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
+        cuda::conv2d_direct_backward_weights(in.g, c.n, c.k, x.data(), dy.data(), y.data(), in.act,
+                                             dw.data(), c.bias ? db.data() : nullptr, ws,
+                                             ctx.cuda_exec(), tile);
+        const double kf = double(in.g.col_rows()), kb = double(c.k * 9),
+                     kw = double(c.n * in.g.oh * in.g.ow);
+        expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32, "y");
+        expect_conv_within(dx.to(Device::CPU, ctx), r.dx, r.dx_abs, nullptr, kb, tf32, "dx");
+        expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32, "dw");
+        if (c.bias)
+          expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+        ++checked;
+      }
+  }
+  EXPECT_EQ(checked, 2 * 3 * 4);  // the four 3x3 stride-1 cases
 #endif
 }
 

@@ -7,8 +7,8 @@
 // tests forced one algorithm for all three passes. Here the passes are forced one by one
 // (--conv-algo's per-pass policy, "fwd=A,bwd-data=B,bwd-weights=C"), never left to a timing:
 //   - Conv2d (with and without a fused ReLU / LeakyReLU, with and without bias) and
-//     ConvTranspose2d, every (fwd, bwd-data, bwd-weights) in {im2col, implicit, cudnn}^3 (cuDNN
-//     where found), fp32 and TF32: y, dx, dW, db against the double reference within the
+//     ConvTranspose2d, every (fwd, bwd-data, bwd-weights) in {im2col, implicit, direct,
+//     cudnn}^3 (direct on the 3x3 stride-1 layers, cuDNN where found), fp32 and TF32: y, dx, dW, db against the double reference within the
 //     rounding bounds of conv_reference.h;
 //   - a small W4 (caltech9 at 16x16) training step on the GPU, each layer's passes given
 //     different algorithms (rotations, so every layer sees every algorithm in every pass), every
@@ -39,7 +39,7 @@ using testing::conv_reference;
 using testing::expect_conv_within;
 
 std::vector<ConvAlgo> gpu_algos(Context& ctx) {
-  std::vector<ConvAlgo> a = {ConvAlgo::Im2col, ConvAlgo::Implicit};
+  std::vector<ConvAlgo> a = {ConvAlgo::Im2col, ConvAlgo::Implicit, ConvAlgo::Direct};
   if (ctx.cuda().cudnn() != nullptr) a.push_back(ConvAlgo::Cudnn);
   return a;
 }
@@ -82,6 +82,8 @@ const LayerCase kLayers[] = {
     {"conv_k3s2_plain", false, 2, 37, 40, 9, 9, 3, 2, 0, FusedAct::None, true},
     {"convT_k4s2p1", true, 2, 24, 12, 5, 6, 4, 2, 1, FusedAct::None, true},
     {"convT_k4s1p0_from_1x1", true, 3, 20, 16, 1, 1, 4, 1, 0, FusedAct::None, false},
+    {"conv_k3s1p0_m72_plain", false, 2, 40, 72, 11, 12, 3, 1, 0, FusedAct::None, false},
+    {"convT_k3s1p1", true, 2, 20, 12, 7, 9, 3, 1, 1, FusedAct::None, true},
 };
 
 Tensor host(const Tensor& t, Context& ctx) { return t.to(Device::CPU, ctx); }
@@ -112,8 +114,11 @@ void check_layer(Context& ctx, const LayerCase& c, bool tf32) {
     out_shape = Shape{c.n, c.out_ch, oh, ow};
   }
   // Random weights and bias (not the init's small ones), random input and upstream gradient.
-  std::vector<Param> ps = m.params();
-  for (Param& p : ps) *p.value = testing::random_tensor(p.value->shape(), rng);
+  std::vector<Param> ps = m.params();  // views into the model's flat buffer: filled in place
+  for (Param& p : ps) {
+    const Tensor r = testing::random_tensor(p.value->shape(), rng);
+    for (int64_t i = 0; i < r.numel(); ++i) (*p.value)[i] = r[i];
+  }
   const Tensor w_h = ps[0].value->clone();
   const Tensor b_h = c.bias ? ps[1].value->clone() : Tensor();
   const Tensor x_h = testing::random_tensor(in_shape, rng);
@@ -182,6 +187,10 @@ TEST(ConvGpuPasses, EveryMixOfAlgorithmsThroughTheLayers) {
         ++mixes;
         for (bool tf32 : {false, true})
           for (const LayerCase& c : kLayers) {
+            // direct runs 3x3 stride-1 layers only (elsewhere it is no candidate)
+            const bool uses_direct = f == ConvAlgo::Direct || d == ConvAlgo::Direct ||
+                                     w == ConvAlgo::Direct;
+            if (uses_direct && !(c.kernel == 3 && c.stride == 1)) continue;
             SCOPED_TRACE(std::string(c.name) + " " + policy_of(f, d, w) + (tf32 ? " tf32" : " fp32"));
             check_layer(ctx, c, tf32);
           }

@@ -19,6 +19,7 @@
 #include "core/context.h"
 #include "core/cuda_state.h"
 #include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
 #include "ops/dense.h"
@@ -181,8 +182,8 @@ int run(int argc, char** argv) {
   app.add_option("--out", out, "CSV to append the rows to")->capture_default_str();
   app.add_option("--filter", filter, "only layers whose 'workload layer' contains this (W4, D.)");
   app.add_option("--algos", algos_text,
-                 "comma list of im2col, implicit, cudnn, implicit:TILE (TILE one of 128x128, "
-                 "64x128, 32x256, 32x128, 32x32)")
+                 "comma list of im2col, implicit, direct, cudnn, implicit:TILE (TILE one of "
+                 "128x128, 64x128, 32x256, 32x128, 32x32), direct:TILE (m128, m64, m32)")
       ->capture_default_str();
   app.add_option("--precisions", precisions, "fp32, tf32 or both")->capture_default_str();
   app.add_option("--repeat", repeat, "timed runs per pass")->check(CLI::Range(3, 1000))->capture_default_str();
@@ -192,6 +193,7 @@ int run(int argc, char** argv) {
     ConvAlgo a;
     cuda::ConvTile tile;
     std::string name;
+    cuda::DirectTile dtile = cuda::DirectTile::Auto;
   };
   std::vector<Algo> algos;
   for (size_t s = 0; s <= algos_text.size();) {
@@ -200,10 +202,18 @@ int run(int argc, char** argv) {
     const size_t colon = item.find(':');
     Algo al{ConvAlgo::Auto, cuda::ConvTile::Auto, item};
     PDNN_CHECK(parse_conv_algo(item.substr(0, colon), &al.a) &&
-                   (al.a == ConvAlgo::Im2col || al.a == ConvAlgo::Implicit || al.a == ConvAlgo::Cudnn) &&
-                   (colon == std::string::npos || al.a == ConvAlgo::Implicit),
-               "--algos: '%s' is not im2col, implicit, cudnn or implicit:TILE", item.c_str());
-    if (colon != std::string::npos) {
+                   (al.a == ConvAlgo::Im2col || al.a == ConvAlgo::Implicit ||
+                    al.a == ConvAlgo::Direct || al.a == ConvAlgo::Cudnn) &&
+                   (colon == std::string::npos || al.a == ConvAlgo::Implicit ||
+                    al.a == ConvAlgo::Direct),
+               "--algos: '%s' is not im2col, implicit, direct, cudnn, implicit:TILE or "
+               "direct:TILE", item.c_str());
+    if (colon != std::string::npos && al.a == ConvAlgo::Direct) {
+      bool found = false;
+      for (cuda::DirectTile t : {cuda::DirectTile::M128, cuda::DirectTile::M64, cuda::DirectTile::M32})
+        if (item.substr(colon + 1) == cuda::direct_tile_name(t)) al.dtile = t, found = true;
+      PDNN_CHECK(found, "--algos: '%s': no such tile (m128, m64, m32)", item.c_str());
+    } else if (colon != std::string::npos) {
       bool found = false;
       for (cuda::ConvTile t : {cuda::ConvTile::T128x128, cuda::ConvTile::T64x128,
                                cuda::ConvTile::T32x256, cuda::ConvTile::T32x128,
@@ -289,6 +299,13 @@ int run(int argc, char** argv) {
                         if (L.transposed)
                           ops::conv2d_backward(ctx, g, n, k, nullptr, W, dY, nullptr, nullptr,
                                                nullptr, &dX, Act{}, a.a);
+                        else if (a.dtile != cuda::DirectTile::Auto)
+                          cuda::conv2d_direct_forward(
+                              g, n, k, X.data(), W.data(), conv_bias ? B.data() : nullptr,
+                              Y.data(), cact,
+                              ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
+                                                              ConvPass::Forward, g, n, k)),
+                              ctx.cuda_exec(), a.dtile);
                         else if (a.tile != cuda::ConvTile::Auto)
                           cuda::conv2d_implicit_forward(g, n, k, X.data(), W.data(),
                                                         conv_bias ? B.data() : nullptr, Y.data(),
@@ -302,12 +319,25 @@ int run(int argc, char** argv) {
                         [&](const Algo& a) {
                           if (L.transposed)
                             ops::conv2d_forward(ctx, g, n, k, X, W, nullptr, Y, Act{}, a.a);
+                          else if (a.dtile != cuda::DirectTile::Auto)
+                            cuda::conv2d_direct_backward_data(
+                                g, n, k, dY.data(), W.data(), dX.data(),
+                                ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
+                                                                ConvPass::BackwardData, g, n, k)),
+                                ctx.cuda_exec(), a.dtile);
                           else
                             ops::conv2d_backward(ctx, g, n, k, nullptr, W, dY, &Y, nullptr,
                                                  nullptr, &dX, cact, a.a);
                         }});
     passes.push_back({"backward-weights", fx + fy + act_read + 2 * fw, [&](const Algo& a) {
-                        if (a.tile != cuda::ConvTile::Auto) {
+                        if (a.dtile != cuda::DirectTile::Auto) {
+                          cuda::conv2d_direct_backward_weights(
+                              g, n, k, X.data(), dY.data(), Y.data(), cact, dW.data(),
+                              conv_bias ? dB.data() : nullptr,
+                              ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
+                                                              ConvPass::BackwardWeights, g, n, k)),
+                              ctx.cuda_exec(), a.dtile);
+                        } else if (a.tile != cuda::ConvTile::Auto) {
                           float* ws = ctx.workspace(
                               Device::CUDA,
                               cuda::conv2d_implicit_backward_weights_ws(g, n, k, a.tile));
@@ -329,8 +359,9 @@ int run(int argc, char** argv) {
         std::printf("%-4s %-8s %-16s %-5s", L.workload, L.name, p.name, prec.c_str());
         double best = 1e30;
         for (const Algo& a : algos) {
-          if (a.tile != cuda::ConvTile::Auto && (L.transposed || std::string(p.name) == "backward-data")) {
-            std::printf(" %18s", "-");  // the tile is forced in the forward and weight passes
+          if ((a.tile != cuda::ConvTile::Auto && (L.transposed || std::string(p.name) == "backward-data")) ||
+              (a.dtile != cuda::DirectTile::Auto && (L.transposed || !conv3x3_applies(g)))) {
+            std::printf(" %18s", "-");  // a forced tile where its kernel does not run
             continue;
           }
           TimingStats st{};

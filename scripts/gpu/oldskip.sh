@@ -12,12 +12,13 @@ good='  if (want_w) pass(aw, ws_w(aw), true, false, false);'
 bad='  if (want_w \&\& (!dx || aw != ConvAlgo::Im2col)) pass(aw, ws_w(aw), true, false, false);'
 grep -qF "$good" "$src" || { echo "oldskip.sh: $src no longer has the line to break" >&2; exit 1; }
 cp "$src" "$src.oldskip-backup"
-trap 'mv "$src.oldskip-backup" "$src"' EXIT
+trap 'mv "$src.oldskip-backup" "$src"; touch "$src"' EXIT
 sed -i "s/^$(printf '%s' "$good" | sed 's/[][\.*^$/]/\\&/g')\$/$bad/" "$src"
 grep -q 'aw != ConvAlgo::Im2col)) pass' "$src" || { echo "oldskip.sh: the patch did not apply" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target pdnn_tests >/dev/null
 cp "$build/bin/pdnn_tests" "$build/bin/pdnn_tests_oldskip"
 mv "$src.oldskip-backup" "$src"
 trap - EXIT
+touch "$src"  # newer than the patched object, so the rebuild below recompiles it
 cmake --build "$build" -j "$(nproc)" --target pdnn_tests >/dev/null
 echo "oldskip.sh: $build/bin/pdnn_tests_oldskip built (the weight-gradient skip put back)"

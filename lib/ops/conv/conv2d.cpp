@@ -396,6 +396,9 @@ float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
 // The workspace a GPU algorithm needs for a pass (floats).
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
                             int64_t k, Act act) {
+  if (a == ConvAlgo::Direct && conv3x3_applies(g))
+    return (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
+           cuda::conv2d_direct_ws(pass, g, n, k);
   if (a == ConvAlgo::Implicit)
     return pass == ConvPass::Forward
                ? 1

@@ -9,6 +9,7 @@
 
 #include "cuda/launch.h"
 #include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_gpu.h"
 #include "ops/conv/im2col.h"
 #include "ops/gemm.h"
@@ -262,7 +263,9 @@ void conv2d_act_grad(int64_t total, const float* y, const float* dy, Act act, fl
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                     const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols, float* ws,
                     CudaExec e) {
-  if (algo == ConvAlgo::Implicit)
+  if (algo == ConvAlgo::Direct && conv3x3_applies(g))
+    conv2d_direct_forward(g, n, k, x, w, b, y, act, ws, e);
+  else if (algo == ConvAlgo::Implicit)
     conv2d_implicit_forward(g, n, k, x, w, b, y, act, e);
   else if (algo == ConvAlgo::Cudnn)
     conv2d_cudnn_forward(g, n, k, x, w, b, y, act, ws, e);
@@ -277,14 +280,17 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
     conv2d_cudnn_backward(g, n, k, x, w, dy, y, dw, db, dx, act, ws, e);
     return;
   }
-  if (algo != ConvAlgo::Implicit) {
+  const bool direct = algo == ConvAlgo::Direct && conv3x3_applies(g);
+  if (algo != ConvAlgo::Implicit && !direct) {
     im2col_backward(g, n, k, x, w, dy, y, dw, db, dx, act, saved_cols, ws, e);
     return;
   }
-  PDNN_CHECK(dw || !db, "conv2d_backward (implicit GEMM): the bias gradient comes with dw");
+  PDNN_CHECK(dw || !db, "conv2d_backward (%s): the bias gradient comes with dw",
+             conv_algo_name(algo));
   if (!dx) {
     // The weight gradient alone reads each dy once: y beside it, through the activation there.
-    if (dw) conv2d_implicit_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
+    if (dw && direct) conv2d_direct_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
+    if (dw && !direct) conv2d_implicit_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
     return;
   }
   // Both passes: dy through the activation once, into the workspace, for both (backward-data
@@ -294,6 +300,11 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
     conv2d_act_grad(n * k * g.oh * g.ow, y, dy, act, ws, e);
     dy = ws;
     ws += masked;
+  }
+  if (direct) {
+    if (dw) conv2d_direct_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
+    conv2d_direct_backward_data(g, n, k, dy, w, dx, ws, e);
+    return;
   }
   if (dw) conv2d_implicit_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
   implicit_backward_data(g, n, k, dy, w, dx, ws, e);

@@ -7,18 +7,20 @@
 
 #include "core/cuda_state.h"
 #include "core/error.h"
+#include "ops/conv/conv2d_3x3.h"
 
 namespace pdnn {
 
 const char* gpu_conv_policies() {
-  return "auto, own, im2col, implicit, cudnn, or per pass: [WORD,]PASS=WORD,... with PASS one of "
+  return "auto, own, im2col, implicit, direct, cudnn, or per pass: [WORD,]PASS=WORD,... with PASS one of "
          "fwd, bwd-data, bwd-weights";
 }
 
 namespace {
 
 bool valid_word(const std::string& p) {
-  return p == "auto" || p == "own" || p == "im2col" || p == "implicit" || p == "cudnn";
+  return p == "auto" || p == "own" || p == "im2col" || p == "implicit" || p == "direct" ||
+         p == "cudnn";
 }
 
 // Splits "own,bwd-weights=implicit" into its default word and the per-pass words; false on a
@@ -72,7 +74,9 @@ bool implicit_fits(const ConvGeom& g, int64_t n, int64_t k) {
          n * g.h * g.w < INT_MAX && k * g.c * g.kh * g.kw < INT_MAX;
 }
 
-bool own_algo(ConvAlgo a) { return a == ConvAlgo::Im2col || a == ConvAlgo::Implicit; }
+bool own_algo(ConvAlgo a) {
+  return a == ConvAlgo::Im2col || a == ConvAlgo::Implicit || a == ConvAlgo::Direct;
+}
 
 }  // namespace
 
@@ -81,6 +85,9 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
   (void)pass;
   std::vector<ConvAlgo> all{ConvAlgo::Im2col};
   if (implicit_fits(g, n, k)) all.push_back(ConvAlgo::Implicit);
+  // the halo-tile kernels of 3x3 stride-1 layers (conv2d_direct.cu)
+  if (conv3x3_applies(g) && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
+    all.push_back(ConvAlgo::Direct);
   if (have_cudnn) all.push_back(ConvAlgo::Cudnn);
   std::vector<ConvAlgo> out;
   ConvAlgo forced = ConvAlgo::Auto;

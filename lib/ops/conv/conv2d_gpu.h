@@ -63,6 +63,28 @@ size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t
 // in this many floats of workspace.
 size_t conv2d_implicit_backward_data_ws(const ConvGeom& g, int64_t n, int64_t k);
 
+// ---- direct 3x3 stride-1 with halo tiles (conv2d_direct.cu; conv3x3_applies shapes) ------
+// The block tiles: M rows (output channels; input channels in backward-data) a block. Auto:
+// 128 above 64 rows, 64 above 32, else 32 (backward-weights: 64 or 32). Forced by tests and
+// apps/bench_conv_gpu.
+enum class DirectTile { Auto, M128, M64, M32 };
+const char* direct_tile_name(DirectTile t);
+// Workspace floats of a pass: the re-laid-out weights (forward, backward-data) or the split
+// partial sums (backward-weights).
+size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
+void conv2d_direct_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                           const float* w, const float* b, float* y, Act act, float* ws,
+                           CudaExec e, DirectTile tile = DirectTile::Auto);
+// dx = written (dy already through the activation).
+void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
+                                 const float* w, float* dx, float* ws, CudaExec e,
+                                 DirectTile tile = DirectTile::Auto);
+// dw +=, db += (when given); with an activation, dy goes through act'(y) as it arrives.
+void conv2d_direct_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                                    const float* dy, const float* y, Act act, float* dw,
+                                    float* db, float* ws, CudaExec e,
+                                    DirectTile tile = DirectTile::Auto);
+
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
 // The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward.
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,

@@ -575,8 +575,16 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
   else launch_fwd<Fwd32>(a, e);
 }
 
-DirectTile fwd_tile(int64_t out_ch) {
-  return out_ch > 64 ? DirectTile::M128 : out_ch > 32 ? DirectTile::M64 : DirectTile::M32;
+// The block tile of a forward-kind pass with out_ch output channels at oh x ow, as measured on
+// the H100 (W4's layers, results/bench/conv_gpu.csv of 2026-11-26): in fp32 the 32-row tile
+// (8 x 8 outputs a thread over 16 x 16 pixels) wins up to 64 channels at 112 x 112 and above
+// (conv4 forward 1.53 ms against 1.62 for 64 rows), the 64-row tile at 56 x 56 and for 128
+// channels (conv5 0.97 against 1.05 for 128 rows); on the tensor cores the tile of the channel
+// count wins (conv4 0.78 ms on 64 rows against 0.89 on 32, conv6 0.75 on 128 against 0.79).
+DirectTile fwd_tile(int64_t out_ch, int64_t oh, int64_t ow, bool tf32) {
+  if (out_ch <= 32) return DirectTile::M32;
+  if (tf32) return out_ch <= 64 ? DirectTile::M64 : DirectTile::M128;
+  return out_ch <= 64 && oh * ow >= 112 * 112 ? DirectTile::M32 : DirectTile::M64;
 }
 
 int sm_count() {
@@ -656,7 +664,7 @@ void conv2d_direct_forward(const ConvGeom& g, int64_t n, int64_t k, const float*
                            CudaExec e, DirectTile tile) {
   check_geom(g, n, k);
   if (n * k * g.oh * g.ow == 0) return;
-  if (tile == DirectTile::Auto) tile = fwd_tile(k);
+  if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, e.tf32);
   const int Mp = static_cast<int>(conv3x3::round_up(k, 128));
   const int64_t total = g.c * 9 * Mp;
   prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
@@ -672,7 +680,7 @@ void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const 
                                  DirectTile tile) {
   check_geom(g, n, k);
   if (n * g.c * g.h * g.w == 0) return;
-  if (tile == DirectTile::Auto) tile = fwd_tile(g.c);
+  if (tile == DirectTile::Auto) tile = fwd_tile(g.c, g.h, g.w, e.tf32);
   const int Mp = static_cast<int>(conv3x3::round_up(g.c, 128));
   const int64_t total = k * 9 * Mp;
   prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(

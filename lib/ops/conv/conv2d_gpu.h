@@ -65,8 +65,8 @@ size_t conv2d_implicit_backward_data_ws(const ConvGeom& g, int64_t n, int64_t k)
 
 // ---- direct 3x3 stride-1 with halo tiles (conv2d_direct.cu; conv3x3_applies shapes) ------
 // The block tiles: M rows (output channels; input channels in backward-data) a block. Auto:
-// 128 above 64 rows, 64 above 32, else 32 (backward-weights: 64 or 32). Forced by tests and
-// apps/bench_conv_gpu.
+// by the rows, the image size and the precision, as measured (conv2d_direct.cu's fwd_tile;
+// backward-weights: 64 above 32 rows, else 32). Forced by tests and apps/bench_conv_gpu.
 enum class DirectTile { Auto, M128, M64, M32 };
 const char* direct_tile_name(DirectTile t);
 // Workspace floats of a pass: the re-laid-out weights (forward, backward-data) or the split

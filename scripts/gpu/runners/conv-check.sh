@@ -6,11 +6,11 @@
 # 01ac16f..848cf59 put back), runs the mix tests on it too: they must FAIL there
 # (oldskip.log). Prepare: BINS="pdnn_tests" scripts/gpu/prepare.sh && scripts/gpu/oldskip.sh,
 # then prepare.sh --bundle gpu-bundle build-gpu/bin/pdnn_tests build-gpu/bin/pdnn_tests_oldskip.
-# Knobs: FILTER (default the conv and backend tests).
+# Knobs: TEST_FILTER (default the conv and backend tests).
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
 need_bin pdnn_tests || exit 1
-filter=${FILTER:-ConvGpu*:ConvGpuPasses*:AllOps/Backends.*}
+filter=${TEST_FILTER:-ConvGpu*:ConvGpuPasses*:AllOps/Backends.*}
 PATH="$BIN:$PATH" "$BIN/pdnn_tests" --gtest_filter="$filter" > "$RESULTS/tests.log" 2>&1
 rc=$?
 grep -E "^\[  (PASSED|FAILED)|SKIPPED \]|tests ran|Failure|outside|rel|error" "$RESULTS/tests.log" | head -60

@@ -273,16 +273,52 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
     im2col_forward(g, n, k, x, w, b, y, act, saved_cols, ws, e);
 }
 
+namespace {
+void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                      ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
+                      const float* dx_src, Act dx_act);
+}  // namespace
+
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e) {
+                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
+                     const float* dx_src, Act dx_act) {
+  PDNN_CHECK(dx_act.kind == FusedAct::None || dx_src,
+             "conv2d_backward: dx through the input's activation needs the input");
+  if (!dx) dx_act = Act{};
+  backward_by_algo(g, n, k, x, w, dy, y, dw, db, dx, act, algo, saved_cols, ws, e, dx_src, dx_act);
+}
+
+namespace {
+__global__ void act_grad_in_place_k(int64_t total, const float* __restrict__ src, float* dx, Act a) {
+  PDNN_GRID_LOOP(i, total) {
+    const float v = dx[i];
+    dx[i] = src[i] > 0.f ? v : (a.kind == FusedAct::ReLU ? 0.f : a.slope * v);
+  }
+}
+
+// dx through act'(src), in place, for the algorithms that cannot do it in their output write.
+void dx_through_act(const ConvGeom& g, int64_t n, const float* src, float* dx, Act a, CudaExec e) {
+  if (a.kind == FusedAct::None) return;
+  const int64_t total = n * g.image_size();
+  act_grad_in_place_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(total, src, dx, a);
+  PDNN_CUDA_LAUNCH_CHECK("conv2d dx through the input's activation");
+}
+
+void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                      ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
+                      const float* dx_src, Act dx_act) {
   if (algo == ConvAlgo::Cudnn) {
     conv2d_cudnn_backward(g, n, k, x, w, dy, y, dw, db, dx, act, ws, e);
+    if (dx) dx_through_act(g, n, dx_src, dx, dx_act, e);
     return;
   }
   const bool direct = algo == ConvAlgo::Direct && conv3x3_applies(g);
   if (algo != ConvAlgo::Implicit && !direct) {
     im2col_backward(g, n, k, x, w, dy, y, dw, db, dx, act, saved_cols, ws, e);
+    if (dx) dx_through_act(g, n, dx_src, dx, dx_act, e);
     return;
   }
   PDNN_CHECK(dw || !db, "conv2d_backward (%s): the bias gradient comes with dw",
@@ -303,12 +339,14 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
   }
   if (direct) {
     if (dw) conv2d_direct_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
-    conv2d_direct_backward_data(g, n, k, dy, w, dx, ws, e);
+    conv2d_direct_backward_data(g, n, k, dy, w, dx, ws, e, DirectTile::Auto, dx_src, dx_act);
     return;
   }
   if (dw) conv2d_implicit_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
   implicit_backward_data(g, n, k, dy, w, dx, ws, e);
+  dx_through_act(g, n, dx_src, dx, dx_act, e);
 }
+}  // namespace
 
 }  // namespace cuda
 }  // namespace pdnn

@@ -100,9 +100,11 @@ namespace cuda {
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                     const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols,
                     float* ws, CudaExec e);
+// dx_src, dx_act: dx = act'(dx_src) . dL/dx when dx_act is not None (ops::conv2d_backward).
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e);
+                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
+                     const float* dx_src = nullptr, Act dx_act = {});
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e);
 void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e);
 }  // namespace cuda
@@ -115,9 +117,13 @@ namespace ops {
 void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
                     const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
                     Tensor* saved_cols = nullptr);
+// dx_act: the activation the layer before applied to make x (Layer::fold_input_activation):
+// dx is then written as act'(x) . dL/dx (x required), on the GPU in the kernel's own output
+// write where it can (direct) and in place after it elsewhere.
 void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
                      const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
-                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols = nullptr);
+                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols = nullptr,
+                     Act dx_act = {});
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y);
 void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db);
 }  // namespace ops

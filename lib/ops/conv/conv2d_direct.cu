@@ -131,6 +131,8 @@ struct FwdArgs {
   const float* bias;
   float* y;
   Act act;
+  const float* msrc;  // y = act'(msrc) . (the sum) when mact is not None (backward-data)
+  Act mact;
 };
 
 template <class T, bool TF32>
@@ -267,7 +269,13 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
   auto put = [&](int m, int p, float v) {  // p: pixel of the patch
     const int oy = oy0 + p / TW, ox = ox0 + p % TW;
     if (m >= a.k || oy >= a.oh || ox >= a.ow) return;
-    yim[m * ohw + static_cast<int64_t>(oy) * a.ow + ox] = apply(v + (a.bias ? __ldg(a.bias + m) : 0.f), a.act);
+    const int64_t o = m * ohw + static_cast<int64_t>(oy) * a.ow + ox;
+    v = apply(v + (a.bias ? __ldg(a.bias + m) : 0.f), a.act);
+    if (a.mact.kind != FusedAct::None) {
+      const float s = __ldg(a.msrc + (yim - a.y) + o);
+      v = s > 0.f ? v : (a.mact.kind == FusedAct::ReLU ? 0.f : a.mact.slope * v);
+    }
+    yim[o] = v;
   };
   if (!TF32) {
 #pragma unroll
@@ -551,8 +559,10 @@ void launch_fwd(const FwdArgs& a, CudaExec e) {
 
 void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64_t n,
              const float* x, const float* wp, int Mp, const float* b, float* y, Act act,
-             DirectTile tile, CudaExec e) {
+             DirectTile tile, CudaExec e, const float* msrc = nullptr, Act mact = {}) {
   FwdArgs a{};
+  a.msrc = msrc;
+  a.mact = mact;
   a.n = static_cast<int>(n);
   a.c = in_ch;
   a.h = h;
@@ -677,7 +687,9 @@ void conv2d_direct_forward(const ConvGeom& g, int64_t n, int64_t k, const float*
 
 void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
                                  const float* w, float* dx, float* ws, CudaExec e,
-                                 DirectTile tile) {
+                                 DirectTile tile, const float* dx_src, Act dx_act) {
+  PDNN_CHECK(dx_act.kind == FusedAct::None || dx_src,
+             "conv2d_direct_backward_data: dx through an activation needs its source");
   check_geom(g, n, k);
   if (n * g.c * g.h * g.w == 0) return;
   if (tile == DirectTile::Auto) tile = fwd_tile(g.c, g.h, g.w, e.tf32);
@@ -690,7 +702,7 @@ void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const 
   // channels at h x w.
   run_fwd(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
           static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
-          static_cast<int>(2 - g.ph), n, dy, ws, Mp, nullptr, dx, Act{}, tile, e);
+          static_cast<int>(2 - g.ph), n, dy, ws, Mp, nullptr, dx, Act{}, tile, e, dx_src, dx_act);
 }
 
 void conv2d_direct_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,

@@ -75,10 +75,12 @@ size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
 void conv2d_direct_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
                            const float* w, const float* b, float* y, Act act, float* ws,
                            CudaExec e, DirectTile tile = DirectTile::Auto);
-// dx = written (dy already through the activation).
+// dx = written (dy already through the activation); with dx_act, dx = act'(dx_src) . dL/dx in
+// the output write (dx_src: the convolution's input, made by a layer with that activation).
 void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
                                  const float* w, float* dx, float* ws, CudaExec e,
-                                 DirectTile tile = DirectTile::Auto);
+                                 DirectTile tile = DirectTile::Auto,
+                                 const float* dx_src = nullptr, Act dx_act = {});
 // dw +=, db += (when given); with an activation, dy goes through act'(y) as it arrives.
 void conv2d_direct_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
                                     const float* dy, const float* y, Act act, float* dw,

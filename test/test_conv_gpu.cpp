@@ -15,6 +15,9 @@
 
 #include "core/context.h"
 #include "core/cuda_state.h"
+#if PDNN_HAVE_CUDA
+#include "cuda/cudnn.h"
+#endif
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_algo.h"
@@ -246,6 +249,50 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
       }
   }
   EXPECT_EQ(checked, 2 * 3 * 4);  // the four 3x3 stride-1 cases
+#endif
+}
+
+// cuDNN's 4-d descriptors hold at most 2^31 - 1 elements (W4's conv2 at 1120 x 1120 has 2.57
+// billion); a batch past that runs in slices of images. The limit lowered to about one image
+// makes every case run slice by slice (the last slice shorter where the batch is odd), against
+// the reference: the weight gradient accumulates over the slices, dx and y are written per slice.
+TEST(ConvGpu, CudnnRunsBatchesPastItsDescriptorLimitInSlices) {
+#if !PDNN_HAVE_CUDA || !PDNN_CUDNN_HEADER
+  GTEST_SKIP() << "needs a CUDA build with cudnn.h";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  if (ctx.cuda().cudnn() == nullptr) GTEST_SKIP() << cudnn_status();
+  auto* cc = static_cast<cuda::CudnnContext*>(ctx.cuda().cudnn());
+  int sliced = 0;
+  for (const ConvCase& c : kCases) {
+    if (c.n < 2) continue;
+    SCOPED_TRACE(c.name);
+    Inputs in = inputs_of(c);
+    // the larger of an input and an output image, plus a little: one image a slice
+    cc->max_tensor_elements = std::max(in.g.c * in.g.h * in.g.w, c.k * in.g.oh * in.g.ow) + 7;
+    const Device G = Device::CUDA;
+    const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
+                 dy = in.dy.to(G, ctx);
+    Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
+    ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, c.bias ? &b : nullptr, y, in.act, ConvAlgo::Cudnn);
+    Tensor dx = poisoned(in.x.shape(), G, ctx);
+    Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
+    ops::conv2d_backward(ctx, in.g, c.n, c.k, &x, w, dy, &y, &dw, c.bias ? &db : nullptr, &dx,
+                         in.act, ConvAlgo::Cudnn);
+    const Tensor yh = y.to(Device::CPU, ctx);
+    const testing::ConvReference r = conv_reference(in.g, c.n, c.k, in.x, in.w,
+                                                    c.bias ? &in.b : nullptr, yh, in.dy, in.act);
+    const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
+                 kw = double(c.n * in.g.oh * in.g.ow);
+    expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, false, "y");
+    expect_conv_within(dx.to(Device::CPU, ctx), r.dx, r.dx_abs, nullptr, kb, false, "dx");
+    expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, false, "dw");
+    if (c.bias) expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+    ++sliced;
+  }
+  EXPECT_GE(sliced, 5);
 #endif
 }
 

@@ -1,19 +1,16 @@
-// Implicit-GEMM convolution on the GPU (conv2d_gpu.h): each pass of a convolution is one matrix
-// product C (M x N) = A (M x K) B (K x N) whose operands are gathered straight from the NCHW
-// tensors, so the im2col matrix only ever exists a tile at a time in shared memory (the explicit
-// im2col path writes and re-reads a column buffer of up to 3.7 GB per W4 pass).
+// Implicit-GEMM backward-data of strided convolutions on the GPU (conv2d_gpu.h): W5's k4 s2
+// layers and any shape the direct kernels do not take (a stride-1 backward-data runs as a forward
+// over flipped weights, conv2d.cu). The first implicit-GEMM kernel of pdnn (issue 17), kept for
+// this pass: forward and backward-weights moved to the pipelined kernels of
+// conv2d_implicit_gemm.cu, and only kBackwardData is instantiated here (the template still
+// carries the other passes' load paths; they are compiled out).
 //
-//   pass              M   N                          K                      A(m, kk)            B(kk, n)
-//   forward           k   n*oh*ow output pixels      c*kh*kw taps           w[m][tap]           x at the pixel's tap
-//   backward-data     c   n*(dx pixels of a phase)   k*(taps of the phase)  w[ko][m][r][q]      act'.dy at ((iy+p-r)/s, (ix+p-q)/s)
-//   backward-weights  k   c*kh*kw taps               n*oh*ow, split         act'.dy[m][pixel]   x at the pixel's tap
+//   backward-data: M = c, N = n*(dx pixels of a phase), K = k*(taps of the phase),
+//   A(m, kk) = w[ko][m][r][q], B(kk, n) = act'.dy at ((iy+p-r)/s, (ix+p-q)/s)
 //
-// Backward-data with stride s splits dx into its s*s phases (iy mod s, ix mod s), one per
-// blockIdx.z: only the taps r = (iy + p) mod s (mod s) reach a pixel of a phase, so the product
-// has no zero terms (for k4 s2 layers, a quarter of the taps). Backward-weights splits its long
-// reduction over blockIdx.z; each split writes its partial product to a workspace, and one more
-// kernel adds the splits in a fixed order (deterministic) into dw, with the bias gradient, whose
-// per-split row sums the blocks of the first column of tiles gather while they load A.
+// dx is split into its s*s phases (iy mod s, ix mod s), one per blockIdx.z: only the taps
+// r = (iy + p) mod s (mod s) reach a pixel of a phase, so the product has no zero terms (for k4
+// s2 layers, a quarter of the taps).
 //
 // Tiling (Tile below): a block computes a BM x BN tile of C, walking K in steps of BK = 16: its
 // threads load the A and B tiles into registers (the next step's loads in flight while the
@@ -26,11 +23,8 @@
 //     of MI x NI mma tiles; per 8 kk it loads MI A fragments and NI B fragments (4 and 2 floats
 //     a thread) and issues MI*NI mma.sync. Inputs are rounded to TF32 as they enter shared
 //     memory, the sums stay fp32.
-// The configuration follows M, the smaller side (output or input channels): 128 x 128 for
-// M > 64 (256 threads), 64 x 128, 32 x 256 or 16 x 256 below (128 threads), and 32 x 32
-// (64 threads) for a backward-weights with few taps (a first layer's c*kh*kw = 27). Fastest
-// for wide layers at large images (W4's 32..128 channels at 56..224 pixels); its cost over the
-// FMA floor is the index arithmetic of the gathers, about one load per BM multiply-adds.
+// The configuration follows M (the input channels): 128 x 128 above 64 (256 threads), 64 x 128,
+// 32 x 256 or 16 x 256 below (128 threads).
 //
 // Index arithmetic: 32-bit within one image (c*h*w < 2^31, checked), 64-bit image offsets.
 #include <algorithm>

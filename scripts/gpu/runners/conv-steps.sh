@@ -6,7 +6,7 @@
 # under `own`. -> $RESULTS/steps.csv, torch.csv, profile_w4_*.csv, algorithms.tsv, logs.
 # Prepare: BINS="caltech101 mnist dcgan" DATA=mnist-npm10k scripts/gpu/prepare.sh
 # MNIST_DATA: W3's IDX folder (default the bundle's mnist-npm10k).
-# Knobs: POLICIES ("im2col own auto"), PRECISIONS ("fp32 tf32"), WORKLOADS ("W3 W4 W5"),
+# Knobs: POLICIES ("im2col own auto"), PRECISIONS ("fp32 tf32"), WORKLOADS ("W3 W4 W5"), STEPS_W4 (120),
 #        TORCH (1), PROFILE (1).
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
@@ -35,7 +35,7 @@ for policy in ${POLICIES:-im2col own auto}; do
     [ "$prec" = tf32 ] && tf=(--tf32)
     has W3 "$W" && step "W3_${policy}_$prec" "$BIN/mnist" --device cuda --model keras --batch 128 \
       --steps 300 --data "${MNIST_DATA:-$BUNDLE/data/mnist-npm10k}" --threads 4 --conv-algo "$policy" "${tf[@]}"
-    has W4 "$W" && step "W4_${policy}_$prec" "$BIN/caltech101" --device cuda --steps 40 --threads 8 \
+    has W4 "$W" && step "W4_${policy}_$prec" "$BIN/caltech101" --device cuda --steps ${STEPS_W4:-120} --threads 8 \
       --conv-algo "$policy" "${tf[@]}"
     has W5 "$W" && step "W5_${policy}_$prec" "$BIN/dcgan" --device cuda --dataset caltech \
       --images-per-epoch 2560 --steps 100 --threads 8 --conv-algo "$policy" "${tf[@]}"

@@ -197,21 +197,27 @@ TEST_F(CaltechApp, SkippedFilesAreSummedUpInTheCsv) {
   EXPECT_EQ(fields.back(), line);
 }
 
-// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h).
+// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h); issue 24:
+// nor a --save-init file (the initial weights).
 TEST_F(CaltechApp, AFreshRunRefusesACheckpointItDidNotWrite) {
   const std::string ck = dir_ + "/trained.ckpt", out = dir_ + "/r.csv", png = dir_ + "/cm.png";
   std::ofstream(ck) << "a trained run";
-  const testing::CommandResult r = run_command(base() + " --epochs 1 --out " + out +
-                                               " --confusion " + png + " --checkpoint " + ck);
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("caltech101: error: --checkpoint " + ck + " already exists and this "
-                          "fresh run would replace it: --resume to continue it, name another "
-                          "path, or --overwrite to replace it"),
-            std::string::npos)
-      << r.output;
-  EXPECT_EQ(slurp(ck), "a trained run");
-  EXPECT_FALSE(exists(out));
-  EXPECT_FALSE(exists(png));
+  for (const auto& [flag, ways_out] :
+       {std::pair<std::string, std::string>{"--checkpoint",
+                                            "fresh run would replace it: --resume to continue "
+                                            "it, name another path, or --overwrite to replace it"},
+        {"--save-init", "run would replace it: name another path, or --overwrite to replace it"}}) {
+    const testing::CommandResult r = run_command(base() + " --epochs 1 --out " + out +
+                                                 " --confusion " + png + " " + flag + " " + ck);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("caltech101: error: " + flag + " " + ck +
+                            " already exists and this " + ways_out),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(slurp(ck), "a trained run");
+    EXPECT_FALSE(exists(out));
+    EXPECT_FALSE(exists(png));
+  }
 }
 
 TEST_F(CaltechApp, StepsTimeTrainingAndWriteNoResults) {

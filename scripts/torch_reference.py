@@ -575,8 +575,18 @@ def load_photos(args):
     folder = args.data or os.path.join(ROOT, "datasets", "caltech101-6")
     if not os.path.isdir(folder):
         sys.exit(f"torch_reference: image folder {folder}: no such directory")
-    classes = args.classes.split(",") if args.classes else PAPER_CLASSES
     found = folder_classes(folder)
+    # As apps/caltech101: without --classes the paper's six when the folder has them all, else
+    # every class folder there, sorted (torchvision's ImageFolder convention).
+    if args.classes:
+        classes = args.classes.split(",")
+    elif all(c in found for c in PAPER_CLASSES):
+        classes = PAPER_CLASSES
+    else:
+        classes = found
+    if len(classes) < 2:
+        sys.exit(f"torch_reference: image folder {folder}: {len(classes)} class(es): a "
+                 "classifier needs two or more")
     for c in classes:
         if c not in found:
             sys.exit(f"torch_reference: image folder {folder}: no folder for class '{c}'")
@@ -849,7 +859,9 @@ def mode_caltech(args):
 
 def add_caltech_args(p):
     p.add_argument("--data", default="", help="image folder (default datasets/caltech101-6)")
-    p.add_argument("--classes", default="", help="comma list (default: the paper's six)")
+    p.add_argument("--classes", default="",
+                   help="comma list (default: the paper's six when the folder has them, else its "
+                        "class folders, sorted)")
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--images-per-epoch", type=int, default=1280)

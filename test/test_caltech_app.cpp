@@ -43,26 +43,26 @@ class CaltechApp : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     data_ = dir_ + "/photos";
-    // Class k: a bright disc of colour k on noise, at a random place. 37x37 is the cache side
-    // for --size 32, so the cache holds the pixels as written.
     const char* names[3] = {"red", "green", "blue"};
-    Rng rng(17);
-    for (int k = 0; k < 3; ++k) {
-      const std::string cls = data_ + "/" + names[k];
-      ASSERT_EQ(std::system(("mkdir -p '" + cls + "'").c_str()), 0);
-      for (int i = 0; i < 12; ++i) {
-        cv::Mat m(37, 37, CV_8UC3);
-        for (int y = 0; y < 37; ++y)
-          for (int x = 0; x < 37; ++x)
-            for (int c = 0; c < 3; ++c)
-              m.at<cv::Vec3b>(y, x)[c] = static_cast<uint8_t>(rng.next() % 60);
-        const int cx = 10 + static_cast<int>(rng.next() % 17), cy = 10 + static_cast<int>(rng.next() % 17);
-        for (int y = 0; y < 37; ++y)
-          for (int x = 0; x < 37; ++x)
-            if ((x - cx) * (x - cx) + (y - cy) * (y - cy) < 64)
-              m.at<cv::Vec3b>(y, x)[2 - k] = 240;  // BGR: red is channel 2
-        ASSERT_TRUE(cv::imwrite(cls + "/img_" + std::to_string(i) + ".png", m));
-      }
+    for (int k = 0; k < 3; ++k) write_class(data_ + "/" + names[k], k, 12);
+  }
+  // A class folder of `count` photos: a bright disc of colour k % 3 on noise, at a random
+  // place. 37x37 is the cache side for --size 32, so the cache holds the pixels as written.
+  void write_class(const std::string& cls, int k, int count) {
+    ASSERT_EQ(std::system(("mkdir -p '" + cls + "'").c_str()), 0);
+    for (int i = 0; i < count; ++i) {
+      cv::Mat m(37, 37, CV_8UC3);
+      for (int y = 0; y < 37; ++y)
+        for (int x = 0; x < 37; ++x)
+          for (int c = 0; c < 3; ++c)
+            m.at<cv::Vec3b>(y, x)[c] = static_cast<uint8_t>(rng_.next() % 60);
+      const int cx = 10 + static_cast<int>(rng_.next() % 17);
+      const int cy = 10 + static_cast<int>(rng_.next() % 17);
+      for (int y = 0; y < 37; ++y)
+        for (int x = 0; x < 37; ++x)
+          if ((x - cx) * (x - cx) + (y - cy) * (y - cy) < 64)
+            m.at<cv::Vec3b>(y, x)[2 - k % 3] = 240;  // BGR: red is channel 2
+      ASSERT_TRUE(cv::imwrite(cls + "/img_" + std::to_string(i) + ".png", m));
     }
   }
   void TearDown() override {
@@ -74,6 +74,7 @@ class CaltechApp : public ::testing::Test {
            std::to_string(size) + " --batch 8 --images-per-epoch 16 --threads 1";
   }
   std::string dir_, data_;
+  Rng rng_{17};
 };
 
 TEST_F(CaltechApp, TwoStepsAt32WriteTheDocumentedRowAndTheConfusionMatrix) {
@@ -196,21 +197,27 @@ TEST_F(CaltechApp, SkippedFilesAreSummedUpInTheCsv) {
   EXPECT_EQ(fields.back(), line);
 }
 
-// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h).
+// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h); issue 24:
+// nor a --save-init file (the initial weights).
 TEST_F(CaltechApp, AFreshRunRefusesACheckpointItDidNotWrite) {
   const std::string ck = dir_ + "/trained.ckpt", out = dir_ + "/r.csv", png = dir_ + "/cm.png";
   std::ofstream(ck) << "a trained run";
-  const testing::CommandResult r = run_command(base() + " --epochs 1 --out " + out +
-                                               " --confusion " + png + " --checkpoint " + ck);
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("caltech101: error: --checkpoint " + ck + " already exists and this "
-                          "fresh run would replace it: --resume to continue it, name another "
-                          "path, or --overwrite to replace it"),
-            std::string::npos)
-      << r.output;
-  EXPECT_EQ(slurp(ck), "a trained run");
-  EXPECT_FALSE(exists(out));
-  EXPECT_FALSE(exists(png));
+  for (const auto& [flag, ways_out] :
+       {std::pair<std::string, std::string>{"--checkpoint",
+                                            "fresh run would replace it: --resume to continue "
+                                            "it, name another path, or --overwrite to replace it"},
+        {"--save-init", "run would replace it: name another path, or --overwrite to replace it"}}) {
+    const testing::CommandResult r = run_command(base() + " --epochs 1 --out " + out +
+                                                 " --confusion " + png + " " + flag + " " + ck);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("caltech101: error: " + flag + " " + ck +
+                            " already exists and this " + ways_out),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(slurp(ck), "a trained run");
+    EXPECT_FALSE(exists(out));
+    EXPECT_FALSE(exists(png));
+  }
 }
 
 TEST_F(CaltechApp, StepsTimeTrainingAndWriteNoResults) {
@@ -243,7 +250,8 @@ TEST_F(CaltechApp, BadInputFailsWithOneLineAndWritesNothing) {
     EXPECT_FALSE(exists(png)) << args;
   };
   expect_failure("--data " + dir_ + "/missing --size 32", "no such directory");
-  expect_failure("--data " + data_ + " --size 32", "no folder for class 'airplanes'");
+  expect_failure("--data " + data_ + " --size 32 --classes red,airplanes",
+                 "no folder for class 'airplanes' (classes there: blue, green, red)");
   const std::string ok =
       "--data " + data_ + " --classes red,green,blue --batch 8 --images-per-epoch 16 ";
   expect_failure(ok + "--size 30", "--size 30: must be a multiple of 8");
@@ -253,6 +261,90 @@ TEST_F(CaltechApp, BadInputFailsWithOneLineAndWritesNothing) {
   expect_failure(ok + "--size 32 --augment maybe", "--augment");
   expect_failure(ok + "--size 32 --optimizer rmsprop", "--optimizer");
   expect_failure(ok + "--size 32 --confusion " + out, "same file");
+}
+
+// Issue 24: without --classes, a folder of the user's own class folders (here red, green, blue:
+// not the study's six) trains on all of them, sorted, as torchvision's ImageFolder does, and
+// the run header says so; label k is the k-th (the CSV's per-class columns in that order).
+TEST_F(CaltechApp, AFolderOfOwnClassesTrainsOnThemSorted) {
+  const std::string out = dir_ + "/r.csv";
+  const testing::CommandResult r =
+      run_command(kBin + " --data " + data_ + " --size 32 --batch 8 --images-per-epoch 16 " +
+                  "--threads 1 --epochs 1 --out " + out + " --confusion " + dir_ + "/cm.png");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("caltech101: model caltech9, dataset photos-32px (" + data_ +
+                          ": 18 train / 18 test, 3 classes (the folder's own, sorted: blue, "
+                          "green, red; it lacks the study's six), 32x32)"),
+            std::string::npos)
+      << r.output;
+  const auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 2u) << slurp(out);
+  const std::vector<std::string>& cols = rows[0];
+  const auto at = [&](const std::string& c) {
+    return std::find(cols.begin(), cols.end(), c) - cols.begin();
+  };
+  ASSERT_LT(at("test_acc_red"), static_cast<long>(cols.size()));
+  EXPECT_LT(at("test_acc_blue"), at("test_acc_green"));
+  EXPECT_LT(at("test_acc_green"), at("test_acc_red"));
+  EXPECT_EQ(rows[1][2], "photos-32px");
+}
+
+// A folder that has the study's six classes (and others) trains on the six, in the study's
+// order, without a note; the dataset is named as a subset of the folder's classes.
+TEST_F(CaltechApp, AFolderWithTheSixTrainsOnTheSix) {
+  const std::string six = dir_ + "/caltech";
+  const char* names[6] = {"airplanes", "Motorbikes", "Faces_easy", "watch", "Leopards", "bonsai"};
+  for (int k = 0; k < 6; ++k) write_class(six + "/" + names[k], k, 4);
+  write_class(six + "/cats", 0, 4);
+  const testing::CommandResult r =
+      run_command(kBin + " --data " + six + " --size 32 --batch 4 --images-per-epoch 4 " +
+                  "--threads 1 --epochs 1 --out " + dir_ + "/r.csv --confusion " + dir_ +
+                  "/cm.png");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("dataset caltech-6cls-32px (" + six +
+                          ": 12 train / 12 test, 6 classes, 32x32)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("airplanes 2/2, Motorbikes 2/2, Faces_easy 2/2, watch 2/2, "
+                          "Leopards 2/2, bonsai 2/2"),
+            std::string::npos)
+      << r.output;
+}
+
+// Issue 24: a folder of the user's own that cannot make a classifier fails in one line naming
+// the problem, before anything is written: no class folders, one class folder, a class with
+// no readable image.
+TEST_F(CaltechApp, AnOwnFolderThatCannotTrainFailsWithOneLine) {
+  const std::string out = dir_ + "/out.csv", png = dir_ + "/cm.png";
+  auto expect_failure = [&](const std::string& data, const std::string& message) {
+    const testing::CommandResult r =
+        run_command(kBin + " --threads 1 --size 32 --epochs 1 --data " + data + " --out " + out +
+                    " --confusion " + png);
+    EXPECT_EQ(r.status, 1) << data;
+    const size_t at = r.output.find("caltech101: error: ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(message, at), std::string::npos) << data << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin() + static_cast<long>(at), r.output.end(), '\n'), 1)
+        << r.output;
+    EXPECT_FALSE(exists(out)) << data;
+    EXPECT_FALSE(exists(png)) << data;
+  };
+  const std::string empty = dir_ + "/empty", one = dir_ + "/one";
+  const std::string unreadable = dir_ + "/unreadable";
+  ASSERT_EQ(std::system(("mkdir -p '" + empty + "/.hidden'").c_str()), 0);
+  std::ofstream(empty + "/notes.txt") << "no class folders here";
+  expect_failure(empty, "image folder " + empty + ": no class subfolders (expected " + empty +
+                            "/<class>/<images>)");
+  write_class(one + "/cats", 0, 4);
+  expect_failure(one, "--data " + one + ": one class folder ('cats'): a classifier needs two or "
+                      "more");
+  write_class(unreadable + "/cats", 0, 4);
+  ASSERT_EQ(std::system(("mkdir -p '" + unreadable + "/dogs'").c_str()), 0);
+  std::ofstream(unreadable + "/dogs/a.jpg") << "not a photo";
+  expect_failure(unreadable, "image folder " + unreadable + ": class 'dogs' has no readable "
+                             "image (skipped: dogs/a.jpg (");
+  expect_failure(data_ + " --classes red", "--classes red: one class: a classifier needs two or "
+                                           "more");
 }
 
 // The largest |a_i - b_i| over every parameter of two checkpoints of caltech9 at 32x32, 3 classes.

@@ -249,19 +249,29 @@ TEST_F(DcganApp, DefaultEpochFitsASmallSet) {
       << r.output;
 }
 
-// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h).
+// Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h); issue 24:
+// nor a --save-init file, which --overwrite replaces with the initial weights (G and D).
 TEST_F(DcganApp, AFreshRunRefusesACheckpointItDidNotWrite) {
   const std::string ck = dir_ + "/trained.ckpt";
   std::ofstream(ck) << "a trained run";
-  const Result r = app("c", " --epochs 1 --images-per-epoch 16 --checkpoint " + ck);
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("dcgan: error: --checkpoint " + ck + " already exists and this fresh "
-                          "run would replace it: --resume to continue it, name another path, "
-                          "or --overwrite to replace it"),
-            std::string::npos)
-      << r.output;
-  EXPECT_EQ(pdnn::testing::slurp(ck), "a trained run");
-  EXPECT_FALSE(exists(dir_ + "/c"));
+  for (const auto& [flag, ways_out] :
+       {std::pair<std::string, std::string>{"--checkpoint",
+                                            "fresh run would replace it: --resume to continue "
+                                            "it, name another path, or --overwrite to replace it"},
+        {"--save-init", "run would replace it: name another path, or --overwrite to replace it"}}) {
+    const Result r = app("c", " --epochs 1 --images-per-epoch 16 " + flag + " " + ck);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("dcgan: error: " + flag + " " + ck + " already exists and this " +
+                            ways_out),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(pdnn::testing::slurp(ck), "a trained run");
+    EXPECT_FALSE(exists(dir_ + "/c"));
+  }
+  const Result r = app("c", " --epochs 1 --images-per-epoch 8 --save-init " + ck + " --overwrite");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(pdnn::testing::slurp(ck), "a trained run");
+  EXPECT_GT(pdnn::testing::slurp(ck).size(), 1000u);
 }
 
 TEST_F(DcganApp, BadInputFailsWithAMessageAndNoOutput) {

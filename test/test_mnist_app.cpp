@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -245,6 +246,44 @@ TEST_F(MnistApp, AFreshRunRefusesACheckpointItDidNotWrite) {
   // --overwrite belongs to a fresh run.
   r = run(base + " --epochs 3 --resume --overwrite");
   EXPECT_EQ(r.status, 2) << r.output;
+}
+
+// Issue 24: --save-init used to replace any file; it follows --checkpoint's rule: refused in
+// one line with the file kept and nothing written (also in a --steps run), replaced with
+// --overwrite, and written under a temporary name (nothing left beside it).
+TEST_F(MnistApp, SaveInitRefusesAFileItDidNotWriteUnlessOverwrite) {
+  const std::string data = make_data("data", 64, 16, 12);
+  const std::string out = dir_ + "/r.csv", init = dir_ + "/init.ckpt";
+  const std::string base = kBin + " --data " + data + " --threads 1 --epochs 1 --out " + out +
+                           " --save-init " + init;
+  std::ofstream(init) << "a trained run";
+  const std::string message = "mnist: error: --save-init " + init +
+                              " already exists and this run would replace it: name another "
+                              "path, or --overwrite to replace it";
+  for (const std::string& extra : {std::string(), std::string(" --steps 2")}) {
+    const Result r = run(base + extra);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(slurp(init), "a trained run");
+    EXPECT_FALSE(exists(out));
+  }
+  Result r = run(base + " --overwrite");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string written = slurp(init);
+  EXPECT_NE(written, "a trained run");
+  EXPECT_GT(written.size(), 1000u);
+  r = run(base + " --overwrite --seed 2");  // a file of its own kind: the same rule
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(slurp(init), written);
+  for (const auto& e : std::filesystem::directory_iterator(dir_))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  r = run(kBin + " --data " + data + " --threads 1 --steps 2 --overwrite");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--overwrite lets a fresh run replace an existing --checkpoint or "
+                          "--save-init file: give one of them"),
+            std::string::npos)
+      << r.output;
 }
 
 // Issue 20: a batch larger than the training set is one batch of the whole set (as PyTorch's

@@ -216,6 +216,46 @@ TEST_F(RunLoopTest, OutputsAreCheckedBeforeAnyWorkAndNothingIsLeftBehind) {
   EXPECT_EQ(listing(), with_fifo);
 }
 
+// Issue 24: --save-init follows --checkpoint's rule: a file this run did not write is refused
+// (in training and in --steps runs) and left as it was, with nothing else written, unless
+// --overwrite; then it holds the run's initial weights, written under a temporary name and
+// renamed (nothing left beside it). --overwrite alone, with neither file, is refused.
+TEST_F(RunLoopTest, SaveInitRefusesAnExistingFileUnlessOverwrite) {
+  auto r = make_run();
+  const std::string init = dir_ + "/init.ckpt";
+  std::ofstream(init) << "a trained run";
+  const std::vector<std::string> before = listing();
+  RunConfig c = config(1);
+  c.save_init = init;
+  const std::string message = "--save-init " + init +
+                              " already exists and this run would replace it: name another "
+                              "path, or --overwrite to replace it";
+  testing::expect_error_mentions([&] { RunLoop loop(r->ctx, c, *r->task); }, {message});
+  EXPECT_EQ(listing(), before);
+  c.steps = 2;
+  testing::expect_error_mentions([&] { RunLoop loop(r->ctx, c, *r->task); }, {message});
+  EXPECT_EQ(listing(), before);
+  EXPECT_EQ(testing::slurp(init), "a trained run");
+
+  RunConfig plain = config(1);
+  plain.checkpoint.clear();
+  plain.overwrite = true;
+  testing::expect_error_mentions([&] { RunLoop loop(r->ctx, plain, *r->task); },
+                                 {"--overwrite lets a fresh run replace an existing --checkpoint "
+                                  "or --save-init file: give one of them"});
+
+  c.steps = 0;
+  c.overwrite = true;
+  ASSERT_EQ(train(c, *r), 0);
+  for (const std::string& f : listing()) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+  auto fresh = make_run();  // the same seed: the initial weights the run started from
+  auto loaded = make_run();
+  loaded->model.parameters().values().fill(0.f);  // so that only the file can restore them
+  EXPECT_EQ(load_checkpoint(init, loaded->model, nullptr).epoch, 0);
+  testing::expect_close(loaded->model.parameters().values(), fresh->model.parameters().values(),
+                        0, 0, "initial weights");
+}
+
 TEST_F(RunLoopTest, DivergenceMidEpochNamesTheStepAndKeepsTheLastGoodEpoch) {
   auto r = make_run();
   r->task->set(&r->model, r->opt.get(), {/*epoch=*/1, /*at=*/3});

@@ -73,13 +73,7 @@ std::string with_commas(int64_t v) {
 // "caltech101-6" for the shipped folder with its six classes at 224; a subset of a folder's
 // classes and another input size are named, so rows of different data never mix.
 std::string dataset_name(const Options& o, const ImageFolder& f) {
-  size_t folder_classes = 0;  // class folders in --data (load_image_folder's rule: no dot)
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(o.data, ec)) {
-    const std::string n = e.path().filename().string();
-    std::error_code ec2;
-    if (!n.empty() && n[0] != '.' && e.is_directory(ec2)) ++folder_classes;
-  }
+  const size_t folder_classes = list_image_folder_classes(o.data).size();
   std::string dir = o.data;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   const size_t slash = dir.find_last_of('/');
@@ -87,6 +81,39 @@ std::string dataset_name(const Options& o, const ImageFolder& f) {
   if (f.classes.size() != folder_classes) name += "-" + std::to_string(f.classes.size()) + "cls";
   if (o.size != 224) name += "-" + std::to_string(o.size) + "px";
   return name;
+}
+
+// Without --classes: the study's six when --data has them all (the shipped
+// datasets/caltech101-6, Caltech's whole 101_ObjectCategories), else every class folder there,
+// sorted (torchvision's ImageFolder convention: a user's own folder of class folders). Returns
+// the header's note on that choice ("" for the six or a --classes list). A classifier needs two
+// classes: one is an error here, before any photo is decoded. A missing or empty folder is left
+// to load_image_folder, which names the problem.
+std::string choose_classes(Options& o, bool given) {
+  std::error_code ec;
+  if (!given && std::filesystem::is_directory(o.data, ec)) {
+    const std::vector<std::string> found = list_image_folder_classes(o.data);
+    const bool has_six =
+        std::all_of(kPaperClasses.begin(), kPaperClasses.end(), [&](const std::string& c) {
+          return std::find(found.begin(), found.end(), c) != found.end();
+        });
+    if (!has_six) {
+      o.classes = found;  // none: load_image_folder says the folder has no class folders
+      if (found.empty()) return "";
+      PDNN_CHECK(found.size() >= 2,
+                 "--data %s: one class folder ('%s'): a classifier needs two or more "
+                 "(%s/<class>/<images>)",
+                 o.data.c_str(), found[0].c_str(), o.data.c_str());
+      std::string listed;
+      for (size_t k = 0; k < found.size() && k < 6; ++k) listed += (k ? ", " : "") + found[k];
+      if (found.size() > 6) listed += ", ...";
+      return "the folder's own, sorted: " + listed + "; it lacks the study's six";
+    }
+  }
+  PDNN_CHECK(!given || o.classes.size() >= 2,
+             "--classes %s: one class: a classifier needs two or more",
+             o.classes.empty() ? "" : o.classes[0].c_str());
+  return "";
 }
 
 // The classifier task plus the confusion matrix of the last evaluation, as a PNG and as text,
@@ -132,7 +159,8 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--classes", o.classes,
                  "comma-separated class folders to train on; label k = the k-th (default: "
-                 "the paper's six)")
+                 "the paper's six when --data has them, else every class folder there, "
+                 "sorted)")
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->expected(1, 1000);
@@ -177,6 +205,7 @@ int run(int argc, char** argv) {
   const bool gpu = rc.device == "cuda";
   if (o.loader_threads == 0) o.loader_threads = gpu ? 4 : 1;
   const int threads = o.threads > 0 ? o.threads : omp_get_num_procs();
+  const std::string classes_note = choose_classes(o, app.count("--classes") > 0);
 
   // Everything that can be wrong with the input is checked before any output file is touched
   // (the run loop checks the outputs before its first step). The photos decode on all the
@@ -249,11 +278,12 @@ int run(int argc, char** argv) {
   const std::string device_line = run_device_text(rc, info.gpu);
   if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf(
-      "caltech101: model caltech9, dataset %s (%s: %s train / %s test, %d classes, %dx%d), "
+      "caltech101: model caltech9, dataset %s (%s: %s train / %s test, %d classes%s, %dx%d), "
       "batch %lld, %lld images/epoch (%lld steps%s), %s lr %g, augmentation %s, %d threads "
       "+ loader %d, seed %llu | %s | %s | BLAS %s | rev %s\n",
       dataset.c_str(), o.data.c_str(), with_commas(folder.train.size()).c_str(),
-      with_commas(folder.test.size()).c_str(), classes, o.size, o.size,
+      with_commas(folder.test.size()).c_str(), classes,
+      classes_note.empty() ? "" : (" (" + classes_note + ")").c_str(), o.size, o.size,
       static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
       static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
       epoch_note.empty() ? "" : ("; " + epoch_note).c_str(),

@@ -243,21 +243,6 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return s;
 }
 
-// Subfolders of dir (not starting with '.'), sorted.
-std::vector<std::string> list_classes(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.') continue;
-    std::error_code ec2;
-    if (it->is_directory(ec2)) names.push_back(name);
-  }
-  PDNN_CHECK(!ec, "image folder %s: cannot list: %s", dir.c_str(), ec.message().c_str());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // Regular files under dir/cls at any depth, relative to dir, sorted.
 std::vector<std::string> list_files(const std::string& dir, const std::string& cls) {
   std::vector<std::string> files;
@@ -369,6 +354,20 @@ void ImageFolderDataset::read(int64_t i, float* dst, std::optional<uint64_t> aug
 
 // ---- load_image_folder ----------------------------------------------------------------------
 
+std::vector<std::string> list_image_folder_classes(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    std::error_code ec2;
+    if (it->is_directory(ec2)) names.push_back(name);
+  }
+  PDNN_CHECK(!ec, "image folder %s: cannot list: %s", dir.c_str(), ec.message().c_str());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   PDNN_CHECK(opt.size >= 1, "image folder %s: size %d must be >= 1", dir.c_str(), opt.size);
@@ -383,7 +382,7 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
 
   // ---- classes and files
   auto store = std::make_shared<ImageStore>();
-  const std::vector<std::string> found = list_classes(dir);
+  const std::vector<std::string> found = list_image_folder_classes(dir);
   if (opt.classes.empty()) {
     PDNN_CHECK(!found.empty(), "image folder %s: no class subfolders (expected %s/<class>/<images>)",
                dir.c_str(), dir.c_str());

@@ -135,6 +135,11 @@ struct ImageFolder {
 // 38 files" when none was.
 std::string skipped_summary(const ImageFolder& f, size_t max_listed = 5);
 
+// The class folders of dir, as load_image_folder takes them when no class list is given: its
+// subfolders whose names do not start with '.', sorted (byte order). Throws pdnn::Error when
+// dir cannot be listed.
+std::vector<std::string> list_image_folder_classes(const std::string& dir);
+
 // Scans, decodes and splits dir as the header describes; logs two summary lines (and one for
 // skipped files) to opt.log. Throws pdnn::Error naming the folder or class that is wrong.
 ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& opt = {});

@@ -97,8 +97,11 @@ void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, con
                           const float* gamma, float* dgamma, float* dbeta, float* dx, CpuExec e) {
   const int64_t n = g.n, c = g.c, hw = g.hw;
   const double m = static_cast<double>(n * hw);
-  const bool fused = g.act != FusedAct::None;
-  const float lo = g.act == FusedAct::ReLU ? 0.f : g.slope;
+  // One loop for every activation, no activation being a LeakyReLU of slope 1 (1 * dy == dy):
+  // the unfused model (BatchNorm, then the activation's layer) must give the fused one's
+  // numbers bit for bit, and two loops are two chances for the compiler to compile them apart
+  // (for x86-64-v3 it kept the fused dx loop scalar, the other vectorised: issue 24).
+  const float lo = g.act == FusedAct::ReLU ? 0.f : g.act == FusedAct::LeakyReLU ? g.slope : 1.f;
   parallel_for(e, c, PDNN_PAR(n * c * hw), [=](int64_t ch) PDNN_INLINE {
     const double mu = mean[ch], is = invstd[ch];
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
@@ -106,19 +109,11 @@ void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, con
       const float* xp = x + (i * c + ch) * hw;
       const float* dyp = dy + (i * c + ch) * hw;
       const float* yp = y + (i * c + ch) * hw;
-      if (fused) {
 #pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
-        for (int64_t j = 0; j < hw; ++j) {
-          const float gj = yp[j] > 0.f ? dyp[j] : lo * dyp[j];
-          sum_dy += gj;
-          sum_dy_xhat += gj * ((xp[j] - mu) * is);
-        }
-      } else {
-#pragma omp simd reduction(+ : sum_dy, sum_dy_xhat)
-        for (int64_t j = 0; j < hw; ++j) {
-          sum_dy += dyp[j];
-          sum_dy_xhat += dyp[j] * ((xp[j] - mu) * is);
-        }
+      for (int64_t j = 0; j < hw; ++j) {
+        const float gj = yp[j] > 0.f ? dyp[j] : lo * dyp[j];
+        sum_dy += gj;
+        sum_dy_xhat += gj * ((xp[j] - mu) * is);
       }
     }
     if (dgamma) dgamma[ch] += static_cast<float>(sum_dy_xhat);
@@ -134,13 +129,9 @@ void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, con
       const float* dyp = dy + (i * c + ch) * hw;
       const float* yp = y + (i * c + ch) * hw;
       float* dxp = dx + (i * c + ch) * hw;
-      if (fused) {
-        for (int64_t j = 0; j < hw; ++j) {
-          const float gj = yp[j] > 0.f ? dyp[j] : lo * dyp[j];
-          dxp[j] = gs * (gj - a - (xp[j] - muf) * isf * b);
-        }
-      } else {
-        for (int64_t j = 0; j < hw; ++j) dxp[j] = gs * (dyp[j] - a - (xp[j] - muf) * isf * b);
+      for (int64_t j = 0; j < hw; ++j) {
+        const float gj = yp[j] > 0.f ? dyp[j] : lo * dyp[j];
+        dxp[j] = gs * (gj - a - (xp[j] - muf) * isf * b);
       }
     }
   });

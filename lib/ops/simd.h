@@ -46,8 +46,9 @@ inline vf load(const float* p) {
 }
 inline void store(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 
-// a * b + c, fused where the target has FMA. Written out because -std=c++17 (ISO mode) turns
-// GCC's automatic contraction off.
+// a * b + c, fused where the target has FMA. Written out because the build turns the
+// compiler's automatic contraction off (-ffp-contract=off, CMakeLists.txt): every fused
+// multiply-add is one the source asks for.
 inline vf fma(vf a, vf b, vf c) {
 #if defined(__AVX512F__)
   return _mm512_fmadd_ps(a, b, c);
@@ -57,6 +58,10 @@ inline vf fma(vf a, vf b, vf c) {
   return a * b + c;
 #endif
 }
+
+// c - a * b, fused where the target has FMA (negating a is exact: one rounding, as vfnmadd;
+// the negation costs no instruction).
+inline vf fnma(vf a, vf b, vf c) { return fma(-a, b, c); }
 
 // v > 0 ? v : slope * v per lane (slope 0: ReLU, exactly max(v, 0) as the scalar ReLU).
 inline vf leaky(vf v, float slope) {

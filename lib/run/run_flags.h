@@ -151,15 +151,16 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
       "checkpoint file, written before the first epoch and at each epoch end");
   auto* save_init = app.add_option(
       "--save-init", cfg.save_init,
-      "also write the initial weights as a checkpoint (for scripts/torch_reference.py)");
+      "also write the initial weights as a checkpoint (for scripts/torch_reference.py; an "
+      "existing file is replaced only with --overwrite)");
   auto* resume = app.add_flag("--resume", cfg.resume,
                               "continue from --checkpoint (weights, optimizer, epoch, RNG)")
                      ->needs(checkpoint)
                      ->excludes(save_init);
+  // Needs --checkpoint or --save-init: the run loop checks that (CLI11's needs() is an "and").
   app.add_flag("--overwrite", cfg.overwrite,
-               "a fresh run may replace an existing --checkpoint file (without it the run "
-               "refuses, so a trained checkpoint is never lost)")
-      ->needs(checkpoint)
+               "a fresh run may replace an existing --checkpoint or --save-init file (without "
+               "it the run refuses, so a trained checkpoint is never lost)")
       ->excludes(resume);
   app.add_option("--steps", cfg.steps,
                  "benchmark: run this many training steps (over as many epochs as that takes; "

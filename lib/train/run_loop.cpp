@@ -137,6 +137,9 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   PDNN_CHECK(!(c.resume && !c.save_init.empty()),
              "--save-init writes a fresh run's initial weights: it cannot be combined with "
              "--resume");
+  PDNN_CHECK(!c.overwrite || !c.checkpoint.empty() || !c.save_init.empty(),
+             "--overwrite lets a fresh run replace an existing --checkpoint or --save-init "
+             "file: give one of them");
   for (const auto& kv : c.must_match)
     PDNN_CHECK(kv.first != kSeed && kv.first != kRngCounter,
                "run loop: must_match value '%s' is a reserved name", kv.first.c_str());
@@ -171,6 +174,13 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
              "--checkpoint %s already exists and this fresh run would replace it: --resume to "
              "continue it, name another path, or --overwrite to replace it",
              c.checkpoint.c_str());
+  // The same rule for the initial weights (a file this run did not write: another run's, or
+  // a trained checkpoint given the wrong flag).
+  PDNN_CHECK(c.overwrite || c.save_init.empty() || !root() ||
+                 !std::filesystem::exists(c.save_init),
+             "--save-init %s already exists and this run would replace it: name another path, "
+             "or --overwrite to replace it",
+             c.save_init.c_str());
   for (const OutputFile& o : outputs)
     for (const std::string& t : remove_stale_temporaries(o.path))
       notes_.push_back(strprintf("removed %s (left by a run killed while writing %s)", t.c_str(),

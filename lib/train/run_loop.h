@@ -16,7 +16,8 @@
 //   written (disk full) the row is taken back out and the run stops with that error. A fresh
 //   run with a checkpoint path saves an epoch-0 checkpoint before training, so there is always
 //   one to resume from; it refuses a path that exists (a trained run's checkpoint would be
-//   lost) unless told --overwrite.
+//   lost) unless told --overwrite, and so does --save-init (the initial weights). Both are
+//   written under a temporary name, then renamed (save_checkpoint).
 //   (Two runs of the same model, data and batch appending to one CSV at once can fool the
 //   trailing-row rule: give concurrent runs their own --out.)
 // - Resuming gives the same weights as never stopping (the data order of epoch e depends on the

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # scripts/gpu/prepare.sh: here, before a visit to a lent GPU host (scripts/gpu/README.md).
 # Builds pdnn with its CUDA backend for Hopper (sm_90) and for AVX-512 hosts (x86-64-v4; the
-# host is not this CPU, so no -march=native) in build-gpu/, then bundles into $BUNDLE
-# (gpu-bundle/, git-ignored) the binaries named in BINS with their Debian libraries, and the
-# data sets named in DATA as gzip files (the IDX reader reads .gz; symbolic links do not
-# travel). The device tool carries at most 64 MiB of working tree, the shipped Caltech photos
-# included: the last line says how much this tree is; keep DATA to what the visit needs.
+# host is not this CPU, so no -march=native) in build-gpu/ (on any x86-64 machine: the build
+# runs none of what it builds; ctest lists the tests when it starts, CMakeLists.txt), then
+# bundles into $BUNDLE (gpu-bundle/, git-ignored) the binaries named in BINS with their
+# Debian libraries, and the data sets named in DATA as gzip files (the IDX reader reads .gz;
+# symbolic links do not travel). The device tool carries at most 64 MiB of working tree, the
+# shipped Caltech photos included: the last line says how much this tree is; keep DATA to what
+# the visit needs.
 #   BINS="mnist pi pdnn_tests" DATA=mnist-npm10k scripts/gpu/prepare.sh      (the defaults)
 #   BINS="caltech101 pdnn_tests" DATA= scripts/gpu/prepare.sh                (caltech runner)
 #   BINS="dcgan gan_score mnist pdnn_tests" DATA=fashion-mnist ...           (dcgan runner)

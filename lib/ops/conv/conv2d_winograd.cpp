@@ -91,15 +91,16 @@ Plan data_plan(const ConvGeom& g, int64_t k) { return make_plan(k, g.c, g.oh, g.
 
 // ---- transforms of one 6-vector (or 4 -> 6, 6 -> 4, 6 -> 3) --------------------------------
 
-// B^T d for the interpolation points 0, +-1, +-2, inf.
+// B^T d for the interpolation points 0, +-1, +-2, inf. The multiply-adds fused by hand: 6
+// instructions fewer than rounding each product (the build does not contract: simd.h).
 inline void bt6(const vf d[6], vf o[6]) {
   const vf four = simd::splat(4.f), two = simd::splat(2.f), five = simd::splat(5.f);
-  o[0] = simd::fma(four, d[0], d[4]) - five * d[2];
-  o[1] = (d[3] + d[4]) - four * (d[1] + d[2]);
-  o[2] = (d[4] - d[3]) + four * (d[1] - d[2]);
-  o[3] = (d[4] - d[2]) + two * (d[3] - d[1]);
-  o[4] = (d[4] - d[2]) - two * (d[3] - d[1]);
-  o[5] = simd::fma(four, d[1], d[5]) - five * d[3];
+  o[0] = simd::fnma(five, d[2], simd::fma(four, d[0], d[4]));
+  o[1] = simd::fnma(four, d[1] + d[2], d[3] + d[4]);
+  o[2] = simd::fma(four, d[1] - d[2], d[4] - d[3]);
+  o[3] = simd::fma(two, d[3] - d[1], d[4] - d[2]);
+  o[4] = simd::fnma(two, d[3] - d[1], d[4] - d[2]);
+  o[5] = simd::fnma(five, d[3], simd::fma(four, d[1], d[5]));
 }
 
 // A^T m (6 -> 4).

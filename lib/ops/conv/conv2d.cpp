@@ -13,6 +13,7 @@
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_direct.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/conv/conv2d_k4s2.h"
 #include "ops/conv/conv2d_winograd.h"
 #include "ops/dispatch.h"
 #include "ops/gemm.h"
@@ -82,6 +83,16 @@ constexpr int64_t kBatchedBelowCols = 64;
 // traded places between runs).
 constexpr int64_t kDirectMaxChannels = 4;
 
+// 4x4 stride-2 padding-1 convolutions (W5's, ops/conv/conv2d_k4s2.h) run as Winograd F(4x4, 2x2)
+// over the stride phases from this many channels on each side; below it (W5's 3 -> 64 layer of
+// D and its transpose in G) im2col. Measured with `bench_conv --filter W5` (batch 64, 1 thread,
+// ms forward / backward data / backward weights, Winograd vs the better im2col way; OpenBLAS
+// SkylakeX, this 2-core Xeon, shared): 3 -> 64 at 64x64: 26.5 / 48.7 / 23.0 vs 7.2 / 5.9 / 7.4
+// (a 12-channel reduction wastes the GEMMs; 3 output channels fill 3 of 16 lanes); 64 -> 128
+// at 32x32: 27.1 / 39.8 / 26.5 vs 48.8 / 41.0 / 46.9; 128 -> 256 at 16x16: 22.4 / 26.8 / 22.4 vs
+// 43.9 / 45.3 / 44.4; 256 -> 512 at 8x8: 28.6 / 28.5 / 28.8 vs 39.3 / 36.2 / 36.6.
+constexpr int64_t kK4s2MinChannels = 16;
+
 // One image's bias, serial (called inside the per-image parallel regions).
 void bias_add_image(int64_t k, int64_t p, const float* b, float* y) {
   for (int64_t c = 0; c < k; ++c) {
@@ -147,16 +158,19 @@ bool parse_conv_algo(const std::string& name, ConvAlgo* a) {
 
 ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads) {
   (void)n;
-  (void)k;
   (void)threads;
   if (conv3x3_applies(g) && g.oh >= 4 && g.ow >= 4)
     return g.c <= kDirectMaxChannels ? ConvAlgo::Direct : ConvAlgo::Winograd;
+  if (conv4x4s2_applies(g) && g.c >= kK4s2MinChannels && k >= kK4s2MinChannels)
+    return ConvAlgo::Winograd;
   return g.col_cols() < kBatchedBelowCols ? ConvAlgo::Batched : ConvAlgo::PerImage;
 }
 
 size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,
                              int threads) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
+  if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g))
+    return cpu::conv4x4s2_workspace_floats(g, n, k, threads);
   if (algo == ConvAlgo::Winograd) return cpu::conv3x3_winograd_workspace_floats(g, n, k, threads);
   if (algo == ConvAlgo::Direct) return cpu::conv3x3_direct_workspace_floats(g, n, k, threads);
   if (algo == ConvAlgo::Batched)
@@ -309,7 +323,9 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
   // a max); im2col's paths in one more pass over y.
   const bool in_kernel = act.kind == FusedAct::ReLU ||
                          (act.kind == FusedAct::LeakyReLU && act.slope >= 0.f && act.slope <= 1.f);
-  if (algo == ConvAlgo::Winograd)
+  if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g))
+    conv4x4s2_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
+  else if (algo == ConvAlgo::Winograd)
     conv3x3_winograd_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
   else if (algo == ConvAlgo::Direct)
     conv3x3_direct_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
@@ -329,7 +345,11 @@ namespace {
 void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                       const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
                       CpuExec e) {
-  if (algo == ConvAlgo::Winograd) {
+  if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g)) {
+    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
+    if (dw) conv4x4s2_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
+    if (dx) conv4x4s2_backward_data(dx, dy, w, g, n, k, e.threads, ws);
+  } else if (algo == ConvAlgo::Winograd) {
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
     if (dw) conv3x3_winograd_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
     if (dx) conv3x3_winograd_backward_data(dx, dy, w, g, n, k, e.threads, ws);

@@ -56,16 +56,22 @@ inline int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
 // 16 floats = one 64-byte line: arrays and slots start on their own lines.
 inline int64_t round_line(int64_t n) { return round_up(n, 16); }
 
-// A chunk's V and M together stay under this many floats (64 MB), so that the workspace does
-// not grow with the batch.
-constexpr int64_t kChunkFloats = int64_t{16} << 20;
+// Chunks of images. A chunk's V and M go through memory twice (written by one stage, read by
+// the next) and U once per chunk (read by the GEMMs): chunks of about kChunkFloats floats of V
+// and M (8 MB) stay in the last-level cache, but never so many chunks that re-reading U costs
+// more than V and M. Measured (bench_conv, 1 thread, ms forward / backward data / weights,
+// chunks of 64 MB vs 8 MB): W5's 64 -> 128 at 32x32 (U 3 MB) 29 / 44 / 28 vs 26 / 24 / 21;
+// 256 -> 512 at 8x8 (U 52 MB) 29 / 30 / 30 vs 40 / 50 / 40. The number of chunks depends on the
+// shape alone, so the weight gradient sums in the same order at any thread count.
+constexpr int64_t kChunkFloats = int64_t{2} << 20;
 // GEMM blocks: at most kMaxBlock rows (tiles) or columns, and more blocks, while neither side
-// drops below 128, until the 25 (or 100) products give kMinItems pieces, so that 8 or 16
+// drops below kMinBlock, until the 25 (or 100) products give kMinItems pieces, so that 8 or 16
 // threads find work. The cut depends on the shape alone: OpenBLAS's Haswell kernels round a
 // block's edge differently from its middle, so another cut would change the results. Measured
 // (OpenBLAS 0.3.21 SkylakeX, 1 thread, 25 products 64 x 512 x 1024, W5's D.8): 106 GFLOP/s
 // whole, 101-105 in column blocks of 128-256, 89 of 64, 72-83 in row blocks of 32-48.
 constexpr int64_t kMaxBlock = 256;
+constexpr int64_t kMinBlock = 96;
 constexpr int64_t kMinItems = 64;
 
 // A GEMM of `rows` x `cols` (cols a multiple of L) cut into nr x nc blocks of rb x cb.
@@ -78,11 +84,11 @@ Blocks make_blocks(int64_t rows, int64_t cols, int64_t points) {
   int64_t nr = (rows + kMaxBlock - 1) / kMaxBlock, nc = (cols + kMaxBlock - 1) / kMaxBlock;
   while (points * nr * nc < kMinItems) {
     const int64_t rb = (rows + nr - 1) / nr, cb = (cols + nc - 1) / nc;
-    if (rb >= cb && rb >= 256)
+    if (rb >= cb && rb >= 2 * kMinBlock)
       ++nr;
-    else if (cb >= 256)
+    else if (cb >= 2 * kMinBlock)
       ++nc;
-    else if (rb >= 256)
+    else if (rb >= 2 * kMinBlock)
       ++nr;
     else
       break;
@@ -118,9 +124,12 @@ Plan make_plan(const ConvGeom& g, int64_t k) {
   return q;
 }
 
-// Images per chunk when an image's V and M take `per_image` floats.
-int64_t chunk_images(int64_t n, int64_t per_image) {
-  return std::clamp<int64_t>(kChunkFloats / std::max<int64_t>(1, per_image), 1, n);
+// Images per chunk when an image's V and M take `per_image` floats and U `u` floats.
+int64_t chunk_images(int64_t n, int64_t per_image, int64_t u) {
+  const int64_t total = n * per_image;
+  const int64_t chunks = std::clamp<int64_t>((total + kChunkFloats - 1) / kChunkFloats, 1,
+                                             std::max<int64_t>(1, total / std::max<int64_t>(1, u)));
+  return (n + chunks - 1) / chunks;
 }
 
 // ---- 1-D transforms (see the matrices in conv2d_k4s2.h) ---------------------------------------
@@ -456,7 +465,7 @@ Layout layout(const Plan& q, Pass pass, int64_t n, int threads) {
     l.strip = x_strip;
     second = round_line(4 * (4 * q.tx + 1) * q.ks);
   }
-  l.chunk = chunk_images(n, per_image);
+  l.chunk = chunk_images(n, per_image, u);
   l.bias = round_line(u);
   l.v = l.bias + (pass == Pass::Forward ? round_line(q.ks) : 0);
   l.slots = l.v + round_line(l.chunk * per_image);

@@ -10,10 +10,13 @@
 #        TORCH (1), PROFILE (1).
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
-need_bin caltech101 mnist dcgan || exit 1
+has() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
+W=${WORKLOADS:-W3 W4 W5}
+has W3 "$W" && { need_bin mnist || exit 1; }
+has W4 "$W" && { need_bin caltech101 || exit 1; }
+has W5 "$W" && { need_bin dcgan || exit 1; }
 link_datasets
 cache=$RESULTS/algorithms.tsv
-has() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 step() {  # name, app args...: one row in steps.csv, the median line on stdout
   local name=$1
   shift
@@ -25,7 +28,6 @@ step() {  # name, app args...: one row in steps.csv, the median line on stdout
     tail -3 "$RESULTS/$name.log"
   fi
 }
-W=${WORKLOADS:-W3 W4 W5}
 stage "pdnn steps"
 for policy in ${POLICIES:-im2col own auto}; do
   for prec in ${PRECISIONS:-fp32 tf32}; do

@@ -69,10 +69,11 @@ constexpr int64_t kChunkFloats = int64_t{2} << 20;
 // threads find work. The cut depends on the shape alone: OpenBLAS's Haswell kernels round a
 // block's edge differently from its middle, so another cut would change the results. Measured
 // (OpenBLAS 0.3.21 SkylakeX, 1 thread, 25 products 64 x 512 x 1024, W5's D.8): 106 GFLOP/s
-// whole, 101-105 in column blocks of 128-256, 89 of 64, 72-83 in row blocks of 32-48.
+// whole, 101-105 in column blocks of 128-256, 89 of 64, 72-83 in row blocks of 32-48; D.8's
+// forward pass 36 ms with 75 blocks of 176 columns, 32 with 50 of 256 (kMinItems 64 vs 48).
 constexpr int64_t kMaxBlock = 256;
 constexpr int64_t kMinBlock = 96;
-constexpr int64_t kMinItems = 64;
+constexpr int64_t kMinItems = 48;
 
 // A GEMM of `rows` x `cols` (cols a multiple of L) cut into nr x nc blocks of rb x cb.
 struct Blocks {

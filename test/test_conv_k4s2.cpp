@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
+#include "model/sequential.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_k4s2.h"
 #include "conv_testing.h"
@@ -380,6 +382,60 @@ TEST(ConvK4s2, FusedActivationEqualsTheActivationAfter) {
       }
     }
   }
+}
+
+// The derivative of the activation before the convolution, folded into backward data's output
+// write (Layer::fold_input_activation): exactly dx times act'(a), a = the activation's output.
+TEST(ConvK4s2, FoldedInputActivationEqualsTheMaskAfter) {
+  for (const ShapeK4& s : kShapes) {
+    SCOPED_TRACE(s.name);
+    Rng rng(37);
+    const ConvGeom g = geom_of(s);
+    const std::vector<float> a = uniform(s.n * s.c * s.h * s.w, 1.f, rng);  // the input x
+    const std::vector<float> w = uniform(s.k * s.c * 16, 0.3f, rng);
+    const std::vector<float> dy = uniform(s.n * s.k * s.oh() * s.ow(), 1.f, rng);
+    std::vector<float> ws(cpu::conv4x4s2_workspace_floats(g, s.n, s.k, 2));
+    std::vector<float> plain(a.size()), folded(a.size());
+    cpu::conv4x4s2_backward_data(plain.data(), dy.data(), w.data(), g, s.n, s.k, 2, ws.data());
+    for (const Act act : {Act{FusedAct::ReLU, 0.f}, Act{FusedAct::LeakyReLU, 0.2f}}) {
+      cpu::conv4x4s2_backward_data(folded.data(), dy.data(), w.data(), g, s.n, s.k, 2, ws.data(),
+                                   a.data(), act);
+      for (size_t i = 0; i < a.size(); ++i)
+        ASSERT_EQ(folded[i], a[i] > 0.f ? plain[i] : act.slope * plain[i])
+            << fused_act_name(act.kind) << ", element " << i;
+    }
+  }
+}
+
+// The DCGAN discriminator's pattern through Sequential, fused (each LeakyReLU in the layer
+// before it, its derivative folded into the next convolution's Winograd backward data) and not:
+// the same numbers.
+TEST(ConvK4s2, SequentialWithFoldedActivationsGivesTheSameNumbers) {
+  auto build = [](bool fuse) {
+    Sequential m;
+    m.emplace<Conv2d>(16, 16, 4, 2, 1, false);
+    m.emplace<LeakyReLU>(0.2f);
+    m.emplace<Conv2d>(16, 32, 4, 2, 1, false);
+    m.emplace<ReLU>();
+    m.emplace<Conv2d>(32, 16, 4, 2, 1, false);
+    m.set_fusion(fuse);
+    Rng init(3);
+    m.reset_parameters(init);
+    return m;
+  };
+  Sequential a = build(false), b = build(true);
+  Context ca(2, 7), cb(2, 7);
+  Rng r(11);
+  const Tensor x = pt::random_tensor(Shape{3, 16, 16, 16}, r);
+  const Tensor dy = pt::random_tensor(Shape{3, 16, 2, 2}, r);
+  const Tensor ya = a.forward(ca, x).clone();
+  pt::expect_close(b.forward(cb, x), ya, 0, 0, "output");
+  a.backward(ca, dy, true);
+  b.backward(cb, dy, true);
+  pt::expect_close(b.input_grad(), a.input_grad(), 0, 0, "input gradient");
+  pt::expect_close(b.parameters().grads(), a.parameters().grads(), 0, 0, "parameter gradients");
+  EXPECT_EQ(dynamic_cast<Conv2d&>(b.layer(2)).folded_input_activation().kind, FusedAct::LeakyReLU);
+  EXPECT_EQ(conv_algo_for(conv_geom("t", 16, 16, 16, 4, 4, 2, 2, 1, 1), 3, 32, 2), ConvAlgo::Winograd);
 }
 
 // The bracket's amplification over the direct sum's sum |g||d| (4 per phase channel for

@@ -354,15 +354,18 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
 
 namespace {
 
-// The backward of the convolution itself (no activation), by algorithm.
+// The backward of the convolution itself (no activation of its own), by algorithm; dx through
+// the input's activation dx_act (see conv2d.h).
 void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                       const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
-                      CpuExec e) {
+                      CpuExec e, const float* dx_src, Act dx_act) {
   if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g)) {
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
     if (dw) conv4x4s2_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
-    if (dx) conv4x4s2_backward_data(dx, dy, w, g, n, k, e.threads, ws);
-  } else if (algo == ConvAlgo::Winograd) {
+    if (dx) conv4x4s2_backward_data(dx, dy, w, g, n, k, e.threads, ws, dx_src, dx_act);
+    return;
+  }
+  if (algo == ConvAlgo::Winograd) {
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
     if (dw) conv3x3_winograd_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
     if (dx) conv3x3_winograd_backward_data(dx, dy, w, g, n, k, e.threads, ws);
@@ -375,16 +378,24 @@ void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, c
   } else {
     backward_per_image(g, n, k, x, w, dy, dw, db, dx, e.threads, ws);
   }
+  if (dx && dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
+    const int64_t total = n * g.image_size();
+    if (dx_act.kind == FusedAct::ReLU)
+      relu_backward(total, dx_src, dx, dx, e);
+    else
+      leaky_relu_backward(total, dx_act.slope, dx_src, dx, dx, e);
+  }
 }
 
 }  // namespace
 
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float*, float* ws, CpuExec e) {
+                     ConvAlgo algo, const float*, float* ws, CpuExec e, const float* dx_src,
+                     Act dx_act) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   if (act.kind == FusedAct::None) {
-    backward_by_algo(g, n, k, x, w, dy, dw, db, dx, algo, ws, e);
+    backward_by_algo(g, n, k, x, w, dy, dw, db, dx, algo, ws, e, dx_src, dx_act);
     return;
   }
   // dy through the activation into the workspace's tail, a chunk of images at a time
@@ -399,7 +410,8 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
     else
       leaky_relu_backward(m * per_y, act.slope, y + i0 * per_y, dy + i0 * per_y, masked, e);
     backward_by_algo(g, m, k, x ? x + i0 * per_x : nullptr, w, masked, dw, db,
-                     dx ? dx + i0 * per_x : nullptr, algo, ws, e);
+                     dx ? dx + i0 * per_x : nullptr, algo, ws, e,
+                     dx_src ? dx_src + i0 * per_x : nullptr, dx_act);
   }
 }
 
@@ -575,15 +587,8 @@ void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, cons
   algo = cpu_algo(algo);
   float* ws = ctx.workspace(d, conv_backward_workspace_floats(g, n, k, algo, act, ctx.threads()));
   cpu::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), ptr(dw), ptr(db), ptr(dx),
-                       act, algo, nullptr, ws, ctx.cpu_exec());
-  if (dx && dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
-    const int64_t total = n * g.image_size();
-    if (dx_act.kind == FusedAct::ReLU)
-      cpu::relu_backward(total, x->data(), dx->data(), dx->data(), ctx.cpu_exec());
-    else
-      cpu::leaky_relu_backward(total, dx_act.slope, x->data(), dx->data(), dx->data(),
-                               ctx.cpu_exec());
-  }
+                       act, algo, nullptr, ws, ctx.cpu_exec(), dx ? ptr(x) : nullptr,
+                       dx ? dx_act : Act{});
 }
 
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y) {

@@ -277,9 +277,13 @@ void fill_strip(const float* x, int64_t c, int64_t h, int64_t w, int64_t r0, int
 
 // Rows r0 ... of a channel-last buffer `out` (rows of `ocols` pixels, ks floats each) into
 // y (k, h, w) of one image, rows [r0, min(r0 + nrows, h)), columns [0, w).
+// With `act` (backward data), each value v is stored as act'(a) v, a the value of `act_src`
+// (n, k, h, w of the same image) at its place: the derivative of the activation that made the
+// convolution's input, folded in here instead of a pass of its own over dx.
 void store_rows(const float* out, int64_t nrows, int64_t ocols, int64_t ks, int64_t k, int64_t h,
-                int64_t w, int64_t r0, float* y) {
+                int64_t w, int64_t r0, float* y, const float* act_src = nullptr, Act act = {}) {
   const int64_t hw = h * w, rows = std::min(nrows, h - r0);
+  const float slope = act.kind == FusedAct::LeakyReLU ? act.slope : 0.f;
   for (int64_t k0 = 0; k0 < k; k0 += L) {
     const int planes = static_cast<int>(std::min<int64_t>(L, k - k0));
     for (int64_t r = 0; r < rows; ++r) {
@@ -288,6 +292,12 @@ void store_rows(const float* out, int64_t nrows, int64_t ocols, int64_t ks, int6
       for (int64_t i0 = 0; i0 < w; i0 += L) {
         const int m = static_cast<int>(std::min<int64_t>(L, w - i0));
         simd::transpose_block(src + i0 * ks, ks, m, planes, dst + i0, hw, m);
+      }
+      if (act.kind == FusedAct::None) continue;
+      for (int j = 0; j < planes; ++j) {
+        float* d = dst + j * hw;
+        const float* a = act_src + (k0 + j) * hw + (r0 + r) * w;
+        for (int64_t i = 0; i < w; ++i) d[i] = a[i] > 0.f ? d[i] : slope * d[i];
       }
     }
   }
@@ -546,7 +556,8 @@ void conv4x4s2_forward(float* y, const float* x, const float* w, const float* b,
 }
 
 void conv4x4s2_backward_data(float* dx, const float* dy, const float* w, const ConvGeom& g,
-                             int64_t n, int64_t k, int threads, float* ws) {
+                             int64_t n, int64_t k, int threads, float* ws, const float* act_src,
+                             Act act) {
   conv4x4s2_check(g, "conv4x4s2");
   if (n <= 0) return;
   const Plan q = make_plan(g, k);
@@ -594,7 +605,9 @@ void conv4x4s2_backward_data(float* dx, const float* dy, const float* w, const C
                           2 * rstep, 2 * q.cs);
           }
         }
-        store_rows(out, 8, ocols, q.cs, q.c, q.h, q.w, 8 * ty, dx + (i0 + i) * q.c * q.h * q.w);
+        const int64_t img = (i0 + i) * q.c * q.h * q.w;
+        store_rows(out, 8, ocols, q.cs, q.c, q.h, q.w, 8 * ty, dx + img,
+                   act.kind == FusedAct::None ? nullptr : act_src + img, act);
       }
     }
   }

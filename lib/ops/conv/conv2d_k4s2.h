@@ -69,9 +69,12 @@ void conv4x4s2_forward(float* y, const float* x, const float* w, const float* b,
                        const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
                        Act act = {});
 
-// dx (n, c, h, w) = dL/dx from dy (n, k, oh, ow). Writes dx.
+// dx (n, c, h, w) = dL/dx from dy (n, k, oh, ow). Writes dx. With an activation `act` (ReLU or
+// LeakyReLU): dx = act'(act_src) . dL/dx, act_src (n, c, h, w) the activation's output that is
+// this convolution's input (Layer::fold_input_activation), in the same write.
 void conv4x4s2_backward_data(float* dx, const float* dy, const float* w, const ConvGeom& g,
-                             int64_t n, int64_t k, int threads, float* ws);
+                             int64_t n, int64_t k, int threads, float* ws,
+                             const float* act_src = nullptr, Act act = {});
 
 // dw (k, c, 4, 4) += dL/dw from dy (n, k, oh, ow) and x (n, c, h, w).
 void conv4x4s2_backward_weights(float* dw, const float* dy, const float* x, const ConvGeom& g,

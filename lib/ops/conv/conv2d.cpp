@@ -90,7 +90,9 @@ constexpr int64_t kDirectMaxChannels = 4;
 // SkylakeX, this 2-core Xeon, shared): 3 -> 64 at 64x64: 26.5 / 48.7 / 23.0 vs 7.2 / 5.9 / 7.4
 // (a 12-channel reduction wastes the GEMMs; 3 output channels fill 3 of 16 lanes); 64 -> 128
 // at 32x32: 27.1 / 39.8 / 26.5 vs 48.8 / 41.0 / 46.9; 128 -> 256 at 16x16: 22.4 / 26.8 / 22.4 vs
-// 43.9 / 45.3 / 44.4; 256 -> 512 at 8x8: 28.6 / 28.5 / 28.8 vs 39.3 / 36.2 / 36.6.
+// 43.9 / 45.3 / 44.4; 256 -> 512 at 8x8: 28.6 / 28.5 / 28.8 vs 39.3 / 36.2 / 36.6 (the first
+// version of the kernels; later ones are faster). 16, where a vector of channels is full, is a
+// guess between the measured 3 and 64: no workload has a layer in between.
 constexpr int64_t kK4s2MinChannels = 16;
 
 // One image's bias, serial (called inside the per-image parallel regions).

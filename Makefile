@@ -36,7 +36,7 @@ help:
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
 	@echo "make dcgan          W5 DCGAN, the study's 300 epochs on the Caltech photos (GPU; a short CPU run without) -> results/dcgan/"
 	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU)"
-	@echo "make bench-dcgan    W5 iteration times, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan.csv"
+	@echo "make bench-dcgan    W5 iteration times and per-layer profiles, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan*.csv"
 	@echo "make mnist-keras-dist  W3 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed)"
 	@echo "make dcgan-dist     W5 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed) -> results/dcgan/dist/"
 	@echo "make pi             W1 pi benchmark -> results/pi/"

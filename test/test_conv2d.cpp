@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "layers/conv2d.h"
+#include "ops/conv/conv2d_k4s2.h"
 #include "ops/conv/conv2d_winograd.h"
 #include "testing.h"
 
@@ -201,7 +202,8 @@ TEST(Conv2d, DeterministicAndThreadCountIndependent) {
 }
 
 // The measured rule (conv2d.cpp): 3x3 stride-1 layers by Winograd, or directly when they
-// have few input channels; otherwise im2col, one batched GEMM for narrow per-image outputs only.
+// have few input channels; 4x4 stride-2 padding-1 layers with 16 or more channels by Winograd
+// over the stride phases; otherwise im2col, one batched GEMM for narrow per-image outputs only.
 TEST(Conv2d, AlgorithmRuleFollowsTheMeasurements) {
   const ConvGeom w3 = conv_geom("t", 32, 26, 26, 3, 3, 1, 1, 0, 0);  // W3 conv2
   EXPECT_EQ(conv_algo_for(w3, 128, 64, 1), ConvAlgo::Winograd);
@@ -226,7 +228,17 @@ TEST(Conv2d, AlgorithmRuleFollowsTheMeasurements) {
   EXPECT_EQ(conv_algo_for(s2, 64, 32, 1), ConvAlgo::PerImage);
   EXPECT_GE(conv_workspace_floats(w3, 128, 64, ConvAlgo::Auto, 2),
             cpu::conv3x3_winograd_workspace_floats(w3, 128, 64, 2));
-  const ConvGeom d4 = conv_geom("t", 256, 8, 8, 4, 4, 2, 2, 1, 1);  // 4x4 outputs
+  // W5's 4x4 stride-2 layers: Winograd over the stride phases from 16 channels on each side.
+  for (int64_t c : {64, 128, 256}) {  // D.2, D.5, D.8 (and G.9, G.6, G.3 transposed)
+    const ConvGeom d = conv_geom("t", c, 2048 / c, 2048 / c, 4, 4, 2, 2, 1, 1);
+    EXPECT_EQ(conv_algo_for(d, 64, 2 * c, 1), ConvAlgo::Winograd);
+    EXPECT_EQ(conv_algo_for(d, 64, 2 * c, 2), ConvAlgo::Winograd);
+    EXPECT_GE(conv_workspace_floats(d, 64, 2 * c, ConvAlgo::Auto, 2),
+              cpu::conv4x4s2_workspace_floats(d, 64, 2 * c, 2));
+  }
+  const ConvGeom d1 = conv_geom("t", 3, 64, 64, 4, 4, 2, 2, 1, 1);  // D.0, G.12: 3 channels
+  EXPECT_EQ(conv_algo_for(d1, 64, 64, 1), ConvAlgo::PerImage);
+  const ConvGeom d4 = conv_geom("t", 256, 8, 8, 4, 4, 2, 2, 0, 0);  // no padding, 3x3 outputs
   EXPECT_EQ(conv_algo_for(d4, 64, 512, 2), ConvAlgo::Batched);
   const ConvGeom d5 = conv_geom("t", 512, 4, 4, 4, 4, 1, 1, 0, 0);  // 1x1 outputs
   EXPECT_EQ(conv_algo_for(d5, 64, 1, 1), ConvAlgo::Batched);

@@ -18,10 +18,19 @@
 #include "ops/conv/conv2d_direct.h"
 #include "ops/conv/conv2d_winograd.h"
 #include "ops/conv/conv2d.h"
+#include "conv_testing.h"
 #include "testing.h"
 
 using namespace pdnn;
 namespace pt = pdnn::testing;
+using pt::abs_of;
+using pt::abs_sandwich;
+using pt::expect_exact;
+using pt::expect_within_bound;
+using pt::gamma_m;
+using pt::max_of;
+using pt::sparse_ints;
+using pt::uniform;
 
 namespace {
 
@@ -132,20 +141,6 @@ const double kG[6][3] = {{1. / 4, 0, 0},          {-1. / 6, -1. / 6, -1. / 6},
 const double kAT[4][6] = {
     {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 
-// out (R x R) = |T| in |T|^T for in (S x S) and the R x S matrix T(a, l), given as a function.
-template <int R, int S, class Matrix>
-void abs_sandwich(Matrix T, const double* in, double* out) {
-  double mid[R][S] = {};
-  for (int a = 0; a < R; ++a)
-    for (int j = 0; j < S; ++j)
-      for (int l = 0; l < S; ++l) mid[a][j] += std::fabs(T(a, l)) * in[l * S + j];
-  for (int a = 0; a < R; ++a)
-    for (int b = 0; b < R; ++b) {
-      double s = 0.0;
-      for (int j = 0; j < S; ++j) s += mid[a][j] * std::fabs(T(b, j));
-      out[a * R + b] = s;
-    }
-}
 const auto kBTm = [](int a, int l) { return kBT[a][l]; };
 const auto kGm = [](int a, int l) { return kG[a][l]; };
 const auto kGtm = [](int a, int l) { return kG[l][a]; };
@@ -232,12 +227,6 @@ std::vector<double> bracket_weights(const Shape3x3& s, const std::vector<float>&
   return dw;
 }
 
-// gamma_m = m u / (1 - m u), u = 2^-24.
-double gamma_m(double m) {
-  const double u = std::ldexp(1.0, -24);
-  return m * u / (1 - m * u);
-}
-
 struct Results {
   std::vector<float> y, dx, dw;
 };
@@ -273,73 +262,6 @@ Results run_kernels(const Kernels& kn, const Shape3x3& s, const std::vector<floa
   kn.data(r.dx.data(), dy.data(), w.data(), g, s.n, s.k, threads, ws.data());
   kn.weights(r.dw.data(), dy.data(), x.data(), g, s.n, s.k, threads, ws.data());
   return r;
-}
-
-std::vector<float> abs_of(const std::vector<float>& v) {
-  std::vector<float> a(v.size());
-  for (size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(v[i]);
-  return a;
-}
-
-// Integers in {-1, 0, 1}, nonzero with probability `density`, times `scale`.
-std::vector<float> sparse_ints(int64_t count, double density, float scale, Rng& rng) {
-  std::vector<float> v(count);
-  for (float& e : v) {
-    const double u = rng.uniform();
-    e = u < density / 2 ? -scale : u < density ? scale : 0.f;
-  }
-  return v;
-}
-
-std::vector<float> uniform(int64_t count, float bound, Rng& rng) {
-  std::vector<float> v(count);
-  for (float& e : v) e = rng.uniform(-bound, bound);
-  return v;
-}
-
-double max_of(const std::vector<double>& v) {
-  double m = 0.0;
-  for (double e : v) m = std::max(m, e);
-  return m;
-}
-
-// Expects got == ref exactly.
-void expect_exact(const std::vector<float>& got, const std::vector<double>& ref,
-                  const std::string& what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  int64_t bad = 0, first = -1;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (static_cast<double>(got[i]) != ref[i]) {
-      if (first < 0) first = static_cast<int64_t>(i);
-      ++bad;
-    }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " differ; first at "
-                    << first << ": got " << (first >= 0 ? got[first] : 0.f) << ", want "
-                    << (first >= 0 ? ref[first] : 0.0);
-}
-
-// Expects |got - ref| <= g * bracket elementwise; returns the largest |got - ref| / bracket
-// over g (<= 1 when within the bound).
-double expect_within_bound(const std::vector<float>& got, const std::vector<double>& ref,
-                           const std::vector<double>& bracket, double g, const std::string& what) {
-  EXPECT_EQ(got.size(), ref.size()) << what;
-  EXPECT_EQ(bracket.size(), ref.size()) << what;
-  int64_t bad = 0, first = -1;
-  double worst = 0.0;
-  for (size_t i = 0; i < got.size() && i < ref.size() && i < bracket.size(); ++i) {
-    const double err = std::fabs(static_cast<double>(got[i]) - ref[i]);
-    const double bound = g * bracket[i];
-    if (!(err <= bound)) {
-      if (first < 0) first = static_cast<int64_t>(i);
-      ++bad;
-    }
-    if (bound > 0) worst = std::max(worst, err / bound);
-  }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " outside the bound; first at "
-                    << first << ": got " << (first >= 0 ? got[first] : 0.f) << ", want "
-                    << (first >= 0 ? ref[first] : 0.0) << ", bound "
-                    << (first >= 0 ? g * bracket[first] : 0.0);
-  return worst;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/tensor.h"
-#include "workloads/hebbian/simd_tanh.h"
+#include "ops/simd_tanh.h"
 #include "testing.h"
 
 namespace pdnn {

@@ -23,6 +23,7 @@
 #include "core/context.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
+#include "ops/conv/conv2d_k4s2.h"
 #include "ops/conv/conv2d_winograd.h"
 #include "ops/conv/conv2d.h"
 #include "ops/gemm.h"
@@ -76,6 +77,12 @@ const ConvShape kPassShapes[] = {
     {"W4 conv4 64->64 112 p1", 64, 64, 112, 112, 64, 3, 1, 1, true, false},
     {"W4 conv5 64->128 56 p1", 64, 64, 56, 56, 128, 3, 1, 1, true, false},
     {"W4 conv6 128->128 56 p1", 64, 128, 56, 56, 128, 3, 1, 1, true, false},
+    // W5's stride-2 layers: each geometry is a Conv2d of D and, with forward and backward data
+    // swapped, a ConvTranspose2d of G (whose forward needs backward data even for D.0's shape).
+    {"W5 D.0|G.12 3->64 64 s2", 64, 3, 64, 64, 64, 4, 2, 1, true, false},
+    {"W5 D.2|G.9 64->128 32 s2", 64, 64, 32, 32, 128, 4, 2, 1, true, false},
+    {"W5 D.5|G.6 128->256 16 s2", 64, 128, 16, 16, 256, 4, 2, 1, true, false},
+    {"W5 D.8|G.3 256->512 8 s2", 64, 256, 8, 8, 512, 4, 2, 1, true, false},
 };
 
 const char* const kPassNames[3] = {"forward", "backward-data", "backward-weights"};
@@ -123,12 +130,13 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
       std::vector<ConvAlgo> run_algos;
       size_t ws_n = 0;
       for (ConvAlgo a : algos) {
-        if ((a == ConvAlgo::Winograd || a == ConvAlgo::Direct) && !conv3x3_applies(g))
-          continue;
+        if (a == ConvAlgo::Winograd && !conv3x3_applies(g) && !conv4x4s2_applies(g)) continue;
+        if (a == ConvAlgo::Direct && !conv3x3_applies(g)) continue;
         run_algos.push_back(a);
         ws_n = std::max(ws_n, conv_workspace_floats(g, n, s.k, a, t));
       }
-      std::vector<float> ws(ws_n);
+      Tensor ws_t(Shape{static_cast<int64_t>(std::max<size_t>(ws_n, 1))});  // 64-byte aligned, as a Context's workspace
+      float* ws = ws_t.data();
       // times[algo][pass]
       std::vector<std::vector<std::vector<double>>> times(
           run_algos.size(), std::vector<std::vector<double>>(3));
@@ -143,19 +151,19 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
           const ConvAlgo a = run_algos[ai];
           double t0 = now_ms();
           cpu::conv2d_forward(g, n, s.k, x.data(), w.data(), b.data(), y.data(), Act{}, a, nullptr,
-                              ws.data(), CpuExec{t});
+                              ws, CpuExec{t});
           double t1 = now_ms();
           if (r >= warmup) times[ai][0].push_back(t1 - t0);
           if (s.need_dx) {
             t0 = now_ms();
             cpu::conv2d_backward(g, n, s.k, nullptr, w.data(), dy.data(), nullptr, nullptr,
-                                 nullptr, dx.data(), Act{}, a, nullptr, ws.data(), CpuExec{t});
+                                 nullptr, dx.data(), Act{}, a, nullptr, ws, CpuExec{t});
             t1 = now_ms();
             if (r >= warmup) times[ai][1].push_back(t1 - t0);
           }
           t0 = now_ms();
           cpu::conv2d_backward(g, n, s.k, x.data(), w.data(), dy.data(), nullptr, dw.data(),
-                               db.data(), nullptr, Act{}, a, nullptr, ws.data(), CpuExec{t});
+                               db.data(), nullptr, Act{}, a, nullptr, ws, CpuExec{t});
           t1 = now_ms();
           if (r >= warmup) times[ai][2].push_back(t1 - t0);
         }

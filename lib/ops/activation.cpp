@@ -1,10 +1,12 @@
 // Elementwise activations: CPU kernels and the dispatch (see activation.h).
 #include "ops/activation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/parallel.h"
 #include "ops/dispatch.h"
+#include "ops/simd_tanh.h"
 
 namespace pdnn {
 
@@ -41,8 +43,14 @@ void sigmoid_backward(int64_t n, const float* y, const float* dy, float* dx, Cpu
 }
 
 void tanh_forward(int64_t n, const float* x, float* y, CpuExec e) {
-  // tanh costs ~10x a multiply-add, so the serial threshold is lower than for cheap loops.
-  parallel_for(e, n, PDNN_PAR(n / 8), [=](int64_t i) { y[i] = std::tanh(x[i]); });
+  // Branch-free and vectorised (ops/simd_tanh.h, within 2 ulp): W5's Tanh (786,432 values)
+  // took 4.0 ms a call with std::tanh, ~10x a multiply-add a value, hence the lower threshold.
+  constexpr int64_t kBlock = 4096;
+  parallel_for(e, (n + kBlock - 1) / kBlock, PDNN_PAR(n / 8), [=](int64_t blk) PDNN_INLINE {
+    const int64_t hi = std::min(n, (blk + 1) * kBlock);
+#pragma omp simd
+    for (int64_t i = blk * kBlock; i < hi; ++i) y[i] = simd_tanh(x[i]);
+  });
 }
 
 void tanh_backward(int64_t n, const float* y, const float* dy, float* dx, CpuExec e) {

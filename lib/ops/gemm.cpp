@@ -37,13 +37,17 @@ class BlasThreads {
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, const float* B, float beta, float* C, CpuExec e) {
+  gemm(trans_a, trans_b, M, N, K, alpha, A, trans_a ? M : K, B, trans_b ? K : N, beta, C, N, e);
+}
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+          int64_t ldc, CpuExec e) {
   if (M == 0 || N == 0) return;
   const BlasThreads scope(e);
-  const int lda = static_cast<int>(trans_a ? M : K);
-  const int ldb = static_cast<int>(trans_b ? K : N);
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A, lda, B, ldb, beta,
-              C, static_cast<int>(N));
+              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A,
+              static_cast<int>(lda), B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 }
 
 }  // namespace cpu

@@ -14,6 +14,11 @@ namespace cpu {
 // the calling thread alone.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
           const float* A, const float* B, float beta, float* C, CpuExec e);
+// The same on blocks of larger row-major matrices: lda, ldb, ldc are the distances between
+// rows of A, B and C as stored (A's stored rows are op(A)'s columns when trans_a).
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+          int64_t ldc, CpuExec e);
 }  // namespace cpu
 
 namespace cuda {

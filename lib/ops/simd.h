@@ -46,6 +46,23 @@ inline vf load(const float* p) {
 }
 inline void store(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 
+// Stores v where it will be read much later, by another loop: a whole 64-byte line written at
+// once goes straight to memory (no read for ownership, nothing useful evicted from the caches).
+// An unaligned p gets a plain store. Call stream_fence() before other threads read the data.
+inline void store_stream(float* p, vf v) {
+#if defined(__AVX512F__)
+  if ((reinterpret_cast<uintptr_t>(p) & 63) == 0) return _mm512_stream_ps(p, v);
+#elif defined(__AVX__)
+  if ((reinterpret_cast<uintptr_t>(p) & 31) == 0) return _mm256_stream_ps(p, v);
+#endif
+  store(p, v);
+}
+inline void stream_fence() {
+#if defined(__AVX512F__) || defined(__AVX__)
+  _mm_sfence();
+#endif
+}
+
 // a * b + c, fused where the target has FMA. Written out because the build turns the
 // compiler's automatic contraction off (-ffp-contract=off, CMakeLists.txt): every fused
 // multiply-add is one the source asks for.

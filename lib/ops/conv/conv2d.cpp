@@ -13,6 +13,7 @@
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_direct.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/conv/conv2d_k4s2.h"
 #include "ops/conv/conv2d_winograd.h"
 #include "ops/dispatch.h"
 #include "ops/gemm.h"
@@ -82,6 +83,18 @@ constexpr int64_t kBatchedBelowCols = 64;
 // traded places between runs).
 constexpr int64_t kDirectMaxChannels = 4;
 
+// 4x4 stride-2 padding-1 convolutions (W5's, ops/conv/conv2d_k4s2.h) run as Winograd F(4x4, 2x2)
+// over the stride phases from this many channels on each side; below it (W5's 3 -> 64 layer of
+// D and its transpose in G) im2col. Measured with `bench_conv --filter W5` (batch 64, 1 thread,
+// ms forward / backward data / backward weights, Winograd vs the better im2col way; OpenBLAS
+// SkylakeX, this 2-core Xeon, shared): 3 -> 64 at 64x64: 26.5 / 48.7 / 23.0 vs 7.2 / 5.9 / 7.4
+// (a 12-channel reduction wastes the GEMMs; 3 output channels fill 3 of 16 lanes); 64 -> 128
+// at 32x32: 27.1 / 39.8 / 26.5 vs 48.8 / 41.0 / 46.9; 128 -> 256 at 16x16: 22.4 / 26.8 / 22.4 vs
+// 43.9 / 45.3 / 44.4; 256 -> 512 at 8x8: 28.6 / 28.5 / 28.8 vs 39.3 / 36.2 / 36.6 (the first
+// version of the kernels; later ones are faster). 16, where a vector of channels is full, is a
+// guess between the measured 3 and 64: no workload has a layer in between.
+constexpr int64_t kK4s2MinChannels = 16;
+
 // One image's bias, serial (called inside the per-image parallel regions).
 void bias_add_image(int64_t k, int64_t p, const float* b, float* y) {
   for (int64_t c = 0; c < k; ++c) {
@@ -147,16 +160,19 @@ bool parse_conv_algo(const std::string& name, ConvAlgo* a) {
 
 ConvAlgo conv_algo_for(const ConvGeom& g, int64_t n, int64_t k, int threads) {
   (void)n;
-  (void)k;
   (void)threads;
   if (conv3x3_applies(g) && g.oh >= 4 && g.ow >= 4)
     return g.c <= kDirectMaxChannels ? ConvAlgo::Direct : ConvAlgo::Winograd;
+  if (conv4x4s2_applies(g) && g.c >= kK4s2MinChannels && k >= kK4s2MinChannels)
+    return ConvAlgo::Winograd;
   return g.col_cols() < kBatchedBelowCols ? ConvAlgo::Batched : ConvAlgo::PerImage;
 }
 
 size_t conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, ConvAlgo algo,
                              int threads) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, threads);
+  if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g))
+    return cpu::conv4x4s2_workspace_floats(g, n, k, threads);
   if (algo == ConvAlgo::Winograd) return cpu::conv3x3_winograd_workspace_floats(g, n, k, threads);
   if (algo == ConvAlgo::Direct) return cpu::conv3x3_direct_workspace_floats(g, n, k, threads);
   if (algo == ConvAlgo::Batched)
@@ -273,6 +289,14 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
 void forward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* b, float* y, float* ws, CpuExec e) {
   const int64_t rows = g.col_rows(), p = g.col_cols();
+  if (whole_image_window(g)) {
+    // x (n, rows) is the batch's column matrix already, transposed: y (n, k) = x w^T, no copies.
+    // W5's D.11 (512 -> 1 on 4x4), forward + backward: 5.6 -> 0.2 ms; G.0 (its transpose from
+    // 100 x 1x1 to 512 x 4x4): 6.3 -> 2.5 ms (bench_conv --mode layers, 1 thread).
+    gemm(false, true, n, k, rows, 1.f, x, w, 0.f, y, e);
+    if (b) bias_add(n, k, 1, b, y, e);
+    return;
+  }
   float* cols = ws;
   float* tmp = ws + round_line(rows * n * p);  // y as (k, n*p)
   im2col_batch(g, n, x, cols, e);
@@ -288,6 +312,11 @@ void backward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, c
   float* dyt = ws + round_line(rows * n * p);  // dy as (k, n*p)
   if (db) bias_backward(n, k, p, dy, db, e);
   if (!dw && !dx) return;
+  if (whole_image_window(g)) {  // as forward_batched: dy is (n, k), x and dx (n, rows)
+    if (dw) gemm(true, false, k, rows, n, 1.f, dy, x, 1.f, dw, e);
+    if (dx) gemm(false, false, n, rows, k, 1.f, dy, w, 0.f, dx, e);
+    return;
+  }
   nchw_to_cnhw(n, k, p, dy, dyt, e);
   if (dw) {
     im2col_batch(g, n, x, cols, e);
@@ -309,7 +338,9 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
   // a max); im2col's paths in one more pass over y.
   const bool in_kernel = act.kind == FusedAct::ReLU ||
                          (act.kind == FusedAct::LeakyReLU && act.slope >= 0.f && act.slope <= 1.f);
-  if (algo == ConvAlgo::Winograd)
+  if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g))
+    conv4x4s2_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
+  else if (algo == ConvAlgo::Winograd)
     conv3x3_winograd_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
   else if (algo == ConvAlgo::Direct)
     conv3x3_direct_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
@@ -325,10 +356,17 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
 
 namespace {
 
-// The backward of the convolution itself (no activation), by algorithm.
+// The backward of the convolution itself (no activation of its own), by algorithm; dx through
+// the input's activation dx_act (see conv2d.h).
 void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                       const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
-                      CpuExec e) {
+                      CpuExec e, const float* dx_src, Act dx_act) {
+  if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g)) {
+    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
+    if (dw) conv4x4s2_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
+    if (dx) conv4x4s2_backward_data(dx, dy, w, g, n, k, e.threads, ws, dx_src, dx_act);
+    return;
+  }
   if (algo == ConvAlgo::Winograd) {
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
     if (dw) conv3x3_winograd_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
@@ -342,16 +380,24 @@ void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, c
   } else {
     backward_per_image(g, n, k, x, w, dy, dw, db, dx, e.threads, ws);
   }
+  if (dx && dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
+    const int64_t total = n * g.image_size();
+    if (dx_act.kind == FusedAct::ReLU)
+      relu_backward(total, dx_src, dx, dx, e);
+    else
+      leaky_relu_backward(total, dx_act.slope, dx_src, dx, dx, e);
+  }
 }
 
 }  // namespace
 
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float*, float* ws, CpuExec e) {
+                     ConvAlgo algo, const float*, float* ws, CpuExec e, const float* dx_src,
+                     Act dx_act) {
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   if (act.kind == FusedAct::None) {
-    backward_by_algo(g, n, k, x, w, dy, dw, db, dx, algo, ws, e);
+    backward_by_algo(g, n, k, x, w, dy, dw, db, dx, algo, ws, e, dx_src, dx_act);
     return;
   }
   // dy through the activation into the workspace's tail, a chunk of images at a time
@@ -366,7 +412,8 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
     else
       leaky_relu_backward(m * per_y, act.slope, y + i0 * per_y, dy + i0 * per_y, masked, e);
     backward_by_algo(g, m, k, x ? x + i0 * per_x : nullptr, w, masked, dw, db,
-                     dx ? dx + i0 * per_x : nullptr, algo, ws, e);
+                     dx ? dx + i0 * per_x : nullptr, algo, ws, e,
+                     dx_src ? dx_src + i0 * per_x : nullptr, dx_act);
   }
 }
 
@@ -542,15 +589,8 @@ void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, cons
   algo = cpu_algo(algo);
   float* ws = ctx.workspace(d, conv_backward_workspace_floats(g, n, k, algo, act, ctx.threads()));
   cpu::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), ptr(dw), ptr(db), ptr(dx),
-                       act, algo, nullptr, ws, ctx.cpu_exec());
-  if (dx && dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
-    const int64_t total = n * g.image_size();
-    if (dx_act.kind == FusedAct::ReLU)
-      cpu::relu_backward(total, x->data(), dx->data(), dx->data(), ctx.cpu_exec());
-    else
-      cpu::leaky_relu_backward(total, dx_act.slope, x->data(), dx->data(), dx->data(),
-                               ctx.cpu_exec());
-  }
+                       act, algo, nullptr, ws, ctx.cpu_exec(), dx ? ptr(x) : nullptr,
+                       dx ? dx_act : Act{});
 }
 
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y) {

@@ -84,10 +84,13 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
 
 // dw += dL/dw, db += dL/db, dx = dL/dx; each skipped when nullptr (x may then be nullptr
 // too when dw is). dy (n, k, oh, ow) with respect to y; y is read only with an activation.
+// dx_src, dx_act: dx = act'(dx_src) . dL/dx when dx_act is not None (ops::conv2d_backward), in
+// the 4x4 stride-2 Winograd kernel's own output write, in place after the others.
 // ws: conv_backward_workspace_floats() floats.
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float* saved_cols, float* ws, CpuExec e);
+                     ConvAlgo algo, const float* saved_cols, float* ws, CpuExec e,
+                     const float* dx_src = nullptr, Act dx_act = {});
 
 // y (n, k, p) += b[k]; db[k] += sum over n, p of dy (n, k, p) (fixed order).
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec e);

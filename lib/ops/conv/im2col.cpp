@@ -53,12 +53,6 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) inline void fill_z
   for (int64_t i = 0; i < n; ++i) dst[i] = 0.f;
 }
 
-// One window covering the unpadded image exactly (DCGAN's 4x4 <-> 1x1 layers): the column is
-// the image itself, row (ci, ki, kj) = pixel (ci, ki, kj).
-inline bool whole_image_window(const ConvGeom& g) {
-  return g.oh == 1 && g.ow == 1 && g.ph == 0 && g.pw == 0 && g.kh == g.h && g.kw == g.w;
-}
-
 // Output rows [ylo, yhi) and columns [xlo, xhi) whose input pixel for kernel offset (ki, kj)
 // lies inside the image; the rest read padding.
 struct Window {

@@ -18,6 +18,13 @@ struct ConvGeom {
   int64_t image_size() const { return c * h * w; }
 };
 
+// One window covering the unpadded image exactly (DCGAN's 4x4 <-> 1x1 layers): the column of an
+// image is the image itself, row (ci, ki, kj) = pixel (ci, ki, kj), and the convolution is a
+// dense layer over the flattened image.
+inline bool whole_image_window(const ConvGeom& g) {
+  return g.oh == 1 && g.ow == 1 && g.ph == 0 && g.pw == 0 && g.kh == g.h && g.kw == g.w;
+}
+
 // oh = (h + 2 ph - kh) / sh + 1 (floor), likewise ow. Throws pdnn::Error, naming `op` and the
 // offending sizes, unless every size is positive, padding >= 0 and the kernel fits the padded input.
 ConvGeom conv_geom(const char* op, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw,

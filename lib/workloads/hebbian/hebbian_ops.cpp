@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/dispatch.h"
-#include "workloads/hebbian/simd_tanh.h"
+#include "ops/simd_tanh.h"
 
 namespace pdnn {
 

@@ -1,6 +1,7 @@
 // tanh without branches, so a loop of it vectorises (glibc's tanhf is ~10 ns a call when its
 // range branches are predictable and ~40 ns in the Hebbian reservoir, where they are not: a
-// fifth of a step at N = 1000). Accuracy: within 2 ulp of the exact value (test_hebbian.cpp,
+// fifth of a step at N = 1000). Used by the Tanh activation (ops/activation.cpp) and W6's
+// reservoir (workloads/hebbian/hebbian_ops.cpp). Accuracy: within 2 ulp of the exact value (test_hebbian.cpp,
 // SimdTanh.* measures it); NaN in, NaN out; +-inf in, +-1 out.
 //
 // The method is Cephes' (S. L. Moshier, tanh.c and tanhf.c): for |x| < 0.625 a rational

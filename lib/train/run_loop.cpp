@@ -160,6 +160,7 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
     outputs.push_back({"--bench-csv", c.bench_csv});
   }
   if (!c.save_init.empty()) outputs.push_back({"--save-init", c.save_init});
+  if (!bench && !c.save_weights.empty()) outputs.push_back({"--save-weights", c.save_weights});
   if (c.profile) outputs.push_back({"--profile-out", c.profile_out});
   if (!bench) outputs.insert(outputs.end(), c.extra_outputs.begin(), c.extra_outputs.end());
   if (!root()) outputs.clear();
@@ -351,6 +352,10 @@ void RunLoop::run_epochs(Session& s) {
     Epoch e(epoch, cfg_.epochs, task_.begin_epoch(ctx_, epoch, s.data_seed));
     train_steps(s, e);
     end_epoch(s, e);
+  }
+  if (root() && !cfg_.save_weights.empty()) {
+    create_parent_folders(cfg_.save_weights);
+    task_.save_weights(cfg_.save_weights);
   }
   if (root()) task_.finish(ctx_);
 }

@@ -363,6 +363,47 @@ TEST_F(DcganApp, TorchTwinStartsFromTheSameWeightsDataAndNoise) {
   EXPECT_TRUE(exists(o + "/ts/epoch_002.png"));
 }
 
+// make dcgan-quality DATASET=caltech end to end at a tiny scale (scripts/dcgan_quality_photos.sh
+// on a folder of disc photos, small widths): the judge trained first (none is committed for
+// this folder), two seeds of both frameworks (PyTorch's when it is installed) run two at a
+// time, samples after epochs 1 and 2 scored and then deleted, the table over seeds and the
+// progression PNG of each seed.
+TEST_F(DcganApp, DcganQualityOnPhotosTabulatesBothFrameworksOverSeeds) {
+  const std::string py = "/usr/bin/python3";
+  if (run(py + " -c 'import matplotlib'").status != 0)
+    GTEST_SKIP() << "/usr/bin/python3 lacks matplotlib (apt-get install python3-matplotlib)";
+  const bool torch = run(py + " -c 'import torch, PIL'").status == 0;
+  const std::string photos = dir_ + "/discs", o = dir_ + "/quality";
+  write_disc_photos(photos, 3, 8, 2);
+  const Result r = run("BIN=" + std::string(PDNN_BIN_DIR) + " OUT=" + o + " DATA=" + photos +
+                       " DEVICE=cpu THREADS=2 JOBS=2 SEEDS='1 2' EPOCHS=2 SCORE_EPOCHS=1,2 "
+                       "SAMPLES=40 IMAGES_PER_EPOCH=8 JUDGE_EPOCHS=2 TORCH=" +
+                       (torch ? "1" : "0") + " ARGS='--nz 8 --ngf 4 --ndf 4 --batch 8' "
+                       "DATASET=caltech " PDNN_SOURCE_DIR "/scripts/dcgan_quality.sh");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(exists(o + "/judge/photo64_discs.ckpt")) << r.output;
+  const size_t runs = torch ? 4 : 2;
+  EXPECT_EQ(csv_rows(o + "/quality_discs.csv").size(), 1 + 1 + 2 * runs) << r.output;
+  const auto t = csv_rows(o + "/quality_discs_summary.csv");
+  ASSERT_EQ(t.size(), 1 + 2 * (torch ? 2 : 1) + 1) << r.output;
+  EXPECT_EQ(t[0][1], "framework");
+  EXPECT_EQ(t[1][1], "pdnn");
+  EXPECT_EQ(t[1][2], "1");
+  EXPECT_EQ(t[1][3], "1 2");  // both seeds
+  EXPECT_GE(std::stod(t[1][5]), 0.0);  // the IS analogue's spread over them
+  EXPECT_LE(std::stod(t[1][6]), std::stod(t[1][4]));  // min <= mean <= max
+  EXPECT_LE(std::stod(t[1][4]), std::stod(t[1][7]));
+  if (torch) {
+    EXPECT_EQ(t[2][1], "torch");
+    EXPECT_FALSE(t[1][14].empty());  // pdnn's FID over PyTorch's
+    EXPECT_NE(r.output.find("epoch 2: pdnn's FID analogue is "), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(t.back()[1], "real-test");
+  for (const char* s : {"1", "2"})
+    EXPECT_TRUE(exists(o + "/progression_discs_s" + std::string(s) + ".png")) << s;
+  EXPECT_EQ(run("ls " + o + " | grep -c '\\.idx'").output, "0\n");  // samples deleted
+}
+
 // The photo judge end to end: trained by the caltech101 app (--model photo64, the DCGAN's
 // centre crop and [-1, 1]), its weights alone saved; gan_score --dataset caltech scores a
 // known set, the held-out photos themselves written as a colour IDX file, exactly as its
@@ -437,6 +478,23 @@ TEST_F(DcganApp, GanScoreJudgesPhotosWithThePhotoJudge) {
   EXPECT_EQ(csv_rows(out).size(), 4u);
 }
 #endif
+
+// scripts/torch_ddp_bench.py's W5, the DDP twin of dcgan --distributed (2 processes, gloo,
+// small widths): after one step every rank holds the same weights, the gradients DDP reduced
+// for D and for G equal one process's averages over the two shards, each shard through its own
+// BatchNorm statistics (per-rank BatchNorm, as pdnn's), and each model was all-reduced once.
+TEST(DcganDdpTwin, ReducesBothModelsOnceAStepWithPerRankBatchNorm) {
+  const std::string py = "/usr/bin/python3";
+  if (run(py + " -c 'import torch.distributed as d; assert d.is_gloo_available()'").status != 0)
+    GTEST_SKIP() << "no torch with gloo for " << py << " (scripts/install_deps.sh torch)";
+  const Result r =
+      run(py + " " PDNN_SOURCE_DIR "/scripts/torch_ddp_bench.py --workload W5 --verify");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ranks' weights after the step equal; all-reduces in the step: D 1, "
+                          "G 1: ok"),
+            std::string::npos)
+      << r.output;
+}
 
 // make dcgan without a GPU (scripts/dcgan_study.sh): its first line says that this is the short
 // CPU run, how long the full one would take here and how to start it; then the run, the grids,

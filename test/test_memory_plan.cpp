@@ -346,16 +346,20 @@ TEST(MemoryPlan, DescribesW4FromTheModel) {
   const Shape in{4, 3, 32, 32};
   const StepMem m = describe_step(model, in, opt.get(), 1000.0);
   ASSERT_EQ(m.layers.size(), model.size());
-  // Conv + ReLU fused: the ReLU layer has no buffers, the convolution reads x and y.
+  // Conv + ReLU fused: the ReLU layer has no buffers; the next convolution folds the ReLU's
+  // derivative into its dx (Layer::fold_input_activation), so the first reads x but not y.
   EXPECT_FALSE(m.layers[0].absorbed);
   EXPECT_TRUE(m.layers[1].absorbed);
-  EXPECT_TRUE(m.layers[0].bwd_reads_input && m.layers[0].bwd_reads_output);
+  EXPECT_TRUE(m.layers[0].bwd_reads_input);
+  EXPECT_FALSE(m.layers[0].bwd_reads_output);
   EXPECT_EQ(m.layers[0].out_bytes, 4 * 32 * 32 * 32 * 4);
   EXPECT_EQ(m.layers[1].out_bytes, 0);
   EXPECT_EQ(m.layers[0].param_bytes, (32 * 3 * 9 + 32) * 4);
   EXPECT_EQ(m.layers[0].opt_state_bytes, m.layers[0].param_bytes);  // AdaGrad: one sum each
-  // Pooling keeps its int32 argmax only and can be recomputed.
-  EXPECT_FALSE(m.layers[4].bwd_reads_input || m.layers[4].bwd_reads_output);
+  // Pooling keeps its int32 argmax and, folding the ReLU before it, its output; it can be
+  // recomputed.
+  EXPECT_FALSE(m.layers[4].bwd_reads_input);
+  EXPECT_TRUE(m.layers[4].bwd_reads_output);
   EXPECT_EQ(m.layers[4].scratch_bytes, 4 * 32 * 16 * 16 * 4);
   EXPECT_TRUE(m.layers[4].recomputable);
   EXPECT_FALSE(m.layers[0].recomputable);

@@ -221,7 +221,59 @@ TEST(Sequential, FusedActivationsGiveTheSameNumbers) {
   for (size_t i : {0, 2, 3, 5, 7, 8, 10, 11}) EXPECT_FALSE(b.absorbed(i)) << i;
   for (size_t i = 0; i < a.size(); ++i) EXPECT_FALSE(a.absorbed(i)) << i;
   EXPECT_NE(b.layer(0).describe().find("+ ReLU"), std::string::npos) << b.layer(0).describe();
+  // The first ReLU's derivative is folded into the second convolution's dx; BatchNorm, Flatten
+  // and Dense do not fold one, so those layers keep their own.
+  EXPECT_TRUE(dynamic_cast<Conv2d&>(b.layer(0)).activation_grad_taken());
+  EXPECT_EQ(dynamic_cast<Conv2d&>(b.layer(2)).folded_input_activation().kind, FusedAct::ReLU);
+  EXPECT_FALSE(dynamic_cast<Conv2d&>(b.layer(5)).activation_grad_taken());
   EXPECT_THROW(b.set_fusion(false), Error);
+}
+
+// A fused activation's derivative folded into the next layer (Layer::fold_input_activation):
+// a convolution writes its dx through it, a pooling multiplies dy by it at the argmax (with and
+// without a fused dropout), so the layer before reads no output of its own in backward. The
+// same numbers as every layer on its own, for ReLU and LeakyReLU, over training steps.
+TEST(Sequential, ActivationDerivativeFoldedIntoTheNextLayer) {
+  auto build = [](bool fuse) {
+    Sequential m;
+    m.emplace<Conv2d>(2, 4, 3, 1, 1);
+    m.emplace<LeakyReLU>(0.2f);
+    m.emplace<Conv2d>(4, 4, 3, 1, 1);
+    m.emplace<ReLU>();
+    m.emplace<MaxPool2d>(2);
+    m.emplace<Conv2d>(4, 6, 3, 1, 1);
+    m.emplace<LeakyReLU>(0.1f);
+    m.emplace<MaxPool2d>(2);
+    m.emplace<Dropout>(0.25f);
+    m.emplace<Flatten>();
+    m.emplace<Dense>(6 * 2 * 2, 3);
+    m.set_fusion(fuse);
+    Rng init(5);
+    m.reset_parameters(init);
+    return m;
+  };
+  Sequential a = build(false), b = build(true);
+  Context ca(2, 7), cb(2, 7);
+  Rng r(9);
+  for (int step = 0; step < 2; ++step) {
+    const Tensor x = testing::random_tensor(Shape{3, 2, 8, 8}, r);
+    const Tensor dy = testing::random_tensor(Shape{3, 3}, r);
+    const Tensor ya = a.forward(ca, x).clone();
+    expect_equal(b.forward(cb, x), ya, "output");
+    a.zero_grad(ca);
+    b.zero_grad(cb);
+    a.backward(ca, dy, true);
+    b.backward(cb, dy, true);
+    expect_equal(b.input_grad(), a.input_grad(), "input gradient");
+    expect_equal(b.parameters().grads(), a.parameters().grads(), "parameter gradients");
+  }
+  for (size_t i : {0, 2, 5})
+    EXPECT_TRUE(dynamic_cast<Conv2d&>(b.layer(i)).activation_grad_taken()) << i;
+  EXPECT_EQ(dynamic_cast<Conv2d&>(b.layer(2)).folded_input_activation().kind, FusedAct::LeakyReLU);
+  EXPECT_TRUE(b.absorbed(8));  // the dropout, in the second pooling
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_FALSE(a.absorbed(i)) << i;
+  for (size_t i : {0, 2, 5})
+    EXPECT_FALSE(dynamic_cast<Conv2d&>(a.layer(i)).activation_grad_taken()) << i;
 }
 
 // A Dropout after a MaxPool2d is taken over by the pool (W3's order): the same outputs,

@@ -7,7 +7,9 @@
 // after warm-up), the achieved TFLOP/s (the direct convolution's FLOPs over the time) and GB/s
 // (the pass's fewest bytes: every input read once, every output written once), and its floor
 // max(FLOPs / peak, bytes / bandwidth). Rows to --out with the columns of
-// scripts/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers.
+// scripts/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers. An algorithm
+// "implicit:TILE" (e.g. implicit:64x128) forces the implicit-GEMM kernels' block tile in the
+// forward and backward-weights passes (its backward-data keeps the chosen tile).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -17,7 +19,9 @@
 #include "core/context.h"
 #include "core/cuda_state.h"
 #include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_algo.h"
+#include "ops/conv/conv2d_gpu.h"
 #include "ops/dense.h"
 #include "ops/gemm.h"
 #include "ops/optim.h"
@@ -177,26 +181,54 @@ int run(int argc, char** argv) {
   int repeat = 20;
   app.add_option("--out", out, "CSV to append the rows to")->capture_default_str();
   app.add_option("--filter", filter, "only layers whose 'workload layer' contains this (W4, D.)");
-  app.add_option("--algos", algos_text, "comma list of im2col, implicit, cudnn")->capture_default_str();
+  app.add_option("--algos", algos_text,
+                 "comma list of im2col, implicit, direct, cudnn, implicit:TILE (TILE one of "
+                 "128x128, 64x128, 32x256, 32x128, 32x32), direct:TILE (m128, m64, m32)")
+      ->capture_default_str();
   app.add_option("--precisions", precisions, "fp32, tf32 or both")->capture_default_str();
   app.add_option("--repeat", repeat, "timed runs per pass")->check(CLI::Range(3, 1000))->capture_default_str();
   if (const int st = parse_flags(app, "bench_conv_gpu", argc, argv); st >= 0) return st;
 
-  std::vector<ConvAlgo> algos;
+  struct Algo {
+    ConvAlgo a;
+    cuda::ConvTile tile;
+    std::string name;
+    cuda::DirectTile dtile = cuda::DirectTile::Auto;
+  };
+  std::vector<Algo> algos;
   for (size_t s = 0; s <= algos_text.size();) {
     const size_t e = std::min(algos_text.find(',', s), algos_text.size());
-    ConvAlgo a;
-    PDNN_CHECK(parse_conv_algo(algos_text.substr(s, e - s), &a) &&
-                   (a == ConvAlgo::Im2col || a == ConvAlgo::Implicit || a == ConvAlgo::Cudnn),
-               "--algos: '%s' is not im2col, implicit or cudnn", algos_text.substr(s, e - s).c_str());
-    algos.push_back(a);
+    const std::string item = algos_text.substr(s, e - s);
+    const size_t colon = item.find(':');
+    Algo al{ConvAlgo::Auto, cuda::ConvTile::Auto, item};
+    PDNN_CHECK(parse_conv_algo(item.substr(0, colon), &al.a) &&
+                   (al.a == ConvAlgo::Im2col || al.a == ConvAlgo::Implicit ||
+                    al.a == ConvAlgo::Direct || al.a == ConvAlgo::Cudnn) &&
+                   (colon == std::string::npos || al.a == ConvAlgo::Implicit ||
+                    al.a == ConvAlgo::Direct),
+               "--algos: '%s' is not im2col, implicit, direct, cudnn, implicit:TILE or "
+               "direct:TILE", item.c_str());
+    if (colon != std::string::npos && al.a == ConvAlgo::Direct) {
+      bool found = false;
+      for (cuda::DirectTile t : {cuda::DirectTile::M128, cuda::DirectTile::M64, cuda::DirectTile::M32})
+        if (item.substr(colon + 1) == cuda::direct_tile_name(t)) al.dtile = t, found = true;
+      PDNN_CHECK(found, "--algos: '%s': no such tile (m128, m64, m32)", item.c_str());
+    } else if (colon != std::string::npos) {
+      bool found = false;
+      for (cuda::ConvTile t : {cuda::ConvTile::T128x128, cuda::ConvTile::T64x128,
+                               cuda::ConvTile::T32x256, cuda::ConvTile::T32x128,
+                               cuda::ConvTile::T32x32})
+        if (item.substr(colon + 1) == cuda::conv_tile_name(t)) al.tile = t, found = true;
+      PDNN_CHECK(found, "--algos: '%s': no such tile", item.c_str());
+    }
+    algos.push_back(al);
     s = e + 1;
   }
   Context ctx(1, 1, Device::CUDA);
   const RunInfo info = run_info(ctx);
   std::printf("bench_conv_gpu: %s | %s\n", info.gpu.c_str(), info.git_rev.c_str());
   // cuDNN is opened only where asked for (a forced algorithm does not open it by itself).
-  if (std::find(algos.begin(), algos.end(), ConvAlgo::Cudnn) != algos.end()) {
+  if (std::any_of(algos.begin(), algos.end(), [](const Algo& a) { return a.a == ConvAlgo::Cudnn; })) {
     PDNN_CHECK(ctx.cuda().cudnn() != nullptr, "--algos cudnn: %s", cudnn_status().c_str());
     std::printf("%s\n", cudnn_status().c_str());
   }
@@ -217,7 +249,7 @@ int run(int argc, char** argv) {
   if (filter.empty() || filter == "W4") rest_of_w4(ctx, ceil, repeat, csv, info, versions);
 
   std::printf("%-4s %-8s %-16s %-5s", "wl", "layer", "pass", "prec");
-  for (ConvAlgo a : algos) std::printf(" %18s", conv_algo_name(a));
+  for (const Algo& a : algos) std::printf(" %18s", a.name.c_str());
   std::printf(" %9s %6s\n", "floor ms", "best/fl");
   for (const Layer& L : kLayers) {
     if (!filter.empty() && (std::string(L.workload) + " " + L.name).find(filter) == std::string::npos)
@@ -259,30 +291,63 @@ int run(int argc, char** argv) {
     struct PassRun {
       const char* name;
       double bytes;
-      std::function<void(ConvAlgo)> f;
+      std::function<void(const Algo&)> f;
     };
     std::vector<PassRun> passes;
     const double act_read = cact.kind == FusedAct::None ? 0.0 : fy;
-    passes.push_back({"forward", L.transposed ? fy + fw + fx : fx + fw + fy, [&](ConvAlgo a) {
+    passes.push_back({"forward", L.transposed ? fy + fw + fx : fx + fw + fy, [&](const Algo& a) {
                         if (L.transposed)
                           ops::conv2d_backward(ctx, g, n, k, nullptr, W, dY, nullptr, nullptr,
-                                               nullptr, &dX, Act{}, a);
+                                               nullptr, &dX, Act{}, a.a);
+                        else if (a.dtile != cuda::DirectTile::Auto)
+                          cuda::conv2d_direct_forward(
+                              g, n, k, X.data(), W.data(), conv_bias ? B.data() : nullptr,
+                              Y.data(), cact,
+                              ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
+                                                              ConvPass::Forward, g, n, k)),
+                              ctx.cuda_exec(), a.dtile);
+                        else if (a.tile != cuda::ConvTile::Auto)
+                          cuda::conv2d_implicit_forward(g, n, k, X.data(), W.data(),
+                                                        conv_bias ? B.data() : nullptr, Y.data(),
+                                                        cact, ctx.cuda_exec(), a.tile);
                         else
                           ops::conv2d_forward(ctx, g, n, k, X, W, conv_bias ? &B : nullptr, Y,
-                                              cact, a);
+                                              cact, a.a);
                       }});
     if (L.need_dx)
       passes.push_back({"backward-data", L.transposed ? fx + fw + fy : fy + act_read + fw + fx,
-                        [&](ConvAlgo a) {
+                        [&](const Algo& a) {
                           if (L.transposed)
-                            ops::conv2d_forward(ctx, g, n, k, X, W, nullptr, Y, Act{}, a);
+                            ops::conv2d_forward(ctx, g, n, k, X, W, nullptr, Y, Act{}, a.a);
+                          else if (a.dtile != cuda::DirectTile::Auto)
+                            cuda::conv2d_direct_backward_data(
+                                g, n, k, dY.data(), W.data(), dX.data(),
+                                ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
+                                                                ConvPass::BackwardData, g, n, k)),
+                                ctx.cuda_exec(), a.dtile);
                           else
                             ops::conv2d_backward(ctx, g, n, k, nullptr, W, dY, &Y, nullptr,
-                                                 nullptr, &dX, cact, a);
+                                                 nullptr, &dX, cact, a.a);
                         }});
-    passes.push_back({"backward-weights", fx + fy + act_read + 2 * fw, [&](ConvAlgo a) {
-                        ops::conv2d_backward(ctx, g, n, k, &X, W, dY, &Y, &dW,
-                                             conv_bias ? &dB : nullptr, nullptr, cact, a);
+    passes.push_back({"backward-weights", fx + fy + act_read + 2 * fw, [&](const Algo& a) {
+                        if (a.dtile != cuda::DirectTile::Auto) {
+                          cuda::conv2d_direct_backward_weights(
+                              g, n, k, X.data(), dY.data(), Y.data(), cact, dW.data(),
+                              conv_bias ? dB.data() : nullptr,
+                              ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
+                                                              ConvPass::BackwardWeights, g, n, k)),
+                              ctx.cuda_exec(), a.dtile);
+                        } else if (a.tile != cuda::ConvTile::Auto) {
+                          float* ws = ctx.workspace(
+                              Device::CUDA,
+                              cuda::conv2d_implicit_backward_weights_ws(g, n, k, a.tile));
+                          cuda::conv2d_implicit_backward_weights(
+                              g, n, k, X.data(), dY.data(), Y.data(), cact, dW.data(),
+                              conv_bias ? dB.data() : nullptr, ws, ctx.cuda_exec(), a.tile);
+                        } else {
+                          ops::conv2d_backward(ctx, g, n, k, &X, W, dY, &Y, &dW,
+                                               conv_bias ? &dB : nullptr, nullptr, cact, a.a);
+                        }
                       }});
     for (const std::string prec : {"fp32", "tf32"}) {
       if (precisions.find(prec) == std::string::npos) continue;
@@ -293,12 +358,17 @@ int run(int argc, char** argv) {
             std::max(flop / peak, p.bytes / (ceil.copy_gbps * 1e9)) * 1e3;
         std::printf("%-4s %-8s %-16s %-5s", L.workload, L.name, p.name, prec.c_str());
         double best = 1e30;
-        for (ConvAlgo a : algos) {
+        for (const Algo& a : algos) {
+          if ((a.tile != cuda::ConvTile::Auto && (L.transposed || std::string(p.name) == "backward-data")) ||
+              (a.dtile != cuda::DirectTile::Auto && (L.transposed || !conv3x3_applies(g)))) {
+            std::printf(" %18s", "-");  // a forced tile where its kernel does not run
+            continue;
+          }
           TimingStats st{};
           try {
             st = time_ms(ctx, repeat, [&] { p.f(a); });
           } catch (const Error& e) {
-            std::fprintf(stderr, "%s %s %s %s: %s\n", L.workload, L.name, p.name, conv_algo_name(a), e.what());
+            std::fprintf(stderr, "%s %s %s %s: %s\n", L.workload, L.name, p.name, a.name.c_str(), e.what());
             std::printf(" %18s", "n/a");
             continue;
           }
@@ -306,7 +376,7 @@ int run(int argc, char** argv) {
           const double tflops = flop / (st.median * 1e-3) * 1e-12;
           const double gbps = p.bytes / (st.median * 1e-3) * 1e-9;
           std::printf(" %8.3f (%5.1f TF)", st.median, tflops);
-          csv.row({"bench_conv_gpu", L.workload, L.name, p.name, conv_algo_name(a), prec,
+          csv.row({"bench_conv_gpu", L.workload, L.name, p.name, a.name, prec,
                    std::to_string(n), std::to_string(L.cin), std::to_string(L.h),
                    std::to_string(L.w), std::to_string(L.cout), std::to_string(L.kernel),
                    std::to_string(L.kernel), std::to_string(L.stride), std::to_string(L.pad),

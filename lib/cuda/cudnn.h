@@ -61,6 +61,9 @@ struct CudnnContext {
     size_t ws = 0;   // workspace bytes
   };
   std::map<std::string, Pick> picks;
+  // The most elements a tensor descriptor may hold (cuDNN's 4-d limit, 2^31 - 1): larger
+  // batches run in slices of images (conv2d_cudnn.cu). Tests lower it to cover the slicing.
+  int64_t max_tensor_elements = 2147483647;
 };
 #else
 struct CudnnApi {};

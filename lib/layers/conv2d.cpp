@@ -36,6 +36,12 @@ bool Conv2d::fuse_activation(const Act& a) {
   return true;
 }
 
+bool Conv2d::fold_input_activation(const Act& a) {
+  if (in_act_.kind != FusedAct::None || a.kind == FusedAct::None) return false;
+  in_act_ = a;
+  return true;
+}
+
 ConvGeom Conv2d::geom(const Shape& in) const {
   PDNN_CHECK(in.rank() == 4, "conv2d: input %s must be (N,C,H,W)", in.str().c_str());
   PDNN_CHECK(in.c() == in_ch_, "conv2d: input %s has %lld channels, layer expects %lld",
@@ -64,7 +70,8 @@ void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tens
   check_same_shape("conv2d backward: dy", dy.shape(), Shape{n, out_ch_, g.oh, g.ow});
   if (dx) check_same_shape("conv2d backward: dx", dx->shape(), x.shape());
   ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, &y, param_grads_ ? &dweight_ : nullptr,
-                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx, act_, algo_, &cols_);
+                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx,
+                       grad_through_act_ ? Act{} : act_, algo_, &cols_, in_act_);
 }
 
 std::vector<Param> Conv2d::params() {
@@ -82,7 +89,7 @@ double Conv2d::flops(const Shape& in) const {
 BackwardNeeds Conv2d::backward_needs(const Shape& in) const {
   BackwardNeeds b;
   b.input = true;
-  b.output = act_.kind != FusedAct::None;
+  b.output = act_.kind != FusedAct::None && !grad_through_act_;
   b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(geom(in), in.n(), out_ch_) *
                                            sizeof(float));
   return b;

@@ -36,6 +36,14 @@ class Conv2d : public Layer {
   // A following ReLU/LeakyReLU applied in the output write (see Layer::fuse_activation).
   bool fuse_activation(const Act& a) override;
   Act activation() const { return act_; }
+  // Across layers (Layer::fold_input_activation): as the next layer, dx written through the
+  // activation of the layer before (act'(x) . dL/dx); as the layer before, dy arriving already
+  // through this layer's activation, so backward reads no y.
+  bool fold_input_activation(const Act& a) override;
+  bool can_take_activation_grad() const override { return act_.kind != FusedAct::None; }
+  void take_activation_grad(bool on) override { grad_through_act_ = on; }
+  bool activation_grad_taken() const { return grad_through_act_; }
+  Act folded_input_activation() const { return in_act_; }
 
   Tensor& weight() { return weight_; }
   Tensor& bias() { return bias_; }
@@ -50,6 +58,8 @@ class Conv2d : public Layer {
   bool has_bias_;
   ConvAlgo algo_ = ConvAlgo::Auto;
   Act act_;
+  Act in_act_;                     // folded into dx (the layer before's activation)
+  bool grad_through_act_ = false;  // dy arrives through act_'s derivative
   Tensor weight_, bias_, dweight_, dbias_;
   Tensor cols_;  // the forward's columns, kept for backward on the GPU
 };

@@ -76,6 +76,19 @@ class Layer {
     return false;
   }
 
+  // Fusion across a layer boundary (Sequential does it after the above): when the layer before
+  // this one applies activation `a` in its output write (so this layer's input x is act(z)),
+  // this layer may return act'(x) . dL/dx instead of dL/dx, in a pass it makes anyway (a
+  // pooling's scatter, a convolution's output write), so that the layer before receives
+  // dL/dz and makes no pass of its own over dy. Returns whether it will; the layer before is
+  // then told by take_activation_grad(true), which it must accept (ask can_take_...() first).
+  virtual bool fold_input_activation(const Act& a) {
+    (void)a;
+    return false;
+  }
+  virtual bool can_take_activation_grad() const { return false; }
+  virtual void take_activation_grad(bool on) { (void)on; }
+
   void train(bool on) { training_ = on; }
   bool training() const { return training_; }
   // Whether backward() must accumulate parameter gradients (on by default). Off, the caller

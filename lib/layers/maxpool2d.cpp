@@ -25,6 +25,13 @@ bool MaxPool2d::fuse_dropout(float p) {
   return true;
 }
 
+bool MaxPool2d::fold_input_activation(const Act& a) {
+  // Overlapping windows would sum before the activation's derivative, as no layer pair does.
+  if (in_act_.kind != FusedAct::None || a.kind == FusedAct::None || s_ < k_) return false;
+  in_act_ = a;
+  return true;
+}
+
 Pool2d MaxPool2d::geometry(const Shape& in) const {
   PDNN_CHECK(in.rank() == 4, "MaxPool2d: input %s must be NCHW (rank 4)", in.str().c_str());
   PDNN_CHECK(in.h() >= k_ && in.w() >= k_,
@@ -49,8 +56,8 @@ double MaxPool2d::flops(const Shape& in) const {
 BackwardNeeds MaxPool2d::backward_needs(const Shape& in) const {
   const int64_t n = output_shape(in).numel();
   const bool mask = drop_p_ >= 0.f && training_;
-  return {false, false, n * static_cast<int64_t>(sizeof(int32_t) + (mask ? sizeof(float) : 0)),
-          true, 0};
+  return {false, in_act_.kind != FusedAct::None,
+          n * static_cast<int64_t>(sizeof(int32_t) + (mask ? sizeof(float) : 0)), true, 0};
 }
 
 void MaxPool2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
@@ -74,9 +81,9 @@ void MaxPool2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const T
   check_same_shape("MaxPool2d backward: dy vs y", dy.shape(), y.shape());
   check_same_shape("MaxPool2d backward: dx vs x", dx->shape(), x.shape());
   if (masked_)
-    ops::maxpool2d_dropout_backward(ctx, geometry(x.shape()), dy, argmax_, mask_, *dx);
+    ops::maxpool2d_dropout_backward(ctx, geometry(x.shape()), dy, argmax_, mask_, *dx, &y, in_act_);
   else
-    ops::maxpool2d_backward(ctx, geometry(x.shape()), dy, argmax_, *dx);
+    ops::maxpool2d_backward(ctx, geometry(x.shape()), dy, argmax_, *dx, &y, in_act_);
 }
 
 }  // namespace pdnn

@@ -31,7 +31,11 @@ class MaxPool2d : public Layer {
   // One comparison per window element.
   double flops(const Shape& in) const override;
   bool fuse_dropout(float p) override;
-  // Only the argmax (and a fused dropout's mask); forward again rebuilds both.
+  // The activation of the layer before, folded into backward (windows that do not overlap):
+  // act'(y) . dy at the argmax, y the pool's output (ops/maxpool2d.h).
+  bool fold_input_activation(const Act& a) override;
+  // The argmax (and a fused dropout's mask; the output y with a folded activation); forward
+  // again rebuilds them.
   BackwardNeeds backward_needs(const Shape& in) const override;
   // The fused dropout's last training mask (0 or 1/(1-p) per output), for tests.
   const Tensor& dropout_mask() const { return mask_; }
@@ -46,6 +50,7 @@ class MaxPool2d : public Layer {
   float drop_p_ = -1.f;  // the fused dropout's p (negative: none)
   Tensor mask_;          // its last training forward's mask, float32, y's size, grow-only
   bool masked_ = false;  // whether the last forward applied the mask (training mode)
+  Act in_act_;           // the activation folded into backward (kind None: none)
 };
 
 }  // namespace pdnn

@@ -86,6 +86,16 @@ void Sequential::fuse_activations() {
     const float p = layers_[i]->fusable_dropout();
     if (p >= 0.f && layers_[i - 1]->fuse_dropout(p)) absorbed_[i] = true;
   }
+  // A fused activation's derivative, folded into the next executed layer's backward.
+  for (size_t i = 0; i + 1 < layers_.size(); ++i) {
+    if (absorbed_[i] || i + 1 >= layers_.size() || !absorbed_[i + 1]) continue;
+    const Act a = layers_[i + 1]->fusable_activation();
+    if (a.kind == FusedAct::None || !layers_[i]->can_take_activation_grad()) continue;
+    size_t j = i + 1;
+    while (j < layers_.size() && absorbed_[j]) ++j;
+    if (j < layers_.size() && layers_[j]->fold_input_activation(a))
+      layers_[i]->take_activation_grad(true);
+  }
 }
 
 void Sequential::set_fusion(bool on) {

@@ -185,14 +185,21 @@ namespace {
 // two layers' passes.
 template <bool kMask>
 void maxpool_backward_planes(const Pool2d& g, const float* dy, const int32_t* argmax,
-                             const float* mask, float* dx, CpuExec e) {
+                             const float* mask, const float* y, Act act, float* dx, CpuExec e) {
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
   parallel_for(e, g.planes, PDNN_PAR(g.planes * in_plane), [=](int64_t p) {
     float* dxp = dx + p * in_plane;
     const float* dyp = dy + p * out_plane;
     const int32_t* ap = argmax + p * out_plane;
     std::memset(dxp, 0, static_cast<size_t>(in_plane) * sizeof(float));
-    if (kMask) {
+    if (y) {  // through the activation (windows do not overlap: checked by the op)
+      const float* yp = y + p * out_plane;
+      const float* mp = kMask ? mask + p * out_plane : nullptr;
+      for (int64_t o = 0; o < out_plane; ++o) {
+        const float v = kMask ? dyp[o] * mp[o] : dyp[o];
+        dxp[ap[o]] = yp[o] > 0.f ? v : (act.kind == FusedAct::ReLU ? 0.f : act.slope * v);
+      }
+    } else if (kMask) {
       const float* mp = mask + p * out_plane;
       for (int64_t o = 0; o < out_plane; ++o) dxp[ap[o]] += dyp[o] * mp[o];
     } else {
@@ -203,14 +210,16 @@ void maxpool_backward_planes(const Pool2d& g, const float* dy, const int32_t* ar
 
 }  // namespace
 
-void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
-                        CpuExec e) {
-  maxpool_backward_planes<false>(g, dy, argmax, nullptr, dx, e);
+void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, const float* y,
+                        Act act, float* dx, CpuExec e) {
+  maxpool_backward_planes<false>(g, dy, argmax, nullptr, act.kind == FusedAct::None ? nullptr : y,
+                                 act, dx, e);
 }
 
 void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
-                                const float* mask, float* dx, CpuExec e) {
-  maxpool_backward_planes<true>(g, dy, argmax, mask, dx, e);
+                                const float* mask, const float* y, Act act, float* dx, CpuExec e) {
+  maxpool_backward_planes<true>(g, dy, argmax, mask, act.kind == FusedAct::None ? nullptr : y,
+                                act, dx, e);
 }
 
 }  // namespace cpu
@@ -228,14 +237,29 @@ void maxpool2d_forward(Context& ctx, const Pool2d& g, const Tensor& x, Tensor& y
   PDNN_DISPATCH(ctx, d, maxpool2d_forward, g, x.data(), y.data(), argmax.data<int32_t>());
 }
 
+namespace {
+void check_pool_act(const char* op, const Pool2d& g, const Tensor& dy, const Tensor* y, Act act) {
+  if (act.kind == FusedAct::None) return;
+  PDNN_CHECK(y && y->numel() == dy.numel() && g.s >= g.k,
+             "%s: backward through the input's activation needs the output and windows that do "
+             "not overlap (kernel %lld, stride %lld)", op, static_cast<long long>(g.k),
+             static_cast<long long>(g.s));
+}
+const float* act_y(const Tensor* y, Act act) {
+  return act.kind == FusedAct::None || !y ? nullptr : y->data();
+}
+}  // namespace
+
 void maxpool2d_backward(Context& ctx, const Pool2d& g, const Tensor& dy, const Tensor& argmax,
-                        Tensor& dx) {
-  const Device d = op_device("maxpool2d_backward", {&dy, &argmax, &dx});
+                        Tensor& dx, const Tensor* y, Act act) {
+  check_pool_act("maxpool2d_backward", g, dy, y, act);
+  const Device d = op_device("maxpool2d_backward", {&dy, &argmax, &dx, act_y(y, act) ? y : nullptr});
   PDNN_CHECK(dx.numel() == g.planes * g.h * g.w && dy.numel() == g.planes * g.oh * g.ow &&
                  argmax.numel() == dy.numel() && argmax.dtype() == DType::I32,
              "maxpool2d_backward: dy %s, argmax %s, dx %s do not fit the geometry",
              dy.shape().str().c_str(), argmax.shape().str().c_str(), dx.shape().str().c_str());
-  PDNN_DISPATCH(ctx, d, maxpool2d_backward, g, dy.data(), argmax.data<int32_t>(), dx.data());
+  PDNN_DISPATCH(ctx, d, maxpool2d_backward, g, dy.data(), argmax.data<int32_t>(), act_y(y, act),
+                act, dx.data());
 }
 
 void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Tensor& x, Tensor& y,
@@ -267,8 +291,11 @@ void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Ten
 }
 
 void maxpool2d_dropout_backward(Context& ctx, const Pool2d& g, const Tensor& dy,
-                                const Tensor& argmax, const Tensor& mask, Tensor& dx) {
-  const Device d = op_device("maxpool2d_dropout_backward", {&dy, &argmax, &mask, &dx});
+                                const Tensor& argmax, const Tensor& mask, Tensor& dx,
+                                const Tensor* y, Act act) {
+  check_pool_act("maxpool2d_dropout_backward", g, dy, y, act);
+  const Device d = op_device("maxpool2d_dropout_backward",
+                             {&dy, &argmax, &mask, &dx, act_y(y, act) ? y : nullptr});
   PDNN_CHECK(dx.numel() == g.planes * g.h * g.w && dy.numel() == g.planes * g.oh * g.ow &&
                  argmax.numel() == dy.numel() && argmax.dtype() == DType::I32 &&
                  mask.numel() == dy.numel(),
@@ -279,7 +306,7 @@ void maxpool2d_dropout_backward(Context& ctx, const Pool2d& g, const Tensor& dy,
   PDNN_CHECK(g.s >= g.k, "maxpool2d_dropout_backward: overlapping windows (kernel %lld, stride %lld)",
              static_cast<long long>(g.k), static_cast<long long>(g.s));
   PDNN_DISPATCH(ctx, d, maxpool2d_dropout_backward, g, dy.data(), argmax.data<int32_t>(),
-                mask.data(), dx.data());
+                mask.data(), act_y(y, act), act, dx.data());
 }
 
 }  // namespace ops

@@ -66,10 +66,11 @@ __global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
 // One thread per input pixel; kNoOverlap (stride >= kernel): at most one window holds it.
 // mask: the fused dropout's (dy * mask is what reaches the pool's output; non-overlapping
 // windows only), or null.
+// y, act: through the activation of the layer before (ops/maxpool2d.h; kNoOverlap only).
 template <bool kNoOverlap, bool kMask>
 __global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* __restrict__ dy,
                           const int32_t* __restrict__ argmax, const float* __restrict__ mask,
-                          float* __restrict__ dx) {
+                          const float* __restrict__ y, Act act, float* __restrict__ dx) {
   const int p_in = g.h * g.w, p_out = g.oh * g.ow;
   for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
     const float* dyp = dy + static_cast<int64_t>(plane) * p_out;
@@ -81,8 +82,14 @@ __global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* _
       float s = 0.f;
       if (kNoOverlap) {
         const int oy = div_s.div(yy), ox = div_s.div(xx);
-        if (oy < g.oh && ox < g.ow && ap[oy * g.ow + ox] == i)
-          s = kMask ? dyp[oy * g.ow + ox] * mp[oy * g.ow + ox] : dyp[oy * g.ow + ox];
+        if (oy < g.oh && ox < g.ow && ap[oy * g.ow + ox] == i) {
+          const int o = oy * g.ow + ox;
+          s = kMask ? dyp[o] * mp[o] : dyp[o];
+          if (y) {
+            const float yv = y[static_cast<int64_t>(plane) * p_out + o];
+            s = yv > 0.f ? s : (act.kind == FusedAct::ReLU ? 0.f : act.slope * s);
+          }
+        }
       } else {
         // Outputs oy with oy*s <= yy < oy*s + k, in ascending order (the CPU's).
         const int oy0 = yy >= g.k ? (yy - g.k) / g.s + 1 : 0, oy1 = min(g.oh - 1, yy / g.s);
@@ -115,15 +122,17 @@ void launch_forward(const Pool2d& g, const Drop& drop, const float* x, float* y,
 
 template <bool kMask>
 void launch_backward(const Pool2d& g, const float* dy, const int32_t* argmax, const float* mask,
-                     float* dx, CudaExec e) {
+                     const float* y, Act act, float* dx, CudaExec e) {
   if (g.planes * g.h * g.w <= 0) return;
   const FastDiv dw(static_cast<uint32_t>(g.w)), ds(static_cast<uint32_t>(g.s));
+  if (act.kind == FusedAct::None) y = nullptr;
   if (kMask || g.s >= g.k)
     maxpool_b<true, kMask><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0,
-                             stream_of(e)>>>(pool32(g), dw, ds, dy, argmax, mask, dx);
+                             stream_of(e)>>>(pool32(g), dw, ds, dy, argmax, mask, y, act, dx);
   else
     maxpool_b<false, false><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0,
-                              stream_of(e)>>>(pool32(g), dw, ds, dy, argmax, nullptr, dx);
+                              stream_of(e)>>>(pool32(g), dw, ds, dy, argmax, nullptr, nullptr,
+                                              act, dx);
   PDNN_CUDA_LAUNCH_CHECK(kMask ? "maxpool2d_dropout_backward" : "maxpool2d_backward");
 }
 
@@ -133,9 +142,9 @@ void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argma
   launch_forward<false>(g, Drop{}, x, y, argmax, e);
 }
 
-void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
-                        CudaExec e) {
-  launch_backward<false>(g, dy, argmax, nullptr, dx, e);
+void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, const float* y,
+                        Act act, float* dx, CudaExec e) {
+  launch_backward<false>(g, dy, argmax, nullptr, y, act, dx, e);
 }
 
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
@@ -145,8 +154,9 @@ void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const in
 }
 
 void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
-                                const float* mask, float* dx, CudaExec e) {
-  launch_backward<true>(g, dy, argmax, mask, dx, e);
+                                const float* mask, const float* y, Act act, float* dx,
+                                CudaExec e) {
+  launch_backward<true>(g, dy, argmax, mask, y, act, dx, e);
 }
 
 }  // namespace cuda

@@ -11,6 +11,7 @@
 #include "core/context.h"
 #include "core/exec.h"
 #include "core/tensor.h"
+#include "ops/activation.h"
 
 namespace pdnn {
 
@@ -27,43 +28,51 @@ struct Pool2d {
 // dy * mask at the argmax: the two layers' backward passes in one. Only for windows that do not
 // overlap (stride >= kernel, as every pool in W2..W4): there each input gets at most one
 // product, so no sum whose rounding a compiler's FMA contraction could change.
+//
+// Backward through the activation of the layer before (Layer::fold_input_activation), for
+// windows that do not overlap: y (the pool's output) and act given, what reaches an input at
+// its window's argmax is act'(y) . dy (y = that input, or 0 where dropout dropped it, where
+// dy * mask is 0 anyway): one multiply on the output's side instead of a pass over the input's.
 
 namespace cpu {
 // x (planes,H,W) -> y (planes,OH,OW), argmax (planes,OH,OW) = index in the H*W input plane.
 void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CpuExec e);
-// dy (planes,OH,OW) and the forward's argmax -> dx (planes,H,W) =.
-void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
-                        CpuExec e);
+// dy (planes,OH,OW) and the forward's argmax -> dx (planes,H,W) =. y: null, or the output
+// with act (see above).
+void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, const float* y,
+                        Act act, float* dx, CpuExec e);
 // mask (planes,OH,OW) = 1/(1-p) or 0; base read, not changed (as dropout_forward).
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
                                uint64_t skip, const float* x, float* y, int32_t* argmax,
                                float* mask, CpuExec e);
 void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
-                                const float* mask, float* dx, CpuExec e);
+                                const float* mask, const float* y, Act act, float* dx, CpuExec e);
 }  // namespace cpu
 
 namespace cuda {
 void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CudaExec e);
-void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, float* dx,
-                        CudaExec e);
+void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, const float* y,
+                        Act act, float* dx, CudaExec e);
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
                                uint64_t skip, const float* x, float* y, int32_t* argmax,
                                float* mask, CudaExec e);
 void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
-                                const float* mask, float* dx, CudaExec e);
+                                const float* mask, const float* y, Act act, float* dx, CudaExec e);
 }  // namespace cuda
 
 namespace ops {
 // argmax: int32, y's size.
 void maxpool2d_forward(Context& ctx, const Pool2d& g, const Tensor& x, Tensor& y, Tensor& argmax);
+// y, act: see above (y null: none).
 void maxpool2d_backward(Context& ctx, const Pool2d& g, const Tensor& dy, const Tensor& argmax,
-                        Tensor& dx);
+                        Tensor& dx, const Tensor* y = nullptr, Act act = {});
 // Draws y.numel() values from the context's RNG, as ops::dropout_forward (under a row shard:
 // the global batch's, Rng::plan_rows). mask: float32, y's size.
 void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Tensor& x, Tensor& y,
                                Tensor& argmax, Tensor& mask);
 void maxpool2d_dropout_backward(Context& ctx, const Pool2d& g, const Tensor& dy,
-                                const Tensor& argmax, const Tensor& mask, Tensor& dx);
+                                const Tensor& argmax, const Tensor& mask, Tensor& dx,
+                                const Tensor* y = nullptr, Act act = {});
 }  // namespace ops
 
 }  // namespace pdnn

@@ -396,6 +396,9 @@ float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
 // The workspace a GPU algorithm needs for a pass (floats).
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
                             int64_t k, Act act) {
+  if (a == ConvAlgo::Direct && conv3x3_applies(g))
+    return (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
+           cuda::conv2d_direct_ws(pass, g, n, k);
   if (a == ConvAlgo::Implicit)
     return pass == ConvPass::Forward
                ? 1
@@ -442,7 +445,7 @@ void gpu_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Te
 
 void gpu_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
                   const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
-                  Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols) {
+                  Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols, Act dx_act) {
   const float* keep = nullptr;
   if (saved_cols && saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
       cuda_conv_chunk(g, n, k) == n)
@@ -470,7 +473,8 @@ void gpu_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const T
     float* ws = ctx.workspace(Device::CUDA, ws_floats);
     cuda::conv2d_backward(g, n, k, want_w ? ptr(x) : nullptr, w.data(), dy.data(), ptr(y), gw, gb,
                           want_x ? dx->data() : nullptr, act, a,
-                          a == ConvAlgo::Im2col && want_w ? keep : nullptr, ws, ctx.cuda_exec());
+                          a == ConvAlgo::Im2col && want_w ? keep : nullptr, ws, ctx.cuda_exec(),
+                          want_x ? ptr(x) : nullptr, want_x ? dx_act : Act{});
   };
   const bool want_w = dw || db;
   ConvAlgo aw = ConvAlgo::Auto, ad = ConvAlgo::Auto;
@@ -515,19 +519,21 @@ void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const
 
 void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
                      const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
-                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols) {
+                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols, Act dx_act) {
   PDNN_CHECK((!x || x->numel() == n * g.image_size()) && w.numel() == k * g.col_rows() &&
                  dy.numel() == n * k * g.col_cols() && (!dw || dw->numel() == w.numel()) &&
                  (!db || db->numel() == k) && (!dx || dx->numel() == n * g.image_size()),
              "conv2d_backward: w %s, dy %s do not fit the geometry", w.shape().str().c_str(),
              dy.shape().str().c_str());
   PDNN_CHECK(!dw || x, "conv2d_backward: the weight gradient needs x");
+  PDNN_CHECK(dx_act.kind == FusedAct::None || x,
+             "conv2d_backward: dx through the input's activation needs x");
   PDNN_CHECK(act.kind == FusedAct::None || (y && y->numel() == dy.numel()),
              "conv2d_backward: a fused activation needs the forward's output y");
   const Device d = op_device("conv2d_backward", {x, &w, &dy, y, dw, db, dx});
   if (d == Device::CUDA) {
 #if PDNN_HAVE_CUDA
-    gpu_backward(ctx, g, n, k, x, w, dy, y, dw, db, dx, act, algo, saved_cols);
+    gpu_backward(ctx, g, n, k, x, w, dy, y, dw, db, dx, act, algo, saved_cols, dx_act);
     return;
 #else
     fail_no_cuda("conv2d_backward");
@@ -537,6 +543,14 @@ void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, cons
   float* ws = ctx.workspace(d, conv_backward_workspace_floats(g, n, k, algo, act, ctx.threads()));
   cpu::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), ptr(dw), ptr(db), ptr(dx),
                        act, algo, nullptr, ws, ctx.cpu_exec());
+  if (dx && dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
+    const int64_t total = n * g.image_size();
+    if (dx_act.kind == FusedAct::ReLU)
+      cpu::relu_backward(total, x->data(), dx->data(), dx->data(), ctx.cpu_exec());
+    else
+      cpu::leaky_relu_backward(total, dx_act.slope, x->data(), dx->data(), dx->data(),
+                               ctx.cpu_exec());
+  }
 }
 
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y) {

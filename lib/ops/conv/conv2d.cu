@@ -9,6 +9,7 @@
 
 #include "cuda/launch.h"
 #include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_gpu.h"
 #include "ops/conv/im2col.h"
 #include "ops/gemm.h"
@@ -262,7 +263,9 @@ void conv2d_act_grad(int64_t total, const float* y, const float* dy, Act act, fl
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                     const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols, float* ws,
                     CudaExec e) {
-  if (algo == ConvAlgo::Implicit)
+  if (algo == ConvAlgo::Direct && conv3x3_applies(g))
+    conv2d_direct_forward(g, n, k, x, w, b, y, act, ws, e);
+  else if (algo == ConvAlgo::Implicit)
     conv2d_implicit_forward(g, n, k, x, w, b, y, act, e);
   else if (algo == ConvAlgo::Cudnn)
     conv2d_cudnn_forward(g, n, k, x, w, b, y, act, ws, e);
@@ -270,28 +273,80 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
     im2col_forward(g, n, k, x, w, b, y, act, saved_cols, ws, e);
 }
 
+namespace {
+void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                      ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
+                      const float* dx_src, Act dx_act);
+}  // namespace
+
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e) {
+                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
+                     const float* dx_src, Act dx_act) {
+  PDNN_CHECK(dx_act.kind == FusedAct::None || dx_src,
+             "conv2d_backward: dx through the input's activation needs the input");
+  if (!dx) dx_act = Act{};
+  backward_by_algo(g, n, k, x, w, dy, y, dw, db, dx, act, algo, saved_cols, ws, e, dx_src, dx_act);
+}
+
+namespace {
+__global__ void act_grad_in_place_k(int64_t total, const float* __restrict__ src, float* dx, Act a) {
+  PDNN_GRID_LOOP(i, total) {
+    const float v = dx[i];
+    dx[i] = src[i] > 0.f ? v : (a.kind == FusedAct::ReLU ? 0.f : a.slope * v);
+  }
+}
+
+// dx through act'(src), in place, for the algorithms that cannot do it in their output write.
+void dx_through_act(const ConvGeom& g, int64_t n, const float* src, float* dx, Act a, CudaExec e) {
+  if (a.kind == FusedAct::None) return;
+  const int64_t total = n * g.image_size();
+  act_grad_in_place_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(total, src, dx, a);
+  PDNN_CUDA_LAUNCH_CHECK("conv2d dx through the input's activation");
+}
+
+void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
+                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
+                      ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
+                      const float* dx_src, Act dx_act) {
   if (algo == ConvAlgo::Cudnn) {
     conv2d_cudnn_backward(g, n, k, x, w, dy, y, dw, db, dx, act, ws, e);
+    if (dx) dx_through_act(g, n, dx_src, dx, dx_act, e);
     return;
   }
-  if (algo != ConvAlgo::Implicit) {
+  const bool direct = algo == ConvAlgo::Direct && conv3x3_applies(g);
+  if (algo != ConvAlgo::Implicit && !direct) {
     im2col_backward(g, n, k, x, w, dy, y, dw, db, dx, act, saved_cols, ws, e);
+    if (dx) dx_through_act(g, n, dx_src, dx, dx_act, e);
     return;
   }
-  PDNN_CHECK(dw || !db, "conv2d_backward (implicit GEMM): the bias gradient comes with dw");
-  // dy through the activation once (the kernels would read y beside every gathered dy).
+  PDNN_CHECK(dw || !db, "conv2d_backward (%s): the bias gradient comes with dw",
+             conv_algo_name(algo));
+  if (!dx) {
+    // The weight gradient alone reads each dy once: y beside it, through the activation there.
+    if (dw && direct) conv2d_direct_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
+    if (dw && !direct) conv2d_implicit_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
+    return;
+  }
+  // Both passes: dy through the activation once, into the workspace, for both (backward-data
+  // gathers each dy kh*kw times).
   const size_t masked = conv2d_act_grad_floats(g, n, k, act);
   if (masked) {
     conv2d_act_grad(n * k * g.oh * g.ow, y, dy, act, ws, e);
     dy = ws;
     ws += masked;
   }
+  if (direct) {
+    if (dw) conv2d_direct_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
+    conv2d_direct_backward_data(g, n, k, dy, w, dx, ws, e, DirectTile::Auto, dx_src, dx_act);
+    return;
+  }
   if (dw) conv2d_implicit_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
-  if (dx) implicit_backward_data(g, n, k, dy, w, dx, ws, e);
+  implicit_backward_data(g, n, k, dy, w, dx, ws, e);
+  dx_through_act(g, n, dx_src, dx, dx_act, e);
 }
+}  // namespace
 
 }  // namespace cuda
 }  // namespace pdnn

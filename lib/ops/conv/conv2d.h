@@ -27,8 +27,9 @@ enum class ConvAlgo {
   PerImage,  // CPU: images in parallel, single-threaded GEMM per image
   Batched,   // CPU: one GEMM over the batch with threaded BLAS
   Winograd,  // F(4x4, 3x3) for 3x3 stride-1 kernels (ops/conv/conv2d_winograd.h), images in parallel
-  Direct,    // CPU: register-blocked direct 3x3 stride-1 kernels for few input channels
-             // (ops/conv/conv2d_direct.h), images in parallel
+  Direct,    // 3x3 stride-1 only. CPU: register-blocked direct kernels for few input channels
+             // (ops/conv/conv2d_direct.h), images in parallel; GPU: halo tiles in shared
+             // memory, any channel count (conv2d_direct.cu)
   Im2col,    // GPU: batched im2col + cuBLAS in chunks of bounded memory
   Implicit,  // GPU: implicit GEMM, the im2col tile formed in shared memory (conv2d_gpu.h)
   Cudnn,     // GPU: cuDNN, opened at run time where present (conv2d_cudnn.h)
@@ -99,9 +100,11 @@ namespace cuda {
 void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                     const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols,
                     float* ws, CudaExec e);
+// dx_src, dx_act: dx = act'(dx_src) . dL/dx when dx_act is not None (ops::conv2d_backward).
 void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e);
+                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
+                     const float* dx_src = nullptr, Act dx_act = {});
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e);
 void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e);
 }  // namespace cuda
@@ -114,9 +117,13 @@ namespace ops {
 void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
                     const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
                     Tensor* saved_cols = nullptr);
+// dx_act: the activation the layer before applied to make x (Layer::fold_input_activation):
+// dx is then written as act'(x) . dL/dx (x required), on the GPU in the kernel's own output
+// write where it can (direct) and in place after it elsewhere.
 void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
                      const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
-                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols = nullptr);
+                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols = nullptr,
+                     Act dx_act = {});
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y);
 void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db);
 }  // namespace ops

@@ -7,13 +7,63 @@
 
 #include "core/cuda_state.h"
 #include "core/error.h"
+#include "ops/conv/conv2d_3x3.h"
 
 namespace pdnn {
 
-const char* gpu_conv_policies() { return "auto, own, im2col, implicit, cudnn"; }
+const char* gpu_conv_policies() {
+  return "auto, own, im2col, implicit, direct, cudnn, or per pass: [WORD,]PASS=WORD,... with PASS one of "
+         "fwd, bwd-data, bwd-weights";
+}
+
+namespace {
+
+bool valid_word(const std::string& p) {
+  return p == "auto" || p == "own" || p == "im2col" || p == "implicit" || p == "direct" ||
+         p == "cudnn";
+}
+
+// Splits "own,bwd-weights=implicit" into its default word and the per-pass words; false on a
+// malformed string (an unknown word or pass, a pass named twice, two bare words).
+bool split_policy(const std::string& policy, std::string* def, std::string pass_word[3]) {
+  *def = "";
+  for (int i = 0; i < 3; ++i) pass_word[i] = "";
+  size_t start = 0;
+  while (true) {
+    const size_t comma = policy.find(',', start);
+    const std::string item = policy.substr(start, comma == std::string::npos ? std::string::npos
+                                                                             : comma - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      if (!def->empty() || !valid_word(item)) return false;
+      *def = item;
+    } else {
+      const std::string pass = item.substr(0, eq), word = item.substr(eq + 1);
+      int i = 0;
+      while (i < 3 && pass != conv_pass_name(static_cast<ConvPass>(i))) ++i;
+      if (i == 3 || !pass_word[i].empty() || !valid_word(word)) return false;
+      pass_word[i] = word;
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (def->empty()) *def = "auto";
+  return true;
+}
+
+}  // namespace
 
 bool valid_gpu_conv_policy(const std::string& p) {
-  return p == "auto" || p == "own" || p == "im2col" || p == "implicit" || p == "cudnn";
+  std::string def, words[3];
+  return split_policy(p, &def, words);
+}
+
+std::string gpu_conv_pass_policy(const std::string& policy, ConvPass pass) {
+  std::string def, words[3];
+  PDNN_CHECK(split_policy(policy, &def, words), "--conv-algo %s: not one of %s", policy.c_str(),
+             gpu_conv_policies());
+  const std::string& w = words[static_cast<int>(pass)];
+  return w.empty() ? def : w;
 }
 
 namespace {
@@ -24,7 +74,9 @@ bool implicit_fits(const ConvGeom& g, int64_t n, int64_t k) {
          n * g.h * g.w < INT_MAX && k * g.c * g.kh * g.kw < INT_MAX;
 }
 
-bool own_algo(ConvAlgo a) { return a == ConvAlgo::Im2col || a == ConvAlgo::Implicit; }
+bool own_algo(ConvAlgo a) {
+  return a == ConvAlgo::Im2col || a == ConvAlgo::Implicit || a == ConvAlgo::Direct;
+}
 
 }  // namespace
 
@@ -33,6 +85,9 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
   (void)pass;
   std::vector<ConvAlgo> all{ConvAlgo::Im2col};
   if (implicit_fits(g, n, k)) all.push_back(ConvAlgo::Implicit);
+  // the halo-tile kernels of 3x3 stride-1 layers (conv2d_direct.cu)
+  if (conv3x3_applies(g) && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
+    all.push_back(ConvAlgo::Direct);
   if (have_cudnn) all.push_back(ConvAlgo::Cudnn);
   std::vector<ConvAlgo> out;
   ConvAlgo forced = ConvAlgo::Auto;
@@ -78,8 +133,9 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
     return requested;
   }
   Tuning& tune = ctx.tuning();
-  // The policy is part of the key: "own" must not reuse a cuDNN choice "auto" made.
-  const std::string key = gpu_conv_key(pass, g, n, k, act, cs.tf32()) + " " + tune.policy();
+  const std::string policy = gpu_conv_pass_policy(tune.policy(), pass);
+  // The pass's policy is part of the key: "own" must not reuse a cuDNN choice "auto" made.
+  const std::string key = gpu_conv_key(pass, g, n, k, act, cs.tf32()) + " " + policy;
   if (const Tuning::Choice* c = tune.lookup(key)) {
     ConvAlgo a;
     PDNN_CHECK(parse_conv_algo(c->choice, &a) && a != ConvAlgo::Auto,
@@ -95,9 +151,15 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
              "%s: no algorithm chosen before the CUDA graph capture (run the step eagerly once "
              "first)", key.c_str());
   // cuDNN is opened (and its handle made) only when the policy may use it.
-  const bool want_cudnn = tune.policy() == "auto" || tune.policy() == "cudnn";
+  const bool want_cudnn = policy == "auto" || policy == "cudnn";
   const std::vector<ConvAlgo> cands =
-      gpu_conv_candidates(pass, g, n, k, tune.policy(), want_cudnn && cs.cudnn() != nullptr);
+      gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr);
+  if (cands.size() == 1 && policy != "auto" && policy != "own") {
+    // Forced, and able to run the pass: no timing (ms 0 in the summary says so).
+    tune.put(key, conv_algo_name(cands.front()), 0.0);
+    std::printf("conv algorithm: %s -> %s (forced)\n", key.c_str(), conv_algo_name(cands.front()));
+    return cands.front();
+  }
   // Workspace beyond what the context holds must come out of the free device memory (with a
   // margin for the allocator's rounding and cuBLAS).
   const size_t have = ctx.workspace_size(Device::CUDA) * sizeof(float);

@@ -8,7 +8,10 @@
 //
 // Policies (--conv-algo): "auto" (every algorithm, cuDNN included when it was found), "own"
 // (pdnn's own kernels only), or one algorithm's name (where it cannot run a pass, the choice
-// among pdnn's own is made for that pass, and the summary says so).
+// among pdnn's own is made for that pass, and the summary says so). A pass may be given its own
+// policy: "own,bwd-weights=implicit", "fwd=cudnn,bwd-data=im2col,bwd-weights=implicit" (passes
+// not named take the bare word, "auto" when there is none). Forcing each pass is how the tests
+// cover every mix of algorithms, whatever the timing would pick.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +28,8 @@ namespace pdnn {
 // Policies --conv-algo accepts, comma separated (for --help and errors).
 const char* gpu_conv_policies();
 bool valid_gpu_conv_policy(const std::string& policy);
+// The policy of one pass under a (per-pass) policy string: "auto", "own" or an algorithm.
+std::string gpu_conv_pass_policy(const std::string& policy, ConvPass pass);
 
 // The algorithms that can run `pass` of this shape on the GPU under `policy`, in a fixed order.
 std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,

@@ -9,7 +9,11 @@
 // capture), so the workspace and the algorithm agree with the call that runs. The fused bias and
 // activation run as a pass of pdnn's own after the forward; in backward, dy goes through the
 // activation's derivative into the workspace first, and the bias gradient is summed from it.
+// cuDNN's 4-d descriptors hold at most 2^31 - 1 elements (W4's conv2 at 1120 x 1120 has 2.57
+// billion): a larger batch runs in slices of images that fit, in order (the weight gradient
+// accumulates slice by slice, so the result stays deterministic).
 #include <algorithm>
+#include <climits>
 
 #include "core/error.h"
 #include "cuda/cudnn.h"
@@ -150,25 +154,45 @@ Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d
   return it->second;
 }
 
+// Images a cuDNN call takes: the whole batch when its tensors fit a 4-d descriptor.
+int64_t slice_of(const ConvGeom& g, int64_t n, int64_t k, CudaExec e) {
+  const int64_t limit = std::min<int64_t>(INT_MAX, cudnn_of(e).max_tensor_elements);
+  const int64_t per = std::max(g.c * g.h * g.w, k * g.oh * g.ow);
+  PDNN_CHECK(per <= limit, "convolution algorithm cudnn: one image of %lld x %lld x %lld is "
+             "beyond cuDNN's %lld elements a tensor", (long long)g.c, (long long)g.h,
+             (long long)g.w, (long long)limit);
+  return std::max<int64_t>(1, std::min<int64_t>(n, limit / per));
+}
+
 }  // namespace
 
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                      Act act, CudaExec e) {
-  Descs d(g, n, k);
-  const Pick p = pick(pass, g, n, k, d, e);
-  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) +
-         (p.ws + 3) / 4 + 1;
+  const int64_t s = slice_of(g, n, k, e);
+  size_t ws = 0;
+  for (int64_t m : {s, n % s}) {  // the slices, and the last one's when it is shorter
+    if (m == 0) continue;
+    Descs d(g, m, k);
+    ws = std::max(ws, pick(pass, g, m, k, d, e).ws);
+  }
+  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) + (ws + 3) / 4 +
+         1;
 }
 
 void conv2d_cudnn_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
                           const float* b, float* y, Act act, float* ws, CudaExec e) {
-  Descs d(g, n, k);
   cudnnHandle_t h = handle_of(e);
-  const Pick p = pick(ConvPass::Forward, g, n, k, d, e);
-  const float one = 1.f, zero = 0.f;
-  d.a.check(d.a.forward(h, &one, d.x, x, d.w, w, d.conv,
-                        static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, &zero, d.y, y),
-            "cudnnConvolutionForward");
+  const int64_t s = slice_of(g, n, k, e);
+  for (int64_t i0 = 0; i0 < n; i0 += s) {
+    const int64_t m = std::min(s, n - i0);
+    Descs d(g, m, k);
+    const Pick p = pick(ConvPass::Forward, g, m, k, d, e);
+    const float one = 1.f, zero = 0.f;
+    d.a.check(d.a.forward(h, &one, d.x, x + i0 * g.image_size(), d.w, w, d.conv,
+                          static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, &zero, d.y,
+                          y + i0 * k * g.oh * g.ow),
+              "cudnnConvolutionForward");
+  }
   if (b || act.kind != FusedAct::None) {
     const int64_t total = n * k * g.oh * g.ow;
     bias_act_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
@@ -180,7 +204,6 @@ void conv2d_cudnn_forward(const ConvGeom& g, int64_t n, int64_t k, const float* 
 void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
                            const float* w, const float* dy, const float* y, float* dw, float* db,
                            float* dx, Act act, float* ws, CudaExec e) {
-  Descs d(g, n, k);
   cudnnHandle_t h = handle_of(e);
   const float* gy = dy;
   float* rest = ws;
@@ -192,19 +215,24 @@ void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float*
   }
   const float one = 1.f, zero = 0.f;
   if (db) bias_backward(n, k, g.oh * g.ow, gy, db, e);
-  if (dw) {
-    const Pick p = pick(ConvPass::BackwardWeights, g, n, k, d, e);
-    d.a.check(d.a.backward_filter(h, &one, d.x, x, d.y, gy, d.conv,
-                                  static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), rest, p.ws,
-                                  &one, d.w, dw),
-              "cudnnConvolutionBackwardFilter");
-  }
-  if (dx) {
-    const Pick p = pick(ConvPass::BackwardData, g, n, k, d, e);
-    d.a.check(d.a.backward_data(h, &one, d.w, w, d.y, gy, d.conv,
-                                static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), rest, p.ws,
-                                &zero, d.x, dx),
-              "cudnnConvolutionBackwardData");
+  const int64_t s = slice_of(g, n, k, e), per_y = k * g.oh * g.ow;
+  for (int64_t i0 = 0; i0 < n; i0 += s) {
+    const int64_t m = std::min(s, n - i0);
+    Descs d(g, m, k);
+    if (dw) {
+      const Pick p = pick(ConvPass::BackwardWeights, g, m, k, d, e);
+      d.a.check(d.a.backward_filter(h, &one, d.x, x + i0 * g.image_size(), d.y, gy + i0 * per_y,
+                                    d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo),
+                                    rest, p.ws, &one, d.w, dw),
+                "cudnnConvolutionBackwardFilter");
+    }
+    if (dx) {
+      const Pick p = pick(ConvPass::BackwardData, g, m, k, d, e);
+      d.a.check(d.a.backward_data(h, &one, d.w, w, d.y, gy + i0 * per_y, d.conv,
+                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), rest, p.ws,
+                                  &zero, d.x, dx + i0 * g.image_size()),
+                "cudnnConvolutionBackwardData");
+    }
   }
 }
 

@@ -35,21 +35,57 @@ inline size_t conv2d_act_grad_floats(const ConvGeom& g, int64_t n, int64_t k, Ac
   return act.kind == FusedAct::None ? 0 : static_cast<size_t>((n * k * g.oh * g.ow + 63) / 64 * 64);
 }
 
-// ---- implicit GEMM (conv2d_implicit_gemm.cu) ---------------------------------------------
+// ---- implicit GEMM (conv2d_implicit_gemm.cu; strided backward-data in
+// conv2d_implicit_backward_data.cu) ----------------------------------------------------------
+// The block tiles (outputs a block: rows = the pass's M, output or input channels; columns = N)
+// the forward and backward-weights kernels are built in. Auto: conv_implicit_tile's choice for
+// the shape; tests and apps/bench_conv_gpu force each.
+enum class ConvTile { Auto, T128x128, T64x128, T32x256, T32x128, T32x32 };
+const char* conv_tile_name(ConvTile t);
+ConvTile conv_implicit_tile(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
+
 void conv2d_implicit_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                             const float* w, const float* b, float* y, Act act, CudaExec e);
+                             const float* w, const float* b, float* y, Act act, CudaExec e,
+                             ConvTile tile = ConvTile::Auto);
 void conv2d_implicit_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
                                    const float* y, Act act, const float* w, const float* bias,
                                    float* dx, CudaExec e);
-// ws: conv2d_implicit_backward_weights_ws() floats (the split-K partial sums).
+// ws: conv2d_implicit_backward_weights_ws() floats (the split-K partial sums). With an
+// activation, dy goes through act'(y) as its tiles arrive (y read beside dy).
 void conv2d_implicit_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
                                       const float* dy, const float* y, Act act, float* dw,
-                                      float* db, float* ws, CudaExec e);
+                                      float* db, float* ws, CudaExec e,
+                                      ConvTile tile = ConvTile::Auto);
 // The split over the reduction is chosen to fill the current device's multiprocessors.
-size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k);
+size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k,
+                                           ConvTile tile = ConvTile::Auto);
 // A stride-1 backward-data runs as the forward kernel over flipped weights (conv2d.cu), kept
 // in this many floats of workspace.
 size_t conv2d_implicit_backward_data_ws(const ConvGeom& g, int64_t n, int64_t k);
+
+// ---- direct 3x3 stride-1 with halo tiles (conv2d_direct.cu; conv3x3_applies shapes) ------
+// The block tiles: M rows (output channels; input channels in backward-data) a block. Auto:
+// by the rows, the image size and the precision, as measured (conv2d_direct.cu's fwd_tile;
+// backward-weights: 64 above 32 rows, else 32). Forced by tests and apps/bench_conv_gpu.
+enum class DirectTile { Auto, M128, M64, M32 };
+const char* direct_tile_name(DirectTile t);
+// Workspace floats of a pass: the re-laid-out weights (forward, backward-data) or the split
+// partial sums (backward-weights).
+size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
+void conv2d_direct_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                           const float* w, const float* b, float* y, Act act, float* ws,
+                           CudaExec e, DirectTile tile = DirectTile::Auto);
+// dx = written (dy already through the activation); with dx_act, dx = act'(dx_src) . dL/dx in
+// the output write (dx_src: the convolution's input, made by a layer with that activation).
+void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
+                                 const float* w, float* dx, float* ws, CudaExec e,
+                                 DirectTile tile = DirectTile::Auto,
+                                 const float* dx_src = nullptr, Act dx_act = {});
+// dw +=, db += (when given); with an activation, dy goes through act'(y) as it arrives.
+void conv2d_direct_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
+                                    const float* dy, const float* y, Act act, float* dw,
+                                    float* db, float* ws, CudaExec e,
+                                    DirectTile tile = DirectTile::Auto);
 
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
 // The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward.

@@ -1,38 +1,48 @@
-// Implicit-GEMM convolution on the GPU (conv2d_gpu.h): each pass of a convolution is one matrix
-// product C (M x N) = A (M x K) B (K x N) whose operands are gathered straight from the NCHW
-// tensors, so the im2col matrix only ever exists a tile at a time in shared memory (the explicit
-// im2col path writes and re-reads a column buffer of up to 3.7 GB per W4 pass).
+// Implicit-GEMM convolution on the GPU, forward and backward-weights (conv2d_gpu.h): each pass
+// is one matrix product C (M x N) = A (M x K) B (K x N) whose operands are gathered straight
+// from the NCHW tensors into shared memory, a tile at a time (the im2col matrix of W4's conv2 would
+// be 3.7 GB). A stride-1 backward-data runs on the forward kernel over flipped weights
+// (conv2d.cu); strided backward-data has its own kernel (conv2d_implicit_backward_data.cu).
 //
-//   pass              M   N                          K                      A(m, kk)            B(kk, n)
-//   forward           k   n*oh*ow output pixels      c*kh*kw taps           w[m][tap]           x at the pixel's tap
-//   backward-data     c   n*(dx pixels of a phase)   k*(taps of the phase)  w[ko][m][r][q]      act'.dy at ((iy+p-r)/s, (ix+p-q)/s)
-//   backward-weights  k   c*kh*kw taps               n*oh*ow, split         act'.dy[m][pixel]   x at the pixel's tap
+//   pass              M   N                        K                     A(m, kk)           B(kk, n)
+//   forward           k   n*oh*ow output pixels    c*kh*kw taps          w[m][tap]          x at the pixel's tap
+//   backward-weights  k   c*kh*kw taps             n*oh*ow pixels, split act'(y).dy[m][px]  x at the pixel's tap
 //
-// Backward-data with stride s splits dx into its s*s phases (iy mod s, ix mod s), one per
-// blockIdx.z: only the taps r = (iy + p) mod s (mod s) reach a pixel of a phase, so the product
-// has no zero terms (for k4 s2 layers, a quarter of the taps). Backward-weights splits its long
-// reduction over blockIdx.z; each split writes its partial product to a workspace, and one more
-// kernel adds the splits in a fixed order (deterministic) into dw, with the bias gradient, whose
-// per-split row sums the blocks of the first column of tiles gather while they load A.
+// The pipeline (one block = one BM x BN tile of C, K walked in steps of BK): every element of
+// the A and B tiles is copied global -> shared memory by cp.async (4 bytes each; the source size
+// 0 where the tap falls in the padding, so the copy writes the zero), STAGES steps in flight, so
+// the gathers of steps k+1..k+STAGES-1 overlap the arithmetic of step k and no register holds a
+// loaded value. Per step: wait for the oldest copy group, (backward-weights with a fused
+// activation: each thread multiplies the dy elements it copied by act'(y) of the y elements it
+// copied beside them), one barrier, queue the copies of step k+STAGES-1 into the buffer freed
+// by step k-1, compute step k.
 //
-// Tiling (Tile below): a block computes a BM x BN tile of C, walking K in steps of BK = 16: its
-// threads load the A and B tiles into registers (the next step's loads in flight while the
-// current step computes), store them k-major into shared memory (As[kk][m], Bs[kk][n], rows
-// padded by 8 floats so both compute paths read without bank conflicts), then compute:
+// Shared memory is k-major, As[kk][m] and Bs[kk][n], rows padded by 8 floats: the TF32 fragment
+// reads (8 rows t, 8 columns g a warp) and the copies below fall on 32 different banks.
+// Who copies what:
+//   - operands contiguous along K (forward's A = weights, backward-weights' A = dy and B = x
+//     along the pixels): a warp covers 4 kk x 8 rows, lane l at (l % 4, l / 4); the warp's kk
+//     group is fixed for the block, so a backward-weights thread decodes its pixel (image, row,
+//     column) once per step for all its A and B elements;
+//   - forward's B (x along the pixels of a row): lanes along n, each thread keeps its columns'
+//     image offset and top-left input position in registers; the tap (ci, r, q) of each kk comes
+//     from a table in shared memory, filled once per block.
+// Compute, per step of BK:
 //   - fp32 (FMA units): thread (ty, tx) owns TM x TN outputs, rows ty*4 + {0..3} (+ BM/2 when
-//     TM = 8) and columns tx*4 + {0..3} (+ BN/2 when TN = 8): per kk, TM/4 + TN/4 float4 reads
-//     of shared memory and TM*TN FMAs.
-//   - TF32 (tensor cores, mma.sync m16n8k8): warp (wm, wn) owns a (BM/WM) x (BN/WN) tile made
-//     of MI x NI mma tiles; per 8 kk it loads MI A fragments and NI B fragments (4 and 2 floats
-//     a thread) and issues MI*NI mma.sync. Inputs are rounded to TF32 as they enter shared
-//     memory, the sums stay fp32.
-// The configuration follows M, the smaller side (output or input channels): 128 x 128 for
-// M > 64 (256 threads), 64 x 128, 32 x 256 or 16 x 256 below (128 threads), and 32 x 32
-// (64 threads) for a backward-weights with few taps (a first layer's c*kh*kw = 27). Fastest
-// for wide layers at large images (W4's 32..128 channels at 56..224 pixels); its cost over the
-// FMA floor is the index arithmetic of the gathers, about one load per BM multiply-adds.
+//     TM = 8), columns tx*4 + {0..3} (+ BN/2 when TN = 8): per kk, TM/4 + TN/4 float4 reads of
+//     shared memory and TM*TN FMAs.
+//   - TF32 (tensor cores, mma.sync m16n8k8): warp (wm, wn) owns a (BM/WM) x (BN/WN) tile of
+//     MI x NI mma tiles; per 8 kk it reads MI A fragments and NI B fragments (4 and 2 floats a
+//     thread), rounds them to TF32 (round to nearest, as cuBLAS) and issues MI*NI mma.sync; the
+//     sums stay fp32.
+// Backward-weights splits K over blockIdx.z: each split writes its partial tile to a workspace
+// and sum_splits adds them in split order (deterministic; PyTorch's default cuDNN algorithms
+// for this pass use atomics and are not). Its bias gradient is summed in the same blocks (those
+// of the first column of tiles), from the shared A tile after the activation, in a fixed order.
 //
-// Index arithmetic: 32-bit within one image (c*h*w < 2^31, checked), 64-bit image offsets.
+// Index arithmetic: 32-bit within one image and for N, K (checked), 64-bit image offsets, so a
+// batch of any size whose single image and n*oh*ow stay under 2^31 runs (W4 at 1344: 3.7
+// billion elements in a tensor).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -46,59 +56,25 @@ namespace cuda {
 
 namespace {
 
-template <int BM_, int BN_, int TM_, int TN_, int WM_, int WN_>
-struct Tile {
-  static constexpr int BM = BM_, BN = BN_, BK = 16;
-  static constexpr int TM = TM_, TN = TN_, TY = BM / TM, TX = BN / TN, THREADS = TY * TX;
-  static constexpr int WM = WM_, WN = WN_, MI = BM / WM / 16, NI = BN / WN / 8;
-  static constexpr int SA = BM + 8, SB = BN + 8;  // padded rows: 8 or 24 mod 32 banks
-  static constexpr int RA = BM * BK / THREADS, RB = BK * BN / THREADS;  // loads a thread
-  // Blocks an SM must hold at once (registers capped to fit): two 256-thread blocks hide each
-  // other's load latency at 128 registers a thread (a cap of 168 on the 128-thread tiles made
-  // the backward-weights kernels spill, so those keep what they need).
-  static constexpr int MIN_BLOCKS = THREADS >= 256 ? 2 : 1;
-  static_assert(WM * WN * 32 == THREADS, "the warps cover the block");
-  static_assert(TM % 4 == 0 && TN % 4 == 0 && MI >= 1 && NI >= 1, "tile shape");
-  static_assert(THREADS % BK == 0 && RA >= 1 && RB >= 1, "load split");
-  static_assert(BM * BK % THREADS == 0 && BK * BN % THREADS == 0, "every thread loads alike");
-};
-using Tile128x128 = Tile<128, 128, 8, 8, 2, 4>;
-using Tile64x128 = Tile<64, 128, 8, 8, 2, 2>;
-using Tile32x256 = Tile<32, 256, 8, 8, 1, 4>;
-using Tile16x256 = Tile<16, 256, 4, 8, 1, 4>;
-using Tile32x32 = Tile<32, 32, 4, 4, 1, 2>;
-
-enum Pass { kForward, kBackwardData, kBackwardWeights };
-
-// Everything a launch needs; the per-block product (Gemm) is derived from it in the kernel.
-struct ConvArgs {
-  int n, c, h, w, k, kh, kw, sh, sw, ph, pw, oh, ow;
-  const float* x;     // forward, backward-weights
-  const float* wt;    // forward, backward-data
-  const float* dy;    // backward passes
-  const float* y;     // backward passes, read for act' (null when act is None)
-  const float* bias;  // forward; backward-data (a transposed convolution's bias)
-  float* out;         // y, dx, or the split partial products (splits, M, N)
-  float* bias_part;   // backward-weights with a bias gradient: (splits, k) row sums
-  Act act;
-  int k_chunk;        // backward-weights: reduction elements per split, a multiple of BK
-};
-
-__device__ __forceinline__ float apply(float z, Act a) {
-  if (a.kind == FusedAct::None) return z;
-  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
+// ---- cp.async ----------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-// act'(y) dy: the gradient through the activation fused into the forward's output write.
-__device__ __forceinline__ float through_act(float dy, const float* y, int64_t i, Act a) {
-  if (a.kind == FusedAct::None) return dy;
-  const float v = __ldg(y + i);
-  return v > 0.f ? dy : (a.kind == FusedAct::ReLU ? 0.f : a.slope * dy);
+// 4 bytes from src to shared dst, or 4 zero bytes when !ok (src is then not read).
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(ok ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-__device__ __forceinline__ float to_tf32(float f) {
+__device__ __forceinline__ uint32_t to_tf32(float f) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return __uint_as_float(r);
+  return r;
 }
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
@@ -110,254 +86,207 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// The product of one block: its sizes, its share of K, and for backward-data its phase.
-struct Gemm {
-  int M, N, K, k_begin, k_end;
-  int py, px, r0y, r0x, ty, tx, oy_off, ox_off, hp, wp;  // backward-data phase
-  FastDiv n_img, n_row, k_a, k_b;                         // index splits (see gemm_of)
-};
-
-template <int PASS>
-__device__ Gemm gemm_of(const ConvArgs& a) {
-  Gemm g{};
-  if (PASS == kForward) {
-    g.M = a.k;
-    g.N = a.n * a.oh * a.ow;
-    g.K = a.c * a.kh * a.kw;
-    g.n_img = FastDiv(a.oh * a.ow);  // pixel -> (image, oy*ow + ox)
-    g.n_row = FastDiv(a.ow);
-    g.k_a = FastDiv(a.kh * a.kw);  // tap -> (ci, r*kw + q)
-    g.k_b = FastDiv(a.kw);
-  } else if (PASS == kBackwardData) {
-    g.py = blockIdx.z / a.sw;
-    g.px = blockIdx.z % a.sw;
-    g.r0y = (g.py + a.ph) % a.sh;
-    g.r0x = (g.px + a.pw) % a.sw;
-    g.ty = g.r0y < a.kh ? (a.kh - g.r0y + a.sh - 1) / a.sh : 0;
-    g.tx = g.r0x < a.kw ? (a.kw - g.r0x + a.sw - 1) / a.sw : 0;
-    g.oy_off = (g.py + a.ph - g.r0y) / a.sh;  // oy = iy' + oy_off - rr
-    g.ox_off = (g.px + a.pw - g.r0x) / a.sw;
-    g.hp = g.py < a.h ? (a.h - g.py + a.sh - 1) / a.sh : 0;
-    g.wp = g.px < a.w ? (a.w - g.px + a.sw - 1) / a.sw : 0;
-    g.M = a.c;
-    g.N = a.n * g.hp * g.wp;
-    g.K = a.k * g.ty * g.tx;
-    g.n_img = FastDiv(max(1, g.hp * g.wp));
-    g.n_row = FastDiv(max(1, g.wp));
-    g.k_a = FastDiv(max(1, g.ty * g.tx));  // (ko, rr*tx + qq)
-    g.k_b = FastDiv(max(1, g.tx));
-  } else {
-    g.M = a.k;
-    g.N = a.c * a.kh * a.kw;
-    g.K = a.n * a.oh * a.ow;
-    g.n_img = FastDiv(a.oh * a.ow);  // reduction index -> (image, pixel)
-    g.n_row = FastDiv(a.ow);
-    g.k_a = FastDiv(a.kh * a.kw);  // tap -> (ci, r*kw + q)
-    g.k_b = FastDiv(a.kw);
-  }
-  if (PASS == kBackwardWeights) {
-    g.k_begin = blockIdx.z * a.k_chunk;
-    g.k_end = min(g.K, g.k_begin + a.k_chunk);
-  } else {
-    g.k_begin = 0;
-    g.k_end = g.K;
-  }
-  return g;
+__device__ __forceinline__ float apply(float z, Act a) {
+  if (a.kind == FusedAct::None) return z;
+  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
 }
 
-template <class T, int PASS, bool TF32>
-__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
-    implicit_gemm(const ConvArgs a) {
-  constexpr int BM = T::BM, BN = T::BN, BK = T::BK, THREADS = T::THREADS;
-  constexpr int RA = T::RA, RB = T::RB;
-  __shared__ __align__(16) float As[2][BK][T::SA];
-  __shared__ __align__(16) float Bs[2][BK][T::SB];
-  // backward-weights: each tile column's tap, as (ci*h*w + r*w + q, r, q, valid)
-  __shared__ int4 taps[PASS == kBackwardWeights ? BN : 1];
+// ---- tile configurations -----------------------------------------------------------------
+// BM x BN outputs a block, BK reduction elements a step, STAGES steps in flight; TM x TN
+// outputs a thread on the FMA path, WM x WN warps on the tensor-core path.
+template <int BM_, int BN_, int BK_, int TM_, int TN_, int WM_, int WN_, int STAGES_>
+struct Cfg {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_, WM = WM_, WN = WN_;
+  static constexpr int STAGES = STAGES_;
+  static constexpr int THREADS = (BM / TM) * (BN / TN), WARPS = THREADS / 32;
+  static constexpr int MI = BM / WM / 16, NI = BN / WN / 8;
+  static constexpr int SA = BM + 8, SB = BN + 8;  // padded rows (8 mod 32 banks)
+  static constexpr int A_STAGE = BK * SA, B_STAGE = BK * SB;
+  // Elements a thread copies per step.
+  static constexpr int RA = BM * BK / THREADS, RB = BK * BN / THREADS;
+  // K-contiguous copies: a warp covers 4 kk x 8 rows; KG groups of 4 kk fill BK.
+  static constexpr int KG = BK / 4;
+  static_assert(WM * WN == WARPS, "the warps cover the block on the tensor-core path");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && MI >= 1 && NI >= 1 && BK % 8 == 0, "tile shape");
+  static_assert(WARPS % KG == 0, "each warp keeps one group of 4 kk");
+  static_assert(RA >= 1 && RB >= 1 && BM * BK % THREADS == 0 && BK * BN % THREADS == 0,
+                "every thread copies alike");
+  static_assert(BM % (8 * (WARPS / KG)) == 0 && BN % (8 * (WARPS / KG)) == 0,
+                "the K-contiguous copies cover the rows");
+  static size_t smem_bytes(bool mask) {
+    return sizeof(float) * STAGES * (A_STAGE * (mask ? 2 : 1) + B_STAGE);
+  }
+};
+// The configurations the kernels are built in (tile_name() below names them).
+using C128x128 = Cfg<128, 128, 16, 8, 8, 2, 4, 3>;
+using C64x128 = Cfg<64, 128, 16, 8, 8, 2, 2, 4>;
+using C32x256 = Cfg<32, 256, 16, 8, 8, 1, 4, 3>;
+using C32x128 = Cfg<32, 128, 16, 4, 8, 1, 4, 4>;
+using C32x32 = Cfg<32, 32, 8, 4, 4, 1, 2, 4>;
 
-  const Gemm g = gemm_of<PASS>(a);
-  const int tid = threadIdx.x;
+enum Pass { kForward, kBackwardWeights };
+// Taps a forward keeps in its shared table (9 KB): W4's widest layer has 128*9 = 1152.
+constexpr int kTapTable = 1152;
+
+struct Args {
+  int n, c, h, w, k, kh, kw, sh, sw, ph, pw, oh, ow;
+  int M, N, K;
+  const float* x;     // both passes: the B gather
+  const float* wt;    // forward: A
+  const float* dy;    // backward-weights: A
+  const float* y;     // backward-weights with a fused activation: act' read off it
+  const float* bias;  // forward
+  float* out;         // forward: y (n,k,oh,ow); backward-weights: the split partials (z, M, N)
+  float* bias_part;   // backward-weights with a bias gradient: (z, M) row sums
+  Act act;
+  int k_chunk;        // backward-weights: reduction elements per split, a multiple of BK
+  FastDiv ohw, ow_div, taps, kw_div;
+};
+
+// ---- the kernel ---------------------------------------------------------------------------
+template <class T, int PASS, bool TF32, bool MASK>
+__global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
+  constexpr int BM = T::BM, BN = T::BN, BK = T::BK, STAGES = T::STAGES, THREADS = T::THREADS;
+  extern __shared__ __align__(16) float smem[];
+  float* As = smem;                                   // STAGES x [BK][SA]
+  float* Bs = As + STAGES * T::A_STAGE;               // STAGES x [BK][SB]
+  float* Ys = MASK ? Bs + STAGES * T::B_STAGE : nullptr;  // STAGES x [BK][SA]: y beside dy
+  // (ci*h*w + r*w + q, r<<16|q) of a tap: forward, of each kk when K fits (else decoded at each
+  // copy); backward-weights, of the block's BN columns.
+  __shared__ int2 tap_tab[PASS == kForward ? kTapTable : BN];
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  // (an empty share of K, as a phase no tap reaches, still writes its zeros and bias)
-  if (m0 >= g.M || n0 >= g.N) return;
   const int hw = a.h * a.w, ohw = a.oh * a.ow;
+  const int k_begin = PASS == kBackwardWeights ? blockIdx.z * a.k_chunk : 0;
+  const int k_end = PASS == kBackwardWeights ? min(a.K, k_begin + a.k_chunk) : a.K;
+  const int steps = (k_end - k_begin + BK - 1) / BK;
 
-  // ---- per-thread set-up of the loads: what stays fixed along K -----------------------------
-  // A is loaded with lanes along kk (16 consecutive kk per 16 threads), B along n (forward,
-  // backward-data) or along kk (backward-weights), so that consecutive lanes read consecutive
-  // addresses of the tensor each operand comes from.
-  const int a_kk = tid % BK;  // this thread's kk within a tile of A; rows a_m + i*(THREADS/BK)
-  const int a_m = tid / BK;
-  // B along n: element e = tid + i*THREADS sits at (kk = e / BN, n = e % BN).
-  constexpr int kBCols = BN >= THREADS ? BN / THREADS : 1;  // distinct n of a thread
-  static_assert(BN % THREADS == 0 || THREADS % BN == 0, "B rows split evenly");
-  const int b_row0 = tid / BN, b_col0 = tid % BN;  // element tid's place in the B tile
-  int64_t bcol_base[kBCols];  // forward: x offset of the image; backward-data: dy's
-  int bcol_y[kBCols], bcol_x[kBCols];
-  if (PASS != kBackwardWeights) {
+  // K-contiguous copies: this thread's kk within a step, and the first of its rows.
+  const int ck = lane % 4 + 4 * (warp % T::KG);
+  const int crow = lane / 4 + 8 * (warp / T::KG);
+  constexpr int kRowStep = 8 * (T::WARPS / T::KG);
+
+  // ---- set-up that stays fixed along K ------------------------------------------------------
+  constexpr int NB = BN < THREADS ? BN : THREADS;  // forward B: columns copied side by side
+  constexpr int CB = BN / NB, RS = THREADS / NB;   // columns a thread, kk stride between its rows
+  int64_t col_off[PASS == kForward ? CB : 1];      // x offset of (image, iy0, ix0)
+  int col_iy[PASS == kForward ? CB : 1], col_ix[PASS == kForward ? CB : 1];
+  if (PASS == kForward) {
+    for (int kk = tid; kk < min(a.K, kTapTable); kk += THREADS) {
+      const uint32_t ci = a.taps.div(kk), rq = kk - ci * a.taps.d;
+      const uint32_t r = a.kw_div.div(rq), q = rq - r * a.kw_div.d;
+      tap_tab[kk] = make_int2(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
+                              static_cast<int>(r << 16 | q));
+    }
 #pragma unroll
-    for (int u = 0; u < kBCols; ++u) {
-      const int nn = n0 + (tid + u * THREADS) % BN;
-      bcol_y[u] = INT_MIN / 2;  // out of range: every tap of a column past N reads 0
-      bcol_x[u] = 0;
-      bcol_base[u] = 0;
-      if (nn < g.N) {
-        const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
-        const uint32_t row = g.n_row.div(pix), col = pix - row * g.n_row.d;
-        if (PASS == kForward) {
-          bcol_base[u] = static_cast<int64_t>(img) * a.c * hw;
-          bcol_y[u] = static_cast<int>(row) * a.sh - a.ph;
-          bcol_x[u] = static_cast<int>(col) * a.sw - a.pw;
-        } else {
-          bcol_base[u] = static_cast<int64_t>(img) * a.k * ohw;
-          bcol_y[u] = static_cast<int>(row) + g.oy_off;
-          bcol_x[u] = static_cast<int>(col) + g.ox_off;
-        }
+    for (int u = 0; u < CB; ++u) {
+      const int nn = n0 + tid % NB + u * NB;
+      col_iy[u] = INT_MIN / 2;  // a column past N: every tap out of range, copies write 0
+      col_ix[u] = 0;
+      col_off[u] = 0;
+      if (nn < a.N) {
+        const uint32_t img = a.ohw.div(nn), pix = nn - img * a.ohw.d;
+        const uint32_t oy = a.ow_div.div(pix), ox = pix - oy * a.ow_div.d;
+        col_iy[u] = static_cast<int>(oy) * a.sh - a.ph;
+        col_ix[u] = static_cast<int>(ox) * a.sw - a.pw;
+        col_off[u] = static_cast<int64_t>(img) * a.c * hw + static_cast<int64_t>(col_iy[u]) * a.w +
+                     col_ix[u];
       }
     }
+    __syncthreads();  // tap_tab
   } else {
     for (int i = tid; i < BN; i += THREADS) {
       const int nn = n0 + i;
-      int4 t = make_int4(0, 0, 0, 0);
-      if (nn < g.N) {
-        const uint32_t ci = g.k_a.div(nn), rq = nn - ci * g.k_a.d;
-        const uint32_t r = g.k_b.div(rq), q = rq - r * g.k_b.d;
-        t = make_int4(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
-                      static_cast<int>(r), static_cast<int>(q), 1);
+      int2 t = make_int2(0, 0x7fff << 16);  // a column past N: row 32767, out of range
+      if (nn < a.N) {
+        const uint32_t ci = a.taps.div(nn), rq = nn - ci * a.taps.d;
+        const uint32_t r = a.kw_div.div(rq), q = rq - r * a.kw_div.d;
+        t = make_int2(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
+                      static_cast<int>(r << 16 | q));
       }
-      taps[i] = t;
+      tap_tab[i] = t;
     }
-    __syncthreads();
+    __syncthreads();  // tap_tab
   }
-  float bias_sum[RA];  // backward-weights: this thread's A row sums (the bias gradient)
-#pragma unroll
-  for (int i = 0; i < RA; ++i) bias_sum[i] = 0.f;
-  const bool want_bias = PASS == kBackwardWeights && a.bias_part != nullptr && blockIdx.x == 0;
 
-  float ra[RA], rb[RB];
-  // Loads the A and B tiles of the K step starting at k0 into ra, rb (0 outside the tensors).
-  auto load = [&](int k0) {
-    const int kk = k0 + a_kk;
-    const bool kk_ok = kk < g.k_end;
+  // ---- the copies of one step into stage s -------------------------------------------------
+  auto load = [&](int s, int k0) {
+    float* as = As + s * T::A_STAGE;
+    float* bs = Bs + s * T::B_STAGE;
+    const int kk = k0 + ck;
+    const bool kk_ok = kk < k_end;
     if (PASS == kForward) {
-      const int K = g.K;
 #pragma unroll
-      for (int i = 0; i < RA; ++i) {
-        const int m = m0 + a_m + i * (THREADS / BK);
-        ra[i] = kk_ok && m < g.M ? __ldg(a.wt + static_cast<int64_t>(m) * K + kk) : 0.f;
-      }
-    } else if (PASS == kBackwardData) {
-      // kk = (ko, rr, qq): w[ko][ci][r0y + rr*sh][r0x + qq*sw]
-      int off = 0;
-      if (kk_ok) {
-        const uint32_t ko = g.k_a.div(kk), t = kk - ko * g.k_a.d;
-        const uint32_t rr = g.k_b.div(t), qq = t - rr * g.k_b.d;
-        off = static_cast<int>(ko) * a.c * a.kh * a.kw + (g.r0y + static_cast<int>(rr) * a.sh) * a.kw +
-              g.r0x + static_cast<int>(qq) * a.sw;
+      for (int i = 0; i < T::RA; ++i) {
+        const int m = crow + i * kRowStep;
+        const bool ok = kk_ok && m0 + m < a.M;
+        cp_async4(as + ck * T::SA + m, ok ? a.wt + static_cast<int64_t>(m0 + m) * a.K + kk : a.wt, ok);
       }
 #pragma unroll
-      for (int i = 0; i < RA; ++i) {
-        const int m = m0 + a_m + i * (THREADS / BK);
-        ra[i] = kk_ok && m < g.M ? __ldg(a.wt + off + m * a.kh * a.kw) : 0.f;
-      }
-    } else {
-      // kk = reduction index (image, pixel): act'(y) dy[img][m][pixel]
-      int64_t off = 0;
-      if (kk_ok) {
-        const uint32_t img = g.n_img.div(kk), pix = kk - img * g.n_img.d;
-        off = static_cast<int64_t>(img) * a.k * ohw + pix;
-      }
+      for (int u = 0; u < CB; ++u)
 #pragma unroll
-      for (int i = 0; i < RA; ++i) {
-        const int m = m0 + a_m + i * (THREADS / BK);
-        float v = 0.f;
-        if (kk_ok && m < g.M) {
-          const int64_t idx = off + static_cast<int64_t>(m) * ohw;
-          v = through_act(__ldg(a.dy + idx), a.y, idx, a.act);
+        for (int j = 0; j < BK / RS; ++j) {
+          const int kl = tid / NB + j * RS, kb = k0 + kl;
+          int2 t;
+          if (a.K <= kTapTable) {
+            t = tap_tab[kb < k_end ? kb : 0];
+          } else {
+            const uint32_t ci = a.taps.div(kb), rq = kb - ci * a.taps.d;
+            const uint32_t r = a.kw_div.div(rq), q = rq - r * a.kw_div.d;
+            t = make_int2(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
+                          static_cast<int>(r << 16 | q));
+          }
+          const int iy = col_iy[u] + (t.y >> 16), ix = col_ix[u] + (t.y & 0xffff);
+          const bool ok = kb < k_end && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
+                          static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
+          cp_async4(bs + kl * T::SB + tid % NB + u * NB, ok ? a.x + col_off[u] + t.x : a.x, ok);
         }
-        ra[i] = v;
-        if (want_bias) bias_sum[i] += v;
-      }
-    }
-
-    if (PASS == kBackwardWeights) {
-      // lanes along kk: this thread's kk is fixed per step, its taps are n = a_m + i*(THREADS/BK)
-      int64_t base = 0;
+    } else {
+      // this thread's pixel: (image, oy, ox) of reduction element kk
+      int64_t dy_off = 0, x_off = 0;
       int iy0 = INT_MIN / 2, ix0 = 0;
       if (kk_ok) {
-        const uint32_t img = g.n_img.div(kk), pix = kk - img * g.n_img.d;
-        const uint32_t oy = g.n_row.div(pix), ox = pix - oy * g.n_row.d;
-        base = static_cast<int64_t>(img) * a.c * hw;
+        const uint32_t img = a.ohw.div(kk), pix = kk - img * a.ohw.d;
+        const uint32_t oy = a.ow_div.div(pix), ox = pix - oy * a.ow_div.d;
+        dy_off = static_cast<int64_t>(img) * a.k * ohw + pix;
         iy0 = static_cast<int>(oy) * a.sh - a.ph;
         ix0 = static_cast<int>(ox) * a.sw - a.pw;
+        x_off = static_cast<int64_t>(img) * a.c * hw + static_cast<int64_t>(iy0) * a.w + ix0;
       }
-      const float* xb = a.x + base;
 #pragma unroll
-      for (int i = 0; i < RB; ++i) {
-        const int4 t = taps[a_m + i * (THREADS / BK)];
-        const int iy = iy0 + t.y, ix = ix0 + t.z;
-        const bool ok = t.w && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
+      for (int i = 0; i < T::RA; ++i) {
+        const int m = crow + i * kRowStep;
+        const bool ok = kk_ok && m0 + m < a.M;
+        const int64_t idx = dy_off + static_cast<int64_t>(m0 + m) * ohw;
+        cp_async4(as + ck * T::SA + m, ok ? a.dy + idx : a.dy, ok);
+        if (MASK) cp_async4(Ys + s * T::A_STAGE + ck * T::SA + m, ok ? a.y + idx : a.y, ok);
+      }
+#pragma unroll
+      for (int i = 0; i < T::RB; ++i) {
+        const int nl = crow + i * kRowStep;
+        const int2 t = tap_tab[nl];
+        const int iy = iy0 + (t.y >> 16), ix = ix0 + (t.y & 0xffff);
+        const bool ok = static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
                         static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
-        rb[i] = ok ? __ldg(xb + t.x + iy0 * a.w + ix0) : 0.f;
+        cp_async4(bs + ck * T::SB + nl, ok ? a.x + x_off + t.x : a.x, ok);
       }
-    } else {
-#pragma unroll
-      for (int i = 0; i < RB; ++i) {
-        // Element tid + i*THREADS: its row offset is a compile-time constant past b_row0, so
-        // the (ci, r, q) split of a row is computed once for the elements that share it.
-        const int u = ((i * THREADS) % BN) / THREADS;  // which of its columns (0 when BN <= THREADS)
-        const int kb = k0 + b_row0 + (i * THREADS) / BN;
-        float v = 0.f;
-        if (kb < g.k_end) {
-          if (PASS == kForward) {
-            const uint32_t ci = g.k_a.div(kb), rq = kb - ci * g.k_a.d;
-            const uint32_t r = g.k_b.div(rq), q = rq - r * g.k_b.d;
-            const int iy = bcol_y[u] + static_cast<int>(r), ix = bcol_x[u] + static_cast<int>(q);
-            if (static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
-                static_cast<unsigned>(ix) < static_cast<unsigned>(a.w))
-              v = __ldg(a.x + bcol_base[u] + static_cast<int>(ci) * hw + iy * a.w + ix);
-          } else {
-            const uint32_t ko = g.k_a.div(kb), t = kb - ko * g.k_a.d;
-            const uint32_t rr = g.k_b.div(t), qq = t - rr * g.k_b.d;
-            const int oy = bcol_y[u] - static_cast<int>(rr), ox = bcol_x[u] - static_cast<int>(qq);
-            if (static_cast<unsigned>(oy) < static_cast<unsigned>(a.oh) &&
-                static_cast<unsigned>(ox) < static_cast<unsigned>(a.ow)) {
-              const int64_t idx = bcol_base[u] + static_cast<int64_t>(ko) * ohw + oy * a.ow + ox;
-              v = through_act(__ldg(a.dy + idx), a.y, idx, a.act);
-            }
-          }
-        }
-        rb[i] = v;
-      }
-    }
-  };
-  // Stores ra, rb into buffer `buf` (k-major), rounded to TF32 on the tensor-core path.
-  auto store = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < RA; ++i)
-      As[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? to_tf32(ra[i]) : ra[i];
-    if (PASS == kBackwardWeights) {
-#pragma unroll
-      for (int i = 0; i < RB; ++i)
-        Bs[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? to_tf32(rb[i]) : rb[i];
-    } else {
-#pragma unroll
-      for (int i = 0; i < RB; ++i)
-        Bs[buf][b_row0 + (i * THREADS) / BN][b_col0 + (i * THREADS) % BN] =
-            TF32 ? to_tf32(rb[i]) : rb[i];
     }
   };
 
-  // ---- the main loop -------------------------------------------------------------------
+  // ---- accumulators and the compute of one stage ------------------------------------------
   constexpr int kAcc = TF32 ? T::MI * T::NI * 4 : T::TM * T::TN;
   float acc[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
-  const int ty = tid / T::TX, tx = tid % T::TX;  // FMA path
-  const int warp = tid / 32, lane = tid % 32;     // TF32 path
-  const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
+  const int ty = tid / (BN / T::TN), tx = tid % (BN / T::TN);  // FMA path
+  const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;  // TF32 path
+  const bool want_bias = PASS == kBackwardWeights && a.bias_part != nullptr && blockIdx.x == 0;
+  float bias_sum = 0.f;  // backward-weights: row tid's sum of act'.dy over this split
 
-  auto compute = [&](int buf) {
+  auto compute = [&](int s) {
+    const float* as = As + s * T::A_STAGE;
+    const float* bs = Bs + s * T::B_STAGE;
     if (!TF32) {
 #pragma unroll
       for (int kk = 0; kk < BK; ++kk) {
@@ -365,11 +294,11 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 #pragma unroll
         for (int gi = 0; gi < T::TM / 4; ++gi)
           *reinterpret_cast<float4*>(av + 4 * gi) =
-              *reinterpret_cast<const float4*>(&As[buf][kk][gi * (BM * 4 / T::TM) + ty * 4]);
+              *reinterpret_cast<const float4*>(as + kk * T::SA + gi * (BM * 4 / T::TM) + ty * 4);
 #pragma unroll
         for (int gj = 0; gj < T::TN / 4; ++gj)
           *reinterpret_cast<float4*>(bv + 4 * gj) =
-              *reinterpret_cast<const float4*>(&Bs[buf][kk][gj * (BN * 4 / T::TN) + tx * 4]);
+              *reinterpret_cast<const float4*>(bs + kk * T::SB + gj * (BN * 4 / T::TN) + tx * 4);
 #pragma unroll
         for (int i = 0; i < T::TM; ++i)
 #pragma unroll
@@ -382,16 +311,16 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 #pragma unroll
         for (int mi = 0; mi < T::MI; ++mi) {
           const int m = wm * (BM / T::WM) + mi * 16 + gq;
-          af[mi][0] = __float_as_uint(As[buf][k8 + tq][m]);
-          af[mi][1] = __float_as_uint(As[buf][k8 + tq][m + 8]);
-          af[mi][2] = __float_as_uint(As[buf][k8 + tq + 4][m]);
-          af[mi][3] = __float_as_uint(As[buf][k8 + tq + 4][m + 8]);
+          af[mi][0] = to_tf32(as[(k8 + tq) * T::SA + m]);
+          af[mi][1] = to_tf32(as[(k8 + tq) * T::SA + m + 8]);
+          af[mi][2] = to_tf32(as[(k8 + tq + 4) * T::SA + m]);
+          af[mi][3] = to_tf32(as[(k8 + tq + 4) * T::SA + m + 8]);
         }
 #pragma unroll
         for (int ni = 0; ni < T::NI; ++ni) {
           const int nn = wn * (BN / T::WN) + ni * 8 + gq;
-          bf[ni][0] = __float_as_uint(Bs[buf][k8 + tq][nn]);
-          bf[ni][1] = __float_as_uint(Bs[buf][k8 + tq + 4][nn]);
+          bf[ni][0] = to_tf32(bs[(k8 + tq) * T::SB + nn]);
+          bf[ni][1] = to_tf32(bs[(k8 + tq + 4) * T::SB + nn]);
         }
 #pragma unroll
         for (int mi = 0; mi < T::MI; ++mi)
@@ -402,34 +331,48 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
     }
   };
 
-  load(g.k_begin);
-  store(0);
-  __syncthreads();
-  int buf = 0;
-  for (int k0 = g.k_begin; k0 < g.k_end; k0 += BK) {
-    const bool more = k0 + BK < g.k_end;
-    if (more) load(k0 + BK);
-    compute(buf);
-    if (more) store(buf ^ 1);
-    __syncthreads();
-    buf ^= 1;
+  // ---- the pipeline -----------------------------------------------------------------------
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < steps) load(s, k_begin + s * BK);
+    cp_async_commit();
   }
+  for (int st = 0; st < steps; ++st) {
+    const int s = st % STAGES;
+    cp_async_wait<STAGES - 2>();
+    if (MASK) {
+      // dy through the activation, on the elements this thread copied (its own copies are
+      // complete after the wait; the barrier below publishes the result).
+      float* as = As + s * T::A_STAGE;
+      const float* ys = Ys + s * T::A_STAGE;
+#pragma unroll
+      for (int i = 0; i < T::RA; ++i) {
+        const int e = ck * T::SA + crow + i * kRowStep;
+        const float v = as[e];
+        as[e] = ys[e] > 0.f ? v : (a.act.kind == FusedAct::ReLU ? 0.f : a.act.slope * v);
+      }
+    }
+    __syncthreads();
+    if (st + STAGES - 1 < steps) load((st + STAGES - 1) % STAGES, k_begin + (st + STAGES - 1) * BK);
+    cp_async_commit();
+    if (want_bias && tid < BM) {
+      const float* as = As + s * T::A_STAGE;
+#pragma unroll
+      for (int kk = 0; kk < BK; ++kk) bias_sum += as[kk * T::SA + tid];
+    }
+    compute(s);
+  }
+  cp_async_wait<0>();
 
-  // ---- epilogue ------------------------------------------------------------------------
+  // ---- epilogue -------------------------------------------------------------------------
   auto put = [&](int m, int nn, float v) {
-    if (m >= g.M || nn >= g.N) return;
+    if (m >= a.M || nn >= a.N) return;
     if (PASS == kForward) {
-      const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
+      const uint32_t img = a.ohw.div(nn), pix = nn - img * a.ohw.d;
       const int64_t o = (static_cast<int64_t>(img) * a.k + m) * ohw + pix;
       a.out[o] = apply(v + (a.bias ? __ldg(a.bias + m) : 0.f), a.act);
-    } else if (PASS == kBackwardData) {
-      const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
-      const uint32_t iy = g.n_row.div(pix), ix = pix - iy * g.n_row.d;
-      const int64_t o = (static_cast<int64_t>(img) * a.c + m) * hw +
-                        (static_cast<int>(iy) * a.sh + g.py) * a.w + static_cast<int>(ix) * a.sw + g.px;
-      a.out[o] = v + (a.bias ? __ldg(a.bias + m) : 0.f);
     } else {
-      a.out[(static_cast<int64_t>(blockIdx.z) * g.M + m) * g.N + nn] = v;
+      a.out[(static_cast<int64_t>(blockIdx.z) * a.M + m) * a.N + nn] = v;
     }
   };
   if (!TF32) {
@@ -453,17 +396,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
         put(m + 8, nn + 1, c[3]);
       }
   }
-  if (want_bias) {
-    // The 16 lanes that share a row of A hold its partial sums: add them in a fixed order.
-#pragma unroll
-    for (int i = 0; i < RA; ++i) {
-      float s = bias_sum[i];
-#pragma unroll
-      for (int off = BK / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-      const int m = m0 + a_m + i * (THREADS / BK);
-      if (a_kk == 0 && m < g.M) a.bias_part[static_cast<int64_t>(blockIdx.z) * g.M + m] = s;
-    }
-  }
+  if (want_bias && tid < BM && m0 + tid < a.M)
+    a.bias_part[static_cast<int64_t>(blockIdx.z) * a.M + m0 + tid] = bias_sum;
 }
 
 // dw[m][n] += the splits' partial products in split order; db[m] += their bias row sums.
@@ -485,13 +419,16 @@ __global__ void sum_splits(int splits, int M, int N, const float* __restrict__ p
     }
 }
 
-ConvArgs args_of(const ConvGeom& g, int64_t n, int64_t k, Act act) {
-  PDNN_CHECK(g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX && n * g.oh * g.ow < INT_MAX &&
-                 n * g.h * g.w < INT_MAX && k * g.c * g.kh * g.kw < INT_MAX,
-             "implicit-GEMM convolution: an image of %lld x %lld x %lld (or %lld images) is too "
-             "large for its 32-bit indexing", (long long)g.c, (long long)g.h, (long long)g.w,
-             (long long)n);
-  ConvArgs a{};
+// ---- host side --------------------------------------------------------------------------
+Args args_of(const ConvGeom& g, int64_t n, int64_t k, Act act, int pass) {
+  const int64_t taps = g.c * g.kh * g.kw, pixels = n * g.oh * g.ow;
+  PDNN_CHECK(g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX && pixels < INT_MAX &&
+                 k * taps < INT_MAX && g.kh < 65536 && g.kw < 65536,
+             "implicit-GEMM convolution: %lld images of %lld x %lld x %lld are too large for "
+             "its indexing (an image, and n*oh*ow, under 2^31 elements)", (long long)n,
+             (long long)g.c, (long long)g.h, (long long)g.w);
+  (void)pass;
+  Args a{};
   a.n = static_cast<int>(n);
   a.c = static_cast<int>(g.c);
   a.h = static_cast<int>(g.h);
@@ -506,31 +443,65 @@ ConvArgs args_of(const ConvGeom& g, int64_t n, int64_t k, Act act) {
   a.oh = static_cast<int>(g.oh);
   a.ow = static_cast<int>(g.ow);
   a.act = act;
+  a.ohw = FastDiv(static_cast<uint32_t>(g.oh * g.ow));
+  a.ow_div = FastDiv(static_cast<uint32_t>(g.ow));
+  a.taps = FastDiv(static_cast<uint32_t>(g.kh * g.kw));
+  a.kw_div = FastDiv(static_cast<uint32_t>(g.kw));
+  a.M = a.k;
+  a.N = static_cast<int>(pass == kForward ? pixels : taps);
+  a.K = static_cast<int>(pass == kForward ? taps : pixels);
   return a;
 }
 
-template <class T, int PASS>
-void launch(const ConvArgs& a, int M, int N, int z, CudaExec e) {
-  const dim3 grid(static_cast<unsigned>((N + T::BN - 1) / T::BN),
-                  static_cast<unsigned>((M + T::BM - 1) / T::BM), static_cast<unsigned>(z));
-  if (e.tf32)
-    implicit_gemm<T, PASS, true><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
-  else
-    implicit_gemm<T, PASS, false><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
+template <class T, int PASS, bool TF32, bool MASK>
+void launch_one(const Args& a, int z, CudaExec e) {
+  auto kernel = igemm<T, PASS, TF32, MASK>;
+  const size_t smem = T::smem_bytes(MASK);
+  // Above 48 KB a kernel must ask for its dynamic shared memory (once per instantiation; not a
+  // stream operation, so also fine while a graph is being captured).
+  static bool attr_set = false;
+  if (!attr_set) {
+    PDNN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem)));
+    attr_set = true;
+  }
+  const dim3 grid(static_cast<unsigned>((a.N + T::BN - 1) / T::BN),
+                  static_cast<unsigned>((a.M + T::BM - 1) / T::BM), static_cast<unsigned>(z));
+  kernel<<<grid, T::THREADS, smem, stream_of(e)>>>(a);
   PDNN_CUDA_LAUNCH_CHECK("implicit-GEMM convolution");
 }
 
-// The tile for a product with M rows (the narrower side).
-template <int PASS>
-void launch_for(const ConvArgs& a, int M, int N, int z, CudaExec e) {
-  if (M > 64)
-    launch<Tile128x128, PASS>(a, M, N, z, e);
-  else if (M > 32)
-    launch<Tile64x128, PASS>(a, M, N, z, e);
-  else if (M > 16)
-    launch<Tile32x256, PASS>(a, M, N, z, e);
+template <class T, int PASS, bool MASK>
+void launch(const Args& a, int z, CudaExec e) {
+  if (e.tf32)
+    launch_one<T, PASS, true, MASK>(a, z, e);
   else
-    launch<Tile16x256, PASS>(a, M, N, z, e);
+    launch_one<T, PASS, false, MASK>(a, z, e);
+}
+
+template <int PASS, bool MASK>
+void launch_tile(ConvTile t, const Args& a, int z, CudaExec e) {
+  switch (t) {
+    case ConvTile::T128x128: return launch<C128x128, PASS, MASK>(a, z, e);
+    case ConvTile::T64x128: return launch<C64x128, PASS, MASK>(a, z, e);
+    case ConvTile::T32x256: return launch<C32x256, PASS, MASK>(a, z, e);
+    case ConvTile::T32x128: return launch<C32x128, PASS, MASK>(a, z, e);
+    case ConvTile::T32x32: return launch<C32x32, PASS, MASK>(a, z, e);
+    case ConvTile::Auto: break;
+  }
+  PDNN_CHECK(false, "implicit-GEMM convolution: no tile chosen");
+}
+
+void tile_dims(ConvTile t, int* bm, int* bn, int* bk) {
+  switch (t) {
+    case ConvTile::T128x128: *bm = 128, *bn = 128, *bk = 16; return;
+    case ConvTile::T64x128: *bm = 64, *bn = 128, *bk = 16; return;
+    case ConvTile::T32x256: *bm = 32, *bn = 256, *bk = 16; return;
+    case ConvTile::T32x128: *bm = 32, *bn = 128, *bk = 16; return;
+    case ConvTile::T32x32: *bm = 32, *bn = 32, *bk = 8; return;
+    case ConvTile::Auto: break;
+  }
+  *bm = *bn = 128, *bk = 16;
 }
 
 int sm_count() {
@@ -540,91 +511,96 @@ int sm_count() {
   return sms;
 }
 
-// Backward-weights: the tile, and how many splits of the reduction (each a multiple of BK
-// long) fill the device about four blocks per multiprocessor.
-struct WeightsPlan {
-  bool narrow;  // Tile32x32 (few taps)
+// Backward-weights: how many splits of the reduction (each a multiple of BK long) fill the
+// device with about four blocks a multiprocessor, at least 16 steps a split.
+struct Split {
   int splits, k_chunk;
 };
-WeightsPlan weights_plan(const ConvGeom& g, int64_t n, int64_t k) {
-  const int64_t M = k, N = g.c * g.kh * g.kw, K = n * g.oh * g.ow;
-  WeightsPlan p{};
-  p.narrow = N <= 64 && M <= 32;
-  // (W4's conv2, M 32 and N 288, computes 512 columns on 32x256 tiles; 32x64 tiles waste none
-  // but measured slower on the H100, 9.8 ms against 7.2: five column tiles gather dy five
-  // times, with a quarter of the work per block.)
-  int bm = 128, bn = 128;
-  if (p.narrow) bm = bn = 32;
-  else if (M <= 16) bm = 16, bn = 256;
-  else if (M <= 32) bm = 32, bn = 256;
-  else if (M <= 64) bm = 64, bn = 128;
+Split split_of(ConvTile t, int64_t M, int64_t N, int64_t K) {
+  int bm, bn, bk;
+  tile_dims(t, &bm, &bn, &bk);
   const int64_t tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
   const int64_t want = std::max<int64_t>(1, 4 * sm_count() / tiles);
-  const int64_t steps = (K + 15) / 16;  // BK-long steps of the reduction
-  // at least 16 steps a split, so a split's set-up and partial write stay small against it
+  const int64_t steps = (K + bk - 1) / bk;
   const int64_t splits = std::max<int64_t>(1, std::min<int64_t>(want, steps / 16));
   const int64_t per = (steps + splits - 1) / splits;
-  p.k_chunk = static_cast<int>(per * 16);
-  p.splits = static_cast<int>((K + p.k_chunk - 1) / p.k_chunk);
-  return p;
+  Split s;
+  s.k_chunk = static_cast<int>(per * bk);
+  s.splits = static_cast<int>((K + s.k_chunk - 1) / s.k_chunk);
+  return s;
 }
 
 }  // namespace
 
+const char* conv_tile_name(ConvTile t) {
+  switch (t) {
+    case ConvTile::Auto: return "auto";
+    case ConvTile::T128x128: return "128x128";
+    case ConvTile::T64x128: return "64x128";
+    case ConvTile::T32x256: return "32x256";
+    case ConvTile::T32x128: return "32x128";
+    case ConvTile::T32x32: return "32x32";
+  }
+  return "?";
+}
+
+ConvTile conv_implicit_tile(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) {
+  (void)n;
+  const int64_t M = k;
+  if (pass == ConvPass::Forward) {
+    if (M > 64) return ConvTile::T128x128;
+    if (M > 32) return ConvTile::T64x128;
+    return ConvTile::T32x256;
+  }
+  const int64_t N = g.c * g.kh * g.kw;  // backward-weights: the taps
+  if (M <= 32 && N <= 32) return ConvTile::T32x32;
+  if (M <= 32) return ConvTile::T32x128;
+  if (M <= 64) return ConvTile::T64x128;
+  return ConvTile::T128x128;
+}
+
 void conv2d_implicit_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                             const float* w, const float* b, float* y, Act act, CudaExec e) {
+                             const float* w, const float* b, float* y, Act act, CudaExec e,
+                             ConvTile tile) {
   if (n * k * g.oh * g.ow == 0) return;
-  ConvArgs a = args_of(g, n, k, act);
+  Args a = args_of(g, n, k, act, kForward);
   a.x = x;
   a.wt = w;
   a.bias = b;
   a.out = y;
-  launch_for<kForward>(a, a.k, a.n * a.oh * a.ow, 1, e);
+  if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::Forward, g, n, k);
+  launch_tile<kForward, false>(tile, a, 1, e);
 }
 
-void conv2d_implicit_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
-                                   const float* y, Act act, const float* w, const float* bias,
-                                   float* dx, CudaExec e) {
-  if (n * g.c * g.h * g.w == 0) return;
-  PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_implicit_backward_data: act needs y");
-  ConvArgs a = args_of(g, n, k, act);
-  a.dy = dy;
-  a.y = y;
-  a.wt = w;
-  a.bias = bias;
-  a.out = dx;
-  // The largest phase: the first, ceil(h/s) x ceil(w/s) pixels.
-  const int hp = (a.h + a.sh - 1) / a.sh, wp = (a.w + a.sw - 1) / a.sw;
-  launch_for<kBackwardData>(a, a.c, a.n * hp * wp, a.sh * a.sw, e);
-}
-
-size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k) {
-  const WeightsPlan p = weights_plan(g, n, k);
-  return static_cast<size_t>(p.splits) * static_cast<size_t>(k) *
-             static_cast<size_t>(g.c * g.kh * g.kw + 1);  // partial products + bias row sums
+size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k,
+                                           ConvTile tile) {
+  if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::BackwardWeights, g, n, k);
+  const int64_t N = g.c * g.kh * g.kw;
+  const Split s = split_of(tile, k, N, n * g.oh * g.ow);
+  return static_cast<size_t>(s.splits) * static_cast<size_t>(k) * static_cast<size_t>(N + 1);
 }
 
 void conv2d_implicit_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
                                       const float* dy, const float* y, Act act, float* dw,
-                                      float* db, float* ws, CudaExec e) {
+                                      float* db, float* ws, CudaExec e, ConvTile tile) {
   if (k * g.c * g.kh * g.kw == 0) return;
   PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_implicit_backward_weights: act needs y");
-  const WeightsPlan p = weights_plan(g, n, k);
-  ConvArgs a = args_of(g, n, k, act);
+  if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::BackwardWeights, g, n, k);
+  Args a = args_of(g, n, k, act, kBackwardWeights);
+  const Split s = split_of(tile, a.M, a.N, a.K);
   a.x = x;
   a.dy = dy;
   a.y = y;
   a.out = ws;
-  const int M = a.k, N = a.c * a.kh * a.kw;
-  a.bias_part = db ? ws + static_cast<int64_t>(p.splits) * M * N : nullptr;
-  a.k_chunk = p.k_chunk;
-  if (p.narrow)
-    launch<Tile32x32, kBackwardWeights>(a, M, N, p.splits, e);
+  a.bias_part = db ? ws + static_cast<int64_t>(s.splits) * a.M * a.N : nullptr;
+  a.k_chunk = s.k_chunk;
+  if (act.kind == FusedAct::None)
+    launch_tile<kBackwardWeights, false>(tile, a, s.splits, e);
   else
-    launch_for<kBackwardWeights>(a, M, N, p.splits, e);
-  const int64_t mn = static_cast<int64_t>(M) * N;
-  sum_splits<<<blocks_for(mn, 256), 256, 0, stream_of(e)>>>(p.splits, M, N, ws, a.bias_part, dw,
-                                                            db);
+    launch_tile<kBackwardWeights, true>(tile, a, s.splits, e);
+  const int64_t mn = static_cast<int64_t>(a.M) * a.N;
+  sum_splits<<<blocks_for(mn, 256), 256, 0, stream_of(e)>>>(s.splits, a.M, a.N, ws, a.bias_part,
+                                                            dw, db);
   PDNN_CUDA_LAUNCH_CHECK("implicit-GEMM backward-weights sum");
 }
 

@@ -6,14 +6,17 @@
 # under `own`. -> $RESULTS/steps.csv, torch.csv, profile_w4_*.csv, algorithms.tsv, logs.
 # Prepare: BINS="caltech101 mnist dcgan" DATA=mnist-npm10k scripts/gpu/prepare.sh
 # MNIST_DATA: W3's IDX folder (default the bundle's mnist-npm10k).
-# Knobs: POLICIES ("im2col own auto"), PRECISIONS ("fp32 tf32"), WORKLOADS ("W3 W4 W5"),
+# Knobs: POLICIES ("im2col own auto"), PRECISIONS ("fp32 tf32"), WORKLOADS ("W3 W4 W5"), STEPS_W4 (120),
 #        TORCH (1), PROFILE (1).
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
-need_bin caltech101 mnist dcgan || exit 1
+has() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
+W=${WORKLOADS:-W3 W4 W5}
+has W3 "$W" && { need_bin mnist || exit 1; }
+has W4 "$W" && { need_bin caltech101 || exit 1; }
+has W5 "$W" && { need_bin dcgan || exit 1; }
 link_datasets
 cache=$RESULTS/algorithms.tsv
-has() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 step() {  # name, app args...: one row in steps.csv, the median line on stdout
   local name=$1
   shift
@@ -25,7 +28,6 @@ step() {  # name, app args...: one row in steps.csv, the median line on stdout
     tail -3 "$RESULTS/$name.log"
   fi
 }
-W=${WORKLOADS:-W3 W4 W5}
 stage "pdnn steps"
 for policy in ${POLICIES:-im2col own auto}; do
   for prec in ${PRECISIONS:-fp32 tf32}; do
@@ -33,7 +35,7 @@ for policy in ${POLICIES:-im2col own auto}; do
     [ "$prec" = tf32 ] && tf=(--tf32)
     has W3 "$W" && step "W3_${policy}_$prec" "$BIN/mnist" --device cuda --model keras --batch 128 \
       --steps 300 --data "${MNIST_DATA:-$BUNDLE/data/mnist-npm10k}" --threads 4 --conv-algo "$policy" "${tf[@]}"
-    has W4 "$W" && step "W4_${policy}_$prec" "$BIN/caltech101" --device cuda --steps 40 --threads 8 \
+    has W4 "$W" && step "W4_${policy}_$prec" "$BIN/caltech101" --device cuda --steps ${STEPS_W4:-120} --threads 8 \
       --conv-algo "$policy" "${tf[@]}"
     has W5 "$W" && step "W5_${policy}_$prec" "$BIN/dcgan" --device cuda --dataset caltech \
       --images-per-epoch 2560 --steps 100 --threads 8 --conv-algo "$policy" "${tf[@]}"

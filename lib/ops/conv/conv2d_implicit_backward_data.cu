@@ -1,0 +1,530 @@
+// Implicit-GEMM backward-data of strided convolutions on the GPU (conv2d_gpu.h): W5's k4 s2
+// layers and any shape the direct kernels do not take (a stride-1 backward-data runs as a forward
+// over flipped weights, conv2d.cu). The first implicit-GEMM kernel of pdnn (issue 17), kept for
+// this pass: forward and backward-weights moved to the pipelined kernels of
+// conv2d_implicit_gemm.cu, and only kBackwardData is instantiated here (the template still
+// carries the other passes' load paths; they are compiled out).
+//
+//   backward-data: M = c, N = n*(dx pixels of a phase), K = k*(taps of the phase),
+//   A(m, kk) = w[ko][m][r][q], B(kk, n) = act'.dy at ((iy+p-r)/s, (ix+p-q)/s)
+//
+// dx is split into its s*s phases (iy mod s, ix mod s), one per blockIdx.z: only the taps
+// r = (iy + p) mod s (mod s) reach a pixel of a phase, so the product has no zero terms (for k4
+// s2 layers, a quarter of the taps).
+//
+// Tiling (Tile below): a block computes a BM x BN tile of C, walking K in steps of BK = 16: its
+// threads load the A and B tiles into registers (the next step's loads in flight while the
+// current step computes), store them k-major into shared memory (As[kk][m], Bs[kk][n], rows
+// padded by 8 floats so both compute paths read without bank conflicts), then compute:
+//   - fp32 (FMA units): thread (ty, tx) owns TM x TN outputs, rows ty*4 + {0..3} (+ BM/2 when
+//     TM = 8) and columns tx*4 + {0..3} (+ BN/2 when TN = 8): per kk, TM/4 + TN/4 float4 reads
+//     of shared memory and TM*TN FMAs.
+//   - TF32 (tensor cores, mma.sync m16n8k8): warp (wm, wn) owns a (BM/WM) x (BN/WN) tile made
+//     of MI x NI mma tiles; per 8 kk it loads MI A fragments and NI B fragments (4 and 2 floats
+//     a thread) and issues MI*NI mma.sync. Inputs are rounded to TF32 as they enter shared
+//     memory, the sums stay fp32.
+// The configuration follows M (the input channels): 128 x 128 above 64 (256 threads), 64 x 128,
+// 32 x 256 or 16 x 256 below (128 threads).
+//
+// Index arithmetic: 32-bit within one image (c*h*w < 2^31, checked), 64-bit image offsets.
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "core/error.h"
+#include "cuda/launch.h"
+#include "ops/conv/conv2d_gpu.h"
+
+namespace pdnn {
+namespace cuda {
+
+namespace {
+
+template <int BM_, int BN_, int TM_, int TN_, int WM_, int WN_>
+struct Tile {
+  static constexpr int BM = BM_, BN = BN_, BK = 16;
+  static constexpr int TM = TM_, TN = TN_, TY = BM / TM, TX = BN / TN, THREADS = TY * TX;
+  static constexpr int WM = WM_, WN = WN_, MI = BM / WM / 16, NI = BN / WN / 8;
+  static constexpr int SA = BM + 8, SB = BN + 8;  // padded rows: 8 or 24 mod 32 banks
+  static constexpr int RA = BM * BK / THREADS, RB = BK * BN / THREADS;  // loads a thread
+  // Blocks an SM must hold at once (registers capped to fit): two 256-thread blocks hide each
+  // other's load latency at 128 registers a thread (a cap of 168 on the 128-thread tiles made
+  // the backward-weights kernels spill, so those keep what they need).
+  static constexpr int MIN_BLOCKS = THREADS >= 256 ? 2 : 1;
+  static_assert(WM * WN * 32 == THREADS, "the warps cover the block");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && MI >= 1 && NI >= 1, "tile shape");
+  static_assert(THREADS % BK == 0 && RA >= 1 && RB >= 1, "load split");
+  static_assert(BM * BK % THREADS == 0 && BK * BN % THREADS == 0, "every thread loads alike");
+};
+using Tile128x128 = Tile<128, 128, 8, 8, 2, 4>;
+using Tile64x128 = Tile<64, 128, 8, 8, 2, 2>;
+using Tile32x256 = Tile<32, 256, 8, 8, 1, 4>;
+using Tile16x256 = Tile<16, 256, 4, 8, 1, 4>;
+using Tile32x32 = Tile<32, 32, 4, 4, 1, 2>;
+
+enum Pass { kForward, kBackwardData, kBackwardWeights };
+
+// Everything a launch needs; the per-block product (Gemm) is derived from it in the kernel.
+struct ConvArgs {
+  int n, c, h, w, k, kh, kw, sh, sw, ph, pw, oh, ow;
+  const float* x;     // forward, backward-weights
+  const float* wt;    // forward, backward-data
+  const float* dy;    // backward passes
+  const float* y;     // backward passes, read for act' (null when act is None)
+  const float* bias;  // forward; backward-data (a transposed convolution's bias)
+  float* out;         // y, dx, or the split partial products (splits, M, N)
+  float* bias_part;   // backward-weights with a bias gradient: (splits, k) row sums
+  Act act;
+  int k_chunk;        // backward-weights: reduction elements per split, a multiple of BK
+};
+
+__device__ __forceinline__ float apply(float z, Act a) {
+  if (a.kind == FusedAct::None) return z;
+  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
+}
+// act'(y) dy: the gradient through the activation fused into the forward's output write.
+__device__ __forceinline__ float through_act(float dy, const float* y, int64_t i, Act a) {
+  if (a.kind == FusedAct::None) return dy;
+  const float v = __ldg(y + i);
+  return v > 0.f ? dy : (a.kind == FusedAct::ReLU ? 0.f : a.slope * dy);
+}
+
+__device__ __forceinline__ float to_tf32(float f) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return __uint_as_float(r);
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
+                                         const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// The product of one block: its sizes, its share of K, and for backward-data its phase.
+struct Gemm {
+  int M, N, K, k_begin, k_end;
+  int py, px, r0y, r0x, ty, tx, oy_off, ox_off, hp, wp;  // backward-data phase
+  FastDiv n_img, n_row, k_a, k_b;                         // index splits (see gemm_of)
+};
+
+template <int PASS>
+__device__ Gemm gemm_of(const ConvArgs& a) {
+  Gemm g{};
+  if (PASS == kForward) {
+    g.M = a.k;
+    g.N = a.n * a.oh * a.ow;
+    g.K = a.c * a.kh * a.kw;
+    g.n_img = FastDiv(a.oh * a.ow);  // pixel -> (image, oy*ow + ox)
+    g.n_row = FastDiv(a.ow);
+    g.k_a = FastDiv(a.kh * a.kw);  // tap -> (ci, r*kw + q)
+    g.k_b = FastDiv(a.kw);
+  } else if (PASS == kBackwardData) {
+    g.py = blockIdx.z / a.sw;
+    g.px = blockIdx.z % a.sw;
+    g.r0y = (g.py + a.ph) % a.sh;
+    g.r0x = (g.px + a.pw) % a.sw;
+    g.ty = g.r0y < a.kh ? (a.kh - g.r0y + a.sh - 1) / a.sh : 0;
+    g.tx = g.r0x < a.kw ? (a.kw - g.r0x + a.sw - 1) / a.sw : 0;
+    g.oy_off = (g.py + a.ph - g.r0y) / a.sh;  // oy = iy' + oy_off - rr
+    g.ox_off = (g.px + a.pw - g.r0x) / a.sw;
+    g.hp = g.py < a.h ? (a.h - g.py + a.sh - 1) / a.sh : 0;
+    g.wp = g.px < a.w ? (a.w - g.px + a.sw - 1) / a.sw : 0;
+    g.M = a.c;
+    g.N = a.n * g.hp * g.wp;
+    g.K = a.k * g.ty * g.tx;
+    g.n_img = FastDiv(max(1, g.hp * g.wp));
+    g.n_row = FastDiv(max(1, g.wp));
+    g.k_a = FastDiv(max(1, g.ty * g.tx));  // (ko, rr*tx + qq)
+    g.k_b = FastDiv(max(1, g.tx));
+  } else {
+    g.M = a.k;
+    g.N = a.c * a.kh * a.kw;
+    g.K = a.n * a.oh * a.ow;
+    g.n_img = FastDiv(a.oh * a.ow);  // reduction index -> (image, pixel)
+    g.n_row = FastDiv(a.ow);
+    g.k_a = FastDiv(a.kh * a.kw);  // tap -> (ci, r*kw + q)
+    g.k_b = FastDiv(a.kw);
+  }
+  if (PASS == kBackwardWeights) {
+    g.k_begin = blockIdx.z * a.k_chunk;
+    g.k_end = min(g.K, g.k_begin + a.k_chunk);
+  } else {
+    g.k_begin = 0;
+    g.k_end = g.K;
+  }
+  return g;
+}
+
+template <class T, int PASS, bool TF32>
+__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
+    implicit_gemm(const ConvArgs a) {
+  constexpr int BM = T::BM, BN = T::BN, BK = T::BK, THREADS = T::THREADS;
+  constexpr int RA = T::RA, RB = T::RB;
+  __shared__ __align__(16) float As[2][BK][T::SA];
+  __shared__ __align__(16) float Bs[2][BK][T::SB];
+  // backward-weights: each tile column's tap, as (ci*h*w + r*w + q, r, q, valid)
+  __shared__ int4 taps[PASS == kBackwardWeights ? BN : 1];
+
+  const Gemm g = gemm_of<PASS>(a);
+  const int tid = threadIdx.x;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  // (an empty share of K, as a phase no tap reaches, still writes its zeros and bias)
+  if (m0 >= g.M || n0 >= g.N) return;
+  const int hw = a.h * a.w, ohw = a.oh * a.ow;
+
+  // ---- per-thread set-up of the loads: what stays fixed along K -----------------------------
+  // A is loaded with lanes along kk (16 consecutive kk per 16 threads), B along n (forward,
+  // backward-data) or along kk (backward-weights), so that consecutive lanes read consecutive
+  // addresses of the tensor each operand comes from.
+  const int a_kk = tid % BK;  // this thread's kk within a tile of A; rows a_m + i*(THREADS/BK)
+  const int a_m = tid / BK;
+  // B along n: element e = tid + i*THREADS sits at (kk = e / BN, n = e % BN).
+  constexpr int kBCols = BN >= THREADS ? BN / THREADS : 1;  // distinct n of a thread
+  static_assert(BN % THREADS == 0 || THREADS % BN == 0, "B rows split evenly");
+  const int b_row0 = tid / BN, b_col0 = tid % BN;  // element tid's place in the B tile
+  int64_t bcol_base[kBCols];  // forward: x offset of the image; backward-data: dy's
+  int bcol_y[kBCols], bcol_x[kBCols];
+  if (PASS != kBackwardWeights) {
+#pragma unroll
+    for (int u = 0; u < kBCols; ++u) {
+      const int nn = n0 + (tid + u * THREADS) % BN;
+      bcol_y[u] = INT_MIN / 2;  // out of range: every tap of a column past N reads 0
+      bcol_x[u] = 0;
+      bcol_base[u] = 0;
+      if (nn < g.N) {
+        const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
+        const uint32_t row = g.n_row.div(pix), col = pix - row * g.n_row.d;
+        if (PASS == kForward) {
+          bcol_base[u] = static_cast<int64_t>(img) * a.c * hw;
+          bcol_y[u] = static_cast<int>(row) * a.sh - a.ph;
+          bcol_x[u] = static_cast<int>(col) * a.sw - a.pw;
+        } else {
+          bcol_base[u] = static_cast<int64_t>(img) * a.k * ohw;
+          bcol_y[u] = static_cast<int>(row) + g.oy_off;
+          bcol_x[u] = static_cast<int>(col) + g.ox_off;
+        }
+      }
+    }
+  } else {
+    for (int i = tid; i < BN; i += THREADS) {
+      const int nn = n0 + i;
+      int4 t = make_int4(0, 0, 0, 0);
+      if (nn < g.N) {
+        const uint32_t ci = g.k_a.div(nn), rq = nn - ci * g.k_a.d;
+        const uint32_t r = g.k_b.div(rq), q = rq - r * g.k_b.d;
+        t = make_int4(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
+                      static_cast<int>(r), static_cast<int>(q), 1);
+      }
+      taps[i] = t;
+    }
+    __syncthreads();
+  }
+  float bias_sum[RA];  // backward-weights: this thread's A row sums (the bias gradient)
+#pragma unroll
+  for (int i = 0; i < RA; ++i) bias_sum[i] = 0.f;
+  const bool want_bias = PASS == kBackwardWeights && a.bias_part != nullptr && blockIdx.x == 0;
+
+  float ra[RA], rb[RB];
+  // Loads the A and B tiles of the K step starting at k0 into ra, rb (0 outside the tensors).
+  auto load = [&](int k0) {
+    const int kk = k0 + a_kk;
+    const bool kk_ok = kk < g.k_end;
+    if (PASS == kForward) {
+      const int K = g.K;
+#pragma unroll
+      for (int i = 0; i < RA; ++i) {
+        const int m = m0 + a_m + i * (THREADS / BK);
+        ra[i] = kk_ok && m < g.M ? __ldg(a.wt + static_cast<int64_t>(m) * K + kk) : 0.f;
+      }
+    } else if (PASS == kBackwardData) {
+      // kk = (ko, rr, qq): w[ko][ci][r0y + rr*sh][r0x + qq*sw]
+      int off = 0;
+      if (kk_ok) {
+        const uint32_t ko = g.k_a.div(kk), t = kk - ko * g.k_a.d;
+        const uint32_t rr = g.k_b.div(t), qq = t - rr * g.k_b.d;
+        off = static_cast<int>(ko) * a.c * a.kh * a.kw + (g.r0y + static_cast<int>(rr) * a.sh) * a.kw +
+              g.r0x + static_cast<int>(qq) * a.sw;
+      }
+#pragma unroll
+      for (int i = 0; i < RA; ++i) {
+        const int m = m0 + a_m + i * (THREADS / BK);
+        ra[i] = kk_ok && m < g.M ? __ldg(a.wt + off + m * a.kh * a.kw) : 0.f;
+      }
+    } else {
+      // kk = reduction index (image, pixel): act'(y) dy[img][m][pixel]
+      int64_t off = 0;
+      if (kk_ok) {
+        const uint32_t img = g.n_img.div(kk), pix = kk - img * g.n_img.d;
+        off = static_cast<int64_t>(img) * a.k * ohw + pix;
+      }
+#pragma unroll
+      for (int i = 0; i < RA; ++i) {
+        const int m = m0 + a_m + i * (THREADS / BK);
+        float v = 0.f;
+        if (kk_ok && m < g.M) {
+          const int64_t idx = off + static_cast<int64_t>(m) * ohw;
+          v = through_act(__ldg(a.dy + idx), a.y, idx, a.act);
+        }
+        ra[i] = v;
+        if (want_bias) bias_sum[i] += v;
+      }
+    }
+
+    if (PASS == kBackwardWeights) {
+      // lanes along kk: this thread's kk is fixed per step, its taps are n = a_m + i*(THREADS/BK)
+      int64_t base = 0;
+      int iy0 = INT_MIN / 2, ix0 = 0;
+      if (kk_ok) {
+        const uint32_t img = g.n_img.div(kk), pix = kk - img * g.n_img.d;
+        const uint32_t oy = g.n_row.div(pix), ox = pix - oy * g.n_row.d;
+        base = static_cast<int64_t>(img) * a.c * hw;
+        iy0 = static_cast<int>(oy) * a.sh - a.ph;
+        ix0 = static_cast<int>(ox) * a.sw - a.pw;
+      }
+      const float* xb = a.x + base;
+#pragma unroll
+      for (int i = 0; i < RB; ++i) {
+        const int4 t = taps[a_m + i * (THREADS / BK)];
+        const int iy = iy0 + t.y, ix = ix0 + t.z;
+        const bool ok = t.w && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
+                        static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
+        rb[i] = ok ? __ldg(xb + t.x + iy0 * a.w + ix0) : 0.f;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < RB; ++i) {
+        // Element tid + i*THREADS: its row offset is a compile-time constant past b_row0, so
+        // the (ci, r, q) split of a row is computed once for the elements that share it.
+        const int u = ((i * THREADS) % BN) / THREADS;  // which of its columns (0 when BN <= THREADS)
+        const int kb = k0 + b_row0 + (i * THREADS) / BN;
+        float v = 0.f;
+        if (kb < g.k_end) {
+          if (PASS == kForward) {
+            const uint32_t ci = g.k_a.div(kb), rq = kb - ci * g.k_a.d;
+            const uint32_t r = g.k_b.div(rq), q = rq - r * g.k_b.d;
+            const int iy = bcol_y[u] + static_cast<int>(r), ix = bcol_x[u] + static_cast<int>(q);
+            if (static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
+                static_cast<unsigned>(ix) < static_cast<unsigned>(a.w))
+              v = __ldg(a.x + bcol_base[u] + static_cast<int>(ci) * hw + iy * a.w + ix);
+          } else {
+            const uint32_t ko = g.k_a.div(kb), t = kb - ko * g.k_a.d;
+            const uint32_t rr = g.k_b.div(t), qq = t - rr * g.k_b.d;
+            const int oy = bcol_y[u] - static_cast<int>(rr), ox = bcol_x[u] - static_cast<int>(qq);
+            if (static_cast<unsigned>(oy) < static_cast<unsigned>(a.oh) &&
+                static_cast<unsigned>(ox) < static_cast<unsigned>(a.ow)) {
+              const int64_t idx = bcol_base[u] + static_cast<int64_t>(ko) * ohw + oy * a.ow + ox;
+              v = through_act(__ldg(a.dy + idx), a.y, idx, a.act);
+            }
+          }
+        }
+        rb[i] = v;
+      }
+    }
+  };
+  // Stores ra, rb into buffer `buf` (k-major), rounded to TF32 on the tensor-core path.
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < RA; ++i)
+      As[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? to_tf32(ra[i]) : ra[i];
+    if (PASS == kBackwardWeights) {
+#pragma unroll
+      for (int i = 0; i < RB; ++i)
+        Bs[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? to_tf32(rb[i]) : rb[i];
+    } else {
+#pragma unroll
+      for (int i = 0; i < RB; ++i)
+        Bs[buf][b_row0 + (i * THREADS) / BN][b_col0 + (i * THREADS) % BN] =
+            TF32 ? to_tf32(rb[i]) : rb[i];
+    }
+  };
+
+  // ---- the main loop -------------------------------------------------------------------
+  constexpr int kAcc = TF32 ? T::MI * T::NI * 4 : T::TM * T::TN;
+  float acc[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+  const int ty = tid / T::TX, tx = tid % T::TX;  // FMA path
+  const int warp = tid / 32, lane = tid % 32;     // TF32 path
+  const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
+
+  auto compute = [&](int buf) {
+    if (!TF32) {
+#pragma unroll
+      for (int kk = 0; kk < BK; ++kk) {
+        float av[T::TM], bv[T::TN];
+#pragma unroll
+        for (int gi = 0; gi < T::TM / 4; ++gi)
+          *reinterpret_cast<float4*>(av + 4 * gi) =
+              *reinterpret_cast<const float4*>(&As[buf][kk][gi * (BM * 4 / T::TM) + ty * 4]);
+#pragma unroll
+        for (int gj = 0; gj < T::TN / 4; ++gj)
+          *reinterpret_cast<float4*>(bv + 4 * gj) =
+              *reinterpret_cast<const float4*>(&Bs[buf][kk][gj * (BN * 4 / T::TN) + tx * 4]);
+#pragma unroll
+        for (int i = 0; i < T::TM; ++i)
+#pragma unroll
+          for (int j = 0; j < T::TN; ++j) acc[i * T::TN + j] = fmaf(av[i], bv[j], acc[i * T::TN + j]);
+      }
+    } else {
+#pragma unroll
+      for (int k8 = 0; k8 < BK; k8 += 8) {
+        uint32_t af[T::MI][4], bf[T::NI][2];
+#pragma unroll
+        for (int mi = 0; mi < T::MI; ++mi) {
+          const int m = wm * (BM / T::WM) + mi * 16 + gq;
+          af[mi][0] = __float_as_uint(As[buf][k8 + tq][m]);
+          af[mi][1] = __float_as_uint(As[buf][k8 + tq][m + 8]);
+          af[mi][2] = __float_as_uint(As[buf][k8 + tq + 4][m]);
+          af[mi][3] = __float_as_uint(As[buf][k8 + tq + 4][m + 8]);
+        }
+#pragma unroll
+        for (int ni = 0; ni < T::NI; ++ni) {
+          const int nn = wn * (BN / T::WN) + ni * 8 + gq;
+          bf[ni][0] = __float_as_uint(Bs[buf][k8 + tq][nn]);
+          bf[ni][1] = __float_as_uint(Bs[buf][k8 + tq + 4][nn]);
+        }
+#pragma unroll
+        for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < T::NI; ++ni)
+            mma_tf32(*reinterpret_cast<float(*)[4]>(acc + (mi * T::NI + ni) * 4), af[mi], bf[ni]);
+      }
+    }
+  };
+
+  load(g.k_begin);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (int k0 = g.k_begin; k0 < g.k_end; k0 += BK) {
+    const bool more = k0 + BK < g.k_end;
+    if (more) load(k0 + BK);
+    compute(buf);
+    if (more) store(buf ^ 1);
+    __syncthreads();
+    buf ^= 1;
+  }
+
+  // ---- epilogue ------------------------------------------------------------------------
+  auto put = [&](int m, int nn, float v) {
+    if (m >= g.M || nn >= g.N) return;
+    if (PASS == kForward) {
+      const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
+      const int64_t o = (static_cast<int64_t>(img) * a.k + m) * ohw + pix;
+      a.out[o] = apply(v + (a.bias ? __ldg(a.bias + m) : 0.f), a.act);
+    } else if (PASS == kBackwardData) {
+      const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
+      const uint32_t iy = g.n_row.div(pix), ix = pix - iy * g.n_row.d;
+      const int64_t o = (static_cast<int64_t>(img) * a.c + m) * hw +
+                        (static_cast<int>(iy) * a.sh + g.py) * a.w + static_cast<int>(ix) * a.sw + g.px;
+      a.out[o] = v + (a.bias ? __ldg(a.bias + m) : 0.f);
+    } else {
+      a.out[(static_cast<int64_t>(blockIdx.z) * g.M + m) * g.N + nn] = v;
+    }
+  };
+  if (!TF32) {
+#pragma unroll
+    for (int i = 0; i < T::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < T::TN; ++j)
+        put(m0 + (i / 4) * (BM * 4 / T::TM) + ty * 4 + i % 4,
+            n0 + (j / 4) * (BN * 4 / T::TN) + tx * 4 + j % 4, acc[i * T::TN + j]);
+  } else {
+#pragma unroll
+    for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < T::NI; ++ni) {
+        const float* c = acc + (mi * T::NI + ni) * 4;
+        const int m = m0 + wm * (BM / T::WM) + mi * 16 + gq;
+        const int nn = n0 + wn * (BN / T::WN) + ni * 8 + tq * 2;
+        put(m, nn, c[0]);
+        put(m, nn + 1, c[1]);
+        put(m + 8, nn, c[2]);
+        put(m + 8, nn + 1, c[3]);
+      }
+  }
+  if (want_bias) {
+    // The 16 lanes that share a row of A hold its partial sums: add them in a fixed order.
+#pragma unroll
+    for (int i = 0; i < RA; ++i) {
+      float s = bias_sum[i];
+#pragma unroll
+      for (int off = BK / 2; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+      const int m = m0 + a_m + i * (THREADS / BK);
+      if (a_kk == 0 && m < g.M) a.bias_part[static_cast<int64_t>(blockIdx.z) * g.M + m] = s;
+    }
+  }
+}
+
+ConvArgs args_of(const ConvGeom& g, int64_t n, int64_t k, Act act) {
+  PDNN_CHECK(g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX && n * g.oh * g.ow < INT_MAX &&
+                 n * g.h * g.w < INT_MAX && k * g.c * g.kh * g.kw < INT_MAX,
+             "implicit-GEMM convolution: an image of %lld x %lld x %lld (or %lld images) is too "
+             "large for its 32-bit indexing", (long long)g.c, (long long)g.h, (long long)g.w,
+             (long long)n);
+  ConvArgs a{};
+  a.n = static_cast<int>(n);
+  a.c = static_cast<int>(g.c);
+  a.h = static_cast<int>(g.h);
+  a.w = static_cast<int>(g.w);
+  a.k = static_cast<int>(k);
+  a.kh = static_cast<int>(g.kh);
+  a.kw = static_cast<int>(g.kw);
+  a.sh = static_cast<int>(g.sh);
+  a.sw = static_cast<int>(g.sw);
+  a.ph = static_cast<int>(g.ph);
+  a.pw = static_cast<int>(g.pw);
+  a.oh = static_cast<int>(g.oh);
+  a.ow = static_cast<int>(g.ow);
+  a.act = act;
+  return a;
+}
+
+template <class T, int PASS>
+void launch(const ConvArgs& a, int M, int N, int z, CudaExec e) {
+  const dim3 grid(static_cast<unsigned>((N + T::BN - 1) / T::BN),
+                  static_cast<unsigned>((M + T::BM - 1) / T::BM), static_cast<unsigned>(z));
+  if (e.tf32)
+    implicit_gemm<T, PASS, true><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
+  else
+    implicit_gemm<T, PASS, false><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
+  PDNN_CUDA_LAUNCH_CHECK("implicit-GEMM convolution");
+}
+
+// The tile for a product with M rows (the narrower side).
+template <int PASS>
+void launch_for(const ConvArgs& a, int M, int N, int z, CudaExec e) {
+  if (M > 64)
+    launch<Tile128x128, PASS>(a, M, N, z, e);
+  else if (M > 32)
+    launch<Tile64x128, PASS>(a, M, N, z, e);
+  else if (M > 16)
+    launch<Tile32x256, PASS>(a, M, N, z, e);
+  else
+    launch<Tile16x256, PASS>(a, M, N, z, e);
+}
+
+}  // namespace
+
+void conv2d_implicit_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
+                                   const float* y, Act act, const float* w, const float* bias,
+                                   float* dx, CudaExec e) {
+  if (n * g.c * g.h * g.w == 0) return;
+  PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_implicit_backward_data: act needs y");
+  ConvArgs a = args_of(g, n, k, act);
+  a.dy = dy;
+  a.y = y;
+  a.wt = w;
+  a.bias = bias;
+  a.out = dx;
+  // The largest phase: the first, ceil(h/s) x ceil(w/s) pixels.
+  const int hp = (a.h + a.sh - 1) / a.sh, wp = (a.w + a.sw - 1) / a.sw;
+  launch_for<kBackwardData>(a, a.c, a.n * hp * wp, a.sh * a.sw, e);
+}
+
+}  // namespace cuda
+}  // namespace pdnn

@@ -3,11 +3,12 @@
 # a lent GPU host: scripts/dcgan_quality_photos.sh on the shipped photos, 300 epochs per run,
 # 10,000 colour samples after epochs 50, 150 and 300, scored by the committed photo judge
 # (results/dcgan/judge/photo64_caltech101-6.ckpt) on the GPU.
-# Prepare:  BINS="dcgan gan_score caltech101" DATA= scripts/gpu/prepare.sh
+# Prepare:  BINS="dcgan gan_score" DATA= scripts/gpu/prepare.sh  (the judge is committed)
 # There, the 3 seeds x 2 frameworks in two commands (each about 6-7 minutes on an H100):
 #   PARTS="pdnn score"  scripts/gpu/visit.sh dcgan-quality
 #   PARTS="torch score" scripts/gpu/visit.sh dcgan-quality
-# (or everything in one with PARTS="pdnn torch score summary", about 13 minutes). Each writes
+# (PARTS="pdnn torch score summary" does all in one, about 13 minutes: more than one command
+# of the device tool may run; SEEDS="1" or "2 3" splits by seed instead). Each writes
 # to $RESULTS: quality_caltech101-6_<parts>.csv (gan_score's rows: sets pdnn-s1-e050 ...,
 # real-heldout: the ceiling), per run the epoch and iteration CSVs and its log, the grids of
 # epochs 1, 10, 50, 150 and 300 under samples/ (the others, and the 123 MB sample files, stay in
@@ -30,7 +31,7 @@ OUT=$RESULTS
 PARTS=${PARTS:-pdnn score}
 JOBS=${JOBS:-3}
 THREADS=${THREADS:-12}
-need_bin dcgan gan_score caltech101 || exit 1
+need_bin dcgan gan_score || exit 1
 work=/tmp/dcgan-quality
 mkdir -p "$work/grids" "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"

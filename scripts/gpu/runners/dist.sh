@@ -20,6 +20,8 @@
 # W5 alone (issue 27, about 4 minutes):
 #   MPI=1 DATA= BINS="dcgan bench_allreduce" scripts/gpu/prepare.sh
 #   WORKLOADS=W5 scripts/gpu/visit.sh dist
+#   (that tree is 65 MiB of the 64 the device tool carries: 1.5 MB too many; the photo judge,
+#   results/dcgan/judge/ (2 MB, read by dcgan-quality only), can stay behind for this visit)
 # Run with the device tool's nvidia-h100-x2 (or h200-x2) kind. NVLink multicast stays off
 # (NCCL_NVLS_ENABLE=0: the device tool's rule). NCCL is the host's (host.sh finds it:
 # PDNN_NCCL_LIBRARY). Knobs: WORKLOADS ("W3 W4 W5"), STEPS (300 for W3), STEPS_W4 (40),

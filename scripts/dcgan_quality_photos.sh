@@ -51,7 +51,14 @@ case "$DEVICE" in
   *) echo "dcgan_quality: DEVICE=$DEVICE: expected auto, cpu or cuda" >&2; exit 2 ;;
 esac
 [ -d "$DATA" ] || { echo "dcgan_quality: DATA=$DATA: no such folder" >&2; exit 2; }
-if [ "$DEVICE" = cpu ] && [ -z "${EPOCHS:-}" ]; then
+for p in $PARTS; do
+  case "$p" in pdnn|torch|score|summary) ;;
+    *) echo "dcgan_quality: PARTS: unknown part '$p' (pdnn, torch, score, summary)" >&2; exit 2 ;;
+  esac
+done
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+[ "$TORCH" = 1 ] || PARTS=${PARTS//torch/}
+if [ "$DEVICE" = cpu ] && [ -z "${EPOCHS:-}" ] && { has pdnn || has torch; }; then
   EPOCHS=2 SCORE_EPOCHS=${SCORE_EPOCHS:-1,2} SAMPLES=${SAMPLES:-500}
   IMAGES_PER_EPOCH=${IMAGES_PER_EPOCH:-128} SEEDS=${SEEDS:-1}
   echo "dcgan_quality: no GPU: a short CPU run ($EPOCHS epochs of $IMAGES_PER_EPOCH images, seeds" \
@@ -64,13 +71,6 @@ SCORE_EPOCHS=${SCORE_EPOCHS:-50,150,300}
 SAMPLES=${SAMPLES:-10000}
 SEEDS=${SEEDS:-1 2 3}
 IMAGES_PER_EPOCH=${IMAGES_PER_EPOCH:-0}
-for p in $PARTS; do
-  case "$p" in pdnn|torch|score|summary) ;;
-    *) echo "dcgan_quality: PARTS: unknown part '$p' (pdnn, torch, score, summary)" >&2; exit 2 ;;
-  esac
-done
-has() { [[ " $PARTS " == *" $1 "* ]]; }
-[ "$TORCH" = 1 ] || PARTS=${PARTS//torch/}
 
 shipped=0
 [ "$(realpath "$DATA")" = "$(realpath datasets/caltech101-6)" ] && shipped=1
@@ -189,7 +189,7 @@ if has summary; then
     [ ${#runs[@]} -gt 0 ] || continue
     env -u LD_LIBRARY_PATH "$PY" scripts/dcgan_progression.py "${runs[@]}" --epochs 1,10,50,150,300 \
       --out "$OUT/progression_${name}_s$s.png" \
-      --title "W5 on $name, seed $s, $EPOCHS epochs ($DEVICE): pdnn and PyTorch from the same weights, data order and noise"
+      --title "W5 on $name, seed $s: pdnn and PyTorch from the same weights, data order and noise"
   done
 fi
 stage "done ($PARTS): in $OUT"

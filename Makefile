@@ -35,7 +35,7 @@ help:
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
 	@echo "make dcgan          W5 DCGAN, the study's 300 epochs on the Caltech photos (GPU; a short CPU run without) -> results/dcgan/"
-	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU)"
+	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU; DATASET=caltech: the photos, 3 seeds x 300 epochs, GPU)"
 	@echo "make bench-dcgan    W5 iteration times and per-layer profiles, pdnn vs PyTorch, 1 and 2 threads -> results/bench/dcgan*.csv"
 	@echo "make mnist-keras-dist  W3 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed)"
 	@echo "make dcgan-dist     W5 data-parallel over RANKS=$(RANKS) processes (mpirun, --distributed) -> results/dcgan/dist/"
@@ -253,6 +253,9 @@ dcgan-dist: build
 # The quality score beyond the paper: pdnn's and PyTorch's DCGAN (same recipe, weights, data
 # order and noise), 10,000 samples each, judged by pdnn's W3 classifier (scripts/dcgan_quality.sh;
 # EPOCHS=5 DATASET=fashion-mnist DEVICE=cpu). Long on a CPU: about an hour on 2 cores.
+# DATASET=caltech: the study's comparison on the photos, 3 seeds x 300 epochs of both, scored
+# after epochs 50, 150 and 300 by the photo judge, with the table over seeds (on a GPU; a short
+# CPU run without one; scripts/dcgan_quality_photos.sh: SEEDS, EPOCHS, PARTS, JOBS, DEVICE).
 dcgan-quality: build
 	scripts/install_deps.sh torch || echo "dcgan-quality: no PyTorch: pdnn alone (TORCH=0)"
 	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) scripts/dcgan_quality.sh

@@ -12,10 +12,12 @@ One mode per experiment; each takes the flags of the pdnn app it mirrors:
                            [--images-per-epoch N] [--epochs N] [--lr X] [--augment on|off]
                            [--split-seed S] [--threads T] [--seed S] [--device cpu|cuda]
                            [--out CSV] [--steps N] [--init-checkpoint F] [--compare-checkpoint F]
-  torch_reference.py dcgan [--dataset fashion-mnist|mnist] [--data DIR] [--epochs N] [--batch B]
-                           [--images-per-epoch N] [--threads T] [--seed S] [--device cpu|cuda]
-                           [--out CSV] [--iterations-out CSV] [--samples-dir DIR] [--samples N]
+  torch_reference.py dcgan [--dataset fashion-mnist|mnist|caltech] [--data DIR] [--epochs N]
+                           [--batch B] [--images-per-epoch N] [--threads T] [--seed S]
+                           [--device cpu|cuda] [--tf32] [--out CSV] [--iterations-out CSV]
+                           [--samples-dir DIR] [--samples N] [--samples-epochs E,E,...]
                            [--samples-out F] [--steps N] [--init-checkpoint F]
+                           [--nz N --ngf N --ndf N]
 
 How pdnn's choices are reproduced (scripts/pdnn_rng.py holds the random stream):
   * initial weights: Sequential::reset_parameters draws, layer by layer, weight then bias,
@@ -48,8 +50,11 @@ value, rounded as init::normal's fmaf); every iteration's noise z from the same 
 x 100 values); epoch e's images the first images_per_epoch of Rng(at(at(seed, 0), e + 1))'s
 permutation; the 28x28 images upscaled to 64x64 by bilinear interpolation (align_corners=False),
 mapped to [-1, 1] and repeated as RGB; the grids' fixed noise from Rng(at(at(seed, 0), 0)) and
-the scored samples' noise from Rng(at(at(seed, 0), 2^62)); samples written as pdnn writes them
-(64x64 grey IDX: the mean of the three channels, round(255 (v + 1) / 2)).
+the scored samples' noise from Rng(at(at(seed, 0), 2^62)) (the same for every --samples-epochs
+file); samples written as pdnn writes them (64x64 IDX, round(255 (v + 1) / 2): grey, the mean of
+the three channels, for IDX data; colour planes for photos). On a GPU the convolutions run in
+fp32 as pdnn's do (TF32 off, PyTorch's default for cuDNN is on; --tf32 turns it on), with
+cuDNN's autotuner. The photos' CSV rows end with skipped_files, as pdnn's do.
 """
 import argparse
 import concurrent.futures
@@ -890,7 +895,8 @@ def add_caltech_args(p):
 
 DCGAN_COLUMNS = ["app", "model", "dataset", "device", "gpu", "threads", "batch", "epoch",
                  "train_d_loss", "train_g_loss", "train_d_x", "train_d_g_z", "train_s_per_iter",
-                 "status", "seconds", "images_per_s", "git_rev", "host", "timestamp"]
+                 "status", "seconds", "images_per_s", "git_rev", "host", "timestamp",
+                 "skipped_files"]
 ITERATION_COLUMNS = ["app", "model", "dataset", "device", "batch", "epoch", "iteration",
                      "d_loss", "g_loss", "d_x", "d_g_z", "git_rev", "timestamp"]
 SAMPLE_NOISE_INDEX = 1 << 62
@@ -912,6 +918,7 @@ def pdnn_normal_tensor(rng, shape, mean, std):
 
 
 def dcgan_models(torch, nz=100, ngf=64, ndf=64, nc=3):
+    """G and D of PyTorch's DCGAN tutorial (the widths: W5's 100, 64, 64)."""
     nn = torch.nn
     g = nn.Sequential(
         nn.ConvTranspose2d(nz, ngf * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 8), nn.ReLU(True),
@@ -965,10 +972,23 @@ def grey_bytes(x):
     return np.clip(np.rint(255.0 * (g + 1.0) / 2.0), 0, 255).astype(np.uint8)
 
 
+def colour_bytes(x):
+    """to_bytes (lib/data/image_grid.cpp): every channel, round(255 (v + 1) / 2) in float32,
+    halves away from zero, clamped: (n, c, h, w) uint8."""
+    a = np.float32(255.0) * (x.float().cpu().numpy() + np.float32(1.0)) / np.float32(2.0)
+    return np.clip(np.floor(a + np.float32(0.5)), 0, 255).astype(np.uint8)
+
+
 def write_idx_images(path, images):
-    """images: (n, rows, cols) uint8 -> an IDX file (gzip when the name ends in .gz), atomically."""
-    n, rows, cols = images.shape
-    data = struct.pack(">IIII", 0x803, n, rows, cols) + images.tobytes()
+    """images: (n, rows, cols) or (n, channels, rows, cols) uint8 -> an IDX file (magic 0x803 or
+    0x804; gzip when the name ends in .gz), atomically."""
+    if images.ndim == 4:
+        n, c, rows, cols = images.shape
+        head = struct.pack(">IIIII", 0x804, n, c, rows, cols)
+    else:
+        n, rows, cols = images.shape
+        head = struct.pack(">IIII", 0x803, n, rows, cols)
+    data = head + np.ascontiguousarray(images).tobytes()
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     tmp = path + ".tmp.%d" % os.getpid()
@@ -1030,16 +1050,24 @@ def dcgan_photos(args):
 
     def work(rel):
         with open(os.path.join(root, rel), "rb") as f:
-            return dec.decode(f.read(), 64, center_crop=True)[0]
+            return dec.decode(f.read(), 64, center_crop=True)
 
     workers = args.threads if args.threads > 0 else (os.cpu_count() or 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        px = [p for p in ex.map(work, files) if p is not None]
+        decoded = list(ex.map(work, files))
+    px = [p for p, _ in decoded if p is not None]
+    skipped = [(f, why) for f, (p, why) in zip(files, decoded) if p is None]
     if not px:
         sys.exit(f"torch_reference: --data {folder}: no readable photos")
+    # skipped_summary (lib/data/image_folder.h): the same line in the CSV's last column.
+    summary = f"skipped {len(skipped)} of {len(files):,} files" + "".join(
+        f"{': ' if i == 0 else ', '}{f} ({why})" for i, (f, why) in enumerate(skipped[:5])) + (
+        ", ..." if len(skipped) > 5 else "")
+    if skipped:
+        print(f"image folder {folder}: {summary}", flush=True)
     x = np.stack(px).astype(np.float32).transpose(0, 3, 1, 2) / np.float32(255.0)
     name = "caltech101-6" if not args.data else os.path.basename(os.path.normpath(folder))
-    return name, folder, np.ascontiguousarray((x - np.float32(0.5)) / np.float32(0.5))
+    return name, folder, np.ascontiguousarray((x - np.float32(0.5)) / np.float32(0.5)), summary
 
 
 def mode_dcgan(args):
@@ -1047,10 +1075,18 @@ def mode_dcgan(args):
     photos = args.dataset == "caltech" or (args.data and not os.path.exists(
         os.path.join(args.data, "train-images-idx3-ubyte")) and not os.path.exists(
         os.path.join(args.data, "train-images-idx3-ubyte.gz")))
+    skipped = ""
     if photos:
-        name, folder, xtr = dcgan_photos(args)
+        name, folder, xtr, skipped = dcgan_photos(args)
     else:
         name, folder, (xtr, _), _ = load_dataset(args)
+    epochs_listed = sorted({int(e) for e in args.samples_epochs.split(",") if e.strip()})
+    if epochs_listed and not args.samples:
+        sys.exit("torch_reference: --samples-epochs needs --samples N")
+    if any(e < 1 or e > args.epochs for e in epochs_listed):
+        sys.exit(f"torch_reference: --samples-epochs {args.samples_epochs}: epochs 1..{args.epochs}")
+    if len(epochs_listed) > 1 and "{epoch}" not in args.samples_out:
+        sys.exit("torch_reference: samples after several epochs need {epoch} in --samples-out")
     n_img = len(xtr)
     per_epoch = args.images_per_epoch or n_img
     if per_epoch > n_img:
@@ -1058,9 +1094,12 @@ def mode_dcgan(args):
         print(f"note: --images-per-epoch {per_epoch}: {name} has {n_img} images: {n_img} per "
               "epoch", flush=True)
         per_epoch = n_img
-    batch, nz = args.batch, 100
+    batch, nz = args.batch, args.nz
+    # The dcgan app's model column: "dcgan" at W5's widths, else the widths named.
+    model_name = ("dcgan" if (nz, args.ngf, args.ndf) == (100, 64, 64)
+                  else f"dcgan-z{nz}-g{args.ngf}-d{args.ndf}")
     rng = pdnn_rng.Rng(args.seed)
-    g, d = dcgan_models(torch)
+    g, d = dcgan_models(torch, nz, args.ngf, args.ndf)
     dcgan_init(torch, g, rng)
     dcgan_init(torch, d, rng)
     if args.init_checkpoint:
@@ -1068,6 +1107,12 @@ def mode_dcgan(args):
             sys.exit("torch_reference: the regenerated initial weights differ from pdnn's")
     g.to(dev)
     d.to(dev)
+    if dev.type == "cuda":
+        # pdnn's fp32 (its --tf32 is off by default); PyTorch's own default runs cuDNN's
+        # convolutions in TF32.
+        torch.backends.cuda.matmul.allow_tf32 = args.tf32
+        torch.backends.cudnn.allow_tf32 = args.tf32
+        torch.backends.cudnn.benchmark = True
     opt_g = torch.optim.Adam(g.parameters(), lr=2e-4, betas=(0.5, 0.999))
     opt_d = torch.optim.Adam(d.parameters(), lr=2e-4, betas=(0.5, 0.999))
     bce = torch.nn.BCELoss()
@@ -1075,9 +1120,10 @@ def mode_dcgan(args):
     x28 = torch.from_numpy(xtr).to(dev)
     gpu = gpu_name(torch, dev)
     kind = "photos, centre-cropped, 64x64 RGB" if photos else "upscaled to 64x64"
+    precision = "" if dev.type != "cuda" else ", TF32" if args.tf32 else ", fp32"
     print(f"torch dcgan: dataset {name} ({folder}: {n_img} images, {kind}), batch "
           f"{batch}, {per_epoch} images per epoch, Adam lr 2e-4 beta1 0.5, {threads} threads, seed "
-          f"{args.seed}, torch {torch.__version__}, device {dev}", flush=True)
+          f"{args.seed}, torch {torch.__version__}, device {dev}{precision}", flush=True)
     rev, host = git_rev(), socket.gethostname()
     out = args.out or os.path.join(ROOT, "results", "dcgan", f"torch_dcgan_{name}.csv")
     its_out = args.iterations_out or os.path.join(ROOT, "results", "dcgan",
@@ -1111,18 +1157,17 @@ def mode_dcgan(args):
             err_g = bce(out_g, ones[:nb])
             err_g.backward()
             opt_g.step()
-            if dev.type == "cuda":
-                torch.cuda.synchronize()
+            # One read-back (a sync on the GPU) for the four values.
+            vals = torch.stack([err_real + err_fake, err_g, out_real.mean(),
+                                out_fake.mean()]).detach().cpu().tolist()
             step_ms.append(1e3 * (time.perf_counter() - ts))
-            vals = [float(err_real) + float(err_fake), float(err_g), float(out_real.mean()),
-                    float(out_fake.mean())]
             if not all(math.isfinite(v) for v in vals):
                 sys.exit(f"torch_reference: diverged at iteration {n_it + 1} of epoch {epoch + 1}: {vals}")
             sums += vals
             n_it += 1
             seen += nb
             steps += 1
-            its.append(["torch", "dcgan", name, dev.type, batch, epoch + 1,
+            its.append(["torch", model_name, name, dev.type, batch, epoch + 1,
                         epoch * ((per_epoch + batch - 1) // batch) + n_it] +
                        [f"{v:.6f}" for v in vals] + [rev, utc_now()])
             if args.steps and steps >= args.steps:
@@ -1137,28 +1182,39 @@ def mode_dcgan(args):
               f"d_x {m[2]:.4f} d_g_z {m[3]:.4f}  {secs:.1f} s  {secs / n_it:.3f} s/iter", flush=True)
         write_rows(its_out, ITERATION_COLUMNS, its)
         write_rows(out, DCGAN_COLUMNS, [[
-            "torch", "dcgan", name, dev.type, gpu, threads, batch, epoch + 1,
+            "torch", model_name, name, dev.type, gpu, threads, batch, epoch + 1,
             f"{m[0]:.6f}", f"{m[1]:.6f}", f"{m[2]:.6f}", f"{m[3]:.6f}", f"{secs / n_it:.6f}", "ok",
-            f"{secs:.3f}", f"{seen / secs:.1f}", rev, host, utc_now()]])
+            f"{secs:.3f}", f"{seen / secs:.1f}", rev, host, utc_now(), skipped]])
         grid_rng = pdnn_rng.Rng(pdnn_rng.at(data_seed, 0))
         save_grid(os.path.join(samples_dir, f"epoch_{epoch + 1:03d}.png"),
-                  generate(torch, g, grid_rng, 64, batch, dev))
+                  generate(torch, g, grid_rng, 64, batch, dev, nz))
+        if epoch + 1 in epochs_listed:
+            write_samples(torch, g, args, data_seed, name, photos, batch, dev, nz,
+                          args.samples_out.replace("{epoch}", f"{epoch + 1:03d}"))
     if args.steps:
         skip = 2 if len(step_ms) > 4 else 0
         t = sorted(step_ms[skip:])
         med = t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
-        print(f"step_ms model=dcgan batch={batch} threads={threads} steps={len(t)} "
+        print(f"step_ms model={model_name} batch={batch} threads={threads} steps={len(t)} "
               f"median={med:.4f} min={t[0]:.4f} max={t[-1]:.4f}")
         return
     print(f"results in {out}; grids in {samples_dir}")
-    if args.samples:
-        path = args.samples_out or os.path.join(ROOT, "results", "dcgan", f"samples_{name}_torch.idx.gz")
-        srng = pdnn_rng.Rng(pdnn_rng.at(data_seed, SAMPLE_NOISE_INDEX))
-        chunks = []
-        for b0 in range(0, args.samples, 1000):
-            chunks.append(grey_bytes(generate(torch, g, srng, min(1000, args.samples - b0), batch, dev)))
-        write_idx_images(path, np.concatenate(chunks))
-        print(f"{args.samples} samples (G in evaluation mode, grey 64x64 IDX) written to {path}")
+    if args.samples and not epochs_listed:
+        write_samples(torch, g, args, data_seed, name, photos, batch, dev, nz, args.samples_out)
+
+
+def write_samples(torch, g, args, data_seed, name, photos, batch, dev, nz, path):
+    """--samples images from G in evaluation mode for the scored samples' noise (the same for
+    every file of a run): colour planes for photos, else grey."""
+    path = path or os.path.join(ROOT, "results", "dcgan", f"samples_{name}_torch.idx.gz")
+    srng = pdnn_rng.Rng(pdnn_rng.at(data_seed, SAMPLE_NOISE_INDEX))
+    to_bytes = colour_bytes if photos else grey_bytes
+    chunks = []
+    for b0 in range(0, args.samples, 1000):
+        chunks.append(to_bytes(generate(torch, g, srng, min(1000, args.samples - b0), batch, dev, nz)))
+    write_idx_images(path, np.concatenate(chunks))
+    print(f"{args.samples} samples (G in evaluation mode, {'colour' if photos else 'grey'} "
+          f"64x64 IDX) written to {path}", flush=True)
 
 
 def add_dcgan_args(p):
@@ -1176,7 +1232,15 @@ def add_dcgan_args(p):
     p.add_argument("--iterations-out", default="", help="per-iteration CSV")
     p.add_argument("--samples-dir", default="", help="folder of the per-epoch grids")
     p.add_argument("--samples", type=int, default=0, help="generated images to write at the end")
-    p.add_argument("--samples-out", default="", help="IDX file of --samples")
+    p.add_argument("--samples-epochs", default="",
+                   help="comma list: write the --samples after each of these epochs instead")
+    p.add_argument("--samples-out", default="",
+                   help="IDX file of --samples ({epoch}: the epoch, three digits)")
+    p.add_argument("--tf32", action="store_true",
+                   help="GPU: TF32 convolutions and matmuls (default fp32, as pdnn)")
+    p.add_argument("--nz", type=int, default=100, help="noise values per sample (W5: 100)")
+    p.add_argument("--ngf", type=int, default=64, help="generator width (W5: 64)")
+    p.add_argument("--ndf", type=int, default=64, help="discriminator width (W5: 64)")
     p.add_argument("--steps", type=int, default=0, help="stop after N iterations, print times")
     p.add_argument("--init-checkpoint", default="",
                    help="pdnn checkpoint of the initial weights (dcgan --save-init) to verify")

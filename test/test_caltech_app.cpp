@@ -197,6 +197,37 @@ TEST_F(CaltechApp, SkippedFilesAreSummedUpInTheCsv) {
   EXPECT_EQ(fields.back(), line);
 }
 
+// The DCGAN's photo judge (model zoo "photo64") trains in this app with the DCGAN's view of the
+// photos (--center-crop on: the dataset is named -crop; --normalize half: [-1, 1]), with its own
+// default batch and optimizer; --save-weights writes the trained weights alone: the same values
+// as the checkpoint's, without the optimizer's state.
+TEST_F(CaltechApp, PhotoJudgeTrainsWithTheDcgansViewAndSavesItsWeights) {
+  const std::string out = dir_ + "/j.csv", ck = dir_ + "/j.ckpt", w = dir_ + "/j.weights";
+  const testing::CommandResult r = run_command(
+      kBin + " --data " + data_ + " --classes red,green,blue --model photo64 --size 64 " +
+      "--center-crop on --normalize half --images-per-epoch 16 --threads 1 --epochs 1 --out " +
+      out + " --checkpoint " + ck + " --save-weights " + w + " --confusion " + dir_ + "/j.png");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("caltech101: model photo64, dataset photos-64px-crop"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("batch 16, 16 images/epoch (1 steps"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", adam lr 0.001,"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("RGB mean 0.500 0.500 0.500, std 0.500 0.500 0.500 (given)"),
+            std::string::npos)
+      << r.output;
+  const auto rows = read_csv(out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1][1], "photo64");
+  Sequential a = make_photo_scorer(64, 3), b = make_photo_scorer(64, 3);
+  load_checkpoint(ck, a);
+  load_checkpoint(w, b, nullptr);
+  const Tensor va = a.parameters().values(), vb = b.parameters().values();
+  ASSERT_EQ(va.numel(), vb.numel());
+  for (int64_t i = 0; i < va.numel(); ++i) ASSERT_EQ(va[i], vb[i]) << "parameter " << i;
+  EXPECT_LT(slurp(w).size() * 2, slurp(ck).size());  // Adam's two slots are not in it
+}
+
 // Issue 20: a fresh run never replaces a checkpoint it did not write (run_loop.h); issue 24:
 // nor a --save-init file (the initial weights).
 TEST_F(CaltechApp, AFreshRunRefusesACheckpointItDidNotWrite) {

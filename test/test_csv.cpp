@@ -74,6 +74,19 @@ TEST_F(Csv, RejectsWrongValueCount) {
   EXPECT_FALSE(fs::exists(dir_ / "n.csv"));
 }
 
+// Several rows in one rewrite: all or none (a row of the wrong size writes nothing).
+TEST_F(Csv, AddRowsWritesThemAllOrNone) {
+  const fs::path p = dir_ / "many.csv";
+  CsvWriter w(p.string(), {"a", "b"});
+  EXPECT_EQ(w.add_rows({}), 0u);
+  EXPECT_FALSE(fs::exists(p));
+  EXPECT_EQ(w.add_rows({{"1", "2"}, {"3", "x,y"}}), 2u);
+  EXPECT_EQ(slurp(p), "a,b\n1,2\n3,\"x,y\"\n");
+  EXPECT_THROW(w.add_rows({{"5", "6"}, {"7"}}), Error);
+  EXPECT_EQ(w.add_rows({{"5", "6"}}), 3u);
+  EXPECT_EQ(slurp(p), "a,b\n1,2\n3,\"x,y\"\n5,6\n");
+}
+
 TEST_F(Csv, AppendKeepsRowsWhenHeaderMatches) {
   const fs::path p = dir_ / "app.csv";
   {

@@ -1,8 +1,11 @@
 // End to end: build/bin/dcgan on tiny generated images (small widths, batch 8): two iterations
 // complete with finite losses and write the documented CSV, the iteration rows, a sample grid
-// of the right size and the sample file; a run resumed from its checkpoint ends with the same
-// checkpoint, byte for byte, as an uninterrupted one; a flat folder of photos of any shape
-// trains; bad input fails with a clear message and no output files.
+// of the right size and the sample file; samples after chosen epochs; a run resumed from its
+// checkpoint ends with the same checkpoint, byte for byte, as an uninterrupted one; a flat
+// folder of photos of any shape trains, and the files the loader skipped are summed up in the
+// CSV; the PyTorch twin starts from the same weights, data order and noise and follows the run;
+// gan_score judges photos with the photo judge (a known set scores as the held-out photos);
+// bad input fails with a clear message and no output files.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -15,11 +18,13 @@
 #include <vector>
 
 #include "data/idx.h"
+#include "run/csv.h"
 #include "testing.h"
 #ifdef PDNN_HAVE_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "data/image_folder.h"
 #include "data/image_grid.h"
 #endif
 
@@ -34,6 +39,15 @@ constexpr auto run = pdnn::testing::run_command;
 using pdnn::testing::exists;
 using pdnn::testing::read_csv;
 using pdnn::testing::slurp;
+
+// The rows of a CSV file split by the CSV rules (a quoted field may hold commas; a trailing
+// empty field is kept).
+std::vector<std::vector<std::string>> csv_rows(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(slurp(path));
+  for (std::string line; std::getline(lines, line);) rows.push_back(csv_split(line));
+  return rows;
+}
 
 // Small widths and batches: the same code as W5, seconds instead of minutes.
 const std::string kSmall = " --ngf 4 --ndf 4 --nz 8 --batch 8 --threads 1 --seed 5";
@@ -69,13 +83,13 @@ TEST_F(DcganApp, TwoIterationsWriteRowsGridAndSamples) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("dataset squares"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("16 images (2 iterations) per epoch"), std::string::npos) << r.output;
-  const auto rows = read_csv(dir_ + "/a/r.csv");
+  const auto rows = csv_rows(dir_ + "/a/r.csv");
   ASSERT_EQ(rows.size(), 2u);
   const std::vector<std::string> cols = {
       "app",           "model",        "dataset",      "device",  "gpu",
       "threads",       "batch",        "epoch",        "train_d_loss", "train_g_loss",
       "train_d_x",     "train_d_g_z",  "train_s_per_iter", "status", "seconds",
-      "images_per_s",  "git_rev",      "host",         "timestamp"};
+      "images_per_s",  "git_rev",      "host",         "timestamp", "skipped_files"};
   EXPECT_EQ(rows[0], cols);
   ASSERT_EQ(rows[1].size(), cols.size());
   EXPECT_EQ(rows[1][1], "dcgan-z8-g4-d4");
@@ -86,6 +100,7 @@ TEST_F(DcganApp, TwoIterationsWriteRowsGridAndSamples) {
   EXPECT_GT(std::stod(rows[1][10]), 0.0);            // D(x) in (0, 1)
   EXPECT_LT(std::stod(rows[1][10]), 1.0);
   EXPECT_EQ(rows[1][13], "ok");
+  EXPECT_EQ(rows[1].back(), "");  // IDX data: no files to skip
   const auto its = read_csv(dir_ + "/a/it.csv");
   ASSERT_EQ(its.size(), 3u);  // header and two iterations
   EXPECT_EQ(its[0][6], "iteration");
@@ -99,11 +114,39 @@ TEST_F(DcganApp, TwoIterationsWriteRowsGridAndSamples) {
   EXPECT_EQ(h, 8 * 66 + 2);
   const IdxImages s = read_idx_images(dir_ + "/a/s.idx.gz");
   EXPECT_EQ(s.n, 20);
+  EXPECT_EQ(s.channels, 1);  // IDX data, grey as RGB: grey samples
   EXPECT_EQ(s.rows, 64);
   EXPECT_EQ(s.cols, 64);
 #endif
   // Nothing left behind under temporary names.
   EXPECT_EQ(run("find " + dir_ + "/a -name '*.tmp*'").output, "");
+}
+
+// --samples-epochs: the samples after each listed epoch, from the same noise, "{epoch}" in the
+// name; the last epoch's equal the file a plain --samples run writes after its last epoch.
+TEST_F(DcganApp, SamplesAfterChosenEpochs) {
+  // A large learning rate, so that G moves visibly in 6 iterations.
+  const std::string flags = " --epochs 3 --images-per-epoch 16 --samples 12 --lr 0.05";
+  Result r = app("e", flags + " --samples-epochs 1,3 --samples-out " + dir_ + "/e/s_{epoch}.idx");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(exists(dir_ + "/e/s_001.idx"));
+  EXPECT_FALSE(exists(dir_ + "/e/s_002.idx"));
+  r = app("f", flags + " --samples-out " + dir_ + "/f/s.idx");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(slurp(dir_ + "/e/s_003.idx") == slurp(dir_ + "/f/s.idx"));
+  EXPECT_FALSE(slurp(dir_ + "/e/s_001.idx") == slurp(dir_ + "/f/s.idx"));  // G moved
+  // Bad lists: nothing written.
+  r = app("g", flags + " --samples-epochs 1,4 --samples-out " + dir_ + "/g/s_{epoch}.idx");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--samples-epochs: epoch 4 is past --epochs 3"), std::string::npos)
+      << r.output;
+  r = app("g", flags + " --samples-epochs 1,2 --samples-out " + dir_ + "/g/s.idx");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("need \"{epoch}\" in the file name"), std::string::npos) << r.output;
+  r = app("g", " --epochs 3 --images-per-epoch 16 --samples-epochs 2");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--samples-epochs needs --samples N"), std::string::npos) << r.output;
+  EXPECT_FALSE(exists(dir_ + "/g"));
 }
 
 // The quality score end to end: a classifier trained by the mnist app on the real images, the
@@ -213,7 +256,245 @@ TEST_F(DcganApp, TrainsOnAFlatFolderOfPhotos) {
       << r.output;
   EXPECT_EQ(read_csv(o + "/r.csv").size(), 2u);
 }
+
+// Issue 27: as caltech101's, the dcgan CSV ends with the files the photo loader skipped (one
+// line, the same in every row; the console names them too).
+TEST_F(DcganApp, SkippedPhotosAreSummedUpInTheCsv) {
+  const std::string photos = dir_ + "/photos";
+  ::mkdir(photos.c_str(), 0755);
+  for (int i = 0; i < 8; ++i) {
+    cv::Mat m(64, 64, CV_8UC3);
+    cv::randu(m, 0, 255);
+    ASSERT_TRUE(cv::imwrite(photos + "/p" + std::to_string(i) + ".png", m));
+  }
+  std::ofstream(photos + "/empty.jpg");
+  std::ofstream(photos + "/notes.png") << "not an image";
+  const std::string o = dir_ + "/k";
+  const Result r = run(kBin + " --data " + photos + kSmall + " --epochs 2 --images-per-epoch 8 " +
+                       "--out " + o + "/r.csv --iterations-out " + o + "/it.csv --samples-dir " +
+                       o + "/samples");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string line = "skipped 2 of 10 files: photos/empty.jpg (empty file), photos/notes.png (";
+  EXPECT_NE(r.output.find(": " + line), std::string::npos) << r.output;
+  const auto rows = csv_rows(o + "/r.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].back(), "skipped_files");
+  for (size_t i : {1u, 2u}) {
+    ASSERT_EQ(rows[i].size(), rows[0].size());
+    EXPECT_EQ(rows[i].back().rfind(line, 0), 0u) << rows[i].back();
+  }
+}
+
+// Photos 64x64 of `classes` classes, `per_class` each: class k a bright disc of colour k at a
+// random place on dark noise (PNG, so every decoder reads the same pixels).
+void write_disc_photos(const std::string& dir, int classes, int per_class, uint64_t seed) {
+  const char* names[3] = {"red", "green", "blue"};
+  cv::RNG rng(seed);
+  for (int k = 0; k < classes; ++k) {
+    const std::string cls = dir + "/" + names[k];
+    ASSERT_EQ(std::system(("mkdir -p '" + cls + "'").c_str()), 0);
+    for (int i = 0; i < per_class; ++i) {
+      cv::Mat m(64, 64, CV_8UC3);
+      cv::randu(m, 0, 60);
+      const int cx = 16 + rng.uniform(0, 32), cy = 16 + rng.uniform(0, 32);
+      for (int y = 0; y < 64; ++y)
+        for (int x = 0; x < 64; ++x)
+          if ((x - cx) * (x - cx) + (y - cy) * (y - cy) < 100)
+            m.at<cv::Vec3b>(y, x)[2 - k] = 240;  // BGR: red is channel 2
+      ASSERT_TRUE(cv::imwrite(cls + "/img_" + std::to_string(i) + ".png", m));
+    }
+  }
+}
+
+// scripts/torch_reference.py dcgan on photos: the same initial weights (exactly), the same data
+// order and noise, so the same first iterations up to float rounding (PNG photos at 64x64: no
+// resampling, the same bytes in both); the same CSV columns (skipped_files included) and the
+// samples after the same epochs, colour, from the same noise (equal bytes up to rounding).
+TEST_F(DcganApp, TorchTwinStartsFromTheSameWeightsDataAndNoise) {
+  const std::string py = "/usr/bin/python3";
+  if (run(py + " -c 'import torch, PIL, matplotlib'").status != 0)
+    GTEST_SKIP() << "no torch, PIL and matplotlib for " << py << " (scripts/install_deps.sh torch)";
+  const std::string photos = dir_ + "/discs", o = dir_ + "/twin";
+  write_disc_photos(photos, 2, 12, 9);
+  const std::string args = " --data " + photos + kSmall + " --epochs 2 --images-per-epoch 16 " +
+                           "--samples 16 --samples-epochs 1,2";
+  Result r = run(kBin + args + " --out " + o + "/p.csv --iterations-out " + o + "/pit.csv " +
+                 "--samples-dir " + o + "/ps --samples-out " + o + "/p_{epoch}.idx.gz " +
+                 "--save-init " + o + "/init.ckpt");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run(py + " " PDNN_SOURCE_DIR "/scripts/torch_reference.py dcgan" + args + " --out " + o +
+          "/t.csv --iterations-out " + o + "/tit.csv --samples-dir " + o + "/ts --samples-out " +
+          o + "/t_{epoch}.idx.gz --init-checkpoint " + o + "/init.ckpt");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("initial weights: max |torch - pdnn| over G and D = 0.000e+00"),
+            std::string::npos)
+      << r.output;
+  // Iterations: 4 of batch 8. The first is one forward and backward of each model from equal
+  // weights on equal inputs: float32 sums in another order, relative 1e-5 at most; the later
+  // ones after Adam steps (each lr * m / (sqrt(v) + eps), a step of about lr whatever the
+  // rounding of g) stay as close.
+  const auto pi = csv_rows(o + "/pit.csv"), ti = csv_rows(o + "/tit.csv");
+  ASSERT_EQ(pi.size(), 5u);
+  ASSERT_EQ(ti.size(), 5u);
+  EXPECT_EQ(pi[0], ti[0]);
+  for (size_t i = 1; i < 5; ++i)
+    for (size_t c = 7; c <= 10; ++c) {
+      const double a = std::stod(pi[i][c]), b = std::stod(ti[i][c]);
+      EXPECT_NEAR(b, a, 1e-5 * std::fabs(a) + 2e-6) << pi[0][c] << " of iteration " << i;
+    }
+  const auto pr = csv_rows(o + "/p.csv"), tr = csv_rows(o + "/t.csv");
+  ASSERT_EQ(pr.size(), 3u);
+  ASSERT_EQ(tr.size(), 3u);
+  EXPECT_EQ(pr[0], tr[0]);  // one header: the rows of both can share a file
+  EXPECT_EQ(tr[1][1], "dcgan-z8-g4-d4");
+  EXPECT_EQ(tr[2].back(), "skipped 0 of 24 files");
+  EXPECT_EQ(pr[2].back(), tr[2].back());
+  for (const char* e : {"001", "002"}) {
+    const IdxImages a = read_idx_images(o + "/p_" + e + ".idx.gz"),
+                    b = read_idx_images(o + "/t_" + e + ".idx.gz");
+    EXPECT_EQ(a.channels, 3);
+    EXPECT_EQ(b.channels, 3);
+    ASSERT_EQ(a.pixels.size(), b.pixels.size());
+    int worst = 0;
+    for (size_t i = 0; i < a.pixels.size(); ++i)
+      worst = std::max(worst, std::abs(int(a.pixels[i]) - int(b.pixels[i])));
+    EXPECT_LE(worst, 1) << e;  // a value that rounding puts on the other side of a half
+  }
+  EXPECT_TRUE(exists(o + "/ts/epoch_002.png"));
+}
+
+// make dcgan-quality DATASET=caltech end to end at a tiny scale (scripts/dcgan_quality_photos.sh
+// on a folder of disc photos, small widths): the judge trained first (none is committed for
+// this folder), two seeds of both frameworks (PyTorch's when it is installed) run two at a
+// time, samples after epochs 1 and 2 scored and then deleted, the table over seeds and the
+// progression PNG of each seed.
+TEST_F(DcganApp, DcganQualityOnPhotosTabulatesBothFrameworksOverSeeds) {
+  const std::string py = "/usr/bin/python3";
+  if (run(py + " -c 'import matplotlib'").status != 0)
+    GTEST_SKIP() << "/usr/bin/python3 lacks matplotlib (apt-get install python3-matplotlib)";
+  const bool torch = run(py + " -c 'import torch, PIL'").status == 0;
+  const std::string photos = dir_ + "/discs", o = dir_ + "/quality";
+  write_disc_photos(photos, 3, 8, 2);
+  const Result r = run("BIN=" + std::string(PDNN_BIN_DIR) + " OUT=" + o + " DATA=" + photos +
+                       " DEVICE=cpu THREADS=2 JOBS=2 SEEDS='1 2' EPOCHS=2 SCORE_EPOCHS=1,2 "
+                       "SAMPLES=40 IMAGES_PER_EPOCH=8 JUDGE_EPOCHS=2 TORCH=" +
+                       (torch ? "1" : "0") + " ARGS='--nz 8 --ngf 4 --ndf 4 --batch 8' "
+                       "DATASET=caltech " PDNN_SOURCE_DIR "/scripts/dcgan_quality.sh");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(exists(o + "/judge/photo64_discs.ckpt")) << r.output;
+  const size_t runs = torch ? 4 : 2;
+  EXPECT_EQ(csv_rows(o + "/quality_discs.csv").size(), 1 + 1 + 2 * runs) << r.output;
+  const auto t = csv_rows(o + "/quality_discs_summary.csv");
+  ASSERT_EQ(t.size(), 1 + 2 * (torch ? 2 : 1) + 1) << r.output;
+  EXPECT_EQ(t[0][1], "framework");
+  EXPECT_EQ(t[1][1], "pdnn");
+  EXPECT_EQ(t[1][2], "1");
+  EXPECT_EQ(t[1][3], "1 2");  // both seeds
+  EXPECT_GE(std::stod(t[1][5]), 0.0);  // the IS analogue's spread over them
+  EXPECT_LE(std::stod(t[1][6]), std::stod(t[1][4]));  // min <= mean <= max
+  EXPECT_LE(std::stod(t[1][4]), std::stod(t[1][7]));
+  if (torch) {
+    EXPECT_EQ(t[2][1], "torch");
+    EXPECT_FALSE(t[1][14].empty());  // pdnn's FID over PyTorch's
+    EXPECT_NE(r.output.find("epoch 2: pdnn's FID analogue is "), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(t.back()[1], "real-test");
+  for (const char* s : {"1", "2"})
+    EXPECT_TRUE(exists(o + "/progression_discs_s" + std::string(s) + ".png")) << s;
+  EXPECT_EQ(run("ls " + o + " | grep -c '\\.idx'").output, "0\n");  // samples deleted
+}
+
+// The photo judge end to end: trained by the caltech101 app (--model photo64, the DCGAN's
+// centre crop and [-1, 1]), its weights alone saved; gan_score --dataset caltech scores a
+// known set, the held-out photos themselves written as a colour IDX file, exactly as its
+// held-out row (same classifier input, same statistics); one photo repeated scores an
+// Inception-score analogue of 1 and no class entropy; a grey file and a judge of IDX images
+// are refused, naming them, with no row written.
+TEST_F(DcganApp, GanScoreJudgesPhotosWithThePhotoJudge) {
+  const std::string score = std::string(PDNN_BIN_DIR) + "/gan_score",
+                    caltech = std::string(PDNN_BIN_DIR) + "/caltech101";
+  if (!exists(score) || !exists(caltech)) GTEST_SKIP() << "gan_score or caltech101 not built";
+  const std::string photos = dir_ + "/discs", judge = dir_ + "/judge.ckpt";
+  write_disc_photos(photos, 3, 16, 4);
+  Result r = run(caltech + " --model photo64 --size 64 --center-crop on --normalize half --data " +
+                 photos + " --classes red,green,blue --batch 8 --epochs 3 --threads 1 --out " +
+                 dir_ + "/j.csv --confusion " + dir_ + "/j.png --save-weights " + judge);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // The test split as gan_score reads it (the dcgan app's photos, split as caltech101 splits).
+  ImageFolderOptions fo;
+  fo.classes = {"red", "green", "blue"};
+  fo.size = fo.cache_size = 64;
+  fo.center_crop = true;
+  fo.augment = AugmentOptions::none();
+  fo.log = nullptr;
+  const ImageFolder f = load_image_folder(photos, fo);
+  ASSERT_EQ(f.test.size(), 24);
+  IdxImages known, same;
+  known.n = f.test.size();
+  known.channels = 3;
+  known.rows = known.cols = 64;
+  for (int64_t i = 0; i < known.n; ++i)
+    for (int c = 0; c < 3; ++c)
+      for (int p = 0; p < 64 * 64; ++p) known.pixels.push_back(f.test.cached(i)[p * 3 + c]);
+  same = known;
+  for (size_t i = 0; i < same.pixels.size(); ++i) same.pixels[i] = known.pixels[i % (3 * 4096)];
+  write_idx_images(dir_ + "/known.idx.gz", known);
+  write_idx_images(dir_ + "/same.idx", same);
+  const std::string out = dir_ + "/q.csv";
+  const std::string base = score + " --classifier " + judge + " --dataset caltech --data " +
+                           photos + " --classes red,green,blue --threads 1 --out " + out;
+  r = run(base + " --set known=" + dir_ + "/known.idx.gz --set same=" + dir_ + "/same.idx");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto rows = csv_rows(out);
+  ASSERT_EQ(rows.size(), 4u) << r.output;
+  EXPECT_EQ(rows[1][1], "real-heldout");
+  EXPECT_EQ(rows[1][5], "24");
+  EXPECT_EQ(rows[1][4], judge + " (photo64)");
+  const double acc = std::stod(rows[1][6]);
+  EXPECT_GE(acc, 0.0);
+  EXPECT_LE(acc, 1.0);
+  EXPECT_EQ(rows[2][1], "known");
+  for (size_t c = 7; c <= 12; ++c) EXPECT_EQ(rows[2][c], rows[1][c]) << rows[0][c];
+  EXPECT_EQ(rows[3][1], "same");
+  EXPECT_EQ(rows[3][7], "0.000000");                             // one class only
+  EXPECT_NEAR(std::stod(rows[3][9]), 1.0, 1e-6);                 // IS analogue: 1
+  EXPECT_GT(std::stod(rows[3][10]), std::stod(rows[1][10]));     // far from the real spread
+  // A grey sample file, and W3 as the judge of photos: refused, no row.
+  IdxImages grey = known;
+  grey.channels = 1;
+  grey.pixels.resize(static_cast<size_t>(grey.n * 64 * 64));
+  write_idx_images(dir_ + "/grey.idx", grey);
+  r = run(base + " --set g=" + dir_ + "/grey.idx");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find(dir_ + "/grey.idx: images of 1 x 64x64; the photo judge takes colour"),
+            std::string::npos)
+      << r.output;
+  r = run(base + " --model keras");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--model keras is not a judge of photos: --dataset caltech takes "
+                          "caltech9, photo64"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(csv_rows(out).size(), 4u);
+}
 #endif
+
+// scripts/torch_ddp_bench.py's W5, the DDP twin of dcgan --distributed (2 processes, gloo,
+// small widths): after one step every rank holds the same weights, the gradients DDP reduced
+// for D and for G equal one process's averages over the two shards, each shard through its own
+// BatchNorm statistics (per-rank BatchNorm, as pdnn's), and each model was all-reduced once.
+TEST(DcganDdpTwin, ReducesBothModelsOnceAStepWithPerRankBatchNorm) {
+  const std::string py = "/usr/bin/python3";
+  if (run(py + " -c 'import torch.distributed as d; assert d.is_gloo_available()'").status != 0)
+    GTEST_SKIP() << "no torch with gloo for " << py << " (scripts/install_deps.sh torch)";
+  const Result r =
+      run(py + " " PDNN_SOURCE_DIR "/scripts/torch_ddp_bench.py --workload W5 --verify");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ranks' weights after the step equal; all-reduces in the step: D 1, "
+                          "G 1: ok"),
+            std::string::npos)
+      << r.output;
+}
 
 // make dcgan without a GPU (scripts/dcgan_study.sh): its first line says that this is the short
 // CPU run, how long the full one would take here and how to start it; then the run, the grids,

@@ -93,6 +93,54 @@ TEST_F(IdxTest, RoundTripRawAndGzip) {
   EXPECT_EQ(read_idx_labels(path("l.gz")), labels(13));
 }
 
+// Colour images (the DCGAN's samples of photos): magic 0x804, N x C x H x W, read back as
+// they were written; a channel count other than 1 or 3 is refused, and the MNIST layout takes
+// grey images only.
+TEST_F(IdxTest, ColourPlanesRoundTripWithTheirOwnMagic) {
+  IdxImages im = images(2, 5, 4);
+  im.channels = 3;
+  im.pixels.resize(2 * 3 * 5 * 4);
+  for (size_t i = 0; i < im.pixels.size(); ++i) im.pixels[i] = static_cast<uint8_t>(i * 11 + 1);
+  for (const char* name : {"c", "c.gz"}) {
+    write_idx_images(path(name), im);
+    const IdxImages back = read_idx_images(path(name));
+    EXPECT_EQ(back.n, 2);
+    EXPECT_EQ(back.channels, 3);
+    EXPECT_EQ(back.rows, 5);
+    EXPECT_EQ(back.cols, 4);
+    EXPECT_EQ(back.pixels, im.pixels) << name;
+  }
+  const std::string raw = slurp(path("c"));
+  EXPECT_EQ(raw.substr(0, 8), std::string("\0\0\x08\x04\0\0\0\x02", 8));
+  EXPECT_EQ(raw.size(), 20u + 120u);
+  const Tensor t = idx_to_tensor(read_idx_images(path("c")));
+  EXPECT_EQ(t.shape(), (Shape{2, 3, 5, 4}));
+  EXPECT_EQ(t[119], static_cast<float>(static_cast<uint8_t>(119 * 11 + 1)) / 255.f);
+  // Two channels: refused when read, naming the count.
+  std::string two = raw;
+  two[11] = 2;
+  spit(path("two"), two.substr(0, 20 + 80));
+  std::string e = error_of([&] { read_idx_images(path("two")); });
+  EXPECT_NE(e.find(path("two") + ": header says 2 images of 2 x 5x4: 2 channels, images have 1 "
+                                 "or 3"),
+            std::string::npos)
+      << e;
+  spit(path("cut"), raw.substr(0, 18));
+  e = error_of([&] { read_idx_images(path("cut")); });
+  EXPECT_NE(e.find("truncated IDX image header (18 of 20 bytes)"), std::string::npos) << e;
+  im.channels = 2;
+  e = error_of([&] { write_idx_images(path("w"), im); });
+  EXPECT_NE(e.find("2 channels (1 or 3)"), std::string::npos) << e;
+  // A colour file in the MNIST layout: refused by the data set loader.
+  write_dataset(6, 4, false);
+  im.channels = 3;
+  write_idx_images(path("train-images-idx3-ubyte"), im);
+  e = error_of([&] { load_idx_dataset(dir_, "x"); });
+  EXPECT_NE(e.find("train-images-idx3-ubyte: 3 channels: this layout holds grey images"),
+            std::string::npos)
+      << e;
+}
+
 TEST_F(IdxTest, PixelsBecomeFloatsOverTwoHundredFiftyFive) {
   IdxImages im = images(2, 2, 3);
   im.pixels = {0, 255, 128, 1, 2, 3, 4, 5, 6, 7, 8, 9};

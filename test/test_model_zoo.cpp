@@ -28,7 +28,8 @@ TEST(ModelZoo, EveryClassifierBuildsWithItsFeatureLayer) {
     EXPECT_GT(m.batch, 0);
   }
   EXPECT_EQ(classifier_model_names("mnist"), (std::vector<std::string>{"small", "keras"}));
-  EXPECT_EQ(classifier_model_names("caltech101"), (std::vector<std::string>{"caltech9"}));
+  EXPECT_EQ(classifier_model_names("caltech101"),
+            (std::vector<std::string>{"caltech9", "photo64"}));
   EXPECT_EQ(gan_model("dcgan").generator(DcganConfig{}).size(), 14u);
 }
 

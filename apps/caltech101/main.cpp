@@ -1,4 +1,5 @@
-// build/bin/caltech101: trains W4 of SPEC.md (the Cython paper's 9-layer CNN, "caltech9") on
+// build/bin/caltech101: trains W4 of SPEC.md (the Cython paper's 9-layer CNN, "caltech9"; or
+// another caltech101 model of the zoo, --model: the DCGAN's photo judge "photo64") on
 // Caltech101 photos (datasets/caltech101-6: the six classes of the paper) and writes one CSV
 // row per epoch: train/test loss and accuracy, test accuracy per class, peak resident and
 // device memory, how much of the loader's time was hidden behind training, and the files the
@@ -26,6 +27,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/cuda_state.h"
+#include "workloads/classifier/caltech_models.h"
 #include "workloads/classifier/classifier_task.h"
 #include "run/data_defaults.h"
 #include "workloads/model_zoo.h"
@@ -46,21 +48,18 @@ using namespace pdnn;
 #ifdef PDNN_HAVE_OPENCV
 using Clock = std::chrono::steady_clock;
 
-// The six classes of the paper (SPEC.md, W4), in its order: label k = this list's k-th.
-const std::vector<std::string> kPaperClasses = {"airplanes", "Motorbikes", "Faces_easy",
-                                                "watch",     "Leopards",   "bonsai"};
-
 // The flags of this app; the run loop's own (epochs, seed, files, ...) are in RunConfig.
-// The zoo's model this app trains (W4); its optimizer and batch are SPEC.md's from the zoo.
+// The zoo's model this app trains by default (W4); its optimizer and batch are SPEC.md's from
+// the zoo.
 constexpr const char* kModel = "caltech9";
 
 struct Options {
-  std::string data = "datasets/caltech101-6", confusion, optimizer;
-  std::vector<std::string> classes = kPaperClasses;
+  std::string data = "datasets/caltech101-6", confusion, optimizer, model = kModel;
+  std::vector<std::string> classes = caltech_paper_classes();
   int threads = 0, size = 224, loader_threads = 0;
-  int64_t batch = classifier_model(kModel).batch, images_per_epoch = 1280;
+  int64_t batch = 0, images_per_epoch = 1280;  // batch 0: the model's
   uint64_t split_seed = 0;
-  bool augment = true;
+  bool augment = true, center_crop = false, half_range = false;
   float lr = -1.f;
 };
 
@@ -80,6 +79,7 @@ std::string dataset_name(const Options& o, const ImageFolder& f) {
   std::string name = slash == std::string::npos ? dir : dir.substr(slash + 1);
   if (f.classes.size() != folder_classes) name += "-" + std::to_string(f.classes.size()) + "cls";
   if (o.size != 224) name += "-" + std::to_string(o.size) + "px";
+  if (o.center_crop) name += "-crop";
   return name;
 }
 
@@ -157,6 +157,9 @@ int run(int argc, char** argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--data", o.data, "image folder, one subfolder of photos per class")
       ->capture_default_str();
+  app.add_option("--model", o.model, "the network: " + classifier_model_help("caltech101"))
+      ->capture_default_str()
+      ->check(CLI::IsMember(classifier_model_names("caltech101")));
   app.add_option("--classes", o.classes,
                  "comma-separated class folders to train on; label k = the k-th (default: "
                  "the paper's six when --data has them, else every class folder there, "
@@ -167,8 +170,9 @@ int run(int argc, char** argv) {
   app.add_option("--size", o.size, "input side in pixels (a multiple of 8)")
       ->capture_default_str()
       ->check(CLI::Range(8, 4096));
-  app.add_option("--batch", o.batch, "batch size (larger than an epoch: one batch of all of it)")
-      ->capture_default_str()
+  app.add_option("--batch", o.batch,
+                 "batch size (default: the model's, 64; larger than an epoch: one batch of all "
+                 "of it)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--images-per-epoch", o.images_per_epoch,
                  "training images per epoch: the first ones of each epoch's fresh order "
@@ -176,7 +180,8 @@ int run(int argc, char** argv) {
                  "them; 0: all of them)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--optimizer", o.optimizer,
-                 "default: the model's (" + model_optimizer_name(kModel) + "); one of\n" +
+                 "default: the model's (" + model_optimizer_name(kModel) + " for " + kModel +
+                     "); one of\n" +
                      optimizer_help())
       ->check(CLI::IsMember(optimizer_name_list()));
   app.add_option("--lr", o.lr, "learning rate (default: the optimizer's)")
@@ -186,6 +191,16 @@ int run(int argc, char** argv) {
          "flip, random resized crop, rotation, brightness and contrast jitter for training "
          "(default on)")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option_function<std::string>(
+         "--center-crop", [&o](const std::string& v) { o.center_crop = v == "on"; },
+         "keep the largest centred square of each photo before resizing, as the dcgan app "
+         "does (default off: the whole photo, squeezed; on names the data set <name>-crop)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option_function<std::string>(
+         "--normalize", [&o](const std::string& v) { o.half_range = v == "half"; },
+         "train: each channel by the training split's mean and std (default); half: (v - 0.5) "
+         "/ 0.5, the dcgan app's [-1, 1] (the photo judge's inputs)")
+      ->check(CLI::IsMember({"train", "half"}));
   app.add_option("--loader-threads", o.loader_threads,
                  "threads packing batches on the loader's background thread (default 1 on the "
                  "CPU, 4 with --device cuda)")
@@ -196,7 +211,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--confusion", o.confusion,
                  "PNG of the test confusion matrix at the end (default "
-                 "results/caltech101/confusion_caltech9_<dataset>.png)");
+                 "results/caltech101/confusion_<model>_<dataset>.png)");
   add_run_flags(app, rc, o.threads, text, "caltech101");
   add_memory_flags(app, rc);
   if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
@@ -214,6 +229,12 @@ int run(int argc, char** argv) {
   fo.classes = o.classes;
   fo.size = o.size;
   fo.split_seed = o.split_seed;
+  fo.center_crop = o.center_crop;
+  if (o.half_range) {
+    Normalization half;
+    for (int c = 0; c < 3; ++c) half.mean[c] = half.std[c] = 0.5f;
+    fo.norm = half;
+  }
   fo.threads = gpu ? 0 : threads;
   if (!o.augment) fo.augment = AugmentOptions::none();
   const auto t_load = Clock::now();
@@ -229,19 +250,21 @@ int run(int argc, char** argv) {
              static_cast<long long>(o.images_per_epoch), o.data.c_str(),
              static_cast<long long>(folder.train.size()));
   const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size();
+  const ClassifierModel& zoo = classifier_model(o.model, "caltech101");
+  if (o.batch == 0) o.batch = zoo.batch;
   o.batch = fit_batch(o.batch, per_epoch, "an epoch", &batch_note);
 
   // --device cuda without a GPU (or a CUDA build) fails here, in one line.
   Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
   apply_device_flags(ctx, rc);
   const int classes = static_cast<int>(folder.classes.size());
-  Sequential model = classifier_model(kModel, "caltech101").build(o.size, classes);
+  Sequential model = zoo.build(o.size, classes);
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
   model.to(ctx.device(), ctx);
   std::unique_ptr<Optimizer> opt =
-      make_model_optimizer(kModel, o.optimizer, model.parameters(), o.lr);
+      make_model_optimizer(o.model, o.optimizer, model.parameters(), o.lr);
 
-  rc.model = kModel;
+  rc.model = o.model;
   rc.dataset = dataset;
   rc.batch = o.batch;
   for (const ImageFolderDataset* split : {&folder.train, &folder.test})
@@ -251,12 +274,13 @@ int run(int argc, char** argv) {
                    {"train_images", folder.train.size()},
                    {"images_per_epoch", o.images_per_epoch},
                    {"size", o.size}};
-  if (rc.out.empty()) rc.out = "results/caltech101/caltech9_" + dataset + ".csv";
+  if (rc.out.empty()) rc.out = "results/caltech101/" + o.model + "_" + dataset + ".csv";
   if (rc.profile_out.empty())
-    rc.profile_out = "results/caltech101/profile_caltech9_" + dataset + "_b" +
+    rc.profile_out = "results/caltech101/profile_" + o.model + "_" + dataset + "_b" +
                      std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) +
                      (gpu ? "_cuda" : "") + ".csv";
-  if (o.confusion.empty()) o.confusion = "results/caltech101/confusion_caltech9_" + dataset + ".png";
+  if (o.confusion.empty())
+    o.confusion = "results/caltech101/confusion_" + o.model + "_" + dataset + ".png";
   rc.extra_outputs = {{"--confusion", o.confusion}};
   rc.run_columns = {{"skipped_files", skipped_summary(folder)}};
 
@@ -272,22 +296,22 @@ int run(int argc, char** argv) {
   to.cuda_graph = rc.cuda_graph;
   to.per_class = true;
   to.resources = true;
-  CaltechTask task(ctx, model, *opt, folder, to, o.confusion, "caltech9 on " + dataset);
+  CaltechTask task(ctx, model, *opt, folder, to, o.confusion, o.model + " on " + dataset);
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);
   const std::string device_line = run_device_text(rc, info.gpu);
   if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf(
-      "caltech101: model caltech9, dataset %s (%s: %s train / %s test, %d classes%s, %dx%d), "
+      "caltech101: model %s, dataset %s (%s: %s train / %s test, %d classes%s, %dx%d), "
       "batch %lld, %lld images/epoch (%lld steps%s), %s lr %g, augmentation %s, %d threads "
       "+ loader %d, seed %llu | %s | %s | BLAS %s | rev %s\n",
-      dataset.c_str(), o.data.c_str(), with_commas(folder.train.size()).c_str(),
+      o.model.c_str(), dataset.c_str(), o.data.c_str(), with_commas(folder.train.size()).c_str(),
       with_commas(folder.test.size()).c_str(), classes,
       classes_note.empty() ? "" : (" (" + classes_note + ")").c_str(), o.size, o.size,
       static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
       static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
       epoch_note.empty() ? "" : ("; " + epoch_note).c_str(),
-      model_optimizer_name(kModel, o.optimizer).c_str(),
+      model_optimizer_name(o.model, o.optimizer).c_str(),
       static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),

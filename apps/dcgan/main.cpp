@@ -1,8 +1,10 @@
 // build/bin/dcgan: trains W5 of SPEC.md, the DCGAN of the PyCUDA study, on any image folder or
 // on an offline default (Fashion-MNIST or MNIST digits upscaled to 64x64, or the shipped
 // Caltech101 photos in colour), and writes per epoch a CSV row (mean D and G loss, mean D(x)
-// and D(G(z)), seconds per epoch and per iteration, a status), the iterations' losses, and an
-// 8x8 grid of samples; optionally 10,000 samples for the quality score (build/bin/gan_score).
+// and D(G(z)), seconds per epoch and per iteration, a status; for photos, the files the loader
+// skipped), the iterations' losses, and an 8x8 grid of samples; optionally 10,000 samples for
+// the quality score (build/bin/gan_score: grey for IDX data, colour for photos), after the
+// last epoch or after chosen ones (--samples-epochs).
 // Also the step-time probe of the benchmarks (--steps) and the per-layer profile (--profile).
 // The app picks the data, models and optimizers; lib/train/run_loop.h runs the training.
 #include <sys/stat.h>
@@ -42,6 +44,7 @@ struct Options {
   std::string dataset = "fashion-mnist", data;
   int threads = 0;
   int64_t batch = 64, images_per_epoch = 2944, samples = 0;
+  std::vector<int> samples_epochs;
   int bn_shards = 1;
   float lr = 2e-4f, beta1 = 0.5f;
   DcganConfig model;
@@ -63,6 +66,7 @@ bool has_idx(const std::string& dir) {
 // The training images, as 3 x 64 x 64 samples in [-1,1], and what they are called.
 struct GanData {
   std::string name, dir, kind;
+  bool photos = false;  // colour photos (else IDX images, grey as RGB)
   std::vector<std::string> files;  // inputs no output may be
   ImageDataset idx;
   std::unique_ptr<ResizedImages> resized;
@@ -133,6 +137,7 @@ void load_data(const Options& o, int threads, GanData& gd) {
   }
   gd.name = o.data.empty() ? "caltech101-6" : p.filename().string();
   gd.kind = "photos, centre-cropped, 64x64 RGB";
+  gd.photos = true;
 #else
   (void)threads;
   PDNN_FAIL("--data %s: not an IDX folder, and this pdnn was built without OpenCV (image "
@@ -186,12 +191,20 @@ int run(int argc, char** argv) {
                  "CSV with one row per iteration (default results/dcgan/dcgan_<dataset>_"
                  "iterations.csv)");
   app.add_option("--samples", o.samples,
-                 "after the last epoch, write this many generated images (grey 64x64 IDX) for "
-                 "build/bin/gan_score")
+                 "after the last epoch, write this many generated images for "
+                 "build/bin/gan_score (64x64 IDX: grey for IDX data, colour for photos)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  app.add_option("--samples-epochs", o.samples_epochs,
+                 "write the --samples after each of these epochs instead (comma list, e.g. "
+                 "50,150,300; the same noise each time), to --samples-out with \"{epoch}\" "
+                 "replaced by the epoch (three digits)")
+      ->delimiter(',')
+      ->expected(1, 100000)
+      ->check(CLI::Range(1, kMaxEpochs));
   app.add_option("--samples-out", o.samples_out,
-                 "file of --samples (default results/dcgan/samples_<dataset>_pdnn.idx.gz)");
+                 "file of --samples (default results/dcgan/samples_<dataset>_pdnn.idx.gz, or "
+                 "..._pdnn_e{epoch}.idx.gz with --samples-epochs)");
   app.add_option("--bn-shards", o.bn_shards,
                  "BatchNorm statistics per shard of N rows of each batch, as N data-parallel "
                  "ranks compute them (one process reproducing an N-rank run; CPU only)")
@@ -217,6 +230,10 @@ int run(int argc, char** argv) {
              static_cast<long long>(o.images_per_epoch), gd.name.c_str(),
              static_cast<long long>(data.size()));
 
+  for (const int e : o.samples_epochs)
+    PDNN_CHECK(e <= rc.epochs, "--samples-epochs: epoch %d is past --epochs %d", e, rc.epochs);
+  PDNN_CHECK(o.samples_epochs.empty() || o.samples > 0,
+             "--samples-epochs needs --samples N (how many images to write)");
   const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : data.size();
   o.batch = std::max<int64_t>(fit_batch(o.batch, per_epoch, "an epoch", &batch_note), 2);
 
@@ -251,6 +268,12 @@ int run(int argc, char** argv) {
   rc.batch = o.batch;
   rc.inputs = gd.files;
   rc.status_column = true;
+#ifdef PDNN_HAVE_OPENCV
+  // As caltech101's rows: which photos the loader could not read, for after the run.
+  rc.run_columns = {{"skipped_files", gd.folder ? skipped_summary(*gd.folder) : ""}};
+#else
+  rc.run_columns = {{"skipped_files", ""}};
+#endif
   rc.must_match = {{"batch", o.batch},
                    {"images_per_epoch", o.images_per_epoch},
                    {"train_images", data.size()}};
@@ -271,17 +294,23 @@ int run(int argc, char** argv) {
     to.samples_dir = o.samples_dir.empty() ? "results/dcgan/samples/" + gd.name : o.samples_dir;
     to.iterations_csv = o.iterations_out.empty() ? base + "_iterations.csv" : o.iterations_out;
     to.samples = o.samples;
+    to.samples_epochs = o.samples_epochs;
+    to.colour_samples = gd.photos;
     if (o.samples > 0)
-      to.samples_out = o.samples_out.empty()
+      to.samples_out = !o.samples_out.empty() ? o.samples_out
+                       : o.samples_epochs.empty()
                            ? "results/dcgan/samples_" + gd.name + "_pdnn.idx.gz"
-                           : o.samples_out;
+                           : "results/dcgan/samples_" + gd.name + "_pdnn_e{epoch}.idx.gz";
   }
   DcganTask task(ctx, g, d, *opt_g, *opt_d, data, to);
   if (!bench) {
     rc.extra_outputs.push_back({"--iterations-out", to.iterations_csv});
     rc.extra_outputs.push_back({"--samples-dir", task.grid_path(1)});
     if (rc.epochs > 1) rc.extra_outputs.push_back({"--samples-dir", task.grid_path(rc.epochs)});
-    if (o.samples > 0) rc.extra_outputs.push_back({"--samples-out", to.samples_out});
+    if (o.samples > 0 && o.samples_epochs.empty())
+      rc.extra_outputs.push_back({"--samples-out", to.samples_out});
+    for (const int e : o.samples_epochs)
+      rc.extra_outputs.push_back({"--samples-out", task.samples_path(e)});
   }
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);

@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
+#include <string>
 
 #include "core/error.h"
 
@@ -21,6 +23,7 @@ namespace pdnn {
 namespace {
 
 constexpr uint32_t kImagesMagic = 0x00000803;  // unsigned byte, 3 dimensions
+constexpr uint32_t kPlanesMagic = 0x00000804;  // unsigned byte, 4 dimensions (N, C, H, W)
 constexpr uint32_t kLabelsMagic = 0x00000801;  // unsigned byte, 1 dimension
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -137,22 +140,36 @@ uint64_t physical_memory() {
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
-// The header's first `header` bytes (magic first): throws unless all are there and the magic
-// is `want`.
-std::vector<uint8_t> read_header(const std::string& path, Source& src, size_t header,
-                                 uint32_t want, const char* what) {
-  std::vector<uint8_t> h(header);
-  const size_t got = src.read(h.data(), header);
+// The header (magic first) of one of the accepted kinds {magic, header bytes}: throws unless
+// the magic is one of them and its whole header is there. Returns the header; *magic its kind.
+struct HeaderKind {
+  uint32_t magic;
+  size_t bytes;
+};
+std::vector<uint8_t> read_header(const std::string& path, Source& src,
+                                 std::initializer_list<HeaderKind> kinds, const char* what,
+                                 uint32_t* magic_out = nullptr) {
+  std::vector<uint8_t> h(4);
+  const size_t got = src.read(h.data(), 4);
   if (got < 4)
     PDNN_FAIL("%s: too short for an IDX %s file (%zu bytes%s)", path.c_str(), what, got,
               size_note(src.compressed()));
   const uint32_t magic = be32(h.data());
-  if (magic != want)
-    PDNN_FAIL("%s: not an IDX %s file: magic number 0x%08x, expected 0x%08x", path.c_str(), what,
-              magic, want);
-  if (got < header)
-    PDNN_FAIL("%s: truncated IDX %s header (%zu of %zu bytes%s)", path.c_str(), what, got, header,
-              size_note(src.compressed()));
+  const HeaderKind* kind = nullptr;
+  std::string expected;
+  for (const HeaderKind& k : kinds) {
+    if (k.magic == magic) kind = &k;
+    expected += strprintf("%s0x%08x", expected.empty() ? "" : " or ", k.magic);
+  }
+  if (kind == nullptr)
+    PDNN_FAIL("%s: not an IDX %s file: magic number 0x%08x, expected %s", path.c_str(), what,
+              magic, expected.c_str());
+  h.resize(kind->bytes);
+  const size_t rest = src.read(h.data() + 4, kind->bytes - 4);
+  if (4 + rest < kind->bytes)
+    PDNN_FAIL("%s: truncated IDX %s header (%zu of %zu bytes%s)", path.c_str(), what, 4 + rest,
+              kind->bytes, size_note(src.compressed()));
+  if (magic_out) *magic_out = magic;
   return h;
 }
 
@@ -252,6 +269,9 @@ LabeledImages load_split(const std::string& dir, const char* prefix, int num_cla
   files.push_back(ip);
   files.push_back(lp);
   const IdxImages im = read_idx_images(ip);
+  if (im.channels != 1)
+    PDNN_FAIL("%s: %lld channels: this layout holds grey images (one channel)", ip.c_str(),
+              static_cast<long long>(im.channels));
   const std::vector<uint8_t> lab = read_idx_labels(lp);
   if (static_cast<int64_t>(lab.size()) != im.n)
     PDNN_FAIL("%s: %lld images but %s has %zu labels", ip.c_str(), static_cast<long long>(im.n),
@@ -272,23 +292,35 @@ LabeledImages load_split(const std::string& dir, const char* prefix, int num_cla
 
 IdxImages read_idx_images(const std::string& path) {
   Source src(path);
-  const std::vector<uint8_t> h = read_header(path, src, 16, kImagesMagic, "image");
-  const uint32_t n = be32(&h[4]), rows = be32(&h[8]), cols = be32(&h[12]);
-  const std::string says = strprintf("%u images of %ux%u", n, rows, cols);
+  uint32_t magic = 0;
+  const std::vector<uint8_t> h =
+      read_header(path, src, {{kImagesMagic, 16}, {kPlanesMagic, 20}}, "image", &magic);
+  const bool planes = magic == kPlanesMagic;
+  const uint32_t n = be32(&h[4]), c = planes ? be32(&h[8]) : 1,
+                 rows = be32(&h[planes ? 12 : 8]), cols = be32(&h[planes ? 16 : 12]);
+  const std::string says =
+      planes ? strprintf("%u images of %u x %ux%u", n, c, rows, cols)
+             : strprintf("%u images of %ux%u", n, rows, cols);
   if (n == 0 || rows == 0 || cols == 0)
     PDNN_FAIL("%s: empty image set: header says %s", path.c_str(), says.c_str());
-  // Three 32-bit fields: their product can pass 2^64.
+  if (c != 1 && c != 3)
+    PDNN_FAIL("%s: header says %s: %u channels, images have 1 or 3", path.c_str(), says.c_str(),
+              c);
+  // Three 32-bit fields (and a small fourth): their product can pass 2^64.
   uint64_t payload = 0;
   if (__builtin_mul_overflow(uint64_t{n}, uint64_t{rows}, &payload) ||
       __builtin_mul_overflow(payload, uint64_t{cols}, &payload) ||
+      __builtin_mul_overflow(payload, uint64_t{c}, &payload) ||
       payload > static_cast<uint64_t>(INT64_MAX) / sizeof(float))
     PDNN_FAIL("%s: header says %s: the image count times the image size overflows (damaged "
               "header)",
               path.c_str(), says.c_str());
   IdxImages im;
   // In memory: the bytes, then 4 bytes per pixel as float32.
-  im.pixels = read_payload(path, src, 16, payload, 1 + static_cast<int>(sizeof(float)), says);
+  im.pixels = read_payload(path, src, h.size(), payload, 1 + static_cast<int>(sizeof(float)),
+                           says);
   im.n = n;
+  im.channels = c;
   im.rows = rows;
   im.cols = cols;
   return im;
@@ -296,7 +328,7 @@ IdxImages read_idx_images(const std::string& path) {
 
 std::vector<uint8_t> read_idx_labels(const std::string& path) {
   Source src(path);
-  const std::vector<uint8_t> h = read_header(path, src, 8, kLabelsMagic, "label");
+  const std::vector<uint8_t> h = read_header(path, src, {{kLabelsMagic, 8}}, "label");
   const uint32_t n = be32(&h[4]);
   if (n == 0) PDNN_FAIL("%s: empty label set: header says 0 labels", path.c_str());
   // In memory: the bytes, then an int32 per label.
@@ -305,14 +337,18 @@ std::vector<uint8_t> read_idx_labels(const std::string& path) {
 }
 
 void write_idx_images(const std::string& path, const IdxImages& im) {
-  PDNN_CHECK(static_cast<int64_t>(im.pixels.size()) == im.n * im.rows * im.cols,
-             "write_idx_images: %zu pixels for %lld images of %lldx%lld", im.pixels.size(),
-             static_cast<long long>(im.n), static_cast<long long>(im.rows),
-             static_cast<long long>(im.cols));
+  PDNN_CHECK(im.channels == 1 || im.channels == 3,
+             "write_idx_images %s: %lld channels (1 or 3)", path.c_str(),
+             static_cast<long long>(im.channels));
+  PDNN_CHECK(static_cast<int64_t>(im.pixels.size()) == im.n * im.channels * im.rows * im.cols,
+             "write_idx_images: %zu pixels for %lld images of %lld x %lldx%lld", im.pixels.size(),
+             static_cast<long long>(im.n), static_cast<long long>(im.channels),
+             static_cast<long long>(im.rows), static_cast<long long>(im.cols));
   std::vector<uint8_t> b;
-  b.reserve(16 + im.pixels.size());
-  put_be32(b, kImagesMagic);
+  b.reserve(20 + im.pixels.size());
+  put_be32(b, im.channels == 1 ? kImagesMagic : kPlanesMagic);
   put_be32(b, static_cast<uint32_t>(im.n));
+  if (im.channels != 1) put_be32(b, static_cast<uint32_t>(im.channels));
   put_be32(b, static_cast<uint32_t>(im.rows));
   put_be32(b, static_cast<uint32_t>(im.cols));
   b.insert(b.end(), im.pixels.begin(), im.pixels.end());
@@ -329,7 +365,7 @@ void write_idx_labels(const std::string& path, const std::vector<uint8_t>& label
 }
 
 Tensor idx_to_tensor(const IdxImages& im) {
-  Tensor t(Shape{im.n, 1, im.rows, im.cols});
+  Tensor t(Shape{im.n, im.channels, im.rows, im.cols});
   float* p = t.data();
   // Division, not multiplication by 1/255, so the values equal numpy's u8 / float32(255).
   for (size_t i = 0; i < im.pixels.size(); ++i) p[i] = static_cast<float>(im.pixels[i]) / 255.f;

@@ -1,5 +1,7 @@
 // IDX files (the MNIST format, http://yann.lecun.com/exdb/mnist/): images (magic 0x00000803,
-// uint8, N x rows x cols) and labels (magic 0x00000801, uint8, N), raw or gzip-compressed.
+// uint8, N x rows x cols; or 0x00000804, uint8, N x channels x rows x cols, 1 or 3 channels:
+// the DCGAN's colour samples, planes R, G, B) and labels (magic 0x00000801, uint8, N), raw or
+// gzip-compressed.
 // Reading validates everything a damaged download or a crafted file can get wrong (magic,
 // dimensions and their product, exact length, a size beyond the machine's memory) before it
 // allocates, reads no more than the header promises, refuses FIFOs and devices, and throws
@@ -15,9 +17,10 @@
 
 namespace pdnn {
 
-// Images as stored: n x rows x cols bytes, row-major.
+// Images as stored: n x channels x rows x cols bytes, row-major. Written with magic 0x803
+// (three dimensions) when channels is 1, else 0x804.
 struct IdxImages {
-  int64_t n = 0, rows = 0, cols = 0;
+  int64_t n = 0, rows = 0, cols = 0, channels = 1;
   std::vector<uint8_t> pixels;
 };
 
@@ -36,13 +39,13 @@ struct ImageDataset {
   int num_classes = 10;
 };
 
-// Converts stored bytes to the float tensor (N,1,rows,cols) = pixel / 255.
+// Converts stored bytes to the float tensor (N,channels,rows,cols) = pixel / 255.
 Tensor idx_to_tensor(const IdxImages& images);
 
 // Loads a folder in the MNIST layout: train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, each raw or with ".gz" (also the
-// "train-images.idx3-ubyte" spelling). Checks that each split's image and label counts agree,
-// that both splits have the same image size and that every label is below num_classes.
+// "train-images.idx3-ubyte" spelling). Checks that the images are grey (one channel), that
+// each split's image and label counts agree, that both splits have the same image size and that every label is below num_classes.
 // The data set's name is the first line of the folder's NAME file when there is one (the
 // fetch scripts write it, e.g. "mnist-npm10k"), else default_name.
 ImageDataset load_idx_dataset(const std::string& dir, const std::string& default_name,

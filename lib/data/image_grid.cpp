@@ -63,6 +63,14 @@ void write_image_grid_png(const std::string& path, const Tensor& images, int col
   f.commit();
 }
 
+std::vector<uint8_t> to_bytes(const Tensor& images, float lo, float hi) {
+  check_images("bytes", images, lo, hi);
+  std::vector<uint8_t> out(static_cast<size_t>(images.numel()));
+  const float* p = images.data();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = to_byte(p[i], lo, hi);
+  return out;
+}
+
 std::vector<uint8_t> to_grey_bytes(const Tensor& images, float lo, float hi) {
   check_images("grey bytes", images, lo, hi);
   const Shape& s = images.shape();

@@ -8,7 +8,9 @@
 //     each value mapped to round(255 (v - lo) / (hi - lo)) clamped to 0..255. Written as PNG,
 //     atomically (a temporary file renamed into place).
 //   to_grey_bytes: the same images as one grey byte plane each (the mean of the channels, mapped
-//     and rounded the same way): what is stored in an IDX sample file.
+//     and rounded the same way): what is stored in a grey IDX sample file.
+//   to_bytes: the same images, every channel's plane mapped and rounded the same way (N x C x
+//     H x W bytes): a colour IDX sample file.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,6 +24,8 @@ void write_image_grid_png(const std::string& path, const Tensor& images, int col
                           int pad = 2, float lo = -1.f, float hi = 1.f);
 // images: host (N,C,H,W) float32; returns N*H*W bytes.
 std::vector<uint8_t> to_grey_bytes(const Tensor& images, float lo = -1.f, float hi = 1.f);
+// images: host (N,C,H,W) float32; returns N*C*H*W bytes.
+std::vector<uint8_t> to_bytes(const Tensor& images, float lo = -1.f, float hi = 1.f);
 // Width and height of a PNG file, read from its header (for tests and checks).
 bool png_size(const std::string& path, int* width, int* height);
 

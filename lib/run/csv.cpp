@@ -137,12 +137,16 @@ std::vector<std::string> CsvWriter::read_records() const {
   return records;
 }
 
-size_t CsvWriter::row(const std::vector<std::string>& values) {
-  PDNN_CHECK(values.size() == columns_.size(), "csv: %s: row has %zu values, header has %zu",
-             path_.c_str(), values.size(), columns_.size());
+size_t CsvWriter::row(const std::vector<std::string>& values) { return add_rows({values}); }
+
+size_t CsvWriter::add_rows(const std::vector<std::vector<std::string>>& rows) {
+  for (const std::vector<std::string>& values : rows)
+    PDNN_CHECK(values.size() == columns_.size(), "csv: %s: row has %zu values, header has %zu",
+               path_.c_str(), values.size(), columns_.size());
   std::vector<std::string> records = read_records();
+  if (rows.empty()) return records.empty() ? 0 : records.size() - 1;
   if (records.empty()) records.push_back(header_);
-  records.push_back(join_row(values));
+  for (const std::vector<std::string>& values : rows) records.push_back(join_row(values));
   write_all(records);
   replace_ = false;
   return records.size() - 1;

@@ -21,6 +21,9 @@ class CsvWriter {
   // folders on the first row. The file is durable when this returns. Returns the number of
   // data rows the file holds now.
   size_t row(const std::vector<std::string>& values);
+  // Several rows in one rewrite (one fsync, not one per row: the DCGAN's iteration rows, an
+  // epoch's at a time); none written when rows is empty, and none when one has the wrong size.
+  size_t add_rows(const std::vector<std::vector<std::string>>& rows);
 
   // The data rows in the file now (none when it does not exist yet), each split into fields.
   std::vector<std::vector<std::string>> rows() const;

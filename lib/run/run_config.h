@@ -32,6 +32,7 @@ struct RunConfig {
   // trained run, and the epoch-0 checkpoint would destroy it before the first step).
   bool overwrite = false;
   std::string save_init;    // initial weights
+  std::string save_weights;  // the weights after the last epoch, without the optimizer's state
   std::string bench_csv;    // with steps: the step-time row
   bool profile = false;
   std::string profile_out;  // with profile: the per-layer table as CSV

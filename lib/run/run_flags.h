@@ -1,8 +1,8 @@
 // The command-line flags of the shared run loop (run_loop.h), for every training app: --epochs,
-// --seed, --threads, --out, --checkpoint, --resume, --overwrite, --save-init, --steps, --bench-csv,
-// --profile, --profile-out, the device flags and the data-parallel ones (--distributed,
-// --overlap, --bucket-mb, --dist-timeout); and validators that give readable messages for
-// out-of-range values.
+// --seed, --threads, --out, --checkpoint, --resume, --overwrite, --save-init, --save-weights,
+// --steps, --bench-csv, --profile, --profile-out, the device flags and the data-parallel ones
+// (--distributed, --overlap, --bucket-mb, --dist-timeout); and validators that give readable
+// messages for out-of-range values.
 // Header-only on purpose: CLI11 is an app dependency, and only apps include this file.
 #pragma once
 #include <CLI/CLI.hpp>
@@ -153,13 +153,19 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
       "--save-init", cfg.save_init,
       "also write the initial weights as a checkpoint (for scripts/torch_reference.py; an "
       "existing file is replaced only with --overwrite)");
+  app.add_option("--save-weights", cfg.save_weights,
+                 "after the last epoch, write the trained weights alone (no optimizer state; "
+                 "e.g. the judge of gan_score --classifier; an existing file is replaced only "
+                 "with --overwrite)");
   auto* resume = app.add_flag("--resume", cfg.resume,
                               "continue from --checkpoint (weights, optimizer, epoch, RNG)")
                      ->needs(checkpoint)
                      ->excludes(save_init);
-  // Needs --checkpoint or --save-init: the run loop checks that (CLI11's needs() is an "and").
+  // Needs --checkpoint, --save-init or --save-weights: the run loop checks that (CLI11's
+  // needs() is an "and").
   app.add_flag("--overwrite", cfg.overwrite,
-               "a fresh run may replace an existing --checkpoint or --save-init file (without "
+               "a fresh run may replace an existing --checkpoint, --save-init or --save-weights "
+               "file (without "
                "it the run refuses, so a trained checkpoint is never lost)")
       ->excludes(resume);
   app.add_option("--steps", cfg.steps,

@@ -137,9 +137,10 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
   PDNN_CHECK(!(c.resume && !c.save_init.empty()),
              "--save-init writes a fresh run's initial weights: it cannot be combined with "
              "--resume");
-  PDNN_CHECK(!c.overwrite || !c.checkpoint.empty() || !c.save_init.empty(),
-             "--overwrite lets a fresh run replace an existing --checkpoint or --save-init "
-             "file: give one of them");
+  PDNN_CHECK(!c.overwrite || !c.checkpoint.empty() || !c.save_init.empty() ||
+                 !c.save_weights.empty(),
+             "--overwrite lets a fresh run replace an existing --checkpoint, --save-init or "
+             "--save-weights file: give one of them");
   for (const auto& kv : c.must_match)
     PDNN_CHECK(kv.first != kSeed && kv.first != kRngCounter,
                "run loop: must_match value '%s' is a reserved name", kv.first.c_str());
@@ -163,6 +164,7 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
     outputs.push_back({"--bench-csv", c.bench_csv});
   }
   if (!c.save_init.empty()) outputs.push_back({"--save-init", c.save_init});
+  if (!bench && !c.save_weights.empty()) outputs.push_back({"--save-weights", c.save_weights});
   if (c.profile) outputs.push_back({"--profile-out", c.profile_out});
   if (!bench) outputs.insert(outputs.end(), c.extra_outputs.begin(), c.extra_outputs.end());
   if (!root()) outputs.clear();
@@ -181,6 +183,12 @@ RunLoop::RunLoop(Context& ctx, RunConfig cfg, TrainTask& task)
              "--save-init %s already exists and this run would replace it: name another path, "
              "or --overwrite to replace it",
              c.save_init.c_str());
+  // And for the trained weights (another run's judge, say).
+  PDNN_CHECK(bench || c.overwrite || c.save_weights.empty() || !root() ||
+                 !std::filesystem::exists(c.save_weights),
+             "--save-weights %s already exists and this run would replace it: name another "
+             "path, or --overwrite to replace it",
+             c.save_weights.c_str());
   for (const OutputFile& o : outputs)
     for (const std::string& t : remove_stale_temporaries(o.path))
       notes_.push_back(strprintf("removed %s (left by a run killed while writing %s)", t.c_str(),
@@ -361,6 +369,10 @@ void RunLoop::run_epochs(Session& s) {
     Epoch e(epoch, cfg_.epochs, task_.begin_epoch(ctx_, epoch, s.data_seed));
     train_steps(s, e);
     end_epoch(s, e);
+  }
+  if (root() && !cfg_.save_weights.empty()) {
+    create_parent_folders(cfg_.save_weights);
+    task_.save_weights(cfg_.save_weights);
   }
   if (root()) task_.finish(ctx_);
 }

@@ -32,6 +32,10 @@ const std::vector<ClassifierModel>& classifier_models() {
        "adadelta", {{"rho", 0.95}, {"eps", 1e-6}}, 128, 8, mnist_keras},
       {"caltech9", "caltech101", "W4, the Cython paper's 9-layer CNN, AdaGrad 0.01, batch 64",
        "adagrad", {}, 64, 20, make_caltech_model},
+      {"photo64", "caltech101",
+       "the DCGAN's photo judge (gan_score): 4 conv blocks at 64x64 colour, 128 features, "
+       "Adam 1e-3, batch 64; train with --size 64 --center-crop on --normalize half",
+       "adam", {}, 64, 14, make_photo_scorer},
   };
   return zoo;
 }

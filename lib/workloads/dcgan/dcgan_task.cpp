@@ -48,6 +48,12 @@ DcganTask::DcganTask(Context& ctx, Sequential& g, Sequential& d, Optimizer& opt_
              static_cast<long long>(opt_.images_per_epoch), static_cast<long long>(data.size()));
   PDNN_CHECK(opt_.samples >= 0 && (opt_.samples == 0 || !opt_.samples_out.empty()),
              "dcgan: %lld samples need a file to go to", static_cast<long long>(opt_.samples));
+  PDNN_CHECK(opt_.samples_epochs.empty() || opt_.samples > 0,
+             "dcgan: sample epochs without a number of samples");
+  PDNN_CHECK(opt_.samples_epochs.size() <= 1 ||
+                 opt_.samples_out.find("{epoch}") != std::string::npos,
+             "dcgan: samples after %zu epochs need \"{epoch}\" in the file name (%s)",
+             opt_.samples_epochs.size(), opt_.samples_out.c_str());
 #ifndef PDNN_HAVE_OPENCV
   PDNN_CHECK(opt_.samples_dir.empty(),
              "dcgan: this pdnn was built without OpenCV: no sample grids (PNG) can be written");
@@ -77,6 +83,9 @@ int64_t DcganTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed) {
   // After a resume: the checkpoint's epoch may have been saved by a run killed before its grid.
   if (resumed_epoch_ >= 1 && !opt_.samples_dir.empty() && !file_exists(grid_path(resumed_epoch_)))
     write_grid(ctx, resumed_epoch_);
+  if (resumed_epoch_ >= 1 && samples_after(resumed_epoch_) &&
+      !file_exists(samples_path(resumed_epoch_)))
+    write_samples(ctx, samples_path(resumed_epoch_));
   resumed_epoch_ = -1;
   epoch_ = epoch;
   loader_->start_epoch(epoch);
@@ -167,14 +176,19 @@ std::vector<double> DcganTask::evaluate(Context& ctx) {
   if (!root()) return {};
   const RunInfo info = run_info(ctx);
   const int64_t per_epoch = loader_->num_batches();
+  const std::string now = iso8601_utc_now();
+  std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < its.size(); ++i) {
     const GanIteration& it = its[i];
-    iterations_->row({"pdnn", opt_.model, opt_.dataset, device_name(ctx.device()),
-                      std::to_string(opt_.batch), std::to_string(epoch_ + 1),
-                      std::to_string(epoch_ * per_epoch + static_cast<int64_t>(i) + 1),
-                      fmt(it.d_loss, 6), fmt(it.g_loss, 6), fmt(it.d_x, 6), fmt(it.d_g_z, 6),
-                      info.git_rev, iso8601_utc_now()});
+    rows.push_back({"pdnn", opt_.model, opt_.dataset, device_name(ctx.device()),
+                    std::to_string(opt_.batch), std::to_string(epoch_ + 1),
+                    std::to_string(epoch_ * per_epoch + static_cast<int64_t>(i) + 1),
+                    fmt(it.d_loss, 6), fmt(it.g_loss, 6), fmt(it.d_x, 6), fmt(it.d_g_z, 6),
+                    info.git_rev, now});
   }
+  // One rewrite of the file per epoch: a row at a time, the 300 epochs of the study rewrote
+  // (and synced) a growing file 12,300 times.
+  iterations_->add_rows(rows);
   return {};
 }
 
@@ -269,8 +283,21 @@ std::string DcganTask::grid_path(int epoch) const {
   return opt_.samples_dir + "/" + strprintf("epoch_%03d.png", epoch);
 }
 
+std::string DcganTask::samples_path(int epoch) const {
+  std::string p = opt_.samples_out;
+  const size_t at = p.find("{epoch}");
+  if (at != std::string::npos) p.replace(at, 7, strprintf("%03d", epoch));
+  return p;
+}
+
+bool DcganTask::samples_after(int epoch) const {
+  return std::find(opt_.samples_epochs.begin(), opt_.samples_epochs.end(), epoch) !=
+         opt_.samples_epochs.end();
+}
+
 void DcganTask::end_epoch(Context& ctx, int epoch) {
   if (!opt_.samples_dir.empty()) write_grid(ctx, epoch + 1);
+  if (samples_after(epoch + 1)) write_samples(ctx, samples_path(epoch + 1));
 }
 
 void DcganTask::write_grid(Context& ctx, int epoch) {
@@ -315,28 +342,34 @@ Tensor DcganTask::generate(Context& ctx, Rng& noise, int64_t n) {
 }
 
 void DcganTask::finish(Context& ctx) {
-  if (opt_.samples == 0) return;
+  if (opt_.samples > 0 && opt_.samples_epochs.empty()) write_samples(ctx, opt_.samples_out);
+}
+
+void DcganTask::write_samples(Context& ctx, const std::string& path) {
 #ifdef PDNN_HAVE_OPENCV
+  // The same noise for every file of a run (and in its PyTorch twin).
   Rng noise(Rng::at(data_seed_, kSampleNoiseIndex));
   const Shape img = g_.output_shape(Shape{1, opt_.nz, 1, 1});
   IdxImages idx;
   idx.n = opt_.samples;
+  idx.channels = opt_.colour_samples ? img.c() : 1;
   idx.rows = img.h();
   idx.cols = img.w();
-  idx.pixels.reserve(static_cast<size_t>(idx.n * idx.rows * idx.cols));
+  idx.pixels.reserve(static_cast<size_t>(idx.n * idx.channels * idx.rows * idx.cols));
   // In chunks, so 10,000 float images never sit in memory at once.
   for (int64_t b0 = 0; b0 < opt_.samples; b0 += 1000) {
-    const std::vector<uint8_t> bytes =
-        to_grey_bytes(generate(ctx, noise, std::min<int64_t>(1000, opt_.samples - b0)));
+    const Tensor x = generate(ctx, noise, std::min<int64_t>(1000, opt_.samples - b0));
+    const std::vector<uint8_t> bytes = opt_.colour_samples ? to_bytes(x) : to_grey_bytes(x);
     idx.pixels.insert(idx.pixels.end(), bytes.begin(), bytes.end());
   }
-  create_parent_folders(opt_.samples_out);
-  write_idx_images(opt_.samples_out, idx);
-  std::printf("%lld samples (G in evaluation mode, grey 64x64 IDX) written to %s\n",
-              static_cast<long long>(opt_.samples), opt_.samples_out.c_str());
+  create_parent_folders(path);
+  write_idx_images(path, idx);
+  std::printf("%lld samples (G in evaluation mode, %s %lldx%lld IDX) written to %s\n",
+              static_cast<long long>(opt_.samples), opt_.colour_samples ? "colour" : "grey",
+              static_cast<long long>(idx.rows), static_cast<long long>(idx.cols), path.c_str());
 #else
   (void)ctx;
-  PDNN_FAIL("dcgan: this pdnn was built without OpenCV: no sample file");
+  PDNN_FAIL("dcgan: this pdnn was built without OpenCV: no sample file %s", path.c_str());
 #endif
 }
 

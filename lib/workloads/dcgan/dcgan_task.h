@@ -12,8 +12,10 @@
 //     stuck_eps of 0 or 1 all epoch (the discriminator won: G's gradients vanish); a
 //     non-finite loss stops the run with a "diverged" row (run_loop.h).
 // The checkpoint holds both models and both optimizers (format version 2: "G.", "D.").
-// After the last epoch, optionally, `samples` generated images as a 64x64 grey IDX file for
-// the quality score (apps/gan_score).
+// Optionally, `samples` generated images as an IDX file for the quality score (apps/gan_score):
+// grey 64x64 (the mean of the channels: data that is grey as RGB) or colour 3 x 64 x 64
+// (photos), after the last epoch, or after each epoch of samples_epochs (the file's name then
+// has the epoch for "{epoch}", three digits: the progression of the quality over a run).
 //
 // Data-parallel (--distributed, distribute()): every rank plans the same epochs and packs its
 // rows of each batch (shard_rows); GanTrainer sums both models' gradients over the ranks and
@@ -56,8 +58,10 @@ struct DcganTaskOptions {
   std::string samples_dir;     // epoch_NNN.png grids; "" writes none
   std::string iterations_csv;  // one row per iteration; "" writes none
   int64_t grid_samples = 64;   // the grid's images (8 per row)
-  std::string samples_out;     // after the last epoch: generated images as IDX (.gz ok)
+  std::string samples_out;     // generated images as IDX (.gz ok); "{epoch}" -> "050"
   int64_t samples = 0;         // how many (with samples_out)
+  std::vector<int> samples_epochs;  // 1-based; empty: after the last epoch
+  bool colour_samples = false;      // C x 64 x 64 bytes; false: one grey plane
   double stuck_eps = 0.01;
 };
 
@@ -97,6 +101,9 @@ class DcganTask : public TrainTask {
 
   // The grid file of an epoch (1-based): samples_dir/epoch_NNN.png.
   std::string grid_path(int epoch) const;
+  // The sample file written after an epoch (1-based): samples_out, "{epoch}" replaced.
+  std::string samples_path(int epoch) const;
+  bool samples_after(int epoch) const;
   // n images from G in evaluation mode for n noise vectors drawn from `noise` (advancing it),
   // in batches, on the host (N,C,64,64) in [-1,1]. G is back in training mode afterwards.
   Tensor generate(Context& ctx, Rng& noise, int64_t n);
@@ -104,6 +111,7 @@ class DcganTask : public TrainTask {
 
  private:
   void write_grid(Context& ctx, int epoch);
+  void write_samples(Context& ctx, const std::string& path);
   // The epoch's metrics over all ranks (collective when distributed).
   GanMetrics global_metrics(Context& ctx);
   bool root() const { return comm_ == nullptr || comm_->root(); }

@@ -210,6 +210,21 @@ Tensor classifier_input(const IdxImages& im, int side) {
   return out;
 }
 
+Tensor photo_input(const IdxImages& im, const std::string& what) {
+  PDNN_CHECK(im.channels == 3 && im.n >= 1,
+             "%s: %lld images of %lld channel(s): the photo judge scores colour images (3 "
+             "channels: the dcgan app's samples of photos)",
+             what.c_str(), static_cast<long long>(im.n), static_cast<long long>(im.channels));
+  Tensor out(Shape{im.n, 3, im.rows, im.cols});
+  float* p = out.data();
+  // The image folder's arithmetic (augment_image without augmentation, mean = std = 0.5): the
+  // dcgan app trains on these very values.
+  const float scale = 1.f / 255.f, inv_std = 1.f / 0.5f, shift = -0.5f * inv_std;
+  for (size_t i = 0; i < im.pixels.size(); ++i)
+    p[i] = (static_cast<float>(im.pixels[i]) * scale) * inv_std + shift;
+  return out;
+}
+
 Tensor real_through_sample_path(const Tensor& images, int up, int side) {
   const Shape& s = images.shape();
   PDNN_CHECK(s.rank() == 4 && s.c() == 1, "real_through_sample_path: images %s must be (N,1,H,W)",

@@ -1,11 +1,13 @@
 // How good a generator's samples are, judged by a classifier trained on the real data (the
-// MNIST/Fashion-MNIST analogues of the Inception score and the FID, with pdnn's own W3
-// classifier in Inception's place):
+// analogues of the Inception score and the FID, with a pdnn classifier in Inception's place:
+// W3 for MNIST and Fashion-MNIST, the photo judge "photo64" of the model zoo for the Caltech
+// photos):
 //   class_scores: from the classifier's softmax p(y|x) of each sample: the entropy (nats) of
 //     the predicted-class histogram (ln 10 = 2.303 when every class is generated equally
 //     often; low: few classes, mode collapse), the mean confidence max_y p(y|x) (high: samples
 //     the classifier finds clear), the Inception-score analogue exp(mean KL(p(y|x) || p(y)))
-//     (1 to 10: both at once), and the smallest class's share of the predictions.
+//     (1 to the number of classes: both at once), and the smallest class's share of the
+//     predictions.
 //   frechet_distance: between Gaussians fitted to two sets of features (the classifier's
 //     penultimate layer), |mu1 - mu2|^2 + tr(S1 + S2 - 2 (S1^1/2 S2 S1^1/2)^1/2): 0 for the
 //     same distribution. The matrix square roots are of symmetric positive semi-definite
@@ -13,6 +15,7 @@
 //     rounding makes slightly negative are taken as 0).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/context.h"
@@ -59,6 +62,11 @@ Classified classify(Context& ctx, Sequential& model, size_t feature_layer, const
 // classifier's input: bytes / 255, each averaged down (or copied) to side x side as PyTorch's
 // interpolate(mode="area") does (data/resize.h). (N,1,side,side).
 Tensor classifier_input(const IdxImages& images, int side);
+// The images of a colour IDX file (the DCGAN's samples of photos, N x 3 x H x W bytes, and the
+// real photos as the dcgan app caches them) as the photo judge's input: (b / 255 - 0.5) / 0.5,
+// the [-1, 1] of the dcgan app's photos and of the judge's training (caltech101 --normalize
+// half). (N,3,H,W); a grey file is refused, naming `what`.
+Tensor photo_input(const IdxImages& images, const std::string& what);
 // Real images (N,1,h,w) in [0,1] through the path the DCGAN's samples take: upscaled to
 // `up` x `up` (bilinear, as the training data), stored as bytes (rounded), then
 // classifier_input(side). So real and generated images are scored alike.

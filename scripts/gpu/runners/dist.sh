@@ -1,28 +1,41 @@
 #!/usr/bin/env bash
 # Data-parallel training on 2 GPUs of one host (the nvidia-h200-x2 kind), one rank per GPU:
-# weak scaling of W3 (mnist keras, 128 images per GPU) and W4 (caltech101, 64 per GPU, when the
-# bundle has that app): step time and images/s on 1 GPU and on 2, pdnn --distributed (NCCL,
-# bootstrapped through MPI) beside PyTorch DDP (NCCL, torch.multiprocessing) in the same
-# command; the gradient all-reduce's cost (bytes, time, bus bandwidth) against NCCL's own
+# weak scaling of W3 (mnist keras, 128 images per GPU), W4 (caltech101, 64 per GPU) and W5 (the
+# DCGAN, 64 per GPU), each when the bundle has its app: step time and images/s on 1 GPU and on
+# 2, pdnn --distributed (NCCL, bootstrapped through MPI) beside PyTorch DDP (NCCL,
+# torch.multiprocessing; W5's DDP twin all-reduces both models, BatchNorm per rank) in the same
+# command, and the table of them (scripts/scale_table.py: weak-scaling efficiency, pdnn's best
+# 2-GPU step against DDP's); the gradient all-reduce's cost (bytes, time, bus bandwidth) against NCCL's own
 # all-reduce bandwidth on this machine (bench_allreduce: ncclAllReduce loops as nccl-tests'
 # all_reduce_perf runs them); and a correctness check (2 GPUs reach the weights of 1 GPU with
 # the same global batch). One command under 10 minutes; everything goes under $RESULTS:
 #   $RESULTS/results/scale/gpu_dist.csv       pdnn and PyTorch DDP rows (scale_rows.py columns)
+#   $RESULTS/results/scale/gpu_dist_table.csv  this run's 1-vs-2-GPU table
 #   $RESULTS/results/scale/gpu_allreduce.csv  NCCL all-reduce time and bandwidth per size
 #   $RESULTS/plots/*.png, $RESULTS/gpu_dist.log
 # Prepare:
 #   MPI=1 DATA="fashion-mnist mnist-npm10k" BINS="mnist bench_allreduce pdnn_tests" scripts/gpu/prepare.sh
-#   (add caltech101 to BINS for the W4 rows: the shipped photos travel in the tree; the host's
-#   copy of it is limited to 64 MiB, so keep DATA small then)
+#   (add caltech101 to BINS for the W4 rows, dcgan for W5: the shipped photos travel in the
+#   tree; the host's copy of it is limited to 64 MiB, so keep DATA small then)
+# W5 alone (issue 27, about 4 minutes):
+#   MPI=1 DATA= BINS="dcgan bench_allreduce" scripts/gpu/prepare.sh
+#   WORKLOADS=W5 scripts/gpu/visit.sh dist
+#   (that tree is 65 MiB of the 64 the device tool carries: 1.5 MB too many; the photo judge,
+#   results/dcgan/judge/ (2 MB, read by dcgan-quality only), can stay behind for this visit)
 # Run with the device tool's nvidia-h100-x2 (or h200-x2) kind. NVLink multicast stays off
 # (NCCL_NVLS_ENABLE=0: the device tool's rule). NCCL is the host's (host.sh finds it:
-# PDNN_NCCL_LIBRARY). Knobs: STEPS (300 for W3), STEPS_W4 (40), STEPS_W5 (100), TORCH (1), PYTHON.
+# PDNN_NCCL_LIBRARY). Knobs: WORKLOADS ("W3 W4 W5"), STEPS (300 for W3), STEPS_W4 (40),
+# STEPS_W5 (200), TORCH (1), PYTHON.
 set -euo pipefail
 source "$(dirname "$0")/../host.sh"
 OUT=$RESULTS
 STEPS=${STEPS:-300}
 STEPS_W4=${STEPS_W4:-40}
+STEPS_W5=${STEPS_W5:-200}
+WORKLOADS=${WORKLOADS:-W3 W4 W5}
 TORCH=${TORCH:-1}
+want() { [[ " $WORKLOADS " == *" $1 "* ]]; }
+since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$OUT/results/scale"
 exec > >(tee -a "$OUT/gpu_dist.log") 2>&1
@@ -55,10 +68,11 @@ if [ -x "$W/pdnn_tests" ]; then
 fi
 
 # 1. NCCL's own bandwidth between the 2 GPUs, at W3's and W4's gradient sizes and around them.
+# W5's gradients: G 3,576,704 floats (14.31 MB), D 2,765,568 (11.06 MB).
 if [ -x "$W/bench_allreduce" ]; then
   echo "== ncclAllReduce, 2 GPUs"
   "${MPIRUN[@]}" "$W/bench_allreduce" --device cuda --iters 50 --warmup 10 \
-    --sizes-mb 0.0625,0.25,1,4.799528,16,64,256,408.028,1024 --label "$(nvidia-smi -L | head -1 | cut -d'(' -f1)" \
+    --sizes-mb 0.0625,0.25,1,4.799528,11.062272,14.306816,16,64,256,408.028,1024 --label "$(nvidia-smi -L | head -1 | cut -d'(' -f1)" \
     --out "$OUT/results/scale/gpu_allreduce.csv" || echo "FAILED: bench_allreduce"
 fi
 
@@ -99,7 +113,9 @@ pdnn_run() {
   done
 }
 
-if [ -n "$W3_DATA" ]; then
+if ! want W3; then
+  echo "SKIP W3: not in WORKLOADS=\"$WORKLOADS\""
+elif [ -n "$W3_DATA" ]; then
   pdnn_run W3 mnist 128 "$STEPS" --model keras --data "$W3_DATA"
   # 2. Correctness on the GPUs: 2 GPUs x 128 against 1 GPU x 256, one epoch of the small
   # set (40 steps) from the same seed; the weights must agree within float reduction-order
@@ -122,24 +138,34 @@ if [ -n "$W3_DATA" ]; then
 else
   echo "SKIP W3: no MNIST-layout data in gpu-bundle/data (DATA=fashion-mnist scripts/gpu/prepare.sh)"
 fi
-pdnn_run W4 caltech101 64 "$STEPS_W4" ${CALTECH_ARGS:-}
+want W4 && pdnn_run W4 caltech101 64 "$STEPS_W4" ${CALTECH_ARGS:-}
 # W5 (the DCGAN, 64 per GPU; dcgan --distributed sums both models' gradients over the ranks)
 # when the bundle has the app; the shipped photos are its data.
-pdnn_run W5 dcgan 64 "${STEPS_W5:-100}" --dataset caltech --images-per-epoch 0
+want W5 && pdnn_run W5 dcgan 64 "$STEPS_W5" --dataset caltech --images-per-epoch 0
 
 # 3. PyTorch DDP (NCCL), eager as users write it, the same per-GPU batches.
 if [ "$TORCH" = 1 ] && "$PYTHON" -c 'import torch; assert torch.cuda.device_count() >= 2' 2>/dev/null; then
-  echo "== PyTorch DDP W3, 1 and 2 GPUs x 128"
-  "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W3 --ranks 1,2 \
-    --batch-per-rank 128 --steps "$STEPS" --out "$CSV" || echo "FAILED: torch W3"
-  if [ -x "$W/caltech101" ]; then
+  if want W3; then
+    echo "== PyTorch DDP W3, 1 and 2 GPUs x 128"
+    "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W3 --ranks 1,2 \
+      --batch-per-rank 128 --steps "$STEPS" --out "$CSV" || echo "FAILED: torch W3"
+  fi
+  if want W4 && [ -x "$W/caltech101" ]; then
     echo "== PyTorch DDP W4, 1 and 2 GPUs x 64"
     "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W4 --ranks 1,2 \
       --batch-per-rank 64 --steps "$STEPS_W4" --out "$CSV" || echo "FAILED: torch W4"
+  fi
+  if want W5; then
+    echo "== PyTorch DDP W5 (the DCGAN twin), 1 and 2 GPUs x 64"
+    "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W5 --ranks 1,2 \
+      --batch-per-rank 64 --steps "$STEPS_W5" --out "$CSV" || echo "FAILED: torch W5"
   fi
 else
   echo "SKIP PyTorch DDP: no torch with 2 GPUs for $PYTHON"
 fi
 
+echo "== 1 vs 2 GPUs, this run (weak scaling: the same batch per GPU)"
+"$PYTHON" scripts/scale_table.py "$CSV" --since "$since" --out "$OUT/results/scale/gpu_dist_table.csv" ||
+  echo "table failed"
 "$PYTHON" scripts/plot.py --results "$OUT/results" --out "$OUT/plots" || echo "plot failed"
 echo "dist: done in $((SECONDS - start)) s; rows in $CSV"

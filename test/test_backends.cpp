@@ -206,6 +206,16 @@ std::vector<Case> cases() {
                          kGemm, kGemm));
   c.push_back(layer_case("MaxPool2d_2x2", maker<MaxPool2d>(2), {3, 5, 13, 12}, kExact, kExact));
   c.push_back(layer_case("MaxPool2d_k3s2", maker<MaxPool2d>(3, 2), {2, 3, 11, 9}, kExact, kExact));
+  // No argmax kept: backward finds the maxima again in x (a memory plan's choice).
+  for (int s : {2, 1}) {
+    auto again = [s] {
+      auto l = std::make_unique<MaxPool2d>(3, s);
+      l->set_keep_argmax(false);
+      return std::unique_ptr<Layer>(std::move(l));
+    };
+    c.push_back(layer_case("MaxPool2d_k3s" + std::to_string(s) + "_argmax_again", again,
+                           {2, 3, 11, 9}, kExact, kExact));
+  }
   // A Dropout fused into the pool's write: the same mask from the same draw on both.
   for (int k : {2, 3}) {
     auto pool_dropout = [k] {

@@ -354,9 +354,10 @@ TEST(MemoryPlan, DescribesW4FromTheModel) {
   EXPECT_EQ(m.layers[1].out_bytes, 0);
   EXPECT_EQ(m.layers[0].param_bytes, (32 * 3 * 9 + 32) * 4);
   EXPECT_EQ(m.layers[0].opt_state_bytes, m.layers[0].param_bytes);  // AdaGrad: one sum each
-  // Pooling keeps its int32 argmax only and can be recomputed.
+  // Pooling keeps its one-byte argmax only and can be recomputed.
   EXPECT_FALSE(m.layers[4].bwd_reads_input || m.layers[4].bwd_reads_output);
-  EXPECT_EQ(m.layers[4].scratch_bytes, 4 * 32 * 16 * 16 * 4);
+  EXPECT_EQ(m.layers[4].scratch_bytes, 4 * 32 * 16 * 16);
+  EXPECT_EQ(m.layers[4].argmax_bytes, 4 * 32 * 16 * 16);
   EXPECT_TRUE(m.layers[4].recomputable);
   EXPECT_FALSE(m.layers[0].recomputable);
   // Dropout after Dense + ReLU: its mask.

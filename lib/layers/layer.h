@@ -23,6 +23,9 @@ struct BackwardNeeds {
   // dropout counters): pooling, dropout, elementwise activations, BatchNorm, Flatten.
   bool recomputable = false;
   int64_t workspace_bytes = 0;  // the shared GPU workspace its passes take at most
+  // Of scratch_bytes (when kept), a record backward can find again in x instead (MaxPool2d's
+  // argmax, MaxPool2d::set_keep_argmax): the plan may trade it for reading x in backward.
+  int64_t argmax_bytes = 0;
 };
 
 class Layer {

@@ -639,6 +639,7 @@ StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double
       lm.scratch_bytes = b.scratch_bytes;
       lm.recomputable = b.recomputable;
       lm.workspace_bytes = b.workspace_bytes;
+      lm.argmax_bytes = b.argmax_bytes;
       lm.fwd_ms = l.flops(s) / (gflops_per_s * 1e6);
       lm.bwd_ms = 2 * lm.fwd_ms;
     }

@@ -265,7 +265,8 @@ int run(int argc, char** argv) {
   std::printf("data loaded in %.2f s\n%s", load_s,
               model.summary(Shape{o.batch, 3, o.size, o.size}).c_str());
   std::fflush(stdout);
-  plan_step_memory(ctx, model, *opt, Shape{o.batch, 3, o.size, o.size}, rc);
+  plan_step_memory(ctx, model, *opt, Shape{o.batch, 3, o.size, o.size}, rc,
+                   rc.steps > 0 ? 0 : to.eval.batch);
   const int status = loop.run();
   const LoaderStats ls = task.loader_stats();
   std::printf("peak resident memory %.0f MB, peak device memory %.0f MB (%.0f MB reserved); "

@@ -102,6 +102,10 @@ class CachingAllocator final : public Allocator {
     std::lock_guard<std::mutex> lock(mu_);
     limit_ = bytes;
   }
+  void trim() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_cached();
+  }
 
  private:
   void note_peak() {

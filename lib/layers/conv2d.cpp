@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/init.h"
+#include "ops/activation.h"
 
 namespace pdnn {
 
@@ -63,8 +64,21 @@ void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tens
   const int64_t n = x.shape().n();
   check_same_shape("conv2d backward: dy", dy.shape(), Shape{n, out_ch_, g.oh, g.ow});
   if (dx) check_same_shape("conv2d backward: dx", dx->shape(), x.shape());
-  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, &y, param_grads_ ? &dweight_ : nullptr,
-                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx, act_, algo_, &cols_);
+  Act act = act_;
+  if (mask_dy_in_place_ && dy_writable() && act_.kind != FusedAct::None &&
+      dy.device() == Device::CUDA) {
+    // dy is the model's buffer, read by nobody after this layer: act'(y) . dy written over it
+    // (the same select as the convolution's own masking), then a plain backward.
+    Tensor& d = const_cast<Tensor&>(dy);
+    if (act_.kind == FusedAct::ReLU)
+      ops::relu_backward(ctx, y, d, d);
+    else
+      ops::leaky_relu_backward(ctx, act_.slope, y, d, d);
+    act = Act{};
+  }
+  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, act.kind == FusedAct::None ? nullptr : &y,
+                       param_grads_ ? &dweight_ : nullptr,
+                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx, act, algo_, &cols_);
 }
 
 std::vector<Param> Conv2d::params() {
@@ -80,11 +94,19 @@ double Conv2d::flops(const Shape& in) const {
 }
 
 BackwardNeeds Conv2d::backward_needs(const Shape& in) const {
+  const ConvGeom g = geom(in);
+  const int64_t n = in.n(), f = static_cast<int64_t>(sizeof(float));
   BackwardNeeds b;
   b.input = true;
   b.output = act_.kind != FusedAct::None;
-  b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(geom(in), in.n(), out_ch_) *
-                                           sizeof(float));
+  if (cuda_conv_chunk(g, n, out_ch_) == n) b.scratch_bytes = g.col_rows() * n * g.col_cols() * f;
+  b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(g, n, out_ch_)) * f;
+  // cuDNN's algorithms are picked among those needing at most 1 GiB (conv2d_cudnn.cu), and
+  // its and the implicit GEMM's backward put dy through the activation into the workspace
+  // first, unless it is done in place.
+  constexpr int64_t kCudnnMaxWorkspace = int64_t{1} << 30;
+  const int64_t masked = act_.kind != FusedAct::None && !mask_dy_in_place_ ? n * out_ch_ * g.oh * g.ow * f : 0;
+  b.fast_workspace_bytes = masked + kCudnnMaxWorkspace;
   return b;
 }
 

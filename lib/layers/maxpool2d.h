@@ -36,7 +36,7 @@ class MaxPool2d : public Layer {
   // both.
   BackwardNeeds backward_needs(const Shape& in) const override;
   // Whether forward records the argmax (true, the default) or backward finds it again in x.
-  void set_keep_argmax(bool keep) { keep_argmax_ = keep; }
+  void set_keep_argmax(bool keep) override { keep_argmax_ = keep; }
   bool keeps_argmax() const { return keep_argmax_; }
   // The fused dropout's last training mask (0 or 1/(1-p) per output), for tests.
   const Tensor& dropout_mask() const { return mask_; }

@@ -276,6 +276,11 @@ int run(int argc, char** argv) {
               static_cast<double>(ctx.device_alloc_stats().peak_in_use) / 1e6,
               static_cast<double>(ctx.device_alloc_stats().peak_reserved) / 1e6,
               static_cast<long long>(ls.batches), ls.prepare_s, ls.hidden_s(), ls.wait_s);
+  if (ctx.has_cuda()) {  // beside pdnn's allocator: the driver, kernel images (loaded lazily), handles
+    const double planned = static_cast<double>(ctx.cuda().context_bytes()) / 1e6;
+    const double now = static_cast<double>(ctx.cuda().context_bytes(true)) / 1e6;
+    std::printf("CUDA context %.0f MB at the end (%.0f MB when first measured)\n", now, planned);
+  }
   return status;
 }
 #else

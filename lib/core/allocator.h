@@ -35,8 +35,8 @@ class Allocator {
   // cannot cap ignore it.
   virtual void set_limit(size_t bytes) { (void)bytes; }
   // Gives cached (freed) blocks back to the system, so that what is held is what is in use
-  // (a memory plan's buffers are then not served from blocks larger than asked). No-op for
-  // allocators without a cache.
+  // (a memory plan's buffers are then not served from blocks larger than asked), and starts
+  // the peaks (AllocStats) again from what is held now. No-op for allocators without a cache.
   virtual void trim() {}
 };
 

@@ -52,8 +52,9 @@ class CudaState {
   // state, kernel images), cuBLAS's and cuDNN's handles. Measured at the first call (the
   // device's used bytes less what the allocator holds), then the same; a memory plan counts
   // it. Kernel images load at their first launch (lazy loading), so the first call comes
-  // after one warm-up launch of each kind the step uses if it is to see them.
-  size_t context_bytes();
+  // after one warm-up launch of each kind the step uses if it is to see them; again = true
+  // measures anew (what loaded since).
+  size_t context_bytes(bool again = false);
   // cuBLAS's workspace (from the allocator, given once at start-up).
   static size_t cublas_workspace_bytes();
   // cuDNN on this stream (a cuda::CudnnContext: handle and per-shape picks), made at the first

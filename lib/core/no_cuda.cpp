@@ -58,7 +58,7 @@ CudaState::~CudaState() = default;
 void CudaState::set_tf32(bool) { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
 void CudaState::synchronize() { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
 size_t CudaState::free_memory() const { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
-size_t CudaState::context_bytes() { return 0; }
+size_t CudaState::context_bytes(bool) { return 0; }
 size_t CudaState::cublas_workspace_bytes() { return 0; }
 void* CudaState::cudnn() { return nullptr; }
 

@@ -105,6 +105,8 @@ class CachingAllocator final : public Allocator {
   void trim() override {
     std::lock_guard<std::mutex> lock(mu_);
     release_cached();
+    stats_.peak_in_use = stats_.in_use;
+    stats_.peak_reserved = stats_.reserved;
   }
 
  private:

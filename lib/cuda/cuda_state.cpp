@@ -106,8 +106,8 @@ size_t CudaState::free_memory() const {
 
 size_t CudaState::cublas_workspace_bytes() { return kCublasWorkspace; }
 
-size_t CudaState::context_bytes() {
-  if (!context_measured_) {
+size_t CudaState::context_bytes(bool again) {
+  if (!context_measured_ || again) {
     PDNN_CUDA_CHECK(cudaDeviceSynchronize());
     size_t free_b = 0, total_b = 0;
     PDNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));

@@ -55,7 +55,7 @@ void Conv2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const int64_t n = x.shape().n();
   check_same_shape("conv2d forward: y", y.shape(), Shape{n, out_ch_, g.oh, g.ow});
   ops::conv2d_forward(ctx, g, n, out_ch_, x, weight_, has_bias_ ? &bias_ : nullptr, y, act_, algo_,
-                      &cols_);
+                      keep_columns_ ? &cols_ : nullptr);
 }
 
 void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -78,7 +78,8 @@ void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tens
   }
   ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, act.kind == FusedAct::None ? nullptr : &y,
                        param_grads_ ? &dweight_ : nullptr,
-                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx, act, algo_, &cols_);
+                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx, act, algo_,
+                       keep_columns_ ? &cols_ : nullptr);
 }
 
 std::vector<Param> Conv2d::params() {
@@ -99,7 +100,8 @@ BackwardNeeds Conv2d::backward_needs(const Shape& in) const {
   BackwardNeeds b;
   b.input = true;
   b.output = act_.kind != FusedAct::None;
-  if (cuda_conv_chunk(g, n, out_ch_) == n) b.scratch_bytes = g.col_rows() * n * g.col_cols() * f;
+  if (keep_columns_ && cuda_conv_chunk(g, n, out_ch_) == n)
+    b.scratch_bytes = g.col_rows() * n * g.col_cols() * f;
   b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(g, n, out_ch_)) * f;
   // cuDNN's algorithms are picked among those needing at most 1 GiB (conv2d_cudnn.cu), and
   // its and the implicit GEMM's backward put dy through the activation into the workspace

@@ -36,6 +36,12 @@ class Conv2d : public Layer {
   // algorithm needs a copy of it in the workspace (a memory plan turns it on: the copy is as
   // large as the layer's output, 3.4 GiB for W4's first layers at 672x672). The same numbers.
   void set_mask_dy_in_place(bool on) { mask_dy_in_place_ = on; }
+  // Whether the GPU's im2col forward may keep the batch's columns for backward (when the batch
+  // is one chunk; on by default). A memory plan turns it off: backward forms them again.
+  void set_keep_columns(bool on) {
+    keep_columns_ = on;
+    if (!on) cols_ = Tensor();
+  }
   void reset_parameters(Rng& rng) override;      // PyTorch's default (init::torch_default)
 
   // Images in parallel or one batched GEMM; Auto (default) picks the measured-faster per shape.
@@ -58,6 +64,7 @@ class Conv2d : public Layer {
   ConvAlgo algo_ = ConvAlgo::Auto;
   Act act_;
   bool mask_dy_in_place_ = false;
+  bool keep_columns_ = true;
   Tensor weight_, bias_, dweight_, dbias_;
   Tensor cols_;  // the forward's columns, kept for backward on the GPU
 };

@@ -329,7 +329,7 @@ Sim simulate(const Walk& w, const Choice& c, const PlanOptions& o) {
   for (int j : s.state.params) off_bytes += w.m.params[static_cast<size_t>(j)].bytes;
   const double update_dev =
       w.m.update_ms * (1.0 - static_cast<double>(off_bytes) / static_cast<double>(std::max<int64_t>(w.param_total, 1)));
-  s.step_ms = w.micro * s.micro_ms + update_dev + s.state.stall_ms;
+  s.step_ms = w.micro * s.micro_ms + (w.micro - 1) * o.micro_batch_ms + update_dev + s.state.stall_ms;
   for (int k = 0; k < L; ++k) add_layer_memory(w, out_last, d2h_done, k, s);
   for (int p = 0; p < P; ++p)
     if (s.live[static_cast<size_t>(p)] > s.peak_live)
@@ -450,16 +450,16 @@ MemoryPlan make_plan(const Walk& w, const Choice& c, const Sim& s, const PlanOpt
     floor = std::min(floor, f.fixed_total + f.peak_live);
   }
   plan.min_limit_bytes = floor;
-  // The workspace takes what the limit leaves, up to what the fastest algorithms may ask
-  // (without a limit: all of that).
-  const int64_t ws_min = min_workspace(w.m), ws_max = max_workspace(w.m);
-  const int64_t room = o.limit_bytes > 0 ? std::max<int64_t>(0, o.limit_bytes - plan.peak_bytes)
-                                         : ws_max - ws_min;
-  const int64_t extra = std::min(room, ws_max - ws_min);
-  plan.fixed.workspace += extra;
-  plan.fixed_bytes += extra;
-  plan.peak_bytes += extra;
-  plan.keep_all_bytes += ws_max - ws_min;
+  // Under a limit the workspace takes what the limit leaves, up to what the fastest algorithms
+  // may ask (without one the algorithms' choice is not bounded: the plan counts what every
+  // layer runs in, the GPU convolutions' im2col scheme).
+  if (o.limit_bytes > 0) {
+    const int64_t ws_min = min_workspace(w.m), ws_max = max_workspace(w.m);
+    const int64_t extra = std::min(std::max<int64_t>(0, o.limit_bytes - plan.peak_bytes), ws_max - ws_min);
+    plan.fixed.workspace += extra;
+    plan.fixed_bytes += extra;
+    plan.peak_bytes += extra;
+  }
   return plan;
 }
 
@@ -698,12 +698,13 @@ MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& descri
 void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
   if (p.fits) return;
   PDNN_FAIL("%s %s: the training step does not fit; the smallest limit it fits under is %s "
-            "(fixed: %s of parameters, gradients, optimizer state, the layers' own buffers, batch "
-            "and workspace, with everything the plan can move moved; the rest is what the "
-            "layers at the tightest point need at once, in the most micro-batches tried): raise "
-            "%s, or lower --batch or --size",
+            "(with every output offloaded or recomputed where it can be, every pool's argmax "
+            "found again, the optimizer state on the host and the batch in as many micro-batches "
+            "as helps; what stays is the parameters, their gradients, the batch, the smallest "
+            "workspace and what the layers at the tightest point need at once): raise %s, or "
+            "lower --batch or --size",
             flag, format_bytes(o.limit_bytes).c_str(), format_bytes(p.min_limit_bytes).c_str(),
-            format_bytes(p.fixed_bytes).c_str(), flag);
+            flag);
 }
 
 std::string memory_size_problem(const std::string& text, int64_t* bytes) {

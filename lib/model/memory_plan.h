@@ -109,6 +109,10 @@ struct PlanOptions {
   int64_t state_chunk_bytes = int64_t{64} << 20;
   bool argmax_again = true;   // pools may find their argmax again instead of keeping it
   int max_micro_batches = 64; // plan_training_step's largest k (1: never split the batch)
+  // What each micro-batch beyond the first costs besides its layers' times (the loss, the
+  // launches of its kernels; a slice's kernels running below their batch's efficiency is not
+  // modelled).
+  double micro_batch_ms = 0.2;
 };
 
 enum class Placement { Keep, Offload, Recompute };

@@ -181,16 +181,19 @@ int count_moved(const MemoryPlan& p, Placement where) {
 }  // namespace
 
 bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
-                      const RunConfig& cfg, int64_t eval_batch) {
+                      const RunConfig& cfg, int64_t eval_batch, MemoryPlan* plan) {
   if (!cfg.memory_plan && cfg.gpu_memory_limit <= 0) return false;
   const bool gpu = ctx.has_cuda();
   const bool capped = cfg.gpu_memory_limit > 0;
   const double rate = gpu ? kGpuGflops : kCpuGflopsPerThread * ctx.threads();
-  // Under a limit on the GPU, convolutions put dy through their activation in place: no
-  // algorithm then needs a copy of it in the workspace.
-  if (capped && gpu)
+  // Under a limit, convolutions put dy through their activation in place (on the GPU: no
+  // algorithm then needs a copy of it in the workspace), and keep no columns for backward.
+  if (capped)
     for (size_t i = 0; i < model.size(); ++i)
-      if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) c->set_mask_dy_in_place(true);
+      if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) {
+        c->set_mask_dy_in_place(gpu);
+        c->set_keep_columns(false);
+      }
   PlanOptions o;
   o.limit_bytes = cfg.gpu_memory_limit;
   const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
@@ -214,7 +217,7 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
     read_layer_times(timed, cfg.layer_times);
   }
   auto describe = [&](int64_t rows) {
-    StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, n, gpu ? o.device_gb_s : 0);
+    StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, n, o.device_gb_s);
     int64_t state = 0;
     for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
     m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
@@ -240,6 +243,7 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
     return m;
   };
   const MemoryPlan p = plan_training_step(describe, n, o);
+  if (plan) *plan = p;
   const StepMem m = describe(p.micro_batches > 1 ? p.micro_rows : n);
   if (cfg.memory_plan) {
     const std::string times = measured ? "layer times from " + cfg.layer_times

@@ -31,8 +31,9 @@ namespace pdnn {
 // Does nothing (returns false) unless cfg asks for a plan or a limit. batch: the training
 // batch's input shape (N, ...); eval_batch: the rows of the evaluation's batches (0: no
 // evaluation in this run, e.g. --steps).
+// plan (optional): the plan made.
 bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
-                      const RunConfig& cfg, int64_t eval_batch = 0);
+                      const RunConfig& cfg, int64_t eval_batch = 0, MemoryPlan* plan = nullptr);
 
 // The plan's decisions carried out on the model and optimizer (placements, argmax records,
 // micro-batch, offloaded optimizer state): for plan_step_memory and tests. m: the description

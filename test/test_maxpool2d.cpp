@@ -1,6 +1,7 @@
 // MaxPool2d: output size, forward and argmax routing against a naive reference, gradients by
 // finite differences (stride = kernel, stride < kernel, odd sizes), ties, threads, errors.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
@@ -242,4 +243,55 @@ TEST(MaxPool2d, FusedDropoutGradientsMatchFiniteDifferences) {
     pool.backward(ctx, x, y, gy, &dx);
     pt::check_function_gradient(loss, x, dx, {}, pool.describe() + " " + g.in.str());
   }
+}
+
+// The argmax is one byte per output (the offset in the window), and a pool that keeps none
+// (the memory plan's choice) finds the same maxima again in backward: dx bit for bit the same,
+// for the 2x2 kernel, the general one, overlapping windows, ties, NaNs and a fused dropout, at
+// 1 and 2 threads; its backward then reads x, and it keeps only the fused dropout's mask.
+TEST(MaxPool2d, ArgmaxFoundAgainInBackwardGivesTheSameGradient) {
+  Rng rng(13);
+  struct Case {
+    Geo g;
+    float drop;  // < 0: none
+    bool ties;
+  };
+  for (const Case& c : {Case{{{2, 3, 8, 8}, 2, 2}, -1.f, false}, Case{{{2, 3, 8, 8}, 2, 2}, -1.f, true},
+                        Case{{{1, 2, 9, 7}, 3, 2}, -1.f, true}, Case{{{2, 2, 7, 7}, 3, 1}, -1.f, false},
+                        Case{{{3, 2, 9, 11}, 2, 3}, -1.f, false}, Case{{{4, 16, 24, 24}, 2, 2}, 0.3f, false},
+                        Case{{{2, 3, 12, 12}, 3, 3}, 0.4f, true}})
+    for (int threads : {1, 2}) {
+      const std::string at = "k" + std::to_string(c.g.k) + " s" + std::to_string(c.g.s) + " " +
+                             c.g.in.str() + (c.drop >= 0 ? " + dropout" : "") +
+                             (c.ties ? " ties" : "") + " at " + std::to_string(threads) + " threads";
+      Tensor x = pt::random_tensor(c.g.in, rng);
+      if (c.ties)
+        for (int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(rng.next() % 3);
+      x[5] = std::nanf("");  // a NaN window
+      Context ca(threads, 21), cb(threads, 21);
+      MaxPool2d kept(c.g.k, c.g.s), again(c.g.k, c.g.s);
+      again.set_keep_argmax(false);
+      if (c.drop >= 0) {
+        ASSERT_TRUE(kept.fuse_dropout(c.drop));
+        ASSERT_TRUE(again.fuse_dropout(c.drop));
+      }
+      const Shape ys = kept.output_shape(c.g.in);
+      const BackwardNeeds nk = kept.backward_needs(c.g.in), na = again.backward_needs(c.g.in);
+      const int64_t mask = c.drop >= 0 ? ys.numel() * 4 : 0;
+      EXPECT_EQ(nk.scratch_bytes, ys.numel() + mask) << at;  // one byte per output
+      EXPECT_EQ(na.scratch_bytes, mask) << at;
+      EXPECT_FALSE(nk.input) << at;
+      EXPECT_TRUE(na.input) << at;
+      EXPECT_EQ(nk.argmax_bytes, ys.numel()) << at;
+      Tensor ya(ys), yb(ys), dxa(c.g.in), dxb(c.g.in);
+      kept.forward(ca, x, ya);
+      again.forward(cb, x, yb);
+      ASSERT_EQ(0, std::memcmp(ya.data(), yb.data(), ya.nbytes())) << at;
+      const Tensor dy = pt::random_tensor(ys, rng);
+      kept.backward(ca, x, ya, dy, &dxa);
+      again.backward(cb, x, yb, dy, &dxb);
+      EXPECT_EQ(0, std::memcmp(dxa.data(), dxb.data(), dxa.nbytes())) << at;
+    }
+  // Kernels past 16x16 do not fit the one-byte offset: refused by name.
+  pt::expect_error_mentions([] { MaxPool2d(17); }, {"MaxPool2d", "17", "one-byte"});
 }

@@ -4,6 +4,7 @@
 // of a real Sequential (W4 at a small size).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -20,6 +21,12 @@
 #include "train/classifier_trainer.h"
 #include "train/step_memory.h"
 #include "workloads/classifier/caltech_models.h"
+#include "layers/conv2d.h"
+#include "layers/dense.h"
+#include "layers/flatten.h"
+#include "losses/softmax_cross_entropy.h"
+#include "testing.h"
+#include "toy_layers.h"
 
 namespace pdnn {
 namespace {
@@ -356,18 +363,19 @@ TEST(MemoryPlan, DescribesW4FromTheModel) {
   EXPECT_EQ(m.layers[1].out_bytes, 0);
   EXPECT_EQ(m.layers[0].param_bytes, (32 * 3 * 9 + 32) * 4);
   EXPECT_EQ(m.layers[0].opt_state_bytes, m.layers[0].param_bytes);  // AdaGrad: one sum each
-  // Pooling keeps its int32 argmax and, folding the ReLU before it, its output; it can be
+  // Pooling keeps its one-byte argmax and, folding the ReLU before it, its output; it can be
   // recomputed.
   EXPECT_FALSE(m.layers[4].bwd_reads_input);
   EXPECT_TRUE(m.layers[4].bwd_reads_output);
-  EXPECT_EQ(m.layers[4].scratch_bytes, 4 * 32 * 16 * 16 * 4);
+  EXPECT_EQ(m.layers[4].scratch_bytes, 4 * 32 * 16 * 16);
+  EXPECT_EQ(m.layers[4].argmax_bytes, 4 * 32 * 16 * 16);
   EXPECT_TRUE(m.layers[4].recomputable);
   EXPECT_FALSE(m.layers[0].recomputable);
   // Dropout after Dense + ReLU: its mask.
   EXPECT_EQ(m.layers[18].name, "Dropout(0.5)");
   EXPECT_EQ(m.layers[18].scratch_bytes, 4 * 1024 * 4);
   EXPECT_TRUE(m.layers[18].recomputable);
-  EXPECT_EQ(m.input_bytes, 4 * 3 * 32 * 32 * 4 + 4 * 4);
+  EXPECT_EQ(m.input_bytes, 4 * 3 * 32 * 32 * 4 + 512);  // the labels in a 512-byte block
   const MemoryPlan p = plan_memory(m, PlanOptions{});
   EXPECT_TRUE(p.fits);
   const std::string table = format_plan(m, p, PlanOptions{});
@@ -381,6 +389,207 @@ TEST(MemoryPlan, DescribesW4FromTheModel) {
     EXPECT_LE(q.peak_bytes, half.limit_bytes);
   else
     EXPECT_GT(q.min_limit_bytes, half.limit_bytes);
+}
+
+
+// w4_like with its parameters listed (the dense layer's 100 MiB weight, AdaGrad's one state
+// slot) and the pools' scratch their one-byte argmax.
+StepMem w4_params() {
+  StepMem m = w4_like();
+  m.layers[2].argmax_bytes = 25 * MiB;
+  m.layers[5].argmax_bytes = 50 * MiB;
+  m.params = {ParamMem{0, 6, "6.weight", 100 * MiB}};
+  m.state_slots = 1;
+  return m;
+}
+
+// A pool that finds its argmax again in backward holds nothing of its own and reads its input
+// there: the fixed bytes fall by the argmax, its backward costs its forward, and the input of
+// the pool is needed from the pool's backward on. Under a limit the planner takes that trade
+// where it is the cheapest.
+TEST(MemoryPlan, ArgmaxFoundAgainTradesTheRecordForAForward) {
+  const StepMem m = w4_params();
+  PlanOptions o;
+  o.offload_state = false;
+  const std::vector<Placement> keep(8, Placement::Keep);
+  const MemoryPlan base = simulate_plan(m, keep, o);
+  std::vector<char> again(8, 0);
+  again[2] = 1;
+  const MemoryPlan p = simulate_plan(m, keep, o, again);
+  EXPECT_EQ(p.fixed.scratch, base.fixed.scratch - 25 * MiB);
+  EXPECT_EQ(p.fixed_bytes, base.fixed_bytes - 25 * MiB);
+  EXPECT_DOUBLE_EQ(p.step_ms, base.step_ms + m.layers[2].fwd_ms);
+  EXPECT_EQ(p.saved[1].first_bwd_use, 2 * 8 - 1 - 2);  // read by the pool's backward now
+  EXPECT_EQ(base.saved[1].first_bwd_use, 2 * 8 - 1 - 1);
+  // A layer without a record cannot be asked to find one.
+  std::vector<char> bad(8, 0);
+  bad[3] = 1;
+  EXPECT_THROW(simulate_plan(m, keep, o, bad), Error);
+  // Under a limit 40 MiB below the peak, copies too slow to help: the pools give up their
+  // argmax (a forward of 0.1-0.2 ms for 25-50 MiB of every position) rather than anything dearer.
+  o.h2d_gb_s = o.d2h_gb_s = 0.01;
+  o.limit_bytes = base.peak_bytes - 40 * MiB;
+  const MemoryPlan q = plan_memory(m, o);
+  ASSERT_TRUE(q.fits) << format_plan(m, q, o);
+  EXPECT_TRUE(q.argmax_again[5]) << format_plan(m, q, o);
+  EXPECT_NE(format_plan(m, q, o).find("argmax found again in backward"), std::string::npos);
+  // Not allowed: it must do without.
+  o.argmax_again = false;
+  const MemoryPlan r = plan_memory(m, o);
+  for (char c : r.argmax_again) EXPECT_EQ(c, 0);
+}
+
+// The optimizer state of the dense layer's weight moves to pinned host memory when nothing
+// else fits: the fixed bytes lose it and gain the streamed update's two chunks; its update,
+// streamed through the GPU or done by the host, is timed against the backward after the dense
+// layer's (conv layers: 40.3 ms here), which hides it unless it is longer.
+TEST(MemoryPlan, OptimizerStateMovesToTheHostWhenNothingElseFits) {
+  const StepMem m = w4_params();
+  PlanOptions o;
+  o.state_chunk_bytes = 8 * MiB;
+  PlanOptions no = o;
+  no.offload_state = false;
+  no.argmax_again = false;
+  no.limit_bytes = 1;  // the lowest peak the planner reaches without moving optimizer state
+  const MemoryPlan floor = plan_memory(m, no);
+  o.limit_bytes = floor.peak_bytes - 50 * MiB;
+  o.argmax_again = false;
+  const MemoryPlan p = plan_memory(m, o);
+  ASSERT_TRUE(p.fits) << format_plan(m, p, o);
+  ASSERT_EQ(p.state.params, std::vector<int>{0}) << format_plan(m, p, o) << format_plan(m, floor, no);
+  EXPECT_EQ(p.fixed.state, 0);
+  EXPECT_EQ(p.fixed.staging, 2 * 8 * MiB);  // AdaGrad: one slot, two chunks
+  EXPECT_EQ(p.state.host_bytes, 100 * MiB);
+  // 20 GB/s each way: 5.2 ms in and out at once, plus a chunk each way; the host would move
+  // twice the bytes out (gradients and weights) and run the update at 10 GB/s: streamed.
+  EXPECT_EQ(p.state.mode, StateMode::Stream);
+  const double in = 100.0 * MiB / 20e6, chunk = 8.0 * MiB / 20e6;
+  EXPECT_NEAR(p.state.stream_ms, in + 2 * chunk, 1e-9);
+  EXPECT_GT(p.state.host_ms, p.state.stream_ms);
+  EXPECT_DOUBLE_EQ(p.state.stall_ms, 0.0);  // hidden behind 40 ms of backward
+  EXPECT_NE(format_plan(m, p, o).find("optimizer state of 1 parameter(s) (6.weight"), std::string::npos)
+      << format_plan(m, p, o);
+  // Slow links: the update outlasts the backward it overlaps, and the step pays the rest.
+  PlanOptions slow = o;
+  slow.h2d_gb_s = slow.d2h_gb_s = 1;
+  const MemoryPlan q = simulate_plan(m, std::vector<Placement>(8, Placement::Keep), slow, {}, {0});
+  const double window = 8 + 16 + 0.2 + 8 + 8 + 0.1;  // bwd of layers 5..0 after the dense's
+  EXPECT_NEAR(q.state.stall_ms, std::min(q.state.stream_ms, q.state.host_ms) - window, 1e-6);
+  EXPECT_NEAR(q.step_ms, q.compute_ms + q.state.stall_ms, 1e-6);
+  // Adam's two slots over a link slow into the device and fast out of it: the host's update
+  // (gradients and weights out, weights in: one slot's worth in) beats streaming both in.
+  StepMem adam = w4_params();
+  adam.state_slots = 2;
+  adam.layers[6].opt_state_bytes = 200 * MiB;
+  PlanOptions asym = o;
+  asym.h2d_gb_s = 5;
+  asym.d2h_gb_s = 50;
+  asym.host_update_gb_s = 1000;
+  const MemoryPlan h = simulate_plan(adam, std::vector<Placement>(8, Placement::Keep), asym, {}, {0});
+  EXPECT_EQ(h.state.mode, StateMode::Host);
+  EXPECT_LT(h.state.host_ms, h.state.stream_ms);
+  EXPECT_EQ(h.fixed.staging, 0);
+  asym.h2d_gb_s = asym.d2h_gb_s = 20;
+  asym.host_update_gb_s = 10;
+  EXPECT_EQ(simulate_plan(adam, std::vector<Placement>(8, Placement::Keep), asym, {}, {0}).state.mode,
+            StateMode::Stream);
+  // No state to move (SGD without momentum).
+  StepMem sgd = w4_params();
+  sgd.state_slots = 0;
+  sgd.layers[6].opt_state_bytes = 0;
+  EXPECT_THROW(simulate_plan(sgd, std::vector<Placement>(8, Placement::Keep), o, {}, {0}), Error);
+}
+
+// Device memory outside the layers is in the fixed bytes, each kind said.
+TEST(MemoryPlan, FixedBytesCountEveryAllocation) {
+  StepMem m = w4_params();
+  m.context_bytes = 500 * MiB;
+  m.cublas_bytes = 32 * MiB;
+  m.eval_bytes = 41 * MiB;
+  m.small_bytes = 2048;
+  const MemoryPlan p = plan_memory(m, PlanOptions{});
+  EXPECT_EQ(p.fixed.context, 500 * MiB);
+  EXPECT_EQ(p.fixed.cublas, 32 * MiB);
+  EXPECT_EQ(p.fixed.eval, 41 * MiB);
+  EXPECT_EQ(p.fixed.small, 2048);
+  EXPECT_EQ(p.fixed.params, 100 * MiB);
+  EXPECT_EQ(p.fixed.total(), p.fixed_bytes);
+  EXPECT_EQ(p.fixed_bytes, plan_memory(w4_params(), PlanOptions{}).fixed_bytes + 573 * MiB + 2048);
+  const std::string t = format_plan(m, p, PlanOptions{});
+  for (const char* part : {"CUDA context (measured) 500.0 MiB", "cuBLAS workspace 32.0 MiB",
+                           "evaluation batch 41.0 MiB", "small buffers 2.0 KiB"})
+    EXPECT_NE(t.find(part), std::string::npos) << part << "\n" << t;
+  // The workspace: at least what every layer runs in (all that is counted without a limit),
+  // and what the limit leaves beyond that up to what the fastest algorithms may ask.
+  m.layers[1].fast_workspace_bytes = 1024 * MiB;
+  const MemoryPlan u = plan_memory(m, PlanOptions{});
+  EXPECT_EQ(u.fixed.workspace, 256 * MiB);
+  PlanOptions o;
+  o.limit_bytes = p.peak_bytes + 100 * MiB;
+  const MemoryPlan c = plan_memory(m, o);
+  EXPECT_EQ(c.fixed.workspace, 256 * MiB + 100 * MiB);
+  EXPECT_EQ(c.peak_bytes, o.limit_bytes);
+}
+
+// A step whose layers' sizes follow the rows: w4_like at 8 rows, each buffer per row.
+StepMem w4_rows(int64_t rows) {
+  StepMem m = w4_params();
+  for (LayerMem& l : m.layers) {
+    l.out_bytes = l.out_bytes * rows / 8;
+    l.scratch_bytes = l.scratch_bytes * rows / 8;
+    l.argmax_bytes = l.argmax_bytes * rows / 8;
+    l.workspace_bytes = l.workspace_bytes * rows / 8;
+    l.fwd_ms = l.fwd_ms * static_cast<double>(rows) / 8;
+    l.bwd_ms = l.bwd_ms * static_cast<double>(rows) / 8;
+  }
+  m.layers[6].fwd_ms += 0.05;  // the dense layer reads its weights again per micro-batch
+  m.layers[6].bwd_ms += 0.15;
+  m.rows = rows;
+  m.batch_rows = 8;
+  m.update_ms = 0.5;
+  return m;
+}
+
+// Where no choice of placements fits a layer's backward, the batch runs in micro-batches: the
+// fewest that fit, at k times one micro-batch's time plus one update; a batch-coupled layer
+// (BatchNorm) forbids them; without a limit the batch runs whole.
+TEST(MemoryPlan, MicroBatchesWhenALayersBackwardDoesNotFit) {
+  PlanOptions o;
+  o.h2d_gb_s = o.d2h_gb_s = 400;
+  const MemoryPlan whole = plan_training_step(w4_rows, 8, PlanOptions{});
+  EXPECT_EQ(whole.micro_batches, 1);
+  PlanOptions lowest = o;
+  lowest.limit_bytes = 1;
+  const MemoryPlan one = plan_memory(w4_rows(8), lowest);  // the floor of one pass
+  o.limit_bytes = one.min_limit_bytes - 64 * MiB;
+  const MemoryPlan p = plan_training_step(w4_rows, 8, o);
+  ASSERT_TRUE(p.fits) << format_plan(w4_rows(p.micro_rows), p, o);
+  EXPECT_GE(p.micro_batches, 2);
+  EXPECT_EQ(p.micro_rows, (8 + p.micro_batches - 1) / p.micro_batches);
+  EXPECT_LE(p.peak_bytes, o.limit_bytes);
+  // The time: k micro-batches of the slice's forward and backward (with whatever the plan adds),
+  // the weights read again each time, one update.
+  const StepMem mk = w4_rows(p.micro_rows);
+  double pass = 0;
+  for (const LayerMem& l : mk.layers) pass += l.fwd_ms + l.bwd_ms;
+  EXPECT_NEAR(p.compute_ms, p.micro_batches * pass + mk.update_ms, 1e-9);
+  EXPECT_GE(p.step_ms, p.compute_ms + (p.micro_batches - 1) * o.micro_batch_ms - 1e-9);
+  EXPECT_NE(format_plan(mk, p, o).find("micro-batches: " + std::to_string(p.micro_batches)),
+            std::string::npos);
+  // BatchNorm's statistics are the batch's: no micro-batches, so it does not fit.
+  auto coupled = [](int64_t rows) {
+    StepMem m = w4_rows(rows);
+    m.layers[3].batch_coupled = true;
+    return m;
+  };
+  const MemoryPlan c = plan_training_step(coupled, 8, o);
+  EXPECT_FALSE(c.fits);
+  EXPECT_EQ(c.micro_batches, 1);
+  EXPECT_GT(c.min_limit_bytes, o.limit_bytes);
+  // And the limit named as the smallest fits.
+  PlanOptions at = o;
+  at.limit_bytes = p.min_limit_bytes;
+  EXPECT_TRUE(plan_training_step(w4_rows, 8, at).fits);
 }
 
 }  // namespace
@@ -484,6 +693,269 @@ TEST(MemoryPlanExecution, OffloadAndRecomputeGiveBitIdenticalWeights) {
   EXPECT_THROW(m.set_placements(bad), Error);
 }
 
+
+// W4 at 32x32 (batch 8, dropout on, the RNG at seed 11's start) and its batch; its
+// convolutions as im2col + GEMM, sums of products (Winograd's transforms, which another batch
+// size may choose, have error constants of their own: test_conv3x3.cpp).
+struct W4Batch {
+  Context ctx{1, 11};
+  Sequential model = make_caltech_model(32, 6);
+  std::unique_ptr<Optimizer> opt;
+  Tensor x{Shape{8, 3, 32, 32}}, y{Shape{8}, DType::I32};
+  W4Batch() {
+    for (size_t i = 0; i < model.size(); ++i)
+      if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) c->set_algo(ConvAlgo::PerImage);
+    model.reset_parameters(ctx.rng());
+    opt = make_optimizer("sgd", model.parameters(), 0.0f);  // lr 0: the gradients stay
+    Rng data(5);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(Rng::to_unit(data.next()) - 0.5);
+    for (int64_t i = 0; i < 8; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 6);
+  }
+  std::vector<float> grads() {
+    const Tensor& g = model.parameters().grads();
+    return std::vector<float>(g.data(), g.data() + g.numel());
+  }
+};
+
+// One training step's parameter gradients, the whole batch at once (rows 0) or in
+// micro-batches of `rows`.
+std::vector<float> w4_step_grads(int64_t rows) {
+  W4Batch b;
+  b.model.set_micro_batch(rows);
+  ClassifierTrainer trainer(b.model, *b.opt, false);
+  trainer.step(b.ctx, b.x, b.y);
+  return b.grads();
+}
+
+// A bound on what the rounding of one training step can move each parameter gradient element
+// by (first order: Higham, Accuracy and Stability of Numerical Algorithms, 3.1 and 3.5). Every
+// sum of T products in the step, forward and backward, is off by at most gamma_T times the sum
+// of its terms' magnitudes, gamma_T = T u / (1 - T u), u = 2^-24; propagated through the
+// layers, the gradient's error is at most (the sum over the step's sums of their gamma) times
+// the gradient computed with every factor's magnitude: |x| forward, and backward the magnitudes
+// of dy through |W|, the ReLUs' and pools' routing and the dropout masks. Returns that
+// magnitude-gradient per element; *gamma_sum the sum of the gammas (per layer: the weight
+// gradient's sum over rows and pixels, the forward's over the fan-in, dx's over the fan-out).
+// W4's convolutions are all 3x3, stride 1, padding 1.
+std::vector<float> w4_gradient_magnitudes(double* gamma_sum) {
+  W4Batch b;
+  Context& ctx = b.ctx;
+  Sequential& m = b.model;
+  const Tensor& z = m.forward(ctx, b.x);
+  SoftmaxCrossEntropy loss;
+  loss.forward(ctx, z, b.y);
+  Tensor g;
+  loss.backward(ctx, g);
+  const double u = std::ldexp(1.0, -24);
+  auto gamma = [u](double t) { return t * u / (1 - t * u); };
+  *gamma_sum = 0;
+  std::vector<float> mag(static_cast<size_t>(m.parameters().numel()), 0.f);
+  const std::vector<size_t> owner = m.param_layers();
+  auto absolute = [](const Tensor& t) {
+    Tensor a = t.clone();
+    for (int64_t i = 0; i < a.numel(); ++i) a[i] = std::fabs(a[i]);
+    return a;
+  };
+  g = absolute(g);
+  const int64_t n = b.x.shape(0);
+  for (size_t i = m.size(); i-- > 0;) {
+    if (m.absorbed(i)) continue;
+    Layer& l = m.layer(i);
+    const Tensor& in = i == 0 ? b.x : m.activation(i - 1);
+    const Tensor& out = m.activation(i);
+    Tensor dx(in.shape());
+    std::unique_ptr<Layer> fresh;  // the layer over magnitudes: |W|, no activation of its own
+    if (auto* c = dynamic_cast<Conv2d*>(&l)) {
+      const int64_t k = c->weight().shape(0), ch = c->weight().shape(1);
+      auto f = std::make_unique<Conv2d>(ch, k, 3, 1, 1);
+      f->set_algo(ConvAlgo::PerImage);  // non-negative terms summed as such
+      f->weight() = absolute(c->weight());
+      *gamma_sum += gamma(static_cast<double>(n * out.shape(2) * out.shape(3))) +
+                    gamma(static_cast<double>(ch * 9)) + gamma(static_cast<double>(k * 9));
+      fresh = std::move(f);
+    } else if (auto* d = dynamic_cast<Dense*>(&l)) {
+      auto f = std::make_unique<Dense>(d->in_features(), d->out_features());
+      f->weight() = absolute(d->weight());
+      *gamma_sum += gamma(static_cast<double>(n)) + gamma(static_cast<double>(d->in_features())) +
+                    gamma(static_cast<double>(d->out_features()));
+      fresh = std::move(f);
+    }
+    if (fresh) {
+      Tensor masked = g;  // the fused ReLUs pass dy where y > 0
+      if (i + 1 < m.size() && m.absorbed(i + 1))
+        for (int64_t k = 0; k < masked.numel(); ++k) masked[k] = out[k] > 0.f ? masked[k] : 0.f;
+      fresh->backward(ctx, absolute(in), out, masked, i > 0 ? &dx : nullptr);
+      size_t slot = 0;
+      const std::vector<Param> fp = fresh->params();
+      for (size_t j = 0; j < owner.size(); ++j)
+        if (owner[j] == i) {
+          const Tensor& t = *fp.at(slot++).grad;
+          std::copy(t.data(), t.data() + t.numel(), mag.begin() + m.parameters().offset(j));
+        }
+    } else if (i > 0) {
+      l.backward(ctx, in, out, g, &dx);  // routing, masks, reshapes: non-negative already
+    }
+    if (i == 0) break;
+    g = dx;
+  }
+  return mag;
+}
+
+// Micro-batches give the whole batch's gradients, computed in another order. Every row draws
+// its dropout mask and gets its loss gradient (1/N of the mean) bit for bit as in one pass (the
+// row shard: Distributed.DropoutShardDrawsTheRowsOfTheSingleProcessMask and
+// .ShardLossGradientIsTheSingleProcessRows test that machinery), so what differs is rounding:
+// the sums over the batch split and added in another order, and the kernels blocking a batch
+// of another size differently. Each of the two runs is within the bound of
+// w4_gradient_magnitudes of the exact gradient, so they are within twice that of each other:
+// checked per element. A wrong row, mask or scale moves a gradient by about one row's share of
+// it: far beyond that bound (checked: slices each scaled by their own rows, not the batch's).
+TEST(MemoryPlanExecution, MicroBatchesGiveTheWholeBatchsGradients) {
+  const std::vector<float> whole = w4_step_grads(0);
+  double gamma = 0;
+  const std::vector<float> mag = w4_gradient_magnitudes(&gamma);
+  std::printf("[ info ] the step's sum of gamma: %.3g\n", gamma);
+  auto worst_ratio = [&](const std::vector<float>& micro, size_t* bad) {
+    double worst = 0;
+    *bad = 0;
+    for (size_t i = 0; i < whole.size(); ++i) {
+      const double bound = 2 * gamma * mag[i];
+      const double d = std::fabs(static_cast<double>(micro[i]) - whole[i]);
+      if (d == 0) continue;
+      worst = std::max(worst, bound > 0 ? d / bound : 1e30);
+      *bad += d > bound;
+    }
+    return worst;
+  };
+  for (int64_t rows : {4, 3, 2, 1}) {  // 3: slices of 3, 3 and 2 rows
+    const std::vector<float> micro = w4_step_grads(rows);
+    ASSERT_EQ(micro.size(), whole.size());
+    size_t bad = 0;
+    const double worst = worst_ratio(micro, &bad);
+    EXPECT_EQ(bad, 0u) << rows << " rows per micro-batch: worst |difference| / bound " << worst;
+    std::printf("[ info ] micro-batches of %lld rows: largest |difference| %.3g of the bound\n",
+                static_cast<long long>(rows), worst);
+  }
+  // The test's teeth: slices each taking the mean over their own rows (a wrong scale) are far
+  // outside the bound.
+  W4Batch b;
+  SoftmaxCrossEntropy loss;
+  Tensor dlogits;
+  b.model.zero_grad(b.ctx);
+  for (int64_t r = 0; r < 8; r += 4) {
+    b.ctx.rng().set_row_shard(Rng::RowShard{r, 4, 8});
+    b.ctx.rewind_rng(0);
+    const Tensor& z = b.model.forward(b.ctx, b.x.slice(r * 3 * 32 * 32, Shape{4, 3, 32, 32}));
+    loss.forward(b.ctx, z, b.y.slice(r, Shape{4}));
+    loss.backward(b.ctx, dlogits, 4);
+    b.model.backward(b.ctx, dlogits);
+  }
+  size_t bad = 0;
+  EXPECT_GT(worst_ratio(b.grads(), &bad), 100.0);
+}
+
+// W4 at 32x32 (batch 4, dropout on), AdaGrad or Adam (with weight decay), two steps; the
+// optimizer state of `offloaded` parameters placed on the host (Optimizer::place_state) with
+// the given mode and chunk (floats): the weights and the state.
+struct OptRun {
+  std::vector<float> weights, state;
+};
+OptRun train_w4_offloaded(const std::string& optimizer, const std::vector<int>& offloaded,
+                          OffloadMode mode, int64_t chunk) {
+  Context ctx(2, 7);
+  Sequential model = make_caltech_model(32, 6);
+  model.reset_parameters(ctx.rng());
+  auto opt = make_optimizer(optimizer, model.parameters(),
+                            HyperValues{{"lr", 0.01}, {"weight_decay", 0.01}});
+  StateOffload off;
+  off.mode = mode;
+  off.params = offloaded;
+  off.param_layers = model.param_layers();
+  off.chunk_floats = chunk;
+  opt->place_state(ctx, offloaded.empty() ? nullptr : &off);
+  ClassifierTrainer trainer(model, *opt);
+  Rng data(99);
+  Tensor x(Shape{4, 3, 32, 32}), y(Shape{4}, DType::I32);
+  for (int step = 0; step < 2; ++step) {
+    for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(Rng::to_unit(data.next()) - 0.5);
+    for (int64_t i = 0; i < 4; ++i) y.data<int32_t>()[i] = static_cast<int32_t>((step + i) % 6);
+    trainer.step(ctx, x, y);
+  }
+  OptRun r;
+  const Tensor& w = model.parameters().values();
+  r.weights.assign(w.data(), w.data() + w.numel());
+  for (const auto& [name, t] : opt->state()) {
+    EXPECT_EQ(t->device(), Device::CPU);
+    r.state.insert(r.state.end(), t->data(), t->data() + t->numel());
+  }
+  return r;
+}
+
+// Optimizer state on the host (the memory plan's ZeRO-Offload) gives the weights and state of
+// the update on the device bit for bit: the same formula over the same numbers, in chunks
+// (small ones here, so that stretches take several and the ping-pong buffers alternate), the
+// largest parameter alone (the dense layer's weight: parameter 12) or several, next to each
+// other or not.
+TEST(MemoryPlanExecution, OffloadedOptimizerStateGivesTheSameWeights) {
+  struct Case {
+    OffloadMode mode;
+    std::vector<int> params;
+    int64_t chunk;
+  };
+  const std::vector<Case> cases = {{OffloadMode::Stream, {12}, 4096},
+                                   {OffloadMode::Host, {0, 12, 15}, 4096},
+                                   {OffloadMode::Stream, {0, 12, 15}, int64_t{1} << 20},
+                                   {OffloadMode::Host, {12, 13}, int64_t{1} << 20}};
+  for (const std::string optimizer : {"adagrad", "adam"}) {
+    const OptRun plain = train_w4_offloaded(optimizer, {}, OffloadMode::Stream, 0);
+    for (const Case& c : cases) {
+      const OptRun r = train_w4_offloaded(optimizer, c.params, c.mode, c.chunk);
+      const std::string at = optimizer + " " + offload_mode_name(c.mode) + " chunk " +
+                             std::to_string(c.chunk) + " params " + std::to_string(c.params.size());
+      ASSERT_EQ(r.weights.size(), plain.weights.size()) << at;
+      EXPECT_EQ(0, std::memcmp(r.weights.data(), plain.weights.data(), r.weights.size() * 4)) << at;
+      ASSERT_EQ(r.state.size(), plain.state.size()) << at;
+      EXPECT_EQ(0, std::memcmp(r.state.data(), plain.state.data(), r.state.size() * 4)) << at;
+    }
+  }
+  // An optimizer that cannot update in parts refuses, by name.
+  Sequential model = make_caltech_model(32, 6);
+  toy::Momentum toy(model.parameters(), 0.1f, 0.9f);
+  Context ctx(1);
+  StateOffload off;
+  off.params = {12};
+  testing::expect_error_mentions([&] { toy.place_state(ctx, &off); }, {"cannot update a part"});
+}
+
+// An allocation that fails names what it was for: the tensor's role in the step.
+TEST(MemoryPlanExecution, OutOfMemoryNamesTheTensorsRole) {
+  Context ctx(1);
+  {
+    MemoryRole outer(ctx, "layer 3 (Conv2d) backward");
+    MemoryRole inner(ctx, "the shared workspace");
+    EXPECT_EQ(ctx.memory_role(), "the shared workspace, in layer 3 (Conv2d) backward");
+    testing::expect_error_mentions(
+        [&] { Tensor::empty(Shape{int64_t{1} << 58}, DType::F32, Device::CPU, ctx); },
+        {"the shared workspace, in layer 3 (Conv2d) backward: tensor"});
+  }
+  EXPECT_EQ(ctx.memory_role(), "");
+  // A model whose second layer's output cannot be had: the activation of layer 1, by name.
+  Sequential m;
+  m.emplace<Flatten>();
+  m.emplace<Dense>(12, 3);
+  m.emplace<toy::Huge>();
+  Tensor x(Shape{2, 3, 2, 2});
+  x.fill(0.5f);
+  testing::expect_error_mentions([&] { m.forward(ctx, x); },
+                                 {"the activation (output) of layer 2 (Huge)", "out of host memory"});
+  // The workspace past the plan's budget (the GPU convolutions' choice leaves such an
+  // algorithm out).
+  ctx.set_workspace_limit(Device::CPU, 16);
+  testing::expect_error_mentions([&] { ctx.workspace(Device::CPU, 17); },
+                                 {"past the memory plan's budget"});
+  ctx.set_workspace_limit(Device::CPU, 0);
+}
+
 }  // namespace
 }  // namespace pdnn
 
@@ -564,6 +1036,168 @@ TEST(MemoryPlanGpu, CappedRunGivesBitIdenticalWeightsAndALowerPeak) {
   EXPECT_EQ(0, std::memcmp(plain.weights.data(), forced.weights.data(),
                            plain.weights.size() * sizeof(float)));
   EXPECT_LT(forced.peak, plain.peak);
+}
+
+}  // namespace
+}  // namespace pdnn
+
+namespace pdnn {
+namespace {
+
+// ---- issue 26 on the GPU (skipped without one) ----------------------------------------------
+
+// W4 at 64x64, batch 16, AdaGrad, on the GPU; the trainer's CUDA graph on.
+struct GpuW4 {
+  Context ctx{4, 7, Device::CUDA};
+  Sequential model = make_caltech_model(64, 6);
+  std::unique_ptr<Optimizer> opt;
+  explicit GpuW4(const std::string& policy = "im2col") {
+    testing::share_conv_choices(ctx);
+    ctx.tuning().set_policy(policy);
+    model.reset_parameters(ctx.rng());
+    model.to(Device::CUDA, ctx);
+    opt = make_optimizer("adagrad", model.parameters(), 0.01f);
+  }
+  void train(int steps, bool graph = true) {
+    ClassifierTrainer trainer(model, *opt, graph);
+    Rng data(99);
+    Tensor x(Shape{16, 3, 64, 64}, DType::F32, ctx.staging_allocator()), y(Shape{16}, DType::I32);
+    for (int step = 0; step < steps; ++step) {
+      for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>(Rng::to_unit(data.next()) - 0.5);
+      for (int64_t i = 0; i < 16; ++i) y.data<int32_t>()[i] = static_cast<int32_t>((step + i) % 6);
+      trainer.step(ctx, x, y);
+    }
+    ctx.synchronize();
+  }
+  std::vector<float> weights() {
+    const Tensor h = model.parameters().values().to(Device::CPU, ctx);
+    return std::vector<float>(h.data(), h.data() + h.numel());
+  }
+};
+
+// Nothing outside the plan: under each of several limits, from the smallest the plan accepts to
+// above the uncapped peak, the step's measured peak (the allocator's, in use, plus the CUDA
+// context the plan measured) is within 3% of the plan's, and no limit the plan accepts ends in
+// out of memory; a limit below the smallest is refused before training, naming it.
+TEST(MemoryPlanGpu, MeasuredPeakIsThePlansUnderEveryCap) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  MemoryPlan free_plan;
+  {
+    GpuW4 probe("auto");
+    RunConfig rc;
+    rc.memory_plan = true;
+    plan_step_memory(probe.ctx, probe.model, *probe.opt, Shape{16, 3, 64, 64}, rc, 0, &free_plan);
+  }
+  const int64_t lo = free_plan.min_limit_bytes + free_plan.fixed.context;
+  const int64_t hi = free_plan.keep_all_bytes + free_plan.fixed.context + (int64_t{64} << 20);
+  for (double f : {0.0, 0.25, 0.5, 1.0}) {
+    const int64_t cap = lo + static_cast<int64_t>(f * static_cast<double>(hi - lo));
+    GpuW4 w("auto");
+    RunConfig rc;
+    rc.gpu_memory_limit = cap;
+    MemoryPlan p;
+    const std::string at = "cap " + format_bytes(cap);
+    try {
+      plan_step_memory(w.ctx, w.model, *w.opt, Shape{16, 3, 64, 64}, rc, 0, &p);
+      w.train(4);
+    } catch (const Error& e) {
+      ADD_FAILURE() << at << ": " << e.what();
+      continue;
+    }
+    const double measured = static_cast<double>(w.ctx.device_alloc_stats().peak_in_use) +
+                            static_cast<double>(p.fixed.context);
+    const double planned = static_cast<double>(p.peak_bytes);
+    std::printf("[ info ] %s: planned %.1f MiB (%d micro-batches, %zu state(s) on the host), "
+                "measured %.1f MiB (context %.1f MiB)\n",
+                at.c_str(), planned / 1048576, p.micro_batches, p.state.params.size(),
+                measured / 1048576, static_cast<double>(p.fixed.context) / 1048576);
+    EXPECT_LE(std::fabs(measured - planned), 0.03 * planned) << at;
+    EXPECT_LE(measured, static_cast<double>(cap)) << at;
+  }
+  GpuW4 w("auto");
+  RunConfig rc;
+  rc.gpu_memory_limit = lo / 2;
+  testing::expect_error_mentions(
+      [&] { plan_step_memory(w.ctx, w.model, *w.opt, Shape{16, 3, 64, 64}, rc); },
+      {"--gpu-memory-limit", "the smallest limit it fits under is"});
+}
+
+// Optimizer state on the host, streamed through the GPU or updated by the host's cores, inside
+// the step's CUDA graph: the weights of the update on the device, bit for bit.
+TEST(MemoryPlanGpu, OffloadedStateGivesTheDevicesWeights) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  GpuW4 plain;
+  plain.opt->place_state(plain.ctx);
+  plain.train(5);
+  const std::vector<float> want = plain.weights();
+  for (OffloadMode mode : {OffloadMode::Stream, OffloadMode::Host})
+    for (bool graph : {true, false}) {
+      GpuW4 w;
+      StateOffload off;
+      off.mode = mode;
+      off.params = {12, 13, 0};  // the dense layer's weight and bias, the first convolution's
+      off.param_layers = w.model.param_layers();
+      off.chunk_floats = int64_t{1} << 20;  // several chunks per stretch, both buffers in turn
+      w.opt->place_state(w.ctx, &off);
+      EXPECT_GT(w.opt->host_state_bytes(), 0);
+      w.train(5, graph);
+      const std::vector<float> got = w.weights();
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * 4))
+          << offload_mode_name(mode) << (graph ? ", CUDA graph" : ", eager");
+    }
+}
+
+// Micro-batches on the GPU: the whole batch's gradients within the bound of
+// MemoryPlanExecution.MicroBatchesGiveTheWholeBatchsGradients (the same model, batch and
+// weights; the magnitudes bound the terms whatever kernels sum them, im2col + cuBLAS here).
+TEST(MemoryPlanGpu, MicroBatchesGiveTheWholeBatchsGradients) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  double gamma = 0;
+  const std::vector<float> mag = w4_gradient_magnitudes(&gamma);
+  auto grads = [](int64_t rows) {
+    W4Batch b;  // its weights, made on the host, then moved
+    Context gpu(1, 11, Device::CUDA);
+    gpu.rng().set_counter(b.ctx.rng().counter());  // the same dropout masks
+    gpu.tuning().set_policy("im2col");
+    b.model.to(Device::CUDA, gpu);
+    auto opt = make_optimizer("sgd", b.model.parameters(), 0.0f);
+    b.model.set_micro_batch(rows);
+    ClassifierTrainer trainer(b.model, *opt, false);
+    trainer.step(gpu, b.x, b.y);
+    const Tensor h = b.model.parameters().grads().to(Device::CPU, gpu);
+    return std::vector<float>(h.data(), h.data() + h.numel());
+  };
+  const std::vector<float> whole = grads(0);
+  for (int64_t rows : {4, 3, 1}) {
+    const std::vector<float> micro = grads(rows);
+    size_t bad = 0;
+    for (size_t i = 0; i < whole.size(); ++i)
+      bad += std::fabs(static_cast<double>(micro[i]) - whole[i]) > 2 * gamma * mag[i];
+    EXPECT_EQ(bad, 0u) << rows << " rows per micro-batch";
+  }
+}
+
+// dy through the activation in place (a memory plan's convolutions) gives the same gradients as
+// the convolution's own masking, bit for bit, with every GPU algorithm.
+TEST(MemoryPlanGpu, MaskingDyInPlaceChangesNoBit) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  for (const char* policy : {"im2col", "implicit", "cudnn"}) {
+    std::vector<float> runs[2];
+    for (int in_place = 0; in_place < 2; ++in_place) {
+      GpuW4 w(policy);
+      if (in_place)
+        for (size_t i = 0; i < w.model.size(); ++i)
+          if (auto* c = dynamic_cast<Conv2d*>(&w.model.layer(i))) c->set_mask_dy_in_place(true);
+      w.train(3);
+      runs[in_place] = w.weights();
+    }
+    EXPECT_EQ(0, std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * 4)) << policy;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // against the update formulas written out in double here, against numbers from PyTorch 1.13,
 // checkpoint state round trips, thread independence and the by-name factory.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +14,8 @@
 #include "optim/adagrad.h"
 #include "optim/adam.h"
 #include "optim/registry.h"
+#include "ops/optim.h"
+#include "ops/optim_formula.h"
 #include "optim/sgd.h"
 #include "testing.h"
 
@@ -461,4 +464,82 @@ TEST(Optim, RegistryRejectsUnknownHyperParameterAndListsHelp) {
     EXPECT_NE(help.find(n + ": "), std::string::npos) << help;
   EXPECT_NE(help.find("lr required"), std::string::npos) << help;  // sgd
   EXPECT_NE(help.find("beta2 0.999"), std::string::npos) << help;
+}
+
+// The host's update (the CPU kernels, vectorised by the compiler, on two threads: the update of
+// optimizer state a memory plan moved off the GPU) is the GPU kernels' per-element formula
+// (ops/optim_formula.h, which optim.cu calls element by element) bit for bit: over odd lengths
+// (vector tails), with weight decay, decayed rates, Adam's constants, and values from 1e-30 to
+// 1e+3 with zeros among them.
+TEST(Optim, HostUpdateIsTheDeviceFormulaBitForBit) {
+  Rng r(17);
+  const int64_t n = 4099;
+  auto values = [&](float scale) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+      const double e = r.uniform() * 33 - 30;  // magnitudes 1e-30 .. 1e3
+      x = static_cast<float>((r.uniform() < 0.5 ? -1 : 1) * std::pow(10.0, e) * scale);
+    }
+    for (int64_t i = 0; i < n; i += 97) v[static_cast<size_t>(i)] = 0.f;
+    return v;
+  };
+  const CpuExec two{2};
+  const int64_t step = 3;
+  {  // Adagrad
+    const AdagradArgs a{0.1, 0.5, 0.01f, 1e-10f};
+    std::vector<float> g = values(1), w = values(1), s = values(1), w2 = w, s2 = s;
+    for (auto& x : s) x = std::fabs(x);
+    s2 = s;
+    cpu::adagrad_update(n, a, &step, g.data(), w.data(), s.data(), two);
+    const float clr = formula::adagrad_rate(a.lr, a.lr_decay, step);
+    for (int64_t i = 0; i < n; ++i)
+      formula::adagrad(w2[static_cast<size_t>(i)], s2[static_cast<size_t>(i)], g[static_cast<size_t>(i)], clr,
+                       a.weight_decay, a.eps);
+    EXPECT_EQ(0, std::memcmp(w.data(), w2.data(), w.size() * 4));
+    EXPECT_EQ(0, std::memcmp(s.data(), s2.data(), s.size() * 4));
+  }
+  {  // Adam
+    const AdamArgs a{1e-2, 0.5, 0.999, 1e-8f, 0.01f};
+    std::vector<float> g = values(1), w = values(1), m = values(1), v = values(1);
+    for (auto& x : v) x = std::fabs(x);
+    std::vector<float> w2 = w, m2 = m, v2 = v;
+    cpu::adam_update(n, a, &step, g.data(), w.data(), m.data(), v.data(), two);
+    const double bc1 = 1.0 - std::pow(a.beta1, 3.0), bc2 = 1.0 - std::pow(a.beta2, 3.0);
+    const float c[6] = {static_cast<float>(a.lr / bc1), static_cast<float>(std::sqrt(bc2)),
+                        static_cast<float>(a.beta1), static_cast<float>(1.0 - a.beta1),
+                        static_cast<float>(a.beta2), static_cast<float>(1.0 - a.beta2)};
+    for (size_t i = 0; i < w.size(); ++i) formula::adam(w2[i], m2[i], v2[i], g[i], c, a.weight_decay, a.eps);
+    EXPECT_EQ(0, std::memcmp(w.data(), w2.data(), w.size() * 4));
+    EXPECT_EQ(0, std::memcmp(m.data(), m2.data(), m.size() * 4));
+    EXPECT_EQ(0, std::memcmp(v.data(), v2.data(), v.size() * 4));
+  }
+  {  // SGD with Nesterov momentum
+    const SgdArgs a{0.1f, 0.9f, 1.f, 0.01f, true, true};
+    std::vector<float> g = values(1), w = values(1), b = values(1), w2 = w, b2 = b;
+    cpu::sgd_update(n, a, &step, g.data(), w.data(), b.data(), two);
+    for (size_t i = 0; i < w.size(); ++i)
+      formula::sgd(w2[i], &b2[i], g[i], false, a.lr, a.momentum, a.keep, a.weight_decay, a.nesterov);
+    EXPECT_EQ(0, std::memcmp(w.data(), w2.data(), w.size() * 4));
+    EXPECT_EQ(0, std::memcmp(b.data(), b2.data(), b.size() * 4));
+  }
+  {  // Adadelta
+    const AdadeltaArgs a{1.f, 0.95f, 0.05f, 1e-6f, 0.01f};
+    std::vector<float> g = values(1), w = values(1), sq = values(1), acc = values(1);
+    for (auto& x : sq) x = std::fabs(x);
+    for (auto& x : acc) x = std::fabs(x);
+    std::vector<float> w2 = w, sq2 = sq, acc2 = acc;
+    cpu::adadelta_update(n, a, g.data(), w.data(), sq.data(), acc.data(), two);
+    for (size_t i = 0; i < w.size(); ++i)
+      formula::adadelta(w2[i], sq2[i], acc2[i], g[i], a.lr, a.rho, a.keep, a.eps, a.weight_decay);
+    EXPECT_EQ(0, std::memcmp(w.data(), w2.data(), w.size() * 4));
+    EXPECT_EQ(0, std::memcmp(acc.data(), acc2.data(), acc.size() * 4));
+  }
+  // The fused forms are what decides the bits: the plain expression differs somewhere.
+  int differ = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const float d = static_cast<float>(r.uniform(-1.f, 1.f)), sum = static_cast<float>(r.uniform(0.f, 1.f));
+    volatile float dd = d * d;  // rounded on its own
+    differ += static_cast<float>(sum + dd) != std::fmaf(d, d, sum);
+  }
+  EXPECT_GT(differ, 0);
 }

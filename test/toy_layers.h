@@ -90,6 +90,16 @@ class Tanh : public Layer {
   double flops(const Shape& in) const override { return static_cast<double>(in.numel()); }
 };
 
+// A layer whose output is too large for any machine (2^58 floats per row): its allocation
+// fails, for the tests of what an out-of-memory error says.
+class Huge : public Layer {
+ public:
+  std::string kind() const override { return "Huge"; }
+  Shape output_shape(const Shape& in) const override { return Shape{in.n(), int64_t{1} << 58}; }
+  void forward(Context&, const Tensor&, Tensor&) override {}
+  void backward(Context&, const Tensor&, const Tensor&, const Tensor&, Tensor*) override {}
+};
+
 // SGD with momentum (buf = m*buf + g; w -= lr*buf) and a step-dependent factor, so a restored
 // step count matters: lr_t = lr / (1 + 0.1*steps).
 class Momentum : public Optimizer {

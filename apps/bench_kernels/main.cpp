@@ -59,7 +59,7 @@ int run(int argc, char** argv) {
   const ConvGeom g = conv_geom("bench", 32, 26, 26, 3, 3, 1, 1, 0, 0);
   Tensor x = dev(128 * g.image_size()), cols = dev(g.col_rows() * 128 * g.col_cols());
   const Pool2d pg{128 * 64, 24, 24, 12, 12, 2, 2};
-  Tensor argmax = Tensor::empty(Shape{pg.planes * 144}, DType::I32, Device::CUDA, ctx);
+  Tensor argmax = Tensor::empty(Shape{pg.planes * 144}, DType::U8, Device::CUDA, ctx);
   Tensor pooled = dev(pg.planes * 144);
   Tensor base = Tensor::zeros(Shape{1}, DType::I64).to(Device::CUDA, ctx);
   const int64_t n_par = 1199882;  // W3's parameters
@@ -80,9 +80,9 @@ int run(int argc, char** argv) {
          cuda::dropout_forward(n_act, 0.25f, 1, base.data<int64_t>(), 0, a.data(), b.data(), c.data(), e);
        }},
       {"maxpool2d_forward (W3)",
-       [&](CudaExec e) { cuda::maxpool2d_forward(pg, a.data(), pooled.data(), argmax.data<int32_t>(), e); }},
+       [&](CudaExec e) { cuda::maxpool2d_forward(pg, a.data(), pooled.data(), argmax.data<uint8_t>(), e); }},
       {"maxpool2d_backward (W3)",
-       [&](CudaExec e) { cuda::maxpool2d_backward(pg, pooled.data(), argmax.data<int32_t>(), nullptr, Act{}, b.data(), e); }},
+       [&](CudaExec e) { cuda::maxpool2d_backward(pg, nullptr, pooled.data(), argmax.data<uint8_t>(), nullptr, Act{}, b.data(), e); }},
       {"im2col_batch (W3 conv2)",
        [&](CudaExec e) { cuda::im2col_batch(g, 128, x.data(), cols.data(), e); }},
       {"col2im_batch (W3 conv2)",

@@ -319,7 +319,8 @@ int run(int argc, char** argv) {
   std::printf("data loaded in %.2f s\n%s", load_s,
               model.summary(Shape{o.batch, 3, o.size, o.size}).c_str());
   std::fflush(stdout);
-  plan_step_memory(ctx, model, *opt, Shape{o.batch, 3, o.size, o.size}, rc);
+  plan_step_memory(ctx, model, *opt, Shape{o.batch, 3, o.size, o.size}, rc,
+                   rc.steps > 0 ? 0 : to.eval.batch);
   const int status = loop.run();
   const LoaderStats ls = task.loader_stats();
   std::printf("peak resident memory %.0f MB, peak device memory %.0f MB (%.0f MB reserved); "
@@ -329,6 +330,11 @@ int run(int argc, char** argv) {
               static_cast<double>(ctx.device_alloc_stats().peak_in_use) / 1e6,
               static_cast<double>(ctx.device_alloc_stats().peak_reserved) / 1e6,
               static_cast<long long>(ls.batches), ls.prepare_s, ls.hidden_s(), ls.wait_s);
+  if (ctx.has_cuda()) {  // beside pdnn's allocator: the driver, kernel images (loaded lazily), handles
+    const double planned = static_cast<double>(ctx.cuda().context_bytes()) / 1e6;
+    const double now = static_cast<double>(ctx.cuda().context_bytes(true)) / 1e6;
+    std::printf("CUDA context %.0f MB at the end (%.0f MB when first measured)\n", now, planned);
+  }
   return status;
 }
 #else

@@ -34,6 +34,10 @@ class Allocator {
   // allocation past it fails as running out of memory does, naming the cap. Allocators that
   // cannot cap ignore it.
   virtual void set_limit(size_t bytes) { (void)bytes; }
+  // Gives cached (freed) blocks back to the system, so that what is held is what is in use
+  // (a memory plan's buffers are then not served from blocks larger than asked), and starts
+  // the peaks (AllocStats) again from what is held now. No-op for allocators without a cache.
+  virtual void trim() {}
 };
 
 // 64-byte aligned host memory (AVX-512 loads never split a cache line). Stateless, shared.

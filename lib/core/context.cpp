@@ -50,7 +50,8 @@ CudaState& Context::cuda() const {
 }
 
 CudaExec Context::cuda_exec() const {
-  return CudaExec{cuda().stream(), cuda().cublas(), 0, cuda().tf32(), cuda().cudnn_if_open()};
+  return CudaExec{work_stream_ ? work_stream_ : cuda().stream(), cuda().cublas(), 0, cuda().tf32(),
+                  cuda().cudnn_if_open()};
 }
 
 std::shared_ptr<Allocator> Context::allocator(Device dev) const {
@@ -62,9 +63,15 @@ std::shared_ptr<Allocator> Context::staging_allocator() const {
 }
 
 float* Context::workspace(Device dev, size_t n_floats) {
-  Tensor& ws = ws_[dev == Device::CPU ? 0 : 1];
+  const int d = dev == Device::CPU ? 0 : 1;
+  Tensor& ws = ws_[d];
   if (ws.empty() || static_cast<size_t>(ws.numel()) < n_floats) {
+    PDNN_CHECK(ws_limit_[d] == 0 || n_floats <= ws_limit_[d],
+               "workspace of %.1f MiB asked for on %s, past the memory plan's budget of %.1f MiB",
+               static_cast<double>(n_floats) * 4.0 / 1048576.0, device_name(dev),
+               static_cast<double>(ws_limit_[d]) * 4.0 / 1048576.0);
     const int64_t n = static_cast<int64_t>(n_floats > 0 ? n_floats : 1);
+    MemoryRole role(*this, "the shared workspace");
     ws = Tensor();  // give the old block back before taking a bigger one
     ws = Tensor::empty(Shape{n}, DType::F32, dev, *this);
   }
@@ -74,6 +81,12 @@ float* Context::workspace(Device dev, size_t n_floats) {
 size_t Context::workspace_size(Device dev) const {
   const Tensor& ws = ws_[dev == Device::CPU ? 0 : 1];
   return ws.empty() ? 0 : static_cast<size_t>(ws.numel());
+}
+
+std::string Context::memory_role() const {
+  std::string r;
+  for (size_t i = roles_.size(); i-- > 0;) r += (r.empty() ? "" : ", in ") + roles_[i]();
+  return r;
 }
 
 void Context::count_transfer(Device dst, Device src, size_t bytes) {

@@ -6,7 +6,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/allocator.h"
 #include "core/device.h"
@@ -56,9 +59,23 @@ class Context {
 
   // Scratch memory on `dev` (im2col columns etc.), valid until the next call for that device.
   // Grows only, so a training loop allocates once; size it before capturing a CUDA graph.
+  // Past the limit set for the device (a memory plan's workspace budget) it throws pdnn::Error
+  // instead of growing: the GPU convolutions' choice then leaves that algorithm out.
   float* workspace(Device dev, size_t n_floats);
   float* workspace(size_t n_floats) { return workspace(Device::CPU, n_floats); }
   size_t workspace_size(Device dev = Device::CPU) const;
+  // 0: no limit.
+  void set_workspace_limit(Device dev, size_t n_floats) { ws_limit_[dev == Device::CPU ? 0 : 1] = n_floats; }
+  size_t workspace_limit(Device dev) const { return ws_limit_[dev == Device::CPU ? 0 : 1]; }
+
+  // What memory allocated now is for ("activation of layer 3 (Conv2d...)", the innermost
+  // first, "..., in" the outer ones; empty: not said): an allocation that fails says so
+  // (Tensor::empty, Tensor::resize, Tensor::to). Set through MemoryRole.
+  std::string memory_role() const;
+
+  // GPU work of the ops called from now on goes to `stream` (nullptr: the context's own). For
+  // ops without cuBLAS (an optimizer's update beside the compute stream, ordered by events).
+  void set_work_stream(CUstream_st* stream) { work_stream_ = stream; }
 
   void count_transfer(Device dst, Device src, size_t bytes);
   const TransferStats& transfers() const { return transfers_; }
@@ -99,6 +116,10 @@ class Context {
   Rng rng_;
   std::unique_ptr<CudaState, void (*)(CudaState*)> cuda_;
   Tensor ws_[2];  // per device: grow-only scratch
+  size_t ws_limit_[2] = {0, 0};
+  std::vector<std::function<std::string()>> roles_;  // outermost first
+  CUstream_st* work_stream_ = nullptr;
+  friend class MemoryRole;
   TransferStats transfers_;
   Tensor rng_dev_;                  // (1) int64 on the GPU
   uint64_t rng_dev_counter_ = 0;    // what rng_dev_ holds
@@ -107,6 +128,25 @@ class Context {
   ProfileHook* profile_hook_ = nullptr;
   FaultHook* fault_hook_ = nullptr;
   Tuning tuning_;
+};
+
+// Names what the allocations made while it lives are for (Context::memory_role); nests: "the
+// shared workspace, in layer 2 (Conv2d(...)) backward". The name is made only when an
+// allocation fails (a step's every layer sets one).
+class MemoryRole {
+ public:
+  MemoryRole(Context& ctx, std::string role) : ctx_(ctx) {
+    ctx.roles_.push_back([r = std::move(role)] { return r; });
+  }
+  MemoryRole(Context& ctx, std::function<std::string()> role) : ctx_(ctx) {
+    ctx.roles_.push_back(std::move(role));
+  }
+  ~MemoryRole() { ctx_.roles_.pop_back(); }
+  MemoryRole(const MemoryRole&) = delete;
+  MemoryRole& operator=(const MemoryRole&) = delete;
+
+ private:
+  Context& ctx_;
 };
 
 // Which OpenBLAS kernel set and threading the process runs (for logs and results files).

@@ -48,6 +48,15 @@ class CudaState {
   void synchronize();
   // Bytes of device memory free right now (cudaMemGetInfo).
   size_t free_memory() const;
+  // The device memory this process holds outside pdnn's allocator: the CUDA context (driver
+  // state, kernel images), cuBLAS's and cuDNN's handles. Measured at the first call (the
+  // device's used bytes less what the allocator holds), then the same; a memory plan counts
+  // it. Kernel images load at their first launch (lazy loading), so the first call comes
+  // after one warm-up launch of each kind the step uses if it is to see them; again = true
+  // measures anew (what loaded since).
+  size_t context_bytes(bool again = false);
+  // cuBLAS's workspace (from the allocator, given once at start-up).
+  static size_t cublas_workspace_bytes();
   // cuDNN on this stream (a cuda::CudnnContext: handle and per-shape picks), made at the first
   // call; nullptr when cuDNN is not found (lib/cuda/cudnn.h: opened at run time, optional).
   void* cudnn();
@@ -62,6 +71,8 @@ class CudaState {
   bool cudnn_tried_ = false;
   std::shared_ptr<Allocator> alloc_, pinned_;
   bool tf32_ = false;
+  size_t context_bytes_ = 0;
+  bool context_measured_ = false;
 };
 
 // Whether this build has CUDA and a device is present; *why (when given) says why not in one
@@ -105,5 +116,9 @@ void cuda_event_destroy(CUevent_st* event);
 void cuda_event_record_on(CUevent_st* event, CUstream_st* stream);
 // Work queued on `stream` from now on waits until `event` completes.
 void cuda_stream_wait_event(CUstream_st* stream, CUevent_st* event);
+// Queues fn(arg) on `stream`: a host thread of the driver runs it once the work queued before
+// has run, and the stream's later work waits for it (cudaLaunchHostFunc; capturable: a host
+// node of a CUDA graph). fn must not call CUDA and must not throw.
+void cuda_launch_host_func(CUstream_st* stream, void (*fn)(void*), void* arg);
 
 }  // namespace pdnn

@@ -46,6 +46,9 @@ void cuda_event_record_on(CUevent_st*, CUstream_st*) {
 void cuda_stream_wait_event(CUstream_st*, CUevent_st*) {
   PDNN_FAIL("GPU events: this pdnn was built without CUDA");
 }
+void cuda_launch_host_func(CUstream_st*, void (*)(void*), void*) {
+  PDNN_FAIL("GPU streams: this pdnn was built without CUDA");
+}
 
 // A CPU build never makes a CudaState (Context refuses Device::CUDA first); these exist so code
 // that asks a context for its GPU links, and fail loudly if ever reached.
@@ -55,6 +58,8 @@ CudaState::~CudaState() = default;
 void CudaState::set_tf32(bool) { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
 void CudaState::synchronize() { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
 size_t CudaState::free_memory() const { PDNN_FAIL("GPU: this pdnn was built without CUDA"); }
+size_t CudaState::context_bytes(bool) { return 0; }
+size_t CudaState::cublas_workspace_bytes() { return 0; }
 void* CudaState::cudnn() { return nullptr; }
 
 CudaGraph::~CudaGraph() = default;

@@ -44,7 +44,11 @@ void ParamSet::build(std::vector<Param> params) {
 void ParamSet::to(Device dev, Context& ctx) {
   PDNN_CHECK(built_, "parameters: to() before build()");
   if (dev == device()) return;
-  values_ = values_.to(dev, ctx);
+  {
+    MemoryRole role(ctx, "the parameters (one flat buffer)");
+    values_ = values_.to(dev, ctx);
+  }
+  MemoryRole role(ctx, "the parameters' gradients (one flat buffer)");
   grads_ = Tensor::zeros(values_.shape());
   if (dev != Device::CPU) grads_ = grads_.to(dev, ctx);
   for (size_t i = 0; i < params_.size(); ++i) {

@@ -48,8 +48,21 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   return t;
 }
 
+namespace {
+// An allocation that fails under a memory role (core/context.h: MemoryRole) says what it was for.
+[[noreturn]] void fail_with_role(const Context& ctx, const Error& e) {
+  const std::string role = ctx.memory_role();
+  if (role.empty()) throw;
+  PDNN_FAIL("%s: %s", role.c_str(), e.what());
+}
+}  // namespace
+
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device dev, Context& ctx) {
-  return Tensor(shape, dtype, ctx.allocator(dev));
+  try {
+    return Tensor(shape, dtype, ctx.allocator(dev));
+  } catch (const Error& e) {
+    fail_with_role(ctx, e);
+  }
 }
 
 const std::shared_ptr<Allocator>& Tensor::allocator() const {
@@ -115,16 +128,20 @@ void Tensor::resize(const Shape& s) {
 
 void Tensor::resize(const Shape& s, DType dtype, Device dev, Context& ctx) {
   if (storage_ && (dtype != dtype_ || dev != device())) storage_.reset();
-  if (!storage_) {
-    *this = Tensor(s, dtype, ctx.allocator(dev));
-    return;
+  try {
+    if (!storage_) {
+      *this = Tensor(s, dtype, ctx.allocator(dev));
+      return;
+    }
+    resize(s);
+  } catch (const Error& e) {
+    fail_with_role(ctx, e);
   }
-  resize(s);
 }
 
 Tensor Tensor::to(Device dev, Context& ctx) const {
   PDNN_CHECK(storage_ != nullptr, "tensor.to: empty tensor");
-  Tensor t(shape_, dtype_, ctx.allocator(dev));
+  Tensor t = empty(shape_, dtype_, dev, ctx);
   copy_into(t, *this, ctx);
   return t;
 }

@@ -102,6 +102,12 @@ class CachingAllocator final : public Allocator {
     std::lock_guard<std::mutex> lock(mu_);
     limit_ = bytes;
   }
+  void trim() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_cached();
+    stats_.peak_in_use = stats_.in_use;
+    stats_.peak_reserved = stats_.reserved;
+  }
 
  private:
   void note_peak() {

@@ -104,6 +104,20 @@ size_t CudaState::free_memory() const {
   return free_b;
 }
 
+size_t CudaState::cublas_workspace_bytes() { return kCublasWorkspace; }
+
+size_t CudaState::context_bytes(bool again) {
+  if (!context_measured_ || again) {
+    PDNN_CUDA_CHECK(cudaDeviceSynchronize());
+    size_t free_b = 0, total_b = 0;
+    PDNN_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    const size_t used = total_b - free_b, ours = alloc_->stats().reserved;
+    context_bytes_ = used > ours ? used - ours : 0;
+    context_measured_ = true;
+  }
+  return context_bytes_;
+}
+
 int cuda_device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -193,6 +207,10 @@ void cuda_event_record_on(CUevent_st* event, CUstream_st* stream) {
 
 void cuda_stream_wait_event(CUstream_st* stream, CUevent_st* event) {
   PDNN_CUDA_CHECK(cudaStreamWaitEvent(stream, event, 0));
+}
+
+void cuda_launch_host_func(CUstream_st* stream, void (*fn)(void*), void* arg) {
+  PDNN_CUDA_CHECK(cudaLaunchHostFunc(stream, fn, arg));
 }
 
 }  // namespace pdnn

@@ -38,9 +38,12 @@ class BatchNorm2d : public Layer {
   // x and y (the fused activation's derivative), the batch mean and 1/std. Not recomputable
   // yet: forward again would update the running statistics a second time (a replay from the
   // saved statistics would be one cheap pass).
+  // Its statistics are the batch's: no micro-batches.
   BackwardNeeds backward_needs(const Shape& in) const override {
     (void)in;
-    return {true, true, 2 * c_ * static_cast<int64_t>(sizeof(float)), false, 0};
+    BackwardNeeds b{true, true, 2 * c_ * static_cast<int64_t>(sizeof(float)), false, 0};
+    b.batch_coupled = training_;
+    return b;
   }
   // gamma = 1, beta = 0 (PyTorch's default; nothing is drawn).
   void reset_parameters(Rng& rng) override;

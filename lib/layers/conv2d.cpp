@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/init.h"
+#include "ops/activation.h"
 
 namespace pdnn {
 
@@ -60,7 +61,7 @@ void Conv2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const int64_t n = x.shape().n();
   check_same_shape("conv2d forward: y", y.shape(), Shape{n, out_ch_, g.oh, g.ow});
   ops::conv2d_forward(ctx, g, n, out_ch_, x, weight_, has_bias_ ? &bias_ : nullptr, y, act_, algo_,
-                      &cols_);
+                      keep_columns_ ? &cols_ : nullptr);
 }
 
 void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -69,9 +70,24 @@ void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tens
   const int64_t n = x.shape().n();
   check_same_shape("conv2d backward: dy", dy.shape(), Shape{n, out_ch_, g.oh, g.ow});
   if (dx) check_same_shape("conv2d backward: dx", dx->shape(), x.shape());
-  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy, &y, param_grads_ ? &dweight_ : nullptr,
-                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx,
-                       grad_through_act_ ? Act{} : act_, algo_, &cols_, in_act_);
+  // dy through act_'s derivative already (the next layer folded it), or not.
+  Act act = grad_through_act_ ? Act{} : act_;
+  if (mask_dy_in_place_ && dy_writable() && act.kind != FusedAct::None &&
+      dy.device() == Device::CUDA) {
+    // dy is the model's buffer, read by nobody after this layer: act'(y) . dy written over it
+    // (the same select as the convolution's own masking), then a plain backward.
+    Tensor& d = const_cast<Tensor&>(dy);
+    if (act_.kind == FusedAct::ReLU)
+      ops::relu_backward(ctx, y, d, d);
+    else
+      ops::leaky_relu_backward(ctx, act_.slope, y, d, d);
+    act = Act{};
+  }
+  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy,
+                       act.kind == FusedAct::None ? nullptr : &y,
+                       param_grads_ ? &dweight_ : nullptr,
+                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx, act, algo_,
+                       keep_columns_ ? &cols_ : nullptr, in_act_);
 }
 
 std::vector<Param> Conv2d::params() {
@@ -87,11 +103,22 @@ double Conv2d::flops(const Shape& in) const {
 }
 
 BackwardNeeds Conv2d::backward_needs(const Shape& in) const {
+  const ConvGeom g = geom(in);
+  const int64_t n = in.n(), f = static_cast<int64_t>(sizeof(float));
   BackwardNeeds b;
   b.input = true;
-  b.output = act_.kind != FusedAct::None && !grad_through_act_;
-  b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(geom(in), in.n(), out_ch_) *
-                                           sizeof(float));
+  const bool through_act = act_.kind != FusedAct::None && !grad_through_act_;
+  b.output = through_act;
+  if (keep_columns_ && cuda_conv_chunk(g, n, out_ch_) == n)
+    b.scratch_bytes = g.col_rows() * n * g.col_cols() * f;
+  b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(g, n, out_ch_)) * f;
+  // cuDNN's algorithms are picked among those needing at most 1 GiB (conv2d_cudnn.cu), and
+  // its and the implicit GEMM's backward put dy through the activation into the workspace
+  // first, unless it is done in place (or the next layer folded it).
+  constexpr int64_t kCudnnMaxWorkspace = int64_t{1} << 30;
+  const int64_t masked =
+      through_act && !mask_dy_in_place_ ? n * out_ch_ * g.oh * g.ow * f : 0;
+  b.fast_workspace_bytes = masked + kCudnnMaxWorkspace;
   return b;
 }
 

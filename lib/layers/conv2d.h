@@ -26,9 +26,22 @@ class Conv2d : public Layer {
                 Tensor* dx) override;
   std::vector<Param> params() override;
   double flops(const Shape& in) const override;  // 2*N*K*C*k*k*OH*OW (+ N*K*OH*OW bias)
-  // x for the weight gradient, y with a fused activation; workspace: the GPU's im2col scheme
-  // (the largest of its algorithms; the saved columns of a one-chunk batch are not counted).
+  // x for the weight gradient, y with a fused activation; scratch: the columns the GPU's
+  // im2col forward keeps for backward when the batch is one chunk; workspace: the GPU's im2col
+  // scheme (runs in any budget), and at most dy through the activation plus cuDNN's cap for
+  // the faster algorithms (implicit GEMM, cuDNN).
   BackwardNeeds backward_needs(const Shape& in) const override;
+  // On the GPU, put dy through the fused activation's derivative in place (dy is the model's
+  // own gradient buffer, Layer::dy_writable) before the convolution's backward, so that no
+  // algorithm needs a copy of it in the workspace (a memory plan turns it on: the copy is as
+  // large as the layer's output, 3.4 GiB for W4's first layers at 672x672). The same numbers.
+  void set_mask_dy_in_place(bool on) { mask_dy_in_place_ = on; }
+  // Whether the GPU's im2col forward may keep the batch's columns for backward (when the batch
+  // is one chunk; on by default). A memory plan turns it off: backward forms them again.
+  void set_keep_columns(bool on) {
+    keep_columns_ = on;
+    if (!on) cols_ = Tensor();
+  }
   void reset_parameters(Rng& rng) override;      // PyTorch's default (init::torch_default)
 
   // Images in parallel or one batched GEMM; Auto (default) picks the measured-faster per shape.
@@ -60,6 +73,8 @@ class Conv2d : public Layer {
   Act act_;
   Act in_act_;                     // folded into dx (the layer before's activation)
   bool grad_through_act_ = false;  // dy arrives through act_'s derivative
+  bool mask_dy_in_place_ = false;
+  bool keep_columns_ = true;
   Tensor weight_, bias_, dweight_, dbias_;
   Tensor cols_;  // the forward's columns, kept for backward on the GPU
 };

@@ -23,10 +23,11 @@ class Dense : public Layer {
                 Tensor* dx) override;
   std::vector<Param> params() override;
   double flops(const Shape& in) const override;
-  // x for the weight gradient, y with a fused activation.
+  // x for the weight gradient, y with a fused activation (dy through it in the workspace).
   BackwardNeeds backward_needs(const Shape& in) const override {
-    (void)in;
-    return {true, act_.kind != FusedAct::None, 0, false, 0};
+    const bool act = act_.kind != FusedAct::None;
+    return {true, act, 0, false,
+            act ? in.n() * out_ * static_cast<int64_t>(sizeof(float)) : 0};
   }
   // A following ReLU/LeakyReLU applied in the output write (see Layer::fuse_activation).
   bool fuse_activation(const Act& a) override;

@@ -23,6 +23,14 @@ struct BackwardNeeds {
   // dropout counters): pooling, dropout, elementwise activations, BatchNorm, Flatten.
   bool recomputable = false;
   int64_t workspace_bytes = 0;  // the shared GPU workspace its passes take at most
+  // Of scratch_bytes (when kept), a record backward can find again in x instead (MaxPool2d's
+  // argmax, MaxPool2d::set_keep_argmax): the plan may trade it for reading x in backward.
+  int64_t argmax_bytes = 0;
+  // The most a faster algorithm may ask of the workspace (0: workspace_bytes is all).
+  int64_t fast_workspace_bytes = 0;
+  // Its output depends on the batch's other rows (BatchNorm's statistics): the batch cannot be
+  // run in micro-batches.
+  bool batch_coupled = false;
 };
 
 class Layer {
@@ -97,6 +105,13 @@ class Layer {
   // parameter gradients are not to be used before the next zero_grad.
   void set_param_grads(bool on) { param_grads_ = on; }
   bool param_grads() const { return param_grads_; }
+  // Whether backward may overwrite dy (Sequential says so for its own gradient buffers, which
+  // nobody reads after this layer's backward; off by default: the caller's dy is the caller's).
+  void set_dy_writable(bool on) { dy_writable_ = on; }
+  bool dy_writable() const { return dy_writable_; }
+  // Whether forward keeps a record that backward could find again in x (MaxPool2d's argmax;
+  // BackwardNeeds::argmax_bytes); a memory plan's choice. Other layers ignore it.
+  virtual void set_keep_argmax(bool keep) { (void)keep; }
   // Host-side convenience for layers used on their own (a model zeroes its flat buffer).
   void zero_grad() {
     for (auto& p : params()) p.grad->zero();
@@ -105,6 +120,7 @@ class Layer {
  protected:
   bool training_ = true;
   bool param_grads_ = true;
+  bool dy_writable_ = false;
 };
 
 }  // namespace pdnn

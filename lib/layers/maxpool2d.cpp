@@ -10,7 +10,9 @@ namespace pdnn {
 
 
 MaxPool2d::MaxPool2d(int kernel, int stride) : k_(kernel), s_(stride > 0 ? stride : kernel) {
-  PDNN_CHECK(kernel >= 1, "MaxPool2d: kernel %d must be >= 1", kernel);
+  PDNN_CHECK(kernel >= 1 && kernel <= kMaxPoolKernelMax,
+             "MaxPool2d: kernel %d must be 1..%lld (the argmax is a one-byte offset in the window)",
+             kernel, static_cast<long long>(kMaxPoolKernelMax));
 }
 
 std::string MaxPool2d::describe() const {
@@ -36,9 +38,9 @@ Pool2d MaxPool2d::geometry(const Shape& in) const {
   PDNN_CHECK(in.rank() == 4, "MaxPool2d: input %s must be NCHW (rank 4)", in.str().c_str());
   PDNN_CHECK(in.h() >= k_ && in.w() >= k_,
              "MaxPool2d(k%d s%d): input %s is smaller than the kernel", k_, s_, in.str().c_str());
-  // The argmax is an int32 index within one plane.
+  // The GPU kernels index within a plane in 32 bits; the argmax is an offset in the window.
   PDNN_CHECK(in.h() * in.w() <= std::numeric_limits<int32_t>::max(),
-             "MaxPool2d: input plane of %s too large for int32 indices", in.str().c_str());
+             "MaxPool2d: input plane of %s too large for 32-bit indices", in.str().c_str());
   return Pool2d{in.n() * in.c(),        in.h(), in.w(), (in.h() - k_) / s_ + 1,
                 (in.w() - k_) / s_ + 1, k_,     s_};
 }
@@ -56,22 +58,30 @@ double MaxPool2d::flops(const Shape& in) const {
 BackwardNeeds MaxPool2d::backward_needs(const Shape& in) const {
   const int64_t n = output_shape(in).numel();
   const bool mask = drop_p_ >= 0.f && training_;
-  return {false, in_act_.kind != FusedAct::None,
-          n * static_cast<int64_t>(sizeof(int32_t) + (mask ? sizeof(float) : 0)), true, 0};
+  BackwardNeeds b;
+  b.input = !keep_argmax_;
+  b.output = in_act_.kind != FusedAct::None;
+  b.scratch_bytes = n * static_cast<int64_t>((keep_argmax_ ? sizeof(uint8_t) : 0) +
+                                             (mask ? sizeof(float) : 0));
+  b.recomputable = true;
+  b.argmax_bytes = n * static_cast<int64_t>(sizeof(uint8_t));
+  return b;
 }
 
 void MaxPool2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const Pool2d g = geometry(x.shape());
   check_same_shape("MaxPool2d forward: y vs expected", y.shape(), output_shape(x.shape()));
-  argmax_.resize(y.shape(), DType::I32, x.device(), ctx);
+  // Only a training forward keeps anything for backward.
+  recorded_ = keep_argmax_ && training_;
+  if (recorded_) argmax_.resize(y.shape(), DType::U8, x.device(), ctx);
   last_ = x.shape();
   masked_ = drop_p_ >= 0.f && training_;
   if (!masked_) {
-    ops::maxpool2d_forward(ctx, g, x, y, argmax_);
+    ops::maxpool2d_forward(ctx, g, x, y, recorded_ ? &argmax_ : nullptr);
     return;
   }
   mask_.resize(y.shape(), DType::F32, x.device(), ctx);
-  ops::maxpool2d_dropout_forward(ctx, g, drop_p_, x, y, argmax_, mask_);
+  ops::maxpool2d_dropout_forward(ctx, g, drop_p_, x, y, recorded_ ? &argmax_ : nullptr, mask_);
 }
 
 void MaxPool2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -80,10 +90,12 @@ void MaxPool2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const T
   check_same_shape("MaxPool2d backward: x vs last forward's input", x.shape(), last_);
   check_same_shape("MaxPool2d backward: dy vs y", dy.shape(), y.shape());
   check_same_shape("MaxPool2d backward: dx vs x", dx->shape(), x.shape());
+  const Tensor* am = recorded_ ? &argmax_ : nullptr;
   if (masked_)
-    ops::maxpool2d_dropout_backward(ctx, geometry(x.shape()), dy, argmax_, mask_, *dx, &y, in_act_);
+    ops::maxpool2d_dropout_backward(ctx, geometry(x.shape()), &x, dy, am, mask_, *dx, &y,
+                                    in_act_);
   else
-    ops::maxpool2d_backward(ctx, geometry(x.shape()), dy, argmax_, *dx, &y, in_act_);
+    ops::maxpool2d_backward(ctx, geometry(x.shape()), &x, dy, am, *dx, &y, in_act_);
 }
 
 }  // namespace pdnn

@@ -28,49 +28,81 @@ const char* placement_name(Placement p) {
 
 namespace {
 
-// The executed layers and what their backward passes read, independent of any choice.
+// The executed layers and what their backward passes read, independent of any choice; `micro`
+// micro-batches of this description make the step.
 struct Walk {
   const StepMem& m;
   std::vector<int> exec;  // indices into m.layers of the layers not fused into the one before
+  std::vector<int> param_exec;  // per m.params entry: its layer's executed index
   int L = 0;
-  explicit Walk(const StepMem& mem) : m(mem) {
+  int micro = 1;
+  int64_t param_total = 0;
+  Walk(const StepMem& mem, int micro_batches) : m(mem), micro(micro_batches) {
+    std::vector<int> exec_of(m.layers.size(), -1);
     for (size_t i = 0; i < m.layers.size(); ++i)
-      if (!m.layers[i].absorbed) exec.push_back(static_cast<int>(i));
+      if (!m.layers[i].absorbed) {
+        exec_of[i] = static_cast<int>(exec.size());
+        exec.push_back(static_cast<int>(i));
+      }
     L = static_cast<int>(exec.size());
+    for (const ParamMem& p : m.params) {
+      int k = p.layer >= 0 && p.layer < static_cast<int>(m.layers.size()) ? exec_of[static_cast<size_t>(p.layer)] : -1;
+      for (int i = p.layer; k < 0 && i >= 0; --i)  // a fused layer's parameters: its host's
+        k = exec_of[static_cast<size_t>(i)];
+      param_exec.push_back(std::max(k, 0));
+      param_total += p.bytes;
+    }
   }
   const LayerMem& at(int k) const { return m.layers[static_cast<size_t>(exec[static_cast<size_t>(k)])]; }
   int fwd(int k) const { return k; }
   int bwd(int k) const { return 2 * L - 1 - k; }
 };
 
-// One layer's pieces of memory under a choice of placements and a timeline.
+// The planner's choices.
 struct Choice {
-  std::vector<Placement> where;
+  std::vector<Placement> where;  // per executed layer
+  std::vector<char> again;       // per executed layer: its argmax found again in backward
+  std::vector<char> off;         // per m.params entry: its optimizer state on the host
 };
+
+Choice keep_choice(const Walk& w) {
+  return Choice{std::vector<Placement>(static_cast<size_t>(w.L), Placement::Keep),
+                std::vector<char>(static_cast<size_t>(w.L), 0),
+                std::vector<char>(w.m.params.size(), 0)};
+}
 
 struct Sim {
   std::vector<SavedPlan> saved;
   std::vector<int64_t> live;
   std::vector<double> start, end;
+  double micro_ms = 0;  // one micro-batch's forward and backward, stalls included
   double step_ms = 0;
   int64_t peak_live = 0, host = 0;
   int peak_pos = 0;
+  FixedBytes fixed;
+  int64_t fixed_total = 0;
+  StatePlan state;
 };
+
+// Whether layer k's backward reads its input under choice c.
+bool reads_input(const Walk& w, const Choice& c, int k) {
+  return w.at(k).bwd_reads_input || c.again[static_cast<size_t>(k)];
+}
 
 // Backward positions that read layer k's output: its own backward with a fused activation
 // (and the last layer's, whose logits the loss reads), the next layer's when it reads x.
-std::vector<int> own_out_uses(const Walk& w, int k) {
+std::vector<int> own_out_uses(const Walk& w, const Choice& c, int k) {
   std::vector<int> uses;
   if (w.at(k).bwd_reads_output || k == w.L - 1) uses.push_back(w.bwd(k));
-  if (k + 1 < w.L && w.at(k + 1).bwd_reads_input) uses.push_back(w.bwd(k + 1));
+  if (k + 1 < w.L && reads_input(w, c, k + 1)) uses.push_back(w.bwd(k + 1));
   return uses;
 }
 
 // The first backward position that needs layer k's output (-1: none): where a recomputed
 // layer is made again.
-int own_first_use(const Walk& w, int k) {
+int own_first_use(const Walk& w, const Choice& c, int k) {
   int first = -1;
-  for (int u : own_out_uses(w, k)) first = first < 0 ? u : std::min(first, u);
+  for (int u : own_out_uses(w, c, k)) first = first < 0 ? u : std::min(first, u);
   return first;
 }
 
@@ -88,9 +120,9 @@ void fill_uses(const Walk& w, const Choice& c, Sim& s, std::vector<int>& out_las
   for (int k = 0; k < w.L; ++k) {
     SavedPlan& sp = s.saved[static_cast<size_t>(k)];
     const LayerMem& l = w.at(k);
-    std::vector<int> uses = own_out_uses(w, k);
+    std::vector<int> uses = own_out_uses(w, c, k);
     if (k + 1 < w.L && c.where[static_cast<size_t>(k + 1)] == Placement::Recompute)
-      uses.push_back(own_first_use(w, k + 1));
+      uses.push_back(own_first_use(w, c, k + 1));
     out_last[static_cast<size_t>(k)] = uses.empty() ? -1 : *std::max_element(uses.begin(), uses.end());
     sp.layer = w.exec[static_cast<size_t>(k)];
     sp.where = c.where[static_cast<size_t>(k)];
@@ -166,6 +198,84 @@ void add_layer_memory(const Walk& w, const std::vector<int>& out_last,
   add_range(s.live, sp.back_at, last_out, ob);
 }
 
+// The workspace every layer can run in, and the most a faster algorithm may ask.
+int64_t min_workspace(const StepMem& m) {
+  int64_t ws = 0;
+  for (const LayerMem& l : m.layers) ws = std::max(ws, l.workspace_bytes);
+  return ws;
+}
+int64_t max_workspace(const StepMem& m) {
+  int64_t ws = 0;
+  for (const LayerMem& l : m.layers) ws = std::max({ws, l.workspace_bytes, l.fast_workspace_bytes});
+  return ws;
+}
+
+// Where and how the state of the parameters choice c moves off the device is updated, and
+// what it costs once backward has made their gradients (from `ready` on, the step's backward
+// ending at `end`; the device's own update of the rest, update_dev, runs meanwhile too).
+StatePlan plan_state(const Walk& w, const Choice& c, const PlanOptions& o, const Sim& s) {
+  StatePlan st;
+  int64_t bytes = 0, largest = 0;
+  int lowest = w.L;  // the offloaded parameter whose gradient is made last
+  for (size_t j = 0; j < w.m.params.size(); ++j)
+    if (c.off[j]) {
+      st.params.push_back(static_cast<int>(j));
+      bytes += w.m.params[j].bytes;
+      largest = std::max(largest, w.m.params[j].bytes);
+      lowest = std::min(lowest, w.param_exec[j]);
+    }
+  if (st.params.empty()) return st;
+  const int64_t slots = w.m.state_slots;
+  const int64_t chunk = std::min(o.state_chunk_bytes, largest);
+  const double update_floats = 3.0 + 2.0 * static_cast<double>(slots);  // g, w in/out, state in/out
+  const double dev_ms = update_floats * static_cast<double>(bytes) / (o.device_gb_s * 1e6);
+  // Streamed: each slot in and out over the link (both directions at once), the device's kernel
+  // between; pipelined chunk by chunk, so the slowest stage plus one chunk of the others.
+  const double in = copy_ms(slots * bytes, o.h2d_gb_s), out = copy_ms(slots * bytes, o.d2h_gb_s);
+  st.stream_ms = std::max({in, out, dev_ms}) + copy_ms(slots * chunk, o.h2d_gb_s) +
+                 copy_ms(slots * chunk, o.d2h_gb_s);
+  // On the host: gradients and weights out, the update on the cores, the weights back in.
+  const double g_out = copy_ms(2 * bytes, o.d2h_gb_s), w_in = copy_ms(bytes, o.h2d_gb_s);
+  const double host = update_floats * static_cast<double>(bytes) / (o.host_update_gb_s * 1e6);
+  st.host_ms = std::max({g_out, host, w_in}) + copy_ms(2 * chunk, o.d2h_gb_s) + copy_ms(chunk, o.h2d_gb_s) +
+               update_floats * static_cast<double>(chunk) / (o.host_update_gb_s * 1e6);
+  st.mode = st.stream_ms <= st.host_ms ? StateMode::Stream : StateMode::Host;
+  const double t = std::min(st.stream_ms, st.host_ms);
+  const double ready = s.end.empty() ? 0.0 : s.end[static_cast<size_t>(w.bwd(lowest))];
+  const double end = s.end.empty() ? 0.0 : s.end.back();
+  const double update_dev =
+      w.m.update_ms * (1.0 - static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(w.param_total, 1)));
+  st.stall_ms = std::max(0.0, t - (end - ready) - update_dev);
+  st.host_bytes = slots * bytes + (st.mode == StateMode::Host ? 4 * chunk : 0);
+  st.device_bytes = st.mode == StateMode::Stream ? 2 * slots * chunk : 0;
+  return st;
+}
+
+FixedBytes fixed_of(const Walk& w, const Choice& c, const StatePlan& st) {
+  const StepMem& m = w.m;
+  FixedBytes f;
+  for (const LayerMem& l : m.layers) {
+    f.params += l.param_bytes;
+    f.grads += l.grad_bytes;
+    f.state += l.opt_state_bytes;
+    f.scratch += l.scratch_bytes;
+  }
+  for (int k = 0; k < w.L; ++k)
+    if (c.again[static_cast<size_t>(k)]) f.scratch -= w.at(k).argmax_bytes;
+  for (size_t j = 0; j < m.params.size(); ++j)
+    if (c.off[j]) f.state -= m.state_slots * m.params[j].bytes;
+  f.state = std::max<int64_t>(f.state, 0);
+  f.workspace = min_workspace(m);
+  f.input = m.input_bytes;
+  f.loss = m.loss_bytes;
+  f.context = m.context_bytes;
+  f.cublas = m.cublas_bytes;
+  f.eval = m.eval_bytes;
+  f.small = m.small_bytes;
+  f.staging = st.device_bytes;
+  return f;
+}
+
 Sim simulate(const Walk& w, const Choice& c, const PlanOptions& o) {
   const int L = w.L, P = 2 * L;
   Sim s;
@@ -179,6 +289,7 @@ Sim simulate(const Walk& w, const Choice& c, const PlanOptions& o) {
     cost[static_cast<size_t>(w.bwd(k))] += w.at(k).bwd_ms;
     if (c.where[static_cast<size_t>(k)] == Placement::Recompute)
       cost[static_cast<size_t>(s.saved[static_cast<size_t>(k)].first_bwd_use)] += w.at(k).fwd_ms;
+    if (c.again[static_cast<size_t>(k)]) cost[static_cast<size_t>(w.bwd(k))] += w.at(k).fwd_ms;
   }
   std::vector<double> est(static_cast<size_t>(P) + 1, 0.0);
   for (int p = 0; p < P; ++p)
@@ -212,17 +323,25 @@ Sim simulate(const Walk& w, const Choice& c, const PlanOptions& o) {
       d2h_done[static_cast<size_t>(p)] = d2h_busy;
     }
   }
-  s.step_ms = t + w.m.update_ms;
+  s.micro_ms = t;
+  s.state = plan_state(w, c, o, s);
+  int64_t off_bytes = 0;
+  for (int j : s.state.params) off_bytes += w.m.params[static_cast<size_t>(j)].bytes;
+  const double update_dev =
+      w.m.update_ms * (1.0 - static_cast<double>(off_bytes) / static_cast<double>(std::max<int64_t>(w.param_total, 1)));
+  s.step_ms = w.micro * s.micro_ms + (w.micro - 1) * o.micro_batch_ms + update_dev + s.state.stall_ms;
   for (int k = 0; k < L; ++k) add_layer_memory(w, out_last, d2h_done, k, s);
   for (int p = 0; p < P; ++p)
     if (s.live[static_cast<size_t>(p)] > s.peak_live)
       s.peak_live = s.live[static_cast<size_t>(p)], s.peak_pos = p;
+  s.fixed = fixed_of(w, c, s.state);
+  s.fixed_total = s.fixed.total();
   return s;
 }
 
-int64_t excess(const Sim& s, int64_t fixed, int64_t limit) {
+int64_t excess(const Sim& s, int64_t limit) {
   int64_t e = 0;
-  for (int64_t v : s.live) e += std::max<int64_t>(0, fixed + v - limit);
+  for (int64_t v : s.live) e += std::max<int64_t>(0, s.fixed_total + v - limit);
   return e;
 }
 
@@ -241,10 +360,23 @@ bool allowed(const Walk& w, const Choice& c, const Sim& s, int k, Placement p) {
   return true;
 }
 
+bool again_allowed(const Walk& w, const Choice& c, const PlanOptions& o, int k) {
+  return o.argmax_again && k > 0 && w.at(k).argmax_bytes > 0 && !c.again[static_cast<size_t>(k)];
+}
+
+bool off_allowed(const Walk& w, const Choice& c, const PlanOptions& o, size_t j) {
+  return o.offload_state && w.m.state_slots > 0 && w.m.params[j].bytes > 0 && !c.off[j];
+}
+
 // Every layer that can leave the device does: recomputed where allowed (prefer_recompute),
-// else offloaded. The floor under which no plan of this kind goes.
+// else offloaded; every argmax found again, every optimizer state on the host. The floor under
+// which no plan of this kind goes.
 Choice release_all(const Walk& w, const PlanOptions& o, bool prefer_recompute) {
-  Choice c{std::vector<Placement>(static_cast<size_t>(w.L), Placement::Keep)};
+  Choice c = keep_choice(w);
+  for (int k = 0; k < w.L; ++k)
+    if (again_allowed(w, c, o, k)) c.again[static_cast<size_t>(k)] = 1;
+  for (size_t j = 0; j < w.m.params.size(); ++j)
+    if (off_allowed(w, c, o, j)) c.off[j] = 1;
   for (int k = 0; k < w.L; ++k) {
     const Sim s = simulate(w, c, o);
     if (prefer_recompute && allowed(w, c, s, k, Placement::Recompute))
@@ -253,15 +385,6 @@ Choice release_all(const Walk& w, const PlanOptions& o, bool prefer_recompute) {
       c.where[static_cast<size_t>(k)] = Placement::Offload;
   }
   return c;
-}
-
-int64_t fixed_bytes(const StepMem& m) {
-  int64_t f = m.input_bytes + m.loss_bytes, ws = 0;
-  for (const LayerMem& l : m.layers) {
-    f += l.param_bytes + l.grad_bytes + l.opt_state_bytes + l.scratch_bytes;
-    ws = std::max(ws, l.workspace_bytes);
-  }
-  return f + ws;
 }
 
 // The executor without a plan (Sequential): every output for the whole step (the layers'
@@ -279,98 +402,111 @@ int64_t keep_all(const Walk& w) {
   return b + g[0] + g[1];
 }
 
-}  // namespace
-
-namespace {
-
 void check_description(const StepMem& m, const PlanOptions& o) {
   PDNN_CHECK(o.h2d_gb_s > 0 && o.d2h_gb_s > 0 && std::isfinite(o.h2d_gb_s) && std::isfinite(o.d2h_gb_s),
              "memory plan: host-device bandwidth %g / %g GB/s must be positive", o.h2d_gb_s,
              o.d2h_gb_s);
+  PDNN_CHECK(o.host_update_gb_s > 0 && o.device_gb_s > 0 && o.state_chunk_bytes > 0,
+             "memory plan: host update rate %g GB/s, device bandwidth %g GB/s and state chunk "
+             "%lld bytes must be positive", o.host_update_gb_s, o.device_gb_s,
+             static_cast<long long>(o.state_chunk_bytes));
   PDNN_CHECK(o.limit_bytes >= 0, "memory plan: negative limit");
   PDNN_CHECK(!m.layers.empty() && !m.layers.front().absorbed,
              "memory plan: a step needs layers, the first not fused into another");
   for (const LayerMem& l : m.layers)
     PDNN_CHECK(l.out_bytes >= 0 && l.scratch_bytes >= 0 && l.workspace_bytes >= 0 &&
+                   l.argmax_bytes >= 0 && l.argmax_bytes <= l.scratch_bytes &&
                    l.fwd_ms >= 0 && l.bwd_ms >= 0,
                "memory plan: layer %d (%s) has a negative size or time", l.index, l.name.c_str());
+  for (const ParamMem& p : m.params)
+    PDNN_CHECK(p.bytes >= 0 && p.layer >= 0 && p.layer < static_cast<int>(m.layers.size()),
+               "memory plan: parameter %s of layer %d is not in the step", p.name.c_str(), p.layer);
 }
 
 // The plan's fields from a simulation of choice c.
-MemoryPlan make_plan(const Walk& w, const Sim& s, const PlanOptions& o) {
+MemoryPlan make_plan(const Walk& w, const Choice& c, const Sim& s, const PlanOptions& o) {
   MemoryPlan plan;
   plan.positions = 2 * w.L;
-  plan.fixed_bytes = fixed_bytes(w.m);
-  plan.keep_all_bytes = plan.fixed_bytes + keep_all(w);
+  plan.micro_batches = w.micro;
+  plan.micro_rows = w.m.rows;
+  plan.fixed = s.fixed;
+  plan.fixed_bytes = s.fixed_total;
+  const Choice none = keep_choice(w);
+  plan.keep_all_bytes = fixed_of(w, none, StatePlan{}).total() + keep_all(w);
   for (int k = 0; k < w.L; ++k) plan.compute_ms += w.at(k).fwd_ms + w.at(k).bwd_ms;
-  plan.compute_ms += w.m.update_ms;
+  plan.compute_ms = plan.compute_ms * w.micro + w.m.update_ms;
   plan.saved = s.saved;
+  plan.argmax_again = c.again;
+  plan.state = s.state;
   plan.live_bytes = s.live;
   plan.peak_bytes = plan.fixed_bytes + s.peak_live;
   plan.peak_position = s.peak_pos;
-  plan.host_bytes = s.host;
+  plan.host_bytes = s.host + s.state.host_bytes;
   plan.step_ms = s.step_ms;
   plan.fits = o.limit_bytes == 0 || plan.peak_bytes <= o.limit_bytes;
   int64_t floor = plan.peak_bytes;
-  for (bool rec : {false, true})
-    floor = std::min(floor, plan.fixed_bytes + simulate(w, release_all(w, o, rec), o).peak_live);
+  for (bool rec : {false, true}) {
+    const Sim f = simulate(w, release_all(w, o, rec), o);
+    floor = std::min(floor, f.fixed_total + f.peak_live);
+  }
   plan.min_limit_bytes = floor;
+  // Under a limit the workspace takes what the limit leaves, up to what the fastest algorithms
+  // may ask (without one the algorithms' choice is not bounded: the plan counts what every
+  // layer runs in, the GPU convolutions' im2col scheme).
+  if (o.limit_bytes > 0) {
+    const int64_t ws_min = min_workspace(w.m), ws_max = max_workspace(w.m);
+    const int64_t extra = std::min(std::max<int64_t>(0, o.limit_bytes - plan.peak_bytes), ws_max - ws_min);
+    plan.fixed.workspace += extra;
+    plan.fixed_bytes += extra;
+    plan.peak_bytes += extra;
+  }
   return plan;
 }
 
-}  // namespace
-
-MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
-                         const PlanOptions& o) {
-  check_description(m, o);
-  const Walk w(m);
-  PDNN_CHECK(static_cast<int>(where.size()) == w.L,
-             "memory plan: %zu placements for %d executed layers", where.size(), w.L);
-  Choice c{where};
-  Choice check{std::vector<Placement>(static_cast<size_t>(w.L), Placement::Keep)};
-  for (int k = 0; k < w.L; ++k) {
-    const Placement p = where[static_cast<size_t>(k)];
-    PDNN_CHECK(allowed(w, check, simulate(w, check, o), k, p),
-               "memory plan: layer %d (%s) cannot be placed '%s'", w.at(k).index,
-               w.at(k).name.c_str(), placement_name(p));
-    check.where[static_cast<size_t>(k)] = p;
-  }
-  return make_plan(w, simulate(w, c, o), o);
-}
-
-MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o) {
-  check_description(m, o);
-  const Walk w(m);
-  const int64_t fixed = fixed_bytes(m);
-  Choice c{std::vector<Placement>(static_cast<size_t>(w.L), Placement::Keep)};
+// The plan for w (its micro-batch count) under o: greedy over every choice, the one that
+// removes the most bytes over the limit per millisecond it adds.
+MemoryPlan plan_walk(const Walk& w, const PlanOptions& o) {
+  Choice c = keep_choice(w);
   Sim s = simulate(w, c, o);
   if (o.limit_bytes > 0) {
-    // Greedy: the choice that removes the most bytes over the limit per millisecond it adds.
-    int64_t e = excess(s, fixed, o.limit_bytes);
+    int64_t e = excess(s, o.limit_bytes);
     while (e > 0) {
-      int best_k = -1;
-      Placement best_p = Placement::Keep;
+      Choice best;
       double best_score = std::numeric_limits<double>::infinity();
       int64_t best_gain = 0;
+      bool found = false;
+      auto consider = [&](const Choice& t) {
+        const Sim ts = simulate(w, t, o);
+        const int64_t gain = e - excess(ts, o.limit_bytes);
+        if (gain <= 0) return;
+        const double score = (std::max(0.0, ts.step_ms - s.step_ms) + 1e-9) / static_cast<double>(gain);
+        if (score < best_score || (score == best_score && gain > best_gain))
+          best = t, best_score = score, best_gain = gain, found = true;
+      };
       for (int k = 0; k < w.L; ++k) {
-        if (c.where[static_cast<size_t>(k)] != Placement::Keep) continue;
-        for (Placement p : {Placement::Recompute, Placement::Offload}) {
-          if (!allowed(w, c, s, k, p)) continue;
+        if (c.where[static_cast<size_t>(k)] == Placement::Keep)
+          for (Placement p : {Placement::Recompute, Placement::Offload}) {
+            if (!allowed(w, c, s, k, p)) continue;
+            Choice t = c;
+            t.where[static_cast<size_t>(k)] = p;
+            consider(t);
+          }
+        if (again_allowed(w, c, o, k)) {
           Choice t = c;
-          t.where[static_cast<size_t>(k)] = p;
-          const Sim ts = simulate(w, t, o);
-          const int64_t gain = e - excess(ts, fixed, o.limit_bytes);
-          if (gain <= 0) continue;
-          const double score =
-              (std::max(0.0, ts.step_ms - s.step_ms) + 1e-9) / static_cast<double>(gain);
-          if (score < best_score || (score == best_score && gain > best_gain))
-            best_k = k, best_p = p, best_score = score, best_gain = gain;
+          t.again[static_cast<size_t>(k)] = 1;
+          consider(t);
         }
       }
-      if (best_k < 0) break;
-      c.where[static_cast<size_t>(best_k)] = best_p;
+      for (size_t j = 0; j < w.m.params.size(); ++j)
+        if (off_allowed(w, c, o, j)) {
+          Choice t = c;
+          t.off[j] = 1;
+          consider(t);
+        }
+      if (!found) break;
+      c = best;
       s = simulate(w, c, o);
-      e = excess(s, fixed, o.limit_bytes);
+      e = excess(s, o.limit_bytes);
     }
     // Greedy can miss what releasing everything reaches (a peak that only falls when two
     // layers leave together): then start from that; when nothing fits, report the lowest peak.
@@ -378,31 +514,197 @@ MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o) {
       if (e == 0) break;
       const Choice all = release_all(w, o, rec);
       const Sim as = simulate(w, all, o);
-      const int64_t ae = excess(as, fixed, o.limit_bytes);
-      if (ae == 0 || as.peak_live < s.peak_live) c = all, s = as, e = ae;
+      const int64_t ae = excess(as, o.limit_bytes);
+      if (ae == 0 || as.fixed_total + as.peak_live < s.fixed_total + s.peak_live) c = all, s = as, e = ae;
     }
     // Undo choices the final plan does without (a later choice may have made one needless).
-    if (e == 0)
-      for (int k = w.L - 1; k >= 0; --k) {
-        if (c.where[static_cast<size_t>(k)] == Placement::Keep) continue;
-        Choice t = c;
-        t.where[static_cast<size_t>(k)] = Placement::Keep;
+    if (e == 0) {
+      auto try_undo = [&](Choice t) {
         const Sim ts = simulate(w, t, o);
-        if (excess(ts, fixed, o.limit_bytes) == 0 && ts.step_ms <= s.step_ms) c = t, s = ts;
+        if (excess(ts, o.limit_bytes) == 0 && ts.step_ms <= s.step_ms) c = t, s = ts;
+      };
+      for (int k = w.L - 1; k >= 0; --k) {
+        if (c.where[static_cast<size_t>(k)] != Placement::Keep) {
+          Choice t = c;
+          t.where[static_cast<size_t>(k)] = Placement::Keep;
+          try_undo(t);
+        }
+        if (c.again[static_cast<size_t>(k)]) {
+          Choice t = c;
+          t.again[static_cast<size_t>(k)] = 0;
+          try_undo(t);
+        }
       }
+      for (size_t j = 0; j < w.m.params.size(); ++j)
+        if (c.off[j]) {
+          Choice t = c;
+          t.off[j] = 0;
+          try_undo(t);
+        }
+    }
   }
-  return make_plan(w, s, o);
+  return make_plan(w, c, s, o);
+}
+
+}  // namespace
+
+const char* state_mode_name(StateMode m) {
+  switch (m) {
+    case StateMode::Device: return "device";
+    case StateMode::Stream: return "streamed through the GPU";
+    case StateMode::Host: return "host CPU";
+  }
+  return "?";
+}
+
+MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
+                         const PlanOptions& o, const std::vector<char>& argmax_again,
+                         const std::vector<int>& host_state) {
+  check_description(m, o);
+  const Walk w(m, 1);
+  PDNN_CHECK(static_cast<int>(where.size()) == w.L &&
+                 (argmax_again.empty() || static_cast<int>(argmax_again.size()) == w.L),
+             "memory plan: %zu placements and %zu argmax choices for %d executed layers",
+             where.size(), argmax_again.size(), w.L);
+  Choice c = keep_choice(w);
+  c.where = where;
+  Choice check = keep_choice(w);
+  for (int k = 0; k < w.L; ++k) {
+    const Placement p = where[static_cast<size_t>(k)];
+    PDNN_CHECK(allowed(w, check, simulate(w, check, o), k, p),
+               "memory plan: layer %d (%s) cannot be placed '%s'", w.at(k).index,
+               w.at(k).name.c_str(), placement_name(p));
+    check.where[static_cast<size_t>(k)] = p;
+    if (!argmax_again.empty() && argmax_again[static_cast<size_t>(k)]) {
+      PDNN_CHECK(again_allowed(w, c, PlanOptions{}, k),
+                 "memory plan: layer %d (%s) keeps no argmax to find again", w.at(k).index,
+                 w.at(k).name.c_str());
+      c.again[static_cast<size_t>(k)] = 1;
+    }
+  }
+  for (int j : host_state) {
+    PDNN_CHECK(j >= 0 && j < static_cast<int>(m.params.size()) &&
+                   off_allowed(w, c, PlanOptions{}, static_cast<size_t>(j)),
+               "memory plan: parameter %d has no optimizer state to move to the host", j);
+    c.off[static_cast<size_t>(j)] = 1;
+  }
+  return make_plan(w, c, simulate(w, c, o), o);
+}
+
+MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o) {
+  check_description(m, o);
+  return plan_walk(Walk(m, 1), o);
+}
+
+namespace {
+
+// The plan of m in `micro` micro-batches whose step, as the model runs it (outputs and
+// gradients in layout_arena's buffer, with the plan's copy positions), fits o.limit_bytes: the
+// planner's model of the lifetimes differs a little from the model's (an output kept to its own
+// backward rather than its last reader's), so the planner's limit is lowered by the
+// difference until it does.
+MemoryPlan plan_as_run(const StepMem& m, int micro, const PlanOptions& o) {
+  const Walk w(m, micro);
+  MemoryPlan p = plan_walk(w, o);
+  auto as_run = [&](const MemoryPlan& q) {
+    return q.fixed_bytes - q.fixed.workspace + min_workspace(m) + arena_bytes(m, q);
+  };
+  if (o.limit_bytes <= 0) return p;  // nothing to carry out: the step runs without a plan
+  PlanOptions tight = o;
+  for (int tries = 0; tries < 8 && p.fits; ++tries) {
+    const int64_t over = as_run(p) - o.limit_bytes;
+    if (over <= 0) break;
+    tight.limit_bytes -= over;
+    if (tight.limit_bytes <= p.fixed_bytes) break;
+    p = plan_walk(w, tight);
+  }
+  if (!(p.fits && as_run(p) <= o.limit_bytes)) {
+    // Else the plan with the lowest peak (everything that can leave does) or the one that only
+    // frees buffers after their last use, whichever is smaller as run, if it fits; if not, its
+    // size as run is the smallest limit known to work.
+    PlanOptions lowest = o, none = o;
+    lowest.limit_bytes = 1;
+    none.limit_bytes = 0;
+    MemoryPlan best = plan_walk(w, lowest);
+    int64_t best_run = as_run(best);
+    const MemoryPlan keep = plan_walk(w, none);
+    if (const int64_t r = as_run(keep); r < best_run) best = keep, best_run = r;
+    if (best_run > o.limit_bytes) {
+      p.fits = false;
+      p.min_limit_bytes = best_run;
+      return p;
+    }
+    p = best;
+  }
+  // As run, with the workspace given what is left under the limit.
+  const int64_t ws_min = min_workspace(m), ws_max = max_workspace(m);
+  const int64_t base = as_run(p) - ws_min;
+  const int64_t ws = std::max(ws_min, std::min(ws_max, o.limit_bytes - base));
+  p.fixed_bytes += ws - p.fixed.workspace;
+  p.fixed.workspace = ws;
+  p.peak_bytes = base + ws;
+  p.fits = p.peak_bytes <= o.limit_bytes;
+  return p;
+}
+
+}  // namespace
+
+int64_t arena_bytes(const StepMem& m, const MemoryPlan& p) {
+  std::vector<Placement> where;
+  std::vector<int64_t> floats;
+  std::vector<int> dropped, back;
+  for (const SavedPlan& s : p.saved) {
+    where.push_back(s.where);
+    floats.push_back(m.layers[static_cast<size_t>(s.layer)].out_bytes / static_cast<int64_t>(sizeof(float)));
+    dropped.push_back(s.dropped_after);
+    back.push_back(s.back_at);
+  }
+  return layout_arena(floats, where, dropped, back).floats * static_cast<int64_t>(sizeof(float));
+}
+
+MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& describe,
+                              int64_t batch_rows, const PlanOptions& o) {
+  PDNN_CHECK(batch_rows >= 1, "memory plan: a batch of %lld rows", static_cast<long long>(batch_rows));
+  const StepMem whole = describe(batch_rows);
+  check_description(whole, o);
+  MemoryPlan first = plan_as_run(whole, 1, o);
+  if (o.limit_bytes <= 0) return first;
+  bool coupled = false;
+  for (const LayerMem& l : whole.layers) coupled = coupled || (l.batch_coupled && !l.absorbed);
+  MemoryPlan best = first;
+  bool have = first.fits;
+  int64_t floor = first.fits ? first.peak_bytes : first.min_limit_bytes;
+  const int64_t kmax = coupled ? 1 : std::min<int64_t>(batch_rows, std::max(1, o.max_micro_batches));
+  int64_t last_rows = batch_rows;
+  for (int64_t k = 2; k <= kmax; ++k) {
+    const int64_t rows = (batch_rows + k - 1) / k;
+    if (rows == last_rows) continue;  // the same slices as fewer micro-batches
+    last_rows = rows;
+    const int64_t slices = (batch_rows + rows - 1) / rows;
+    const StepMem m = describe(rows);
+    check_description(m, o);
+    const MemoryPlan p = plan_as_run(m, static_cast<int>(slices), o);
+    floor = std::min(floor, p.fits ? p.peak_bytes : p.min_limit_bytes);
+    if (p.fits && (!have || p.step_ms < best.step_ms)) best = p, have = true;
+  }
+  if (!have) {
+    best = first;
+    best.fits = false;
+  }
+  best.min_limit_bytes = std::min(best.min_limit_bytes, floor);
+  return best;
 }
 
 void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
   if (p.fits) return;
   PDNN_FAIL("%s %s: the training step does not fit; the smallest limit it fits under is %s "
-            "(fixed: %s of parameters, gradients, optimizer state, the layers' own buffers, batch "
-            "and workspace; the "
-            "rest is what the layers at the tightest point need at once): raise %s, or lower "
-            "--batch or --size",
+            "(with every output offloaded or recomputed where it can be, every pool's argmax "
+            "found again, the optimizer state on the host and the batch in as many micro-batches "
+            "as helps; what stays is the parameters, their gradients, the batch, the smallest "
+            "workspace and what the layers at the tightest point need at once): raise %s, or "
+            "lower --batch or --size",
             flag, format_bytes(o.limit_bytes).c_str(), format_bytes(p.min_limit_bytes).c_str(),
-            format_bytes(p.fixed_bytes).c_str(), flag);
+            flag);
 }
 
 std::string memory_size_problem(const std::string& text, int64_t* bytes) {
@@ -448,14 +750,14 @@ std::string format_bytes(int64_t b) {
 }
 
 std::string position_name(const StepMem& m, const MemoryPlan& p, int pos) {
-  const Walk w(m);
+  const Walk w(m, 1);
   if (pos < 0 || pos >= p.positions) return "-";
   const int k = pos < w.L ? pos : 2 * w.L - 1 - pos;
   return strprintf("%s %d", pos < w.L ? "fwd" : "bwd", w.at(k).index);
 }
 
 std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions& o) {
-  const Walk w(m);
+  const Walk w(m, 1);
   std::string out = strprintf("%-3s %-40s %11s %11s  %-16s %-9s %-9s %s\n", "#", "layer", "output",
                               "kept", "read by", "lives", "dropped", "back at");
   size_t k = 0;
@@ -464,38 +766,61 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
       out += strprintf("%-3d %-40s (fused into the layer before)\n", l.index, l.name.c_str());
       continue;
     }
-    const SavedPlan& sp = p.saved[k++];
+    const SavedPlan& sp = p.saved[k];
+    const bool again = k < p.argmax_again.size() && p.argmax_again[k];
+    ++k;
     std::string reads;
     if (sp.first_bwd_use >= 0)
       reads = position_name(m, p, sp.first_bwd_use) +
               (sp.last_bwd_use != sp.first_bwd_use ? ".." + position_name(m, p, sp.last_bwd_use).substr(4) : "");
     const bool moved = sp.where != Placement::Keep;
-    out += strprintf("%-3d %-40s %11s %11s  %-16s %-9s %-9s %s\n", l.index, l.name.c_str(),
+    out += strprintf("%-3d %-40s %11s %11s  %-16s %-9s %-9s %s%s\n", l.index, l.name.c_str(),
                      format_bytes(l.out_bytes).c_str(), format_bytes(sp.saved_bytes).c_str(),
                      reads.empty() ? "-" : reads.c_str(), placement_name(sp.where),
                      moved ? position_name(m, p, sp.dropped_after).c_str() : "-",
-                     moved ? position_name(m, p, sp.back_at).c_str() : "-");
+                     moved ? position_name(m, p, sp.back_at).c_str() : "-",
+                     again ? "   argmax found again in backward" : "");
   }
-  int64_t params = 0, grads = 0, state = 0, ws = 0, scratch = 0;
-  for (const LayerMem& l : m.layers) {
-    params += l.param_bytes, grads += l.grad_bytes, state += l.opt_state_bytes;
-    scratch += l.scratch_bytes;
-    ws = std::max(ws, l.workspace_bytes);
-  }
+  const FixedBytes& f = p.fixed;
   out += strprintf("fixed %s: parameters %s, gradients %s, optimizer state %s, layers' own "
-                   "(argmax, masks) %s, workspace %s, batch %s, loss %s\n",
-                   format_bytes(p.fixed_bytes).c_str(), format_bytes(params).c_str(),
-                   format_bytes(grads).c_str(), format_bytes(state).c_str(),
-                   format_bytes(scratch).c_str(), format_bytes(ws).c_str(),
-                   format_bytes(m.input_bytes).c_str(), format_bytes(m.loss_bytes).c_str());
+                   "(argmax, masks) %s, workspace %s, batch %s, loss %s",
+                   format_bytes(p.fixed_bytes).c_str(), format_bytes(f.params).c_str(),
+                   format_bytes(f.grads).c_str(), format_bytes(f.state).c_str(),
+                   format_bytes(f.scratch).c_str(), format_bytes(f.workspace).c_str(),
+                   format_bytes(f.input).c_str(), format_bytes(f.loss).c_str());
+  if (f.eval) out += ", evaluation batch " + format_bytes(f.eval);
+  if (f.staging) out += ", streamed update's chunks " + format_bytes(f.staging);
+  if (f.cublas) out += ", cuBLAS workspace " + format_bytes(f.cublas);
+  if (f.small) out += ", small buffers " + format_bytes(f.small);
+  if (f.context) out += ", CUDA context (measured) " + format_bytes(f.context);
+  out += "\n";
+  if (p.micro_batches > 1)
+    out += strprintf("micro-batches: %d of %lld rows (the batch %lld): gradients summed over them, "
+                     "one update\n",
+                     p.micro_batches, static_cast<long long>(p.micro_rows),
+                     static_cast<long long>(m.batch_rows));
+  if (!p.state.params.empty()) {
+    int64_t bytes = 0;
+    std::string names;
+    for (int j : p.state.params) {
+      bytes += m.params[static_cast<size_t>(j)].bytes;
+      if (names.size() < 60) names += (names.empty() ? "" : ", ") + m.params[static_cast<size_t>(j)].name;
+    }
+    out += strprintf("optimizer state of %zu parameter(s) (%s; %s of weights) in pinned host "
+                     "memory, updated %s: %.1f ms (streamed through the GPU %.1f ms, host CPU "
+                     "%.1f ms), %.1f ms of it beyond backward\n",
+                     p.state.params.size(), names.c_str(), format_bytes(bytes).c_str(),
+                     state_mode_name(p.state.mode), std::min(p.state.stream_ms, p.state.host_ms),
+                     p.state.stream_ms, p.state.host_ms, p.state.stall_ms);
+  }
   out += strprintf("peak %s at %s (limit %s); every buffer kept all step: %s; smallest limit "
                    "possible: %s; pinned host: %s\n",
                    format_bytes(p.peak_bytes).c_str(), position_name(m, p, p.peak_position).c_str(),
                    o.limit_bytes > 0 ? format_bytes(o.limit_bytes).c_str() : "none",
                    format_bytes(p.keep_all_bytes).c_str(), format_bytes(p.min_limit_bytes).c_str(),
                    format_bytes(p.host_bytes).c_str());
-  out += strprintf("predicted step %.1f ms (compute %.1f ms; recomputation and copy stalls add "
-                   "%.1f ms; bandwidth %.1f GB/s to the device, %.1f GB/s back)%s\n",
+  out += strprintf("predicted step %.1f ms (compute %.1f ms; recomputation, copy and update stalls "
+                   "add %.1f ms; bandwidth %.1f GB/s to the device, %.1f GB/s back)%s\n",
                    p.step_ms, p.compute_ms, p.step_ms - p.compute_ms, o.h2d_gb_s, o.d2h_gb_s,
                    p.fits ? "" : "; DOES NOT FIT");
   return out;
@@ -606,19 +931,33 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
   return a;
 }
 
-StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double gflops_per_s) {
+StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double gflops_per_s,
+                      int64_t batch_rows, double device_gb_s) {
   PDNN_CHECK(gflops_per_s > 0 && std::isfinite(gflops_per_s),
              "memory plan: compute rate %g GFLOP/s must be positive", gflops_per_s);
+  PDNN_CHECK(in.rank() >= 1 && in.n() >= 1, "memory plan: input %s has no rows", in.str().c_str());
   model.prepare_fusion();
-  // The optimizer keeps state_bytes per parameter byte (AdaGrad 1, Adam 2).
-  double state_per_byte = 0;
+  const int64_t f = static_cast<int64_t>(sizeof(float));
+  // The optimizer keeps state_slots floats per parameter (AdaGrad 1, Adam 2).
+  int slots = 0;
   if (opt) {
     int64_t state = 0, params = 0;
     for (const auto& kv : opt->state()) state += kv.second->numel();
     for (const Param& p : model.params()) params += p.value->numel();
-    state_per_byte = params > 0 ? static_cast<double>(state) / static_cast<double>(params) : 0.0;
+    slots = params > 0 ? static_cast<int>(std::llround(static_cast<double>(state) / static_cast<double>(params))) : 0;
   }
   StepMem m;
+  m.state_slots = slots;
+  m.rows = in.n();
+  m.batch_rows = batch_rows > 0 ? batch_rows : in.n();
+  // Parameters in ParamSet order (layer by layer), each owned by its layer.
+  std::vector<size_t> owner = model.param_layers();
+  const std::vector<Param> params = model.params();
+  for (size_t j = 0; j < params.size(); ++j)
+    m.params.push_back(ParamMem{static_cast<int>(j), static_cast<int>(owner[j]), params[j].name,
+                                params[j].value->numel() * f});
+  // A block of the caching allocator is a multiple of 512 bytes.
+  auto block = [](int64_t bytes) { return (std::max<int64_t>(bytes, 1) + 511) / 512 * 512; };
   Shape s = in;
   for (size_t i = 0; i < model.size(); ++i) {
     Layer& l = model.layer(i);
@@ -628,26 +967,37 @@ StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double
     lm.absorbed = model.absorbed(i);
     const Shape out = l.output_shape(s);
     lm.out_shape = out.str();
-    lm.out_bytes = lm.absorbed ? 0 : out.numel() * static_cast<int64_t>(sizeof(float));
-    for (const Param& p : l.params()) lm.param_bytes += p.value->numel() * static_cast<int64_t>(sizeof(float));
+    lm.out_bytes = lm.absorbed ? 0 : out.numel() * f;
+    for (const Param& p : l.params()) lm.param_bytes += p.value->numel() * f;
     lm.grad_bytes = lm.param_bytes;
-    lm.opt_state_bytes = static_cast<int64_t>(std::llround(state_per_byte * static_cast<double>(lm.param_bytes)));
+    lm.opt_state_bytes = slots * lm.param_bytes;
     if (!lm.absorbed) {
       const BackwardNeeds b = l.backward_needs(s);
       lm.bwd_reads_input = b.input;
       lm.bwd_reads_output = b.output;
-      lm.scratch_bytes = b.scratch_bytes;
+      lm.scratch_bytes = b.scratch_bytes > 0 ? block(b.scratch_bytes) : 0;
       lm.recomputable = b.recomputable;
       lm.workspace_bytes = b.workspace_bytes;
+      lm.fast_workspace_bytes = b.fast_workspace_bytes;
+      lm.argmax_bytes = std::min(b.argmax_bytes, lm.scratch_bytes);
+      lm.batch_coupled = b.batch_coupled;
       lm.fwd_ms = l.flops(s) / (gflops_per_s * 1e6);
       lm.bwd_ms = 2 * lm.fwd_ms;
+      if (device_gb_s > 0) {  // the weights read once forward; read, and dW read and written, backward
+        lm.fwd_ms += static_cast<double>(lm.param_bytes) / (device_gb_s * 1e6);
+        lm.bwd_ms += 3.0 * static_cast<double>(lm.param_bytes) / (device_gb_s * 1e6);
+      }
     }
     m.layers.push_back(lm);
     s = out;
   }
-  const int64_t f = static_cast<int64_t>(sizeof(float));
-  m.input_bytes = in.numel() * f + in.n() * static_cast<int64_t>(sizeof(int32_t));
-  m.loss_bytes = 2 * s.numel() * f + 64;  // dL/dlogits and the loss's per-row values; metrics
+  const int64_t row = in.numel() / in.n();
+  m.input_bytes = block(m.batch_rows * row * f) + block(m.batch_rows * static_cast<int64_t>(sizeof(int32_t)));
+  // The loss's softmax, dL/dlogits, per-row losses and labels (softmax_cross_entropy.h).
+  m.loss_bytes = 2 * block(s.numel() * f) + block(s.n() * f) + block(s.n() * static_cast<int64_t>(sizeof(int32_t)));
+  // The optimizer's step count, the RNG position, the recomputations' RNG slots, the metric
+  // sums.
+  m.small_bytes = 4 * 512;
   return m;
 }
 

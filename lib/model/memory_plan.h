@@ -1,17 +1,32 @@
-// The memory plan of a training step (issue 18; vDNN, Rhu et al. 2016; TFLMS, Le et al. 2018):
-// from a description of the model (per layer: the bytes of its output, of its own tensors kept
-// for backward, which backward reads what, the layer's measured times), the bytes the step
-// holds at every point of a forward-then-backward walk, and its peak. Under a limit the planner
-// chooses, per layer, where what it keeps for backward lives between its last forward use and
-// its first backward use (what the layer keeps itself, argmax and masks, stays: fixed bytes):
-//   keep       on the device the whole time;
-//   offload    copied to pinned host memory on a copy stream once written, its device copy
-//              dropped when that copy is done, prefetched back before its backward needs it;
-//              costs time only where a copy is not hidden behind compute (bytes / measured
-//              bandwidth, one copy at a time each way);
-//   recompute  dropped after its last forward use and made again from its input just before
-//              its first backward use (cheap layers: pooling, dropout with its counter-based
-//              mask, ReLU, BatchNorm's output, Flatten); costs the layer's forward time.
+// The memory plan of a training step (issue 18, issue 26; vDNN, Rhu et al. 2016; TFLMS, Le et
+// al. 2018; ZeRO-Offload, Ren et al. 2021): from a description of the model (per layer: the
+// bytes of its output, of its own tensors kept for backward, which backward reads what, the
+// layer's times; per parameter its bytes; the device memory outside the layers), the bytes the
+// step holds at every point of a forward-then-backward walk, and its peak. Every device
+// allocation of a step is in it: parameters, gradients, optimizer state, the layers' own
+// tensors, the shared workspace, the batch, the loss, the evaluation's buffers, cuBLAS's
+// workspace and the CUDA context itself (measured once). Under a limit the planner chooses:
+//   per layer, where what it keeps for backward lives between its last forward use and its
+//   first backward use:
+//     keep       on the device the whole time;
+//     offload    copied to pinned host memory on a copy stream once written, its device copy
+//                dropped when that copy is done, prefetched back before its backward needs it;
+//                costs time only where a copy is not hidden behind compute (bytes / measured
+//                bandwidth, one copy at a time each way);
+//     recompute  dropped after its last forward use and made again from its input just before
+//                its first backward use (cheap layers: pooling, dropout with its counter-based
+//                mask, ReLU, BatchNorm's output, Flatten); costs the layer's forward time;
+//   per pooling layer, whether its one-byte argmax is kept or found again in x in backward
+//   (costs the pool's forward time; x is then read by its backward);
+//   per parameter, whether its optimizer state lives on the device or in pinned host memory
+//   (ZeRO-Offload's idea), and for all such state one way to update it (StateMode): streamed
+//   through the GPU in chunks, or updated by the host's cores, whichever the cost model says
+//   is faster; the update starts once the parameter's last gradient is made and costs time
+//   only where it outlasts the rest of backward;
+//   the number of micro-batches (plan_training_step): the batch's rows in k slices, each
+//   forward and backward in turn with the gradients summed, the update once; the activations
+//   are those of one slice, the weights are read k times.
+// The workspace gets what the limit leaves, up to what the fastest algorithms may ask.
 // Plain C++ over the description, no device: the decisions are unit-tested on the CPU with
 // made-up budgets and times (test/test_memory_plan.cpp); describe_step() makes the description
 // of a real Sequential.
@@ -19,10 +34,11 @@
 // Positions: the executed layers (those not fused into the layer before) are numbered
 // 0..L-1; position k is the forward of layer k, position 2L-1-k its backward (the loss sits at
 // the boundary: the logits stay until the last layer's backward). Everything that lives the
-// whole step (parameters, gradients, optimizer state, the batch, the shared workspace, which
-// grows to the largest layer's need) is "fixed".
+// whole step (parameters, gradients, optimizer state, the batch, the shared workspace) is
+// "fixed".
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,26 +61,92 @@ struct LayerMem {
   bool bwd_reads_output = false;  // its backward reads y (its own output: fused activations)
   bool recomputable = false;      // output and scratch are cheap to make again from x
   bool absorbed = false;          // fused into the layer before: no buffers, no pass of its own
-  int64_t workspace_bytes = 0;    // scratch during its passes (the shared workspace)
+  int64_t workspace_bytes = 0;    // scratch its passes need at least (the shared workspace)
+  int64_t fast_workspace_bytes = 0;  // ... and the most a faster algorithm may ask (0: as above)
+  int64_t argmax_bytes = 0;       // of scratch_bytes, what backward can find again in x instead
+  bool batch_coupled = false;     // its output depends on the other rows (BatchNorm's batch
+                                  // statistics): no micro-batches
   int64_t param_bytes = 0, grad_bytes = 0, opt_state_bytes = 0;
   double fwd_ms = 0, bwd_ms = 0;
 };
 
+// One parameter tensor (ParamSet order), for the choice of where its optimizer state lives.
+struct ParamMem {
+  int index = 0;         // in the model's ParamSet
+  int layer = 0;         // index into StepMem::layers
+  std::string name;      // "16.weight"
+  int64_t bytes = 0;     // its float32 values (its gradient, and each state slot, the same)
+};
+
 struct StepMem {
   std::vector<LayerMem> layers;
-  int64_t input_bytes = 0;  // the batch and its labels on the device
+  int64_t input_bytes = 0;  // the batch and its labels on the device (the whole batch)
   int64_t loss_bytes = 0;   // the loss's own buffers (dL/dlogits, accumulators)
-  double update_ms = 0;     // the optimizer step
+  double update_ms = 0;     // the optimizer step (all parameters, on the device)
+  // The parameters (whose bytes are also in their layers' param_bytes) and the optimizer's
+  // state floats per parameter float (AdaGrad 1, Adam 2, SGD without momentum 0).
+  std::vector<ParamMem> params;
+  int state_slots = 0;
+  int64_t rows = 0;        // rows of the batch each forward sees (a micro-batch's; 0: unknown)
+  int64_t batch_rows = 0;  // rows of the training batch
+  // Device memory outside the layers: the CUDA context (driver, kernel images, cuBLAS's and
+  // cuDNN's handles; measured), cuBLAS's workspace, the evaluation's batch buffers, and the
+  // small buffers (step count, RNG position, metric sums, each a 512-byte block).
+  int64_t context_bytes = 0, cublas_bytes = 0, eval_bytes = 0, small_bytes = 0;
 };
 
 struct PlanOptions {
   int64_t limit_bytes = 0;  // 0: no limit (keep everything)
   double h2d_gb_s = 20.0;   // measured pinned-host bandwidth each way, 1e9 bytes per second
   double d2h_gb_s = 20.0;
+  // Optimizer state off the device: allowed; the rate the host's cores stream an update at
+  // (bytes of parameters, gradients and state read and written, 1e9 per second); the device's
+  // memory bandwidth (its own update kernel, and the weights read again per micro-batch); the
+  // chunk a streamed update moves per state slot (two chunks each on the device).
+  bool offload_state = true;
+  double host_update_gb_s = 10.0;
+  double device_gb_s = 2000.0;
+  int64_t state_chunk_bytes = int64_t{64} << 20;
+  bool argmax_again = true;   // pools may find their argmax again instead of keeping it
+  int max_micro_batches = 64; // plan_training_step's largest k (1: never split the batch)
+  // What each micro-batch beyond the first costs besides its layers' times (the loss, the
+  // launches of its kernels; a slice's kernels running below their batch's efficiency is not
+  // modelled).
+  double micro_batch_ms = 0.2;
 };
 
 enum class Placement { Keep, Offload, Recompute };
 const char* placement_name(Placement p);  // "device", "host", "recompute"
+
+// Where the optimizer state of the parameters the plan moves off the device is updated.
+//   Device  no state moved;
+//   Stream  the state in pinned host memory, streamed through the GPU in chunks (copied in,
+//           updated by the device's own kernel beside the weights and gradients, copied out);
+//   Host    the state in pinned host memory, updated by the host's cores: the gradients and
+//           weights copied out in chunks as soon as backward has made them, the same update
+//           formula (bit for bit the device kernel's), the weights copied back.
+enum class StateMode { Device, Stream, Host };
+const char* state_mode_name(StateMode m);  // "device", "streamed through the GPU", "host CPU"
+
+struct StatePlan {
+  StateMode mode = StateMode::Device;
+  std::vector<int> params;     // indices into StepMem::params whose state is on the host
+  int64_t host_bytes = 0;      // pinned host memory: the state (and the host's chunk buffers)
+  int64_t device_bytes = 0;    // on the device: the streamed update's chunks
+  double stream_ms = 0, host_ms = 0;  // predicted time of each way for these parameters
+  double stall_ms = 0;         // what the chosen way adds to the step (beyond the backward it
+                               // overlaps)
+};
+
+// The fixed bytes by kind (MemoryPlan::fixed_bytes is their sum).
+struct FixedBytes {
+  int64_t params = 0, grads = 0, state = 0, scratch = 0, workspace = 0, input = 0, loss = 0;
+  int64_t context = 0, cublas = 0, eval = 0, small = 0, staging = 0;
+  int64_t total() const {
+    return params + grads + state + scratch + workspace + input + loss + context + cublas +
+           eval + small + staging;
+  }
+};
 
 // What the plan does with one executed layer's output when a backward reads it. Positions as
 // above; -1 for none.
@@ -81,7 +163,12 @@ struct SavedPlan {
 
 struct MemoryPlan {
   std::vector<SavedPlan> saved;     // one per executed layer, in order
+  std::vector<char> argmax_again;   // per executed layer: its argmax found again in backward
+  StatePlan state;                  // optimizer state off the device
+  int micro_batches = 1;            // the batch in this many slices of micro_rows rows (the
+  int64_t micro_rows = 0;           // last one the rest)
   std::vector<int64_t> live_bytes;  // per position, besides the fixed bytes
+  FixedBytes fixed;                 // by kind
   int64_t fixed_bytes = 0;
   int64_t peak_bytes = 0;           // fixed + the largest live_bytes
   int peak_position = 0;
@@ -89,8 +176,9 @@ struct MemoryPlan {
   // buffer for the whole step, the two gradient buffers at the largest size included).
   int64_t keep_all_bytes = 0;
   int64_t host_bytes = 0;           // pinned host memory for offloaded tensors
-  double compute_ms = 0;            // forward + backward + update, nothing added
-  double step_ms = 0;               // predicted, with recomputation and copy stalls
+  double compute_ms = 0;            // forward + backward + update, nothing added (all
+                                    // micro-batches)
+  double step_ms = 0;               // predicted, with recomputation, copy and update stalls
   bool fits = true;
   // The smallest limit this planner can fit the step under (the fixed bytes plus what no
   // choice can release; the lower of "offload all" and "recompute what can be, offload the
@@ -99,14 +187,30 @@ struct MemoryPlan {
   int positions = 0;                // 2 L
 };
 
-// The plan for `m` under o.limit_bytes (fits == false when no choice fits it; the plan then
-// holds the choices that got closest). Throws pdnn::Error on an inconsistent description.
+// The plan for `m` (one micro-batch's rows) under o.limit_bytes (fits == false when no choice
+// fits it; the plan then holds the choices that got closest). Throws pdnn::Error on an
+// inconsistent description.
 MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o);
 
-// The plan with these placements (one per executed layer, in order), for what-if tables and
-// tests; throws pdnn::Error on a placement a layer cannot take.
+// The plan of a training step of batch_rows rows, as the model carries it out (outputs and
+// gradients in layout_arena's buffer): describe(rows) gives the step's description when each
+// forward sees `rows` rows; the batch in 1, 2, ... micro-batches (up to o.max_micro_batches,
+// never with a batch-coupled layer), each planned with plan_memory, the one that fits with
+// the shortest predicted step kept (the fewest micro-batches at equal times). Without a limit:
+// one micro-batch, nothing moved. Not fitting any way: fits == false and min_limit_bytes the
+// smallest limit any number of micro-batches would take.
+MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& describe,
+                              int64_t batch_rows, const PlanOptions& o);
+// The bytes of layout_arena's buffer for plan p of m (what the model's planned step holds
+// besides the fixed bytes).
+int64_t arena_bytes(const StepMem& m, const MemoryPlan& p);
+
+// The plan with these placements (one per executed layer, in order), argmax records (empty:
+// all kept) and parameters whose optimizer state is on the host (indices into m.params), for
+// what-if tables and tests; throws pdnn::Error on a choice a layer cannot take.
 MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
-                         const PlanOptions& o);
+                         const PlanOptions& o, const std::vector<char>& argmax_again = {},
+                         const std::vector<int>& host_state = {});
 
 // Throws pdnn::Error, before anything trains, when the plan does not fit: "<flag> <limit>:
 // the step needs at least <min> ...".
@@ -153,10 +257,13 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
                          const std::vector<int>& dropped_after = {},
                          const std::vector<int>& back_at = {});
 
-// The description of one training step of `model` on input `in` (batch included) in training
-// mode on `dev_float_bytes` = 4 per element; opt (nullable) gives the optimizer state.
-// Layer times are estimated from FLOPs at gflops_per_s when no measurement is at hand
-// (fwd = flops / rate, bwd = 2x that); the caller may overwrite them with measured ones.
-StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double gflops_per_s);
+// The description of one training step of `model` on input `in` (the rows each forward sees)
+// in training mode, float32; opt (nullable) gives the optimizer state; batch_rows (0: in's
+// rows) the rows of the whole batch on the device. Layer times are estimated from FLOPs at
+// gflops_per_s when no measurement is at hand (fwd = flops / rate, bwd = 2x that), plus, where
+// device_gb_s > 0, reading the layer's weights (forward once; backward reads them and reads
+// and writes their gradient); the caller may overwrite them with measured ones.
+StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double gflops_per_s,
+                      int64_t batch_rows = 0, double device_gb_s = 0);
 
 }  // namespace pdnn

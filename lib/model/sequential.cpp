@@ -46,6 +46,10 @@ std::string Sequential::label(size_t i) const {
   return name_.empty() ? std::to_string(i) : name_ + "." + std::to_string(i);
 }
 
+std::string Sequential::who(size_t i) const {
+  return "layer " + label(i) + " (" + layers_[i]->describe() + ")";
+}
+
 ParamSet& Sequential::parameters() {
   if (!params_->built()) {
     std::vector<Param> ps;
@@ -133,10 +137,17 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
       rng_at_[i] = ctx.rng().counter();
       if (where_[i] == Placement::Recompute) save_rng(ctx, static_cast<size_t>(order_[i]));
       present_[i] = 1;
+    } else if (has_placements() && !arena_.empty() && arena_.device() == x.device() &&
+               out.numel() <= slot_floats_[static_cast<size_t>(order_[i])]) {
+      // Evaluation under a plan: the training forward's slot (it and the slot of the layer
+      // before never overlap), so evaluation allocates nothing either.
+      acts_[i] = arena_.slice(layout_.out_offset[static_cast<size_t>(order_[i])], out);
     } else {
       if (has_placements()) acts_[i] = Tensor();  // not a view of the arena: its own buffer
+      MemoryRole role(ctx, [this, i] { return "the activation (output) of " + who(i); });
       acts_[i].resize(out, DType::F32, x.device(), ctx);
     }
+    MemoryRole role(ctx, [this, i] { return who(i) + " forward"; });
     if (prof) {
       prof->begin_pass(ctx);
       l.forward(ctx, *in, acts_[i]);
@@ -175,6 +186,7 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
   for (size_t i = layers_.size(); i-- > 0;) {
     if (absorbed_[i]) {  // dy passes through: the layer before takes it w.r.t. its output
       if (hook_) hook_(ctx, i);
+      if (grads_hook_) grads_hook_(ctx, i);
       continue;
     }
     Layer& l = *layers_[i];
@@ -188,13 +200,17 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     if (i > 0 || want_input_grad) {
       const int di = gi == 0 ? 1 : 0;
       dx = i > 0 ? &grads_[di] : &dx_in_;
-      if (planned_step_ && i > 0)
+      if (planned_step_ && i > 0) {
         *dx = arena_.slice(layout_.grad_offset[static_cast<size_t>(order_[i])], in.shape());
-      else
+      } else {
+        MemoryRole role(ctx, [this, i] { return "the gradient w.r.t. the input of " + who(i); });
         dx->resize(in.shape(), DType::F32, in.device(), ctx);
+      }
       gi = i > 0 ? di : -1;
     }
     l.set_param_grads(want_param_grads);
+    l.set_dy_writable(gi >= 0);  // the model's own gradient buffer, dead after this backward
+    MemoryRole role(ctx, [this, i] { return who(i) + " backward"; });
     if (prof) {
       prof->begin_pass(ctx);
       l.backward(ctx, in, acts_[i], *g, dx);
@@ -203,7 +219,9 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
       l.backward(ctx, in, acts_[i], *g, dx);
     }
     l.set_param_grads(true);
+    l.set_dy_writable(false);
     if (hook_) hook_(ctx, i);
+    if (grads_hook_) grads_hook_(ctx, i);
     g = dx;
     // Its last use; the logits stay (the trainer reads them after backward).
     bool last = true;
@@ -258,9 +276,15 @@ void Sequential::drop_output(Context& ctx, size_t i, bool to_host) {
   Tensor& a = acts_[i];
   if (to_host && !a.empty()) {
     // Grows only (pinned memory is costly to get), so a step of a known shape allocates nothing.
-    if (host_[i].numel() < a.numel())
-      host_[i] = Tensor(Shape{a.numel()}, DType::F32,
-                        a.device() == Device::CPU ? host_allocator() : ctx.staging_allocator());
+    if (host_[i].numel() < a.numel()) {
+      MemoryRole role(ctx, [this, i] { return "the host copy of the offloaded output of " + who(i); });
+      try {
+        host_[i] = Tensor(Shape{a.numel()}, DType::F32,
+                          a.device() == Device::CPU ? host_allocator() : ctx.staging_allocator());
+      } catch (const Error& e) {
+        PDNN_FAIL("%s: %s", ctx.memory_role().c_str(), e.what());
+      }
+    }
     Tensor h = host_[i].slice(0, a.shape());
     if (a.device() == Device::CPU) {
       copy_into(h, a, ctx);
@@ -298,14 +322,21 @@ void Sequential::prepare_arena(Context& ctx, const Shape& in) {
     back.push_back(plan_back_.empty() ? -1 : plan_back_[i]);
   }
   layout_ = layout_arena(floats, where, dropped, back);
+  slot_floats_ = floats;
   prefetched_.assign(floats.size(), 0);
   layout_key_ = in;
   const Device dev = x_in_.device();
   // Grows only: a smaller batch (the last of an epoch) lays out inside the same buffer.
-  if (arena_.empty() || arena_.numel() < layout_.floats || arena_.device() != dev)
+  if (arena_.empty() || arena_.numel() < layout_.floats || arena_.device() != dev) {
+    MemoryRole role(ctx, "the step's activations and their gradients (the memory plan's one "
+                         "buffer, laid out by lifetime)");
+    arena_ = Tensor();
     arena_ = Tensor::empty(Shape{layout_.floats}, DType::F32, dev, ctx);
-  if (dev == Device::CUDA && (rng_slots_.empty() || rng_slots_.numel() < static_cast<int64_t>(floats.size()) + 1))
+  }
+  if (dev == Device::CUDA && (rng_slots_.empty() || rng_slots_.numel() < static_cast<int64_t>(floats.size()) + 1)) {
+    MemoryRole role(ctx, "the recomputations' RNG positions");
     rng_slots_ = Tensor::empty(Shape{static_cast<int64_t>(floats.size()) + 1}, DType::I64, dev, ctx);
+  }
   const bool offloads = std::find(where.begin(), where.end(), Placement::Offload) != where.end();
   if (dev == Device::CUDA && offloads && (!lane_ || lane_->d2h.size() != floats.size()))
     lane_ = std::make_shared<CopyLane>(floats.size());

@@ -85,6 +85,9 @@ class Sequential {
   // layer, last to first: data-parallel training starts all-reducing a bucket of gradients
   // there (lib/dist/grad_sync.h). nullptr removes it.
   void set_backward_hook(std::function<void(Context&, size_t)> hook) { hook_ = std::move(hook); }
+  // A second such hook, the optimizer's: an update of parameters whose state a memory plan
+  // moved off the device starts there (Optimizer::grads_ready). nullptr removes it.
+  void set_grads_ready_hook(std::function<void(Context&, size_t)> hook) { grads_hook_ = std::move(hook); }
   // A memory plan's placements (model/memory_plan.h), one per layer (absorbed layers' ignored;
   // empty: none, every buffer kept for the whole step, as without a plan). With a plan a
   // training step frees each output after its last use in backward and the gradient buffers
@@ -98,10 +101,15 @@ class Sequential {
   // the next layer has read it, and its slot is reused only once the copy is done; it comes
   // back from back_at[i] on (the plan's SavedPlan::back_at, a position; empty: when needed),
   // its slot kept through dropped_after[i] (the plan's estimate of when its copy out is done).
-  // An evaluation forward frees each output once the next layer has read it.
+  // An evaluation forward frees each output once the next layer has read it, and puts it in
+  // the training step's slot when it fits there.
   void set_placements(std::vector<Placement> where, std::vector<int> dropped_after = {},
                       std::vector<int> back_at = {});
   bool has_placements() const { return !where_.empty(); }
+  // A memory plan's micro-batch: training steps run the batch in slices of this many rows
+  // (ClassifierTrainer), evaluation too (0: the whole batch at once).
+  void set_micro_batch(int64_t rows) { micro_rows_ = rows; }
+  int64_t micro_batch() const { return micro_rows_; }
   // Output of layer i in the last forward (for tests and debugging; empty once a plan freed it).
   const Tensor& activation(size_t i) const { return acts_.at(i); }
 
@@ -124,6 +132,7 @@ class Sequential {
 
  private:
   std::string label(size_t i) const;
+  std::string who(size_t i) const;  // "layer 3 (Conv2d(32->32, k3 s1 p1) + ReLU)"
   void fuse_activations();
   // The memory plan's steps (set_placements): drop layer i's output (to host first when
   // offloaded), have it on the device again, the executed layer before i (-1: none).
@@ -153,7 +162,7 @@ class Sequential {
   bool planned_step_ = false;       // the last forward ran under set_placements' plan
   int overwritten_ = 0;             // training-mode forwards whose activations the last
                                     // forward replaced before their backward
-  std::function<void(Context&, size_t)> hook_;
+  std::function<void(Context&, size_t)> hook_, grads_hook_;
   std::vector<Placement> where_;   // per layer, from set_placements (empty: no plan)
   std::vector<Tensor> host_;       // offloaded outputs (pinned on a GPU), kept across steps
   std::vector<Shape> shapes_;      // each output's shape in the last training forward
@@ -161,12 +170,14 @@ class Sequential {
   std::vector<char> present_;      // whether the output is on the device now
   std::vector<int> order_;         // each layer's index among the executed ones (-1: absorbed)
   ArenaLayout layout_;             // where outputs and gradients live in arena_
+  std::vector<int64_t> slot_floats_;  // per executed layer: its output's floats in layout_
   Shape layout_key_;               // the input shape layout_ is for
   Tensor arena_;                   // every planned output and gradient, one device buffer
   Tensor rng_slots_;               // GPU: RNG positions of recomputed layers' forwards, (L+1)
   std::vector<int> plan_dropped_, plan_back_;  // per layer, from set_placements (-1: none)
   std::shared_ptr<struct CopyLane> lane_;     // GPU: the copy stream and its events
   std::vector<char> prefetched_;              // per executed layer: its copy back is queued
+  int64_t micro_rows_ = 0;                    // set_micro_batch
 };
 
 }  // namespace pdnn

@@ -1,8 +1,9 @@
 // Max pooling on the GPU (see maxpool2d.h). Forward: one thread per output, the window in row-major
-// order with the CPU's rule (strict '>', a NaN wins). Backward: a gather, one thread per input
-// pixel, adding dy of the outputs whose window holds the pixel and whose argmax it is, in
-// ascending output order (the CPU's order, so the sums are bit-identical); no atomics and no
-// scatter.
+// order with the CPU's rule (strict '>', a NaN wins), the maximum's offset in its window kept in
+// one byte (or not at all). Backward: a gather, one thread per input pixel, adding dy of the
+// outputs whose window holds the pixel and whose maximum it is (the recorded offset, or the
+// window's maximum found again in x by the forward's rule), in ascending output order (the
+// CPU's order, so the sums are bit-identical); no atomics and no scatter.
 #include <cmath>
 
 #include "cuda/launch.h"
@@ -27,9 +28,27 @@ struct Drop {
   float* mask;
 };
 
+// The offset of the maximum of window (oy, ox) in plane xp, by the forward's rule.
+__device__ __forceinline__ int window_argmax(const Pool32& g, const float* __restrict__ xp, int oy,
+                                             int ox) {
+  float best = -INFINITY;
+  int at = 0;
+  for (int ky = 0; ky < g.k; ++ky) {
+    const int row = (oy * g.s + ky) * g.w + ox * g.s;
+    for (int kx = 0; kx < g.k; ++kx) {
+      const float v = xp[row + kx];
+      if (v > best || isnan(v)) {
+        best = v;
+        at = ky * g.k + kx;
+      }
+    }
+  }
+  return at;
+}
+
 template <bool kDrop>
 __global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
-                          float* __restrict__ y, int32_t* __restrict__ argmax) {
+                          float* __restrict__ y, uint8_t* __restrict__ argmax) {
   const int p_out = g.oh * g.ow;
   const uint64_t base = kDrop ? static_cast<uint64_t>(*drop.base) + drop.skip : 0;
   const float scale = kDrop ? 1.f / (1.f - drop.p) : 1.f;
@@ -38,14 +57,14 @@ __global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
     for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < p_out; o += gridDim.x * blockDim.x) {
       const int oy = o / g.ow, ox = o - oy * g.ow;
       float best = -INFINITY;
-      int bi = oy * g.s * g.w + ox * g.s;
+      int bi = 0;
       for (int ky = 0; ky < g.k; ++ky) {
         const int row = (oy * g.s + ky) * g.w + ox * g.s;
         for (int kx = 0; kx < g.k; ++kx) {
           const float v = xp[row + kx];
           if (v > best || isnan(v)) {
             best = v;
-            bi = row + kx;
+            bi = ky * g.k + kx;
           }
         }
       }
@@ -58,23 +77,25 @@ __global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
         best *= m;
       }
       y[at] = best;
-      argmax[at] = bi;
+      if (argmax) argmax[at] = static_cast<uint8_t>(bi);
     }
   }
 }
 
 // One thread per input pixel; kNoOverlap (stride >= kernel): at most one window holds it.
 // mask: the fused dropout's (dy * mask is what reaches the pool's output; non-overlapping
-// windows only), or null.
+// windows only), or null. argmax null: each window's maximum found again in x.
 // y, act: through the activation of the layer before (ops/maxpool2d.h; kNoOverlap only).
 template <bool kNoOverlap, bool kMask>
-__global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* __restrict__ dy,
-                          const int32_t* __restrict__ argmax, const float* __restrict__ mask,
-                          const float* __restrict__ y, Act act, float* __restrict__ dx) {
+__global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* __restrict__ x,
+                          const float* __restrict__ dy, const uint8_t* __restrict__ argmax,
+                          const float* __restrict__ mask, const float* __restrict__ y, Act act,
+                          float* __restrict__ dx) {
   const int p_in = g.h * g.w, p_out = g.oh * g.ow;
   for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
     const float* dyp = dy + static_cast<int64_t>(plane) * p_out;
-    const int32_t* ap = argmax + static_cast<int64_t>(plane) * p_out;
+    const uint8_t* ap = argmax ? argmax + static_cast<int64_t>(plane) * p_out : nullptr;
+    const float* xp = x ? x + static_cast<int64_t>(plane) * p_in : nullptr;
     const float* mp = kMask ? mask + static_cast<int64_t>(plane) * p_out : nullptr;
     float* dxp = dx + static_cast<int64_t>(plane) * p_in;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p_in; i += gridDim.x * blockDim.x) {
@@ -82,12 +103,16 @@ __global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* _
       float s = 0.f;
       if (kNoOverlap) {
         const int oy = div_s.div(yy), ox = div_s.div(xx);
-        if (oy < g.oh && ox < g.ow && ap[oy * g.ow + ox] == i) {
+        const int ky = yy - oy * g.s, kx = xx - ox * g.s;
+        if (oy < g.oh && ox < g.ow && ky < g.k && kx < g.k) {
           const int o = oy * g.ow + ox;
-          s = kMask ? dyp[o] * mp[o] : dyp[o];
-          if (y) {
-            const float yv = y[static_cast<int64_t>(plane) * p_out + o];
-            s = yv > 0.f ? s : (act.kind == FusedAct::ReLU ? 0.f : act.slope * s);
+          const int at = ap ? ap[o] : window_argmax(g, xp, oy, ox);
+          if (at == ky * g.k + kx) {
+            s = kMask ? dyp[o] * mp[o] : dyp[o];
+            if (y) {
+              const float yv = y[static_cast<int64_t>(plane) * p_out + o];
+              s = yv > 0.f ? s : (act.kind == FusedAct::ReLU ? 0.f : act.slope * s);
+            }
           }
         }
       } else {
@@ -95,8 +120,11 @@ __global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* _
         const int oy0 = yy >= g.k ? (yy - g.k) / g.s + 1 : 0, oy1 = min(g.oh - 1, yy / g.s);
         const int ox0 = xx >= g.k ? (xx - g.k) / g.s + 1 : 0, ox1 = min(g.ow - 1, xx / g.s);
         for (int oy = oy0; oy <= oy1; ++oy)
-          for (int ox = ox0; ox <= ox1; ++ox)
-            if (ap[oy * g.ow + ox] == i) s += dyp[oy * g.ow + ox];
+          for (int ox = ox0; ox <= ox1; ++ox) {
+            const int o = oy * g.ow + ox;
+            const int at = ap ? ap[o] : window_argmax(g, xp, oy, ox);
+            if (at == (yy - oy * g.s) * g.k + (xx - ox * g.s)) s += dyp[o];
+          }
       }
       dxp[i] = s;
     }
@@ -112,7 +140,7 @@ Pool32 pool32(const Pool2d& g) {
 }
 
 template <bool kDrop>
-void launch_forward(const Pool2d& g, const Drop& drop, const float* x, float* y, int32_t* argmax,
+void launch_forward(const Pool2d& g, const Drop& drop, const float* x, float* y, uint8_t* argmax,
                     CudaExec e) {
   if (g.planes * g.oh * g.ow <= 0) return;
   maxpool_f<kDrop><<<grid2d(g.oh * g.ow, g.planes, tpb(e)), tpb(e), 0, stream_of(e)>>>(
@@ -121,42 +149,42 @@ void launch_forward(const Pool2d& g, const Drop& drop, const float* x, float* y,
 }
 
 template <bool kMask>
-void launch_backward(const Pool2d& g, const float* dy, const int32_t* argmax, const float* mask,
-                     const float* y, Act act, float* dx, CudaExec e) {
+void launch_backward(const Pool2d& g, const float* x, const float* dy, const uint8_t* argmax,
+                     const float* mask, const float* y, Act act, float* dx, CudaExec e) {
   if (g.planes * g.h * g.w <= 0) return;
   const FastDiv dw(static_cast<uint32_t>(g.w)), ds(static_cast<uint32_t>(g.s));
   if (act.kind == FusedAct::None) y = nullptr;
   if (kMask || g.s >= g.k)
     maxpool_b<true, kMask><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0,
-                             stream_of(e)>>>(pool32(g), dw, ds, dy, argmax, mask, y, act, dx);
+                             stream_of(e)>>>(pool32(g), dw, ds, x, dy, argmax, mask, y, act, dx);
   else
     maxpool_b<false, false><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0,
-                              stream_of(e)>>>(pool32(g), dw, ds, dy, argmax, nullptr, nullptr,
+                              stream_of(e)>>>(pool32(g), dw, ds, x, dy, argmax, nullptr, nullptr,
                                               act, dx);
   PDNN_CUDA_LAUNCH_CHECK(kMask ? "maxpool2d_dropout_backward" : "maxpool2d_backward");
 }
 
 }  // namespace
 
-void maxpool2d_forward(const Pool2d& g, const float* x, float* y, int32_t* argmax, CudaExec e) {
+void maxpool2d_forward(const Pool2d& g, const float* x, float* y, uint8_t* argmax, CudaExec e) {
   launch_forward<false>(g, Drop{}, x, y, argmax, e);
 }
 
-void maxpool2d_backward(const Pool2d& g, const float* dy, const int32_t* argmax, const float* y,
-                        Act act, float* dx, CudaExec e) {
-  launch_backward<false>(g, dy, argmax, nullptr, y, act, dx, e);
+void maxpool2d_backward(const Pool2d& g, const float* x, const float* dy, const uint8_t* argmax,
+                        const float* y, Act act, float* dx, CudaExec e) {
+  launch_backward<false>(g, x, dy, argmax, nullptr, y, act, dx, e);
 }
 
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
-                               uint64_t skip, const float* x, float* y, int32_t* argmax,
+                               uint64_t skip, const float* x, float* y, uint8_t* argmax,
                                float* mask, CudaExec e) {
   launch_forward<true>(g, Drop{p, seed, base, skip, mask}, x, y, argmax, e);
 }
 
-void maxpool2d_dropout_backward(const Pool2d& g, const float* dy, const int32_t* argmax,
-                                const float* mask, const float* y, Act act, float* dx,
-                                CudaExec e) {
-  launch_backward<true>(g, dy, argmax, mask, y, act, dx, e);
+void maxpool2d_dropout_backward(const Pool2d& g, const float* x, const float* dy,
+                                const uint8_t* argmax, const float* mask, const float* y, Act act,
+                                float* dx, CudaExec e) {
+  launch_backward<true>(g, x, dy, argmax, mask, y, act, dx, e);
 }
 
 }  // namespace cuda

@@ -5,35 +5,29 @@
 
 #include "core/parallel.h"
 #include "ops/dispatch.h"
+#include "ops/optim_formula.h"
 
 namespace pdnn {
 
 namespace cpu {
 
+// The elements' arithmetic is ops/optim_formula.h's, shared with the GPU kernels.
 void sgd_update(int64_t n, const SgdArgs& a, const int64_t* step, const float* g, float* w,
                 float* buf, CpuExec e) {
   const bool first = *step <= 1;
-  const float lr = a.lr, momentum = a.momentum, keep = a.keep, wd = a.weight_decay;
-  const bool nesterov = a.nesterov, use_buf = a.has_buffer;
+  const SgdArgs c = a;
   parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) {
-    float d = wd != 0.f ? g[i] + wd * w[i] : g[i];
-    if (use_buf) {
-      buf[i] = first ? d : buf[i] * momentum + keep * d;
-      d = nesterov ? d + momentum * buf[i] : buf[i];
-    }
-    w[i] -= lr * d;
+    formula::sgd(w[i], c.has_buffer ? buf + i : nullptr, g[i], first, c.lr, c.momentum, c.keep,
+                 c.weight_decay, c.nesterov);
   });
 }
 
 void adagrad_update(int64_t n, const AdagradArgs& a, const int64_t* step, const float* g, float* w,
                     float* sum, CpuExec e) {
-  const float clr =
-      static_cast<float>(a.lr / (1.0 + static_cast<double>(*step - 1) * a.lr_decay));
+  const float clr = formula::adagrad_rate(a.lr, a.lr_decay, *step);
   const float wd = a.weight_decay, eps = a.eps;
   parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) {
-    const float d = wd != 0.f ? g[i] + wd * w[i] : g[i];
-    sum[i] += d * d;
-    w[i] -= clr * (d / (std::sqrt(sum[i]) + eps));
+    formula::adagrad(w[i], sum[i], g[i], clr, wd, eps);
   });
 }
 
@@ -41,12 +35,7 @@ void adadelta_update(int64_t n, const AdadeltaArgs& a, const float* g, float* w,
                      float* square_avg, float* acc_delta, CpuExec e) {
   const float lr = a.lr, rho = a.rho, keep = a.keep, eps = a.eps, wd = a.weight_decay;
   parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) {
-    const float d = wd != 0.f ? g[i] + wd * w[i] : g[i];
-    square_avg[i] = square_avg[i] * rho + keep * (d * d);
-    const float std_ = std::sqrt(square_avg[i] + eps);
-    const float delta = std::sqrt(acc_delta[i] + eps) / std_ * d;
-    acc_delta[i] = acc_delta[i] * rho + keep * (delta * delta);
-    w[i] -= lr * delta;
+    formula::adadelta(w[i], square_avg[i], acc_delta[i], g[i], lr, rho, keep, eps, wd);
   });
 }
 
@@ -54,17 +43,12 @@ void adam_update(int64_t n, const AdamArgs& a, const int64_t* step, const float*
                  float* m, float* v, CpuExec e) {
   const double s = static_cast<double>(*step);
   const double bc1 = 1.0 - std::pow(a.beta1, s), bc2 = 1.0 - std::pow(a.beta2, s);
-  const float step_size = static_cast<float>(a.lr / bc1);
-  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-  const float beta1 = static_cast<float>(a.beta1), keep1 = static_cast<float>(1.0 - a.beta1);
-  const float beta2 = static_cast<float>(a.beta2), keep2 = static_cast<float>(1.0 - a.beta2);
+  const float c[6] = {static_cast<float>(a.lr / bc1), static_cast<float>(std::sqrt(bc2)),
+                      static_cast<float>(a.beta1), static_cast<float>(1.0 - a.beta1),
+                      static_cast<float>(a.beta2), static_cast<float>(1.0 - a.beta2)};
   const float eps = a.eps, wd = a.weight_decay;
-  parallel_for(e, n, PDNN_PAR(n), [=](int64_t i) {
-    const float d = wd != 0.f ? g[i] + wd * w[i] : g[i];
-    m[i] = m[i] * beta1 + keep1 * d;
-    v[i] = v[i] * beta2 + keep2 * (d * d);
-    const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-    w[i] -= step_size * (m[i] / denom);
+  parallel_for(e, n, PDNN_PAR(n), [=, &c](int64_t i) {
+    formula::adam(w[i], m[i], v[i], g[i], c, wd, eps);
   });
 }
 

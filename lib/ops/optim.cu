@@ -5,22 +5,21 @@
 
 #include "cuda/launch.h"
 #include "ops/optim.h"
+#include "ops/optim_formula.h"
 
 namespace pdnn {
 namespace cuda {
 
 namespace {
 
+// The elements' arithmetic is ops/optim_formula.h's, shared with the CPU kernels and the host's
+// update of offloaded state, bit for bit.
 __global__ void sgd_k(int64_t n, SgdArgs a, const int64_t* step, const float* g, float* w,
                       float* buf) {
   const bool first = *step <= 1;
   PDNN_GRID_LOOP(i, n) {
-    float d = a.weight_decay != 0.f ? g[i] + a.weight_decay * w[i] : g[i];
-    if (a.has_buffer) {
-      buf[i] = first ? d : buf[i] * a.momentum + a.keep * d;
-      d = a.nesterov ? d + a.momentum * buf[i] : buf[i];
-    }
-    w[i] -= a.lr * d;
+    formula::sgd(w[i], a.has_buffer ? buf + i : nullptr, g[i], first, a.lr, a.momentum, a.keep,
+                 a.weight_decay, a.nesterov);
   }
 }
 
@@ -28,15 +27,12 @@ __global__ void sgd_k(int64_t n, SgdArgs a, const int64_t* step, const float* g,
 // update streams five arrays of 104 M floats, so its time is bytes over bandwidth.
 __device__ __forceinline__ void adagrad_one(float& w, float& s, float g, float clr,
                                             const AdagradArgs& a) {
-  const float d = a.weight_decay != 0.f ? g + a.weight_decay * w : g;
-  s += d * d;
-  w -= clr * (d / (sqrtf(s) + a.eps));
+  formula::adagrad(w, s, g, clr, a.weight_decay, a.eps);
 }
 __global__ void adagrad_k(int64_t n, AdagradArgs a, const int64_t* step, const float* g, float* w,
                           float* sum) {
   __shared__ float clr;
-  if (threadIdx.x == 0)
-    clr = static_cast<float>(a.lr / (1.0 + static_cast<double>(*step - 1) * a.lr_decay));
+  if (threadIdx.x == 0) clr = formula::adagrad_rate(a.lr, a.lr_decay, *step);
   __syncthreads();
   const int64_t n4 = n / 4;
   float4* w4 = reinterpret_cast<float4*>(w);
@@ -58,23 +54,13 @@ __global__ void adagrad_k(int64_t n, AdagradArgs a, const int64_t* step, const f
 __global__ void adadelta_k(int64_t n, AdadeltaArgs a, const float* g, float* w, float* sq,
                            float* acc) {
   PDNN_GRID_LOOP(i, n) {
-    const float d = a.weight_decay != 0.f ? g[i] + a.weight_decay * w[i] : g[i];
-    const float s = sq[i] * a.rho + a.keep * (d * d);
-    sq[i] = s;
-    const float std_ = sqrtf(s + a.eps);
-    const float delta = sqrtf(acc[i] + a.eps) / std_ * d;
-    acc[i] = acc[i] * a.rho + a.keep * (delta * delta);
-    w[i] -= a.lr * delta;
+    formula::adadelta(w[i], sq[i], acc[i], g[i], a.lr, a.rho, a.keep, a.eps, a.weight_decay);
   }
 }
 
 __device__ __forceinline__ void adam_one(float& w, float& m, float& v, float g, const float* c,
                                          const AdamArgs& a) {
-  const float d = a.weight_decay != 0.f ? g + a.weight_decay * w : g;
-  m = m * c[2] + c[3] * d;
-  v = v * c[4] + c[5] * (d * d);
-  const float denom = sqrtf(v) / c[1] + a.eps;
-  w -= c[0] * (m / denom);
+  formula::adam(w, m, v, g, c, a.weight_decay, a.eps);
 }
 
 // The flat buffers are padded to 16 floats per parameter (ParamSet), so n % 4 == 0 and every

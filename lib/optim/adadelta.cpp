@@ -22,10 +22,11 @@ std::vector<std::pair<const char*, Tensor*>> Adadelta::slots() {
   return {{"square_avg", &square_avg_}, {"acc_delta", &acc_delta_}};
 }
 
-void Adadelta::update(Context& ctx, const Tensor&) {
+void Adadelta::update_views(Context& ctx, const Tensor&, const Tensor& g, Tensor& w,
+                            std::vector<Tensor>& state) {
   const AdadeltaArgs a{lr_, static_cast<float>(rho_), static_cast<float>(1.0 - rho_),
                        static_cast<float>(eps_), static_cast<float>(weight_decay_)};
-  ops::adadelta_update(ctx, a, ps_.grads(), ps_.values(), square_avg_, acc_delta_);
+  ops::adadelta_update(ctx, a, g, w, state.at(0), state.at(1));
 }
 
 }  // namespace pdnn

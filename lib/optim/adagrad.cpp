@@ -21,10 +21,11 @@ Adagrad::Adagrad(ParamSet& params, double lr, double lr_decay, double weight_dec
 
 std::vector<std::pair<const char*, Tensor*>> Adagrad::slots() { return {{"sum", &sum_}}; }
 
-void Adagrad::update(Context& ctx, const Tensor& step) {
+void Adagrad::update_views(Context& ctx, const Tensor& step, const Tensor& g, Tensor& w,
+                           std::vector<Tensor>& state) {
   const AdagradArgs a{static_cast<double>(lr_), lr_decay_, static_cast<float>(weight_decay_),
                       static_cast<float>(eps_)};
-  ops::adagrad_update(ctx, a, step, ps_.grads(), ps_.values(), sum_);
+  ops::adagrad_update(ctx, a, step, g, w, state.at(0));
 }
 
 }  // namespace pdnn

@@ -17,7 +17,9 @@ class Adagrad : public Optimizer {
 
  protected:
   std::vector<std::pair<const char*, Tensor*>> slots() override;
-  void update(Context& ctx, const Tensor& step) override;
+  void update_views(Context& ctx, const Tensor& step, const Tensor& g, Tensor& w,
+                    std::vector<Tensor>& state) override;
+  bool updates_in_parts() const override { return true; }
 
  private:
   double lr_decay_, weight_decay_, eps_;

@@ -23,11 +23,12 @@ std::vector<std::pair<const char*, Tensor*>> Adam::slots() {
   return {{"exp_avg", &exp_avg_}, {"exp_avg_sq", &exp_avg_sq_}};
 }
 
-void Adam::update(Context& ctx, const Tensor& step) {
+void Adam::update_views(Context& ctx, const Tensor& step, const Tensor& g, Tensor& w,
+                        std::vector<Tensor>& state) {
   // Hyper-parameters as PyTorch's Python floats (double); the kernel rounds them once.
   const AdamArgs a{static_cast<double>(lr_), beta1_, beta2_, static_cast<float>(eps_),
                    static_cast<float>(weight_decay_)};
-  ops::adam_update(ctx, a, step, ps_.grads(), ps_.values(), exp_avg_, exp_avg_sq_);
+  ops::adam_update(ctx, a, step, g, w, state.at(0), state.at(1));
 }
 
 }  // namespace pdnn

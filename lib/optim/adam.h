@@ -20,7 +20,9 @@ class Adam : public Optimizer {
 
  protected:
   std::vector<std::pair<const char*, Tensor*>> slots() override;
-  void update(Context& ctx, const Tensor& step) override;
+  void update_views(Context& ctx, const Tensor& step, const Tensor& g, Tensor& w,
+                    std::vector<Tensor>& state) override;
+  bool updates_in_parts() const override { return true; }
 
  private:
   double beta1_, beta2_, eps_, weight_decay_;

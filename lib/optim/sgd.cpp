@@ -27,10 +27,12 @@ std::vector<std::pair<const char*, Tensor*>> Sgd::slots() {
   return {{"momentum_buffer", &buf_}};
 }
 
-void Sgd::update(Context& ctx, const Tensor& step) {
+void Sgd::update_views(Context& ctx, const Tensor& step, const Tensor& g, Tensor& w,
+                       std::vector<Tensor>& state) {
   const SgdArgs a{lr_, static_cast<float>(momentum_), static_cast<float>(1.0 - dampening_),
-                  static_cast<float>(weight_decay_), nesterov_, !buf_.empty()};
-  ops::sgd_update(ctx, a, step, ps_.grads(), ps_.values(), buf_);
+                  static_cast<float>(weight_decay_), nesterov_, !state.empty()};
+  Tensor none;
+  ops::sgd_update(ctx, a, step, g, w, state.empty() ? none : state[0]);
 }
 
 }  // namespace pdnn

@@ -21,7 +21,9 @@ class Sgd : public Optimizer {
 
  protected:
   std::vector<std::pair<const char*, Tensor*>> slots() override;
-  void update(Context& ctx, const Tensor& step) override;
+  void update_views(Context& ctx, const Tensor& step, const Tensor& g, Tensor& w,
+                    std::vector<Tensor>& state) override;
+  bool updates_in_parts() const override { return true; }
 
  private:
   double momentum_, weight_decay_, dampening_;

@@ -1,6 +1,7 @@
 // ClassifierTrainer: forward, loss, backward, update; on the GPU as a CUDA graph.
 #include "train/classifier_trainer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -33,9 +34,11 @@ ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cud
   PDNN_CHECK(opt.updates(model.parameters()),
              "classifier trainer: the optimizer was not built over this model's parameters "
              "(make it from model.parameters())");
+  // An update of offloaded optimizer state starts once backward has made its gradients.
+  model_.set_grads_ready_hook([&opt](Context& c, size_t layer) { opt.grads_ready(c, layer); });
 }
 
-ClassifierTrainer::~ClassifierTrainer() = default;
+ClassifierTrainer::~ClassifierTrainer() { model_.set_grads_ready_hook(nullptr); }
 
 void ClassifierTrainer::distribute(Communicator& comm, Context& ctx) {
   sync_ = std::make_unique<GradSync>(comm, model_, ctx);
@@ -43,15 +46,59 @@ void ClassifierTrainer::distribute(Communicator& comm, Context& ctx) {
 }
 
 void ClassifierTrainer::run_step(Context& ctx) {
-  logits_ = &model_.forward(ctx, x_);
-  loss_.forward(ctx, *logits_, y_);
-  loss_.backward(ctx, dlogits_, global_batch_);
+  const int64_t n = x_.shape(0);
+  const int64_t rows = model_.micro_batch() > 0 ? std::min(model_.micro_batch(), n) : n;
+  if (rows == n) {
+    logits_ = &model_.forward(ctx, x_);
+    loss_.forward(ctx, *logits_, y_);
+    loss_.backward(ctx, dlogits_, global_batch_);
+    model_.zero_grad(ctx);
+    if (sync_) sync_->begin(ctx);
+    else opt_.begin_backward(ctx);  // (data-parallel: after the all-reduce, in step())
+    model_.backward(ctx, dlogits_);
+    if (sync_) sync_->finish(ctx);
+    opt_.step(ctx);
+    loss_.accumulate_metrics(ctx, *logits_, acc_);
+    return;
+  }
+  // Micro-batches (a memory plan's): each slice of rows forward, loss and backward in turn,
+  // the gradients summing up; each slice as a shard of the batch (Rng::RowShard), so that every
+  // row draws its dropout mask and gets its loss gradient (1/N of the whole batch's mean) bit
+  // for bit as in one pass; every slice starts from the step's RNG position, and all end at
+  // the same one. Then one update.
+  const Rng::RowShard whole = ctx.rng().row_shard();  // a data-parallel rank's, or none
+  const int64_t row0 = whole.total > 0 ? whole.row0 : 0;
+  const int64_t total = whole.total > 0 ? whole.total : n;
+  const int64_t mean_over = global_batch_ > 0 ? global_batch_ : n;
+  const bool gpu = x_.device() == Device::CUDA;
+  const uint64_t start = ctx.rng().counter();
+  if (gpu) {
+    if (rng_start_.empty()) rng_start_ = Tensor::empty(Shape{1}, DType::I64, Device::CUDA, ctx);
+    copy_into(rng_start_, ctx.device_rng_counter(), ctx);
+  }
+  const Shape sample = x_.shape().with_n(1);
   model_.zero_grad(ctx);
-  if (sync_) sync_->begin(ctx);
-  model_.backward(ctx, dlogits_);
-  if (sync_) sync_->finish(ctx);
+  for (int64_t r = 0; r < n; r += rows) {
+    const int64_t m = std::min(rows, n - r);
+    if (r > 0) {
+      ctx.rewind_rng(start);
+      if (gpu) copy_into(ctx.device_rng_counter(), rng_start_, ctx);
+    }
+    ctx.rng().set_row_shard(Rng::RowShard{row0 + r, m, total});
+    const Tensor xs = x_.slice(r * sample.numel(), x_.shape().with_n(m));
+    const Tensor ys = y_.slice(r, Shape{m});
+    logits_ = &model_.forward(ctx, xs);
+    loss_.forward(ctx, *logits_, ys);
+    loss_.backward(ctx, dlogits_, mean_over);
+    const bool last = r + m >= n;
+    if (sync_ && last) sync_->begin(ctx);
+    if (!sync_ && last) opt_.begin_backward(ctx);
+    model_.backward(ctx, dlogits_);
+    if (sync_ && last) sync_->finish(ctx);
+    loss_.accumulate_metrics(ctx, *logits_, acc_);
+  }
+  ctx.rng().set_row_shard(whole);
   opt_.step(ctx);
-  loss_.accumulate_metrics(ctx, *logits_, acc_);
 }
 
 void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels,
@@ -69,8 +116,11 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
     ops::zero(ctx, acc_);
   }
   const Tensor *xs = nullptr, *ys = nullptr;
-  stage(ctx, x, DType::F32, dev, x_, xs);
-  stage(ctx, labels, DType::I32, dev, y_, ys);
+  {
+    MemoryRole role(ctx, "the training batch");
+    stage(ctx, x, DType::F32, dev, x_, xs);
+    stage(ctx, labels, DType::I32, dev, y_, ys);
+  }
   CopyFence fence;
   if (dev == Device::CPU) {
     // No copies on the CPU: the step reads the caller's tensors (views, no data moved).
@@ -142,24 +192,35 @@ void Evaluator::run_batch(Context& ctx, Sequential& model, const Tensor& x,
   labels_.resize(Shape{nb});
   std::memcpy(labels_.data<int32_t>(), y.data(), y.size() * sizeof(int32_t));
   const Tensor *xs = nullptr, *ys = nullptr;
-  stage(ctx, x, DType::F32, dev, xd_, xs);
-  stage(ctx, labels_, DType::I32, dev, yd_, ys);
+  {
+    MemoryRole role(ctx, "the evaluation batch");
+    stage(ctx, x, DType::F32, dev, xd_, xs);
+    stage(ctx, labels_, DType::I32, dev, yd_, ys);
+  }
   CopyFence fence;
   if (dev == Device::CUDA) fence.record(ctx);
-  const Tensor& logits = model.forward(ctx, *xs);
-  ce_.forward(ctx, logits, *ys);
-  ce_.accumulate_metrics(ctx, logits, acc_);
-  if (opt_.confusion) {
-    const Tensor& lh = dev == Device::CPU ? logits : (logits_host_ = logits.to(Device::CPU, ctx));
-    PDNN_CHECK(lh.rank() == 2 && lh.shape(0) == nb && lh.shape(1) == k,
-               "evaluation: logits %s for %lld images of %d classes", lh.shape().str().c_str(),
-               static_cast<long long>(nb), k);
-    const float* z = lh.data();
-    for (int64_t i = 0; i < nb; ++i) {
-      int best = 0;
-      for (int j = 1; j < k; ++j)
-        if (z[i * k + j] > z[i * k + best]) best = j;
-      ++r.confusion[static_cast<size_t>(y[static_cast<size_t>(i)] * k + best)];
+  // A memory plan's micro-batch bounds the rows of a forward here too.
+  const int64_t rows = model.micro_batch() > 0 ? std::min(model.micro_batch(), nb) : nb;
+  const Shape sample = xs->shape().with_n(1);
+  for (int64_t r0 = 0; r0 < nb; r0 += rows) {
+    const int64_t m = std::min(rows, nb - r0);
+    const Tensor xc = m == nb ? *xs : xs->slice(r0 * sample.numel(), xs->shape().with_n(m));
+    const Tensor yc = m == nb ? *ys : ys->slice(r0, Shape{m});
+    const Tensor& logits = model.forward(ctx, xc);
+    ce_.forward(ctx, logits, yc);
+    ce_.accumulate_metrics(ctx, logits, acc_);
+    if (opt_.confusion) {
+      const Tensor& lh = dev == Device::CPU ? logits : (logits_host_ = logits.to(Device::CPU, ctx));
+      PDNN_CHECK(lh.rank() == 2 && lh.shape(0) == m && lh.shape(1) == k,
+                 "evaluation: logits %s for %lld images of %d classes", lh.shape().str().c_str(),
+                 static_cast<long long>(m), k);
+      const float* z = lh.data();
+      for (int64_t i = 0; i < m; ++i) {
+        int best = 0;
+        for (int j = 1; j < k; ++j)
+          if (z[i * k + j] > z[i * k + best]) best = j;
+        ++r.confusion[static_cast<size_t>(y[static_cast<size_t>(r0 + i)] * k + best)];
+      }
     }
   }
   fence.wait();

@@ -5,6 +5,8 @@
 // second step of a batch shape on the whole step is one CUDA graph, replayed every step.
 // Data-parallel (distribute()): each rank steps on its shard of a global batch and the
 // gradients are summed over the ranks during backward (lib/dist/grad_sync.h), inside the graph.
+// A model with a memory plan's micro-batch (Sequential::set_micro_batch) runs the batch in
+// slices, the gradients summed, one update (the same CUDA graph).
 // evaluate_classifier: loss, accuracy and (optionally) the confusion matrix over a Dataset.
 #pragma once
 #include <cstdint>
@@ -71,6 +73,7 @@ class ClassifierTrainer {
   SoftmaxCrossEntropy loss_;
   Tensor x_, y_;       // the batch on the model's device (GPU: the graph's fixed inputs)
   Tensor dlogits_, acc_;
+  Tensor rng_start_;   // GPU: the step's RNG position, each micro-batch starts from it
   const Tensor* logits_ = nullptr;
   StepGraph graph_;
   std::unique_ptr<GradSync> sync_;

@@ -11,6 +11,8 @@
 
 #include "core/cuda_state.h"
 #include "core/error.h"
+#include "layers/conv2d.h"
+#include "ops/optim.h"
 
 namespace pdnn {
 
@@ -21,8 +23,8 @@ namespace {
 constexpr double kGpuGflops = 25000.0, kCpuGflopsPerThread = 40.0;
 // Bytes per second the optimizer's update streams (parameters, gradients, state) at.
 constexpr double kGpuUpdateGbS = 1500.0, kCpuUpdateGbS = 10.0;
-// Bandwidth assumed where none can be measured (the CPU: a plan of what a GPU would do).
-constexpr double kAssumedCopyGbS = 20.0;
+// Bandwidths assumed where none can be measured (the CPU: a plan of what a GPU would do).
+constexpr double kAssumedCopyGbS = 20.0, kAssumedDeviceGbS = 2000.0;
 
 double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -110,113 +112,179 @@ CopyBandwidth measure_copy_bandwidth(Context& ctx, size_t bytes) {
   return bw;
 }
 
-namespace {
-
-// The buffer a model carrying plan p out lays its outputs and gradients out in (bytes): the
-// plan's live bytes as the model's own lifetimes pack them (model/memory_plan.h).
-int64_t arena_bytes(const StepMem& m, const MemoryPlan& p) {
-  std::vector<Placement> where;
-  std::vector<int64_t> floats;
-  std::vector<int> dropped, back;
-  for (const SavedPlan& s : p.saved) {
-    where.push_back(s.where);
-    floats.push_back(m.layers[static_cast<size_t>(s.layer)].out_bytes / static_cast<int64_t>(sizeof(float)));
-    dropped.push_back(s.dropped_after);
-    back.push_back(s.back_at);
+double measure_host_update_gb_s(Context& ctx, int64_t floats) {
+  Tensor g(Shape{floats}), w(Shape{floats}), sum(Shape{floats});
+  g.fill(1e-3f);
+  w.fill(0.5f);
+  sum.fill(0.f);
+  Tensor step(Shape{1}, DType::I64);
+  step.data<int64_t>()[0] = 1;
+  const AdagradArgs a{0.01, 0.0, 0.f, 1e-10f};
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {  // the first warms the pages and the threads up
+    auto t0 = std::chrono::steady_clock::now();
+    ops::adagrad_update(ctx, a, step, g, w, sum);
+    best = std::min(best, ms_between(t0, std::chrono::steady_clock::now()));
   }
-  return layout_arena(floats, where, dropped, back).floats * static_cast<int64_t>(sizeof(float));
+  return 5.0 * 4.0 * static_cast<double>(floats) / (best * 1e6);  // g, w, sum in; w, sum out
 }
 
-// A plan whose step, as the model runs it (with the plan's copy positions), fits o.limit_bytes: the planner's model of the
-// lifetimes differs a little from the model's (an output kept to its own backward rather than
-// its last reader's), so the planner's limit is lowered by the difference until it does.
-MemoryPlan plan_for_model(const StepMem& m, const PlanOptions& o) {
-  MemoryPlan p = plan_memory(m, o);
-  PlanOptions tight = o;
-  for (int tries = 0; tries < 8 && p.fits; ++tries) {
-    const int64_t over = p.fixed_bytes + arena_bytes(m, p) - o.limit_bytes;
-    if (over <= 0) return p;
-    tight.limit_bytes -= over;
-    if (tight.limit_bytes <= p.fixed_bytes) break;
-    p = plan_memory(m, tight);
+double measure_device_gb_s(Context& ctx, size_t bytes) {
+  if (!ctx.has_cuda()) return 0;
+  const Shape s{static_cast<int64_t>(bytes / sizeof(float))};
+  Tensor a = Tensor::empty(s, DType::F32, Device::CUDA, ctx);
+  Tensor b = Tensor::empty(s, DType::F32, Device::CUDA, ctx);
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    ctx.synchronize();
+    auto t0 = std::chrono::steady_clock::now();
+    copy_into(b, a, ctx);
+    ctx.synchronize();
+    best = std::min(best, ms_between(t0, std::chrono::steady_clock::now()));
   }
-  // Else the plan with the lowest peak (everything that can leave does) or the one that only
-  // frees buffers after their last use, whichever is smaller as run, if it fits; if not, its
-  // size as run is the smallest limit known to work.
-  PlanOptions lowest = o, none = o;
-  lowest.limit_bytes = 1;
-  none.limit_bytes = 0;
-  MemoryPlan best = plan_memory(m, lowest);
-  int64_t best_run = best.fixed_bytes + arena_bytes(m, best);
-  const MemoryPlan keep = plan_memory(m, none);
-  if (const int64_t r = keep.fixed_bytes + arena_bytes(m, keep); r < best_run) best = keep, best_run = r;
-  if (best_run <= o.limit_bytes) {
-    best.fits = true;
-    return best;
-  }
-  p.fits = false;
-  p.min_limit_bytes = best_run;
-  return p;
+  return 2.0 * static_cast<double>(bytes) / (best * 1e6);  // read and written
 }
 
-void apply_plan(Sequential& model, const StepMem& m, const MemoryPlan& p) {
+void apply_memory_plan(Context& ctx, Sequential& model, Optimizer& opt, const StepMem& m,
+                       const MemoryPlan& p, int64_t state_chunk_bytes) {
+  // The optimizer's state first: on the device (now, not at the first update), or on the host.
+  StateOffload off;
+  off.mode = p.state.mode == StateMode::Host ? OffloadMode::Host : OffloadMode::Stream;
+  for (int j : p.state.params) off.params.push_back(m.params[static_cast<size_t>(j)].index);
+  off.param_layers = model.param_layers();
+  off.chunk_floats = state_chunk_bytes / static_cast<int64_t>(sizeof(float));
+  opt.place_state(ctx, off.params.empty() ? nullptr : &off);
   std::vector<Placement> where(model.size(), Placement::Keep);
   std::vector<int> dropped(model.size(), -1), back(model.size(), -1);
-  int offloaded = 0, recomputed = 0;
-  for (const SavedPlan& s : p.saved) {
-    where[static_cast<size_t>(s.layer)] = s.where;
-    dropped[static_cast<size_t>(s.layer)] = s.dropped_after;
-    back[static_cast<size_t>(s.layer)] = s.back_at;
-    offloaded += s.where == Placement::Offload;
-    recomputed += s.where == Placement::Recompute;
+  for (size_t k = 0; k < p.saved.size(); ++k) {
+    const SavedPlan& s = p.saved[k];
+    const size_t i = static_cast<size_t>(s.layer);
+    where[i] = s.where;
+    dropped[i] = s.dropped_after;
+    back[i] = s.back_at;
+    model.layer(i).set_keep_argmax(!(k < p.argmax_again.size() && p.argmax_again[k]));
   }
   model.set_placements(std::move(where), std::move(dropped), std::move(back));
-  const int64_t arena = arena_bytes(m, p);
-  std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed; outputs and "
-              "gradients in one buffer of %s laid out by lifetime (the step's peak about %s; "
-              "the planner's own count %s), step %.1f ms predicted (GPU: copies on their own "
-              "stream beside compute)\n",
-              offloaded, recomputed, format_bytes(arena).c_str(),
-              format_bytes(p.fixed_bytes + arena).c_str(), format_bytes(p.peak_bytes).c_str(),
-              p.step_ms);
-  std::fflush(stdout);
+  // (One micro-batch: the whole batch's rows, which bound the evaluation's forwards too, so
+  // that they fit the step's buffer.)
+  model.set_micro_batch(p.micro_batches > 1 ? p.micro_rows : m.batch_rows);
+}
+
+namespace {
+
+int count_moved(const MemoryPlan& p, Placement where) {
+  int n = 0;
+  for (const SavedPlan& s : p.saved) n += s.where == where;
+  return n;
 }
 
 }  // namespace
 
 bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
-                      const RunConfig& cfg) {
+                      const RunConfig& cfg, int64_t eval_batch, MemoryPlan* plan) {
   if (!cfg.memory_plan && cfg.gpu_memory_limit <= 0) return false;
   const bool gpu = ctx.has_cuda();
+  const bool capped = cfg.gpu_memory_limit > 0;
   const double rate = gpu ? kGpuGflops : kCpuGflopsPerThread * ctx.threads();
-  StepMem m = describe_step(model, batch, &opt, rate);
-  int64_t state = 0;
-  for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
-  m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
-  const bool measured = !cfg.layer_times.empty();
-  if (measured) read_layer_times(m, cfg.layer_times);
+  // Under a limit, convolutions put dy through their activation in place (on the GPU: no
+  // algorithm then needs a copy of it in the workspace), and keep no columns for backward.
+  if (capped)
+    for (size_t i = 0; i < model.size(); ++i)
+      if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) {
+        c->set_mask_dy_in_place(gpu);
+        c->set_keep_columns(false);
+      }
   PlanOptions o;
   o.limit_bytes = cfg.gpu_memory_limit;
   const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
   o.h2d_gb_s = gpu ? bw.h2d_gb_s : kAssumedCopyGbS;
   o.d2h_gb_s = gpu ? bw.d2h_gb_s : kAssumedCopyGbS;
-  // Where the whole step fits the limit as it runs without a plan, it runs so; otherwise the
-  // model carries a plan out (Sequential::set_placements).
-  const MemoryPlan plain = plan_memory(m, o);
-  const bool as_run = o.limit_bytes <= 0 || plain.keep_all_bytes <= o.limit_bytes;
-  const MemoryPlan p = as_run ? plain : plan_for_model(m, o);
+  o.device_gb_s = gpu ? measure_device_gb_s(ctx) : kAssumedDeviceGbS;
+  o.host_update_gb_s = gpu && capped ? measure_host_update_gb_s(ctx) : kCpuUpdateGbS;
+  // What the process holds outside the allocator (cuDNN's handle made first when it may be
+  // used); the measurements' buffers given back.
+  int64_t context = 0;
+  if (gpu) {
+    if (ctx.tuning().policy() == "auto" || ctx.tuning().policy() == "cudnn") ctx.cuda().cudnn();
+    context = static_cast<int64_t>(ctx.cuda().context_bytes());
+    ctx.allocator(Device::CUDA)->trim();
+  }
+  const int64_t n = batch.n();
+  const bool measured = !cfg.layer_times.empty();
+  StepMem timed;  // the profile's times, at the whole batch
+  if (measured) {
+    timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s);
+    read_layer_times(timed, cfg.layer_times);
+  }
+  auto describe = [&](int64_t rows) {
+    StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, n, o.device_gb_s);
+    int64_t state = 0;
+    for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
+    m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
+    if (measured) {  // the profile's times, in proportion to the rows
+      const double share = static_cast<double>(rows) / static_cast<double>(n);
+      for (size_t i = 0; i < m.layers.size(); ++i) {
+        m.layers[i].fwd_ms = timed.layers[i].fwd_ms * share;
+        m.layers[i].bwd_ms = timed.layers[i].bwd_ms * share;
+      }
+      m.update_ms = timed.update_ms;
+    }
+    if (gpu) {
+      m.context_bytes = context;
+      m.cublas_bytes = static_cast<int64_t>(CudaState::cublas_workspace_bytes());
+    }
+    if (eval_batch > 0) {  // the evaluation's batch on the device, its loss's buffers
+      const int64_t e = eval_batch, f = static_cast<int64_t>(sizeof(float));
+      auto block = [](int64_t b) { return (std::max<int64_t>(b, 1) + 511) / 512 * 512; };
+      const int64_t classes = model.output_shape(batch.with_n(1)).numel();
+      m.eval_bytes = block(e * (batch.numel() / n) * f) + block(e * 4) +
+                     block(e * classes * f) + block(e * f) + block(e * 4) + 512;
+    }
+    return m;
+  };
+  const MemoryPlan p = plan_training_step(describe, n, o);
+  if (plan) *plan = p;
+  const StepMem m = describe(p.micro_batches > 1 ? p.micro_rows : n);
   if (cfg.memory_plan) {
     const std::string times = measured ? "layer times from " + cfg.layer_times
                                        : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
-    std::printf("memory plan of a training step, input %s, on %s (%s; copy bandwidth %s):\n%s",
+    std::printf("memory plan of a training step, input %s, on %s (%s; copy bandwidth %s%s):\n%s",
                 batch.str().c_str(), gpu ? "the GPU" : "a GPU (planned on the CPU)",
-                times.c_str(), gpu ? "measured" : "assumed", format_plan(m, p, o).c_str());
+                times.c_str(), gpu ? "measured" : "assumed",
+                gpu ? strprintf(", device %.0f GB/s, host update %.1f GB/s measured", o.device_gb_s,
+                                o.host_update_gb_s).c_str()
+                    : "",
+                format_plan(m, p, o).c_str());
     std::fflush(stdout);
   }
-  if (cfg.gpu_memory_limit <= 0) return true;
+  if (!capped) return true;
   require_fits(p, o, "--gpu-memory-limit");
-  if (!as_run) apply_plan(model, m, p);
-  if (gpu) ctx.allocator(Device::CUDA)->set_limit(static_cast<size_t>(cfg.gpu_memory_limit));
+  apply_memory_plan(ctx, model, opt, m, p, o.state_chunk_bytes);
+  // On the GPU, the workspace at the plan's budget, now, and never past it (the CPU's kernels
+  // have workspaces of their own sizes: a plan made there is a GPU's).
+  if (gpu) {
+    const size_t ws = static_cast<size_t>(p.fixed.workspace) / sizeof(float);
+    ctx.workspace(Device::CUDA, ws);
+    ctx.set_workspace_limit(Device::CUDA, ws);
+  }
+  int args = 0;
+  for (char c : p.argmax_again) args += c != 0;
+  std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed, %d pool(s) find their "
+              "argmax again; %s; optimizer state of %zu parameter(s) on the host (%s); the step's "
+              "peak %s with the workspace at %s and the CUDA context's %s; step %.1f ms "
+              "predicted\n",
+              count_moved(p, Placement::Offload), count_moved(p, Placement::Recompute), args,
+              p.micro_batches > 1
+                  ? strprintf("%d micro-batches of %lld rows", p.micro_batches,
+                              static_cast<long long>(p.micro_rows)).c_str()
+                  : "the batch in one pass",
+              p.state.params.size(), state_mode_name(p.state.mode),
+              format_bytes(p.peak_bytes).c_str(), format_bytes(p.fixed.workspace).c_str(),
+              format_bytes(context).c_str(), p.step_ms);
+  std::fflush(stdout);
+  if (gpu)
+    ctx.allocator(Device::CUDA)
+        ->set_limit(static_cast<size_t>(std::max<int64_t>(cfg.gpu_memory_limit - context, 0)));
   return true;
 }
 

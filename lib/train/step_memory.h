@@ -1,17 +1,23 @@
 // The memory plan of a classifier's training step on the run's device, made before the first
 // step from the run's flags: --memory-plan prints it (model/memory_plan.h), --gpu-memory-limit
 // must be met, or the run stops here, before any training, naming the smallest limit that
-// would do. On the GPU the caching allocator is then capped at the limit, so a step that needs
-// more than planned fails as out of memory rather than quietly taking more.
+// would do.
 //
-// Layer times are estimated from FLOPs (a nominal rate: the plan says so); the host-device
-// bandwidth is measured on the GPU (one 256 MiB pinned copy each way).
+// Layer times are estimated from FLOPs (a nominal rate: the plan says so) unless --layer-times
+// names a profile; the host-device bandwidth, the device's memory bandwidth and the rate of the
+// host's optimizer update are measured on the GPU; the CUDA context's own memory (driver,
+// kernel images, cuBLAS's and cuDNN's handles) is measured once, after a warm-up.
 //
-// Without a limit, or where the step fits the limit as Sequential runs it without a plan
-// (every buffer for the whole step: MemoryPlan::keep_all_bytes), nothing changes. Otherwise the
-// model carries the plan out (Sequential::set_placements): outputs and gradients in one buffer
-// laid out by lifetime, outputs offloaded (on a copy stream beside compute, at the plan's
-// positions) or recomputed, the step still one CUDA graph computing the same numbers.
+// Without a limit nothing changes. Under one the model carries the plan out: the optimizer's
+// state placed first (on the device, or in pinned host memory where the plan offloads it:
+// Optimizer::place_state), the shared workspace allocated at the plan's budget and capped
+// there (an algorithm that would need more is left out), outputs and gradients in one buffer
+// laid out by lifetime (Sequential::set_placements), offloaded on a copy stream or recomputed,
+// pools' argmax found again where planned, the batch in micro-batches where planned
+// (Sequential::set_micro_batch); convolutions put dy through their activation in place; the
+// step still one CUDA graph computing the same numbers. The caching allocator is then capped at
+// the limit less the context's own bytes, so a step that needs more than planned fails as out
+// of memory, naming the tensor's role, rather than quietly taking more.
 #pragma once
 #include "core/context.h"
 #include "core/shape.h"
@@ -23,9 +29,17 @@
 namespace pdnn {
 
 // Does nothing (returns false) unless cfg asks for a plan or a limit. batch: the training
-// batch's input shape (N, ...).
+// batch's input shape (N, ...); eval_batch: the rows of the evaluation's batches (0: no
+// evaluation in this run, e.g. --steps).
+// plan (optional): the plan made.
 bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
-                      const RunConfig& cfg);
+                      const RunConfig& cfg, int64_t eval_batch = 0, MemoryPlan* plan = nullptr);
+
+// The plan's decisions carried out on the model and optimizer (placements, argmax records,
+// micro-batch, offloaded optimizer state): for plan_step_memory and tests. m: the description
+// the plan was made from (its micro-batch's).
+void apply_memory_plan(Context& ctx, Sequential& model, Optimizer& opt, const StepMem& m,
+                       const MemoryPlan& p, int64_t state_chunk_bytes);
 
 // Replaces m's layer times (and update time) with those of a --profile CSV (layer, kind,
 // output_shape, fwd_ms, bwd_ms, update_ms, ...; train/profiler.h) made for the same model and
@@ -39,5 +53,10 @@ struct CopyBandwidth {
   double h2d_gb_s = 0, d2h_gb_s = 0;
 };
 CopyBandwidth measure_copy_bandwidth(Context& ctx, size_t bytes = size_t{256} << 20);
+// The rate (1e9 bytes/s of parameters, gradients and state) at which ctx's host threads run an
+// AdaGrad update (the offloaded update on the host), and the device's memory bandwidth (a
+// device-to-device copy; 0 on the CPU).
+double measure_host_update_gb_s(Context& ctx, int64_t floats = int64_t{8} << 20);
+double measure_device_gb_s(Context& ctx, size_t bytes = size_t{256} << 20);
 
 }  // namespace pdnn

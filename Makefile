@@ -46,7 +46,7 @@ help:
 	@echo "make bench-gpu      pdnn vs PyTorch on a GPU (eager, CUDA graph; fp32, TF32) -> results/bench/gpu.csv"
 	@echo "make bench-conv-gpu every W3/W4/W5 convolution per pass and algorithm, pdnn vs PyTorch -> results/bench/conv_gpu*.csv"
 	@echo "make bench-conv-steps W3/W4/W5 steps per --conv-algo policy (im2col, own, auto) beside PyTorch -> results/bench/conv-steps/"
-	@echo "make bench-memory   W4 at 224..1120 px on a GPU, uncapped and --gpu-memory-limit, vs PyTorch offload/checkpoint -> results/scale/memory.csv"
+	@echo "make bench-memory   W4 at 224..1344 px on a GPU, uncapped and --gpu-memory-limit, vs PyTorch offload/checkpoint -> results/scale/memory_r2.csv, memory_table.md"
 	@echo "make gpu-bundle     CUDA build + libraries + data in gpu-bundle/ for a lent GPU host (GPU_BINS, GPU_DATA; scripts/gpu/README.md)"
 	@echo "make bench-conv     3x3 convolutions of W2-W4 per pass: im2col vs Winograd vs direct -> results/bench/conv.csv"
 	@echo "make accuracy-mnist pdnn vs PyTorch accuracy, 3 seeds -> results/mnist/accuracy/ (long)"
@@ -165,16 +165,17 @@ bench-gpu: build
 	datasets/get_mnist.sh
 	BIN=$(BIN) scripts/bench_gpu.sh
 
-# Issue 18: W4 at growing input sides on one GPU, pdnn uncapped and under --gpu-memory-limit
+# Issues 18, 26: W4 at growing input sides on one GPU, pdnn uncapped and under --gpu-memory-limit
 # caps beside PyTorch plain, save_on_cpu and checkpoint: peak memory and ms per step,
-# results/scale/memory.csv (scripts/bench_memory.sh; keep each call under 10 minutes on a lent
-# GPU: one or two sides at a time), then its plot (scripts/plot_memory.py).
-SIDES ?= 224 448 672 896 1120
+# results/scale/memory_r2.csv (scripts/bench_memory.sh; keep each call under 10 minutes on a lent
+# GPU: one or two sides at a time), then its table (scripts/memory_table.py) and plot.
+SIDES ?= 224 448 672 896 1120 1344
 CAPS ?= 20G
 .PHONY: bench-memory
 bench-memory: build
 	BIN=$(BIN) SIDES="$(SIDES)" CAPS="$(CAPS)" scripts/bench_memory.sh
-	$(PYTHON) scripts/plot_memory.py results/scale/memory.csv || echo "bench-memory: no plot (matplotlib?)"
+	$(PYTHON) scripts/memory_table.py results/scale/memory_r2.csv
+	$(PYTHON) scripts/plot_memory.py results/scale/memory_r2.csv --out results/scale/memory_r2.png || echo "bench-memory: no plot (matplotlib?)"
 
 # gpu-bundle/ for a lent GPU host: a CUDA build (build-gpu/) of GPU_BINS with their libraries and
 # the data sets GPU_DATA (scripts/gpu/prepare.sh; the runner headers say what each one needs).

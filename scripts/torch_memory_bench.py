@@ -23,8 +23,10 @@ status "oom" and empty times.
 
 Rows (one per variant and side) are appended to --out, columns:
   app,framework,variant,side,batch,precision,gpu_memory_limit_gib,peak_gib,peak_reserved_gib,
-  median_ms,min_ms,max_ms,steps,status,gpu,versions,git_rev,host,timestamp
-gpu_memory_limit_gib is empty for PyTorch (it has no such cap).
+  median_ms,min_ms,max_ms,steps,status,planned_gib,context_gib,plan,gpu,versions,git_rev,host,
+  timestamp
+gpu_memory_limit_gib, planned_gib, context_gib and plan are empty for PyTorch (it has no such
+cap or plan).
 """
 import argparse
 import json
@@ -40,7 +42,7 @@ from results_csv import write_rows, git_rev, utc_now  # noqa: E402
 
 COLUMNS = ["app", "framework", "variant", "side", "batch", "precision", "gpu_memory_limit_gib",
            "peak_gib", "peak_reserved_gib", "median_ms", "min_ms", "max_ms", "steps", "status",
-           "gpu", "versions", "git_rev", "host", "timestamp"]
+           "planned_gib", "context_gib", "plan", "gpu", "versions", "git_rev", "host", "timestamp"]
 VARIANTS = ["plain", "save_on_cpu", "checkpoint"]
 GIB = float(1 << 30)
 
@@ -122,12 +124,12 @@ def run_one(variant, side, batch, steps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sides", default="224,448,672,896,1120",
+    ap.add_argument("--sides", default="224,448,672,896,1120,1344",
                     help="input sides, comma-separated (multiples of 8)")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=5, help="timed steps after 2 warm-up ones")
-    ap.add_argument("--out", default="results/scale/memory.csv")
+    ap.add_argument("--out", default="results/scale/memory_r2.csv")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # "variant,side": child process mode
     a = ap.parse_args()
     if a.one:
@@ -160,7 +162,7 @@ def main():
                      fmt("median_ms", "%.1f")), flush=True)
             rows.append(["caltech9", "pytorch", v, side, a.batch, "fp32", "", fmt("peak_gib"),
                          fmt("peak_reserved_gib"), fmt("median_ms"), fmt("min_ms"),
-                         fmt("max_ms"), r.get("steps", 0), r["status"], r["gpu"],
+                         fmt("max_ms"), r.get("steps", 0), r["status"], "", "", "", r["gpu"],
                          r["versions"], git_rev(), socket.gethostname(), utc_now()])
     write_rows(a.out, COLUMNS, rows)
     print("rows appended to %s" % a.out)

@@ -93,10 +93,10 @@ std::string choose_classes(Options& o, bool given) {
   std::error_code ec;
   if (!given && std::filesystem::is_directory(o.data, ec)) {
     const std::vector<std::string> found = list_image_folder_classes(o.data);
-    const bool has_six =
-        std::all_of(kPaperClasses.begin(), kPaperClasses.end(), [&](const std::string& c) {
-          return std::find(found.begin(), found.end(), c) != found.end();
-        });
+    const std::vector<std::string>& six = caltech_paper_classes();
+    const bool has_six = std::all_of(six.begin(), six.end(), [&](const std::string& c) {
+      return std::find(found.begin(), found.end(), c) != found.end();
+    });
     if (!has_six) {
       o.classes = found;  // none: load_image_folder says the folder has no class folders
       if (found.empty()) return "";

@@ -280,8 +280,8 @@ TEST_F(MnistApp, SaveInitRefusesAFileItDidNotWriteUnlessOverwrite) {
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
   r = run(kBin + " --data " + data + " --threads 1 --steps 2 --overwrite");
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("--overwrite lets a fresh run replace an existing --checkpoint or "
-                          "--save-init file: give one of them"),
+  EXPECT_NE(r.output.find("--overwrite lets a fresh run replace an existing --checkpoint, "
+                          "--save-init or --save-weights file: give one of them"),
             std::string::npos)
       << r.output;
 }

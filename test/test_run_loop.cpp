@@ -241,8 +241,8 @@ TEST_F(RunLoopTest, SaveInitRefusesAnExistingFileUnlessOverwrite) {
   plain.checkpoint.clear();
   plain.overwrite = true;
   testing::expect_error_mentions([&] { RunLoop loop(r->ctx, plain, *r->task); },
-                                 {"--overwrite lets a fresh run replace an existing --checkpoint "
-                                  "or --save-init file: give one of them"});
+                                 {"--overwrite lets a fresh run replace an existing --checkpoint, "
+                                  "--save-init or --save-weights file: give one of them"});
 
   c.steps = 0;
   c.overwrite = true;
@@ -254,6 +254,33 @@ TEST_F(RunLoopTest, SaveInitRefusesAnExistingFileUnlessOverwrite) {
   EXPECT_EQ(load_checkpoint(init, loaded->model, nullptr).epoch, 0);
   testing::expect_close(loaded->model.parameters().values(), fresh->model.parameters().values(),
                         0, 0, "initial weights");
+}
+
+// --save-weights (the trained weights alone, after the last epoch) follows the same rule: a file
+// this run did not write (another run's judge, say) is refused before any work, unless
+// --overwrite; with it the run writes the weights in its place.
+TEST_F(RunLoopTest, SaveWeightsRefusesAnExistingFileUnlessOverwrite) {
+  auto r = make_run();
+  const std::string w = dir_ + "/judge.weights";
+  std::ofstream(w) << "another run's weights";
+  const std::vector<std::string> before = listing();
+  RunConfig c = config(1);
+  c.checkpoint.clear();
+  c.save_weights = w;
+  testing::expect_error_mentions(
+      [&] { RunLoop loop(r->ctx, c, *r->task); },
+      {"--save-weights " + w +
+       " already exists and this run would replace it: name another path, or --overwrite to "
+       "replace it"});
+  EXPECT_EQ(listing(), before);
+  EXPECT_EQ(testing::slurp(w), "another run's weights");
+  c.overwrite = true;
+  ASSERT_EQ(train(c, *r), 0);
+  auto loaded = make_run();
+  loaded->model.parameters().values().fill(0.f);
+  load_checkpoint(w, loaded->model, nullptr);
+  testing::expect_close(loaded->model.parameters().values(), r->model.parameters().values(), 0,
+                        0, "trained weights");
 }
 
 TEST_F(RunLoopTest, DivergenceMidEpochNamesTheStepAndKeepsTheLastGoodEpoch) {

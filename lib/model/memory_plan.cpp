@@ -668,12 +668,14 @@ MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& descri
   const StepMem whole = describe(batch_rows);
   check_description(whole, o);
   MemoryPlan first = plan_as_run(whole, 1, o);
-  if (o.limit_bytes <= 0) return first;
   bool coupled = false;
   for (const LayerMem& l : whole.layers) coupled = coupled || (l.batch_coupled && !l.absorbed);
   MemoryPlan best = first;
   bool have = first.fits;
-  int64_t floor = first.fits ? first.peak_bytes : first.min_limit_bytes;
+  // The smallest limit over every micro-batch count, with or without a limit: the plan
+  // without one (the uncapped run, --memory-plan) says how low a cap may go, and micro-batches
+  // take it below one pass's floor.
+  int64_t floor = o.limit_bytes > 0 && first.fits ? first.peak_bytes : first.min_limit_bytes;
   const int64_t kmax = coupled ? 1 : std::min<int64_t>(batch_rows, std::max(1, o.max_micro_batches));
   int64_t last_rows = batch_rows;
   for (int64_t k = 2; k <= kmax; ++k) {
@@ -683,6 +685,12 @@ MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& descri
     const int64_t slices = (batch_rows + rows - 1) / rows;
     const StepMem m = describe(rows);
     check_description(m, o);
+    if (o.limit_bytes <= 0) {  // only the floor (as run: under a 1-byte limit nothing fits,
+      PlanOptions least = o;   // and the plan says the smallest that does); without a cap one
+      least.limit_bytes = 1;   // pass is the plan
+      floor = std::min(floor, plan_as_run(m, static_cast<int>(slices), least).min_limit_bytes);
+      continue;
+    }
     const MemoryPlan p = plan_as_run(m, static_cast<int>(slices), o);
     floor = std::min(floor, p.fits ? p.peak_bytes : p.min_limit_bytes);
     if (p.fits && (!have || p.step_ms < best.step_ms)) best = p, have = true;
@@ -996,8 +1004,13 @@ StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double
   // The loss's softmax, dL/dlogits, per-row losses and labels (softmax_cross_entropy.h).
   m.loss_bytes = 2 * block(s.numel() * f) + block(s.n() * f) + block(s.n() * static_cast<int64_t>(sizeof(int32_t)));
   // The optimizer's step count, the RNG position, the recomputations' RNG slots, the metric
-  // sums.
-  m.small_bytes = 4 * 512;
+  // sums; and a reserve of 1 MiB the description does not itemise: the allocator rounds every
+  // tensor to 512 bytes, where a layer's scratch above is rounded once for all its tensors
+  // (BatchNorm's mean and inverse std, a pool's argmax and dropout mask), and a plan that gives
+  // the workspace every byte left under the cap must not fail on the last 64-byte tensor
+  // (issue 26: W4-small ran out under a cap equal to its plan's peak on the H100).
+  constexpr int64_t kAllocatorReserve = int64_t{1} << 20;
+  m.small_bytes = 4 * 512 + kAllocatorReserve;
   return m;
 }
 

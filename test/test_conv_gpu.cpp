@@ -325,6 +325,27 @@ TEST(ConvGpu, ChoiceIsMadeOnceAndCached) {
   std::remove(cache.c_str());
 }
 
+// Under a memory plan (the context's workspace has a limit) `auto` leaves cuDNN out, since it
+// allocates device memory of its own outside the plan; the choice has its own key, so it
+// neither reuses nor overwrites an unplanned run's choice for the shape. Forced, cuDNN runs.
+TEST(ConvGpu, AutoLeavesCudnnOutUnderAMemoryPlan) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  for (const ConvCase& c : kCases) {
+    SCOPED_TRACE(c.name);
+    Context ctx(1, 1, Device::CUDA);
+    Inputs in = inputs_of(c);
+    const Tensor x = in.x.to(Device::CUDA, ctx), w = in.w.to(Device::CUDA, ctx);
+    Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, Device::CUDA, ctx);
+    ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, nullptr, y, in.act, ConvAlgo::Auto);
+    ctx.set_workspace_limit(Device::CUDA, size_t{1} << 28);
+    ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, nullptr, y, in.act, ConvAlgo::Auto);
+    ASSERT_EQ(ctx.tuning().made().size(), 2u);
+    EXPECT_EQ(ctx.tuning().made()[1].first, ctx.tuning().made()[0].first + "-planned");
+    EXPECT_NE(ctx.tuning().made()[1].second.choice, "cudnn");
+  }
+}
+
 // A run that reads the cache file trains to the weights of the run that wrote it: the choice is
 // the only thing the cache carries, so equal choices give the same kernels in the same order.
 TEST(ConvGpu, RunWithTheCacheGivesTheWeightsOfTheRunThatWroteIt) {

@@ -134,8 +134,16 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
   }
   Tuning& tune = ctx.tuning();
   const std::string policy = gpu_conv_pass_policy(tune.policy(), pass);
-  // The pass's policy is part of the key: "own" must not reuse a cuDNN choice "auto" made.
-  const std::string key = gpu_conv_key(pass, g, n, k, act, cs.tf32()) + " " + policy;
+  // Under a memory plan (--gpu-memory-limit: the workspace has a limit) `auto` leaves cuDNN
+  // out: it allocates device memory of its own, outside pdnn's allocator and so outside the
+  // plan (W4 at 1120 under 77G: its forward failed with
+  // CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED on the H100). Forced by name it still
+  // runs: the user's choice.
+  const bool planned = ctx.workspace_limit(Device::CUDA) > 0 && policy == "auto";
+  // The pass's policy is part of the key: "own" must not reuse a cuDNN choice "auto" made (nor
+  // a planned run one an unplanned run made).
+  const std::string key = gpu_conv_key(pass, g, n, k, act, cs.tf32()) + " " + policy +
+                          (planned ? "-planned" : "");
   if (const Tuning::Choice* c = tune.lookup(key)) {
     ConvAlgo a;
     PDNN_CHECK(parse_conv_algo(c->choice, &a) && a != ConvAlgo::Auto,
@@ -151,7 +159,10 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
              "%s: no algorithm chosen before the CUDA graph capture (run the step eagerly once "
              "first)", key.c_str());
   // cuDNN is opened (and its handle made) only when the policy may use it.
-  const bool want_cudnn = policy == "auto" || policy == "cudnn";
+  const bool want_cudnn = (policy == "auto" && !planned) || policy == "cudnn";
+  if (planned)
+    std::printf("conv algorithm: %s: cudnn left out: it allocates device memory outside the "
+                "memory plan (--conv-algo cudnn forces it)\n", key.c_str());
   const std::vector<ConvAlgo> cands =
       gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr);
   if (cands.size() == 1 && policy != "auto" && policy != "own") {

@@ -13,6 +13,8 @@
 #   bench     scripts/bench_memory.sh for each PLAN item "side:cap+cap" (W4 per side,
 #             uncapped and under each cap, beside PyTorch plain / save_on_cpu / checkpoint)
 #             -> $RESULTS/memory_r2.csv, memory_logs/, memory_table.md (scripts/memory_table.py)
+#   torch     PyTorch alone at TORCH_SIDES (1120): plain, save_on_cpu, checkpoint
+#             -> $RESULTS/memory_r2.csv, torch_memory.log (a line per variant as it ends)
 #   accuracy  ACC_EPOCHS (30) epochs of W4 at ACC_SIDE (448) under ACC_CAP (10G), seed 1, the
 #             plan carried out (448 does not fit 10G uncapped) -> $RESULTS/accuracy/
 #             pdnn-cuda_caltech9-448px-cap10G_s1.csv and its log (about 4 minutes); plot it
@@ -32,7 +34,7 @@ source "$(dirname "$0")/../host.sh"
 need_bin caltech101 || exit 1
 PARTS=${PARTS:-tests bench}
 for part in $PARTS; do
-  case $part in tests|bench|accuracy) ;; *) echo "memory: unknown part $part (tests, bench, accuracy)" >&2; exit 2 ;; esac
+  case $part in tests|bench|torch|accuracy) ;; *) echo "memory: unknown part $part (tests, bench, torch, accuracy)" >&2; exit 2 ;; esac
 done
 has() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 DATA=${DATA:-datasets/caltech101-6}
@@ -54,6 +56,13 @@ if has bench; then
       scripts/bench_memory.sh 2>&1 | grep -v "^epoch"
   done
   [ -f "$RESULTS/memory_r2.csv" ] && py scripts/memory_table.py "$RESULTS/memory_r2.csv"
+fi
+
+if has torch; then  # PyTorch alone (TORCH_SIDES), each variant's line printed as it ends
+  stage "PyTorch plain / save_on_cpu / checkpoint at ${TORCH_SIDES:-1120}"
+  env -u LD_LIBRARY_PATH "$PYTHON" scripts/torch_memory_bench.py \
+    --sides "$(echo ${TORCH_SIDES:-1120} | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" \
+    --out "$RESULTS/memory_r2.csv" 2>&1 | tee "$RESULTS/torch_memory.log"
 fi
 
 if has accuracy; then

@@ -18,7 +18,7 @@
 # 1120 1344"), CAPS ("20G"), STEPS (20: two blocks of 10), TORCH_STEPS (5), CALTECH_DATA
 # (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch, THREADS (8: the host threads that prepare
 # the batches; at 1 they, not the GPU, bound the step), APP_ARGS (more caltech101 flags, e.g.
-# "--conv-algo implicit").
+# "--conv-algo implicit"), UNCAPPED (1; 0 leaves the uncapped run out, e.g. where it cannot fit).
 # Each command should stay under 10 minutes: run one or two sides at a time, e.g.
 #   make bench-memory SIDES=672 CAPS="20G 28G"
 set -euo pipefail
@@ -47,7 +47,7 @@ cap_gib() { awk -v c="$1" 'BEGIN { n = c + 0; u = toupper(substr(c, length(c), 1
   printf "%.3f", n * m }'; }
 
 for side in $SIDES; do
-  for cap in none $CAPS; do
+  for cap in $([ "${UNCAPPED:-1}" = 1 ] && echo none) $CAPS; do
     log="$logs/pdnn_${side}_${cap}.log"
     limit=$([ "$cap" = none ] && true || echo "--gpu-memory-limit $cap")
     set +e

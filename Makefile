@@ -94,7 +94,10 @@ test-avx2: deps
 # the CUDA backend: CI has no GPU (its tests skip), `make test` has already compiled it, and
 # compiling the .cu files a second time would only add to CI's time.
 SANITIZE_BUILD ?= build-sanitize
-SANITIZE_ENV := ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
+# allocator_may_return_null: pdnn checks every allocation and turns a failed one into an error
+# naming the tensor's role (MemoryPlanExecution.OutOfMemoryNamesTheTensorsRole asks for 2^60
+# bytes to see it); by default ASan aborts on such a request instead of returning null.
+SANITIZE_ENV := ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:allocator_may_return_null=1 \
                 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \

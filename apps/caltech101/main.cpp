@@ -315,7 +315,7 @@ int run(int argc, char** argv) {
       static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
-      info.blas_core.c_str(), info.git_rev.c_str());
+      info.blas_text.c_str(), info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s", load_s,
               model.summary(Shape{o.batch, 3, o.size, o.size}).c_str());
   std::fflush(stdout);

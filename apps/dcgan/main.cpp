@@ -325,7 +325,7 @@ int run(int argc, char** argv) {
       static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
       epoch_note.empty() ? "" : ("; " + epoch_note).c_str(), o.lr, o.beta1, ctx.threads(),
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
-      info.blas_core.c_str(), info.git_rev.c_str());
+      info.blas_text.c_str(), info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s%s",
               std::chrono::duration<double>(Clock::now() - t_load).count(),
               g.summary(Shape{o.batch, o.model.nz, 1, 1}).c_str(),

@@ -369,11 +369,12 @@ int run(int argc, char** argv) {
   Context ctx(1);
   const RunInfo info = run_info(ctx);
   std::printf("hebbian W6: %s, lr %g, seed %llu, repeat %d | %s, %s, %d cores%s%s | rev %s | %s | "
-              "OMP_PROC_BIND=%s OMP_PLACES=%s\n",
+              "BLAS %s | OMP_PROC_BIND=%s OMP_PLACES=%s\n",
               o.leak == 0 ? "not leaky (as written)" : strprintf("leaky, a = %g", o.leak).c_str(), o.lr,
               static_cast<unsigned long long>(o.seed), o.repeat, info.host.c_str(), info.cpu_model.c_str(),
               omp_get_num_procs(), device_name.empty() ? "" : " | GPU ", device_name.c_str(),
-              info.git_rev.c_str(), info.compiler.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
+              info.git_rev.c_str(), info.compiler.c_str(), info.blas_text.c_str(),
+              env_or("OMP_PROC_BIND", "(unset)"),
               env_or("OMP_PLACES", "(unset)"));
 
   std::unique_ptr<CsvWriter> csv;

@@ -112,7 +112,7 @@ int run(int argc, char** argv) {
               "OpenBLAS %s | OMP_PROC_BIND=%s OMP_PLACES=%s\n",
               static_cast<long long>(n), repeat, warmup, info.host.c_str(), info.cpu_model.c_str(),
               omp_get_num_procs(), info.git_rev.c_str(), info.compiler.c_str(),
-              info.blas_core.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
+              info.blas_text.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
               env_or("OMP_PLACES", "(unset)"));
   if (want_gpu) std::printf("GPU: %s\n", info.gpu.c_str());
 

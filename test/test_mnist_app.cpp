@@ -187,6 +187,32 @@ TEST_F(MnistApp, BadInputFailsWithOneLineAndWritesNothing) {
   expect_failure("--data " + good + " --model huge", "--model");
   expect_failure("--data " + good + " --epochs two", "--epochs");
   expect_failure("--data " + good + " --resume", "");  // the checkpoint does not exist yet
+  // The GPU's algorithm cache: a path that cannot be written fails on the CPU too (issue 33).
+  expect_failure("--data " + good + " --conv-algo-cache /",
+                 "--conv-algo-cache '/': names a folder; give a file name");
+  expect_failure("--data " + good + " --conv-algo-cache " + dir_,
+                 "--conv-algo-cache '" + dir_ + "': ");
+}
+
+// On the CPU a writable --conv-algo-cache is not used, and the run says so in one line.
+TEST_F(MnistApp, ACpuRunSaysTheAlgorithmCacheIsNotUsed) {
+  const std::string data = make_data("data", 40, 20, 28);
+  const std::string cache = dir_ + "/cache/algorithms.tsv";
+  const Result r = run(kBin + " --data " + data + " --steps 3 --batch 8 --threads 1" +
+                       " --conv-algo-cache " + cache);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("mnist: --conv-algo-cache " + cache +
+                          ": not used on the CPU (it keeps the GPU's convolution algorithm "
+                          "choices)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(exists(dir_ + "/cache"));
+  // Without the flag, or with "none", nothing is said.
+  for (const std::string flag : {"", " --conv-algo-cache none"}) {
+    const Result q = run(kBin + " --data " + data + " --steps 3 --batch 8 --threads 1" + flag);
+    ASSERT_EQ(q.status, 0) << q.output;
+    EXPECT_EQ(q.output.find("--conv-algo-cache"), std::string::npos) << q.output;
+  }
 }
 
 // A learning rate that makes training diverge: exit status 1 with one line naming the epoch

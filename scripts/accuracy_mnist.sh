@@ -2,7 +2,7 @@
 # Accuracy side by side with PyTorch (issue: MNIST experiment): for each workload and seed,
 # trains pdnn (build/bin/mnist) and scripts/torch_reference.py (same nets, initial weights,
 # optimizer and data order) and writes one CSV per framework, workload and seed under
-# results/mnist/accuracy/ (rows per epoch, DESIGN.md columns), then the summary
+# runs/mnist/accuracy/ (OUT; rows per epoch, DESIGN.md columns), then the summary
 # (scripts/accuracy_summary.py).
 #   scripts/accuracy_mnist.sh [WORKLOAD...]   WORKLOAD: small-npm10k small-fashion keras-fashion
 #   SEEDS="1 2 3" THREADS=1 BIN=build/bin PYTHON=/usr/bin/python3
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bin}; PY=${PYTHON:-/usr/bin/python3}; SEEDS=${SEEDS:-1 2 3}; THREADS=${THREADS:-1}
-OUT=${OUT:-results/mnist/accuracy}
+OUT=${OUT:-runs/mnist/accuracy}
 mkdir -p "$OUT"
 [ $# -gt 0 ] || set -- small-npm10k small-fashion keras-fashion
 for w in "$@"; do

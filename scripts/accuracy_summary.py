@@ -19,7 +19,7 @@ from results_csv import write_rows  # noqa: E402
 
 
 def main():
-    folder = sys.argv[1] if len(sys.argv) > 1 else "results/mnist/accuracy"
+    folder = sys.argv[1] if len(sys.argv) > 1 else "runs/mnist/accuracy"
     finals = {}  # (model, dataset, batch, epochs) -> app -> list of (test_acc, device, file)
     for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
         if os.path.basename(path) == "summary.csv":

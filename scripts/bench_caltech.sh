@@ -15,9 +15,9 @@
 # Then pdnn's per-layer profile (--profile, 4 steps) at each thread count, and each
 # convolution's achieved GFLOP/s (direct-convolution FLOPs over its time, so Winograd can pass
 # the ceiling) against the sgemm rate measured right before it.
-# Rows: OUT (results/bench/caltech.csv): one per framework, setting and thread count, with the
-# ratio PyTorch / pdnn (> 1: pdnn faster), ms per step as in results/bench/mnist.csv; LAYERS_OUT (results/bench/caltech_layers.csv): one
-# per convolution and thread count; the profiles as results/bench/caltech_profile_t<T>.csv.
+# Rows: OUT (runs/bench/caltech.csv): one per framework, setting and thread count, with the
+# ratio PyTorch / pdnn (> 1: pdnn faster), ms per step as in bench_mnist.sh's; LAYERS_OUT (runs/bench/caltech_layers.csv): one
+# per convolution and thread count; the profiles as caltech_profile_t<T>.csv beside OUT.
 # Also printed: pdnn against the im2col floor, a step's FLOPs (3 x forward) at the sgemm rate.
 # Environment: BIN, PYTHON, OUT, LAYERS_OUT, THREADS, ROUNDS (3), STEPS (5), DATA, TORCH=0
 # (pdnn alone). About 25 minutes on 2 cores (PyTorch 1.13 takes 10-20 s a step there).
@@ -30,8 +30,8 @@ PY=${PYTHON:-/usr/bin/python3}
 blas_env=$("$BIN/blas_core" --env 2>/dev/null || true)
 # shellcheck disable=SC2086  # NAME=value words, split on purpose
 [ -z "$blas_env" ] || export $blas_env
-OUT=${OUT:-results/bench/caltech.csv}
-LAYERS_OUT=${LAYERS_OUT:-results/bench/caltech_layers.csv}
+OUT=${OUT:-runs/bench/caltech.csv}
+LAYERS_OUT=${LAYERS_OUT:-runs/bench/caltech_layers.csv}
 THREADS=${THREADS:-1,2}
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-5}
@@ -104,13 +104,13 @@ for t in ${THREADS//,/ }; do
   "$BIN/bench_conv" --mode sgemm --threads "$t" --repeats 3 --warmup 1 |
     sed -nE 's/^sgemm_gflops threads=([0-9]+) .*median=([0-9.]+).*/\1 \2/p' > "$tmp/ceiling_$t"
   env "${PIN[@]}" "$BIN/caltech101" --data "$DATA" --threads "$t" --steps 4 --profile \
-    --profile-out "results/bench/caltech_profile_t$t.csv" > "$tmp/profile_$t.log"
+    --profile-out "$(dirname "$OUT")/caltech_profile_t$t.csv" > "$tmp/profile_$t.log"
   sed -n '/^profile: /,/^total/p' "$tmp/profile_$t.log"
 done
 
 env -u LD_LIBRARY_PATH "$PY" - "$tmp" "$OUT" "$LAYERS_OUT" "$THREADS" "$fwd_mflops" \
   "$blas_core" "$dataset" "$rev" "$host" "$cpu" <<'EOF'
-import csv, statistics, sys
+import csv, os, statistics, sys
 sys.path.insert(0, "scripts")
 from results_csv import write_rows, utc_now
 tmp, out, layers_out, threads, fwd_mflops, core, dataset, rev, host, cpu = sys.argv[1:]
@@ -166,7 +166,7 @@ layer_rows = []
 print("\nconvolutions: achieved GFLOP/s (3 x forward FLOPs / (fwd + bwd)) against sgemm")
 for t in threads:
     ceiling = float(open(f"{tmp}/ceiling_{t}").read().split()[1])
-    for r in csv.DictReader(open(f"results/bench/caltech_profile_t{t}.csv")):
+    for r in csv.DictReader(open(os.path.join(os.path.dirname(out), f"caltech_profile_t{t}.csv"))):
         if r["kind"] != "Conv2d":
             continue
         g = float(r["gflops"])
@@ -180,5 +180,5 @@ write_rows(layers_out, ["app", "model", "batch", "threads", "layer", "output_sha
                         "bwd_ms", "gflops", "sgemm_gflops", "of_sgemm", "blas_core", "git_rev",
                         "host", "cpu_model", "timestamp"], layer_rows)
 print(f"\nrows appended to {out} and {layers_out}; profiles in "
-      f"results/bench/caltech_profile_t<T>.csv")
+      f"{os.path.join(os.path.dirname(out), 'caltech_profile_t<T>.csv')}")
 EOF

@@ -20,7 +20,7 @@
 # configuration at that thread count), joined by layer: LAYERS_OUT has one row per thread count
 # and layer (pdnn's rows name the layer, e.g. D.3 "BatchNorm2d + LeakyReLU", as --profile does).
 #
-# Rows: OUT (results/bench/dcgan.csv), LAYERS_OUT (results/bench/dcgan_layers.csv), both with
+# Rows: OUT (runs/bench/dcgan.csv), LAYERS_OUT (runs/bench/dcgan_layers.csv), both with
 # the CPU model, OpenBLAS core, threads, git revision; the profiles' own CSV files next to
 # LAYERS_OUT (dcgan_profile_t<T>.csv, dcgan_torch_layers.csv).
 # Environment: BIN, PYTHON, OUT, LAYERS_OUT, THREADS, STEPS (8), REPEAT (2), PROFILE_STEPS (6),
@@ -36,8 +36,8 @@ PY=${PYTHON:-/usr/bin/python3}
 blas_env=$("$BIN/blas_core" --env 2>/dev/null || true)
 # shellcheck disable=SC2086  # NAME=value words, split on purpose
 [ -z "$blas_env" ] || export $blas_env
-OUT=${OUT:-results/bench/dcgan.csv}
-LAYERS_OUT=${LAYERS_OUT:-results/bench/dcgan_layers.csv}
+OUT=${OUT:-runs/bench/dcgan.csv}
+LAYERS_OUT=${LAYERS_OUT:-runs/bench/dcgan_layers.csv}
 THREADS=${THREADS:-1,2}
 STEPS=${STEPS:-8}
 REPEAT=${REPEAT:-2}

@@ -6,10 +6,10 @@
 #   loader), each eager and as one CUDA graph, in fp32 and TF32; PyTorch the same way
 #   (scripts/torch_gpu_bench.py; W4 eager only: its Adagrad cannot be captured); pi on the GPU
 #   (build/bin/pi --variants cuda-fp64,cuda-fp32).
-# Rows: results/bench/gpu.csv (and results/pi/pi_gpu.csv, or pi_gpu.csv beside a given OUT); a
+# Rows: runs/bench/gpu.csv (and runs/pi/pi_gpu.csv, or pi_gpu.csv beside a given OUT); a
 # ratio table at the end.
 # Environment: BIN (build/bin), PYTHON (python3, the one with torch), STEPS (300), DATA
-# (datasets/mnist-npm10k), CALTECH_DATA (datasets/caltech101-6), OUT (results/bench/gpu.csv),
+# (datasets/mnist-npm10k), CALTECH_DATA (datasets/caltech101-6), OUT (runs/bench/gpu.csv),
 # TORCH=0 to skip PyTorch, PI=0 to skip pi, WORKLOADS (W2b8 W2b128 W3; W4 on request).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +18,8 @@ PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-300}
 DATA=${DATA:-datasets/mnist-npm10k}
 CALTECH_DATA=${CALTECH_DATA:-datasets/caltech101-6}
-OUT=${OUT:-results/bench/gpu.csv}
-PI_OUT=${PI_OUT:-$( [ "$OUT" = results/bench/gpu.csv ] && echo results/pi/pi_gpu.csv || echo "$(dirname "$OUT")/pi_gpu.csv")}
+OUT=${OUT:-runs/bench/gpu.csv}
+PI_OUT=${PI_OUT:-$( [ "$OUT" = runs/bench/gpu.csv ] && echo runs/pi/pi_gpu.csv || echo "$(dirname "$OUT")/pi_gpu.csv")}
 TORCH=${TORCH:-1}
 PI=${PI:-1}
 WORKLOADS=${WORKLOADS:-W2b8 W2b128 W3}

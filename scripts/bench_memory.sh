@@ -13,7 +13,7 @@
 # end, plan what the plan did (micro-batches, optimizer state on the host and how it is
 # updated, outputs offloaded and recomputed, pools finding their argmax again). Out of memory
 # (the allocator is capped at the limit less the context): "oom".
-# Rows: OUT (results/scale/memory_r2.csv), columns as torch_memory_bench.py's.
+# Rows: OUT (runs/scale/memory_r2.csv), columns as torch_memory_bench.py's.
 # Environment: BIN (build/bin), PYTHON (python3, the one with torch), SIDES ("224 448 672 896
 # 1120 1344"), CAPS ("20G"), STEPS (20: two blocks of 10), TORCH_STEPS (5), CALTECH_DATA
 # (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch, THREADS (8: the host threads that prepare
@@ -30,7 +30,7 @@ CAPS=${CAPS:-20G}
 STEPS=${STEPS:-20}
 TORCH_STEPS=${TORCH_STEPS:-5}
 CALTECH_DATA=${CALTECH_DATA:-datasets/caltech101-6}
-OUT=${OUT:-results/scale/memory_r2.csv}
+OUT=${OUT:-runs/scale/memory_r2.csv}
 TORCH=${TORCH:-1}
 COLUMNS="app,framework,variant,side,batch,precision,gpu_memory_limit_gib,peak_gib,peak_reserved_gib,median_ms,min_ms,max_ms,steps,status,planned_gib,context_gib,plan,gpu,versions,git_rev,host,timestamp"
 [ -x "$BIN/caltech101" ] || { echo "bench_memory: no $BIN/caltech101 (build first)" >&2; exit 1; }

@@ -9,7 +9,7 @@
 #            sleep instead of spinning (OMP_WAIT_POLICY=passive) and OpenBLAS runs one thread
 #            so it does not fight OpenMP's pool (OPENBLAS_NUM_THREADS=1).
 # Each point is one process running STEPS steps (the first 2 left out); median/min/max are
-# over those steps. Rows are appended to results/bench/mnist.csv (OUT=...), with the ratio
+# over those steps. Rows are appended to runs/bench/mnist.csv (OUT=...), with the ratio
 # torch median / pdnn median (> 1: pdnn faster). Both read the same data (datasets/get_mnist.sh).
 # Timings on a shared machine are noisy: run it on an idle one and repeat before quoting.
 # Environment: BIN, PYTHON, OUT, THREADS, SCALE (step-count multiplier), TORCH=0 (pdnn alone).
@@ -22,7 +22,7 @@ PY=${PYTHON:-/usr/bin/python3}
 blas_env=$("$BIN/blas_core" --env 2>/dev/null || true)
 # shellcheck disable=SC2086  # NAME=value words, split on purpose
 [ -z "$blas_env" ] || export $blas_env
-OUT=${OUT:-results/bench/mnist.csv}
+OUT=${OUT:-runs/bench/mnist.csv}
 THREADS=${THREADS:-1,2}
 SCALE=${SCALE:-1}   # multiplies the step counts (more steps, steadier medians)
 PIN=(OMP_PROC_BIND=close OMP_PLACES=cores)

@@ -3,9 +3,9 @@
 build/bin/dcgan and scripts/torch_reference.py dcgan) at chosen epochs side by side, one row per
 run, so pdnn and its PyTorch twin (same weights, data order and noise) sit one above the other.
 
-  scripts/dcgan_progression.py --run pdnn=results/dcgan/samples/caltech101-6 \\
-      [--run torch=results/dcgan/samples/torch_caltech101-6] [--epochs 1,10,50,150,300] \\
-      --out results/dcgan/progression_caltech101-6.png [--title TEXT]
+  scripts/dcgan_progression.py --run pdnn=runs/dcgan/samples/caltech101-6 \\
+      [--run torch=runs/dcgan/samples/torch_caltech101-6] [--epochs 1,10,50,150,300] \\
+      --out runs/dcgan/progression_caltech101-6.png [--title TEXT]
 
 Of the chosen epochs, those a run has a grid for are drawn, and the run's last grid is always
 added (a short run shows how far it got). The file is written atomically (temporary name, then

@@ -14,7 +14,7 @@
 # comparison, 3 seeds x 300 epochs of both frameworks scored by the photo judge after epochs
 # 50, 150 and 300, with the spread over seeds: scripts/dcgan_quality_photos.sh (its header has
 # its knobs). Environment of the IDX data sets: BIN (build/bin), PYTHON (/usr/bin/python3), OUT
-# (results/dcgan), DATASET (fashion-mnist or mnist), EPOCHS (5), SEED (1), THREADS (all cores),
+# (runs/dcgan), DATASET (fashion-mnist or mnist), EPOCHS (5), SEED (1), THREADS (all cores),
 # DEVICE (cpu or cuda), CLASSIFIER_EPOCHS (3), SAMPLES (10000), TORCH (1; 0: pdnn alone), DATA
 # (the IDX folder), IMAGES_PER_EPOCH (the app's default, 2,944; smaller for a quick look), both
 # frameworks.
@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 [ "${DATASET:-}" = caltech ] && exec scripts/dcgan_quality_photos.sh
 BIN=${BIN:-build/bin}
 PY=${PYTHON:-/usr/bin/python3}
-OUT=${OUT:-results/dcgan}
+OUT=${OUT:-runs/dcgan}
 DATASET=${DATASET:-fashion-mnist}
 EPOCHS=${EPOCHS:-5}
 SEED=${SEED:-1}

@@ -23,7 +23,7 @@
 # QUALITY_CSV), and the progressions whatever grids are under GRIDS (default $OUT/samples).
 # Without a GPU (and no EPOCHS given): a short CPU run (2 epochs of 128 images, 1 seed, 500
 # samples after epochs 1 and 2) that exercises every step and says so first.
-# Environment: BIN (build/bin), PYTHON (/usr/bin/python3), OUT (results/dcgan), DATA (the
+# Environment: BIN (build/bin), PYTHON (/usr/bin/python3), OUT (runs/dcgan), DATA (the
 # shipped datasets/caltech101-6), CLASSES (the judge's labels: the paper's six for the shipped
 # photos, else every class folder), DEVICE (auto, cuda, cpu), THREADS (all cores; per run:
 # THREADS / JOBS), SEEDS (1 2 3), EPOCHS (300), SCORE_EPOCHS (50,150,300), SAMPLES (10000),
@@ -35,7 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bin}
 PY=${PYTHON:-/usr/bin/python3}
-OUT=${OUT:-results/dcgan}
+OUT=${OUT:-runs/dcgan}
 DATA=${DATA:-datasets/caltech101-6}
 DEVICE=${DEVICE:-auto}
 THREADS=${THREADS:-$(nproc)}

@@ -2,7 +2,7 @@
 # dcgan_study.sh: make dcgan, the DCGAN study's run (SPEC.md W5: batch 64, Adam 2e-4 beta1 0.5,
 # 2,944 images = 46 iterations per epoch, 300 epochs) on the shipped colour photos
 # (datasets/caltech101-6, 2,600 images: an epoch is then what the set has) or any folder of
-# photos (DATA=...). Writes to $OUT (results/dcgan):
+# photos (DATA=...). Writes to $OUT (runs/dcgan):
 #   <model>_<dataset>.csv (per epoch), <model>_<dataset>_iterations.csv, samples/<dataset>/
 #   epoch_NNN.png (the fixed-noise grid of each epoch), progression_<dataset>.png (the grids
 #   of epochs 1, 10, 50, 150, 300 that were run, and the last) and plots/ (losses, D(x) and
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bin}
 PY=${PYTHON:-/usr/bin/python3}
-OUT=${OUT:-results/dcgan}
+OUT=${OUT:-runs/dcgan}
 DEVICE=${DEVICE:-auto}
 THREADS=${THREADS:-$(nproc)}
 SEED=${SEED:-1}

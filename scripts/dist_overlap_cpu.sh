@@ -2,7 +2,7 @@
 # What overlapping the gradient all-reduce with backward hides on the CPU: W3 (mnist keras,
 # global batch 128) as RANKS ranks x THREADS threads, --overlap on and off in alternating
 # rounds (ROUNDS), each run's median step time and rank 0's all-reduce time per step with the
-# part backward did not hide; rows to OUT (results/scale/overlap_cpu.csv, scale_rows.py
+# part backward did not hide; rows to OUT (runs/scale/overlap_cpu.csv, scale_rows.py
 # columns; mode dist = overlap on, dist-nooverlap = off), one pdnn single process with
 # RANKS x THREADS threads first for reference.
 #   scripts/dist_overlap_cpu.sh            (BIN=build/bin RANKS=2 THREADS=1 STEPS=20 ROUNDS=3)
@@ -13,7 +13,7 @@ RANKS=${RANKS:-2}
 THREADS=${THREADS:-1}
 STEPS=${STEPS:-20}
 ROUNDS=${ROUNDS:-3}
-OUT=${OUT:-results/scale/overlap_cpu.csv}
+OUT=${OUT:-runs/scale/overlap_cpu.csv}
 PYTHON=${PYTHON:-/usr/bin/python3}
 DATA=${DATA:-}
 for d in datasets/fashion-mnist datasets/mnist datasets/mnist-npm10k; do

@@ -4,7 +4,7 @@
   scripts/hebbian_numpy.py [--n 200,1000,2000] [--t 500,5000,44100] [--dtype float32,float64]
                            [--threads 1,2] [--leak 0] [--lr 1e-6] [--seed 1] [--repeat 1]
                            [--max-seconds 20] [--framework numpy|torch] [--device cpu|cuda]
-                           [--out results/hebbian/hebbian.csv]
+                           [--out runs/hebbian/hebbian.csv]
 
 Per step:  pre = W @ x + win * u[t];  x = x + tanh(pre)  (leaky: (1-a) x + a tanh(pre));
            W += lr * (outer(x, x) - (x * x)[:, None] * W).
@@ -189,7 +189,7 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=0.0, help="per run; 0 = no limit")
     ap.add_argument("--framework", choices=["numpy", "torch"], default="numpy")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--out", default="results/hebbian/hebbian.csv", help="'' = no CSV")
+    ap.add_argument("--out", default="runs/hebbian/hebbian.csv", help="'' = no CSV")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     for d in a.dtype:

@@ -8,7 +8,7 @@ pdnn under a cap, what the plan did; then the largest side that trained for each
 steps against the uncapped step and PyTorch's checkpoint step at the same side. The latest row
 of each (framework, variant, side, cap) counts.
 
-  scripts/memory_table.py [results/scale/memory_r2.csv] [--out results/scale/memory_table.md]
+  scripts/memory_table.py [runs/scale/memory_r2.csv] [--out runs/scale/memory_table.md]
 """
 import argparse
 import csv
@@ -26,7 +26,7 @@ def num(v):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("csv", nargs="?", default="results/scale/memory_r2.csv")
+    ap.add_argument("csv", nargs="?", default="runs/scale/memory_r2.csv")
     ap.add_argument("--out", default=None, help="markdown file (default: beside the CSV)")
     a = ap.parse_args()
     try:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PNG figures from pdnn's results CSV files (run with Debian's /usr/bin/python3: matplotlib).
 
-  scripts/plot.py [--results results] [--out results/plots]
+  scripts/plot.py [--results runs] [--out runs/plots] [--verbose]
 
 Finds every *.csv under --results and recognises it by its columns:
   training runs  (epoch, train_loss, test_acc, ...)     -> <name>_curves.png: loss and accuracy per
@@ -21,8 +21,10 @@ Finds every *.csv under --results and recognises it by its columns:
   data-parallel  (app, workload, ranks, threads_per_rank, images_per_s; results/scale/)
                  -> <name>.png: images/s per ranks x threads or per GPU count, pdnn vs DDP
   all-reduce     (backend, bytes, busbw_gbs; bench_allreduce) -> <name>.png: bus bandwidth
-<name> is the CSV's path under --results with '/' as '_' (pi/pi.csv: pi). Other CSV files are skipped with a
-message, as is every kind of figure whose input is missing.
+<name> is the CSV's path under --results with '/' as '_' (pi/pi.csv: pi). Other CSV files (tables such
+as quality scores or per-pass timings) are counted in one line, and named, as is every kind of
+figure whose input is missing, with --verbose. runs/ holds your runs (make plots); results/
+the published reference results (make plots REFERENCE=1 draws them into runs/plots/reference/).
 """
 import argparse
 import csv
@@ -37,6 +39,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 DPI = 120
+
+
+VERBOSE = False  # --verbose: also the CSV files and figures passed over, one line each
+
+
+def note(message):
+    if VERBOSE:
+        print(message)
 
 
 def read_csv(path):
@@ -104,7 +114,7 @@ def training_runs(rows):
 def plot_training(rows, out_dir, name):
     runs = training_runs(rows)
     if not runs:
-        print("plot: %s: no rows with an epoch: skipped" % name)
+        note("plot: %s: no rows with an epoch: skipped" % name)
         return []
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.2))
     for i, (label, rs) in enumerate(runs.items()):
@@ -136,7 +146,7 @@ def plot_training(rows, out_dir, name):
 
 def plot_cpu_vs_gpu(rows, out_dir, name):
     if not any(r.get("device", "").startswith("cuda") for r in rows):
-        print("plot: %s: no device=cuda rows: CPU vs GPU figure skipped" % name)
+        note("plot: %s: no device=cuda rows: CPU vs GPU figure skipped" % name)
         return []
     # Median seconds per epoch for each (model, batch, device); CPU bars at their thread count.
     groups = OrderedDict()
@@ -199,7 +209,7 @@ def plot_scaling(rows, out_dir, name):
         if t is not None and s is not None:
             series.setdefault(r["workload"], []).append((int(t), s))
     if not series:
-        print("plot: %s: no speedup values: skipped" % name)
+        note("plot: %s: no speedup values: skipped" % name)
         return []
     max_t = max(t for pts in series.values() for t, _ in pts)
     fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -247,7 +257,7 @@ def plot_pi(rows, out_dir, name):
 def plot_profile(rows, out_dir, name):
     rows = [r for r in rows if r.get("layer")]
     if not rows:
-        print("plot: %s: no layer rows: skipped" % name)
+        note("plot: %s: no layer rows: skipped" % name)
         return []
     labels = ["%s (%s) %s" % (r["layer"], r.get("kind", ""), r.get("output_shape", "")) for r in rows]
     parts = [("fwd_ms", "forward"), ("bwd_ms", "backward"), ("update_ms", "update")]
@@ -293,7 +303,7 @@ def plot_gan_iterations(rows, out_dir, name):
     PyTorch's tutorial) show them, and below them D(x) and D(G(z)): one column per run."""
     runs = gan_runs(rows, ("app", "model", "dataset", "device", "batch"), "iteration")
     if not runs:
-        print("plot: %s: no iteration rows: skipped" % name)
+        note("plot: %s: no iteration rows: skipped" % name)
         return []
     fig, axes = plt.subplots(2, len(runs), figsize=(6.5 * len(runs), 7.6), squeeze=False,
                              sharex="col")
@@ -327,7 +337,7 @@ def plot_gan_epochs(rows, out_dir, name):
     colour in every run; runs differ by line style and marker."""
     runs = gan_runs(rows, ("app", "model", "dataset", "device", "threads", "batch"), "epoch")
     if not runs:
-        print("plot: %s: no epoch rows: skipped" % name)
+        note("plot: %s: no epoch rows: skipped" % name)
         return []
     fig, (ax_l, ax_p) = plt.subplots(1, 2, figsize=(11, 4.2))
     styles = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D")]
@@ -427,7 +437,7 @@ def plot_drift(rows, out_dir, name):
         s[t] = (dx / sx, dw / sw if dw is not None and sw else None,
                 num(r.get("max_abs_dx_vs_cpu_same_dtype")))
     if not series:
-        print("plot: %s: no drift rows: skipped" % name)
+        note("plot: %s: no drift rows: skipped" % name)
         return []
     fig, (ax_x, ax_w) = plt.subplots(1, 2, figsize=(11, 4.4))
     for i, (key, pts) in enumerate(series.items()):
@@ -696,11 +706,17 @@ def plot_accuracy(runs, out_dir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--results", default="results", help="folder searched for *.csv")
-    ap.add_argument("--out", default="results/plots", help="folder for the PNG files")
+    ap.add_argument("--results", default="runs", help="folder searched for *.csv")
+    ap.add_argument("--out", default="runs/plots", help="folder for the PNG files")
+    ap.add_argument("--verbose", action="store_true",
+                    help="also name each CSV file and figure passed over")
     args = ap.parse_args()
+    global VERBOSE
+    VERBOSE = args.verbose
     if not os.path.isdir(args.results):
-        sys.exit("plot: %s is not a folder" % args.results)
+        sys.exit("plot: %s: no such folder (your runs land in runs/ once a make target has run; "
+                 "make plots REFERENCE=1 draws the published results/)" % args.results)
+    tables = []
     found = {k: 0 for k, _, _ in KINDS}
     made = []
     for root, dirs, files in os.walk(args.results):
@@ -729,10 +745,14 @@ def main():
                     made += fn(rows, args.out, name)
                     break
             else:
-                print("plot: %s: not a results file plot.py knows (or empty): skipped" % path)
+                tables.append(path)
+                note("plot: %s: a table without a figure here (or empty)" % path)
     for kind, n in found.items():
         if n == 0:
-            print("plot: no %s CSV under %s: those figures skipped" % (kind, args.results))
+            note("plot: no %s CSV under %s: those figures skipped" % (kind, args.results))
+    if tables and not VERBOSE:
+        print("plot: %d CSV file(s) are tables without a figure here (scores, per-pass timings, "
+              "summaries; --verbose names them)" % len(tables))
     print("plot: %d PNG file(s) in %s" % (len(made), args.out))
 
 

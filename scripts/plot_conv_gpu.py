@@ -7,8 +7,8 @@ precision, one group of bars per layer and pass of the chosen workload (ms, lowe
 with the layer's floor (FLOPs at the measured sgemm rate or bytes at the measured copy rate)
 as a tick.
 
-    python3 scripts/plot_conv_gpu.py --pdnn results/bench/conv_gpu.csv \
-        --torch results/bench/conv_gpu_torch.csv --workload W4 --out results/plots/conv_gpu_W4.png
+    python3 scripts/plot_conv_gpu.py --pdnn runs/bench/conv_gpu.csv \
+        --torch runs/bench/conv_gpu_torch.csv --workload W4 --out runs/plots/conv_gpu_W4.png
 """
 import argparse
 import csv

@@ -6,7 +6,7 @@ checkpoint), its cap drawn as a dotted vertical line. Rows that did not run (oom
 listed under the panel instead. The latest row of each (framework, variant,
 side, cap) counts.
 
-  scripts/plot_memory.py [results/scale/memory.csv] [--out results/scale/memory.png]
+  scripts/plot_memory.py [runs/scale/memory.csv] [--out runs/scale/memory.png]
 
 Run with Debian's /usr/bin/python3 (matplotlib), as scripts/plot.py.
 """
@@ -38,7 +38,7 @@ def latest(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("csv", nargs="?", default="results/scale/memory.csv")
+    ap.add_argument("csv", nargs="?", default="runs/scale/memory.csv")
     ap.add_argument("--out", help="PNG (default: the CSV's name with .png)")
     a = ap.parse_args()
     if not os.path.exists(a.csv):

@@ -4,7 +4,7 @@ curve (issue 26): each CSV a training run of the caltech101 app (one row per epo
 with its dataset (its side) and, for runs under a cap, the cap named by --caps; runs of the same
 label are averaged (thin lines: each run).
 
-  scripts/plot_memory_accuracy.py RUN.csv... [--caps FILE=CAP ...] [--out results/plots/memory_accuracy.png]
+  scripts/plot_memory_accuracy.py RUN.csv... [--caps FILE=CAP ...] [--out runs/plots/memory_accuracy.png]
 
 Run with Debian's /usr/bin/python3 (matplotlib), as scripts/plot.py.
 """
@@ -21,7 +21,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="training-run CSV files (epoch, test_acc, dataset)")
     ap.add_argument("--caps", nargs="*", default=[], help="FILE=CAP: the run's --gpu-memory-limit")
-    ap.add_argument("--out", default="results/plots/memory_accuracy.png")
+    ap.add_argument("--out", default="runs/plots/memory_accuracy.png")
     a = ap.parse_args()
     caps = dict(c.split("=", 1) for c in a.caps if "=" in c)
     groups = OrderedDict()

@@ -2,7 +2,7 @@
 # Thread sweeps: each workload at 1..nproc threads (or THREADS=1,2,4), threads pinned one per
 # core (OMP_PROC_BIND=close OMP_PLACES=cores); appends workload, threads, median_ms, speedup
 # (vs 1 thread of the same workload), efficiency (speedup / threads) to
-# results/scaling/scaling.csv. A workload whose app is not built is skipped with a message.
+# runs/scaling/scaling.csv (OUT). A workload whose app is not built is skipped with a message.
 #
 # Workloads and the command each runs at T threads (per-run CSVs go to a temp folder):
 #   pi-omp, pi-omp-simd   pi --variants V --threads T --repeat PI_REPEAT --out TMP
@@ -12,14 +12,14 @@
 # From each run's CSV the last row's median_ms column is taken (for mnist: median ms per
 # training step). Extra mnist flags (e.g. the data folder) come from MNIST_ARGS.
 #
-# Environment: BIN (build/bin), THREADS (1..nproc), OUT (results/scaling/scaling.csv),
+# Environment: BIN (build/bin), THREADS (1..nproc), OUT (runs/scaling/scaling.csv),
 # PI_REPEAT (5), STEPS_SMALL (200), STEPS_KERAS (20), MNIST_ARGS, PYTHON (/usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-build/bin}
 THREADS=${THREADS:-$(seq -s, 1 "$(nproc)")}
-OUT=${OUT:-results/scaling/scaling.csv}
+OUT=${OUT:-runs/scaling/scaling.csv}
 PI_REPEAT=${PI_REPEAT:-5}
 STEPS_SMALL=${STEPS_SMALL:-200}
 STEPS_KERAS=${STEPS_KERAS:-20}

@@ -15,7 +15,7 @@ gflop counts the multiply-adds actually performed, twice: n*k*c*r*s*oh*ow for a 
 n*cin*h_in*w_in*cout*r*s for a transposed one (the same for all three passes); tflops is gflop
 over the median time.
 
-  python3 scripts/torch_conv_layers.py --out results/bench/conv_gpu_torch.csv [--filter W4]
+  python3 scripts/torch_conv_layers.py --out runs/bench/conv_gpu_torch.csv [--filter W4]
 
 --device cpu checks the script without a GPU (wall-clock timing, algo "cpu"; not a yardstick).
 """
@@ -136,7 +136,7 @@ def layer_rows(torch, layer, precision, args, common):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default="results/bench/conv_gpu_torch.csv", help="CSV to append to")
+    p.add_argument("--out", default="runs/bench/conv_gpu_torch.csv", help="CSV to append to")
     p.add_argument("--filter", default="", help="only layers whose 'workload layer' has this")
     p.add_argument("--precisions", default="fp32,tf32", help="fp32, tf32 or both")
     p.add_argument("--repeat", type=int, default=20, help="timed calls per pass (median)")

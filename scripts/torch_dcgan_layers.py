@@ -15,7 +15,7 @@ pdnn's profile, rows D.update and G.update hold the Adam steps and "other" the r
 (the losses, zero_grad, the noise). The hooks cost a few microseconds each: time the step
 itself with torch_reference.py --steps.
 
-  python3 scripts/torch_dcgan_layers.py --threads 1 --steps 4 --out results/bench/dcgan_torch_layers.csv
+  python3 scripts/torch_dcgan_layers.py --threads 1 --steps 4 --out runs/bench/dcgan_torch_layers.csv
 """
 import argparse
 import os

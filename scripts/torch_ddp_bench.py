@@ -239,7 +239,7 @@ def main():
     ap.add_argument("--batch-per-rank", type=int, default=0, help="weak scaling: per rank")
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--label", default="", help="appended to the mode column")
-    ap.add_argument("--out", default="results/scale/dist.csv")
+    ap.add_argument("--out", default="runs/scale/dist.csv")
     ap.add_argument("--verify", action="store_true",
                     help="W5 on the CPU: check the DDP twin's gradients against one process "
                          "(2 ranks, gloo, small widths); no timing, no rows")

@@ -10,7 +10,7 @@ torch.cuda.synchronize(), and a step's time is its block's time / 10; the median
 after 2 warm-up blocks is reported (min and max too). cuDNN's autotuner is on (PyTorch's faster
 setting), and fp32 means TF32 off for both matmuls and cuDNN convolutions.
 
-Rows go to --out (results/bench/gpu.csv) with pdnn's rows from scripts/bench_gpu.sh.
+Rows go to --out (runs/bench/gpu.csv) with pdnn's rows from scripts/bench_gpu.sh.
 
 W5 (the DCGAN, batch 64) times one GAN iteration as PyTorch's DCGAN tutorial writes it (D on the
 real batch, noise drawn on the device, D on the fake batch, Adam on D, G through the updated D,
@@ -190,7 +190,7 @@ def main():
     ap.add_argument("--modes", default="eager,graph")
     ap.add_argument("--precisions", default="fp32,tf32")
     ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--out", default="results/bench/gpu.csv")
+    ap.add_argument("--out", default="runs/bench/gpu.csv")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():

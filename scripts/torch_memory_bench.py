@@ -129,7 +129,7 @@ def main():
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=5, help="timed steps after 2 warm-up ones")
-    ap.add_argument("--out", default="results/scale/memory_r2.csv")
+    ap.add_argument("--out", default="runs/scale/memory_r2.csv")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # "variant,side": child process mode
     a = ap.parse_args()
     if a.one:

@@ -321,7 +321,7 @@ def mode_mnist(args):
           f"{len(yte)} test), batch {batch}, {opt_name}, {threads} threads, seed {args.seed}, "
           f"torch {torch.__version__}, device {dev}", flush=True)
     xtr_t, ytr_t = torch.from_numpy(xtr).to(dev), torch.from_numpy(ytr).to(dev)
-    out = args.out or os.path.join(ROOT, "results", "mnist", f"{args.model}_{name}.csv")
+    out = args.out or os.path.join(ROOT, "runs", "mnist", f"{args.model}_{name}.csv")
     rev, host = git_rev(), socket.gethostname()
     steps, step_ms = 0, []
     for epoch in range(args.epochs):
@@ -407,7 +407,7 @@ def add_mnist_args(p):
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu or cuda (accuracy runs on a GPU host)")
-    p.add_argument("--out", default="", help="CSV (default results/mnist/<model>_<dataset>.csv)")
+    p.add_argument("--out", default="", help="CSV (default runs/mnist/<model>_<dataset>.csv)")
     p.add_argument("--steps", type=int, default=0, help="stop after N steps, print step times")
     p.add_argument("--init-checkpoint", default="",
                    help="pdnn checkpoint of the initial weights (mnist --save-init) to verify")
@@ -791,7 +791,7 @@ def mode_caltech(args):
           f"augmentation "
           f"{args.augment}, {threads} threads, seed {args.seed}, torch {torch.__version__}, "
           f"device {dev}", flush=True)
-    out = args.out or os.path.join(ROOT, "results", "caltech101", f"caltech9_{d['name']}.csv")
+    out = args.out or os.path.join(ROOT, "runs", "caltech101", f"caltech9_{d['name']}.csv")
     rev, host = git_rev(), socket.gethostname()
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
@@ -880,7 +880,7 @@ def add_caltech_args(p):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--out", default="",
-                   help="CSV (default results/caltech101/caltech9_<dataset>.csv)")
+                   help="CSV (default runs/caltech101/caltech9_<dataset>.csv)")
     p.add_argument("--steps", type=int, default=0,
                    help="stop after N steps, print step times (random pixels, torch's own "
                         "initial weights: the values do not change the time)")
@@ -1125,10 +1125,10 @@ def mode_dcgan(args):
           f"{batch}, {per_epoch} images per epoch, Adam lr 2e-4 beta1 0.5, {threads} threads, seed "
           f"{args.seed}, torch {torch.__version__}, device {dev}{precision}", flush=True)
     rev, host = git_rev(), socket.gethostname()
-    out = args.out or os.path.join(ROOT, "results", "dcgan", f"torch_dcgan_{name}.csv")
-    its_out = args.iterations_out or os.path.join(ROOT, "results", "dcgan",
+    out = args.out or os.path.join(ROOT, "runs", "dcgan", f"torch_dcgan_{name}.csv")
+    its_out = args.iterations_out or os.path.join(ROOT, "runs", "dcgan",
                                                   f"torch_dcgan_{name}_iterations.csv")
-    samples_dir = args.samples_dir or os.path.join(ROOT, "results", "dcgan", "samples", f"torch_{name}")
+    samples_dir = args.samples_dir or os.path.join(ROOT, "runs", "dcgan", "samples", f"torch_{name}")
     ones = torch.ones(batch, device=dev)
     zeros = torch.zeros(batch, device=dev)
     steps, step_ms = 0, []
@@ -1206,7 +1206,7 @@ def mode_dcgan(args):
 def write_samples(torch, g, args, data_seed, name, photos, batch, dev, nz, path):
     """--samples images from G in evaluation mode for the scored samples' noise (the same for
     every file of a run): colour planes for photos, else grey."""
-    path = path or os.path.join(ROOT, "results", "dcgan", f"samples_{name}_torch.idx.gz")
+    path = path or os.path.join(ROOT, "runs", "dcgan", f"samples_{name}_torch.idx.gz")
     srng = pdnn_rng.Rng(pdnn_rng.at(data_seed, SAMPLE_NOISE_INDEX))
     to_bytes = colour_bytes if photos else grey_bytes
     chunks = []
@@ -1228,7 +1228,7 @@ def add_dcgan_args(p):
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--out", default="", help="CSV (default results/dcgan/torch_dcgan_<dataset>.csv)")
+    p.add_argument("--out", default="", help="CSV (default runs/dcgan/torch_dcgan_<dataset>.csv)")
     p.add_argument("--iterations-out", default="", help="per-iteration CSV")
     p.add_argument("--samples-dir", default="", help="folder of the per-epoch grids")
     p.add_argument("--samples", type=int, default=0, help="generated images to write at the end")

@@ -258,7 +258,7 @@ TEST_F(CaltechApp, StepsTimeTrainingAndWriteNoResults) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("peak resident memory"), std::string::npos) << r.output;
-  EXPECT_FALSE(exists(dir_ + "/results"));
+  EXPECT_FALSE(exists(dir_ + "/runs"));
 }
 
 TEST_F(CaltechApp, BadInputFailsWithOneLineAndWritesNothing) {

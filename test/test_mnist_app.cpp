@@ -56,12 +56,12 @@ class MnistApp : public ::testing::Test {
 
 TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
   const std::string data = make_data("data", 400, 200, 28);
-  // No --out: the default results/mnist/<model>_<dataset>.csv under the working folder.
+  // No --out: the default runs/mnist/<model>_<dataset>.csv under the working folder.
   const Result r =
       run("cd " + dir_ + " && " + kBin + " --data data --epochs 2 --batch 16 --threads 1 --seed 3");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("dataset synthetic-4class"), std::string::npos) << r.output;
-  const std::string csv = dir_ + "/results/mnist/small_synthetic-4class.csv";
+  const std::string csv = dir_ + "/runs/mnist/small_synthetic-4class.csv";
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u) << slurp(csv);
   const std::vector<std::string> cols = {"app",          "model",     "dataset",  "device",

@@ -272,7 +272,7 @@ int run(int argc, char** argv) {
   CLI::App app{"Convolution benchmark: algorithms per pass (passes), the im2col ways (layers), "
                "or the sgemm ceiling alone (sgemm)"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string mode = "passes", filter, out = "results/bench/conv.csv";
+  std::string mode = "passes", filter, out = "runs/bench/conv.csv";
   std::vector<std::string> algo_names = {"per-image", "winograd", "direct"};
   std::vector<int> threads = {1, 2};
   int repeats = 7, warmup = 2;

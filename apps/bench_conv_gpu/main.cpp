@@ -176,7 +176,7 @@ void rest_of_w4(Context& ctx, const Ceilings& ceil, int repeat, CsvWriter& csv,
 
 int run(int argc, char** argv) {
   CLI::App app{"GPU convolution benchmark: every W3/W4/W5 convolution, each pass and algorithm"};
-  std::string out = "results/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit",
+  std::string out = "runs/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit",
               precisions = "fp32,tf32";
   int repeat = 20;
   app.add_option("--out", out, "CSV to append the rows to")->capture_default_str();

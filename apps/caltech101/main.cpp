@@ -211,7 +211,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--confusion", o.confusion,
                  "PNG of the test confusion matrix at the end (default "
-                 "results/caltech101/confusion_<model>_<dataset>.png)");
+                 "runs/caltech101/confusion_<model>_<dataset>.png)");
   add_run_flags(app, rc, o.threads, text, "caltech101");
   add_memory_flags(app, rc);
   if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
@@ -274,13 +274,13 @@ int run(int argc, char** argv) {
                    {"train_images", folder.train.size()},
                    {"images_per_epoch", o.images_per_epoch},
                    {"size", o.size}};
-  if (rc.out.empty()) rc.out = "results/caltech101/" + o.model + "_" + dataset + ".csv";
+  if (rc.out.empty()) rc.out = "runs/caltech101/" + o.model + "_" + dataset + ".csv";
   if (rc.profile_out.empty())
-    rc.profile_out = "results/caltech101/profile_" + o.model + "_" + dataset + "_b" +
+    rc.profile_out = "runs/caltech101/profile_" + o.model + "_" + dataset + "_b" +
                      std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) +
                      (gpu ? "_cuda" : "") + ".csv";
   if (o.confusion.empty())
-    o.confusion = "results/caltech101/confusion_" + o.model + "_" + dataset + ".png";
+    o.confusion = "runs/caltech101/confusion_" + o.model + "_" + dataset + ".png";
   rc.extra_outputs = {{"--confusion", o.confusion}};
   rc.run_columns = {{"skipped_files", skipped_summary(folder)}};
 

@@ -60,7 +60,7 @@ struct Options {
   int64_t chunk = 0;
   bool w_streamed = false;
   bool drift = false;
-  std::string out = "results/hebbian/hebbian.csv";
+  std::string out = "runs/hebbian/hebbian.csv";
 };
 
 DType parse_dtype(const std::string& s) { return s == "float64" ? DType::F64 : DType::F32; }
@@ -345,11 +345,11 @@ int run(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_flag("--w-streamed", o.w_streamed, "cuda: stream W from global memory every step instead of keeping it on chip");
   app.add_flag("--drift", o.drift, "show how a run drifts from a float64 CPU run as T grows, instead of timing");
-  app.add_option("--out", o.out, "CSV to append rows to (--drift: results/hebbian/drift.csv; '' = none)")
+  app.add_option("--out", o.out, "CSV to append rows to (--drift: runs/hebbian/drift.csv; '' = none)")
       ->capture_default_str();
   if (const int status = parse_flags(app, "hebbian", argc, argv); status >= 0) return status;
   if (o.drift && app.count("--t") == 0) o.ts = {10, 100, 1000};
-  if (o.drift && app.count("--out") == 0) o.out = "results/hebbian/drift.csv";
+  if (o.drift && app.count("--out") == 0) o.out = "runs/hebbian/drift.csv";
   if (o.threads.empty())
     for (int t = 1; t <= omp_get_num_procs(); ++t) o.threads.push_back(t);
 

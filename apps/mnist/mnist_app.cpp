@@ -130,9 +130,9 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   rc.inputs = data.files;
   // The same batch size and training set, or a resumed run would not be the same run.
   rc.must_match = {{"batch", o.batch}, {"train_images", data.train.size()}};
-  if (rc.out.empty()) rc.out = "results/mnist/" + o.model + "_" + data.name + ".csv";
+  if (rc.out.empty()) rc.out = "runs/mnist/" + o.model + "_" + data.name + ".csv";
   if (rc.profile_out.empty())
-    rc.profile_out = "results/mnist/profile_" + o.model + "_" + data.name + "_b" +
+    rc.profile_out = "runs/mnist/profile_" + o.model + "_" + data.name + "_b" +
                      std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) + ".csv";
 
   // The sets are in memory: batches are copied out between steps (no prefetch thread).

@@ -145,7 +145,7 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
       ->type_name("UINT")
       ->check(u64_validator());
   app.add_option("--out", cfg.out,
-                 "CSV to append one row per epoch to (default results/" + app_name +
+                 "CSV to append one row per epoch to (default runs/" + app_name +
                      "/<model>_<dataset>.csv)");
   auto* checkpoint = app.add_option(
       "--checkpoint", cfg.checkpoint,
@@ -178,7 +178,7 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
       ->needs("--steps");
   app.add_flag("--profile", cfg.profile, "per-layer time table (printed, and written as CSV)");
   app.add_option("--profile-out", cfg.profile_out,
-                 "profile CSV (default results/" + app_name +
+                 "profile CSV (default runs/" + app_name +
                      "/profile_<model>_<dataset>_b<batch>_t<threads>.csv)");
   auto* dist = app.add_flag(
       "--distributed", text.distributed,

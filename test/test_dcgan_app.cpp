@@ -397,11 +397,51 @@ TEST_F(DcganApp, DcganQualityOnPhotosTabulatesBothFrameworksOverSeeds) {
     EXPECT_EQ(t[2][1], "torch");
     EXPECT_FALSE(t[1][14].empty());  // pdnn's FID over PyTorch's
     EXPECT_NE(r.output.find("epoch 2: pdnn's FID analogue is "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("(a smoke run, 2 epoch(s) of 300"), std::string::npos) << r.output;
   }
   EXPECT_EQ(t.back()[1], "real-test");
   for (const char* s : {"1", "2"})
     EXPECT_TRUE(exists(o + "/progression_discs_s" + std::string(s) + ".png")) << s;
   EXPECT_EQ(run("ls " + o + " | grep -c '\\.idx'").output, "0\n");  // samples deleted
+}
+
+// The table's verdict on pdnn's FID analogue against PyTorch's speaks only of a run as long as
+// the study's (300 epochs): the CPU's smoke run (2 epochs, grey samples) says it is one instead.
+TEST_F(DcganApp, QualitySummaryGivesAVerdictOnlyForTheStudysLength) {
+  auto table = [&](int epoch, std::initializer_list<int> seeds, double pdnn_fid) {
+    const std::string q = dir_ + "/q" + std::to_string(epoch) + ".csv";
+    std::ofstream f(q);
+    f << "app,set,file,dataset,classifier,images,accuracy,class_entropy,mean_confidence,"
+         "inception_score,fid,min_class_fraction,class_fractions,git_rev,host,timestamp\n";
+    char e[8];
+    std::snprintf(e, sizeof e, "%03d", epoch);
+    for (int s : seeds)
+      for (const char* fw : {"pdnn", "torch"})
+        f << "gan_score," << fw << "-s" << s << "-e" << e << ",x,photos,j,500,,0.5,0.5,1.5,"
+          << (std::string(fw) == "pdnn" ? pdnn_fid : 100.0) << ",,,r,h,t\n";
+    f.close();
+    return run("/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/dcgan_quality_summary.py " + q +
+               " --out " + dir_ + "/summary.csv");
+  };
+  Result r = table(2, {1}, 2360);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 2: pdnn's FID analogue is 23.600x PyTorch's (a smoke run, 2 "
+                          "epoch(s) of 300: too short for the target <= 1.10, which is for epoch "
+                          "300; no verdict)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(": met"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(": missed"), std::string::npos) << r.output;
+  r = table(300, {1, 2, 3}, 105);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 300: pdnn's FID analogue is 1.050x PyTorch's (target <= 1.10: "
+                          "met)"),
+            std::string::npos)
+      << r.output;
+  r = table(300, {1}, 120);
+  EXPECT_NE(r.output.find("(target <= 1.10: missed; 1 seed(s) of the study's 3)"),
+            std::string::npos)
+      << r.output;
 }
 
 // The photo judge end to end: trained by the caltech101 app (--model photo64, the DCGAN's

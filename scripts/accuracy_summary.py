@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Summarises accuracy runs: final-epoch test accuracy per framework and workload.
 
 Reads every CSV in FOLDER (rows per epoch, DESIGN.md columns; one file per framework, workload

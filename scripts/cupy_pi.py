@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """W1 pi as a hand-written CUDA kernel from Python (CuPy RawKernel, the CuPy-kernels blog's
 way), in fp64: the GPU yardstick for `build/bin/pi --variants cuda-fp64` in bench_gpu.sh.
 Same timing as pdnn's pi: kernel + reduction + copy of the result back, median of --repeat

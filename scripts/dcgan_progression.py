@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """One PNG of a DCGAN run's progress: its fixed-noise sample grids (epoch_NNN.png, written by
 build/bin/dcgan and scripts/torch_reference.py dcgan) at chosen epochs side by side, one row per
 run, so pdnn and its PyTorch twin (same weights, data order and noise) sit one above the other.

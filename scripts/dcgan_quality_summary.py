@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The table of the DCGAN quality comparison over seeds (scripts/dcgan_quality_photos.sh): from
 build/bin/gan_score's rows (one or more quality_<dataset>.csv files), whose sample sets are named
 <framework>-s<seed>-e<epoch> (pdnn-s1-e050, torch-s2-e300, ...), per framework and epoch: the

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """W6 (SPEC.md) written the way a numpy user writes it, timed, for comparison with build/bin/hebbian.
 
   scripts/hebbian_numpy.py [--n 200,1000,2000] [--t 500,5000,44100] [--dtype float32,float64]

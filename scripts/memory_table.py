@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The table of `make bench-memory` (scripts/bench_memory.sh): W4's input sides down the rows,
 across them pdnn uncapped and under each --gpu-memory-limit, and PyTorch plain, save_on_cpu and
 checkpoint, each cell the peak device memory (GiB, the allocator's tensors: pdnn's in use,

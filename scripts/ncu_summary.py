@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """ncu_summary.py CSV STEPS: the kernels of the last of STEPS training steps from an Nsight Compute
 CSV (ncu --csv --metrics gpu__time_duration.sum --log-file CSV), in launch order with their
 durations, and the total. For finding which kernel a GPU step spends its time in."""

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """PNG figures from pdnn's results CSV files (run with Debian's /usr/bin/python3: matplotlib).
 
   scripts/plot.py [--results runs] [--out runs/plots] [--verbose]

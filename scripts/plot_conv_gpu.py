@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Per-layer GPU convolution times, pdnn's algorithms beside PyTorch's cuDNN.
 
 Reads bench_conv_gpu's CSV (pdnn: im2col, implicit, direct, cudnn called by pdnn) and

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Step time against peak device memory, one panel per input side, from `make bench-memory`'s
 CSV (scripts/bench_memory.sh, scripts/torch_memory_bench.py): each point one framework and
 variant (pdnn uncapped and under each --gpu-memory-limit; PyTorch plain, save_on_cpu,

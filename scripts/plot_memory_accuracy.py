@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """W4's test accuracy per epoch at a larger side under --gpu-memory-limit beside the 224x224
 curve (issue 26): each CSV a training run of the caltech101 app (one row per epoch), labelled
 with its dataset (its side) and, for runs under a cap, the cap named by --caps; runs of the same

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Results CSV files as pdnn's CsvWriter writes them, for the scripts: rows are appended by
 rewriting the whole file under a temporary name in the same folder and renaming it (a crash
 never leaves a half-written file), after checking that an existing file has the same header.

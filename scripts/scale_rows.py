@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """One row of results/scale/*.csv (the columns of torch_ddp_bench.py's SCALE_COLUMNS) from the
 last row of a pdnn --bench-csv file, for the data-parallel scripts (scripts/gpu/runners/dist.sh,
 host-dist-cpu.sh):

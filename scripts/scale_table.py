@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The 1-vs-2-GPU table of a data-parallel run (scripts/gpu/runners/dist.sh): from the rows of
 results/scale/*.csv (torch_ddp_bench.py's SCALE_COLUMNS; pdnn's through scale_rows.py), per
 workload, framework and mode, the step time on 1 rank and on N at the same per-rank batch (weak

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """PyTorch's (cuDNN's) time for every convolution of W3, W4 and W5, pass by pass, on the GPU:
 the yardstick for build/bin/bench_conv_gpu (the runners conv.sh and torch-conv.sh of
 scripts/gpu/ run both in one visit).

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """PyTorch's per-layer time in W5's training step on the CPU: the yardstick for the rows of
 `build/bin/dcgan --profile` (scripts/bench_dcgan.sh puts the two side by side).
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """PyTorch DistributedDataParallel's training-step time for pdnn's workloads, the yardstick of
 pdnn's --distributed (scripts/gpu/runners/dist.sh, scripts/gpu/runners/host-dist-cpu.sh): N processes started
 with torch.multiprocessing (no torchrun), gloo on the CPU, NCCL on GPUs (one per rank).

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """PyTorch's training-step time on a GPU for pdnn's workloads, as users write them: eager, and
 the whole step (zero_grad, forward, loss, backward, optimizer step) captured once as a CUDA
 graph and replayed (torch.cuda.graphs), in fp32 and TF32. The yardstick of `make bench-gpu`.

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """PyTorch's answer to issue 18's question: how large an input W4 (caltech9, SPEC.md) trains at
 on one GPU, and at what step time, with PyTorch's own tools for models past the GPU's memory.
 The yardstick of `make bench-memory` (scripts/bench_memory.sh runs pdnn beside it).

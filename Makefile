@@ -40,6 +40,7 @@ help:
 	@echo "make check-deps     no upward #include between lib/'s floors (scripts/check_deps; --markdown: the matrix)"
 	@echo "make test-avx2      the suite built for AVX2 CPUs without AVX-512 (x86-64-v3, in build-avx2/)"
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
+	@echo "make check-readme   every README target in its short form on the CPU, then git status as before (CI; ~5 min)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
 	@echo "make dcgan          W5 DCGAN, the study's 300 epochs on the Caltech photos (GPU; a short CPU run without) -> runs/dcgan/"
@@ -97,6 +98,16 @@ test-avx2: deps
 	  $(CMAKE_FLAGS)
 	cmake --build $(AVX2_BUILD) -j $(JOBS) --target pdnn_tests
 	cd $(AVX2_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+# Every make target README.md names, in its short form, on the CPU, then `git status` as before
+# (a user's runs go to runs/, never into the committed tree); GPU-only targets and the test
+# suites (CI runs them itself) are skipped with the reason. About 5 minutes on 2 cores; CI runs
+# it last (scripts/tools/readme_targets.sh; TARGET... for some only: make check-readme
+# READMECHECK="pi plots").
+.PHONY: check-readme
+READMECHECK ?=
+check-readme: build
+	BUILD=$(BUILD) scripts/tools/readme_targets.sh $(READMECHECK)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, Debug, stopping at the
 # first report (CI runs it after make test). -O1 keeps the end-to-end tests fast enough. Without
@@ -289,8 +300,10 @@ THREAD_LIST = $(if $(findstring $(comma),$(THREADS)),$(THREADS),$(shell seq -s, 
 # Threads pinned one per core, neighbours together: steadier timings, same as scaling.sh.
 PIN := OMP_PROC_BIND=close OMP_PLACES=cores
 
+# Extra flags for build/bin/pi, appended: PI_ARGS="--repeat 1 --n 20000000" for a quick look.
+PI_ARGS ?=
 pi: build
-	$(BLAS_ENV) $(PIN) $(BIN)/pi --threads $(THREAD_LIST) --out runs/pi/pi.csv
+	$(BLAS_ENV) $(PIN) $(BIN)/pi --threads $(THREAD_LIST) --out runs/pi/pi.csv $(PI_ARGS)
 
 # The convolutions of W2, W3 and W4, each pass (forward, backward data, backward weights)
 # timed per algorithm (im2col per image, Winograd, direct), runs alternating, with the sgemm

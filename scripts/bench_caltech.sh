@@ -12,15 +12,15 @@
 # rotates from round to round; a point's value is the median over rounds of each run's median
 # step (min and max: the extremes of all timed steps). Each round also times sgemm 2048^3
 # (build/bin/bench_conv --mode sgemm) at each thread count: the ceiling of that moment.
-# Then pdnn's per-layer profile (--profile, 4 steps) at each thread count, and each
+# Then pdnn's per-layer profile (--profile, PROFILE_STEPS steps) at each thread count, and each
 # convolution's achieved GFLOP/s (direct-convolution FLOPs over its time, so Winograd can pass
 # the ceiling) against the sgemm rate measured right before it.
 # Rows: OUT (runs/bench/caltech.csv): one per framework, setting and thread count, with the
 # ratio PyTorch / pdnn (> 1: pdnn faster), ms per step as in bench_mnist.sh's; LAYERS_OUT (runs/bench/caltech_layers.csv): one
 # per convolution and thread count; the profiles as caltech_profile_t<T>.csv beside OUT.
 # Also printed: pdnn against the im2col floor, a step's FLOPs (3 x forward) at the sgemm rate.
-# Environment: BIN, PYTHON, OUT, LAYERS_OUT, THREADS, ROUNDS (3), STEPS (5), DATA, TORCH=0
-# (pdnn alone). About 25 minutes on 2 cores (PyTorch 1.13 takes 10-20 s a step there).
+# Environment: BIN, PYTHON, OUT, LAYERS_OUT, THREADS, ROUNDS (3), STEPS (5), PROFILE_STEPS (4),
+# DATA, TORCH=0 (pdnn alone). About 25 minutes on 2 cores (PyTorch 1.13 takes 10-20 s a step there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/bin}
@@ -35,6 +35,7 @@ LAYERS_OUT=${LAYERS_OUT:-runs/bench/caltech_layers.csv}
 THREADS=${THREADS:-1,2}
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-5}
+PROFILE_STEPS=${PROFILE_STEPS:-4}
 DATA=${DATA:-datasets/caltech101-6}
 TORCH=${TORCH:-1}
 PIN=(OMP_PROC_BIND=close OMP_PLACES=cores)
@@ -103,7 +104,7 @@ done
 for t in ${THREADS//,/ }; do
   "$BIN/bench_conv" --mode sgemm --threads "$t" --repeats 3 --warmup 1 |
     sed -nE 's/^sgemm_gflops threads=([0-9]+) .*median=([0-9.]+).*/\1 \2/p' > "$tmp/ceiling_$t"
-  env "${PIN[@]}" "$BIN/caltech101" --data "$DATA" --threads "$t" --steps 4 --profile \
+  env "${PIN[@]}" "$BIN/caltech101" --data "$DATA" --threads "$t" --steps "$PROFILE_STEPS" --profile \
     --profile-out "$(dirname "$OUT")/caltech_profile_t$t.csv" > "$tmp/profile_$t.log"
   sed -n '/^profile: /,/^total/p' "$tmp/profile_$t.log"
 done

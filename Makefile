@@ -1,5 +1,5 @@
 # pdnn front door. `make mnist` (the main job) and `make test` work from a fresh clone: they
-# install missing Debian packages (scripts/install_deps.sh), configure, build, then run.
+# install missing Debian packages (scripts/tools/install_deps.sh), configure, build, then run.
 # Every run target writes under runs/ (git-ignored: your runs); results/ holds the published
 # reference results, which no target writes (make plots REFERENCE=1 draws them into runs/).
 BUILD    ?= build
@@ -37,7 +37,7 @@ all: build
 help:
 	@echo "make mnist          set up, fetch MNIST, train the small CNN (W2) 5 epochs -> runs/mnist/"
 	@echo "make test           build and run the whole test suite (ctest)"
-	@echo "make check-deps     no upward #include between lib/'s floors (scripts/check_deps; --markdown: the matrix)"
+	@echo "make check-deps     no upward #include between lib/'s floors (scripts/tools/check_deps; --markdown: the matrix)"
 	@echo "make test-avx2      the suite built for AVX2 CPUs without AVX-512 (x86-64-v3, in build-avx2/)"
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
 	@echo "make check-readme   every README target in its short form on the CPU, then git status as before (CI; ~5 min)"
@@ -65,8 +65,8 @@ help:
 	@echo "variables: BUILD=$(BUILD) JOBS=$(JOBS) THREADS=$(THREADS) BLAS_CORE=$(BLAS_CORE) (empty, auto or a core) CMAKE_FLAGS=..."
 
 # Stamp so the package check runs once per build folder, not at every make.
-$(BUILD)/.deps-ok: scripts/install_deps.sh
-	@scripts/install_deps.sh
+$(BUILD)/.deps-ok: scripts/tools/install_deps.sh
+	@scripts/tools/install_deps.sh
 	@mkdir -p $(BUILD) && touch $@
 deps: $(BUILD)/.deps-ok
 
@@ -82,7 +82,7 @@ test: build
 
 # The include floors of docs/DESIGN.md (also a ctest test; here without building anything).
 check-deps:
-	python3 scripts/check_deps
+	python3 scripts/tools/check_deps
 
 # The whole suite built as on an AVX2 machine without AVX-512 (AMD EPYC up to Zen 3, Intel
 # before Skylake-X): -march=x86-64-v3, Release, in build-avx2/. The SIMD kernels then run 8
@@ -127,14 +127,14 @@ test-sanitize: deps
 	cd $(SANITIZE_BUILD) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # libFuzzer targets (test/fuzz/fuzz_*.cpp) built with Debian's clang into build-fuzz/, each run
-# for FUZZ_SECONDS on one core (scripts/fuzz.sh). Not needed by make test.
+# for FUZZ_SECONDS on one core (scripts/tools/fuzz.sh). Not needed by make test.
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD ?= build-fuzz
 fuzz:
-	scripts/install_deps.sh fuzz
+	scripts/tools/install_deps.sh fuzz
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDNN_FUZZ=ON -DPDNN_CUDA=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
-	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	scripts/tools/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD) $(AVX2_BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)
@@ -176,30 +176,30 @@ fashion-mnist: mnist-app
 # PyTorch (Debian's python3-torch) is installed here when missing and possible.
 bench-mnist: build
 	datasets/get_mnist.sh
-	scripts/install_deps.sh torch || echo "bench-mnist: no PyTorch: timing pdnn alone"
-	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_mnist.sh
+	scripts/tools/install_deps.sh torch || echo "bench-mnist: no PyTorch: timing pdnn alone"
+	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench/bench_mnist.sh
 
 # pdnn vs PyTorch on a GPU (run on a machine with one and a CUDA build): W2 b8, W2 b128, W3,
 # eager and CUDA graph, fp32 and TF32, PyTorch the same way in the same run, pi on the GPU:
-# runs/bench/gpu.csv, runs/pi/pi_gpu.csv (scripts/bench_gpu.sh). On a lent GPU host
+# runs/bench/gpu.csv, runs/pi/pi_gpu.csv (scripts/bench/bench_gpu.sh). On a lent GPU host
 # without a build: `make gpu-bundle` here, then `scripts/gpu/visit.sh bench` there
 # (scripts/gpu/README.md).
 .PHONY: bench-gpu gpu-bundle
 bench-gpu: build
 	datasets/get_mnist.sh
-	BIN=$(BIN) scripts/bench_gpu.sh
+	BIN=$(BIN) scripts/bench/bench_gpu.sh
 
 # Issues 18, 26: W4 at growing input sides on one GPU, pdnn uncapped and under --gpu-memory-limit
 # caps beside PyTorch plain, save_on_cpu and checkpoint: peak memory and ms per step,
-# runs/scale/memory_r2.csv (scripts/bench_memory.sh; keep each call under 10 minutes on a lent
-# GPU: one or two sides at a time), then its table (scripts/memory_table.py) and plot.
+# runs/scale/memory_r2.csv (scripts/bench/bench_memory.sh; keep each call under 10 minutes on a lent
+# GPU: one or two sides at a time), then its table (scripts/report/memory_table.py) and plot.
 SIDES ?= 224 448 672 896 1120 1344
 CAPS ?= 20G
 .PHONY: bench-memory
 bench-memory: build
-	BIN=$(BIN) SIDES="$(SIDES)" CAPS="$(CAPS)" scripts/bench_memory.sh
-	$(PYTHON) scripts/memory_table.py runs/scale/memory_r2.csv
-	$(PYTHON) scripts/plot_memory.py runs/scale/memory_r2.csv --out runs/scale/memory_r2.png || echo "bench-memory: no plot (matplotlib?)"
+	BIN=$(BIN) SIDES="$(SIDES)" CAPS="$(CAPS)" scripts/bench/bench_memory.sh
+	$(PYTHON) scripts/report/memory_table.py runs/scale/memory_r2.csv
+	$(PYTHON) scripts/report/plot_memory.py runs/scale/memory_r2.csv --out runs/scale/memory_r2.png || echo "bench-memory: no plot (matplotlib?)"
 
 # gpu-bundle/ for a lent GPU host: a CUDA build (build-gpu/) of GPU_BINS with their libraries and
 # the data sets GPU_DATA (scripts/gpu/prepare.sh; the runner headers say what each one needs).
@@ -219,15 +219,15 @@ bench-conv-steps: build
 	datasets/get_mnist.sh
 	RESULTS=runs/bench/conv-steps BIN=$(BIN) MNIST_DATA=datasets/mnist-npm10k scripts/gpu/runners/conv-steps.sh
 
-# pdnn vs PyTorch accuracy, 3 seeds per workload (scripts/accuracy_mnist.sh; long: W3 on
+# pdnn vs PyTorch accuracy, 3 seeds per workload (scripts/study/accuracy_mnist.sh; long: W3 on
 # Fashion-MNIST is ~17 minutes per seed on 2 cores): runs/mnist/accuracy/ and its summary.
 ACCURACY_WORKLOADS ?= small-npm10k small-fashion keras-fashion
 .PHONY: accuracy-mnist
 accuracy-mnist: build
 	datasets/get_mnist.sh
 	datasets/get_fashion_mnist.sh
-	scripts/install_deps.sh torch
-	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) scripts/accuracy_mnist.sh $(ACCURACY_WORKLOADS)
+	scripts/tools/install_deps.sh torch
+	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) scripts/study/accuracy_mnist.sh $(ACCURACY_WORKLOADS)
 
 # ---- Caltech101 (W4) ----------------------------------------------------------------------
 # W4 as the Cython paper ran it: the six classes shipped in datasets/caltech101-6, 224x224,
@@ -245,11 +245,11 @@ caltech101: caltech101-app
 
 # pdnn vs PyTorch (default and tuned) seconds per W4 step at 1 and 2 threads, runs alternating,
 # medians; the per-layer profile and each convolution's GFLOP/s against the sgemm rate of the
-# same run: runs/bench/caltech.csv (scripts/bench_caltech.sh; about 25 minutes on 2 cores).
+# same run: runs/bench/caltech.csv (scripts/bench/bench_caltech.sh; about 25 minutes on 2 cores).
 bench-caltech: build
 	datasets/get_caltech101.sh
-	scripts/install_deps.sh torch || echo "bench-caltech: no PyTorch: timing pdnn alone"
-	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_caltech.sh
+	scripts/tools/install_deps.sh torch || echo "bench-caltech: no PyTorch: timing pdnn alone"
+	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench/bench_caltech.sh
 
 # ---- DCGAN (W5) ------------------------------------------------------------------------------
 # Extra flags for build/bin/dcgan, appended (the last of a repeated flag wins), e.g.
@@ -261,9 +261,9 @@ DCGAN_ARGS ?=
 # a GPU (or DEVICE=cuda) the full run; without, a short CPU run that first says how long the
 # full one would take here (make dcgan DEVICE=cpu EPOCHS=300 starts it). runs/dcgan/: CSV,
 # iterations, samples/<dataset>/epoch_NNN.png, progression_<dataset>.png, plots/
-# (scripts/dcgan_study.sh; EPOCHS, DEVICE, DATA, SEED; DCGAN_ARGS appended to the app's flags).
+# (scripts/study/dcgan_study.sh; EPOCHS, DEVICE, DATA, SEED; DCGAN_ARGS appended to the app's flags).
 dcgan: build
-	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) ARGS="$(DCGAN_ARGS)" scripts/dcgan_study.sh
+	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) ARGS="$(DCGAN_ARGS)" scripts/study/dcgan_study.sh
 
 # W5 data-parallel: RANKS processes under mpirun (or one per GPU with DCGAN_ARGS="--device cuda"),
 # the same global batch 64; BatchNorm per rank (dcgan --bn-shards RANKS is one process doing the
@@ -276,20 +276,20 @@ dcgan-dist: build
 	  --samples-dir runs/dcgan/dist/samples $(DCGAN_ARGS)
 
 # The quality score beyond the paper: pdnn's and PyTorch's DCGAN (same recipe, weights, data
-# order and noise), 10,000 samples each, judged by pdnn's W3 classifier (scripts/dcgan_quality.sh;
+# order and noise), 10,000 samples each, judged by pdnn's W3 classifier (scripts/study/dcgan_quality.sh;
 # EPOCHS=5 DATASET=fashion-mnist DEVICE=cpu). Long on a CPU: about an hour on 2 cores.
 # DATASET=caltech: the study's comparison on the photos, 3 seeds x 300 epochs of both, scored
 # after epochs 50, 150 and 300 by the photo judge, with the table over seeds (on a GPU; a short
-# CPU run without one; scripts/dcgan_quality_photos.sh: SEEDS, EPOCHS, PARTS, JOBS, DEVICE).
+# CPU run without one; scripts/study/dcgan_quality_photos.sh: SEEDS, EPOCHS, PARTS, JOBS, DEVICE).
 dcgan-quality: build
-	scripts/install_deps.sh torch || echo "dcgan-quality: no PyTorch: pdnn alone (TORCH=0)"
-	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) scripts/dcgan_quality.sh
+	scripts/tools/install_deps.sh torch || echo "dcgan-quality: no PyTorch: pdnn alone (TORCH=0)"
+	$(BLAS_ENV) BIN=$(BIN) PYTHON=$(PYTHON) THREADS=$(THREADS) scripts/study/dcgan_quality.sh
 
 # W5 iteration times at 1 and 2 threads (THREADS=1,2), pdnn vs PyTorch default and tuned, runs
-# interleaved: runs/bench/dcgan.csv (scripts/bench_dcgan.sh; STEPS=8 REPEAT=2).
+# interleaved: runs/bench/dcgan.csv (scripts/bench/bench_dcgan.sh; STEPS=8 REPEAT=2).
 bench-dcgan: build
-	scripts/install_deps.sh torch || echo "bench-dcgan: no PyTorch: timing pdnn alone"
-	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench_dcgan.sh
+	scripts/tools/install_deps.sh torch || echo "bench-dcgan: no PyTorch: timing pdnn alone"
+	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench/bench_dcgan.sh
 
 # Debian's python3 (matplotlib, torch come from Debian packages), not a pyenv one on the PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
@@ -315,13 +315,13 @@ bench-conv: build
 	$(BLAS_ENV) $(PIN) $(BIN)/bench_conv --threads $(THREAD_LIST) --out runs/bench/conv.csv $(BENCH_CONV_ARGS)
 
 scaling: build
-	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/scaling.sh
+	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench/scaling.sh
 
 # Your runs' figures (runs/ -> runs/plots/); REFERENCE=1: the published reference results'
 # (results/ -> runs/plots/reference/; results/plots/ holds the committed ones).
 REFERENCE ?=
 plots:
-	$(PYTHON) scripts/plot.py $(if $(REFERENCE),--results results --out runs/plots/reference,--results runs --out runs/plots)
+	$(PYTHON) scripts/report/plot.py $(if $(REFERENCE),--results results --out runs/plots/reference,--results runs --out runs/plots)
 
 # ---- W6 Hebbian reservoir --------------------------------------------------------------------
 # The grid n x T (SPEC.md) in float32 and float64 at HEBBIAN_THREADS, twice: W6 as written (not
@@ -339,11 +339,11 @@ HEBBIAN_GRID = --n $(HEBBIAN_N) --t $(HEBBIAN_T) --dtype float32,float64
 hebbian: build
 	for leak in 0 $(HEBBIAN_LEAK); do \
 	  $(BLAS_ENV) $(PIN) $(BIN)/hebbian $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak $(HEBBIAN_ARGS) || exit 1; \
-	  $(BLAS_ENV) $(PYTHON) scripts/hebbian_numpy.py $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak \
+	  $(BLAS_ENV) $(PYTHON) scripts/twins/hebbian_numpy.py $(HEBBIAN_GRID) --threads $(HEBBIAN_THREADS) --leak $$leak \
 	    --max-seconds $(NUMPY_MAX_SECONDS) || exit 1; \
 	  $(BIN)/hebbian --drift --n 1000 --t 10,100,1000 --threads $(lastword $(subst $(comma), ,$(HEBBIAN_THREADS))) --leak $$leak || exit 1; \
 	done
-	$(PYTHON) scripts/plot.py --results runs --out runs/plots
+	$(PYTHON) scripts/report/plot.py --results runs --out runs/plots
 
 # pdnn against numpy and the bandwidth floor at one point, alternated ROUNDS times (the machine
 # may be shared: compare the medians) -> runs/hebbian/ab.csv
@@ -353,7 +353,7 @@ ROUNDS ?= 5
 hebbian-ab: build
 	for r in $$(seq $(ROUNDS)); do \
 	  $(BLAS_ENV) $(PIN) $(BIN)/hebbian --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) --out runs/hebbian/ab.csv || exit 1; \
-	  $(BLAS_ENV) $(PYTHON) scripts/hebbian_numpy.py --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) \
+	  $(BLAS_ENV) $(PYTHON) scripts/twins/hebbian_numpy.py --n $(AB_N) --t $(AB_T) --threads $(HEBBIAN_THREADS) --leak $(HEBBIAN_LEAK) \
 	    --max-seconds $(NUMPY_MAX_SECONDS) --out runs/hebbian/ab.csv || exit 1; \
 	done
-	$(PYTHON) scripts/plot.py --results runs --out runs/plots
+	$(PYTHON) scripts/report/plot.py --results runs --out runs/plots

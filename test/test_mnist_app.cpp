@@ -102,7 +102,7 @@ TEST_F(MnistApp, LearnsAndWritesTheDocumentedCsv) {
       << s.output;
   EXPECT_EQ(read_csv(csv).size(), 4u);
 
-  // --bench-csv: the same statistics as one row (what scripts/scaling.sh reads).
+  // --bench-csv: the same statistics as one row (what scripts/bench/scaling.sh reads).
   const std::string bench = dir_ + "/bench.csv";
   ASSERT_EQ(run("cd " + dir_ + " && " + kBin +
                 " --data data --steps 10 --batch 16 --threads 1 --bench-csv bench.csv")
@@ -363,19 +363,19 @@ TEST_F(MnistApp, AFailedCheckpointWriteTakesTheEpochsRowBackOut) {
   EXPECT_EQ(rows[2][7], "2");
 }
 
-// scripts/torch_reference.py rebuilds pdnn's initial weights exactly, and with the same data
+// scripts/twins/torch_reference.py rebuilds pdnn's initial weights exactly, and with the same data
 // order, dropout masks and optimizer ends an epoch at the same weights up to float rounding.
 TEST_F(MnistApp, TorchReferenceReproducesTheRun) {
   const std::string py = "/usr/bin/python3";
   if (run(py + " -c 'import torch'").status != 0)
-    GTEST_SKIP() << "no torch for " << py << " (scripts/install_deps.sh torch)";
+    GTEST_SKIP() << "no torch for " << py << " (scripts/tools/install_deps.sh torch)";
   const std::string data = make_data("data", 100, 40, 12);
   const std::string csv = dir_ + "/r.csv", init = dir_ + "/init.ckpt", fin = dir_ + "/e1.ckpt";
   const std::string args =
       " --model keras --data " + data + " --epochs 1 --batch 32 --threads 1 --seed 5 --out " + csv;
   Result r = run(kBin + args + " --save-init " + init + " --checkpoint " + fin);
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run(py + " " + PDNN_SOURCE_DIR + "/scripts/torch_reference.py mnist" + args +
+  r = run(py + " " + PDNN_SOURCE_DIR + "/scripts/twins/torch_reference.py mnist" + args +
           " --init-checkpoint " + init + " --compare-checkpoint " + fin);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("initial weights: max |torch - pdnn| over all parameters = 0.000e+00"),

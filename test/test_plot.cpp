@@ -1,4 +1,4 @@
-// scripts/plot.py end to end: small training and scaling CSV files in a temp folder must give
+// scripts/report/plot.py end to end: small training and scaling CSV files in a temp folder must give
 // PNG files. Skipped, visibly, where /usr/bin/python3 has no matplotlib.
 #include <unistd.h>
 
@@ -80,7 +80,7 @@ TEST(Plot, MakesPngFromResultsCsv) {
     std::ofstream f(dir / "results" / "scale" / "quality.csv");
     f << "set,inception_score,fid\npdnn,1.5,30\n";
   }
-  const std::string cmd = "/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/plot.py --results " +
+  const std::string cmd = "/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/report/plot.py --results " +
                           (dir / "results").string() + " --out " + (dir / "plots").string() +
                           " >" + (dir / "log.txt").string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;

@@ -9,7 +9,7 @@
 //    parallel, one batched GEMM) on W2/W3/W5 shapes: the measurements behind conv_algo_for's
 //    per-image/batched rule.
 //  --mode sgemm: the sgemm 2048^3 rate alone at each thread count (the ceiling other benchmarks,
-//    scripts/bench_caltech.sh, set their layers' GFLOP/s against), one line per thread count:
+//    scripts/bench/bench_caltech.sh, set their layers' GFLOP/s against), one line per thread count:
 //    "sgemm_gflops threads=T repeats=R median=... min=... max=...".
 
 #include <CLI/CLI.hpp>

@@ -7,7 +7,7 @@
 // after warm-up), the achieved TFLOP/s (the direct convolution's FLOPs over the time) and GB/s
 // (the pass's fewest bytes: every input read once, every output written once), and its floor
 // max(FLOPs / peak, bytes / bandwidth). Rows to --out with the columns of
-// scripts/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers. An algorithm
+// scripts/twins/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers. An algorithm
 // "implicit:TILE" (e.g. implicit:64x128) forces the implicit-GEMM kernels' block tile in the
 // forward and backward-weights passes (its backward-data keeps the chosen tile).
 #include <CLI/CLI.hpp>

@@ -9,7 +9,7 @@
 // lib/train/run_loop.h runs the training.
 //
 // Data: the photos are decoded once into a cache (lib/data/image_folder.h), split per class
-// half/half (the split seed is fixed, so every run and scripts/torch_reference.py test on the
+// half/half (the split seed is fixed, so every run and scripts/twins/torch_reference.py test on the
 // same photos), augmented for training (flip, random resized crop, rotation, brightness and
 // contrast) and packed into batches on a background thread (PrefetchLoader) while the
 // previous batch trains; an epoch is the first --images-per-epoch images of a fresh order.
@@ -340,7 +340,7 @@ int run(int argc, char** argv) {
 #else
 int run(int, char**) {
   std::fprintf(stderr, "caltech101: this pdnn was built without OpenCV, which reads the photos "
-                       "(scripts/install_deps.sh, then rebuild)\n");
+                       "(scripts/tools/install_deps.sh, then rebuild)\n");
   return 1;
 }
 #endif

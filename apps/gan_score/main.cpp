@@ -1,6 +1,6 @@
 // build/bin/gan_score: the quality of generated images, judged by a pdnn classifier trained on
 // the real data: for each set of samples (IDX files: build/bin/dcgan --samples, and
-// scripts/torch_reference.py dcgan's), and for the held-out real images through the same path,
+// scripts/twins/torch_reference.py dcgan's), and for the held-out real images through the same path,
 // the entropy of the predicted classes, the mean confidence, the Inception-score analogue and
 // the Fréchet distance of the classifier's penultimate features to the real training images'
 // (lib/workloads/dcgan/gan_quality.h). One CSV row per set; a table on stdout.

@@ -152,7 +152,7 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
       "checkpoint file, written before the first epoch and at each epoch end");
   auto* save_init = app.add_option(
       "--save-init", cfg.save_init,
-      "also write the initial weights as a checkpoint (for scripts/torch_reference.py; an "
+      "also write the initial weights as a checkpoint (for scripts/twins/torch_reference.py; an "
       "existing file is replaced only with --overwrite)");
   app.add_option("--save-weights", cfg.save_weights,
                  "after the last epoch, write the trained weights alone (no optimizer state; "

@@ -45,7 +45,7 @@ if ! can_have dataset-fashion-mnist; then
   SHORT[fashion-mnist]='skip: needs the Debian package dataset-fashion-mnist (not root: cannot install it)'
   SHORT[accuracy-mnist]=${SHORT[fashion-mnist]}
 elif ! have_torch; then
-  SHORT[accuracy-mnist]='skip: needs PyTorch (scripts/install_deps.sh torch)'
+  SHORT[accuracy-mnist]='skip: needs PyTorch (scripts/tools/install_deps.sh torch)'
 fi
 # Run after the others: it draws what they wrote. dcgan-quality also runs as the README's
 # DATASET=caltech, the study's comparison (on a CPU its own short run, 2 epochs of 128 photos).

@@ -25,11 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/bin}
 PY=${PYTHON:-/usr/bin/python3}
-# PyTorch gets the OpenBLAS kernels pdnn runs: pdnn's choice where OpenBLAS misdetects the CPU
-# (build/bin/blas_core --env: nothing when the environment or OpenBLAS has chosen; make exports it).
-blas_env=$("$BIN/blas_core" --env 2>/dev/null || true)
-# shellcheck disable=SC2086  # NAME=value words, split on purpose
-[ -z "$blas_env" ] || export $blas_env
+source scripts/bench/blas_env.sh  # PyTorch gets the OpenBLAS kernels pdnn runs
 OUT=${OUT:-runs/bench/caltech.csv}
 LAYERS_OUT=${LAYERS_OUT:-runs/bench/caltech_layers.csv}
 THREADS=${THREADS:-1,2}

@@ -194,6 +194,21 @@ TEST_F(MnistApp, BadInputFailsWithOneLineAndWritesNothing) {
                  "--conv-algo-cache '" + dir_ + "': ");
 }
 
+// The header names the OpenBLAS core after "| BLAS " and then why (run/blas_core.h): the
+// benchmark scripts read the core from there, so the "OpenBLAS detected" of the reason after it
+// must not be taken for it. The environment pretends pdnn chose the core.
+TEST_F(MnistApp, TheHeaderNamesTheOpenBlasCoreAndWhy) {
+  const std::string data = make_data("data", 40, 20, 28);
+  const Result r = run("env OPENBLAS_CORETYPE=Prescott PDNN_OPENBLAS_DETECTED=Katmai " + kBin +
+                       " --data " + data + " --steps 3 --batch 8 --threads 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(" | BLAS Prescott (OpenBLAS detected Katmai on an "), std::string::npos)
+      << r.output;
+  const Result s = run("echo '" + r.output.substr(0, r.output.find('\n')) +
+                       "' | sed -nE 's/.*[|] BLAS ([A-Za-z0-9_]+).*/\\1/p'");
+  EXPECT_EQ(s.output, "Prescott\n");  // as scripts/bench/bench_mnist.sh reads it
+}
+
 // On the CPU a writable --conv-algo-cache is not used, and the run says so in one line.
 TEST_F(MnistApp, ACpuRunSaysTheAlgorithmCacheIsNotUsed) {
   const std::string data = make_data("data", 40, 20, 28);

@@ -57,7 +57,7 @@ trap 'rm -rf "$tmp"' EXIT
 # header and model summary pdnn prints.
 "$BIN/caltech101" --data "$DATA" --steps 1 --threads 1 > "$tmp/probe.log"
 dataset=$(sed -nE 's/^caltech101: model caltech9, dataset ([^ ]+) .*/\1/p' "$tmp/probe.log")
-blas_core=$(sed -nE 's/^caltech101: .*BLAS ([A-Za-z0-9_]+).*/\1/p' "$tmp/probe.log")
+blas_core=$(sed -nE 's/^caltech101: .*[|] BLAS ([A-Za-z0-9_]+).*/\1/p' "$tmp/probe.log")
 fwd_mflops=$(sed -nE 's/^Forward: ([0-9.]+) MFLOPs per batch.*/\1/p' "$tmp/probe.log")
 echo "bench_caltech: $dataset, OpenBLAS core $blas_core (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}),"\
      "$ROUNDS rounds x $STEPS steps per run, configurations alternating; machine $cpu, $(nproc) cores"

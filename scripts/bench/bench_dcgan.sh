@@ -66,7 +66,7 @@ torch_version=none
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 hdr=$("$BIN/dcgan" --steps 1 --threads 1 --ngf 1 --ndf 1 "${DATA_ARGS[@]}" | head -1)
-blas_core=$(echo "$hdr" | sed -nE 's/.*BLAS ([A-Za-z0-9_]+).*/\1/p')
+blas_core=$(echo "$hdr" | sed -nE 's/.*[|] BLAS ([A-Za-z0-9_]+).*/\1/p')
 rev=$(echo "$hdr" | sed -nE 's/.*\| rev ([^ ]+).*/\1/p')  # the measured binary's (a GPU host has no .git)
 echo "bench_dcgan: $cpu, $(nproc) CPUs; OpenBLAS core $blas_core" \
      "(OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}); PyTorch $torch_version; $dataset;" \

@@ -50,7 +50,7 @@ measure() {
 # header line the app prints.
 hdr=$("$BIN/mnist" --epochs 1 --steps 1 --threads 1 | head -1)
 dataset=$(echo "$hdr" | sed -nE 's/.*dataset ([^ ]+) .*/\1/p')
-blas_core=$(echo "$hdr" | sed -nE 's/.*BLAS ([A-Za-z0-9_]+).*/\1/p')
+blas_core=$(echo "$hdr" | sed -nE 's/.*[|] BLAS ([A-Za-z0-9_]+).*/\1/p')
 echo "bench_mnist: dataset $dataset, OpenBLAS core $blas_core (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
 printf "%-6s %-8s %-6s %5s %7s %10s %10s %10s %8s\n" app config model batch threads median_ms \
        min_ms max_ms t/pdnn

@@ -24,7 +24,7 @@ resized map's > 0), so they hold only classes of the source. A label map with no
 (0536 at fe34fb7: a photo of a person whose annotation is missing) is left out and reported.
 
 OUT must not exist; everything is written into OUT.partial-<pid> and renamed at the end.
-Needs Debian's python3-scipy (.mat), python3-numpy and python3-pil (scripts/install_deps.sh ccp).
+Needs Debian's python3-scipy (.mat), python3-numpy and python3-pil (scripts/tools/install_deps.sh ccp).
 """
 import argparse
 import os
@@ -85,7 +85,7 @@ def main():
         from PIL import Image
     except ImportError as e:
         die("%s: install Debian's python3-scipy, python3-numpy and python3-pil "
-            "(scripts/install_deps.sh ccp)" % e)
+            "(scripts/tools/install_deps.sh ccp)" % e)
 
     src, out = args.src.rstrip("/"), args.out.rstrip("/")
     ann = os.path.join(src, "annotations", "pixel-level")

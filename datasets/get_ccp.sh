@@ -22,7 +22,7 @@
 #
 # CCP_BASE_URL replaces the download address (a mirror holding the same paths); PDNN_OFFLINE=1
 # skips the download. The conversion needs Debian's python3-scipy, python3-numpy and
-# python3-pil (scripts/install_deps.sh ccp). DIR is written under a temporary name and renamed
+# python3-pil (scripts/tools/install_deps.sh ccp). DIR is written under a temporary name and renamed
 # at the end, and replaced only if this script made it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,7 +91,7 @@ if [ -z "$src" ]; then
     exit 0
   }
   [ "${PDNN_OFFLINE:-0}" != 1 ] || offline "PDNN_OFFLINE=1: no download"
-  command -v curl >/dev/null || die "no curl (scripts/install_deps.sh installs it)"
+  command -v curl >/dev/null || die "no curl (scripts/tools/install_deps.sh installs it)"
   src=$tmp/src
   mkdir -p "$src/photos" "$src/annotations/pixel-level"
   # One small file first, so that a machine without internet gives up within seconds.

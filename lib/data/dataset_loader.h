@@ -1,5 +1,5 @@
 // DatasetLoader: batches over any Dataset, the plain (synchronous) path. Each epoch's order is
-// a permutation from epoch_order_rng(seed, epoch) (which scripts/torch_reference.py
+// a permutation from epoch_order_rng(seed, epoch) (which scripts/twins/torch_reference.py
 // reproduces) or the stored order; with augmentation on, image i of epoch e is read with
 // augment_key(seed, e, i). So a batch is a function of (seed, epoch, batch index) alone:
 // PrefetchLoader (prefetch_loader.h) computes the same batches on its own thread, and either

@@ -167,7 +167,6 @@ def main():
     for v in variants:
         if v not in VARIANTS:
             sys.exit("torch_memory_bench.py: --variants %s: not one of %s" % (v, ",".join(VARIANTS)))
-    rows = []
     stopped = {}  # variant -> "oom at N" / "timeout at N": its larger sides are not tried
     for side in sides:
         for v in variants:
@@ -181,11 +180,11 @@ def main():
             print("torch %-11s %4d: %s, peak %s GiB (reserved %s), median %s ms"
                   % (v, side, r["status"], fmt("peak_gib"), fmt("peak_reserved_gib"),
                      fmt("median_ms", "%.1f")), flush=True)
-            rows.append(["caltech9", "pytorch", v, side, a.batch, "fp32", "", fmt("peak_gib"),
+            # Each row as it ends: a command that ends early keeps the ones done.
+            write_rows(a.out, COLUMNS, [["caltech9", "pytorch", v, side, a.batch, "fp32", "", fmt("peak_gib"),
                          fmt("peak_reserved_gib"), fmt("median_ms"), fmt("min_ms"),
                          fmt("max_ms"), r.get("steps", 0), r["status"], "", "", "", r["gpu"],
-                         r["versions"], git_rev(), socket.gethostname(), utc_now()])
-    write_rows(a.out, COLUMNS, rows)
+                         r["versions"], git_rev(), socket.gethostname(), utc_now()]])
     print("rows appended to %s" % a.out)
     return 0
 

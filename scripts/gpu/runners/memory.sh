@@ -79,7 +79,7 @@ fi
 if has torch; then  # PyTorch alone (TORCH_SIDES), each variant's line printed as it ends
   stage "PyTorch plain / save_on_cpu / checkpoint at ${TORCH_SIDES:-1120}"
   env -u LD_LIBRARY_PATH "$PYTHON" scripts/twins/torch_memory_bench.py \
-    --sides "$(echo ${TORCH_SIDES:-1120} | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" \
+    --sides "$(echo ${TORCH_SIDES:-1120} | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" --timeout "${TORCH_TIMEOUT:-0}" \
     --out "$RESULTS/memory_r2.csv" 2>&1 | tee "$RESULTS/torch_memory.log"
 fi
 

@@ -82,34 +82,14 @@ Inputs inputs_of(const ConvCase& c) {
 template <class T>
 ConvFwdOf<T> fwd_args(const Inputs& in, const ConvCase& c, const T* x, const T* w, const T* b,
                       T* y, ConvAlgo algo = ConvAlgo::Auto) {
-  ConvFwdOf<T> a;
-  a.g = in.g;
-  a.n = c.n;
-  a.k = c.k;
-  a.x = x;
-  a.w = w;
-  a.b = c.bias ? b : nullptr;
-  a.y = y;
-  a.act = in.act;
-  a.algo = algo;
-  return a;
+  return ConvFwdOf<T>::of(ConvShape{in.g, c.n, c.k}, x, w, c.bias ? b : nullptr, y, in.act, algo);
 }
 template <class T>
 ConvBwdOf<T> bwd_args(const Inputs& in, const ConvCase& c, const T* x, const T* w, const T* dy,
                       const T* y, T* dw, T* db, T* dx, ConvAlgo algo = ConvAlgo::Auto) {
-  ConvBwdOf<T> a;
-  a.g = in.g;
-  a.n = c.n;
-  a.k = c.k;
-  a.x = x;
-  a.w = w;
-  a.dy = dy;
+  ConvBwdOf<T> a = ConvBwdOf<T>::of(fwd_args<T>(in, c, x, w, nullptr, nullptr, algo), dy, dw,
+                                    c.bias ? db : nullptr, dx);
   a.y = y;
-  a.dw = dw;
-  a.db = c.bias ? db : nullptr;
-  a.dx = dx;
-  a.act = in.act;
-  a.algo = algo;
   return a;
 }
 

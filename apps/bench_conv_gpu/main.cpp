@@ -296,29 +296,12 @@ int run(int argc, char** argv) {
     std::vector<PassRun> passes;
     // The convolution's operands (ops/conv/conv_args.h), by pass; ConvTranspose2d's are the
     // convolution's with the roles named above.
-    ConvFwdTensors fwd;
-    fwd.g = g;
-    fwd.n = n;
-    fwd.k = k;
-    fwd.x = &X;
-    fwd.w = &W;
-    fwd.b = conv_bias ? &B : nullptr;
-    fwd.y = &Y;
-    fwd.act = cact;
-    ConvBwdTensors data;  // dx from dy (through the activation read off y)
-    data.g = g;
-    data.n = n;
-    data.k = k;
-    data.w = &W;
-    data.dy = &dY;
-    data.y = &Y;
-    data.dx = &dX;
-    data.act = cact;
-    ConvBwdTensors wgrad = data;  // dw, db from x and dy
-    wgrad.x = &X;
-    wgrad.dx = nullptr;
-    wgrad.dw = &dW;
-    wgrad.db = conv_bias ? &dB : nullptr;
+    const ConvFwdTensors fwd =
+        ConvFwdTensors::of(ConvShape{g, n, k}, &X, &W, conv_bias ? &B : nullptr, &Y, cact);
+    // dx from dy (through the activation read off y); dw, db from x and dy
+    const ConvBwdTensors data = ConvBwdTensors::of(fwd, &dY, nullptr, nullptr, &dX);
+    const ConvBwdTensors wgrad =
+        ConvBwdTensors::of(fwd, &dY, &dW, conv_bias ? &dB : nullptr, nullptr);
     ConvFwdTensors t_fwd = fwd;  // ConvTranspose2d's backward-data: the convolution's forward
     t_fwd.b = nullptr;
     t_fwd.act = Act{};

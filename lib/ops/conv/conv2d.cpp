@@ -216,11 +216,8 @@ namespace {
 void forward_per_image(const ConvFwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float* y = a.y;
-  const int threads = e.threads;
   const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
-  const int nt_req = threads_for(threads, n);
+  const int nt_req = threads_for(e.threads, n);
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
   {
     observe_team();
@@ -229,10 +226,10 @@ void forward_per_image(const ConvFwd& a, float* ws, CpuExec e) {
     chunk(n, t, omp_get_num_threads(), &lo, &hi);
     float* cols = ws + t * slot;
     for (int64_t i = lo; i < hi; ++i) {
-      float* yi = y + i * k * p;
-      im2col(g, x + i * g.image_size(), cols);
-      gemm(false, false, k, p, rows, 1.f, w, cols, 0.f, yi, CpuExec{1});
-      if (b) bias_add_image(k, p, b, yi);
+      float* yi = a.y + i * k * p;
+      im2col(g, a.x + i * g.image_size(), cols);
+      gemm(false, false, k, p, rows, 1.f, a.w, cols, 0.f, yi, CpuExec{1});
+      if (a.b) bias_add_image(k, p, a.b, yi);
     }
   }
 }
@@ -240,12 +237,9 @@ void forward_per_image(const ConvFwd& a, float* ws, CpuExec e) {
 void backward_per_image(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *dy = a.dy;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
-  const int threads = e.threads;
   const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
   const int64_t dw_off = round_line(g.col_size()), db_off = dw_off + round_line(k * rows);
-  const int nt_req = threads_for(threads, n);
+  const int nt_req = threads_for(e.threads, n);
   // Partial dW kept transposed, (rows, k), when rows > k: OpenBLAS runs the product ~8% faster
   // with the longer side first (W3 conv2: 25.3 vs 27.3 ms per 128 images, thread CPU time).
   const bool dw_t = rows > k;
@@ -260,21 +254,21 @@ void backward_per_image(const ConvBwd& a, float* ws, CpuExec e) {
     float* cols = ws + t * slot;
     float* pdw = cols + dw_off;
     float* pdb = cols + db_off;
-    if (dw) std::memset(pdw, 0, sizeof(float) * k * rows);
-    if (db) std::memset(pdb, 0, sizeof(float) * k);
+    if (a.dw) std::memset(pdw, 0, sizeof(float) * k * rows);
+    if (a.db) std::memset(pdb, 0, sizeof(float) * k);
     for (int64_t i = lo; i < hi; ++i) {
-      const float* dyi = dy + i * k * p;
-      if (dw) {
-        im2col(g, x + i * g.image_size(), cols);
+      const float* dyi = a.dy + i * k * p;
+      if (a.dw) {
+        im2col(g, a.x + i * g.image_size(), cols);
         if (dw_t)
           gemm(false, true, rows, k, p, 1.f, cols, dyi, 1.f, pdw, CpuExec{1});
         else
           gemm(false, true, k, rows, p, 1.f, dyi, cols, 1.f, pdw, CpuExec{1});
       }
-      if (db) bias_sum_image(k, p, dyi, pdb);
-      if (dx) {
-        gemm(true, false, rows, p, k, 1.f, w, dyi, 0.f, cols, CpuExec{1});
-        col2im(g, cols, dx + i * g.image_size());
+      if (a.db) bias_sum_image(k, p, dyi, pdb);
+      if (a.dx) {
+        gemm(true, false, rows, p, k, 1.f, a.w, dyi, 0.f, cols, CpuExec{1});
+        col2im(g, cols, a.dx + i * g.image_size());
       }
     }
   }
@@ -282,62 +276,58 @@ void backward_per_image(const ConvBwd& a, float* ws, CpuExec e) {
   for (int t = 0; t < nt_used; ++t) {
     const float* pdw = ws + t * slot + dw_off;
     const float* pdb = ws + t * slot + db_off;
-    if (dw && dw_t) {
+    if (a.dw && dw_t) {
       for (int64_t c = 0; c < k; ++c)
-        for (int64_t r = 0; r < rows; ++r) dw[c * rows + r] += pdw[r * k + c];
-    } else if (dw) {
-      for (int64_t j = 0; j < k * rows; ++j) dw[j] += pdw[j];
+        for (int64_t r = 0; r < rows; ++r) a.dw[c * rows + r] += pdw[r * k + c];
+    } else if (a.dw) {
+      for (int64_t j = 0; j < k * rows; ++j) a.dw[j] += pdw[j];
     }
-    if (db)
-      for (int64_t j = 0; j < k; ++j) db[j] += pdb[j];
+    if (a.db)
+      for (int64_t j = 0; j < k; ++j) a.db[j] += pdb[j];
   }
 }
 
 void forward_batched(const ConvFwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float* y = a.y;
   const int64_t rows = g.col_rows(), p = g.col_cols();
   if (whole_image_window(g)) {
     // x (n, rows) is the batch's column matrix already, transposed: y (n, k) = x w^T, no copies.
     // W5's D.11 (512 -> 1 on 4x4), forward + backward: 5.6 -> 0.2 ms; G.0 (its transpose from
     // 100 x 1x1 to 512 x 4x4): 6.3 -> 2.5 ms (bench_conv --mode layers, 1 thread).
-    gemm(false, true, n, k, rows, 1.f, x, w, 0.f, y, e);
-    if (b) bias_add(n, k, 1, b, y, e);
+    gemm(false, true, n, k, rows, 1.f, a.x, a.w, 0.f, a.y, e);
+    if (a.b) bias_add(n, k, 1, a.b, a.y, e);
     return;
   }
   float* cols = ws;
   float* tmp = ws + round_line(rows * n * p);  // y as (k, n*p)
-  im2col_batch(g, n, x, cols, e);
-  gemm(false, false, k, n * p, rows, 1.f, w, cols, 0.f, tmp, e);
-  cnhw_to_nchw(n, k, p, tmp, y, e);
-  if (b) bias_add(n, k, p, b, y, e);
+  im2col_batch(g, n, a.x, cols, e);
+  gemm(false, false, k, n * p, rows, 1.f, a.w, cols, 0.f, tmp, e);
+  cnhw_to_nchw(n, k, p, tmp, a.y, e);
+  if (a.b) bias_add(n, k, p, a.b, a.y, e);
 }
 
 void backward_batched(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *dy = a.dy;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
   const int64_t rows = g.col_rows(), p = g.col_cols();
   float* cols = ws;
   float* dyt = ws + round_line(rows * n * p);  // dy as (k, n*p)
-  if (db) bias_backward(n, k, p, dy, db, e);
-  if (!dw && !dx) return;
+  if (a.db) bias_backward(n, k, p, a.dy, a.db, e);
+  if (!a.dw && !a.dx) return;
   if (whole_image_window(g)) {  // as forward_batched: dy is (n, k), x and dx (n, rows)
-    if (dw) gemm(true, false, k, rows, n, 1.f, dy, x, 1.f, dw, e);
-    if (dx) gemm(false, false, n, rows, k, 1.f, dy, w, 0.f, dx, e);
+    if (a.dw) gemm(true, false, k, rows, n, 1.f, a.dy, a.x, 1.f, a.dw, e);
+    if (a.dx) gemm(false, false, n, rows, k, 1.f, a.dy, a.w, 0.f, a.dx, e);
     return;
   }
-  nchw_to_cnhw(n, k, p, dy, dyt, e);
-  if (dw) {
-    im2col_batch(g, n, x, cols, e);
-    gemm(false, true, k, rows, n * p, 1.f, dyt, cols, 1.f, dw, e);
+  nchw_to_cnhw(n, k, p, a.dy, dyt, e);
+  if (a.dw) {
+    im2col_batch(g, n, a.x, cols, e);
+    gemm(false, true, k, rows, n * p, 1.f, dyt, cols, 1.f, a.dw, e);
   }
-  if (dx) {
-    gemm(true, false, rows, n * p, k, 1.f, w, dyt, 0.f, cols, e);
-    col2im_batch(g, n, cols, dx, e);
+  if (a.dx) {
+    gemm(true, false, rows, n * p, k, 1.f, a.w, dyt, 0.f, cols, e);
+    col2im_batch(g, n, cols, a.dx, e);
   }
 }
 
@@ -346,12 +336,11 @@ void backward_batched(const ConvBwd& a, float* ws, CpuExec e) {
 void conv2d_forward(const ConvFwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  float* y = a.y;
-  const Act act = a.act;
   ConvAlgo algo = a.algo;
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   // The 3x3 kernels apply the activation in their output write (slopes in [0, 1], where it is
   // a max); im2col's paths in one more pass over y.
+  const Act act = a.act;
   const bool in_kernel = act.kind == FusedAct::ReLU ||
                          (act.kind == FusedAct::LeakyReLU && act.slope >= 0.f && act.slope <= 1.f);
   ConvFwd fused = a;
@@ -368,8 +357,8 @@ void conv2d_forward(const ConvFwd& a, float* ws, CpuExec e) {
     forward_per_image(a, ws, e);
   if (in_kernel && (algo == ConvAlgo::Winograd || algo == ConvAlgo::Direct)) return;
   const int64_t total = n * k * g.col_cols();
-  if (act.kind == FusedAct::ReLU) relu_forward(total, y, y, e);
-  if (act.kind == FusedAct::LeakyReLU) leaky_relu_forward(total, act.slope, y, y, e);
+  if (act.kind == FusedAct::ReLU) relu_forward(total, a.y, a.y, e);
+  if (act.kind == FusedAct::LeakyReLU) leaky_relu_forward(total, act.slope, a.y, a.y, e);
 }
 
 namespace {
@@ -379,34 +368,31 @@ namespace {
 void backward_by_algo(const ConvBwd& a, ConvAlgo algo, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *dy = a.dy, *dx_src = a.dx_src;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
-  const Act dx_act = a.dx_act;
   if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g)) {
-    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv4x4s2_backward_weights(a, ws, e);
-    if (dx) conv4x4s2_backward_data(a, ws, e);
+    if (a.db) bias_backward(n, k, g.col_cols(), a.dy, a.db, e);
+    if (a.dw) conv4x4s2_backward_weights(a, ws, e);
+    if (a.dx) conv4x4s2_backward_data(a, ws, e);
     return;
   }
   if (algo == ConvAlgo::Winograd) {
-    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv3x3_winograd_backward_weights(a, ws, e);
-    if (dx) conv3x3_winograd_backward_data(a, ws, e);
+    if (a.db) bias_backward(n, k, g.col_cols(), a.dy, a.db, e);
+    if (a.dw) conv3x3_winograd_backward_weights(a, ws, e);
+    if (a.dx) conv3x3_winograd_backward_data(a, ws, e);
   } else if (algo == ConvAlgo::Direct) {
-    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv3x3_direct_backward_weights(a, ws, e);
-    if (dx) conv3x3_direct_backward_data(a, ws, e);
+    if (a.db) bias_backward(n, k, g.col_cols(), a.dy, a.db, e);
+    if (a.dw) conv3x3_direct_backward_weights(a, ws, e);
+    if (a.dx) conv3x3_direct_backward_data(a, ws, e);
   } else if (algo == ConvAlgo::Batched) {
     backward_batched(a, ws, e);
   } else {
     backward_per_image(a, ws, e);
   }
-  if (dx && dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
+  if (a.dx && a.dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
     const int64_t total = n * g.image_size();
-    if (dx_act.kind == FusedAct::ReLU)
-      relu_backward(total, dx_src, dx, dx, e);
+    if (a.dx_act.kind == FusedAct::ReLU)
+      relu_backward(total, a.dx_src, a.dx, a.dx, e);
     else
-      leaky_relu_backward(total, dx_act.slope, dx_src, dx, dx, e);
+      leaky_relu_backward(total, a.dx_act.slope, a.dx_src, a.dx, a.dx, e);
   }
 }
 
@@ -415,12 +401,9 @@ void backward_by_algo(const ConvBwd& a, ConvAlgo algo, float* ws, CpuExec e) {
 void conv2d_backward(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *dy = a.dy, *y = a.y, *dx_src = a.dx_src;
-  float* dx = a.dx;
-  const Act act = a.act;
   ConvAlgo algo = a.algo;
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
-  if (act.kind == FusedAct::None) {
+  if (a.act.kind == FusedAct::None) {
     backward_by_algo(a, algo, ws, e);
     return;
   }
@@ -431,18 +414,18 @@ void conv2d_backward(const ConvBwd& a, float* ws, CpuExec e) {
   float* masked = ws + conv_workspace_floats(g, chunk, k, algo, e.threads);
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t m = std::min(chunk, n - i0);
-    if (act.kind == FusedAct::ReLU)
-      relu_backward(m * per_y, y + i0 * per_y, dy + i0 * per_y, masked, e);
+    if (a.act.kind == FusedAct::ReLU)
+      relu_backward(m * per_y, a.y + i0 * per_y, a.dy + i0 * per_y, masked, e);
     else
-      leaky_relu_backward(m * per_y, act.slope, y + i0 * per_y, dy + i0 * per_y, masked, e);
+      leaky_relu_backward(m * per_y, a.act.slope, a.y + i0 * per_y, a.dy + i0 * per_y, masked, e);
     ConvBwd c = a;  // the chunk's images, dy through the activation
     c.n = m;
-    c.x = x ? x + i0 * per_x : nullptr;
+    c.x = a.x ? a.x + i0 * per_x : nullptr;
     c.dy = masked;
     c.y = nullptr;
     c.act = Act{};
-    c.dx = dx ? dx + i0 * per_x : nullptr;
-    c.dx_src = dx_src ? dx_src + i0 * per_x : nullptr;
+    c.dx = a.dx ? a.dx + i0 * per_x : nullptr;
+    c.dx_src = a.dx_src ? a.dx_src + i0 * per_x : nullptr;
     backward_by_algo(c, algo, ws, e);
   }
 }
@@ -472,36 +455,13 @@ float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
 }  // namespace
 
 ConvFwd conv_ptrs(const ConvFwdTensors& t) {
-  ConvFwd a;
-  a.g = t.g;
-  a.n = t.n;
-  a.k = t.k;
-  a.x = ptr(t.x);
-  a.w = ptr(t.w);
-  a.b = ptr(t.b);
-  a.y = ptr(t.y);
-  a.act = t.act;
-  a.algo = t.algo;
-  return a;
+  return ConvFwd::of(t, ptr(t.x), ptr(t.w), ptr(t.b), ptr(t.y), t.act, t.algo);
 }
+// Field by field in declaration order (conv_args.h); act' of dx_act is read off x.
 ConvBwd conv_ptrs(const ConvBwdTensors& t) {
-  ConvBwd a;
-  a.g = t.g;
-  a.n = t.n;
-  a.k = t.k;
-  a.x = ptr(t.x);
-  a.w = ptr(t.w);
-  a.dy = ptr(t.dy);
-  a.y = ptr(t.y);
-  a.dw = ptr(t.dw);
-  a.db = ptr(t.db);
-  a.dx = ptr(t.dx);
-  a.act = t.act;
-  a.algo = t.algo;
-  a.dx_act = t.dx_act;
-  a.dx_src = t.dx ? ptr(t.x) : nullptr;  // act' of dx_act is read off x
-  if (!t.dx) a.dx_act = Act{};
-  return a;
+  return {t,         ptr(t.x), ptr(t.w), ptr(t.dy), ptr(t.y),
+          ptr(t.dw), ptr(t.db), ptr(t.dx), t.act,     t.algo,
+          nullptr,   t.dx ? t.dx_act : Act{},         t.dx ? ptr(t.x) : nullptr};
 }
 
 namespace {

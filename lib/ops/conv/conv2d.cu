@@ -137,24 +137,21 @@ namespace {
 void im2col_forward(const ConvFwd& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float *y = a.y, *saved_cols = a.saved_cols;
-  const Act act = a.act;
   const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
   float* tmp = ws + cuda_conv_product_offset(g, chunk);
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t c = std::min(chunk, n - i0);
-    float* cols = saved_cols && c == n ? saved_cols : ws;
-    im2col_batch(g, c, x + i0 * g.image_size(), cols, e);
-    gemm(false, false, k, c * p, rows, 1.f, w, cols, 0.f, tmp, e);
+    float* cols = a.saved_cols && c == n ? a.saved_cols : ws;
+    im2col_batch(g, c, a.x + i0 * g.image_size(), cols, e);
+    gemm(false, false, k, c * p, rows, 1.f, a.w, cols, 0.f, tmp, e);
     if (p % 4 == 0)
       to_ncp_bias_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
-          y + i0 * k * p);
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, a.b, a.act,
+          a.y + i0 * k * p);
     else
       to_ncp_bias_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
-          y + i0 * k * p);
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, a.b, a.act,
+          a.y + i0 * k * p);
     PDNN_CUDA_LAUNCH_CHECK("conv2d_forward output");
   }
 }
@@ -162,39 +159,36 @@ void im2col_forward(const ConvFwd& a, float* ws, CudaExec e) {
 void im2col_backward(const ConvBwd& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *dy = a.dy, *y = a.y, *saved_cols = a.saved_cols;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
-  const Act act = a.act;
   const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
   float* cols = ws;
   float* dyt = ws + cuda_conv_product_offset(g, chunk);  // dy of the chunk as (k, c*p)
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t c = std::min(chunk, n - i0);
-    const float* yc = act.kind == FusedAct::None ? nullptr : y + i0 * k * p;
+    const float* yc = a.act.kind == FusedAct::None ? nullptr : a.y + i0 * k * p;
     if (p % 4 == 0)
       to_cnp_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p, yc, act,
-          dyt);
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), a.dy + i0 * k * p, yc,
+          a.act, dyt);
     else
       to_cnp_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p, yc, act,
-          dyt);
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), a.dy + i0 * k * p, yc,
+          a.act, dyt);
     PDNN_CUDA_LAUNCH_CHECK("conv2d_backward dy");
-    if (db) {
+    if (a.db) {
       double* part = reinterpret_cast<double*>(dyt + k * c * p + (k * c * p) % 2);
       row_sums_part<<<dim3(kSlices, static_cast<unsigned>(k)), kThreads, 0, stream_of(e)>>>(
           static_cast<int>(c * p), dyt, part);
-      row_sums_final<<<blocks_for(k, 64), 64, 0, stream_of(e)>>>(static_cast<int>(k), part, db);
+      row_sums_final<<<blocks_for(k, 64), 64, 0, stream_of(e)>>>(static_cast<int>(k), part, a.db);
       PDNN_CUDA_LAUNCH_CHECK("conv2d_backward bias");
     }
-    if (dw) {
-      const float* xc = saved_cols && c == n ? saved_cols : cols;
-      if (xc == cols) im2col_batch(g, c, x + i0 * g.image_size(), cols, e);
-      gemm(false, true, k, rows, c * p, 1.f, dyt, xc, 1.f, dw, e);
+    if (a.dw) {
+      const float* xc = a.saved_cols && c == n ? a.saved_cols : cols;
+      if (xc == cols) im2col_batch(g, c, a.x + i0 * g.image_size(), cols, e);
+      gemm(false, true, k, rows, c * p, 1.f, dyt, xc, 1.f, a.dw, e);
     }
-    if (dx) {
-      gemm(true, false, rows, c * p, k, 1.f, w, dyt, 0.f, cols, e);
-      col2im_batch(g, c, cols, dx + i0 * g.image_size(), e);
+    if (a.dx) {
+      gemm(true, false, rows, c * p, k, 1.f, a.w, dyt, 0.f, cols, e);
+      col2im_batch(g, c, cols, a.dx + i0 * g.image_size(), e);
     }
   }
 }
@@ -248,14 +242,10 @@ void implicit_backward_data(const ConvBwd& a, float* ws, CudaExec e) {
   flip_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
       total, static_cast<int>(k), static_cast<int>(g.c), static_cast<int>(g.kh * g.kw), a.w, ws);
   PDNN_CUDA_LAUNCH_CHECK("conv2d backward-data weight flip");
-  ConvFwd f;
-  f.g = conv_geom("conv2d backward-data", k, g.oh, g.ow, g.kh, g.kw, 1, 1, g.kh - 1 - g.ph,
-                  g.kw - 1 - g.pw);
-  f.n = n;
-  f.k = g.c;
-  f.x = a.dy;
-  f.w = ws;
-  f.y = a.dx;
+  const ConvShape flipped{conv_geom("conv2d backward-data", k, g.oh, g.ow, g.kh, g.kw, 1, 1,
+                                     g.kh - 1 - g.ph, g.kw - 1 - g.pw),
+                           n, g.c};
+  const ConvFwd f = ConvFwd::of(flipped, a.dy, ws, nullptr, a.dx);
   conv2d_implicit_forward(f, e);
 }
 }  // namespace
@@ -309,20 +299,19 @@ void dx_through_act(const ConvGeom& g, int64_t n, const float* src, float* dx, A
 void backward_by_algo(const ConvBwd& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const ConvAlgo algo = a.algo;
-  if (algo == ConvAlgo::Cudnn) {
+  if (a.algo == ConvAlgo::Cudnn) {
     conv2d_cudnn_backward(a, ws, e);
     if (a.dx) dx_through_act(g, n, a.dx_src, a.dx, a.dx_act, e);
     return;
   }
-  const bool direct = algo == ConvAlgo::Direct && conv3x3_applies(g);
-  if (algo != ConvAlgo::Implicit && !direct) {
+  const bool direct = a.algo == ConvAlgo::Direct && conv3x3_applies(g);
+  if (a.algo != ConvAlgo::Implicit && !direct) {
     im2col_backward(a, ws, e);
     if (a.dx) dx_through_act(g, n, a.dx_src, a.dx, a.dx_act, e);
     return;
   }
   PDNN_CHECK(a.dw || !a.db, "conv2d_backward (%s): the bias gradient comes with dw",
-             conv_algo_name(algo));
+             conv_algo_name(a.algo));
   if (!a.dx) {
     // The weight gradient alone reads each dy once: y beside it, through the activation there.
     if (a.dw && direct) conv2d_direct_backward_weights(a, ws, e);

@@ -181,9 +181,6 @@ size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n
 void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float* y = a.y;
-  const Act act = a.act;
   cudnnHandle_t h = handle_of(e);
   const int64_t s = slice_of(g, n, k, e);
   for (int64_t i0 = 0; i0 < n; i0 += s) {
@@ -191,15 +188,15 @@ void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e) {
     Descs d(g, m, k);
     const Pick p = pick(ConvPass::Forward, g, m, k, d, e);
     const float one = 1.f, zero = 0.f;
-    d.a.check(d.a.forward(h, &one, d.x, x + i0 * g.image_size(), d.w, w, d.conv,
+    d.a.check(d.a.forward(h, &one, d.x, a.x + i0 * g.image_size(), d.w, a.w, d.conv,
                           static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, &zero, d.y,
-                          y + i0 * k * g.oh * g.ow),
+                          a.y + i0 * k * g.oh * g.ow),
               "cudnnConvolutionForward");
   }
-  if (b || act.kind != FusedAct::None) {
+  if (a.b || a.act.kind != FusedAct::None) {
     const int64_t total = n * k * g.oh * g.ow;
     bias_act_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-        total, static_cast<int>(k), static_cast<int>(g.oh * g.ow), b, act, y);
+        total, static_cast<int>(k), static_cast<int>(g.oh * g.ow), a.b, a.act, a.y);
     PDNN_CUDA_LAUNCH_CHECK("cudnn forward bias/activation");
   }
 }
@@ -207,36 +204,33 @@ void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e) {
 void conv2d_cudnn_backward(const ConvBwd& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *dy = a.dy, *y = a.y;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
-  const Act act = a.act;
   cudnnHandle_t h = handle_of(e);
-  const float* gy = dy;
+  const float* gy = a.dy;
   float* rest = ws;
-  if (act.kind != FusedAct::None) {
+  if (a.act.kind != FusedAct::None) {
     const int64_t total = n * k * g.oh * g.ow;
-    conv2d_act_grad(total, y, dy, act, ws, e);
+    conv2d_act_grad(total, a.y, a.dy, a.act, ws, e);
     gy = ws;
-    rest = ws + conv2d_act_grad_floats(g, n, k, act);
+    rest = ws + conv2d_act_grad_floats(g, n, k, a.act);
   }
   const float one = 1.f, zero = 0.f;
-  if (db) bias_backward(n, k, g.oh * g.ow, gy, db, e);
+  if (a.db) bias_backward(n, k, g.oh * g.ow, gy, a.db, e);
   const int64_t s = slice_of(g, n, k, e), per_y = k * g.oh * g.ow;
   for (int64_t i0 = 0; i0 < n; i0 += s) {
     const int64_t m = std::min(s, n - i0);
     Descs d(g, m, k);
-    if (dw) {
+    if (a.dw) {
       const Pick p = pick(ConvPass::BackwardWeights, g, m, k, d, e);
-      d.a.check(d.a.backward_filter(h, &one, d.x, x + i0 * g.image_size(), d.y, gy + i0 * per_y,
+      d.a.check(d.a.backward_filter(h, &one, d.x, a.x + i0 * g.image_size(), d.y, gy + i0 * per_y,
                                     d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo),
-                                    rest, p.ws, &one, d.w, dw),
+                                    rest, p.ws, &one, d.w, a.dw),
                 "cudnnConvolutionBackwardFilter");
     }
-    if (dx) {
+    if (a.dx) {
       const Pick p = pick(ConvPass::BackwardData, g, m, k, d, e);
-      d.a.check(d.a.backward_data(h, &one, d.w, w, d.y, gy + i0 * per_y, d.conv,
+      d.a.check(d.a.backward_data(h, &one, d.w, a.w, d.y, gy + i0 * per_y, d.conv,
                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), rest, p.ws,
-                                  &zero, d.x, dx + i0 * g.image_size()),
+                                  &zero, d.x, a.dx + i0 * g.image_size()),
                 "cudnnConvolutionBackwardData");
     }
   }

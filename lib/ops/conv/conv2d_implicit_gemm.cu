@@ -468,25 +468,23 @@ size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t
 void conv2d_implicit_backward_weights(const ConvBwd& c, float* ws, CudaExec e, ConvTile tile) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
-  const float *x = c.x, *dy = c.dy, *y = c.y;
-  float *dw = c.dw, *db = c.db;
-  const Act act = c.act;
   if (k * g.c * g.kh * g.kw == 0) return;
-  PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_implicit_backward_weights: act needs y");
+  PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_implicit_backward_weights: act needs y");
   if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::BackwardWeights, g, n, k);
-  Args a = args_of(g, n, k, act, kBackwardWeights);
+  Args a = args_of(g, n, k, c.act, kBackwardWeights);
   const Split s = split_of(tile, a.M, a.N, a.K);
-  a.x = x;
-  a.dy = dy;
-  a.y = y;
+  a.x = c.x;
+  a.dy = c.dy;
+  a.y = c.y;
   a.out = ws;
-  a.bias_part = db ? ws + static_cast<int64_t>(s.splits) * a.M * a.N : nullptr;
+  a.bias_part = c.db ? ws + static_cast<int64_t>(s.splits) * a.M * a.N : nullptr;
   a.k_chunk = s.k_chunk;
-  if (act.kind == FusedAct::None)
+  if (c.act.kind == FusedAct::None)
     launch_tile<kBackwardWeights, false>(tile, a, s.splits, e);
   else
     launch_tile<kBackwardWeights, true>(tile, a, s.splits, e);
-  sum_splits(s.splits, a.M, a.N, ws, a.bias_part, dw, db, e, "implicit-GEMM backward-weights sum");
+  sum_splits(s.splits, a.M, a.N, ws, a.bias_part, c.dw, c.db, e,
+             "implicit-GEMM backward-weights sum");
 }
 
 }  // namespace cuda

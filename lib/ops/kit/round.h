@@ -22,24 +22,16 @@
 namespace pdnn {
 namespace kit {
 
-PDNN_HD uint32_t float_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-#endif
+// v's bits as a To of the same size (C++20's std::bit_cast; a register move on both compilers).
+template <class To, class From>
+PDNN_HD To bit_cast(From v) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast: sizes differ");
+  To t;
+  std::memcpy(&t, &v, sizeof t);
+  return t;
 }
-PDNN_HD float bits_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
+PDNN_HD uint32_t float_bits(float f) { return bit_cast<uint32_t>(f); }
+PDNN_HD float bits_float(uint32_t u) { return bit_cast<float>(u); }
 
 // f rounded to TF32, as the bits of a float (the operand register of mma.sync .tf32).
 PDNN_HD uint32_t tf32_bits(float f) {

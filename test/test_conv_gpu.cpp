@@ -131,7 +131,7 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
   // cuDNN is optional (opened at run time): checked where it is found, like pdnn's own.
   if (ctx.cuda().cudnn() != nullptr) algos.push_back(ConvAlgo::Cudnn);
   for (bool tf32 : {false, true}) {
-    ctx.cuda().set_tf32(tf32);
+    ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     for (ConvAlgo algo : algos) {
       for (const ConvCase& c : kCases) {
         SCOPED_TRACE(std::string(c.name) + " " + conv_algo_name(algo) + (tf32 ? " tf32" : " fp32"));
@@ -174,7 +174,7 @@ TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
   const ConvTile tiles[] = {ConvTile::T128x128, ConvTile::T64x128, ConvTile::T32x256,
                             ConvTile::T32x128, ConvTile::T32x32};
   for (bool tf32 : {false, true}) {
-    ctx.cuda().set_tf32(tf32);
+    ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     for (ConvTile tile : tiles)
       for (const ConvCase& c : kCases) {
         SCOPED_TRACE(std::string(c.name) + " tile " + cuda::conv_tile_name(tile) +
@@ -219,7 +219,7 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
   using cuda::DirectTile;
   int checked = 0;
   for (bool tf32 : {false, true}) {
-    ctx.cuda().set_tf32(tf32);
+    ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
       for (const ConvCase& c : kCases) {
         Inputs in = inputs_of(c);

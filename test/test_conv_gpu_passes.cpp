@@ -124,7 +124,7 @@ void check_layer(Context& ctx, const LayerCase& c, bool tf32) {
   const Tensor x_h = testing::random_tensor(in_shape, rng);
   const Tensor dy_h = testing::random_tensor(out_shape, rng);
   m.to(Device::CUDA, ctx);
-  ctx.cuda().set_tf32(tf32);
+  ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
   m.zero_grad(ctx);
   const Tensor x = x_h.to(Device::CUDA, ctx), dy = dy_h.to(Device::CUDA, ctx);
   const Tensor y_h = host(m.forward(ctx, x), ctx);

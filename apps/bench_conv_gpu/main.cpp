@@ -104,7 +104,7 @@ Ceilings measure_ceilings(Context& ctx, int repeat) {
   }
   const double flop = 2.0 * N * N * N;
   for (bool tf32 : {false, true}) {
-    ctx.cuda().set_tf32(tf32);
+    ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     const TimingStats st = time_ms(ctx, std::max(3, repeat / 4), [&] {
 #if PDNN_HAVE_CUDA  // a CPU build has no cuda::gemm (and never gets here: no CUDA context)
       cuda::gemm(false, false, N, N, N, 1.f, a.data(), b.data(), 0.f, d.data(), ctx.cuda_exec());
@@ -112,7 +112,7 @@ Ceilings measure_ceilings(Context& ctx, int repeat) {
     });
     (tf32 ? c.tf32_tflops : c.fp32_tflops) = flop / (st.median * 1e-3) * 1e-12;
   }
-  ctx.cuda().set_tf32(false);
+  ctx.set_precision(Precision::Fp32);
   const int64_t bytes = N * N * 4;  // 256 MiB each way
   const TimingStats cp = time_ms(ctx, repeat, [&] { copy_into(d, a, ctx); });
   c.copy_gbps = 2.0 * bytes / (cp.median * 1e-3) * 1e-9;  // read + write
@@ -360,7 +360,7 @@ int run(int argc, char** argv) {
                       }});
     for (const std::string prec : {"fp32", "tf32"}) {
       if (precisions.find(prec) == std::string::npos) continue;
-      ctx.cuda().set_tf32(prec == "tf32");
+      ctx.set_precision(prec == "tf32" ? Precision::Tf32 : Precision::Fp32);
       const double peak = (prec == "tf32" ? ceil.tf32_tflops : ceil.fp32_tflops) * 1e12;
       for (PassRun& p : passes) {
         const double floor_ms =

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtype.h"
 #include "ops/kit/host_device.h"
 
 namespace pdnn {
@@ -75,6 +76,22 @@ PDNN_HD uint32_t bf16x2_bits(float lo, float hi) {
 PDNN_HD float bf16_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
 // f rounded to BF16, as a float.
 PDNN_HD float round_bf16(float f) { return bf16_float(bf16_bits(f)); }
+
+// A tensor element as float and back, for kernels templated on the tensors' type E (float or
+// core's bf16): float itself; bf16 widened exactly and rounded to nearest even on the way back,
+// so a bf16 kernel computes in fp32 and rounds once, where it writes.
+PDNN_HD float to_f32(float v) { return v; }
+PDNN_HD float to_f32(bf16 v) { return bf16_float(v.bits); }
+template <class E>
+PDNN_HD E from_f32(float v);
+template <>
+PDNN_HD float from_f32<float>(float v) {
+  return v;
+}
+template <>
+PDNN_HD bf16 from_f32<bf16>(float v) {
+  return bf16{bf16_bits(v)};
+}
 
 }  // namespace kit
 }  // namespace pdnn

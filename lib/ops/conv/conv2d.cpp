@@ -449,30 +449,71 @@ size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k) {
 namespace ops {
 
 namespace {
-const float* ptr(const Tensor* t) { return t ? t->data() : nullptr; }
-float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
+template <class E = float>
+const E* ptr(const Tensor* t) {
+  return t ? t->data<E>() : nullptr;
+}
+template <class E = float>
+E* ptr(Tensor* t) {
+  return t ? t->data<E>() : nullptr;
+}
 
-}  // namespace
-
-ConvFwd conv_ptrs(const ConvFwdTensors& t) {
-  return ConvFwd::of(t, ptr(t.x), ptr(t.w), ptr(t.b), ptr(t.y), t.act, t.algo);
+// E: the activations' and weights' type; the bias and parameter gradients are float.
+template <class E>
+ConvFwdOf<E, float> ptrs_of(const ConvFwdTensors& t) {
+  return ConvFwdOf<E, float>::of(t, ptr<E>(t.x), ptr<E>(t.w), ptr(t.b), ptr<E>(t.y), t.act,
+                                 t.algo);
 }
 // Field by field in declaration order (conv_args.h); act' of dx_act is read off x.
-ConvBwd conv_ptrs(const ConvBwdTensors& t) {
-  return {t,         ptr(t.x), ptr(t.w), ptr(t.dy), ptr(t.y),
-          ptr(t.dw), ptr(t.db), ptr(t.dx), t.act,     t.algo,
-          nullptr,   t.dx ? t.dx_act : Act{},         t.dx ? ptr(t.x) : nullptr};
+template <class E>
+ConvBwdOf<E, float> ptrs_of(const ConvBwdTensors& t) {
+  return {t,         ptr<E>(t.x), ptr<E>(t.w), ptr<E>(t.dy), ptr<E>(t.y),
+          ptr(t.dw), ptr(t.db),   ptr<E>(t.dx), t.act,       t.algo,
+          nullptr,   t.dx ? t.dx_act : Act{},   t.dx ? ptr<E>(t.x) : nullptr};
 }
+}  // namespace
+
+ConvFwd conv_ptrs(const ConvFwdTensors& t) { return ptrs_of<float>(t); }
+ConvBwd conv_ptrs(const ConvBwdTensors& t) { return ptrs_of<float>(t); }
+ConvFwdBf16 conv_ptrs_bf16(const ConvFwdTensors& t) { return ptrs_of<bf16>(t); }
+ConvBwdBf16 conv_ptrs_bf16(const ConvBwdTensors& t) { return ptrs_of<bf16>(t); }
 
 namespace {
 
+// bf16 convolutions: x, w, y, dy, dx bfloat16 (those given), b, dw, db float32; else all float32.
+// Refused otherwise in one line naming the tensor; the CPU has no bf16 path.
+bool conv_is_bf16(const char* op, std::initializer_list<const Tensor*> acts,
+                  std::initializer_list<const Tensor*> params) {
+  const bool is_bf16 = (*acts.begin())->dtype() == DType::BF16;
+  const DType want = is_bf16 ? DType::BF16 : DType::F32;
+  int i = 0;
+  for (const Tensor* a : acts) {
+    PDNN_CHECK(!a || a->dtype() == want, "%s: operand %d is %s, x is %s (one type for x, w, y, "
+               "dy, dx)", op, i, dtype_name(a->dtype()), dtype_name(want));
+    ++i;
+  }
+  for (const Tensor* p : params)
+    PDNN_CHECK(!p || p->dtype() == DType::F32,
+               "%s: the bias and the parameter gradients are float32, not %s", op,
+               dtype_name(p->dtype()));
+  return is_bf16;
+}
+
 #if PDNN_HAVE_CUDA
-// The workspace a GPU algorithm needs for a pass (floats).
+// The workspace a GPU algorithm needs for a pass (floats). bf16: no direct kernel, the
+// register-staged implicit kernel (no flipped weights; its own split for the weight gradient).
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
-                            int64_t k, Act act) {
-  if (a == ConvAlgo::Direct && conv3x3_applies(g))
+                            int64_t k, Act act, bool is_bf16) {
+  if (!is_bf16 && a == ConvAlgo::Direct && conv3x3_applies(g))
     return (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
            cuda::conv2d_direct_ws(pass, g, n, k);
+  if (a == ConvAlgo::Implicit && is_bf16)
+    return pass == ConvPass::Forward
+               ? 1
+               : cuda::conv2d_act_grad_floats(g, n, k, act) +
+                     (pass == ConvPass::BackwardWeights
+                          ? cuda::conv2d_implicit_bf16_backward_weights_ws(g, n, k)
+                          : 1);
   if (a == ConvAlgo::Implicit)
     return pass == ConvPass::Forward
                ? 1
@@ -481,7 +522,8 @@ size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvG
                           ? cuda::conv2d_implicit_backward_weights_ws(g, n, k)
                           : cuda::conv2d_implicit_backward_data_ws(g, n, k));
   if (a == ConvAlgo::Cudnn)
-    return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec());
+    return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec(),
+                                               is_bf16 ? DType::BF16 : DType::F32);
   return cuda_conv_workspace_floats(g, n, k);
 }
 #endif
@@ -493,53 +535,59 @@ ConvAlgo cpu_algo(ConvAlgo a) {
 }
 
 #if PDNN_HAVE_CUDA
+template <class E>
 void gpu_forward(Context& ctx, const ConvFwdTensors& t) {
   const ConvGeom& g = t.g;
   const int64_t n = t.n, k = t.k;
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
   auto ws_of = [&](ConvAlgo a) {
-    return gpu_workspace_floats(ctx, ConvPass::Forward, a, g, n, k, t.act);
+    return gpu_workspace_floats(ctx, ConvPass::Forward, a, g, n, k, t.act, kBf16);
   };
   // The im2col path keeps the batch's columns for backward when the batch is one chunk; any
   // other algorithm leaves the buffer empty (size 0: its memory stays for the next step), so
   // backward never reads columns of an earlier batch.
   auto run = [&](ConvAlgo a, bool) {
     float* ws = ctx.workspace(Device::CUDA, ws_of(a));
-    ConvFwd c = conv_ptrs(t);
+    ConvFwdOf<E, float> c = ptrs_of<E>(t);
     c.algo = a;
     if (Tensor* saved = t.saved_cols) {
       if (a == ConvAlgo::Im2col && cuda_conv_chunk(g, n, k) == n) {
-        saved->resize(Shape{g.col_rows() * n * g.col_cols()}, DType::F32, Device::CUDA, ctx);
-        c.saved_cols = saved->data();
+        saved->resize(Shape{g.col_rows() * n * g.col_cols()}, dtype_of<E>(), Device::CUDA, ctx);
+        c.saved_cols = saved->data<E>();
       } else if (!saved->empty()) {
-        saved->resize(Shape{0}, DType::F32, Device::CUDA, ctx);
+        saved->resize(Shape{0}, saved->dtype(), Device::CUDA, ctx);
       }
     }
     cuda::conv2d_forward(c, ws, ctx.cuda_exec());
   };
-  run(gpu_conv_choose(ctx, ConvPass::Forward, g, n, k, t.act, t.algo, ws_of, run), false);
+  run(gpu_conv_choose(ctx, ConvPass::Forward, g, n, k, t.act, dtype_of<E>(), t.algo, ws_of, run),
+      false);
 }
 
+template <class E>
 void gpu_backward(Context& ctx, const ConvBwdTensors& t) {
   const ConvGeom& g = t.g;
   const int64_t n = t.n, k = t.k;
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
   const Tensor* saved_cols = t.saved_cols;
-  const float* keep = nullptr;
-  if (saved_cols && saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
+  const E* keep = nullptr;
+  if (saved_cols && saved_cols->dtype() == dtype_of<E>() &&
+      saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
       cuda_conv_chunk(g, n, k) == n)
-    keep = saved_cols->data();
+    keep = saved_cols->data<E>();
   // The choices first, then the passes: when both backward passes chose one algorithm, one call
   // runs them and shares the work they have in common (im2col: dy's permutation; implicit GEMM
   // and cuDNN: dy through the activation).
   auto ws_w = [&](ConvAlgo a) {
-    return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, t.act);
+    return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, t.act, kBf16);
   };
   auto ws_d = [&](ConvAlgo a) {
-    return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, t.act);
+    return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, t.act, kBf16);
   };
   // One call of the backward; while timing, the gradients accumulate into scratch, not dw, db.
   Tensor scratch_w, scratch_b;
   auto pass = [&](ConvAlgo a, size_t ws_floats, bool want_w, bool want_x, bool timing) {
-    ConvBwd c = conv_ptrs(t);
+    ConvBwdOf<E, float> c = ptrs_of<E>(t);
     c.algo = a;
     c.dw = want_w ? ptr(t.dw) : nullptr;
     c.db = want_w ? ptr(t.db) : nullptr;
@@ -549,9 +597,9 @@ void gpu_backward(Context& ctx, const ConvBwdTensors& t) {
       c.dw = t.dw ? scratch_w.data() : nullptr;
       c.db = t.db ? scratch_b.data() : nullptr;
     }
-    c.x = want_w ? ptr(t.x) : nullptr;
-    c.dx = want_x ? ptr(t.dx) : nullptr;
-    c.dx_src = want_x ? ptr(t.x) : nullptr;
+    c.x = want_w ? ptr<E>(t.x) : nullptr;
+    c.dx = want_x ? ptr<E>(t.dx) : nullptr;
+    c.dx_src = want_x ? ptr<E>(t.x) : nullptr;
     c.dx_act = want_x ? t.dx_act : Act{};
     c.saved_cols = a == ConvAlgo::Im2col && want_w ? keep : nullptr;
     float* ws = ctx.workspace(Device::CUDA, ws_floats);
@@ -560,10 +608,12 @@ void gpu_backward(Context& ctx, const ConvBwdTensors& t) {
   const bool want_w = t.dw || t.db;
   ConvAlgo aw = ConvAlgo::Auto, ad = ConvAlgo::Auto;
   if (want_w)
-    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, t.act, t.algo, ws_w,
+    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, t.act, dtype_of<E>(), t.algo,
+                         ws_w,
                          [&](ConvAlgo a, bool timing) { pass(a, ws_w(a), true, false, timing); });
   if (t.dx)
-    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, t.act, t.algo, ws_d,
+    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, t.act, dtype_of<E>(), t.algo,
+                         ws_d,
                          [&](ConvAlgo a, bool timing) { pass(a, ws_d(a), false, true, timing); });
   if (want_w && t.dx && aw == ad) {
     pass(aw, std::max(ws_w(aw), ws_d(ad)), true, true, false);
@@ -587,9 +637,14 @@ void conv2d_forward(Context& ctx, const ConvFwdTensors& t) {
              "conv2d_forward: x %s, w %s, y %s do not fit the geometry", x.shape().str().c_str(),
              w.shape().str().c_str(), y.shape().str().c_str());
   const Device d = op_device("conv2d_forward", {&x, &w, b, &y});
+  const bool is_bf16 = conv_is_bf16("conv2d_forward", {&x, &w, &y}, {b});
+  if (is_bf16 && d != Device::CUDA) fail_bf16_on_cpu("conv2d_forward");
   if (d == Device::CUDA) {
 #if PDNN_HAVE_CUDA
-    gpu_forward(ctx, t);
+    if (is_bf16)
+      gpu_forward<bf16>(ctx, t);
+    else
+      gpu_forward<float>(ctx, t);
     return;
 #else
     fail_no_cuda("conv2d_forward");
@@ -619,9 +674,14 @@ void conv2d_backward(Context& ctx, const ConvBwdTensors& t) {
   PDNN_CHECK(t.act.kind == FusedAct::None || (y && y->numel() == dy.numel()),
              "conv2d_backward: a fused activation needs the forward's output y");
   const Device d = op_device("conv2d_backward", {x, &w, &dy, y, dw, db, dx});
+  const bool is_bf16 = conv_is_bf16("conv2d_backward", {&w, &dy, x, y, dx}, {dw, db});
+  if (is_bf16 && d != Device::CUDA) fail_bf16_on_cpu("conv2d_backward");
   if (d == Device::CUDA) {
 #if PDNN_HAVE_CUDA
-    gpu_backward(ctx, t);
+    if (is_bf16)
+      gpu_backward<bf16>(ctx, t);
+    else
+      gpu_backward<float>(ctx, t);
     return;
 #else
     fail_no_cuda("conv2d_backward");
@@ -637,14 +697,15 @@ void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Te
   PDNN_CHECK(b.numel() == k && y.numel() == n * k * p, "bias_add: b %s, y %s",
              b.shape().str().c_str(), y.shape().str().c_str());
   const Device d = op_device("bias_add", {&b, &y});
-  PDNN_DISPATCH(ctx, d, bias_add, n, k, p, b.data(), y.data());
+  // b stays float32 (data<float> refuses anything else)
+  PDNN_DISPATCH_TYPED(ctx, d, y.dtype(), bias_add, n, k, p, b.data(), y.data<E>());
 }
 
 void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db) {
   PDNN_CHECK(db.numel() == k && dy.numel() == n * k * p, "bias_backward: dy %s, db %s",
              dy.shape().str().c_str(), db.shape().str().c_str());
   const Device d = op_device("bias_backward", {&dy, &db});
-  PDNN_DISPATCH(ctx, d, bias_backward, n, k, p, dy.data(), db.data());
+  PDNN_DISPATCH_TYPED(ctx, d, dy.dtype(), bias_backward, n, k, p, dy.data<E>(), db.data());
 }
 
 }  // namespace ops

@@ -9,7 +9,7 @@
 // convolution's FLOPs over the time) and GB/s (the pass's fewest bytes: every input read once,
 // every output written once, at the tensors' element sizes), and its floor max(FLOPs / the
 // precision's GEMM rate, bytes / copy rate). Rows to --out with the columns of
-// scripts/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers. An algorithm
+// scripts/twins/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers. An algorithm
 // "implicit:TILE" (e.g. implicit:64x128) forces the implicit-GEMM kernels' block tile in the
 // forward and backward-weights passes (its backward-data keeps the chosen tile; fp32 and TF32).
 #include <CLI/CLI.hpp>
@@ -192,7 +192,7 @@ void rest_of_w4(Context& ctx, const Ceilings& ceil, int repeat, CsvWriter& csv,
 
 int run(int argc, char** argv) {
   CLI::App app{"GPU convolution benchmark: every W3/W4/W5 convolution, each pass and algorithm"};
-  std::string out = "results/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit",
+  std::string out = "runs/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit",
               precisions = "fp32,tf32";
   int repeat = 20;
   app.add_option("--out", out, "CSV to append the rows to")->capture_default_str();

@@ -30,6 +30,7 @@ Parsed parse(std::vector<std::string> args) {
   CLI::App app{"test"};
   app.add_option("--lr", p.lr)->check(positive_finite_validator());
   add_run_flags(app, p.cfg, threads, text, "test");
+  add_memory_flags(app, p.cfg);
   args.insert(args.begin(), "test");
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
@@ -122,20 +123,26 @@ TEST(RunFlags, PrecisionAndItsTf32AliasGiveTheSameConfig) {
 
 // bf16 has its GPU ops but no layer path yet, and no CPU path at all: refused in one line on
 // either device, when the flags are read (before any data, model or output file).
-TEST(RunFlags, Bf16IsRefusedInOneLineOnEveryDevice) {
+// bf16 runs on the GPU only, and not under a memory plan yet: refused in one line when the
+// flags are read (never a silent fp32 run); a plain GPU run parses.
+TEST(RunFlags, Bf16IsRefusedInOneLineOnTheCpuAndUnderAMemoryPlan) {
   const Parsed cpu = parse({"--precision", "bf16"});
   EXPECT_FALSE(cpu.ok);
   EXPECT_NE(cpu.error.find("--precision bf16: the CPU has no bf16 path"), std::string::npos)
       << cpu.error;
-  const Parsed gpu = parse({"--precision", "bf16", "--device", "cuda"});
-  EXPECT_FALSE(gpu.ok);
-  EXPECT_NE(gpu.error.find("--precision bf16: not yet implemented for the layers"),
+  const Parsed planned =
+      parse({"--precision", "bf16", "--device", "cuda", "--gpu-memory-limit", "1G"});
+  EXPECT_FALSE(planned.ok);
+  EXPECT_NE(planned.error.find("--precision bf16 with --gpu-memory-limit: not implemented yet"),
             std::string::npos)
-      << gpu.error;
-  for (const Parsed* p : {&cpu, &gpu}) {
+      << planned.error;
+  for (const Parsed* p : {&cpu, &planned}) {
     EXPECT_EQ(p->error.find('\n'), std::string::npos) << p->error;
     EXPECT_LT(p->error.size(), 160u) << p->error;
   }
+  const Parsed gpu = parse({"--precision", "bf16", "--device", "cuda"});
+  EXPECT_TRUE(gpu.ok) << gpu.error;
+  EXPECT_EQ(gpu.cfg.precision, Precision::Bf16);
   // A RunConfig made without the flags is refused where the context takes it, too.
   RunConfig cfg;
   cfg.precision = Precision::Bf16;

@@ -49,7 +49,7 @@ class Context {
 
   // The arithmetic the run asked for (core/precision.h; fp32 by default). On a GPU, TF32 also
   // sets cuBLAS's math mode and CudaExec::tf32; bf16 is a tensor's type (the ops dispatch on
-  // it), so the context only carries the choice for the layers that will read it.
+  // it), so the context carries the choice for Sequential, which casts at its edges.
   Precision precision() const { return precision_; }
   void set_precision(Precision p);
 

@@ -4,9 +4,9 @@
 //         TF32 (10-bit mantissas; fp32 sums);
 //   bf16  autocast: convolutions and dense layers on bfloat16 activations and bfloat16 copies
 //         of the weights with fp32 accumulation; master weights, parameter gradients and
-//         optimizer state, BatchNorm's statistics, softmax and the losses stay fp32. The ops
-//         exist on the GPU (ops/cast.h and the bf16 twins); the layers do not take it yet, and
-//         the CPU has no bf16 path, so run_flags refuses it for now.
+//         optimizer state, BatchNorm's statistics, softmax and the losses stay fp32. GPU only
+//         (Sequential is the autocast boundary: model/sequential.h); the CPU has no bf16 path,
+//         so run_flags and Sequential refuse it there in one line.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -103,16 +103,17 @@ inline CLI::Validator precision_validator() {
       "fp32|tf32|bf16");
 }
 
-// Why a run of cfg's precision cannot run here yet ("" when it can): bf16 has its ops on the
-// GPU (issue 32) but no layer takes it yet, and the CPU has no bf16 path at all (never a silent
-// fp32 run).
+// Why a run of cfg's precision cannot run here ("" when it can): the CPU has no bf16 path
+// (never a silent fp32 run), and a memory plan's buffer holds float32 activations only.
 inline std::string precision_refusal(const RunConfig& cfg) {
   if (cfg.precision != Precision::Bf16) return "";
   if (cfg.device != "cuda")
     return "--precision bf16: the CPU has no bf16 path (pdnn's bf16 kernels run on the GPU); "
            "use fp32 on the CPU";
-  return "--precision bf16: not yet implemented for the layers (the GPU's bf16 ops exist, "
-         "issue 32); use fp32 or tf32";
+  if (cfg.gpu_memory_limit > 0)
+    return "--precision bf16 with --gpu-memory-limit: not implemented yet (the memory plan "
+           "lays out float32 activations); run bf16 uncapped";
+  return "";
 }
 
 // Flags whose values need converting after parsing (finish_run_flags).
@@ -153,7 +154,7 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
              "on the GPU, the arithmetic: fp32 (default), tf32 (the matrix products on the "
              "tensor cores with TF32 inputs, fp32 sums) or bf16 (autocast: bf16 activations and "
              "weight copies, fp32 sums, fp32 weights, optimizer, BatchNorm statistics and "
-             "losses; not yet taken by the layers, so refused for now)")
+             "losses; GPU only)")
           ->type_name("PREC")
           ->check(precision_validator());
   app.add_flag_callback(
@@ -322,7 +323,9 @@ inline void apply_device_flags(Context& ctx, const RunConfig& cfg) {
 inline std::string run_device_text(const RunConfig& cfg, const std::string& gpu) {
   if (cfg.device != "cuda") return "cpu";
   return strprintf("cuda: %s | %s, CUDA graph %s, convolutions %s | %s", gpu.c_str(),
-                   cfg.precision == Precision::Tf32 ? "TF32" : "fp32",
+                   cfg.precision == Precision::Tf32   ? "TF32"
+                   : cfg.precision == Precision::Bf16 ? "bf16 (autocast)"
+                                                      : "fp32",
                    cfg.cuda_graph ? "on" : "off",
                    cfg.conv_algo.c_str(), cudnn_status().c_str());
 }

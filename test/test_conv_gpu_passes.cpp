@@ -338,17 +338,6 @@ StepGrads w4_step_grads(Context& ctx, Device dev) {
   return s;
 }
 
-// ||a - ref|| / ||ref||.
-double rel_error(const Tensor& a, const Tensor& ref) {
-  double d = 0, n = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double e = double(a[i]) - double(ref[i]);
-    d += e * e;
-    n += double(ref[i]) * double(ref[i]);
-  }
-  return std::sqrt(d / n);
-}
-
 TEST(ConvGpuPasses, W4StepWithMixedChoicesGivesTheCpuGradients) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
@@ -396,7 +385,7 @@ TEST(ConvGpuPasses, W4StepWithMixedChoicesGivesTheCpuGradients) {
         // most 2048 terms (K u ~ 1.2e-4 per element in the worst case, ~sqrt(K) u ~ 3e-6
         // typically) through 9 layers, and a ReLU whose input rounds across 0 on one side only
         // changes one element of dy. 1e-3 normwise separates the two by three orders.
-        const double e = rel_error(got.grads[i], want.grads[i]);
+        const double e = testing::rel_error(got.grads[i], want.grads[i]);
         EXPECT_LT(e, 1e-3) << want.names[i] << ": ||gpu - cpu|| / ||cpu|| = " << e;
       }
     }

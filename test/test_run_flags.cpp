@@ -123,8 +123,9 @@ TEST(RunFlags, PrecisionAndItsTf32AliasGiveTheSameConfig) {
 
 // bf16 has its GPU ops but no layer path yet, and no CPU path at all: refused in one line on
 // either device, when the flags are read (before any data, model or output file).
-// bf16 runs on the GPU only, and not under a memory plan yet: refused in one line when the
-// flags are read (never a silent fp32 run); a plain GPU run parses.
+// bf16 runs on the GPU only, and not under a memory plan yet (--gpu-memory-limit, or its
+// printout --memory-plan): refused in one line when the flags are read (never a silent fp32
+// run); a plain GPU run parses.
 TEST(RunFlags, Bf16IsRefusedInOneLineOnTheCpuAndUnderAMemoryPlan) {
   const Parsed cpu = parse({"--precision", "bf16"});
   EXPECT_FALSE(cpu.ok);
@@ -136,7 +137,12 @@ TEST(RunFlags, Bf16IsRefusedInOneLineOnTheCpuAndUnderAMemoryPlan) {
   EXPECT_NE(planned.error.find("--precision bf16 with --gpu-memory-limit: not implemented yet"),
             std::string::npos)
       << planned.error;
-  for (const Parsed* p : {&cpu, &planned}) {
+  const Parsed printed = parse({"--precision", "bf16", "--device", "cuda", "--memory-plan"});
+  EXPECT_FALSE(printed.ok);
+  EXPECT_NE(printed.error.find("--precision bf16 with --memory-plan: not implemented yet"),
+            std::string::npos)
+      << printed.error;
+  for (const Parsed* p : {&cpu, &planned, &printed}) {
     EXPECT_EQ(p->error.find('\n'), std::string::npos) << p->error;
     EXPECT_LT(p->error.size(), 160u) << p->error;
   }

@@ -6,6 +6,7 @@
 #include "core/cuda_state.h"
 #include "core/error.h"
 #include "ops/basic.h"
+#include "ops/cast.h"
 #include "core/profile_hook.h"
 
 namespace pdnn {
@@ -42,6 +43,17 @@ Layer& Sequential::add(std::unique_ptr<Layer> layer) {
   return *layers_.back();
 }
 
+std::unique_ptr<Layer> Sequential::replace(size_t i, std::unique_ptr<Layer> layer) {
+  PDNN_CHECK(layer != nullptr && i < layers_.size(), "sequential: replace(%zu) of %zu layers%s",
+             i, layers_.size(), layer ? "" : " with nullptr");
+  PDNN_CHECK(device() == Device::CPU && !fusion_checked_,
+             "sequential: replace a layer before the model's first forward and before it moves");
+  std::swap(layers_[i], layer);
+  *params_ = ParamSet();
+  have_forward_ = false;
+  return layer;
+}
+
 std::string Sequential::label(size_t i) const {
   return name_.empty() ? std::to_string(i) : name_ + "." + std::to_string(i);
 }
@@ -72,6 +84,8 @@ void Sequential::to(Device dev, Context& ctx) {
   // Activation buffers are made again on the new device by the next forward.
   for (Tensor& a : acts_) a = Tensor();
   grads_[0] = grads_[1] = x_in_ = dx_in_ = Tensor();
+  w16_ = x16_ = dx16_ = out32_ = dy16_ = Tensor();
+  w16_given_ = nullptr;
   arena_ = rng_slots_ = Tensor();  // a memory plan's buffers, likewise
   layout_key_ = Shape();
   for (Tensor& h : host_) h = Tensor();
@@ -110,6 +124,25 @@ void Sequential::set_fusion(bool on) {
   fusion_ = on;
 }
 
+void Sequential::refresh_bf16(Context& ctx) {
+  PDNN_CHECK(device() == Device::CUDA,
+             "sequential: --precision bf16 on the %s: the CPU has no bf16 path (pdnn's bf16 "
+             "kernels run on the GPU); use fp32", device_name(device()));
+  PDNN_CHECK(!has_placements(),
+             "sequential: --precision bf16 under a memory plan (--gpu-memory-limit) is not "
+             "implemented yet: the plan's buffer holds float32 activations; run bf16 uncapped");
+  ParamSet& ps = parameters();
+  ops::refresh_bf16_copy(ctx, ps.values(), w16_);
+  if (w16_.raw_data() == w16_given_) return;
+  size_t k = 0;
+  for (auto& l : layers_) {
+    std::vector<Tensor> views;
+    for (const Param& p : l->params()) views.push_back(w16_.slice(ps.offset(k++), p.value->shape()));
+    l->set_bf16_params(views);
+  }
+  w16_given_ = w16_.raw_data();
+}
+
 const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   PDNN_CHECK(!layers_.empty(), "sequential: forward through an empty model");
   if (!fusion_checked_) fuse_activations();
@@ -120,7 +153,19 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
   overwritten_ = awaiting_backward_ ? overwritten_ + 1 : 0;
   awaiting_backward_ = training_;
   planned_step_ = has_placements() && training_;
+  const bool bf16 = ctx.precision() == Precision::Bf16;
+  const DType act_dtype = bf16 ? DType::BF16 : DType::F32;
+  in_dtype_ = x.dtype();
   x_in_ = x;
+  if (bf16) {
+    refresh_bf16(ctx);
+    if (x.dtype() != DType::BF16) {
+      MemoryRole role(ctx, "the model's input in bf16");
+      x16_.resize(x.shape(), DType::BF16, x.device(), ctx);
+      ops::cast(ctx, x, x16_);
+      x_in_ = x16_;
+    }
+  }
   if (planned_step_) prepare_arena(ctx, x.shape());
   const Tensor* in = &x_in_;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -145,7 +190,7 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
     } else {
       if (has_placements()) acts_[i] = Tensor();  // not a view of the arena: its own buffer
       MemoryRole role(ctx, [this, i] { return "the activation (output) of " + who(i); });
-      acts_[i].resize(out, DType::F32, x.device(), ctx);
+      acts_[i].resize(out, act_dtype, x.device(), ctx);
     }
     MemoryRole role(ctx, [this, i] { return who(i) + " forward"; });
     if (prof) {
@@ -165,7 +210,11 @@ const Tensor& Sequential::forward(Context& ctx, const Tensor& x) {
     }
   }
   have_forward_ = true;
-  return acts_.back();
+  if (!bf16) return acts_.back();
+  MemoryRole role(ctx, "the model's output in float32");
+  out32_.resize(acts_.back().shape(), DType::F32, x.device(), ctx);
+  ops::cast(ctx, acts_.back(), out32_);
+  return out32_;
 }
 
 void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
@@ -182,6 +231,13 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
   check_same_shape("sequential backward: dy vs the last output", dy.shape(), acts_.back().shape());
   ProfileHook* prof = ctx.profile_hook();
   const Tensor* g = &dy;
+  const bool bf16 = acts_.back().dtype() == DType::BF16;
+  if (bf16 && dy.dtype() != DType::BF16) {  // the autocast boundary (see forward)
+    MemoryRole role(ctx, "the gradient of the model's output in bf16");
+    dy16_.resize(dy.shape(), DType::BF16, dy.device(), ctx);
+    ops::cast(ctx, dy, dy16_);
+    g = &dy16_;
+  }
   int gi = -1;  // which of grads_ holds g (-1: the caller's dy); dx goes to the other one
   for (size_t i = layers_.size(); i-- > 0;) {
     if (absorbed_[i]) {  // dy passes through: the layer before takes it w.r.t. its output
@@ -199,12 +255,12 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     Tensor* dx = nullptr;
     if (i > 0 || want_input_grad) {
       const int di = gi == 0 ? 1 : 0;
-      dx = i > 0 ? &grads_[di] : &dx_in_;
+      dx = i > 0 ? &grads_[di] : bf16 && in_dtype_ != DType::BF16 ? &dx16_ : &dx_in_;
       if (planned_step_ && i > 0) {
         *dx = arena_.slice(layout_.grad_offset[static_cast<size_t>(order_[i])], in.shape());
       } else {
         MemoryRole role(ctx, [this, i] { return "the gradient w.r.t. the input of " + who(i); });
-        dx->resize(in.shape(), DType::F32, in.device(), ctx);
+        dx->resize(in.shape(), in.dtype(), in.device(), ctx);
       }
       gi = i > 0 ? di : -1;
     }
@@ -227,6 +283,11 @@ void Sequential::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     bool last = true;
     for (size_t f = i + 1; f < layers_.size(); ++f) last = last && absorbed_[f];
     if (planned_step_ && !last) drop_output(ctx, i, false);
+  }
+  if (want_input_grad && bf16 && in_dtype_ != DType::BF16) {  // back to the input's type
+    MemoryRole role(ctx, "the gradient w.r.t. the model's input");
+    dx_in_.resize(dx16_.shape(), in_dtype_, dx16_.device(), ctx);
+    ops::cast(ctx, dx16_, dx_in_);
   }
   if (planned_step_) grads_[0] = grads_[1] = Tensor();  // views of the arena
   if (planned_step_ && lane_)  // every copy out done before the step ends (and a capture joins)

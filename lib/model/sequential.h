@@ -28,6 +28,9 @@ class Sequential {
     add(std::move(p));
     return ref;
   }
+  // Puts `layer` in place of layer i and returns the one it replaces (on the host, before the
+  // model moves; tests pin a layer's choices this way). Fusion is decided again.
+  std::unique_ptr<Layer> replace(size_t i, std::unique_ptr<Layer> layer);
   size_t size() const { return layers_.size(); }
   Layer& layer(size_t i) { return *layers_.at(i); }
   const Layer& layer(size_t i) const { return *layers_.at(i); }
@@ -60,6 +63,14 @@ class Sequential {
   // Runs every layer; the returned output is owned by the model and valid until the next call.
   // The model keeps a reference to x's storage for backward: do not modify x in between.
   // x must be on the model's device.
+  //
+  // Mixed precision (the context's Precision::Bf16, GPU only; core/precision.h): the model is
+  // the autocast boundary. Its float32 input is cast to bf16 once, every layer runs on bf16
+  // activations and gradients (the convolutions and dense layers on a bf16 copy of the
+  // weights, made from the float32 flat buffer by one kernel at the start of each forward, so
+  // after every optimizer update), and the output is cast back to float32: the losses, the
+  // metrics and the caller see float32, and backward's dy (float32) is cast to bf16 once.
+  // Parameters, their gradients and the optimizer's state stay float32.
   const Tensor& forward(Context& ctx, const Tensor& x);
   // dy = dL/d(output of the last forward). Accumulates parameter gradients (+=).
   // dL/d(input) is computed only when want_input_grad (e.g. a GAN's discriminator feeding G).
@@ -134,6 +145,9 @@ class Sequential {
   std::string label(size_t i) const;
   std::string who(size_t i) const;  // "layer 3 (Conv2d(32->32, k3 s1 p1) + ReLU)"
   void fuse_activations();
+  // bf16 forward: refreshes w16_ from the flat buffer (and hands the layers their views when
+  // its storage is new); refuses what has no bf16 path (the CPU, a memory plan).
+  void refresh_bf16(Context& ctx);
   // The memory plan's steps (set_placements): drop layer i's output (to host first when
   // offloaded), have it on the device again, the executed layer before i (-1: none).
   void drop_output(Context& ctx, size_t i, bool to_host);
@@ -154,8 +168,14 @@ class Sequential {
                               // does not hold its dy
   std::vector<bool> absorbed_;
   bool fusion_ = true, fusion_checked_ = false;
-  Tensor x_in_;               // the last forward's input (shares the caller's storage)
+  Tensor x_in_;               // the last forward's input (shares the caller's storage; bf16:
+                              // x16_'s)
   Tensor dx_in_;
+  // bf16 (see forward): the parameters' copy, the input and the input gradient in bf16, the
+  // output and dy's float32/bf16 twins; the input's type (dx_in_ takes it).
+  Tensor w16_, x16_, dx16_, out32_, dy16_;
+  const void* w16_given_ = nullptr;  // w16_'s storage the layers hold views of
+  DType in_dtype_ = DType::F32;
   bool have_forward_ = false;
   bool training_ = true;            // the mode train() set last
   bool awaiting_backward_ = false;  // the last forward ran in training mode, no backward yet

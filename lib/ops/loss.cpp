@@ -154,8 +154,8 @@ void softmax_cross_entropy_forward(Context& ctx, const Tensor& z, const Tensor& 
   PDNN_CHECK(n > 0 && k > 0, "%s: empty logits %s", op, z.shape().str().c_str());
   PDNN_CHECK(probs.numel() == n * k && row_loss.numel() == n, "%s: output sizes", op);
   const Device d = op_device(op, {&z, &labels, &probs, &row_loss});
-  PDNN_DISPATCH(ctx, d, softmax_cross_entropy_forward, n, k, z.data(), labels.data<int32_t>(),
-                probs.data(), row_loss.data());
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), softmax_cross_entropy_forward, n, k, z.data<E>(),
+                      labels.data<int32_t>(), probs.data(), row_loss.data());
 }
 
 void softmax_cross_entropy_backward(Context& ctx, float scale, const Tensor& probs,
@@ -164,8 +164,8 @@ void softmax_cross_entropy_backward(Context& ctx, float scale, const Tensor& pro
   const int64_t n = probs.shape(0), k = probs.numel() / std::max<int64_t>(1, n);
   PDNN_CHECK(dz.numel() == probs.numel() && labels.numel() == n, "%s: sizes", op);
   const Device d = op_device(op, {&probs, &labels, &dz});
-  PDNN_DISPATCH(ctx, d, softmax_cross_entropy_backward, n, k, scale, probs.data(),
-                labels.data<int32_t>(), dz.data());
+  PDNN_DISPATCH_TYPED(ctx, d, dz.dtype(), softmax_cross_entropy_backward, n, k, scale,
+                      probs.data(), labels.data<int32_t>(), dz.data<E>());
 }
 
 void classifier_metrics(Context& ctx, const Tensor& z, const Tensor& labels,
@@ -175,8 +175,8 @@ void classifier_metrics(Context& ctx, const Tensor& z, const Tensor& labels,
   PDNN_CHECK(row_loss.numel() == n && acc.dtype() == DType::F64 && acc.numel() >= 3,
              "%s: row_loss (%lld) / acc (float64, >= 3) sizes", op, static_cast<long long>(n));
   const Device d = op_device(op, {&z, &labels, &row_loss, &acc});
-  PDNN_DISPATCH(ctx, d, classifier_metrics, n, k, z.data(), labels.data<int32_t>(),
-                row_loss.data(), acc.data<double>());
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), classifier_metrics, n, k, z.data<E>(),
+                      labels.data<int32_t>(), row_loss.data(), acc.data<double>());
 }
 
 void binary_cross_entropy_forward(Context& ctx, const Tensor& p, const Tensor& t, Tensor& parts) {
@@ -184,7 +184,8 @@ void binary_cross_entropy_forward(Context& ctx, const Tensor& p, const Tensor& t
   check_pair(op, p, t);
   check_parts(op, p, parts);
   const Device d = op_device(op, {&p, &t, &parts});
-  PDNN_DISPATCH(ctx, d, binary_cross_entropy_forward, p.numel(), p.data(), t.data(), parts.data());
+  PDNN_DISPATCH_TYPED(ctx, d, p.dtype(), binary_cross_entropy_forward, p.numel(), p.data<E>(),
+                      t.data(), parts.data());
 }
 
 void binary_cross_entropy_backward(Context& ctx, float scale, const Tensor& p, const Tensor& t,
@@ -193,8 +194,9 @@ void binary_cross_entropy_backward(Context& ctx, float scale, const Tensor& p, c
   check_pair(op, p, t);
   check_same_shape(op, dp.shape(), p.shape());
   const Device d = op_device(op, {&p, &t, &dp});
-  PDNN_DISPATCH(ctx, d, binary_cross_entropy_backward, p.numel(), scale, p.data(), t.data(),
-                dp.data());
+  check_same_dtype(op, {&p, &dp});
+  PDNN_DISPATCH_TYPED(ctx, d, p.dtype(), binary_cross_entropy_backward, p.numel(), scale,
+                      p.data<E>(), t.data(), dp.data<E>());
 }
 
 void bce_with_logits_forward(Context& ctx, const Tensor& z, const Tensor& t, Tensor& parts) {
@@ -202,7 +204,8 @@ void bce_with_logits_forward(Context& ctx, const Tensor& z, const Tensor& t, Ten
   check_pair(op, z, t);
   check_parts(op, z, parts);
   const Device d = op_device(op, {&z, &t, &parts});
-  PDNN_DISPATCH(ctx, d, bce_with_logits_forward, z.numel(), z.data(), t.data(), parts.data());
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), bce_with_logits_forward, z.numel(), z.data<E>(),
+                      t.data(), parts.data());
 }
 
 void bce_with_logits_backward(Context& ctx, float scale, const Tensor& z, const Tensor& t,
@@ -211,8 +214,9 @@ void bce_with_logits_backward(Context& ctx, float scale, const Tensor& z, const 
   check_pair(op, z, t);
   check_same_shape(op, dz.shape(), z.shape());
   const Device d = op_device(op, {&z, &t, &dz});
-  PDNN_DISPATCH(ctx, d, bce_with_logits_backward, z.numel(), scale, z.data(), t.data(),
-                dz.data());
+  check_same_dtype(op, {&z, &dz});
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), bce_with_logits_backward, z.numel(), scale,
+                      z.data<E>(), t.data(), dz.data<E>());
 }
 
 void sum_into(Context& ctx, float scale, const Tensor& x, Tensor& acc, int64_t slot) {

@@ -39,24 +39,35 @@ void bce_with_logits_backward(int64_t n, float scale, const float* z, const floa
 void sum_into(int64_t n, float scale, const float* x, double* acc, CpuExec e);
 }  // namespace cpu
 
+// The GPU twins of the losses are templates over the logits' (probabilities') and their
+// gradient's type Z, float or bf16 (read in fp32; probabilities, losses, targets and sums stay
+// float32), both instantiated in loss.cu.
 namespace cuda {
-void softmax_cross_entropy_forward(int64_t n, int64_t k, const float* z, const int32_t* labels,
+template <class Z>
+void softmax_cross_entropy_forward(int64_t n, int64_t k, const Z* z, const int32_t* labels,
                                    float* probs, float* row_loss, CudaExec e);
+template <class Z>
 void softmax_cross_entropy_backward(int64_t n, int64_t k, float scale, const float* probs,
-                                    const int32_t* labels, float* dz, CudaExec e);
-void classifier_metrics(int64_t n, int64_t k, const float* z, const int32_t* labels,
+                                    const int32_t* labels, Z* dz, CudaExec e);
+template <class Z>
+void classifier_metrics(int64_t n, int64_t k, const Z* z, const int32_t* labels,
                         const float* row_loss, double* acc, CudaExec e);
-void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, float* parts,
+template <class Z>
+void binary_cross_entropy_forward(int64_t n, const Z* p, const float* t, float* parts,
                                   CudaExec e);
-void binary_cross_entropy_backward(int64_t n, float scale, const float* p, const float* t,
-                                   float* dp, CudaExec e);
-void bce_with_logits_forward(int64_t n, const float* z, const float* t, float* parts, CudaExec e);
-void bce_with_logits_backward(int64_t n, float scale, const float* z, const float* t, float* dz,
+template <class Z>
+void binary_cross_entropy_backward(int64_t n, float scale, const Z* p, const float* t, Z* dp,
+                                   CudaExec e);
+template <class Z>
+void bce_with_logits_forward(int64_t n, const Z* z, const float* t, float* parts, CudaExec e);
+template <class Z>
+void bce_with_logits_backward(int64_t n, float scale, const Z* z, const float* t, Z* dz,
                               CudaExec e);
 void sum_into(int64_t n, float scale, const float* x, double* acc, CudaExec e);
 }  // namespace cuda
 
 namespace ops {
+// Mixed precision: z / p and dz / dp may be bfloat16 (GPU only); everything else float32.
 // z (n,k), labels (n) int32; probs (n,k), row_loss (n) written.
 void softmax_cross_entropy_forward(Context& ctx, const Tensor& z, const Tensor& labels,
                                    Tensor& probs, Tensor& row_loss);

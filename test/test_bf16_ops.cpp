@@ -521,7 +521,7 @@ TEST(Bf16Gpu, BatchNormWithFp32StatisticsAndParameters) {
         for (int64_t q = 0; q < hw; ++q) {
           const int64_t e = (i * c + ch) * hw + q;
           const double z = (xf[e] - mu) * scale + beta[ch];
-          yr[e] = z > 0 ? z : slope * z;
+          yr[e] = fa == FusedAct::None || z > 0 ? z : slope * z;  // None: no activation
           ya[e] = 0x1.0p-20 * (std::fabs(xf[e] * scale) + std::fabs(mu * scale) +
                                std::fabs(double(beta[ch])));
         }
@@ -574,7 +574,7 @@ TEST(Bf16Gpu, BatchNormWithFp32StatisticsAndParameters) {
       const int64_t ch = (e / hw) % c;
       const double is = 1.0 / std::sqrt(double(rvh[ch]) + 1e-5), scale = is * gamma[ch];
       const double z = (xf[e] - double(rmh[ch])) * scale + beta[ch];
-      er[e] = z > 0 ? z : slope * z;
+      er[e] = fa == FusedAct::None || z > 0 ? z : slope * z;
       ea[e] = 0x1.0p-20 * (std::fabs(xf[e] * scale) + std::fabs(rmh[ch] * scale) +
                            std::fabs(double(beta[ch])));
     }

@@ -113,7 +113,9 @@ check-readme: build
 # first report (CI runs it after make test). -O1 keeps the end-to-end tests fast enough. Without
 # the CUDA backend: CI has no GPU (its tests skip), `make test` has already compiled it, and
 # compiling the .cu files a second time would only add to CI's time. Under the sanitizers
-# Conv3x3's shape tests leave out their W4-sized shapes (test_conv3x3.cpp says why).
+# Conv3x3's shape tests leave out their W4-sized shapes (test_conv3x3.cpp says why). It builds
+# pdnn_tests and what its tests run (the apps but the bench_* ones, the test drivers), as
+# make test-avx2 does; the apps' own sources at -O0 (CMakeLists.txt says why).
 SANITIZE_BUILD ?= build-sanitize
 # allocator_may_return_null: pdnn checks every allocation and turns a failed one into an error
 # naming the tensor's role (MemoryPlanExecution.OutOfMemoryNamesTheTensorsRole asks for 2^60
@@ -123,7 +125,7 @@ SANITIZE_ENV := ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:all
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
 	  -DPDNN_SANITIZE=address,undefined -DPDNN_CUDA=OFF $(CMAKE_FLAGS)
-	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target pdnn_tests
 	cd $(SANITIZE_BUILD) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # libFuzzer targets (test/fuzz/fuzz_*.cpp) built with Debian's clang into build-fuzz/, each run

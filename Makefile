@@ -40,7 +40,7 @@ help:
 	@echo "make check-deps     no upward #include between lib/'s floors (scripts/tools/check_deps; --markdown: the matrix)"
 	@echo "make test-avx2      the suite built for AVX2 CPUs without AVX-512 (x86-64-v3, in build-avx2/)"
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
-	@echo "make check-readme   every README target in its short form on the CPU, then git status as before (CI; ~5 min)"
+	@echo "make check-readme   every README target in its short form on the CPU, then git status as before (~5 min; not in CI)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
 	@echo "make dcgan          W5 DCGAN, the study's 300 epochs on the Caltech photos (GPU; a short CPU run without) -> runs/dcgan/"
@@ -101,8 +101,8 @@ test-avx2: deps
 
 # Every make target README.md names, in its short form, on the CPU, then `git status` as before
 # (a user's runs go to runs/, never into the committed tree); GPU-only targets and the test
-# suites (CI runs them itself) are skipped with the reason. About 5 minutes on 2 cores; CI runs
-# it last (scripts/tools/readme_targets.sh; TARGET... for some only: make check-readme
+# suites (CI runs them itself) are skipped with the reason. About 5 minutes on 2 cores; not in
+# CI, over its time budget (.ci/run says why) (scripts/tools/readme_targets.sh; TARGET... for some only: make check-readme
 # READMECHECK="pi plots").
 .PHONY: check-readme
 READMECHECK ?=

@@ -38,6 +38,7 @@
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
 #include "losses/binary_cross_entropy.h"
+#include "losses/dice_loss.h"
 #include "losses/softmax_cross_entropy.h"
 #include "workloads/classifier/caltech_models.h"
 #include "workloads/dcgan/dcgan_models.h"
@@ -337,6 +338,39 @@ std::vector<Case> cases() {
                  return Outputs{{"probs", host(ce.probs(), ctx), kElementwise},
                                 {"dlogits", host(dz, ctx), kElementwise},
                                 {"loss, metrics", m, kReduce}};
+               }});
+  // Per pixel, and the soft Dice and the confusion counts of a map (5 x 3 x 30 x 31 pixels:
+  // the Dice's sums in two chunks).
+  c.push_back({"PixelCrossEntropy_Dice_Confusion", [](Context& ctx, Device dev) {
+                 Rng r(4);
+                 const Tensor z = on(dev, pt::random_tensor(Shape{5, 3, 30, 31}, r, -4.f, 4.f), ctx);
+                 std::vector<int32_t> l(5 * 30 * 31);
+                 for (auto& v : l) v = static_cast<int32_t>(r.next() % 3);
+                 const Tensor labels = on(dev, pt::labels_tensor(l), ctx);
+                 SoftmaxCrossEntropy ce;
+                 ce.forward(ctx, z, labels);
+                 Tensor dz;
+                 ce.backward(ctx, dz);
+                 Tensor acc = on(dev, Tensor::zeros(Shape{4}, DType::F64), ctx);
+                 ce.accumulate_metrics(ctx, z, acc);
+                 DiceLoss dice;
+                 dice.forward(ctx, z, labels);
+                 Tensor dd = dz.clone(ctx);
+                 dice.backward(ctx, dd, 0.5f, /*add=*/true);
+                 dice.accumulate(ctx, acc, 3);
+                 Tensor counts = on(dev, Tensor::zeros(Shape{9}, DType::I64), ctx);
+                 ops::segmentation_confusion(ctx, z, labels, counts);
+                 const Tensor ah = host(acc, ctx), ch = host(counts, ctx);
+                 Tensor m(Shape{6}), cf(Shape{9});
+                 m[0] = ce.loss(ctx);
+                 m[1] = dice.loss(ctx);
+                 for (int i = 0; i < 4; ++i) m[i + 2] = static_cast<float>(ah.data<double>()[i]);
+                 for (int i = 0; i < 9; ++i) cf[i] = static_cast<float>(ch.data<int64_t>()[i]);
+                 return Outputs{{"probs", host(ce.probs(), ctx), kElementwise},
+                                {"dlogits", host(dz, ctx), kElementwise},
+                                {"dlogits + dice", host(dd, ctx), kElementwise},
+                                {"losses, metrics", m, kReduce},
+                                {"confusion", cf, kExact}};
                }});
   for (bool logits : {false, true}) {
     c.push_back({logits ? "BCEWithLogits" : "BCE", [logits](Context& ctx, Device dev) {

@@ -29,7 +29,7 @@ void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, co
 }
 }  // namespace
 
-ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph)
+ClassifierTrainer::ClassifierTrainer(Model& model, Optimizer& opt, bool cuda_graph)
     : model_(model), opt_(opt), use_graph_(cuda_graph), graph_({&opt}, "trainer") {
   PDNN_CHECK(opt.updates(model.parameters()),
              "classifier trainer: the optimizer was not built over this model's parameters "
@@ -86,7 +86,7 @@ void ClassifierTrainer::run_step(Context& ctx) {
     }
     ctx.rng().set_row_shard(Rng::RowShard{row0 + r, m, total});
     const Tensor xs = x_.slice(r * sample.numel(), x_.shape().with_n(m));
-    const Tensor ys = y_.slice(r, Shape{m});
+    const Tensor ys = y_.slice(r * (y_.numel() / n), y_.shape().with_n(m));
     logits_ = &model_.forward(ctx, xs);
     loss_.forward(ctx, *logits_, ys);
     loss_.backward(ctx, dlogits_, mean_over);
@@ -103,9 +103,9 @@ void ClassifierTrainer::run_step(Context& ctx) {
 
 void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels,
                              int64_t global_batch) {
-  PDNN_CHECK(labels.dtype() == DType::I32 && labels.numel() == x.shape(0),
-             "trainer: %lld labels (int32) for a batch %s", static_cast<long long>(labels.numel()),
-             x.shape().str().c_str());
+  PDNN_CHECK(labels.dtype() == DType::I32 && labels.rank() >= 1 && labels.shape(0) == x.shape(0),
+             "trainer: labels %s (int32, one per image or per pixel: (N) or (N,H,W)) for a "
+             "batch %s", labels.shape().str().c_str(), x.shape().str().c_str());
   PDNN_CHECK(global_batch == 0 || sync_,
              "trainer: a shard of a global batch (%lld) needs distribute() first",
              static_cast<long long>(global_batch));
@@ -184,7 +184,7 @@ Evaluator::Evaluator(Context& ctx, const Dataset& data, const EvalOptions& opt)
 
 Evaluator::~Evaluator() = default;
 
-void Evaluator::run_batch(Context& ctx, Sequential& model, const Tensor& x,
+void Evaluator::run_batch(Context& ctx, Model& model, const Tensor& x,
                           const std::vector<int32_t>& y, EvalResult& r) {
   const Device dev = model.device();
   const int k = r.classes;
@@ -226,7 +226,7 @@ void Evaluator::run_batch(Context& ctx, Sequential& model, const Tensor& x,
   fence.wait();
 }
 
-EvalResult Evaluator::run(Context& ctx, Sequential& model) {
+EvalResult Evaluator::run(Context& ctx, Model& model) {
   const int k = data_.num_classes();
   EvalResult r;
   r.classes = k;
@@ -235,7 +235,7 @@ EvalResult Evaluator::run(Context& ctx, Sequential& model) {
   if (data_.size() == 0) return r;
   model.train(false);
   struct TrainAgain {  // also when an error leaves the loop
-    Sequential& m;
+    Model& m;
     ~TrainAgain() { m.train(true); }
   } train_again{model};
 
@@ -268,7 +268,7 @@ EvalResult Evaluator::run(Context& ctx, Sequential& model) {
   return r;
 }
 
-EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
+EvalResult evaluate_classifier(Context& ctx, Model& model, const Dataset& data,
                                const EvalOptions& opt) {
   Evaluator e(ctx, data, opt);
   return e.run(ctx, model);

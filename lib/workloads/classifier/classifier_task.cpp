@@ -53,7 +53,7 @@ size_t peak_resident_bytes() {
   return static_cast<size_t>(ru.ru_maxrss) * 1024;  // Linux: kilobytes
 }
 
-ClassifierTask::ClassifierTask(Context& ctx, Sequential& model, Optimizer& opt,
+ClassifierTask::ClassifierTask(Context& ctx, Model& model, Optimizer& opt,
                                const Dataset& train, const Dataset& test,
                                const ClassifierTaskOptions& options)
     : ctx_(ctx),

@@ -77,7 +77,7 @@ trap 'rm -rf "$tmp"' EXIT
 md5_of() { md5sum "$1" | cut -d' ' -f1; }
 
 if [ -z "$archive" ]; then
-  command -v curl >/dev/null || die "no curl (scripts/install_deps.sh installs it)"
+  command -v curl >/dev/null || die "no curl (scripts/tools/install_deps.sh installs it)"
   echo "get_caltech101: downloading $ZIP_URL (137 MB)"
   curl -fL --connect-timeout 10 --retry 2 -o "$tmp/caltech-101.zip" "$ZIP_URL" ||
     die "download failed (no internet?); the six W4 classes ship in $SHIPPED"

@@ -2,7 +2,7 @@
 # Puts Fashion-MNIST (60,000/10,000 28x28 greyscale clothing images, 10 classes, the MNIST IDX
 # format) in datasets/fashion-mnist/ as symbolic links to Debian's package
 # dataset-fashion-mnist (/usr/share/datasets/fashion-mnist), installing the package when it is
-# missing (scripts/install_deps.sh fashion).
+# missing (scripts/tools/install_deps.sh fashion).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=/usr/share/datasets/fashion-mnist
@@ -27,7 +27,7 @@ if complete; then
   echo "get_fashion_mnist: using $OUT"
   exit 0
 fi
-[ -f "$SRC/${FILES[0]}" ] || scripts/install_deps.sh fashion
+[ -f "$SRC/${FILES[0]}" ] || scripts/tools/install_deps.sh fashion
 for f in "${FILES[@]}"; do
   [ -f "$SRC/$f" ] || { echo "get_fashion_mnist: $SRC/$f missing (package dataset-fashion-mnist)" >&2; exit 1; }
   sum=$(md5sum "$SRC/$f" | cut -d' ' -f1)

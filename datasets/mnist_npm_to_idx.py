@@ -3,7 +3,7 @@
 1.1.0 (src/digits/<d>.json, pixel/255 rounded to 3 decimals) as IDX files with a FIXED split.
 
 The package stores the digits grouped by class. They are put in class order (0..9, package
-order within a class), shuffled by pdnn's Rng(0).permutation(10000) (scripts/pdnn_rng.py), and
+order within a class), shuffled by pdnn's Rng(0).permutation(10000) (scripts/pylib/pdnn_rng.py), and
 the first 8,000 become the training set, the last 2,000 the test set. Pixels go back to bytes
 by round(v * 255), which is exact: 3 decimals are within 0.13/255 of the original byte.
 
@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "pylib"))
 import pdnn_rng  # noqa: E402
 
 N_TRAIN, N_TEST, SIDE = 8000, 2000, 28

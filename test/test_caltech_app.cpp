@@ -258,7 +258,7 @@ TEST_F(CaltechApp, StepsTimeTrainingAndWriteNoResults) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("peak resident memory"), std::string::npos) << r.output;
-  EXPECT_FALSE(exists(dir_ + "/results"));
+  EXPECT_FALSE(exists(dir_ + "/runs"));
 }
 
 TEST_F(CaltechApp, BadInputFailsWithOneLineAndWritesNothing) {
@@ -390,7 +390,7 @@ double max_weight_difference(const std::string& a, const std::string& b) {
   return worst;
 }
 
-// scripts/torch_reference.py caltech rebuilds pdnn's initial weights exactly, reads the same
+// scripts/twins/torch_reference.py caltech rebuilds pdnn's initial weights exactly, reads the same
 // photos into the same split (PNGs at the cache size: decoded and cached identically), and
 // augments with pdnn's draws and resampling: with the same data order, dropout masks and
 // optimizer, the two runs differ only by float32 rounding (summation orders).
@@ -412,7 +412,7 @@ TEST_F(CaltechApp, TorchReferenceFollowsTheRun) {
   const std::string py = "/usr/bin/python3";
   if (run_command(py + " -c 'import torch, PIL'").status != 0 &&
       run_command(py + " -c 'import torch, cv2'").status != 0)
-    GTEST_SKIP() << "no torch with PIL or cv2 for " << py << " (scripts/install_deps.sh torch)";
+    GTEST_SKIP() << "no torch with PIL or cv2 for " << py << " (scripts/tools/install_deps.sh torch)";
   const std::string csv = dir_ + "/r.csv", init = dir_ + "/init.ckpt", fin = dir_ + "/fin.ckpt";
   const std::string args = " --data " + data_ +
                            " --classes red,green,blue --size 32 --batch 8 --images-per-epoch 16 "
@@ -421,7 +421,7 @@ TEST_F(CaltechApp, TorchReferenceFollowsTheRun) {
   testing::CommandResult r = run_command(kBin + args + " --save-init " + init + " --checkpoint " +
                                          fin + " --confusion " + dir_ + "/cm.png");
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_command(py + " " + PDNN_SOURCE_DIR + "/scripts/torch_reference.py caltech" + args +
+  r = run_command(py + " " + PDNN_SOURCE_DIR + "/scripts/twins/torch_reference.py caltech" + args +
                   " --init-checkpoint " + init + " --compare-checkpoint " + fin);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("initial weights: max |torch - pdnn| over all parameters = 0.000e+00"),

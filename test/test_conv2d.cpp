@@ -269,13 +269,29 @@ TEST(Conv2d, FusedActivationBackwardInChunksEqualsTheWholeBatch) {
     Tensor dw_a = Tensor::zeros(w.shape()), db_a = Tensor::zeros(Shape{k}), dx_a(x.shape());
     Tensor dw_b = Tensor::zeros(w.shape()), db_b = Tensor::zeros(Shape{k}), dx_b(x.shape());
     std::vector<float> ws(conv_backward_workspace_floats(g, n, k, ConvAlgo::Direct, act, 1));
-    cpu::conv2d_backward(g, n, k, x.data(), w.data(), dy.data(), y.data(), dw_a.data(),
-                         db_a.data(), dx_a.data(), act, ConvAlgo::Direct, nullptr, ws.data(),
-                         CpuExec{1});
+    ConvBwd a;
+    a.g = g;
+    a.n = n;
+    a.k = k;
+    a.x = x.data();
+    a.w = w.data();
+    a.dy = dy.data();
+    a.y = y.data();
+    a.dw = dw_a.data();
+    a.db = db_a.data();
+    a.dx = dx_a.data();
+    a.act = act;
+    a.algo = ConvAlgo::Direct;
+    cpu::conv2d_backward(a, ws.data(), CpuExec{1});
     std::vector<float> ws_plain(conv_workspace_floats(g, n, k, ConvAlgo::Direct, 1));
-    cpu::conv2d_backward(g, n, k, x.data(), w.data(), masked.data(), nullptr, dw_b.data(),
-                         db_b.data(), dx_b.data(), Act{}, ConvAlgo::Direct, nullptr,
-                         ws_plain.data(), CpuExec{1});
+    ConvBwd b = a;  // dy already through the activation
+    b.dy = masked.data();
+    b.y = nullptr;
+    b.act = Act{};
+    b.dw = dw_b.data();
+    b.db = db_b.data();
+    b.dx = dx_b.data();
+    cpu::conv2d_backward(b, ws_plain.data(), CpuExec{1});
     pt::expect_close(dx_a, dx_b, 0, 0, "dx");
     pt::expect_close(dw_a, dw_b, 1e-4, 1e-5, "dW");
     pt::expect_close(db_a, db_b, 1e-4, 1e-5, "db");

@@ -248,11 +248,9 @@ struct Results {
 struct Kernels {
   const char* name;
   size_t (*workspace)(const ConvGeom&, int64_t, int64_t, int);
-  void (*forward)(float*, const float*, const float*, const float*, const ConvGeom&, int64_t,
-                  int64_t, int, float*, Act);
-  void (*data)(float*, const float*, const float*, const ConvGeom&, int64_t, int64_t, int, float*);
-  void (*weights)(float*, const float*, const float*, const ConvGeom&, int64_t, int64_t, int,
-                  float*);
+  void (*forward)(const ConvFwd&, float*, CpuExec);
+  void (*data)(const ConvBwd&, float*, CpuExec);
+  void (*weights)(const ConvBwd&, float*, CpuExec);
 };
 const Kernels kWinograd{"winograd", cpu::conv3x3_winograd_workspace_floats,
                         cpu::conv3x3_winograd_forward, cpu::conv3x3_winograd_backward_data,
@@ -270,10 +268,28 @@ Results run_kernels(const Kernels& kn, const Shape3x3& s, const std::vector<floa
   r.y.assign(s.n * s.k * g.oh * g.ow, -7.f);  // written, not accumulated
   r.dx.assign(s.n * s.c * s.h * s.w, -7.f);
   r.dw.assign(s.k * s.c * 9, 0.f);
-  kn.forward(r.y.data(), x.data(), w.data(), b.empty() ? nullptr : b.data(), g, s.n, s.k,
-             threads, ws.data(), act);
-  kn.data(r.dx.data(), dy.data(), w.data(), g, s.n, s.k, threads, ws.data());
-  kn.weights(r.dw.data(), dy.data(), x.data(), g, s.n, s.k, threads, ws.data());
+  ConvFwd f;
+  f.g = g;
+  f.n = s.n;
+  f.k = s.k;
+  f.x = x.data();
+  f.w = w.data();
+  f.b = b.empty() ? nullptr : b.data();
+  f.y = r.y.data();
+  f.act = act;
+  kn.forward(f, ws.data(), CpuExec{threads});
+  ConvBwd d;
+  d.g = g;
+  d.n = s.n;
+  d.k = s.k;
+  d.x = x.data();
+  d.w = w.data();
+  d.dy = dy.data();
+  d.dx = r.dx.data();
+  kn.data(d, ws.data(), CpuExec{threads});
+  d.dx = nullptr;
+  d.dw = r.dw.data();
+  kn.weights(d, ws.data(), CpuExec{threads});
   return r;
 }
 

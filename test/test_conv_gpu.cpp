@@ -76,6 +76,43 @@ Inputs inputs_of(const ConvCase& c) {
   return in;
 }
 
+// A case's operands (conv_args.h): forward y = act(conv(x, w) + b), backward everything it
+// gives (dw, db, dx; y when the case has an activation). T: Tensor for ops::, float for the
+// kernels' own entry points.
+template <class T>
+ConvFwdOf<T> fwd_args(const Inputs& in, const ConvCase& c, const T* x, const T* w, const T* b,
+                      T* y, ConvAlgo algo = ConvAlgo::Auto) {
+  ConvFwdOf<T> a;
+  a.g = in.g;
+  a.n = c.n;
+  a.k = c.k;
+  a.x = x;
+  a.w = w;
+  a.b = c.bias ? b : nullptr;
+  a.y = y;
+  a.act = in.act;
+  a.algo = algo;
+  return a;
+}
+template <class T>
+ConvBwdOf<T> bwd_args(const Inputs& in, const ConvCase& c, const T* x, const T* w, const T* dy,
+                      const T* y, T* dw, T* db, T* dx, ConvAlgo algo = ConvAlgo::Auto) {
+  ConvBwdOf<T> a;
+  a.g = in.g;
+  a.n = c.n;
+  a.k = c.k;
+  a.x = x;
+  a.w = w;
+  a.dy = dy;
+  a.y = y;
+  a.dw = dw;
+  a.db = c.bias ? db : nullptr;
+  a.dx = dx;
+  a.act = in.act;
+  a.algo = algo;
+  return a;
+}
+
 Tensor poisoned(const Shape& s, Device d, Context& ctx) {
   Tensor t(s);
   t.fill(std::numeric_limits<float>::quiet_NaN());
@@ -89,13 +126,12 @@ TEST(ConvGpu, ReferenceMatchesTheCpuConvolution) {
     SCOPED_TRACE(c.name);
     Inputs in = inputs_of(c);
     Tensor y(Shape{c.n, c.k, in.g.oh, in.g.ow});
-    ops::conv2d_forward(ctx, in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, y, in.act,
-                        ConvAlgo::PerImage);
+    ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &in.x, &in.w, &in.b, &y, ConvAlgo::PerImage));
     const testing::ConvReference r = conv_reference(in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, y,
                                   in.dy, in.act);
     Tensor dx(in.x.shape()), dw = in.dw0.clone(), db = in.db0.clone();
-    ops::conv2d_backward(ctx, in.g, c.n, c.k, &in.x, in.w, in.dy, &y, &dw, c.bias ? &db : nullptr,
-                         &dx, in.act, ConvAlgo::PerImage);
+    ops::conv2d_backward(
+        ctx, bwd_args<Tensor>(in, c, &in.x, &in.w, &in.dy, &y, &dw, &db, &dx, ConvAlgo::PerImage));
     const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
                  kw = double(c.n * in.g.oh * in.g.ow);
     expect_conv_within(y, r.y, r.y_abs, nullptr, kf, false, "y");
@@ -124,11 +160,10 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
         const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
                      dy = in.dy.to(G, ctx);
         Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
-        ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, c.bias ? &b : nullptr, y, in.act, algo);
+        ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, &b, &y, algo));
         Tensor dx = poisoned(in.x.shape(), G, ctx);
         Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
-        ops::conv2d_backward(ctx, in.g, c.n, c.k, &x, w, dy, &y, &dw, c.bias ? &db : nullptr,
-                             &dx, in.act, algo);
+        ops::conv2d_backward(ctx, bwd_args<Tensor>(in, c, &x, &w, &dy, &y, &dw, &db, &dx, algo));
         const Tensor yh = y.to(Device::CPU, ctx);
         // the reference's activation mask is read off the GPU's own y, as the kernels read it
         const testing::ConvReference r = conv_reference(in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh,
@@ -169,15 +204,15 @@ TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
         const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
                      dy = in.dy.to(G, ctx);
         Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
-        cuda::conv2d_implicit_forward(in.g, c.n, c.k, x.data(), w.data(),
-                                      c.bias ? b.data() : nullptr, y.data(), in.act,
+        cuda::conv2d_implicit_forward(fwd_args<float>(in, c, x.data(), w.data(), b.data(), y.data()),
                                       ctx.cuda_exec(), tile);
         Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
         float* ws = ctx.workspace(
             G, cuda::conv2d_implicit_backward_weights_ws(in.g, c.n, c.k, tile));
-        cuda::conv2d_implicit_backward_weights(in.g, c.n, c.k, x.data(), dy.data(), y.data(),
-                                               in.act, dw.data(), c.bias ? db.data() : nullptr,
-                                               ws, ctx.cuda_exec(), tile);
+        cuda::conv2d_implicit_backward_weights(
+            bwd_args<float>(in, c, x.data(), nullptr, dy.data(), y.data(), dw.data(), db.data(),
+                            nullptr),
+            ws, ctx.cuda_exec(), tile);
         const Tensor yh = y.to(Device::CPU, ctx);
         const testing::ConvReference r = conv_reference(
             in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh, in.dy, in.act);
@@ -219,8 +254,8 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
         for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights})
           ws_floats = std::max(ws_floats, cuda::conv2d_direct_ws(p, in.g, c.n, c.k));
         float* ws = ctx.workspace(G, ws_floats);
-        cuda::conv2d_direct_forward(in.g, c.n, c.k, x.data(), w.data(), c.bias ? b.data() : nullptr,
-                                    y.data(), in.act, ws, ctx.cuda_exec(), tile);
+        cuda::conv2d_direct_forward(fwd_args<float>(in, c, x.data(), w.data(), b.data(), y.data()),
+                                    ws, ctx.cuda_exec(), tile);
         const Tensor yh = y.to(Device::CPU, ctx);
         const testing::ConvReference r = conv_reference(
             in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh, in.dy, in.act);
@@ -232,12 +267,15 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
                      : (in.act.kind == FusedAct::ReLU ? 0.f : in.act.slope * in.dy[i]);
         const Tensor gd = g.to(G, ctx);
         Tensor dx = poisoned(in.x.shape(), G, ctx);
-        cuda::conv2d_direct_backward_data(in.g, c.n, c.k, gd.data(), w.data(), dx.data(), ws,
-                                          ctx.cuda_exec(), tile);
+        ConvBwd data = bwd_args<float>(in, c, nullptr, w.data(), gd.data(), nullptr, nullptr,
+                                       nullptr, dx.data());
+        data.act = Act{};  // dy already through it
+        cuda::conv2d_direct_backward_data(data, ws, ctx.cuda_exec(), tile);
         Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
-        cuda::conv2d_direct_backward_weights(in.g, c.n, c.k, x.data(), dy.data(), y.data(), in.act,
-                                             dw.data(), c.bias ? db.data() : nullptr, ws,
-                                             ctx.cuda_exec(), tile);
+        cuda::conv2d_direct_backward_weights(
+            bwd_args<float>(in, c, x.data(), nullptr, dy.data(), y.data(), dw.data(), db.data(),
+                            nullptr),
+            ws, ctx.cuda_exec(), tile);
         const double kf = double(in.g.col_rows()), kb = double(c.k * 9),
                      kw = double(c.n * in.g.oh * in.g.ow);
         expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32, "y");
@@ -276,11 +314,11 @@ TEST(ConvGpu, CudnnRunsBatchesPastItsDescriptorLimitInSlices) {
     const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
                  dy = in.dy.to(G, ctx);
     Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
-    ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, c.bias ? &b : nullptr, y, in.act, ConvAlgo::Cudnn);
+    ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, &b, &y, ConvAlgo::Cudnn));
     Tensor dx = poisoned(in.x.shape(), G, ctx);
     Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
-    ops::conv2d_backward(ctx, in.g, c.n, c.k, &x, w, dy, &y, &dw, c.bias ? &db : nullptr, &dx,
-                         in.act, ConvAlgo::Cudnn);
+    ops::conv2d_backward(
+        ctx, bwd_args<Tensor>(in, c, &x, &w, &dy, &y, &dw, &db, &dx, ConvAlgo::Cudnn));
     const Tensor yh = y.to(Device::CPU, ctx);
     const testing::ConvReference r = conv_reference(in.g, c.n, c.k, in.x, in.w,
                                                     c.bias ? &in.b : nullptr, yh, in.dy, in.act);
@@ -311,7 +349,7 @@ TEST(ConvGpu, ChoiceIsMadeOnceAndCached) {
     Inputs in = inputs_of(c);
     const Tensor x = in.x.to(Device::CUDA, ctx), w = in.w.to(Device::CUDA, ctx);
     Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, Device::CUDA, ctx);
-    ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, nullptr, y, in.act, ConvAlgo::Auto);
+    ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, nullptr, &y));
     ASSERT_EQ(ctx.tuning().made().size(), 1u);
     const Tuning::Choice& ch = ctx.tuning().made()[0].second;
     if (run == 0) {
@@ -337,9 +375,9 @@ TEST(ConvGpu, AutoLeavesCudnnOutUnderAMemoryPlan) {
     Inputs in = inputs_of(c);
     const Tensor x = in.x.to(Device::CUDA, ctx), w = in.w.to(Device::CUDA, ctx);
     Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, Device::CUDA, ctx);
-    ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, nullptr, y, in.act, ConvAlgo::Auto);
+    ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, nullptr, &y));
     ctx.set_workspace_limit(Device::CUDA, size_t{1} << 28);
-    ops::conv2d_forward(ctx, in.g, c.n, c.k, x, w, nullptr, y, in.act, ConvAlgo::Auto);
+    ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, nullptr, &y));
     ASSERT_EQ(ctx.tuning().made().size(), 2u);
     EXPECT_EQ(ctx.tuning().made()[1].first, ctx.tuning().made()[0].first + "-planned");
     EXPECT_NE(ctx.tuning().made()[1].second.choice, "cudnn");

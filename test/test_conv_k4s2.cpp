@@ -280,10 +280,28 @@ Results run_kernels(const ShapeK4& s, const std::vector<float>& x, const std::ve
   r.y.assign(s.n * s.k * g.oh * g.ow, -7.f);  // written, not accumulated
   r.dx.assign(s.n * s.c * s.h * s.w, -7.f);
   r.dw.assign(s.k * s.c * 16, 0.f);
-  cpu::conv4x4s2_forward(r.y.data(), x.data(), w.data(), b.empty() ? nullptr : b.data(), g, s.n,
-                         s.k, threads, ws.data(), act);
-  cpu::conv4x4s2_backward_data(r.dx.data(), dy.data(), w.data(), g, s.n, s.k, threads, ws.data());
-  cpu::conv4x4s2_backward_weights(r.dw.data(), dy.data(), x.data(), g, s.n, s.k, threads, ws.data());
+  ConvFwd f;
+  f.g = g;
+  f.n = s.n;
+  f.k = s.k;
+  f.x = x.data();
+  f.w = w.data();
+  f.b = b.empty() ? nullptr : b.data();
+  f.y = r.y.data();
+  f.act = act;
+  cpu::conv4x4s2_forward(f, ws.data(), CpuExec{threads});
+  ConvBwd d;
+  d.g = g;
+  d.n = s.n;
+  d.k = s.k;
+  d.x = x.data();
+  d.w = w.data();
+  d.dy = dy.data();
+  d.dx = r.dx.data();
+  cpu::conv4x4s2_backward_data(d, ws.data(), CpuExec{threads});
+  d.dx = nullptr;
+  d.dw = r.dw.data();
+  cpu::conv4x4s2_backward_weights(d, ws.data(), CpuExec{threads});
   return r;
 }
 
@@ -396,10 +414,19 @@ TEST(ConvK4s2, FoldedInputActivationEqualsTheMaskAfter) {
     const std::vector<float> dy = uniform(s.n * s.k * s.oh() * s.ow(), 1.f, rng);
     std::vector<float> ws(cpu::conv4x4s2_workspace_floats(g, s.n, s.k, 2));
     std::vector<float> plain(a.size()), folded(a.size());
-    cpu::conv4x4s2_backward_data(plain.data(), dy.data(), w.data(), g, s.n, s.k, 2, ws.data());
+    ConvBwd d;
+    d.g = g;
+    d.n = s.n;
+    d.k = s.k;
+    d.w = w.data();
+    d.dy = dy.data();
+    d.dx = plain.data();
+    cpu::conv4x4s2_backward_data(d, ws.data(), CpuExec{2});
     for (const Act act : {Act{FusedAct::ReLU, 0.f}, Act{FusedAct::LeakyReLU, 0.2f}}) {
-      cpu::conv4x4s2_backward_data(folded.data(), dy.data(), w.data(), g, s.n, s.k, 2, ws.data(),
-                                   a.data(), act);
+      d.dx = folded.data();
+      d.dx_src = a.data();
+      d.dx_act = act;
+      cpu::conv4x4s2_backward_data(d, ws.data(), CpuExec{2});
       for (size_t i = 0; i < a.size(); ++i)
         ASSERT_EQ(folded[i], a[i] > 0.f ? plain[i] : act.slope * plain[i])
             << fused_act_name(act.kind) << ", element " << i;

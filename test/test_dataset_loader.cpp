@@ -76,7 +76,7 @@ Plain plain_epoch(const Dataset& data, const LoaderOptions& opt, int64_t epoch) 
 }
 
 // Batch b of epoch e holds images order[b*B ..] of order = epoch_order_rng(seed,
-// e).permutation(N) (what scripts/torch_reference.py rebuilds), the last one the N % B left.
+// e).permutation(N) (what scripts/twins/torch_reference.py rebuilds), the last one the N % B left.
 TEST(DatasetLoader, TensorDatasetGivesTheEpochsPermutationInBatches) {
   LabeledImages d{Tensor(Shape{50, 1, 3, 4}), std::vector<int32_t>(50)};
   Rng rng(3);
@@ -265,10 +265,11 @@ TEST(PrefetchLoader, PacksIntoTheCallersTensorsAndCountsItsTime) {
   opt.batch = 8;
   std::vector<const float*> given;
   int calls = 0;
-  PrefetchLoader pre(data, opt, 2, [&](const Shape& s) {
+  PrefetchLoader pre(data, opt, 2, [&](const Shape& s, DType type) {
     ++calls;
     EXPECT_EQ(s, (Shape{8, 3, 8, 8}));
-    Tensor t(s);
+    EXPECT_EQ(type, DType::F32);
+    Tensor t(s, type);
     given.push_back(t.data());
     return t;
   });

@@ -94,7 +94,7 @@ TEST(Dcgan, ModelsMatchPyTorchsTutorial) {
 }
 
 // Every convolution's weight N(0, 0.02), every BatchNorm's gamma N(1, 0.02) and beta 0, drawn
-// in layer order as init::normal draws (so scripts/torch_reference.py can redraw them).
+// in layer order as init::normal draws (so scripts/twins/torch_reference.py can redraw them).
 TEST(Dcgan, InitialisationIsDcgansFromTheStream) {
   Sequential g = make_dcgan_generator();
   Rng rng(42);

@@ -306,14 +306,14 @@ void write_disc_photos(const std::string& dir, int classes, int per_class, uint6
   }
 }
 
-// scripts/torch_reference.py dcgan on photos: the same initial weights (exactly), the same data
+// scripts/twins/torch_reference.py dcgan on photos: the same initial weights (exactly), the same data
 // order and noise, so the same first iterations up to float rounding (PNG photos at 64x64: no
 // resampling, the same bytes in both); the same CSV columns (skipped_files included) and the
 // samples after the same epochs, colour, from the same noise (equal bytes up to rounding).
 TEST_F(DcganApp, TorchTwinStartsFromTheSameWeightsDataAndNoise) {
   const std::string py = "/usr/bin/python3";
   if (run(py + " -c 'import torch, PIL, matplotlib'").status != 0)
-    GTEST_SKIP() << "no torch, PIL and matplotlib for " << py << " (scripts/install_deps.sh torch)";
+    GTEST_SKIP() << "no torch, PIL and matplotlib for " << py << " (scripts/tools/install_deps.sh torch)";
   const std::string photos = dir_ + "/discs", o = dir_ + "/twin";
   write_disc_photos(photos, 2, 12, 9);
   const std::string args = " --data " + photos + kSmall + " --epochs 2 --images-per-epoch 16 " +
@@ -322,7 +322,7 @@ TEST_F(DcganApp, TorchTwinStartsFromTheSameWeightsDataAndNoise) {
                  "--samples-dir " + o + "/ps --samples-out " + o + "/p_{epoch}.idx.gz " +
                  "--save-init " + o + "/init.ckpt");
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run(py + " " PDNN_SOURCE_DIR "/scripts/torch_reference.py dcgan" + args + " --out " + o +
+  r = run(py + " " PDNN_SOURCE_DIR "/scripts/twins/torch_reference.py dcgan" + args + " --out " + o +
           "/t.csv --iterations-out " + o + "/tit.csv --samples-dir " + o + "/ts --samples-out " +
           o + "/t_{epoch}.idx.gz --init-checkpoint " + o + "/init.ckpt");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -363,7 +363,7 @@ TEST_F(DcganApp, TorchTwinStartsFromTheSameWeightsDataAndNoise) {
   EXPECT_TRUE(exists(o + "/ts/epoch_002.png"));
 }
 
-// make dcgan-quality DATASET=caltech end to end at a tiny scale (scripts/dcgan_quality_photos.sh
+// make dcgan-quality DATASET=caltech end to end at a tiny scale (scripts/study/dcgan_quality_photos.sh
 // on a folder of disc photos, small widths): the judge trained first (none is committed for
 // this folder), two seeds of both frameworks (PyTorch's when it is installed) run two at a
 // time, samples after epochs 1 and 2 scored and then deleted, the table over seeds and the
@@ -379,7 +379,7 @@ TEST_F(DcganApp, DcganQualityOnPhotosTabulatesBothFrameworksOverSeeds) {
                        " DEVICE=cpu THREADS=2 JOBS=2 SEEDS='1 2' EPOCHS=2 SCORE_EPOCHS=1,2 "
                        "SAMPLES=40 IMAGES_PER_EPOCH=8 JUDGE_EPOCHS=2 TORCH=" +
                        (torch ? "1" : "0") + " ARGS='--nz 8 --ngf 4 --ndf 4 --batch 8' "
-                       "DATASET=caltech " PDNN_SOURCE_DIR "/scripts/dcgan_quality.sh");
+                       "DATASET=caltech " PDNN_SOURCE_DIR "/scripts/study/dcgan_quality.sh");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(exists(o + "/judge/photo64_discs.ckpt")) << r.output;
   const size_t runs = torch ? 4 : 2;
@@ -397,11 +397,51 @@ TEST_F(DcganApp, DcganQualityOnPhotosTabulatesBothFrameworksOverSeeds) {
     EXPECT_EQ(t[2][1], "torch");
     EXPECT_FALSE(t[1][14].empty());  // pdnn's FID over PyTorch's
     EXPECT_NE(r.output.find("epoch 2: pdnn's FID analogue is "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("(a smoke run, 2 epoch(s) of 300"), std::string::npos) << r.output;
   }
   EXPECT_EQ(t.back()[1], "real-test");
   for (const char* s : {"1", "2"})
     EXPECT_TRUE(exists(o + "/progression_discs_s" + std::string(s) + ".png")) << s;
   EXPECT_EQ(run("ls " + o + " | grep -c '\\.idx'").output, "0\n");  // samples deleted
+}
+
+// The table's verdict on pdnn's FID analogue against PyTorch's speaks only of a run as long as
+// the study's (300 epochs): the CPU's smoke run (2 epochs, grey samples) says it is one instead.
+TEST_F(DcganApp, QualitySummaryGivesAVerdictOnlyForTheStudysLength) {
+  auto table = [&](int epoch, std::initializer_list<int> seeds, double pdnn_fid) {
+    const std::string q = dir_ + "/q" + std::to_string(epoch) + ".csv";
+    std::ofstream f(q);
+    f << "app,set,file,dataset,classifier,images,accuracy,class_entropy,mean_confidence,"
+         "inception_score,fid,min_class_fraction,class_fractions,git_rev,host,timestamp\n";
+    char e[8];
+    std::snprintf(e, sizeof e, "%03d", epoch);
+    for (int s : seeds)
+      for (const char* fw : {"pdnn", "torch"})
+        f << "gan_score," << fw << "-s" << s << "-e" << e << ",x,photos,j,500,,0.5,0.5,1.5,"
+          << (std::string(fw) == "pdnn" ? pdnn_fid : 100.0) << ",,,r,h,t\n";
+    f.close();
+    return run("/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/report/dcgan_quality_summary.py " + q +
+               " --out " + dir_ + "/summary.csv");
+  };
+  Result r = table(2, {1}, 2360);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 2: pdnn's FID analogue is 23.600x PyTorch's (a smoke run, 2 "
+                          "epoch(s) of 300: too short for the target <= 1.10, which is for epoch "
+                          "300; no verdict)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(": met"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(": missed"), std::string::npos) << r.output;
+  r = table(300, {1, 2, 3}, 105);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 300: pdnn's FID analogue is 1.050x PyTorch's (target <= 1.10: "
+                          "met)"),
+            std::string::npos)
+      << r.output;
+  r = table(300, {1}, 120);
+  EXPECT_NE(r.output.find("(target <= 1.10: missed; 1 seed(s) of the study's 3)"),
+            std::string::npos)
+      << r.output;
 }
 
 // The photo judge end to end: trained by the caltech101 app (--model photo64, the DCGAN's
@@ -479,16 +519,16 @@ TEST_F(DcganApp, GanScoreJudgesPhotosWithThePhotoJudge) {
 }
 #endif
 
-// scripts/torch_ddp_bench.py's W5, the DDP twin of dcgan --distributed (2 processes, gloo,
+// scripts/twins/torch_ddp_bench.py's W5, the DDP twin of dcgan --distributed (2 processes, gloo,
 // small widths): after one step every rank holds the same weights, the gradients DDP reduced
 // for D and for G equal one process's averages over the two shards, each shard through its own
 // BatchNorm statistics (per-rank BatchNorm, as pdnn's), and each model was all-reduced once.
 TEST(DcganDdpTwin, ReducesBothModelsOnceAStepWithPerRankBatchNorm) {
   const std::string py = "/usr/bin/python3";
   if (run(py + " -c 'import torch.distributed as d; assert d.is_gloo_available()'").status != 0)
-    GTEST_SKIP() << "no torch with gloo for " << py << " (scripts/install_deps.sh torch)";
+    GTEST_SKIP() << "no torch with gloo for " << py << " (scripts/tools/install_deps.sh torch)";
   const Result r =
-      run(py + " " PDNN_SOURCE_DIR "/scripts/torch_ddp_bench.py --workload W5 --verify");
+      run(py + " " PDNN_SOURCE_DIR "/scripts/twins/torch_ddp_bench.py --workload W5 --verify");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ranks' weights after the step equal; all-reduces in the step: D 1, "
                           "G 1: ok"),
@@ -496,7 +536,7 @@ TEST(DcganDdpTwin, ReducesBothModelsOnceAStepWithPerRankBatchNorm) {
       << r.output;
 }
 
-// make dcgan without a GPU (scripts/dcgan_study.sh): its first line says that this is the short
+// make dcgan without a GPU (scripts/study/dcgan_study.sh): its first line says that this is the short
 // CPU run, how long the full one would take here and how to start it; then the run, the grids,
 // the progression PNG and the curves. (Small widths and a small folder of photos: seconds.)
 TEST_F(DcganApp, MakeDcganOnTheCpuSaysFirstHowLongTheFullRunWouldTake) {
@@ -505,7 +545,7 @@ TEST_F(DcganApp, MakeDcganOnTheCpuSaysFirstHowLongTheFullRunWouldTake) {
   const std::string o = dir_ + "/study";
   const Result r = run("BIN=" + std::string(PDNN_BIN_DIR) + " OUT=" + o + " DATA=" + data_ +
                        " DEVICE=cpu CPU_EPOCHS=2 CPU_IMAGES=16 THREADS=1 ARGS='--ngf 4 --ndf 4 "
-                       "--nz 8 --batch 8' " PDNN_SOURCE_DIR "/scripts/dcgan_study.sh");
+                       "--nz 8 --batch 8' " PDNN_SOURCE_DIR "/scripts/study/dcgan_study.sh");
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string first = r.output.substr(0, r.output.find('\n'));
   EXPECT_EQ(first.rfind("dcgan: no GPU: a short CPU run (2 epochs of 16 images); the study's 300 "

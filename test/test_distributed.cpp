@@ -526,7 +526,7 @@ class DistributedMpi : public ::testing::Test {
  protected:
   void SetUp() override {
 #if !PDNN_HAVE_MPI
-    GTEST_SKIP() << "pdnn was built without MPI (scripts/install_deps.sh installs "
+    GTEST_SKIP() << "pdnn was built without MPI (scripts/tools/install_deps.sh installs "
                     "libopenmpi-dev; reconfigure): data-parallel tests not run";
 #endif
     mpirun_ = find_mpirun();

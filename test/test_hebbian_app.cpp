@@ -125,7 +125,7 @@ TEST_F(HebbianApp, DriftTableAndCsv) {
   EXPECT_LT(dx, 1e-2 * sx);
 }
 
-// scripts/plot.py draws the app's two CSV files (skipped without matplotlib).
+// scripts/report/plot.py draws the app's two CSV files (skipped without matplotlib).
 TEST_F(HebbianApp, PlotsItsCsvFiles) {
   if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "/usr/bin/python3 lacks matplotlib (apt-get install python3-matplotlib)";
@@ -134,7 +134,7 @@ TEST_F(HebbianApp, PlotsItsCsvFiles) {
   ASSERT_EQ(r.status, 0) << r.output;
   r = run(kBin + " --drift --n 30 --t 5,20 --threads 1 --out " + res + "/drift.csv");
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run("/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/plot.py --results " + dir_ + "/results --out " + dir_ + "/plots");
+  r = run("/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/report/plot.py --results " + dir_ + "/results --out " + dir_ + "/plots");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(exists(dir_ + "/plots/hebbian_leak0.5.png")) << r.output;
   EXPECT_TRUE(exists(dir_ + "/plots/hebbian_drift.png")) << r.output;

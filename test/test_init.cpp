@@ -142,7 +142,7 @@ TEST(Init, SameSeedSameValuesOtherSeedOthers) {
   EXPECT_EQ(r.counter(), 2u * 35u);
 }
 
-// Initial weights are promised bit-exact across builds (scripts/torch_reference.py rebuilds
+// Initial weights are promised bit-exact across builds (scripts/twins/torch_reference.py rebuilds
 // them): each uniform value is lo + (hi - lo) * u and each normal one mean + stddev * z,
 // rounded once (a fused multiply-add), whatever the optimisation level. The reference here is
 // the exact expression in long double (the product of two floats is exact there) rounded to

@@ -1,10 +1,12 @@
-// scripts/plot.py end to end: small training and scaling CSV files in a temp folder must give
+// scripts/report/plot.py end to end: small training and scaling CSV files in a temp folder must give
 // PNG files. Skipped, visibly, where /usr/bin/python3 has no matplotlib.
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "testing.h"
 
@@ -74,7 +76,11 @@ TEST(Plot, MakesPngFromResultsCsv) {
          "timestamp\npdnn,mpi,cpu,,2,1000000,5,180,5.5,5.5,,r,h,t\n"
          "pdnn,mpi,cpu,,2,4800000,5,900,5.3,5.3,,r,h,t\n";
   }
-  const std::string cmd = "/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/plot.py --results " +
+  {  // a table no figure is drawn from (gan_score's quality scores)
+    std::ofstream f(dir / "results" / "scale" / "quality.csv");
+    f << "set,inception_score,fid\npdnn,1.5,30\n";
+  }
+  const std::string cmd = "/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/report/plot.py --results " +
                           (dir / "results").string() + " --out " + (dir / "plots").string() +
                           " >" + (dir / "log.txt").string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -86,6 +92,12 @@ TEST(Plot, MakesPngFromResultsCsv) {
   EXPECT_TRUE(is_png(dir / "plots" / "scale_allreduce.png"));
   // No device=cuda rows: the CPU vs GPU figure is skipped, not drawn empty.
   EXPECT_FALSE(fs::exists(dir / "plots" / "mnist_run_cpu_vs_gpu.png"));
+  // What is passed over is one line, not a line per file and figure (--verbose names them).
+  std::ifstream log(dir / "log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("plot: 1 CSV file(s) are tables without a figure here"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("skipped"), std::string::npos) << text;
   fs::remove_all(dir);
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -290,6 +291,26 @@ bool exists(const std::string& path) {
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void TempDirTest::SetUp() {
+  char tmpl[] = "/tmp/pdnn_test_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  dir_ = tmpl;
+}
+
+void TempDirTest::TearDown() {
+  if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
+}
+
+void TempDirTest::mkdir(const std::string& rel) const {
+  ASSERT_EQ(std::system(("mkdir -p '" + path(rel) + "'").c_str()), 0) << rel;
+}
+
+void TempDirTest::spit(const std::string& rel, const std::string& bytes) const {
+  std::ofstream out(path(rel), std::ios::binary);
+  out << bytes;
+  ASSERT_TRUE(out.good()) << rel;
 }
 
 std::vector<std::vector<std::string>> read_csv(const std::string& path) {

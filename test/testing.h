@@ -91,5 +91,19 @@ std::string slurp(const std::string& path);
 // A CSV file's lines split at every comma (the apps' rows quote nothing the tests look at).
 std::vector<std::vector<std::string>> read_csv(const std::string& path);
 
+// A fixture with a fresh folder under /tmp (dir_), removed after the test, and the small file
+// chores tests do in it; rel is relative to dir_.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  std::string path(const std::string& rel) const { return dir_ + "/" + rel; }
+  void mkdir(const std::string& rel) const;                         // with parents
+  void spit(const std::string& rel, const std::string& bytes) const;  // write a whole file
+  std::string slurp(const std::string& rel) const { return testing::slurp(path(rel)); }
+
+  std::string dir_;
+};
+
 }  // namespace testing
 }  // namespace pdnn

@@ -9,7 +9,7 @@
 //    parallel, one batched GEMM) on W2/W3/W5 shapes: the measurements behind conv_algo_for's
 //    per-image/batched rule.
 //  --mode sgemm: the sgemm 2048^3 rate alone at each thread count (the ceiling other benchmarks,
-//    scripts/bench_caltech.sh, set their layers' GFLOP/s against), one line per thread count:
+//    scripts/bench/bench_caltech.sh, set their layers' GFLOP/s against), one line per thread count:
 //    "sgemm_gflops threads=T repeats=R median=... min=... max=...".
 
 #include <CLI/CLI.hpp>
@@ -92,8 +92,8 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
                const std::string& out) {
   Context info_ctx(1);
   const RunInfo info = run_info(info_ctx);
-  std::printf("# bench_conv passes | %s, %s | OpenBLAS core %s (%s) | rev %s | %s\n",
-              info.host.c_str(), info.cpu_model.c_str(), info.blas_core.c_str(), blas_config(),
+  std::printf("# bench_conv passes | %s, %s | OpenBLAS core %s | %s | rev %s | %s\n",
+              info.host.c_str(), info.cpu_model.c_str(), info.blas_text.c_str(), blas_config(),
               info.git_rev.c_str(), info.compiler.c_str());
   std::printf("# %d repeats after %d warm-up, algorithms alternating; ms median (min-max); "
               "GFLOP/s = direct FLOPs / median\n", repeats, warmup);
@@ -149,21 +149,40 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
         for (size_t j = 0; j < run_algos.size(); ++j) {
           const size_t ai = (j + r) % run_algos.size();
           const ConvAlgo a = run_algos[ai];
+          ConvFwd f;
+          f.g = g;
+          f.n = n;
+          f.k = s.k;
+          f.x = x.data();
+          f.w = w.data();
+          f.b = b.data();
+          f.y = y.data();
+          f.algo = a;
+          ConvBwd d;  // backward-data
+          d.g = g;
+          d.n = n;
+          d.k = s.k;
+          d.w = w.data();
+          d.dy = dy.data();
+          d.dx = dx.data();
+          d.algo = a;
+          ConvBwd bw = d;  // backward-weights
+          bw.x = x.data();
+          bw.dx = nullptr;
+          bw.dw = dw.data();
+          bw.db = db.data();
           double t0 = now_ms();
-          cpu::conv2d_forward(g, n, s.k, x.data(), w.data(), b.data(), y.data(), Act{}, a, nullptr,
-                              ws, CpuExec{t});
+          cpu::conv2d_forward(f, ws, CpuExec{t});
           double t1 = now_ms();
           if (r >= warmup) times[ai][0].push_back(t1 - t0);
           if (s.need_dx) {
             t0 = now_ms();
-            cpu::conv2d_backward(g, n, s.k, nullptr, w.data(), dy.data(), nullptr, nullptr,
-                                 nullptr, dx.data(), Act{}, a, nullptr, ws, CpuExec{t});
+            cpu::conv2d_backward(d, ws, CpuExec{t});
             t1 = now_ms();
             if (r >= warmup) times[ai][1].push_back(t1 - t0);
           }
           t0 = now_ms();
-          cpu::conv2d_backward(g, n, s.k, x.data(), w.data(), dy.data(), nullptr, dw.data(),
-                               db.data(), nullptr, Act{}, a, nullptr, ws, CpuExec{t});
+          cpu::conv2d_backward(bw, ws, CpuExec{t});
           t1 = now_ms();
           if (r >= warmup) times[ai][2].push_back(t1 - t0);
         }
@@ -272,7 +291,7 @@ int run(int argc, char** argv) {
   CLI::App app{"Convolution benchmark: algorithms per pass (passes), the im2col ways (layers), "
                "or the sgemm ceiling alone (sgemm)"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::string mode = "passes", filter, out = "results/bench/conv.csv";
+  std::string mode = "passes", filter, out = "runs/bench/conv.csv";
   std::vector<std::string> algo_names = {"per-image", "winograd", "direct"};
   std::vector<int> threads = {1, 2};
   int repeats = 7, warmup = 2;

@@ -7,7 +7,7 @@
 // after warm-up), the achieved TFLOP/s (the direct convolution's FLOPs over the time) and GB/s
 // (the pass's fewest bytes: every input read once, every output written once), and its floor
 // max(FLOPs / peak, bytes / bandwidth). Rows to --out with the columns of
-// scripts/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers. An algorithm
+// scripts/twins/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers. An algorithm
 // "implicit:TILE" (e.g. implicit:64x128) forces the implicit-GEMM kernels' block tile in the
 // forward and backward-weights passes (its backward-data keeps the chosen tile).
 #include <CLI/CLI.hpp>
@@ -176,7 +176,7 @@ void rest_of_w4(Context& ctx, const Ceilings& ceil, int repeat, CsvWriter& csv,
 
 int run(int argc, char** argv) {
   CLI::App app{"GPU convolution benchmark: every W3/W4/W5 convolution, each pass and algorithm"};
-  std::string out = "results/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit",
+  std::string out = "runs/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit",
               precisions = "fp32,tf32";
   int repeat = 20;
   app.add_option("--out", out, "CSV to append the rows to")->capture_default_str();
@@ -294,46 +294,74 @@ int run(int argc, char** argv) {
       std::function<void(const Algo&)> f;
     };
     std::vector<PassRun> passes;
+    // The convolution's operands (ops/conv/conv_args.h), by pass; ConvTranspose2d's are the
+    // convolution's with the roles named above.
+    ConvFwdTensors fwd;
+    fwd.g = g;
+    fwd.n = n;
+    fwd.k = k;
+    fwd.x = &X;
+    fwd.w = &W;
+    fwd.b = conv_bias ? &B : nullptr;
+    fwd.y = &Y;
+    fwd.act = cact;
+    ConvBwdTensors data;  // dx from dy (through the activation read off y)
+    data.g = g;
+    data.n = n;
+    data.k = k;
+    data.w = &W;
+    data.dy = &dY;
+    data.y = &Y;
+    data.dx = &dX;
+    data.act = cact;
+    ConvBwdTensors wgrad = data;  // dw, db from x and dy
+    wgrad.x = &X;
+    wgrad.dx = nullptr;
+    wgrad.dw = &dW;
+    wgrad.db = conv_bias ? &dB : nullptr;
+    ConvFwdTensors t_fwd = fwd;  // ConvTranspose2d's backward-data: the convolution's forward
+    t_fwd.b = nullptr;
+    t_fwd.act = Act{};
+    ConvBwdTensors t_data = data;  // ConvTranspose2d's forward: the convolution's backward-data
+    t_data.y = nullptr;
+    t_data.act = Act{};
+    auto with_algo = [](auto t, ConvAlgo a) {
+      t.algo = a;
+      return t;
+    };
     const double act_read = cact.kind == FusedAct::None ? 0.0 : fy;
     passes.push_back({"forward", L.transposed ? fy + fw + fx : fx + fw + fy, [&](const Algo& a) {
                         if (L.transposed)
-                          ops::conv2d_backward(ctx, g, n, k, nullptr, W, dY, nullptr, nullptr,
-                                               nullptr, &dX, Act{}, a.a);
+                          ops::conv2d_backward(ctx, with_algo(t_data, a.a));
                         else if (a.dtile != cuda::DirectTile::Auto)
                           cuda::conv2d_direct_forward(
-                              g, n, k, X.data(), W.data(), conv_bias ? B.data() : nullptr,
-                              Y.data(), cact,
+                              ops::conv_ptrs(fwd),
                               ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
                                                               ConvPass::Forward, g, n, k)),
                               ctx.cuda_exec(), a.dtile);
                         else if (a.tile != cuda::ConvTile::Auto)
-                          cuda::conv2d_implicit_forward(g, n, k, X.data(), W.data(),
-                                                        conv_bias ? B.data() : nullptr, Y.data(),
-                                                        cact, ctx.cuda_exec(), a.tile);
+                          cuda::conv2d_implicit_forward(ops::conv_ptrs(fwd), ctx.cuda_exec(), a.tile);
                         else
-                          ops::conv2d_forward(ctx, g, n, k, X, W, conv_bias ? &B : nullptr, Y,
-                                              cact, a.a);
+                          ops::conv2d_forward(ctx, with_algo(fwd, a.a));
                       }});
     if (L.need_dx)
       passes.push_back({"backward-data", L.transposed ? fx + fw + fy : fy + act_read + fw + fx,
                         [&](const Algo& a) {
                           if (L.transposed)
-                            ops::conv2d_forward(ctx, g, n, k, X, W, nullptr, Y, Act{}, a.a);
+                            ops::conv2d_forward(ctx, with_algo(t_fwd, a.a));
                           else if (a.dtile != cuda::DirectTile::Auto)
-                            cuda::conv2d_direct_backward_data(
-                                g, n, k, dY.data(), W.data(), dX.data(),
+                            cuda::conv2d_direct_backward_data(  // the kernel alone, on dy as is
+                                ops::conv_ptrs(t_data),
                                 ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
                                                                 ConvPass::BackwardData, g, n, k)),
                                 ctx.cuda_exec(), a.dtile);
                           else
-                            ops::conv2d_backward(ctx, g, n, k, nullptr, W, dY, &Y, nullptr,
-                                                 nullptr, &dX, cact, a.a);
+                            ops::conv2d_backward(ctx, with_algo(data, a.a));
                         }});
     passes.push_back({"backward-weights", fx + fy + act_read + 2 * fw, [&](const Algo& a) {
                         if (a.dtile != cuda::DirectTile::Auto) {
                           cuda::conv2d_direct_backward_weights(
-                              g, n, k, X.data(), dY.data(), Y.data(), cact, dW.data(),
-                              conv_bias ? dB.data() : nullptr,
+                              ops::conv_ptrs(wgrad),
                               ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
                                                               ConvPass::BackwardWeights, g, n, k)),
                               ctx.cuda_exec(), a.dtile);
@@ -341,12 +369,10 @@ int run(int argc, char** argv) {
                           float* ws = ctx.workspace(
                               Device::CUDA,
                               cuda::conv2d_implicit_backward_weights_ws(g, n, k, a.tile));
-                          cuda::conv2d_implicit_backward_weights(
-                              g, n, k, X.data(), dY.data(), Y.data(), cact, dW.data(),
-                              conv_bias ? dB.data() : nullptr, ws, ctx.cuda_exec(), a.tile);
+                          cuda::conv2d_implicit_backward_weights(ops::conv_ptrs(wgrad), ws,
+                                                                 ctx.cuda_exec(), a.tile);
                         } else {
-                          ops::conv2d_backward(ctx, g, n, k, &X, W, dY, &Y, &dW,
-                                               conv_bias ? &dB : nullptr, nullptr, cact, a.a);
+                          ops::conv2d_backward(ctx, with_algo(wgrad, a.a));
                         }
                       }});
     for (const std::string prec : {"fp32", "tf32"}) {

@@ -2,7 +2,7 @@
 // (as the PyCUDA DCGAN study tuned block and thread counts per kernel): each kernel at W3's and
 // W5's sizes with 64..1024 threads per block, median of --repeat launches timed with CUDA
 // events after --warmup. Prints the table and the fastest shape per kernel; appends rows to
-// --out (results/bench/gpu_launch.csv). The library's defaults (kThreads and the per-kernel
+// --out (runs/bench/gpu_launch.csv by default). The library's defaults (kThreads and the per-kernel
 // choices in lib/ops/*.cu) are set from these results.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -34,7 +34,7 @@ int run(int argc, char** argv) {
   CLI::App app{"Times pdnn's grid-stride GPU kernels at several threads per block"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   int repeat = 50, warmup = 10;
-  std::string out = "results/bench/gpu_launch.csv";
+  std::string out = "runs/bench/gpu_launch.csv";
   app.add_option("--repeat", repeat, "timed launches per point")->capture_default_str();
   app.add_option("--warmup", warmup, "untimed launches before them")->capture_default_str();
   app.add_option("--out", out, "CSV to append rows to ('' = none)")->capture_default_str();

@@ -2,12 +2,16 @@
 // not a test): at each thread count, how many photos per second are decoded into the cache
 // (once per run), and how many training samples (augmented) and test samples (plain) per
 // second are packed into batches at --size. Also the train split's per-channel mean and std
-// (the normalisation the loader uses), against ImageNet's.
+// (the normalisation the loader uses), against ImageNet's. With --masks, --data is an
+// image/mask pair folder (data/image_mask_pairs.h) and the batches carry their per-pixel
+// targets (segmentation).
 //   build/bin/bench_loader [--data datasets/caltech101-6] [--size 224] [--threads 1,2]
 //                          [--batches 20] [--csv results/bench/loader.csv]
+//   build/bin/bench_loader --data datasets/ccp-200 --masks masks --size 256 --batch 16
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +22,7 @@
 #include "run/timing.h"
 #ifdef PDNN_HAVE_OPENCV
 #include "data/image_folder.h"
+#include "data/image_mask_pairs.h"
 #endif
 
 using namespace pdnn;
@@ -31,7 +36,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int run(int argc, char** argv) {
   CLI::App app{"bench_loader: images/s of decoding and of batch packing (augmented and plain)"};
-  std::string data = "datasets/caltech101-6", csv_path;
+  std::string data = "datasets/caltech101-6", csv_path, masks;
   int size = 224, batches = 20, repeats = 3;
   int64_t batch = 64;
   std::vector<int> threads = {1, 2};
@@ -45,6 +50,9 @@ int run(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_option("--threads", threads, "thread counts")->delimiter(',')->capture_default_str();
   app.add_option("--csv", csv_path, "append one row per measurement to this CSV");
+  app.add_option("--masks", masks,
+                 "read --data as an image/mask pair folder with this label set (masks, masks59): "
+                 "segmentation batches, images and per-pixel targets");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,13 +75,37 @@ int run(int argc, char** argv) {
   for (const int t : threads) {
     Context ctx(t);
     const RunInfo info = run_info(ctx);
-    ImageFolderOptions opt;
-    opt.size = size;
-    opt.threads = t;
-    opt.log = nullptr;
+    // The folder as one of the two kinds; the rest reads it as Datasets.
+    std::optional<ImageFolder> folder;
+    std::optional<ImageMaskFolder> pairs;
     const auto t0 = std::chrono::steady_clock::now();
-    const ImageFolder f = load_image_folder(data, opt);
+    if (masks.empty()) {
+      ImageFolderOptions opt;
+      opt.size = size;
+      opt.threads = t;
+      opt.log = nullptr;
+      folder.emplace(load_image_folder(data, opt));
+    } else {
+      ImageMaskOptions opt;
+      opt.masks = masks;
+      opt.size = size;
+      opt.threads = t;
+      opt.log = nullptr;
+      pairs.emplace(load_image_mask_folder(data, opt));
+    }
     const double decode_s = seconds_since(t0);
+    struct View {
+      const Dataset& train;
+      const Dataset& test;
+      int64_t files;
+      int cache_size;
+      size_t cache_bytes;
+      Normalization norm;
+    };
+    const View f = folder ? View{folder->train, folder->test, folder->files, folder->cache_size,
+                                 folder->cache_bytes, folder->norm}
+                          : View{pairs->train, pairs->test, pairs->train.size() + pairs->test.size(),
+                                 pairs->cache_size, pairs->cache_bytes, pairs->norm};
     const int64_t photos = f.train.size() + f.test.size();
     auto report = [&](const char* what, int64_t images, double ips, const TimingStats& ms) {
       std::printf("%-22s %7d %10lld %12.0f %10.2f (%.2f-%.2f)\n", what, t,
@@ -93,19 +125,20 @@ int run(int argc, char** argv) {
                   static_cast<long long>(photos), f.cache_size, f.cache_size,
                   static_cast<double>(f.cache_bytes) / 1e6, f.norm.mean[0], f.norm.mean[1],
                   f.norm.mean[2], f.norm.std[0], f.norm.std[1], f.norm.std[2]);
+      if (pairs) std::printf("# %s\n", pairs->describe().c_str());
       stats_done = true;
     }
     for (const bool augment : {true, false}) {
-      const ImageFolderDataset& split = augment ? f.train : f.test;
+      const Dataset& split = augment ? f.train : f.test;
       LoaderOptions lo;
       lo.batch = batch;
       lo.augment = augment;
       lo.threads = t;
       lo.seed = 1;
       DatasetLoader loader(split, lo);
-      Tensor x;
+      Tensor x, target;
       std::vector<int32_t> y;
-      loader.load(0, x, y);  // warm-up: the batch buffer's pages
+      loader.load(0, x, y, &target);  // warm-up: the batch buffer's pages
       std::vector<double> ms;
       int64_t images = 0;
       double total = 0;
@@ -113,7 +146,7 @@ int run(int argc, char** argv) {
         loader.start_epoch(r);
         for (int64_t b = 0; b < std::min<int64_t>(batches, loader.num_batches()); ++b) {
           const auto s = std::chrono::steady_clock::now();
-          images += loader.load(b, x, y);
+          images += loader.load(b, x, y, &target);
           const double took = seconds_since(s);
           total += took;
           ms.push_back(took * 1e3);

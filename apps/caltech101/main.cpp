@@ -9,7 +9,7 @@
 // lib/train/run_loop.h runs the training.
 //
 // Data: the photos are decoded once into a cache (lib/data/image_folder.h), split per class
-// half/half (the split seed is fixed, so every run and scripts/torch_reference.py test on the
+// half/half (the split seed is fixed, so every run and scripts/twins/torch_reference.py test on the
 // same photos), augmented for training (flip, random resized crop, rotation, brightness and
 // contrast) and packed into batches on a background thread (PrefetchLoader) while the
 // previous batch trains; an epoch is the first --images-per-epoch images of a fresh order.
@@ -211,7 +211,7 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--confusion", o.confusion,
                  "PNG of the test confusion matrix at the end (default "
-                 "results/caltech101/confusion_<model>_<dataset>.png)");
+                 "runs/caltech101/confusion_<model>_<dataset>.png)");
   add_run_flags(app, rc, o.threads, text, "caltech101");
   add_memory_flags(app, rc);
   if (const int status = parse_run_flags(app, rc, text, argc, argv); status >= 0) return status;
@@ -274,13 +274,13 @@ int run(int argc, char** argv) {
                    {"train_images", folder.train.size()},
                    {"images_per_epoch", o.images_per_epoch},
                    {"size", o.size}};
-  if (rc.out.empty()) rc.out = "results/caltech101/" + o.model + "_" + dataset + ".csv";
+  if (rc.out.empty()) rc.out = "runs/caltech101/" + o.model + "_" + dataset + ".csv";
   if (rc.profile_out.empty())
-    rc.profile_out = "results/caltech101/profile_" + o.model + "_" + dataset + "_b" +
+    rc.profile_out = "runs/caltech101/profile_" + o.model + "_" + dataset + "_b" +
                      std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) +
                      (gpu ? "_cuda" : "") + ".csv";
   if (o.confusion.empty())
-    o.confusion = "results/caltech101/confusion_" + o.model + "_" + dataset + ".png";
+    o.confusion = "runs/caltech101/confusion_" + o.model + "_" + dataset + ".png";
   rc.extra_outputs = {{"--confusion", o.confusion}};
   rc.run_columns = {{"skipped_files", skipped_summary(folder)}};
 
@@ -315,7 +315,7 @@ int run(int argc, char** argv) {
       static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
-      info.blas_core.c_str(), info.git_rev.c_str());
+      info.blas_text.c_str(), info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s", load_s,
               model.summary(Shape{o.batch, 3, o.size, o.size}).c_str());
   std::fflush(stdout);
@@ -340,7 +340,7 @@ int run(int argc, char** argv) {
 #else
 int run(int, char**) {
   std::fprintf(stderr, "caltech101: this pdnn was built without OpenCV, which reads the photos "
-                       "(scripts/install_deps.sh, then rebuild)\n");
+                       "(scripts/tools/install_deps.sh, then rebuild)\n");
   return 1;
 }
 #endif

@@ -186,9 +186,9 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   app.add_option("--samples-dir", o.samples_dir,
                  "folder of the per-epoch 8x8 sample grids epoch_NNN.png (default "
-                 "results/dcgan/samples/<dataset>)");
+                 "runs/dcgan/samples/<dataset>)");
   app.add_option("--iterations-out", o.iterations_out,
-                 "CSV with one row per iteration (default results/dcgan/dcgan_<dataset>_"
+                 "CSV with one row per iteration (default runs/dcgan/dcgan_<dataset>_"
                  "iterations.csv)");
   app.add_option("--samples", o.samples,
                  "after the last epoch, write this many generated images for "
@@ -203,7 +203,7 @@ int run(int argc, char** argv) {
       ->expected(1, 100000)
       ->check(CLI::Range(1, kMaxEpochs));
   app.add_option("--samples-out", o.samples_out,
-                 "file of --samples (default results/dcgan/samples_<dataset>_pdnn.idx.gz, or "
+                 "file of --samples (default runs/dcgan/samples_<dataset>_pdnn.idx.gz, or "
                  "..._pdnn_e{epoch}.idx.gz with --samples-epochs)");
   app.add_option("--bn-shards", o.bn_shards,
                  "BatchNorm statistics per shard of N rows of each batch, as N data-parallel "
@@ -277,10 +277,10 @@ int run(int argc, char** argv) {
   rc.must_match = {{"batch", o.batch},
                    {"images_per_epoch", o.images_per_epoch},
                    {"train_images", data.size()}};
-  const std::string base = "results/dcgan/" + rc.model + "_" + gd.name;
+  const std::string base = "runs/dcgan/" + rc.model + "_" + gd.name;
   if (rc.out.empty()) rc.out = base + ".csv";
   if (rc.profile_out.empty())
-    rc.profile_out = "results/dcgan/profile_" + rc.model + "_" + gd.name + "_b" +
+    rc.profile_out = "runs/dcgan/profile_" + rc.model + "_" + gd.name + "_b" +
                      std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) + ".csv";
   const bool bench = rc.steps > 0;
   DcganTaskOptions to;
@@ -291,7 +291,7 @@ int run(int argc, char** argv) {
   to.model = rc.model;
   to.dataset = gd.name;
   if (!bench) {
-    to.samples_dir = o.samples_dir.empty() ? "results/dcgan/samples/" + gd.name : o.samples_dir;
+    to.samples_dir = o.samples_dir.empty() ? "runs/dcgan/samples/" + gd.name : o.samples_dir;
     to.iterations_csv = o.iterations_out.empty() ? base + "_iterations.csv" : o.iterations_out;
     to.samples = o.samples;
     to.samples_epochs = o.samples_epochs;
@@ -299,8 +299,8 @@ int run(int argc, char** argv) {
     if (o.samples > 0)
       to.samples_out = !o.samples_out.empty() ? o.samples_out
                        : o.samples_epochs.empty()
-                           ? "results/dcgan/samples_" + gd.name + "_pdnn.idx.gz"
-                           : "results/dcgan/samples_" + gd.name + "_pdnn_e{epoch}.idx.gz";
+                           ? "runs/dcgan/samples_" + gd.name + "_pdnn.idx.gz"
+                           : "runs/dcgan/samples_" + gd.name + "_pdnn_e{epoch}.idx.gz";
   }
   DcganTask task(ctx, g, d, *opt_g, *opt_d, data, to);
   if (!bench) {
@@ -325,7 +325,7 @@ int run(int argc, char** argv) {
       static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
       epoch_note.empty() ? "" : ("; " + epoch_note).c_str(), o.lr, o.beta1, ctx.threads(),
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
-      info.blas_core.c_str(), info.git_rev.c_str());
+      info.blas_text.c_str(), info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s%s",
               std::chrono::duration<double>(Clock::now() - t_load).count(),
               g.summary(Shape{o.batch, o.model.nz, 1, 1}).c_str(),

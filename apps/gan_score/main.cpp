@@ -1,6 +1,6 @@
 // build/bin/gan_score: the quality of generated images, judged by a pdnn classifier trained on
 // the real data: for each set of samples (IDX files: build/bin/dcgan --samples, and
-// scripts/torch_reference.py dcgan's), and for the held-out real images through the same path,
+// scripts/twins/torch_reference.py dcgan's), and for the held-out real images through the same path,
 // the entropy of the predicted classes, the mean confidence, the Inception-score analogue and
 // the Fréchet distance of the classifier's penultimate features to the real training images'
 // (lib/workloads/dcgan/gan_quality.h). One CSV row per set; a table on stdout.
@@ -173,7 +173,7 @@ int run(int argc, char** argv) {
                  "photos' halves are taken whole)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
-  app.add_option("--out", out, "CSV to append to (default results/dcgan/quality_<dataset>.csv)");
+  app.add_option("--out", out, "CSV to append to (default runs/dcgan/quality_<dataset>.csv)");
   app.add_option("--threads", threads,
                  strprintf("threads (0: all cores, %d here)", omp_get_num_procs()))
       ->capture_default_str();
@@ -226,7 +226,7 @@ int run(int argc, char** argv) {
     named.push_back({s.substr(0, eq), s.substr(eq + 1)});
     inputs.push_back(s.substr(eq + 1));
   }
-  if (out.empty()) out = "results/dcgan/quality_" + real.name + ".csv";
+  if (out.empty()) out = "runs/dcgan/quality_" + real.name + ".csv";
   check_output_files({{"--out", out}}, inputs);
   // All read (and validated) before any row is written; kept as bytes (10,000 colour images are
   // 123 MB so, 0.5 GB as floats) and turned into the judge's input one set at a time.

@@ -60,7 +60,7 @@ struct Options {
   int64_t chunk = 0;
   bool w_streamed = false;
   bool drift = false;
-  std::string out = "results/hebbian/hebbian.csv";
+  std::string out = "runs/hebbian/hebbian.csv";
 };
 
 DType parse_dtype(const std::string& s) { return s == "float64" ? DType::F64 : DType::F32; }
@@ -345,11 +345,11 @@ int run(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_flag("--w-streamed", o.w_streamed, "cuda: stream W from global memory every step instead of keeping it on chip");
   app.add_flag("--drift", o.drift, "show how a run drifts from a float64 CPU run as T grows, instead of timing");
-  app.add_option("--out", o.out, "CSV to append rows to (--drift: results/hebbian/drift.csv; '' = none)")
+  app.add_option("--out", o.out, "CSV to append rows to (--drift: runs/hebbian/drift.csv; '' = none)")
       ->capture_default_str();
   if (const int status = parse_flags(app, "hebbian", argc, argv); status >= 0) return status;
   if (o.drift && app.count("--t") == 0) o.ts = {10, 100, 1000};
-  if (o.drift && app.count("--out") == 0) o.out = "results/hebbian/drift.csv";
+  if (o.drift && app.count("--out") == 0) o.out = "runs/hebbian/drift.csv";
   if (o.threads.empty())
     for (int t = 1; t <= omp_get_num_procs(); ++t) o.threads.push_back(t);
 
@@ -369,11 +369,12 @@ int run(int argc, char** argv) {
   Context ctx(1);
   const RunInfo info = run_info(ctx);
   std::printf("hebbian W6: %s, lr %g, seed %llu, repeat %d | %s, %s, %d cores%s%s | rev %s | %s | "
-              "OMP_PROC_BIND=%s OMP_PLACES=%s\n",
+              "BLAS %s | OMP_PROC_BIND=%s OMP_PLACES=%s\n",
               o.leak == 0 ? "not leaky (as written)" : strprintf("leaky, a = %g", o.leak).c_str(), o.lr,
               static_cast<unsigned long long>(o.seed), o.repeat, info.host.c_str(), info.cpu_model.c_str(),
               omp_get_num_procs(), device_name.empty() ? "" : " | GPU ", device_name.c_str(),
-              info.git_rev.c_str(), info.compiler.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
+              info.git_rev.c_str(), info.compiler.c_str(), info.blas_text.c_str(),
+              env_or("OMP_PROC_BIND", "(unset)"),
               env_or("OMP_PLACES", "(unset)"));
 
   std::unique_ptr<CsvWriter> csv;

@@ -130,9 +130,9 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   rc.inputs = data.files;
   // The same batch size and training set, or a resumed run would not be the same run.
   rc.must_match = {{"batch", o.batch}, {"train_images", data.train.size()}};
-  if (rc.out.empty()) rc.out = "results/mnist/" + o.model + "_" + data.name + ".csv";
+  if (rc.out.empty()) rc.out = "runs/mnist/" + o.model + "_" + data.name + ".csv";
   if (rc.profile_out.empty())
-    rc.profile_out = "results/mnist/profile_" + o.model + "_" + data.name + "_b" +
+    rc.profile_out = "runs/mnist/profile_" + o.model + "_" + data.name + "_b" +
                      std::to_string(o.batch) + "_t" + std::to_string(ctx.threads()) + ".csv";
 
   // The sets are in memory: batches are copied out between steps (no prefetch thread).
@@ -155,7 +155,7 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
       static_cast<long long>(img.w()), static_cast<long long>(o.batch), opt_name.c_str(),
       o.lr > 0 ? strprintf(" lr %g", o.lr).c_str() : "", ctx.threads(),
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
-      info.blas_core.c_str(), info.git_rev.c_str());
+      info.blas_text.c_str(), info.git_rev.c_str());
   std::printf("data loaded in %.2f s\n%s", seconds_since(t_load),
               model.summary(img.with_n(o.batch)).c_str());
   plan_step_memory(ctx, model, *opt, img.with_n(o.batch), rc, rc.steps > 0 ? 0 : to.eval.batch);

@@ -1,5 +1,5 @@
 // W1 pi benchmark: times the serial, OpenMP and OpenMP+SIMD trapezoid sums at each thread count,
-// prints a table and appends median/min/max rows to a CSV (results/pi/pi.csv by default).
+// prints a table and appends median/min/max rows to a CSV (runs/pi/pi.csv by default).
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -84,7 +84,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> variants = {"serial", "omp", "omp-simd"};
   std::vector<int> threads;
   int repeat = 5, warmup = 1;
-  std::string out = "results/pi/pi.csv";
+  std::string out = "runs/pi/pi.csv";
   app.add_option("--n", n, "intervals")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 52));
   app.add_option("--variants", variants,
                  "comma list of serial, omp, omp-simd, cuda-fp64, cuda-fp32 (the GPU sum in "
@@ -112,7 +112,7 @@ int run(int argc, char** argv) {
               "OpenBLAS %s | OMP_PROC_BIND=%s OMP_PLACES=%s\n",
               static_cast<long long>(n), repeat, warmup, info.host.c_str(), info.cpu_model.c_str(),
               omp_get_num_procs(), info.git_rev.c_str(), info.compiler.c_str(),
-              info.blas_core.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
+              info.blas_text.c_str(), env_or("OMP_PROC_BIND", "(unset)"),
               env_or("OMP_PLACES", "(unset)"));
   if (want_gpu) std::printf("GPU: %s\n", info.gpu.c_str());
 

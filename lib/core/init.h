@@ -1,6 +1,6 @@
 // Weight initialisation (He, Glorot, PyTorch's per-layer default). Values are drawn from the
 // context's Rng in row-major order, one draw per uniform value (two per normal), so
-// scripts/torch_reference.py can rebuild the same initial weights from the same seed.
+// scripts/twins/torch_reference.py can rebuild the same initial weights from the same seed.
 #pragma once
 #include <cstdint>
 

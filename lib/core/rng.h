@@ -1,6 +1,6 @@
 // Seeded random numbers, counter-based (splitmix64): value i of a stream is mix(seed + i*gamma),
 // so a block of values can be drawn in parallel with the same result at any thread count, and
-// scripts/torch_reference.py reproduces pdnn's initial weights and data order in numpy.
+// scripts/twins/torch_reference.py reproduces pdnn's initial weights and data order in numpy.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -31,7 +31,7 @@ class Rng {
   // lo + (hi - lo) * u rounded once, as an explicit fused multiply-add: left to the compiler,
   // the expression was contracted to an FMA at -O2/-O3 with FMA hardware but not in a Debug
   // build, so initial weights differed by up to 3e-8 between builds, and
-  // scripts/pdnn_rng.py reproduces the fused form.
+  // scripts/pylib/pdnn_rng.py reproduces the fused form.
   float uniform(float lo, float hi) {
     return std::fmaf(hi - lo, static_cast<float>(uniform()), lo);
   }

@@ -24,6 +24,39 @@ constexpr uint64_t kAugmentSalt = 0xA5A5F00DC0FFEE01ull;
 inline int clamp_index(int i, int n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
 inline float clamp01(float v) { return v < 0.f ? 0.f : (v > 1.f ? 1.f : v); }
 
+// Where output pixel (u,v) samples the source, in pixel-index coordinates (pixel k's centre at
+// k): x = x00 + dxu*u + dxv*v, y = y00 + dyu*u + dyv*v. Shared by the image and its mask, so
+// they cannot drift apart.
+struct SampleMap {
+  double x00, y00, dxu, dxv, dyu, dyv;
+};
+
+SampleMap sample_map(const AugmentDraw& d, int out_h, int out_w) {
+  // Output pixel centre (u + 0.5, v + 0.5), taken relative to the output's centre and scaled
+  // to the crop, mirrored and rotated, lands at crop centre + offset; -0.5 turns the source
+  // point into pixel-index coordinates. Every term is exact for the identity, so that case
+  // copies pixels bit for bit.
+  const double sx = static_cast<double>(d.crop_w) / out_w;
+  const double sy = static_cast<double>(d.crop_h) / out_h;
+  const double theta = d.angle_deg * M_PI / 180.0;
+  const double c = d.angle_deg == 0 ? 1.0 : std::cos(theta);
+  const double s = d.angle_deg == 0 ? 0.0 : std::sin(theta);
+  const double fx = d.flip ? -sx : sx;
+  SampleMap m;
+  m.dxu = c * fx, m.dxv = -s * sy;
+  m.dyu = s * fx, m.dyv = c * sy;
+  const double ou = 0.5 - out_w / 2.0, ov = 0.5 - out_h / 2.0;  // (u,v) = (0,0) offsets
+  const double cx = d.crop_x + d.crop_w / 2.0 - 0.5, cy = d.crop_y + d.crop_h / 2.0 - 0.5;
+  m.x00 = cx + m.dxu * ou + m.dxv * ov, m.y00 = cy + m.dyu * ou + m.dyv * ov;
+  return m;
+}
+
+void check_augment_sizes(const AugmentDraw& d, int src_h, int src_w, int out_h, int out_w) {
+  PDNN_CHECK(src_h >= 1 && src_w >= 1 && out_h >= 1 && out_w >= 1,
+             "augment: source %dx%d, output %dx%d", src_w, src_h, out_w, out_h);
+  PDNN_CHECK(d.crop_w > 0 && d.crop_h > 0, "augment: empty crop %gx%g", d.crop_w, d.crop_h);
+}
+
 }  // namespace
 
 AugmentOptions AugmentOptions::none() {
@@ -31,6 +64,13 @@ AugmentOptions AugmentOptions::none() {
   o.flip = false;
   o.scale_min = o.scale_max = 1.f;
   o.ratio_min = o.ratio_max = 1.f;
+  o.rotate_deg = 0.f;
+  o.brightness = o.contrast = 0.f;
+  return o;
+}
+
+AugmentOptions AugmentOptions::flip_and_crop() {
+  AugmentOptions o;
   o.rotate_deg = 0.f;
   o.brightness = o.contrast = 0.f;
   return o;
@@ -89,24 +129,9 @@ AugmentDraw draw_augment(const AugmentOptions& o, uint64_t key, int src_h, int s
 
 void augment_image(const AugmentDraw& d, const Normalization& norm, int src_h, int src_w,
                    const uint8_t* src, int out_h, int out_w, float* dst) {
-  PDNN_CHECK(src_h >= 1 && src_w >= 1 && out_h >= 1 && out_w >= 1,
-             "augment: source %dx%d, output %dx%d", src_w, src_h, out_w, out_h);
-  PDNN_CHECK(d.crop_w > 0 && d.crop_h > 0, "augment: empty crop %gx%g", d.crop_w, d.crop_h);
-  // Output pixel centre (u + 0.5, v + 0.5), taken relative to the output's centre and scaled
-  // to the crop, mirrored and rotated, lands at crop centre + offset; -0.5 turns the source
-  // point into pixel-index coordinates. Written as x = x0 + u*dxu + v*dxv (and y alike) with
-  // every term exact for the identity, so that case copies pixels bit for bit.
-  const double sx = static_cast<double>(d.crop_w) / out_w;
-  const double sy = static_cast<double>(d.crop_h) / out_h;
-  const double theta = d.angle_deg * M_PI / 180.0;
-  const double c = d.angle_deg == 0 ? 1.0 : std::cos(theta);
-  const double s = d.angle_deg == 0 ? 0.0 : std::sin(theta);
-  const double fx = d.flip ? -sx : sx;
-  const double dxu = c * fx, dxv = -s * sy;
-  const double dyu = s * fx, dyv = c * sy;
-  const double ou = 0.5 - out_w / 2.0, ov = 0.5 - out_h / 2.0;  // (u,v) = (0,0) offsets
-  const double cx = d.crop_x + d.crop_w / 2.0 - 0.5, cy = d.crop_y + d.crop_h / 2.0 - 0.5;
-  const double x00 = cx + dxu * ou + dxv * ov, y00 = cy + dyu * ou + dyv * ov;
+  check_augment_sizes(d, src_h, src_w, out_h, out_w);
+  const SampleMap m = sample_map(d, out_h, out_w);
+  const double x00 = m.x00, y00 = m.y00, dxu = m.dxu, dxv = m.dxv, dyu = m.dyu, dyv = m.dyv;
 
   const int64_t plane = static_cast<int64_t>(out_h) * out_w;
   float* r_out = dst;
@@ -198,6 +223,26 @@ void augment_image(const AugmentDraw& d, const Normalization& norm, int src_h, i
         p[i] = clamp01((p[i] - mean_grey) * d.contrast + mean_grey) * inv_std + shift;
     } else {
       for (int64_t i = 0; i < plane; ++i) p[i] = p[i] * inv_std + shift;
+    }
+  }
+}
+
+void augment_mask(const AugmentDraw& d, int src_h, int src_w, const uint8_t* map, int map_h,
+                  int map_w, int out_h, int out_w, int32_t* dst) {
+  check_augment_sizes(d, src_h, src_w, out_h, out_w);
+  PDNN_CHECK(map_h >= 1 && map_w >= 1, "augment: mask %dx%d", map_w, map_h);
+  const SampleMap m = sample_map(d, out_h, out_w);
+  // Pixel-index x in the image's frame is the continuous x + 0.5 there, map_w / src_w times
+  // that in the map's; the map pixel containing it is the floor.
+  const double kx = static_cast<double>(map_w) / src_w, ky = static_cast<double>(map_h) / src_h;
+  for (int v = 0; v < out_h; ++v) {
+    const double xr = m.x00 + m.dxv * v, yr = m.y00 + m.dyv * v;
+    int32_t* row = dst + static_cast<int64_t>(v) * out_w;
+    for (int u = 0; u < out_w; ++u) {
+      const double x = xr + m.dxu * u, y = yr + m.dyu * u;
+      const int xi = clamp_index(static_cast<int>(std::floor((x + 0.5) * kx)), map_w);
+      const int yi = clamp_index(static_cast<int>(std::floor((y + 0.5) * ky)), map_h);
+      row[u] = map[static_cast<int64_t>(yi) * map_w + xi];
     }
   }
 }

@@ -1,6 +1,8 @@
 // Training-time augmentation of one RGB image: horizontal flip, random resized crop, small
 // rotation, brightness and contrast jitter, then per-channel normalisation, in one bilinear
-// pass from a uint8 source (HWC) to the float sample (CHW) a network reads.
+// pass from a uint8 source (HWC) to the float sample (CHW) a network reads; and of its map of
+// class ids (segmentation) by the same draw, nearest-neighbour, so that map and image stay
+// aligned and the map holds only classes of its source.
 //
 // Seeded and the same at any thread count: every draw of image i in epoch e comes from its own
 // counter-based stream Rng(augment_key(seed, e, i)), so the result depends on (seed, epoch,
@@ -26,6 +28,8 @@ struct AugmentOptions {
 
   // Everything off: the whole source resized, values unchanged (evaluation).
   static AugmentOptions none();
+  // Flip and random resized crop only (no rotation, no jitter): the image/mask pairs' default.
+  static AugmentOptions flip_and_crop();
 };
 
 // One image's draws (public so that tests and tools can build a draw by hand).
@@ -63,5 +67,14 @@ AugmentDraw draw_augment(const AugmentOptions& o, uint64_t key, int src_h, int s
 // normalised. The identity draw with out = src copies the pixels (x 1/255) exactly.
 void augment_image(const AugmentDraw& d, const Normalization& norm, int src_h, int src_w,
                    const uint8_t* src, int out_h, int out_w, float* dst);
+
+// The map of class ids that goes with an image augmented by augment_image(d, ..., src_h,
+// src_w, ..., out_h, out_w, ...): d is drawn for the image's src_h x src_w frame, and the map
+// (map_h x map_w bytes, row-major) covers the same picture at any resolution (a photo cached
+// at a reduced size, its mask at the photo's own). Output pixel (u,v) takes the map pixel that
+// contains the point augment_image samples for it (the same coordinates, scaled to the map),
+// edges clamped as there: dst[v * out_w + u], int32.
+void augment_mask(const AugmentDraw& d, int src_h, int src_w, const uint8_t* map, int map_h,
+                  int map_w, int out_h, int out_w, int32_t* dst);
 
 }  // namespace pdnn

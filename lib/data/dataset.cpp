@@ -7,6 +7,11 @@
 
 namespace pdnn {
 
+void Dataset::read_with_target(int64_t /*i*/, float* /*dst*/, int32_t* /*target*/,
+                               std::optional<uint64_t> /*augment_key*/) const {
+  PDNN_FAIL("data set: no per-pixel targets (one label per sample; read() reads it)");
+}
+
 TensorDataset::TensorDataset(const LabeledImages& data, int num_classes)
     : data_(data), num_classes_(num_classes) {
   PDNN_CHECK(num_classes >= 1, "TensorDataset: %d classes (need at least 1)", num_classes);
@@ -49,6 +54,13 @@ void DatasetRange::read(int64_t i, float* dst, std::optional<uint64_t> augment_k
   PDNN_CHECK(i >= 0 && i < size(), "DatasetRange: sample %lld of %lld", static_cast<long long>(i),
              static_cast<long long>(size()));
   data_.read(begin_ + i, dst, augment_key);
+}
+
+void DatasetRange::read_with_target(int64_t i, float* dst, int32_t* target,
+                                    std::optional<uint64_t> augment_key) const {
+  PDNN_CHECK(i >= 0 && i < size(), "DatasetRange: sample %lld of %lld", static_cast<long long>(i),
+             static_cast<long long>(size()));
+  data_.read_with_target(begin_ + i, dst, target, augment_key);
 }
 
 }  // namespace pdnn

@@ -1,9 +1,15 @@
 // Dataset: what a loader needs from a labelled image set, whatever holds it: the number of
 // samples, each sample's shape and label, and the sample itself written into a caller's buffer
 // (so a loader can pack a batch straight into pinned memory). The IDX sets (in memory, as
-// LabeledImages, through TensorDataset) and the image folders (lib/data/image_folder.h)
-// implement it, DatasetRange views part of one; DatasetLoader and PrefetchLoader
-// (lib/data/dataset_loader.h, prefetch_loader.h) batch any of them.
+// LabeledImages, through TensorDataset), the image folders (lib/data/image_folder.h) and the
+// image/mask pair folders (lib/data/image_mask_pairs.h) implement it, DatasetRange views part
+// of one; DatasetLoader and PrefetchLoader (lib/data/dataset_loader.h, prefetch_loader.h) batch
+// any of them.
+//
+// Targets. A classification set has one label per sample (label()). A set that labels every
+// pixel (segmentation) says so through target_shape(), (H,W), and writes each sample's map of
+// class ids beside its image (read_with_target): the loaders then pack an int32 (N,H,W) target
+// batch too. Its label() is 0 for every sample (there is no per-sample class).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -41,6 +47,15 @@ class Dataset {
   // one without ignores. The same (i, key) always gives the same floats. Safe to call from
   // several threads at once (it only reads the set).
   virtual void read(int64_t i, float* dst, std::optional<uint64_t> augment_key) const = 0;
+
+  // Per-pixel targets: the shape (H,W) of one sample's map of class ids; an empty Shape (rank
+  // 0, the default) for a set with one label per sample.
+  virtual Shape target_shape() const { return Shape{}; }
+  // Writes sample i as read() does to dst and its target map, target_shape().numel() class ids
+  // in [0, num_classes()), to target; both from the same augmentation draws, so the map stays
+  // aligned with the image. Only for sets with a target_shape() (the default throws).
+  virtual void read_with_target(int64_t i, float* dst, int32_t* target,
+                                std::optional<uint64_t> augment_key) const;
 };
 
 // A LabeledImages seen as a Dataset (the IDX sets, generated test data). Holds a reference:
@@ -76,6 +91,9 @@ class DatasetRange : public Dataset {
   std::string class_name(int k) const override { return data_.class_name(k); }
   int32_t label(int64_t i) const override;
   void read(int64_t i, float* dst, std::optional<uint64_t> augment_key) const override;
+  Shape target_shape() const override { return data_.target_shape(); }
+  void read_with_target(int64_t i, float* dst, int32_t* target,
+                        std::optional<uint64_t> augment_key) const override;
 
  private:
   const Dataset& data_;

@@ -54,7 +54,7 @@ int64_t EpochPlan::batch_rows(int64_t b) const {
 }
 
 int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPlan& plan,
-                   int64_t b, Tensor& x, std::vector<int32_t>& y) {
+                   int64_t b, Tensor& x, std::vector<int32_t>& y, Tensor* target) {
   int64_t all = 0;
   const int64_t* idx = plan.batch_indices(b, &all);
   const auto [lo, hi] = shard_rows(all, opt.shard, opt.shards);
@@ -70,6 +70,23 @@ int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPla
   x.resize(Shape{nb, s[0], s[1], s[2]});
   y.resize(static_cast<size_t>(nb));
   float* dst = x.data();
+  const Shape ts = data.target_shape();
+  const bool targets = ts.rank() > 0;
+  int32_t* tdst = nullptr;
+  const int64_t tper = targets ? ts.numel() : 0;
+  if (targets) {
+    PDNN_CHECK(ts.rank() == 2, "loader: target shape %s, expected (H,W)", ts.str().c_str());
+    PDNN_CHECK(target != nullptr,
+               "loader: the data set has per-pixel targets %s; pass a tensor for them",
+               ts.str().c_str());
+    const Shape want{nb, ts[0], ts[1]};
+    // resize() keeps the type (float32 for a default tensor): an int32 one is made here.
+    if (target->dtype() != DType::I32)
+      *target = Tensor(want, DType::I32);
+    else
+      target->resize(want);
+    tdst = target->data<int32_t>();
+  }
   for (int64_t i = 0; i < nb; ++i) y[static_cast<size_t>(i)] = data.label(idx[i]);
   // Each image is independent, so the thread count changes nothing but the time. Errors are
   // carried out of the parallel region (an exception must not cross it).
@@ -82,7 +99,10 @@ int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPla
       try {
         std::optional<uint64_t> key;
         if (opt.augment) key = augment_key(opt.seed, plan.epoch(), idx[i]);
-        data.read(idx[i], dst + i * per, key);
+        if (targets)
+          data.read_with_target(idx[i], dst + i * per, tdst + i * tper, key);
+        else
+          data.read(idx[i], dst + i * per, key);
       } catch (...) {
 #pragma omp critical(pdnn_load_batch_error)
         if (!error) error = std::current_exception();

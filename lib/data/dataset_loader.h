@@ -1,5 +1,5 @@
 // DatasetLoader: batches over any Dataset, the plain (synchronous) path. Each epoch's order is
-// a permutation from epoch_order_rng(seed, epoch) (which scripts/torch_reference.py
+// a permutation from epoch_order_rng(seed, epoch) (which scripts/twins/torch_reference.py
 // reproduces) or the stored order; with augmentation on, image i of epoch e is read with
 // augment_key(seed, e, i). So a batch is a function of (seed, epoch, batch index) alone:
 // PrefetchLoader (prefetch_loader.h) computes the same batches on its own thread, and either
@@ -70,9 +70,11 @@ class EpochPlan {
 
 // Packs batch b of `plan` (with opt.shards > 1: this rank's rows of it): x is resized to
 // (nb,C,H,W) (its storage, and so its memory kind, is kept when large enough) and y to nb
-// labels. Returns nb, the rows packed. Used by both loaders.
+// labels. A set with per-pixel targets (Dataset::target_shape()) also fills `target`, which
+// must then be given: resized to int32 (nb,H,W) (its storage kept when it is int32 and large
+// enough). Returns nb, the rows packed. Used by both loaders.
 int64_t load_batch(const Dataset& data, const LoaderOptions& opt, const EpochPlan& plan,
-                   int64_t b, Tensor& x, std::vector<int32_t>& y);
+                   int64_t b, Tensor& x, std::vector<int32_t>& y, Tensor* target = nullptr);
 
 class DatasetLoader {
  public:
@@ -88,8 +90,9 @@ class DatasetLoader {
 
   // Batch b (0 <= b < num_batches()) of the current epoch into x and y; returns its size
   // (data-parallel: this rank's rows of it).
-  int64_t load(int64_t b, Tensor& x, std::vector<int32_t>& y) const {
-    return load_batch(data_, opt_, plan_, b, x, y);
+  // target: the per-pixel targets of a set that has them (load_batch).
+  int64_t load(int64_t b, Tensor& x, std::vector<int32_t>& y, Tensor* target = nullptr) const {
+    return load_batch(data_, opt_, plan_, b, x, y, target);
   }
   // The images in batch b, all ranks' rows together.
   int64_t batch_rows(int64_t b) const { return plan_.batch_rows(b); }

@@ -122,8 +122,9 @@ bool header_size(const std::vector<uint8_t>& b, Format format, int64_t* w, int64
   return false;
 }
 
-// Reads a whole file; "" or the problem.
-std::string read_file(const std::string& path, std::vector<uint8_t>* out) {
+}  // namespace
+
+std::string read_file_bytes(const std::string& path, std::vector<uint8_t>* out) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return std::string("cannot open: ") + std::strerror(errno);
   out->clear();
@@ -137,20 +138,33 @@ std::string read_file(const std::string& path, std::vector<uint8_t>* out) {
   return "";
 }
 
+namespace {
+
+// OpenCV allocates the whole image from the header's size before it reads any pixel (and
+// accepts up to 2^30 pixels), so a 50-byte corrupt BMP claiming 1044 x 720884 pixels took
+// 2.26 GB per decoding thread (found by fuzz_image_folder). The size is checked first.
+std::string too_large(int64_t w, int64_t h) {
+  // Each side first: a PNG may claim 2^32 - 1 x 2^32 - 1, whose product overflows.
+  if (w <= kMaxImagePixels && h <= kMaxImagePixels && w * h <= kMaxImagePixels) return "";
+  return "image too large (" + std::to_string(w) + " x " + std::to_string(h) +
+         " pixels to decode; at most " + std::to_string(kMaxImagePixels) + ")";
+}
+
 }  // namespace
 
+std::string check_announced_size(const std::vector<uint8_t>& bytes) {
+  int64_t w, h;
+  const Format format = sniff(bytes);
+  if (format == Format::Other || format == Format::Jpeg || !header_size(bytes, format, &w, &h))
+    return "";
+  return too_large(w, h);
+}
+
 std::string decode_image_bytes(const std::vector<uint8_t>& bytes, int side, bool center_crop,
-                               uint8_t* dst) {
-  // OpenCV allocates the whole image from the header's size before it reads any pixel (and
-  // accepts up to 2^30 pixels), so a 50-byte corrupt BMP claiming 1044 x 720884 pixels took
-  // 2.26 GB per decoding thread (found by fuzz_image_folder). The size is checked first.
-  auto too_large = [](int64_t w, int64_t h) -> std::string {
-    // Each side first: a PNG may claim 2^32 - 1 x 2^32 - 1, whose product overflows.
-    if (w <= kMaxImagePixels && h <= kMaxImagePixels && w * h <= kMaxImagePixels) return "";
-    return "image too large (" + std::to_string(w) + " x " + std::to_string(h) +
-           " pixels to decode; at most " + std::to_string(kMaxImagePixels) + ")";
-  };
+                               uint8_t* dst, int* src_w, int* src_h) {
   std::string problem;
+  if (src_w) *src_w = 0;
+  if (src_h) *src_h = 0;
   if (bytes.empty()) return "empty file";
   const Format format = sniff(bytes);
   if (format == Format::Other) return "not a JPEG, PNG or BMP file";
@@ -177,16 +191,19 @@ std::string decode_image_bytes(const std::vector<uint8_t>& bytes, int side, bool
       problem = too_large((w + scale - 1) / scale, (h + scale - 1) / scale);
       if (!problem.empty()) return problem;
       img = cv::imdecode(bytes, flags);
+      if (src_w) *src_w = w;
+      if (src_h) *src_h = h;
     } else {
-      int64_t w, h;
-      if (header_size(bytes, format, &w, &h)) {
-        problem = too_large(w, h);
-        if (!problem.empty()) return problem;
-      }
+      problem = check_announced_size(bytes);
+      if (!problem.empty()) return problem;
       // PNG and BMP as stored (grey, grey+alpha, RGB, RGBA; 8 or 16 bits), converted below.
       img = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
     }
     if (img.empty() || img.cols < 1 || img.rows < 1) return "cannot decode (corrupt or unsupported)";
+    // The size as stored (a JPEG's frame, whatever scale it was decoded at; the decoded size
+    // when its header had none).
+    if (src_w && *src_w == 0) *src_w = img.cols;
+    if (src_h && *src_h == 0) *src_h = img.rows;
     if (img.depth() == CV_16U) {
       cv::Mat eight;
       img.convertTo(eight, CV_8U, 1.0 / 257.0);  // rounds; 65535 -> 255, 257 k -> k
@@ -232,7 +249,7 @@ namespace {
 // Decodes one file into side x side x 3 RGB bytes at dst; "" or why it was skipped.
 std::string decode_into(const std::string& path, int side, bool center_crop, uint8_t* dst) {
   std::vector<uint8_t> bytes;
-  const std::string problem = read_file(path, &bytes);
+  const std::string problem = read_file_bytes(path, &bytes);
   if (!problem.empty()) return problem;
   return decode_image_bytes(bytes, side, center_crop, dst);
 }
@@ -270,19 +287,25 @@ uint64_t name_hash(const std::string& name) {
   return h;
 }
 
-// Per-channel mean and std of the given cached images' bytes / 255. Integer sums are exact,
-// so the result does not depend on the thread count or order.
-Normalization channel_statistics(const ImageStore& store, const std::vector<int64_t>& images,
-                                 int threads) {
+std::string with_commas(int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+}  // namespace
+
+Normalization rgb_channel_statistics(const uint8_t* cache, size_t bytes_per_image,
+                                     const std::vector<int64_t>& which, int threads) {
   uint64_t sum[3] = {0, 0, 0}, sum_sq[3] = {0, 0, 0};
-  const int64_t n = static_cast<int64_t>(images.size());
-  const size_t per = store.bytes_per_image();
+  const int64_t n = static_cast<int64_t>(which.size());
+  const size_t per = bytes_per_image;
 #pragma omp parallel num_threads(threads) reduction(+ : sum[:3], sum_sq[:3]) if (n > 64)
   {
     observe_team();
 #pragma omp for nowait
     for (int64_t i = 0; i < n; ++i) {
-      const uint8_t* p = store.image(images[static_cast<size_t>(i)]);
+      const uint8_t* p = cache + per * static_cast<size_t>(which[static_cast<size_t>(i)]);
       for (size_t k = 0; k < per; k += 3)
         for (int c = 0; c < 3; ++c) {
           const uint64_t v = p[k + static_cast<size_t>(c)];
@@ -302,14 +325,6 @@ Normalization channel_statistics(const ImageStore& store, const std::vector<int6
   }
   return norm;
 }
-
-std::string with_commas(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return s;
-}
-
-}  // namespace
 
 // ---- ImageFolderDataset ---------------------------------------------------------------------
 
@@ -493,7 +508,8 @@ ImageFolder load_image_folder(const std::string& dir, const ImageFolderOptions& 
     out.test_per_class.push_back(n - n_train);
     begin += n;
   }
-  out.norm = opt.norm ? *opt.norm : channel_statistics(*store, train, threads);
+  out.norm =
+      opt.norm ? *opt.norm : rgb_channel_statistics(store->pixels.get(), per, train, threads);
   out.train = ImageFolderDataset(store, std::move(train), opt.size, opt.augment, out.norm);
   out.test = ImageFolderDataset(store, std::move(test), opt.size, AugmentOptions::none(), out.norm);
   out.cache_bytes = per * static_cast<size_t>(n_files);

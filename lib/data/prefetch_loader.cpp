@@ -25,11 +25,21 @@ PrefetchLoader::PrefetchLoader(const Dataset& data, const LoaderOptions& opt, in
   plan_ = std::make_shared<const EpochPlan>(data, opt, 0);  // checks the options
   const Shape s = data.sample_shape();
   const Shape full{opt.batch, s[0], s[1], s[2]};
+  const Shape ts = data.target_shape();
+  PDNN_CHECK(ts.rank() == 0 || ts.rank() == 2,
+             "prefetch loader: target shape %s, expected (H,W) or none", ts.str().c_str());
+  const Shape full_target = ts.rank() == 2 ? Shape{opt.batch, ts[0], ts[1]} : Shape{};
+  auto slot_tensor = [&](const Shape& shape, DType type) {
+    Tensor t = allocate ? allocate(shape, type) : Tensor(shape, type);
+    PDNN_CHECK(t.shape() == shape && t.dtype() == type,
+               "prefetch loader: the allocator gave %s %s for %s %s", dtype_name(t.dtype()),
+               t.shape().str().c_str(), dtype_name(type), shape.str().c_str());
+    return t;
+  };
   slots_.resize(static_cast<size_t>(depth) + 1);
   for (size_t k = 0; k < slots_.size(); ++k) {
-    slots_[k].x = allocate ? allocate(full) : Tensor(full);
-    PDNN_CHECK(slots_[k].x.shape() == full, "prefetch loader: the allocator gave %s for %s",
-               slots_[k].x.shape().str().c_str(), full.str().c_str());
+    slots_[k].x = slot_tensor(full, DType::F32);
+    if (ts.rank() == 2) slots_[k].target = slot_tensor(full_target, DType::I32);
     slots_[k].y.reserve(static_cast<size_t>(opt.batch));
     free_.push_back(static_cast<int>(k));
   }
@@ -61,7 +71,7 @@ void PrefetchLoader::run() {
     std::exception_ptr error;
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      load_batch(data_, opt_, *plan, b, batch.x, batch.y);
+      load_batch(data_, opt_, *plan, b, batch.x, batch.y, &batch.target);
       batch.epoch = plan->epoch();
       batch.index = b;
       batch.batch_rows = plan->batch_rows(b);

@@ -13,8 +13,9 @@
 // trainer waited, for the CSV.
 //
 // Memory. Slots of `depth` + 1 batches: the one the caller holds and up to `depth` prepared
-// ahead. Each slot's tensor comes from the BatchAllocator, once, at the full batch shape: the
-// hook by which the CUDA path packs into pinned host memory (default: an ordinary Tensor).
+// ahead. Each slot's tensors (the images, and a set's per-pixel targets when it has them) come
+// from the BatchAllocator, once, at the full batch shape: the hook by which the CUDA path packs
+// into pinned host memory (default: ordinary Tensors).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -35,6 +36,8 @@ namespace pdnn {
 struct Batch {
   Tensor x;                    // (n,C,H,W)
   std::vector<int32_t> y;      // n labels
+  Tensor target;               // int32 (n,H,W) per-pixel class ids (Dataset::target_shape());
+                               // empty for a set with one label per sample
   int64_t epoch = -1, index = -1;
   int64_t batch_rows = 0;      // images in the whole batch (data-parallel: y holds a shard)
   int64_t size() const { return static_cast<int64_t>(y.size()); }
@@ -50,8 +53,9 @@ struct LoaderStats {
 
 class PrefetchLoader {
  public:
-  // A tensor of the given shape for one slot (e.g. in pinned host memory).
-  using BatchAllocator = std::function<Tensor(const Shape&)>;
+  // A tensor of the given shape and type for one slot (e.g. in pinned host memory): float32
+  // images, int32 per-pixel targets.
+  using BatchAllocator = std::function<Tensor(const Shape&, DType)>;
 
   // data must outlive the loader. depth >= 1. Starts preparing epoch 0 at once.
   PrefetchLoader(const Dataset& data, const LoaderOptions& opt, int depth = 1,

@@ -1,4 +1,4 @@
-// Image resampling in plain C++, defined as PyTorch's so that scripts/torch_reference.py
+// Image resampling in plain C++, defined as PyTorch's so that scripts/twins/torch_reference.py
 // prepares the same pixels:
 //   resize_bilinear: torch.nn.functional.interpolate(mode="bilinear", align_corners=False)
 //     without antialiasing: output pixel j samples the input at max((j + 0.5) * in/out - 0.5, 0)

@@ -9,7 +9,7 @@ struct Communicator::Impl {};
 
 namespace {
 [[noreturn]] void no_mpi() {
-  PDNN_FAIL("--distributed: this pdnn was built without MPI (scripts/install_deps.sh installs "
+  PDNN_FAIL("--distributed: this pdnn was built without MPI (scripts/tools/install_deps.sh installs "
             "libopenmpi-dev; then reconfigure and rebuild)");
 }
 }  // namespace

@@ -60,8 +60,18 @@ void Conv2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const ConvGeom g = geom(x.shape());
   const int64_t n = x.shape().n();
   check_same_shape("conv2d forward: y", y.shape(), Shape{n, out_ch_, g.oh, g.ow});
-  ops::conv2d_forward(ctx, g, n, out_ch_, x, weight_, has_bias_ ? &bias_ : nullptr, y, act_, algo_,
-                      keep_columns_ ? &cols_ : nullptr);
+  ConvFwdTensors a;
+  a.g = g;
+  a.n = n;
+  a.k = out_ch_;
+  a.x = &x;
+  a.w = &weight_;
+  a.b = has_bias_ ? &bias_ : nullptr;
+  a.y = &y;
+  a.act = act_;
+  a.algo = algo_;
+  a.saved_cols = keep_columns_ ? &cols_ : nullptr;
+  ops::conv2d_forward(ctx, a);
 }
 
 void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -83,11 +93,22 @@ void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tens
       ops::leaky_relu_backward(ctx, act_.slope, y, d, d);
     act = Act{};
   }
-  ops::conv2d_backward(ctx, g, n, out_ch_, &x, weight_, dy,
-                       act.kind == FusedAct::None ? nullptr : &y,
-                       param_grads_ ? &dweight_ : nullptr,
-                       has_bias_ && param_grads_ ? &dbias_ : nullptr, dx, act, algo_,
-                       keep_columns_ ? &cols_ : nullptr, in_act_);
+  ConvBwdTensors a;
+  a.g = g;
+  a.n = n;
+  a.k = out_ch_;
+  a.x = &x;
+  a.w = &weight_;
+  a.dy = &dy;
+  a.y = act.kind == FusedAct::None ? nullptr : &y;
+  a.dw = param_grads_ ? &dweight_ : nullptr;
+  a.db = has_bias_ && param_grads_ ? &dbias_ : nullptr;
+  a.dx = dx;
+  a.act = act;
+  a.algo = algo_;
+  a.saved_cols = keep_columns_ ? &cols_ : nullptr;
+  a.dx_act = in_act_;
+  ops::conv2d_backward(ctx, a);
 }
 
 std::vector<Param> Conv2d::params() {

@@ -61,8 +61,15 @@ void ConvTranspose2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   const ConvGeom g = geom(x.shape());
   const int64_t n = x.shape().n();
   check_same_shape("conv_transpose2d forward: y", y.shape(), Shape{n, out_ch_, g.h, g.w});
-  ops::conv2d_backward(ctx, g, n, in_ch_, nullptr, weight_, x, nullptr, nullptr, nullptr, &y, Act{},
-                       algo_);
+  ConvBwdTensors a;  // y is the convolution's dx of dy := x
+  a.g = g;
+  a.n = n;
+  a.k = in_ch_;
+  a.w = &weight_;
+  a.dy = &x;
+  a.dx = &y;
+  a.algo = algo_;
+  ops::conv2d_backward(ctx, a);
   if (has_bias_) ops::bias_add(ctx, n, out_ch_, g.h * g.w, bias_, y);
 }
 
@@ -75,10 +82,28 @@ void ConvTranspose2d::backward(Context& ctx, const Tensor& x, const Tensor& y, c
   if (dx) check_same_shape("conv_transpose2d backward: dx", dx->shape(), x.shape());
   if (param_grads_) {
     if (has_bias_) ops::bias_backward(ctx, n, out_ch_, g.h * g.w, dy, dbias_);
-    ops::conv2d_backward(ctx, g, n, in_ch_, &dy, weight_, x, nullptr, &dweight_, nullptr, nullptr,
-                         Act{}, algo_);
+    ConvBwdTensors a;  // the convolution's weight gradient, with x := dy and dy := x
+    a.g = g;
+    a.n = n;
+    a.k = in_ch_;
+    a.x = &dy;
+    a.w = &weight_;
+    a.dy = &x;
+    a.dw = &dweight_;
+    a.algo = algo_;
+    ops::conv2d_backward(ctx, a);
   }
-  if (dx) ops::conv2d_forward(ctx, g, n, in_ch_, dy, weight_, nullptr, *dx, Act{}, algo_);
+  if (dx) {
+    ConvFwdTensors a;  // dx is the convolution's forward of dy
+    a.g = g;
+    a.n = n;
+    a.k = in_ch_;
+    a.x = &dy;
+    a.w = &weight_;
+    a.y = dx;
+    a.algo = algo_;
+    ops::conv2d_forward(ctx, a);
+  }
 }
 
 std::vector<Param> ConvTranspose2d::params() {

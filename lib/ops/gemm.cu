@@ -6,6 +6,7 @@
 #include "cuda/launch.h"
 #include "ops/dense.h"
 #include "ops/gemm.h"
+#include "ops/kit/act.h"
 
 namespace pdnn {
 namespace cuda {
@@ -34,23 +35,20 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int6
 
 namespace {
 
-__device__ __forceinline__ float apply(float z, Act a) {
-  if (a.kind == FusedAct::None) return z;
-  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
-}
+using kit::act_apply;
 
 // y (n, out) = act(y + b) after a GEMM with beta 0.
 __global__ void rows_bias_act(int n, int out, const float* __restrict__ b, Act act,
                               float* __restrict__ y) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n * out; i += gridDim.x * blockDim.x)
-    y[i] = apply(y[i] + (b ? b[i % out] : 0.f), act);
+    y[i] = act_apply(y[i] + (b ? b[i % out] : 0.f), act);
 }
 
 // g = act'(y) dy.
 __global__ void act_mask(int total, const float* __restrict__ y, const float* __restrict__ dy,
                          Act act, float* __restrict__ g) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
-    g[i] = y[i] > 0.f ? dy[i] : (act.kind == FusedAct::ReLU ? 0.f : act.slope * dy[i]);
+    g[i] = kit::act_grad(y[i], dy[i], act);
 }
 
 // db[o] += sum over rows of g[i][o], rows in order (the CPU's order: bit-identical).
@@ -153,7 +151,7 @@ __global__ void dense_small(int n, int in, int out, const float* __restrict__ x,
   if (threadIdx.x < n) {
     float s = 0.f;
     for (int wp = 0; wp < kDenseThreads / 32; ++wp) s += part[threadIdx.x][wp];
-    y[threadIdx.x * out + o] = apply(s + (b ? b[o] : 0.f), act);
+    y[threadIdx.x * out + o] = act_apply(s + (b ? b[o] : 0.f), act);
   }
 }
 

@@ -13,6 +13,8 @@
 #include "core/rng.h"
 #include "ops/basic.h"
 #include "ops/dispatch.h"
+#include "ops/kit/act.h"
+#include "ops/kit/argmax.h"
 
 namespace pdnn {
 
@@ -53,7 +55,7 @@ void maxpool2x2_row(const float* __restrict x0, const float* __restrict x1, int3
     const __m512 c = _mm512_permutex2var_ps(p1, even, q1), d = _mm512_permutex2var_ps(p1, odd, q1);
     __m512 best = a;
     __m512i bi = _mm512_setzero_si512();
-    // Row-major order, strict '>' (first maximum wins), a NaN candidate wins (as PyTorch).
+    // kit::argmax_takes in mask registers: row-major order, strict '>', a NaN candidate wins.
     __mmask16 t = _mm512_cmp_ps_mask(b, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
     best = _mm512_mask_blend_ps(t, best, b);
     bi = _mm512_mask_blend_epi32(t, bi, _mm512_set1_epi32(1));
@@ -96,15 +98,14 @@ void maxpool2x2_plane(const Pool2d& g, const float* __restrict xp, float* __rest
       const float a = x0[2 * ox], b = x0[2 * ox + 1], c = x1[2 * ox], d = x1[2 * ox + 1];
       float best = a;
       uint8_t bi = 0;
-      // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|', not
-      // '||': no branch).
-      bool t = (b > best) | (b != b);
+      // The argmax rule (ops/kit/argmax.h) as selects: no branch.
+      bool t = kit::argmax_takes(b, best);
       best = t ? b : best;
       bi = t ? 1 : bi;
-      t = (c > best) | (c != c);
+      t = kit::argmax_takes(c, best);
       best = t ? c : best;
       bi = t ? 2 : bi;
-      t = (d > best) | (d != d);
+      t = kit::argmax_takes(d, best);
       best = t ? d : best;
       bi = t ? 3 : bi;
       yr[ox] = best;
@@ -141,9 +142,7 @@ void maxpool_plane(const Pool2d& g, const float* __restrict xp, float* __restric
           const uint8_t here = static_cast<uint8_t>(ky * g.k + kx);
           for (int32_t j = 0; j < n; ++j) {
             const float v = xr[j * s];
-            // Strict '>' keeps the first maximum; 'v != v' lets a NaN win, as in PyTorch ('|',
-            // not '||': no branch).
-            const bool take = (v > yo[j]) | (v != v);
+            const bool take = kit::argmax_takes(v, yo[j]);  // the argmax rule, as a select
             yo[j] = take ? v : yo[j];
             off[j] = take ? here : off[j];
           }
@@ -156,19 +155,7 @@ void maxpool_plane(const Pool2d& g, const float* __restrict xp, float* __restric
 
 // The offset of the maximum of the window at (oy, ox) of plane xp, by the forward's rule.
 inline int window_argmax(const Pool2d& g, const float* __restrict xp, int64_t oy, int64_t ox) {
-  float best = -std::numeric_limits<float>::infinity();
-  int at = 0;
-  for (int64_t ky = 0; ky < g.k; ++ky) {
-    const float* xr = xp + (oy * g.s + ky) * g.w + ox * g.s;
-    for (int64_t kx = 0; kx < g.k; ++kx) {
-      const float v = xr[kx];
-      if ((v > best) | (v != v)) {
-        best = v;
-        at = static_cast<int>(ky * g.k + kx);
-      }
-    }
-  }
-  return at;
+  return kit::window_max(xp, g.w, g.k, g.s, oy, ox).at;
 }
 
 }  // namespace
@@ -227,7 +214,7 @@ void maxpool_backward_planes(const Pool2d& g, const float* x, const float* dy,
         float& d = dxp[oy * g.s * g.w + ox * g.s + rel[off]];
         const float v = kMask ? dyp[o] * mp[o] : dyp[o];
         if (yp)  // through the activation (windows do not overlap: checked by the op)
-          d = yp[o] > 0.f ? v : (act.kind == FusedAct::ReLU ? 0.f : act.slope * v);
+          d = kit::act_grad(yp[o], v, act);
         else
           d += v;
       }

@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "cuda/launch.h"
+#include "ops/kit/act.h"
+#include "ops/kit/argmax.h"
 #include "ops/maxpool2d.h"
 
 namespace pdnn {
@@ -31,19 +33,7 @@ struct Drop {
 // The offset of the maximum of window (oy, ox) in plane xp, by the forward's rule.
 __device__ __forceinline__ int window_argmax(const Pool32& g, const float* __restrict__ xp, int oy,
                                              int ox) {
-  float best = -INFINITY;
-  int at = 0;
-  for (int ky = 0; ky < g.k; ++ky) {
-    const int row = (oy * g.s + ky) * g.w + ox * g.s;
-    for (int kx = 0; kx < g.k; ++kx) {
-      const float v = xp[row + kx];
-      if (v > best || isnan(v)) {
-        best = v;
-        at = ky * g.k + kx;
-      }
-    }
-  }
-  return at;
+  return kit::window_max(xp, g.w, g.k, g.s, oy, ox).at;
 }
 
 template <bool kDrop>
@@ -56,18 +46,9 @@ __global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
     const float* xp = x + static_cast<int64_t>(plane) * g.h * g.w;
     for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < p_out; o += gridDim.x * blockDim.x) {
       const int oy = o / g.ow, ox = o - oy * g.ow;
-      float best = -INFINITY;
-      int bi = 0;
-      for (int ky = 0; ky < g.k; ++ky) {
-        const int row = (oy * g.s + ky) * g.w + ox * g.s;
-        for (int kx = 0; kx < g.k; ++kx) {
-          const float v = xp[row + kx];
-          if (v > best || isnan(v)) {
-            best = v;
-            bi = ky * g.k + kx;
-          }
-        }
-      }
+      const kit::WindowMax wm = kit::window_max(xp, g.w, g.k, g.s, oy, ox);
+      float best = wm.value;
+      const int bi = wm.at;
       const int64_t at = static_cast<int64_t>(plane) * p_out + o;
       if (kDrop) {
         const bool keep = rng_to_unit(rng_at(drop.seed, base + static_cast<uint64_t>(at) + 1)) >=
@@ -111,7 +92,7 @@ __global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* _
             s = kMask ? dyp[o] * mp[o] : dyp[o];
             if (y) {
               const float yv = y[static_cast<int64_t>(plane) * p_out + o];
-              s = yv > 0.f ? s : (act.kind == FusedAct::ReLU ? 0.f : act.slope * s);
+              s = kit::act_grad(yv, s, act);
             }
           }
         }

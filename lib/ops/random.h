@@ -3,7 +3,7 @@
 //   u1 = 1 - to_unit(at(seed, base + 2i + 1)),  u2 = to_unit(at(seed, base + 2i + 2)),
 //   y[i] = fmaf(stddev, float(sqrt(-2 ln u1) cos(2 pi u2)), mean)
 // which is exactly what n calls of Rng::normal() followed by init::normal's fmaf give, so a
-// host draw, a device draw and scripts/pdnn_rng.py agree (the GPU's double log/cos are within
+// host draw, a device draw and scripts/pylib/pdnn_rng.py agree (the GPU's double log/cos are within
 // an ulp of glibc's: the float results match but for rare last-bit differences).
 // The DCGAN's noise batches are drawn this way inside its CUDA graph (the position lives in
 // device memory, as dropout's does).

@@ -137,21 +137,22 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
   app.add_option("--conv-algo-cache", cfg.conv_algo_cache,
                  "file that keeps the GPU's per-shape algorithm choices across runs (default "
                  "$XDG_CACHE_HOME/pdnn/algorithms.tsv, else ~/.cache/pdnn/algorithms.tsv; "
-                 "none: keep nothing)");
+                 "none: keep nothing; a CPU run checks that it can be written and says it does "
+                 "not use it)");
   app.add_option("--seed", text.seed,
                  "seed of the initial weights, data order and dropout (0..2^64-1)")
       ->capture_default_str()
       ->type_name("UINT")
       ->check(u64_validator());
   app.add_option("--out", cfg.out,
-                 "CSV to append one row per epoch to (default results/" + app_name +
+                 "CSV to append one row per epoch to (default runs/" + app_name +
                      "/<model>_<dataset>.csv)");
   auto* checkpoint = app.add_option(
       "--checkpoint", cfg.checkpoint,
       "checkpoint file, written before the first epoch and at each epoch end");
   auto* save_init = app.add_option(
       "--save-init", cfg.save_init,
-      "also write the initial weights as a checkpoint (for scripts/torch_reference.py; an "
+      "also write the initial weights as a checkpoint (for scripts/twins/torch_reference.py; an "
       "existing file is replaced only with --overwrite)");
   app.add_option("--save-weights", cfg.save_weights,
                  "after the last epoch, write the trained weights alone (no optimizer state; "
@@ -177,7 +178,7 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
       ->needs("--steps");
   app.add_flag("--profile", cfg.profile, "per-layer time table (printed, and written as CSV)");
   app.add_option("--profile-out", cfg.profile_out,
-                 "profile CSV (default results/" + app_name +
+                 "profile CSV (default runs/" + app_name +
                      "/profile_<model>_<dataset>_b<batch>_t<threads>.csv)");
   auto* dist = app.add_flag(
       "--distributed", text.distributed,
@@ -213,10 +214,21 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
   // (data-parallel: every 10 steps, when the loop synchronises anyway, so that every rank
   // reads them at the same steps).
   if (cfg.device == "cuda") cfg.check_every = text.distributed ? 10 : 0;
-  if (!text.distributed) return;
+  // The algorithm cache is the GPU's, but a path that cannot be written fails here on every
+  // device, before any work; a CPU run says once that it keeps nothing there.
+  const bool cache_named = !cfg.conv_algo_cache.empty() && cfg.conv_algo_cache != "none";
+  if (cache_named) check_output_files({{"--conv-algo-cache", cfg.conv_algo_cache}}, {});
+  const auto note_cache = [&cfg, cache_named](bool first_rank) {
+    if (cache_named && cfg.device != "cuda" && first_rank)
+      std::printf("%s: --conv-algo-cache %s: not used on the CPU (it keeps the GPU's "
+                  "convolution algorithm choices)\n",
+                  cfg.app.c_str(), cfg.conv_algo_cache.c_str());
+  };
+  if (!text.distributed) return note_cache(true);
   // Every rank must agree on these: all the flags as parsed, defaults included.
   cfg.flags_text = app.config_to_str(true, false);
   cfg.comm = Communicator::join(text.dist);  // fails in one line without a launcher or MPI
+  note_cache(cfg.comm->rank() == 0);
   if (text.threads && *text.threads == 0) *text.threads = default_rank_threads(*cfg.comm);
   if (text.threads && *text.threads > allowed_cpus())
     std::fprintf(stderr,

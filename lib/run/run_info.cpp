@@ -8,6 +8,7 @@
 
 #include "core/context.h"
 #include "core/cuda_state.h"
+#include "run/blas_core.h"
 #include "pdnn_version.h"
 
 namespace pdnn {
@@ -60,6 +61,7 @@ RunInfo run_info(const Context& ctx) {
   r.timestamp = iso8601_utc_now();
   r.cpu_model = read_cpu_model();
   r.blas_core = blas_core_name();
+  r.blas_text = blas_core_text();
   r.compiler = compiler_name();
   r.threads = ctx.threads();
   if (ctx.has_cuda()) r.gpu = ctx.cuda().info().str();

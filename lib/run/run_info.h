@@ -13,6 +13,7 @@ struct RunInfo {
   std::string timestamp;  // ISO 8601 UTC, e.g. 2024-05-01T12:34:56Z
   std::string cpu_model;  // "model name" from /proc/cpuinfo, "unknown" if absent
   std::string blas_core;  // OpenBLAS kernel set, e.g. Haswell, Zen
+  std::string blas_text;  // for the run header: the core and how it was chosen (blas_core.h)
   std::string compiler;   // e.g. "GCC 12.2.0"
   int threads = 1;        // ctx.threads()
   std::string gpu;        // the context's GPU (name, memory, compute capability, driver), or ""

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "dist/communicator.h"
+#include "run/blas_core.h"
 
 namespace pdnn {
 
@@ -19,6 +20,9 @@ TimingStats timing_stats(std::vector<double> v) {
 }
 
 int run_app(const char* name, int (*body)(int, char**), int argc, char** argv) {
+  // First of all, before OpenMP starts a thread or anything is printed: an OpenBLAS that
+  // misdetected the CPU gets the right kernels by running this process again (blas_core.h).
+  ensure_blas_core();
   try {
     return body(argc, argv);
   } catch (const std::exception& e) {

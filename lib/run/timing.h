@@ -14,7 +14,8 @@ struct TimingStats {
 TimingStats timing_stats(std::vector<double> samples);
 
 // Runs an app's body: any exception becomes one line "<name>: error: <what>" on stderr and
-// exit status 1, so bad input never ends in a crash or a core dump.
+// exit status 1, so bad input never ends in a crash or a core dump. Before the body, the
+// process may execute itself again for the right OpenBLAS kernels (ensure_blas_core).
 int run_app(const char* name, int (*body)(int, char**), int argc, char** argv);
 
 }  // namespace pdnn

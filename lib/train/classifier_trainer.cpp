@@ -172,8 +172,8 @@ Evaluator::Evaluator(Context& ctx, const Dataset& data, const EvalOptions& opt)
   labels_ = Tensor(Shape{opt.batch}, DType::I32, ctx.staging_allocator());
   if (data.size() == 0) return;
   if (opt.prefetch > 0) {
-    prefetch_ = std::make_unique<PrefetchLoader>(data, lo, opt.prefetch, [&ctx](const Shape& s) {
-      return Tensor(s, DType::F32, ctx.staging_allocator());
+    prefetch_ = std::make_unique<PrefetchLoader>(data, lo, opt.prefetch, [&ctx](const Shape& s, DType t) {
+      return Tensor(s, t, ctx.staging_allocator());
     });
   } else {
     sync_ = std::make_unique<DatasetLoader>(data, lo);

@@ -82,7 +82,7 @@ class TrainTask {
                                const std::map<std::string, int64_t>& values) = 0;
   // Restores what save_checkpoint wrote; validates the whole file before changing anything.
   virtual CheckpointInfo load_checkpoint(const std::string& path) = 0;
-  // The weights alone (--save-init: the initial weights, for scripts/torch_reference.py).
+  // The weights alone (--save-init: the initial weights, for scripts/twins/torch_reference.py).
   virtual void save_weights(const std::string& path) = 0;
 
   // After epoch `epoch` (0-based) is finished, its row and checkpoint written: the task's own

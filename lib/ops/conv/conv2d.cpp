@@ -213,8 +213,12 @@ void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, 
 
 namespace {
 
-void forward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                       const float* b, float* y, int threads, float* ws) {
+void forward_per_image(const ConvFwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *b = a.b;
+  float* y = a.y;
+  const int threads = e.threads;
   const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
   const int nt_req = threads_for(threads, n);
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
@@ -233,9 +237,12 @@ void forward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x, 
   }
 }
 
-void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                        const float* w, const float* dy, float* dw, float* db, float* dx,
-                        int threads, float* ws) {
+void backward_per_image(const ConvBwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *dy = a.dy;
+  float *dw = a.dw, *db = a.db, *dx = a.dx;
+  const int threads = e.threads;
   const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
   const int64_t dw_off = round_line(g.col_size()), db_off = dw_off + round_line(k * rows);
   const int nt_req = threads_for(threads, n);
@@ -286,8 +293,11 @@ void backward_per_image(const ConvGeom& g, int64_t n, int64_t k, const float* x,
   }
 }
 
-void forward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* b, float* y, float* ws, CpuExec e) {
+void forward_batched(const ConvFwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *b = a.b;
+  float* y = a.y;
   const int64_t rows = g.col_rows(), p = g.col_cols();
   if (whole_image_window(g)) {
     // x (n, rows) is the batch's column matrix already, transposed: y (n, k) = x w^T, no copies.
@@ -305,8 +315,11 @@ void forward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
   if (b) bias_add(n, k, p, b, y, e);
 }
 
-void backward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                      const float* dy, float* dw, float* db, float* dx, float* ws, CpuExec e) {
+void backward_batched(const ConvBwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *dy = a.dy;
+  float *dw = a.dw, *db = a.db, *dx = a.dx;
   const int64_t rows = g.col_rows(), p = g.col_cols();
   float* cols = ws;
   float* dyt = ws + round_line(rows * n * p);  // dy as (k, n*p)
@@ -330,24 +343,29 @@ void backward_batched(const ConvGeom& g, int64_t n, int64_t k, const float* x, c
 
 }  // namespace
 
-void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, Act act, ConvAlgo algo, float*, float* ws,
-                    CpuExec e) {
+void conv2d_forward(const ConvFwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  float* y = a.y;
+  const Act act = a.act;
+  ConvAlgo algo = a.algo;
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   // The 3x3 kernels apply the activation in their output write (slopes in [0, 1], where it is
   // a max); im2col's paths in one more pass over y.
   const bool in_kernel = act.kind == FusedAct::ReLU ||
                          (act.kind == FusedAct::LeakyReLU && act.slope >= 0.f && act.slope <= 1.f);
+  ConvFwd fused = a;
+  fused.act = in_kernel ? act : Act{};
   if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g))
-    conv4x4s2_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
+    conv4x4s2_forward(fused, ws, e);
   else if (algo == ConvAlgo::Winograd)
-    conv3x3_winograd_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
+    conv3x3_winograd_forward(fused, ws, e);
   else if (algo == ConvAlgo::Direct)
-    conv3x3_direct_forward(y, x, w, b, g, n, k, e.threads, ws, in_kernel ? act : Act{});
+    conv3x3_direct_forward(fused, ws, e);
   else if (algo == ConvAlgo::Batched)
-    forward_batched(g, n, k, x, w, b, y, ws, e);
+    forward_batched(a, ws, e);
   else
-    forward_per_image(g, n, k, x, w, b, y, e.threads, ws);
+    forward_per_image(a, ws, e);
   if (in_kernel && (algo == ConvAlgo::Winograd || algo == ConvAlgo::Direct)) return;
   const int64_t total = n * k * g.col_cols();
   if (act.kind == FusedAct::ReLU) relu_forward(total, y, y, e);
@@ -356,29 +374,32 @@ void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
 
 namespace {
 
-// The backward of the convolution itself (no activation of its own), by algorithm; dx through
-// the input's activation dx_act (see conv2d.h).
-void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                      const float* dy, float* dw, float* db, float* dx, ConvAlgo algo, float* ws,
-                      CpuExec e, const float* dx_src, Act dx_act) {
+// The backward of the convolution itself (a.act is not read: dy is with respect to its output),
+// by algorithm; dx through the input's activation dx_act (see conv2d.h).
+void backward_by_algo(const ConvBwd& a, ConvAlgo algo, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *dy = a.dy, *dx_src = a.dx_src;
+  float *dw = a.dw, *db = a.db, *dx = a.dx;
+  const Act dx_act = a.dx_act;
   if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g)) {
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv4x4s2_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
-    if (dx) conv4x4s2_backward_data(dx, dy, w, g, n, k, e.threads, ws, dx_src, dx_act);
+    if (dw) conv4x4s2_backward_weights(a, ws, e);
+    if (dx) conv4x4s2_backward_data(a, ws, e);
     return;
   }
   if (algo == ConvAlgo::Winograd) {
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv3x3_winograd_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
-    if (dx) conv3x3_winograd_backward_data(dx, dy, w, g, n, k, e.threads, ws);
+    if (dw) conv3x3_winograd_backward_weights(a, ws, e);
+    if (dx) conv3x3_winograd_backward_data(a, ws, e);
   } else if (algo == ConvAlgo::Direct) {
     if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv3x3_direct_backward_weights(dw, dy, x, g, n, k, e.threads, ws);
-    if (dx) conv3x3_direct_backward_data(dx, dy, w, g, n, k, e.threads, ws);
+    if (dw) conv3x3_direct_backward_weights(a, ws, e);
+    if (dx) conv3x3_direct_backward_data(a, ws, e);
   } else if (algo == ConvAlgo::Batched) {
-    backward_batched(g, n, k, x, w, dy, dw, db, dx, ws, e);
+    backward_batched(a, ws, e);
   } else {
-    backward_per_image(g, n, k, x, w, dy, dw, db, dx, e.threads, ws);
+    backward_per_image(a, ws, e);
   }
   if (dx && dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
     const int64_t total = n * g.image_size();
@@ -391,13 +412,16 @@ void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, c
 
 }  // namespace
 
-void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float*, float* ws, CpuExec e, const float* dx_src,
-                     Act dx_act) {
+void conv2d_backward(const ConvBwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *dy = a.dy, *y = a.y, *dx_src = a.dx_src;
+  float* dx = a.dx;
+  const Act act = a.act;
+  ConvAlgo algo = a.algo;
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   if (act.kind == FusedAct::None) {
-    backward_by_algo(g, n, k, x, w, dy, dw, db, dx, algo, ws, e, dx_src, dx_act);
+    backward_by_algo(a, algo, ws, e);
     return;
   }
   // dy through the activation into the workspace's tail, a chunk of images at a time
@@ -411,9 +435,15 @@ void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, co
       relu_backward(m * per_y, y + i0 * per_y, dy + i0 * per_y, masked, e);
     else
       leaky_relu_backward(m * per_y, act.slope, y + i0 * per_y, dy + i0 * per_y, masked, e);
-    backward_by_algo(g, m, k, x ? x + i0 * per_x : nullptr, w, masked, dw, db,
-                     dx ? dx + i0 * per_x : nullptr, algo, ws, e,
-                     dx_src ? dx_src + i0 * per_x : nullptr, dx_act);
+    ConvBwd c = a;  // the chunk's images, dy through the activation
+    c.n = m;
+    c.x = x ? x + i0 * per_x : nullptr;
+    c.dy = masked;
+    c.y = nullptr;
+    c.act = Act{};
+    c.dx = dx ? dx + i0 * per_x : nullptr;
+    c.dx_src = dx_src ? dx_src + i0 * per_x : nullptr;
+    backward_by_algo(c, algo, ws, e);
   }
 }
 
@@ -438,6 +468,43 @@ namespace ops {
 namespace {
 const float* ptr(const Tensor* t) { return t ? t->data() : nullptr; }
 float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
+
+}  // namespace
+
+ConvFwd conv_ptrs(const ConvFwdTensors& t) {
+  ConvFwd a;
+  a.g = t.g;
+  a.n = t.n;
+  a.k = t.k;
+  a.x = ptr(t.x);
+  a.w = ptr(t.w);
+  a.b = ptr(t.b);
+  a.y = ptr(t.y);
+  a.act = t.act;
+  a.algo = t.algo;
+  return a;
+}
+ConvBwd conv_ptrs(const ConvBwdTensors& t) {
+  ConvBwd a;
+  a.g = t.g;
+  a.n = t.n;
+  a.k = t.k;
+  a.x = ptr(t.x);
+  a.w = ptr(t.w);
+  a.dy = ptr(t.dy);
+  a.y = ptr(t.y);
+  a.dw = ptr(t.dw);
+  a.db = ptr(t.db);
+  a.dx = ptr(t.dx);
+  a.act = t.act;
+  a.algo = t.algo;
+  a.dx_act = t.dx_act;
+  a.dx_src = t.dx ? ptr(t.x) : nullptr;  // act' of dx_act is read off x
+  if (!t.dx) a.dx_act = Act{};
+  return a;
+}
+
+namespace {
 
 #if PDNN_HAVE_CUDA
 // The workspace a GPU algorithm needs for a pass (floats).
@@ -466,33 +533,36 @@ ConvAlgo cpu_algo(ConvAlgo a) {
 }
 
 #if PDNN_HAVE_CUDA
-void gpu_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
-                 const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
-                 Tensor* saved_cols) {
-  auto ws_of = [&](ConvAlgo a) { return gpu_workspace_floats(ctx, ConvPass::Forward, a, g, n, k, act); };
+void gpu_forward(Context& ctx, const ConvFwdTensors& t) {
+  const ConvGeom& g = t.g;
+  const int64_t n = t.n, k = t.k;
+  auto ws_of = [&](ConvAlgo a) {
+    return gpu_workspace_floats(ctx, ConvPass::Forward, a, g, n, k, t.act);
+  };
   // The im2col path keeps the batch's columns for backward when the batch is one chunk; any
   // other algorithm leaves the buffer empty (size 0: its memory stays for the next step), so
   // backward never reads columns of an earlier batch.
   auto run = [&](ConvAlgo a, bool) {
     float* ws = ctx.workspace(Device::CUDA, ws_of(a));
-    float* keep = nullptr;
-    if (saved_cols) {
+    ConvFwd c = conv_ptrs(t);
+    c.algo = a;
+    if (Tensor* saved = t.saved_cols) {
       if (a == ConvAlgo::Im2col && cuda_conv_chunk(g, n, k) == n) {
-        saved_cols->resize(Shape{g.col_rows() * n * g.col_cols()}, DType::F32, Device::CUDA, ctx);
-        keep = saved_cols->data();
-      } else if (!saved_cols->empty()) {
-        saved_cols->resize(Shape{0}, DType::F32, Device::CUDA, ctx);
+        saved->resize(Shape{g.col_rows() * n * g.col_cols()}, DType::F32, Device::CUDA, ctx);
+        c.saved_cols = saved->data();
+      } else if (!saved->empty()) {
+        saved->resize(Shape{0}, DType::F32, Device::CUDA, ctx);
       }
     }
-    cuda::conv2d_forward(g, n, k, x.data(), w.data(), ptr(b), y.data(), act, a, keep, ws,
-                         ctx.cuda_exec());
+    cuda::conv2d_forward(c, ws, ctx.cuda_exec());
   };
-  run(gpu_conv_choose(ctx, ConvPass::Forward, g, n, k, act, algo, ws_of, run), false);
+  run(gpu_conv_choose(ctx, ConvPass::Forward, g, n, k, t.act, t.algo, ws_of, run), false);
 }
 
-void gpu_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
-                  const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
-                  Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols, Act dx_act) {
+void gpu_backward(Context& ctx, const ConvBwdTensors& t) {
+  const ConvGeom& g = t.g;
+  const int64_t n = t.n, k = t.k;
+  const Tensor* saved_cols = t.saved_cols;
   const float* keep = nullptr;
   if (saved_cols && saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
       cuda_conv_chunk(g, n, k) == n)
@@ -501,50 +571,57 @@ void gpu_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const T
   // runs them and shares the work they have in common (im2col: dy's permutation; implicit GEMM
   // and cuDNN: dy through the activation).
   auto ws_w = [&](ConvAlgo a) {
-    return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, act);
+    return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, t.act);
   };
   auto ws_d = [&](ConvAlgo a) {
-    return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, act);
+    return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, t.act);
   };
   // One call of the backward; while timing, the gradients accumulate into scratch, not dw, db.
   Tensor scratch_w, scratch_b;
   auto pass = [&](ConvAlgo a, size_t ws_floats, bool want_w, bool want_x, bool timing) {
-    float* gw = want_w && dw ? dw->data() : nullptr;
-    float* gb = want_w && db ? db->data() : nullptr;
+    ConvBwd c = conv_ptrs(t);
+    c.algo = a;
+    c.dw = want_w ? ptr(t.dw) : nullptr;
+    c.db = want_w ? ptr(t.db) : nullptr;
     if (timing && want_w) {
-      if (dw && scratch_w.empty()) scratch_w = Tensor::empty(dw->shape(), DType::F32, Device::CUDA, ctx);
-      if (db && scratch_b.empty()) scratch_b = Tensor::empty(db->shape(), DType::F32, Device::CUDA, ctx);
-      gw = dw ? scratch_w.data() : nullptr;
-      gb = db ? scratch_b.data() : nullptr;
+      if (t.dw && scratch_w.empty()) scratch_w = Tensor::empty(t.dw->shape(), DType::F32, Device::CUDA, ctx);
+      if (t.db && scratch_b.empty()) scratch_b = Tensor::empty(t.db->shape(), DType::F32, Device::CUDA, ctx);
+      c.dw = t.dw ? scratch_w.data() : nullptr;
+      c.db = t.db ? scratch_b.data() : nullptr;
     }
+    c.x = want_w ? ptr(t.x) : nullptr;
+    c.dx = want_x ? ptr(t.dx) : nullptr;
+    c.dx_src = want_x ? ptr(t.x) : nullptr;
+    c.dx_act = want_x ? t.dx_act : Act{};
+    c.saved_cols = a == ConvAlgo::Im2col && want_w ? keep : nullptr;
     float* ws = ctx.workspace(Device::CUDA, ws_floats);
-    cuda::conv2d_backward(g, n, k, want_w ? ptr(x) : nullptr, w.data(), dy.data(), ptr(y), gw, gb,
-                          want_x ? dx->data() : nullptr, act, a,
-                          a == ConvAlgo::Im2col && want_w ? keep : nullptr, ws, ctx.cuda_exec(),
-                          want_x ? ptr(x) : nullptr, want_x ? dx_act : Act{});
+    cuda::conv2d_backward(c, ws, ctx.cuda_exec());
   };
-  const bool want_w = dw || db;
+  const bool want_w = t.dw || t.db;
   ConvAlgo aw = ConvAlgo::Auto, ad = ConvAlgo::Auto;
   if (want_w)
-    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, act, algo, ws_w,
-                         [&](ConvAlgo a, bool t) { pass(a, ws_w(a), true, false, t); });
-  if (dx)
-    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, act, algo, ws_d,
-                         [&](ConvAlgo a, bool t) { pass(a, ws_d(a), false, true, t); });
-  if (want_w && dx && aw == ad) {
+    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, t.act, t.algo, ws_w,
+                         [&](ConvAlgo a, bool timing) { pass(a, ws_w(a), true, false, timing); });
+  if (t.dx)
+    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, t.act, t.algo, ws_d,
+                         [&](ConvAlgo a, bool timing) { pass(a, ws_d(a), false, true, timing); });
+  if (want_w && t.dx && aw == ad) {
     pass(aw, std::max(ws_w(aw), ws_d(ad)), true, true, false);
     return;
   }
   if (want_w) pass(aw, ws_w(aw), true, false, false);
-  if (dx) pass(ad, ws_d(ad), false, true, false);
+  if (t.dx) pass(ad, ws_d(ad), false, true, false);
 }
 #endif
 
 }  // namespace
 
-void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
-                    const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
-                    Tensor* saved_cols) {
+void conv2d_forward(Context& ctx, const ConvFwdTensors& t) {
+  const ConvGeom& g = t.g;
+  const int64_t n = t.n, k = t.k;
+  PDNN_CHECK(t.x && t.w && t.y, "conv2d_forward: x, w and y are required");
+  const Tensor &x = *t.x, &w = *t.w, &y = *t.y;
+  const Tensor* b = t.b;
   PDNN_CHECK(x.numel() == n * g.image_size() && w.numel() == k * g.col_rows() &&
                  y.numel() == n * k * g.col_cols() && (!b || b->numel() == k),
              "conv2d_forward: x %s, w %s, y %s do not fit the geometry", x.shape().str().c_str(),
@@ -552,45 +629,48 @@ void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const
   const Device d = op_device("conv2d_forward", {&x, &w, b, &y});
   if (d == Device::CUDA) {
 #if PDNN_HAVE_CUDA
-    gpu_forward(ctx, g, n, k, x, w, b, y, act, algo, saved_cols);
+    gpu_forward(ctx, t);
     return;
 #else
     fail_no_cuda("conv2d_forward");
 #endif
   }
-  algo = cpu_algo(algo);
-  float* ws = ctx.workspace(d, conv_workspace_floats(g, n, k, algo, ctx.threads()));
-  cpu::conv2d_forward(g, n, k, x.data(), w.data(), ptr(b), y.data(), act, algo, nullptr, ws,
-                      ctx.cpu_exec());
+  ConvFwd a = conv_ptrs(t);
+  a.algo = cpu_algo(t.algo);
+  float* ws = ctx.workspace(d, conv_workspace_floats(g, n, k, a.algo, ctx.threads()));
+  cpu::conv2d_forward(a, ws, ctx.cpu_exec());
 }
 
-void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
-                     const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
-                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols, Act dx_act) {
+void conv2d_backward(Context& ctx, const ConvBwdTensors& t) {
+  const ConvGeom& g = t.g;
+  const int64_t n = t.n, k = t.k;
+  PDNN_CHECK(t.w && t.dy, "conv2d_backward: w and dy are required");
+  const Tensor *x = t.x, *y = t.y;
+  const Tensor &w = *t.w, &dy = *t.dy;
+  const Tensor *dw = t.dw, *db = t.db, *dx = t.dx;
   PDNN_CHECK((!x || x->numel() == n * g.image_size()) && w.numel() == k * g.col_rows() &&
                  dy.numel() == n * k * g.col_cols() && (!dw || dw->numel() == w.numel()) &&
                  (!db || db->numel() == k) && (!dx || dx->numel() == n * g.image_size()),
              "conv2d_backward: w %s, dy %s do not fit the geometry", w.shape().str().c_str(),
              dy.shape().str().c_str());
   PDNN_CHECK(!dw || x, "conv2d_backward: the weight gradient needs x");
-  PDNN_CHECK(dx_act.kind == FusedAct::None || x,
+  PDNN_CHECK(t.dx_act.kind == FusedAct::None || x,
              "conv2d_backward: dx through the input's activation needs x");
-  PDNN_CHECK(act.kind == FusedAct::None || (y && y->numel() == dy.numel()),
+  PDNN_CHECK(t.act.kind == FusedAct::None || (y && y->numel() == dy.numel()),
              "conv2d_backward: a fused activation needs the forward's output y");
   const Device d = op_device("conv2d_backward", {x, &w, &dy, y, dw, db, dx});
   if (d == Device::CUDA) {
 #if PDNN_HAVE_CUDA
-    gpu_backward(ctx, g, n, k, x, w, dy, y, dw, db, dx, act, algo, saved_cols, dx_act);
+    gpu_backward(ctx, t);
     return;
 #else
     fail_no_cuda("conv2d_backward");
 #endif
   }
-  algo = cpu_algo(algo);
-  float* ws = ctx.workspace(d, conv_backward_workspace_floats(g, n, k, algo, act, ctx.threads()));
-  cpu::conv2d_backward(g, n, k, ptr(x), w.data(), dy.data(), ptr(y), ptr(dw), ptr(db), ptr(dx),
-                       act, algo, nullptr, ws, ctx.cpu_exec(), dx ? ptr(x) : nullptr,
-                       dx ? dx_act : Act{});
+  ConvBwd a = conv_ptrs(t);
+  a.algo = cpu_algo(t.algo);
+  float* ws = ctx.workspace(d, conv_backward_workspace_floats(g, n, k, a.algo, t.act, ctx.threads()));
+  cpu::conv2d_backward(a, ws, ctx.cpu_exec());
 }
 
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y) {

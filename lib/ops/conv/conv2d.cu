@@ -13,20 +13,14 @@
 #include "ops/conv/conv2d_gpu.h"
 #include "ops/conv/im2col.h"
 #include "ops/gemm.h"
+#include "ops/kit/act.h"
 
 namespace pdnn {
 namespace cuda {
 
 namespace {
 
-__device__ __forceinline__ float apply(float z, Act a) {
-  if (a.kind == FusedAct::None) return z;
-  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
-}
-__device__ __forceinline__ float derive(float y, float dy, Act a) {
-  if (a.kind == FusedAct::None) return dy;
-  return y > 0.f ? dy : (a.kind == FusedAct::ReLU ? 0.f : a.slope * dy);
-}
+using kit::act_apply;
 
 // y (n, k, p) = act(tmp (k, n, p) permuted + b[k]); grid.y over the n*k planes of y.
 // V = 4: p % 4 == 0 (and so every plane 16-byte aligned): float4 loads and stores.
@@ -44,7 +38,7 @@ __global__ void to_ncp_bias_act(int n, int k, int p, const float* __restrict__ t
       Vec v = src[q];
       float* f = reinterpret_cast<float*>(&v);
 #pragma unroll
-      for (int j = 0; j < V; ++j) f[j] = apply(f[j] + bc, act);
+      for (int j = 0; j < V; ++j) f[j] = act_apply(f[j] + bc, act);
       dst[q] = v;
     }
   }
@@ -68,7 +62,7 @@ __global__ void to_cnp_act(int n, int k, int p, const float* __restrict__ dy,
         float* f = reinterpret_cast<float*>(&v);
         const float* fy = reinterpret_cast<const float*>(&yv);
 #pragma unroll
-        for (int j = 0; j < V; ++j) f[j] = derive(fy[j], f[j], act);
+        for (int j = 0; j < V; ++j) f[j] = kit::grad_through_act(fy[j], f[j], act);
       }
       dst[q] = v;
     }
@@ -140,8 +134,12 @@ void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, 
 
 namespace {
 
-void im2col_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, Act act, float* saved_cols, float* ws, CudaExec e) {
+void im2col_forward(const ConvFwd& a, float* ws, CudaExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *b = a.b;
+  float *y = a.y, *saved_cols = a.saved_cols;
+  const Act act = a.act;
   const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
   float* tmp = ws + cuda_conv_product_offset(g, chunk);
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
@@ -161,9 +159,12 @@ void im2col_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, con
   }
 }
 
-void im2col_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     const float* saved_cols, float* ws, CudaExec e) {
+void im2col_backward(const ConvBwd& a, float* ws, CudaExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *dy = a.dy, *y = a.y, *saved_cols = a.saved_cols;
+  float *dw = a.dw, *db = a.db, *dx = a.dx;
+  const Act act = a.act;
   const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
   float* cols = ws;
   float* dyt = ws + cuda_conv_product_offset(g, chunk);  // dy of the chunk as (k, c*p)
@@ -204,7 +205,7 @@ namespace {
 __global__ void act_grad_k(int64_t total, const float* __restrict__ y,
                            const float* __restrict__ dy, Act a, float* __restrict__ g) {
   PDNN_GRID_LOOP(i, total) {
-    g[i] = y[i] > 0.f ? dy[i] : (a.kind == FusedAct::ReLU ? 0.f : a.slope * dy[i]);
+    g[i] = kit::act_grad(y[i], dy[i], a);
   }
 }
 
@@ -236,19 +237,26 @@ namespace {
 // flipped weights and padding kh-1-ph: it runs on the forward kernel, whose gathers are the
 // cheaper ones (measured on the H100, W4 conv2: 8.1 ms as a backward-data kernel, 3.9 ms as a
 // forward).
-void implicit_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
-                            const float* w, float* dx, float* ws, CudaExec e) {
+void implicit_backward_data(const ConvBwd& a, float* ws, CudaExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
   if (!backward_data_as_forward(g)) {
-    conv2d_implicit_backward_data(g, n, k, dy, nullptr, Act{}, w, nullptr, dx, e);
+    conv2d_implicit_backward_data(a, e);
     return;
   }
   const int64_t total = k * g.c * g.kh * g.kw;
   flip_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-      total, static_cast<int>(k), static_cast<int>(g.c), static_cast<int>(g.kh * g.kw), w, ws);
+      total, static_cast<int>(k), static_cast<int>(g.c), static_cast<int>(g.kh * g.kw), a.w, ws);
   PDNN_CUDA_LAUNCH_CHECK("conv2d backward-data weight flip");
-  const ConvGeom gt = conv_geom("conv2d backward-data", k, g.oh, g.ow, g.kh, g.kw, 1, 1,
-                                g.kh - 1 - g.ph, g.kw - 1 - g.pw);
-  conv2d_implicit_forward(gt, n, g.c, dy, ws, nullptr, dx, Act{}, e);
+  ConvFwd f;
+  f.g = conv_geom("conv2d backward-data", k, g.oh, g.ow, g.kh, g.kw, 1, 1, g.kh - 1 - g.ph,
+                  g.kw - 1 - g.pw);
+  f.n = n;
+  f.k = g.c;
+  f.x = a.dy;
+  f.w = ws;
+  f.y = a.dx;
+  conv2d_implicit_forward(f, e);
 }
 }  // namespace
 
@@ -260,41 +268,33 @@ void conv2d_act_grad(int64_t total, const float* y, const float* dy, Act act, fl
 
 // The algorithm was chosen by the ops layer (conv2d_algo.h); Auto and the CPU's algorithms mean
 // the im2col path.
-void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols, float* ws,
-                    CudaExec e) {
-  if (algo == ConvAlgo::Direct && conv3x3_applies(g))
-    conv2d_direct_forward(g, n, k, x, w, b, y, act, ws, e);
-  else if (algo == ConvAlgo::Implicit)
-    conv2d_implicit_forward(g, n, k, x, w, b, y, act, e);
-  else if (algo == ConvAlgo::Cudnn)
-    conv2d_cudnn_forward(g, n, k, x, w, b, y, act, ws, e);
+void conv2d_forward(const ConvFwd& a, float* ws, CudaExec e) {
+  if (a.algo == ConvAlgo::Direct && conv3x3_applies(a.g))
+    conv2d_direct_forward(a, ws, e);
+  else if (a.algo == ConvAlgo::Implicit)
+    conv2d_implicit_forward(a, e);
+  else if (a.algo == ConvAlgo::Cudnn)
+    conv2d_cudnn_forward(a, ws, e);
   else
-    im2col_forward(g, n, k, x, w, b, y, act, saved_cols, ws, e);
+    im2col_forward(a, ws, e);
 }
 
 namespace {
-void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                      ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
-                      const float* dx_src, Act dx_act);
+void backward_by_algo(const ConvBwd& a, float* ws, CudaExec e);
 }  // namespace
 
-void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
-                     const float* dx_src, Act dx_act) {
-  PDNN_CHECK(dx_act.kind == FusedAct::None || dx_src,
+void conv2d_backward(const ConvBwd& a, float* ws, CudaExec e) {
+  PDNN_CHECK(a.dx_act.kind == FusedAct::None || a.dx_src,
              "conv2d_backward: dx through the input's activation needs the input");
-  if (!dx) dx_act = Act{};
-  backward_by_algo(g, n, k, x, w, dy, y, dw, db, dx, act, algo, saved_cols, ws, e, dx_src, dx_act);
+  ConvBwd c = a;
+  if (!c.dx) c.dx_act = Act{};
+  backward_by_algo(c, ws, e);
 }
 
 namespace {
 __global__ void act_grad_in_place_k(int64_t total, const float* __restrict__ src, float* dx, Act a) {
   PDNN_GRID_LOOP(i, total) {
-    const float v = dx[i];
-    dx[i] = src[i] > 0.f ? v : (a.kind == FusedAct::ReLU ? 0.f : a.slope * v);
+    dx[i] = kit::act_grad(src[i], dx[i], a);
   }
 }
 
@@ -306,45 +306,47 @@ void dx_through_act(const ConvGeom& g, int64_t n, const float* src, float* dx, A
   PDNN_CUDA_LAUNCH_CHECK("conv2d dx through the input's activation");
 }
 
-void backward_by_algo(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                      const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                      ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
-                      const float* dx_src, Act dx_act) {
+void backward_by_algo(const ConvBwd& a, float* ws, CudaExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const ConvAlgo algo = a.algo;
   if (algo == ConvAlgo::Cudnn) {
-    conv2d_cudnn_backward(g, n, k, x, w, dy, y, dw, db, dx, act, ws, e);
-    if (dx) dx_through_act(g, n, dx_src, dx, dx_act, e);
+    conv2d_cudnn_backward(a, ws, e);
+    if (a.dx) dx_through_act(g, n, a.dx_src, a.dx, a.dx_act, e);
     return;
   }
   const bool direct = algo == ConvAlgo::Direct && conv3x3_applies(g);
   if (algo != ConvAlgo::Implicit && !direct) {
-    im2col_backward(g, n, k, x, w, dy, y, dw, db, dx, act, saved_cols, ws, e);
-    if (dx) dx_through_act(g, n, dx_src, dx, dx_act, e);
+    im2col_backward(a, ws, e);
+    if (a.dx) dx_through_act(g, n, a.dx_src, a.dx, a.dx_act, e);
     return;
   }
-  PDNN_CHECK(dw || !db, "conv2d_backward (%s): the bias gradient comes with dw",
+  PDNN_CHECK(a.dw || !a.db, "conv2d_backward (%s): the bias gradient comes with dw",
              conv_algo_name(algo));
-  if (!dx) {
+  if (!a.dx) {
     // The weight gradient alone reads each dy once: y beside it, through the activation there.
-    if (dw && direct) conv2d_direct_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
-    if (dw && !direct) conv2d_implicit_backward_weights(g, n, k, x, dy, y, act, dw, db, ws, e);
+    if (a.dw && direct) conv2d_direct_backward_weights(a, ws, e);
+    if (a.dw && !direct) conv2d_implicit_backward_weights(a, ws, e);
     return;
   }
   // Both passes: dy through the activation once, into the workspace, for both (backward-data
   // gathers each dy kh*kw times).
-  const size_t masked = conv2d_act_grad_floats(g, n, k, act);
+  ConvBwd m = a;
+  const size_t masked = conv2d_act_grad_floats(g, n, k, a.act);
   if (masked) {
-    conv2d_act_grad(n * k * g.oh * g.ow, y, dy, act, ws, e);
-    dy = ws;
+    conv2d_act_grad(n * k * g.oh * g.ow, a.y, a.dy, a.act, ws, e);
+    m.dy = ws;
     ws += masked;
   }
+  m.act = Act{};
   if (direct) {
-    if (dw) conv2d_direct_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
-    conv2d_direct_backward_data(g, n, k, dy, w, dx, ws, e, DirectTile::Auto, dx_src, dx_act);
+    if (m.dw) conv2d_direct_backward_weights(m, ws, e);
+    conv2d_direct_backward_data(m, ws, e);
     return;
   }
-  if (dw) conv2d_implicit_backward_weights(g, n, k, x, dy, y, Act{}, dw, db, ws, e);
-  implicit_backward_data(g, n, k, dy, w, dx, ws, e);
-  dx_through_act(g, n, dx_src, dx, dx_act, e);
+  if (m.dw) conv2d_implicit_backward_weights(m, ws, e);
+  implicit_backward_data(m, ws, e);
+  dx_through_act(g, n, m.dx_src, m.dx, m.dx_act, e);
 }
 }  // namespace
 

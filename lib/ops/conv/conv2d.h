@@ -17,23 +17,11 @@
 #include "core/exec.h"
 #include "core/tensor.h"
 #include "ops/activation.h"
+#include "ops/conv/conv_args.h"
 #include "ops/conv/im2col.h"
 
 namespace pdnn {
 
-enum class ConvAlgo {
-  Auto,      // pick per shape: on the CPU by the measured rule (conv_algo_for), on the GPU by
-             // timing the candidates at first use (conv2d_algo.h)
-  PerImage,  // CPU: images in parallel, single-threaded GEMM per image
-  Batched,   // CPU: one GEMM over the batch with threaded BLAS
-  Winograd,  // F(4x4, 3x3) for 3x3 stride-1 kernels (ops/conv/conv2d_winograd.h), images in parallel
-  Direct,    // 3x3 stride-1 only. CPU: register-blocked direct kernels for few input channels
-             // (ops/conv/conv2d_direct.h), images in parallel; GPU: halo tiles in shared
-             // memory, any channel count (conv2d_direct.cu)
-  Im2col,    // GPU: batched im2col + cuBLAS in chunks of bounded memory
-  Implicit,  // GPU: implicit GEMM, the im2col tile formed in shared memory (conv2d_gpu.h)
-  Cudnn,     // GPU: cuDNN, opened at run time where present (conv2d_cudnn.h)
-};
 const char* conv_algo_name(ConvAlgo a);
 
 // The three passes of a convolution, each of which may run its own algorithm on the GPU.
@@ -72,25 +60,15 @@ size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k);
 
 // Fused activation: forward writes y = act(conv(x, w) + b); backward takes dy with respect to
 // that y (and y itself, to read the activation's derivative off it) and gives the gradients
-// through the activation. saved_cols (nullable): on the GPU, when the whole batch fits one
-// chunk, forward leaves the batch's columns there and backward reuses them instead of running
-// im2col again; the CPU recomputes them and ignores it.
+// through the activation (conv_args.h: the operands).
 namespace cpu {
 
-// y = act(conv(x, w) (+ b when b != nullptr)). Writes y. ws: conv_workspace_floats() floats.
-void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols,
-                    float* ws, CpuExec e);
-
-// dw += dL/dw, db += dL/db, dx = dL/dx; each skipped when nullptr (x may then be nullptr
-// too when dw is). dy (n, k, oh, ow) with respect to y; y is read only with an activation.
+// ws: conv_workspace_floats() floats.
+void conv2d_forward(const ConvFwd& a, float* ws, CpuExec e);
 // dx_src, dx_act: dx = act'(dx_src) . dL/dx when dx_act is not None (ops::conv2d_backward), in
 // the 4x4 stride-2 Winograd kernel's own output write, in place after the others.
 // ws: conv_backward_workspace_floats() floats.
-void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float* saved_cols, float* ws, CpuExec e,
-                     const float* dx_src = nullptr, Act dx_act = {});
+void conv2d_backward(const ConvBwd& a, float* ws, CpuExec e);
 
 // y (n, k, p) += b[k]; db[k] += sum over n, p of dy (n, k, p) (fixed order).
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CpuExec e);
@@ -99,34 +77,23 @@ void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, 
 }  // namespace cpu
 
 namespace cuda {
-// algo is ignored (the GPU has one scheme); ws: cuda_conv_workspace_floats() floats.
-void conv2d_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                    const float* b, float* y, Act act, ConvAlgo algo, float* saved_cols,
-                    float* ws, CudaExec e);
-// dx_src, dx_act: dx = act'(dx_src) . dL/dx when dx_act is not None (ops::conv2d_backward).
-void conv2d_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                     ConvAlgo algo, const float* saved_cols, float* ws, CudaExec e,
-                     const float* dx_src = nullptr, Act dx_act = {});
+// a.algo: the algorithm the ops layer chose (conv2d_algo.h); ws: that algorithm's workspace.
+void conv2d_forward(const ConvFwd& a, float* ws, CudaExec e);
+void conv2d_backward(const ConvBwd& a, float* ws, CudaExec e);
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e);
 void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e);
 }  // namespace cuda
 
-// Tensor ops: the workspace comes from ctx on the tensors' device. Optional tensors as nullptr.
-// saved_cols: a buffer the caller keeps from forward to backward (a layer's own scratch); used
-// on the GPU when the batch fits one chunk, resized here. Pass the same buffer to both, with
-// nothing else in between that changes x.
-namespace ops {
-void conv2d_forward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
-                    const Tensor& w, const Tensor* b, Tensor& y, Act act, ConvAlgo algo,
-                    Tensor* saved_cols = nullptr);
-// dx_act: the activation the layer before applied to make x (Layer::fold_input_activation):
-// dx is then written as act'(x) . dL/dx (x required), on the GPU in the kernel's own output
+// Tensor ops: the workspace comes from ctx on the tensors' device. saved_cols (ConvFwdOf) is
+// resized here; pass the same buffer to both, with nothing else in between that changes x.
+// dx_act: dx is written as act'(x) . dL/dx (x required), on the GPU in the kernel's own output
 // write where it can (direct) and in place after it elsewhere.
-void conv2d_backward(Context& ctx, const ConvGeom& g, int64_t n, int64_t k, const Tensor* x,
-                     const Tensor& w, const Tensor& dy, const Tensor* y, Tensor* dw, Tensor* db,
-                     Tensor* dx, Act act, ConvAlgo algo, const Tensor* saved_cols = nullptr,
-                     Act dx_act = {});
+namespace ops {
+// The tensors' pointers (saved_cols left null; dx_src = x when dx is given, as ops:: reads it).
+ConvFwd conv_ptrs(const ConvFwdTensors& t);
+ConvBwd conv_ptrs(const ConvBwdTensors& t);
+void conv2d_forward(Context& ctx, const ConvFwdTensors& a);
+void conv2d_backward(Context& ctx, const ConvBwdTensors& a);
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y);
 void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db);
 }  // namespace ops

@@ -21,6 +21,7 @@
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/kit/act.h"
 
 namespace pdnn {
 namespace cuda {
@@ -34,9 +35,7 @@ constexpr size_t kMaxWorkspace = size_t{1} << 30;
 __global__ void bias_act_k(int64_t total, int k, int p, const float* __restrict__ b, Act a,
                            float* __restrict__ y) {
   PDNN_GRID_LOOP(i, total) {
-    float v = y[i] + (b ? b[(i / p) % k] : 0.f);
-    if (a.kind != FusedAct::None && !(v > 0.f)) v = a.kind == FusedAct::ReLU ? 0.f : a.slope * v;
-    y[i] = v;
+    y[i] = kit::act_apply(y[i] + (b ? b[(i / p) % k] : 0.f), a);
   }
 }
 
@@ -179,8 +178,12 @@ size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n
          1;
 }
 
-void conv2d_cudnn_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                          const float* b, float* y, Act act, float* ws, CudaExec e) {
+void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *b = a.b;
+  float* y = a.y;
+  const Act act = a.act;
   cudnnHandle_t h = handle_of(e);
   const int64_t s = slice_of(g, n, k, e);
   for (int64_t i0 = 0; i0 < n; i0 += s) {
@@ -201,9 +204,12 @@ void conv2d_cudnn_forward(const ConvGeom& g, int64_t n, int64_t k, const float* 
   }
 }
 
-void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                           const float* w, const float* dy, const float* y, float* dw, float* db,
-                           float* dx, Act act, float* ws, CudaExec e) {
+void conv2d_cudnn_backward(const ConvBwd& a, float* ws, CudaExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *dy = a.dy, *y = a.y;
+  float *dw = a.dw, *db = a.db, *dx = a.dx;
+  const Act act = a.act;
   cudnnHandle_t h = handle_of(e);
   const float* gy = dy;
   float* rest = ws;
@@ -241,13 +247,10 @@ void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float*
 size_t conv2d_cudnn_workspace_floats(ConvPass, const ConvGeom&, int64_t, int64_t, Act, CudaExec) {
   PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
 }
-void conv2d_cudnn_forward(const ConvGeom&, int64_t, int64_t, const float*, const float*,
-                          const float*, float*, Act, float*, CudaExec) {
+void conv2d_cudnn_forward(const ConvFwd&, float*, CudaExec) {
   PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
 }
-void conv2d_cudnn_backward(const ConvGeom&, int64_t, int64_t, const float*, const float*,
-                           const float*, const float*, float*, float*, float*, Act, float*,
-                           CudaExec) {
+void conv2d_cudnn_backward(const ConvBwd&, float*, CudaExec) {
   PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
 }
 

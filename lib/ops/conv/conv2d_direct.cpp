@@ -176,25 +176,29 @@ size_t conv3x3_direct_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, 
   return static_cast<size_t>(std::max({fwd, data, wgrad}));
 }
 
-void conv3x3_direct_forward(float* y, const float* x, const float* w, const float* b,
-                            const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
-                            Act act) {
+void conv3x3_direct_forward(const ConvFwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
   conv3x3_check(g, "conv3x3_direct");
-  if (n <= 0) return;
-  run_forward(make_plan(g.c, k, g.h, g.w, g.ph), n, x, w, false, act, b, y, threads, ws);
+  if (a.n <= 0) return;
+  run_forward(make_plan(g.c, a.k, g.h, g.w, g.ph), a.n, a.x, a.w, false, a.act, a.b, a.y,
+              e.threads, ws);
 }
 
-void conv3x3_direct_backward_data(float* dx, const float* dy, const float* w, const ConvGeom& g,
-                                  int64_t n, int64_t k, int threads, float* ws) {
+void conv3x3_direct_backward_data(const ConvBwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
   conv3x3_check(g, "conv3x3_direct");
-  if (n <= 0) return;
-  run_forward(make_plan(k, g.c, g.oh, g.ow, 2 - g.ph), n, dy, w, true, Act{}, nullptr, dx, threads,
-              ws);
+  if (a.n <= 0) return;
+  run_forward(make_plan(a.k, g.c, g.oh, g.ow, 2 - g.ph), a.n, a.dy, a.w, true, Act{}, nullptr,
+              a.dx, e.threads, ws);
 }
 
-void conv3x3_direct_backward_weights(float* dw, const float* dy, const float* x,
-                                     const ConvGeom& g, int64_t n, int64_t k, int threads,
-                                     float* ws) {
+void conv3x3_direct_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const int threads = e.threads;
+  float* dw = a.dw;
+  const float* dy = a.dy;
+  const float* x = a.x;
   conv3x3_check(g, "conv3x3_direct");
   if (n <= 0) return;
   const Plan q = make_plan(g.c, k, g.h, g.w, g.ph);

@@ -44,44 +44,17 @@
 #include "cuda/launch.h"
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/kit/mma.h"
+#include "ops/kit/split_k.h"
+#include "ops/kit/tile.h"
 
 namespace pdnn {
 namespace cuda {
 
 namespace {
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(ok ? 4 : 0));
-}
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool ok) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(ok ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-__device__ __forceinline__ float tf32_round(float f) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return __uint_as_float(r);
-}
-__device__ __forceinline__ void mma_tf32(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ float apply(float z, Act a) {
-  if (a.kind == FusedAct::None) return z;
-  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
-}
+using namespace kit;
+
 constexpr int round_up_c(int a, int m) { return (a + m - 1) / m * m; }
 
 // ---- weights re-laid out: out[i][tap][o] (o < Mp, zero past the output channels) ----------
@@ -98,7 +71,7 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, cons
     float v = 0.f;
     if (!flip && o < k) v = w[(static_cast<int64_t>(o) * c + i) * 9 + tap];
     if (flip && o < c) v = w[(static_cast<int64_t>(i) * c + o) * 9 + 8 - tap];
-    out[e] = round ? tf32_round(v) : v;
+    out[e] = round ? round_tf32(v) : v;
   }
 }
 
@@ -135,8 +108,9 @@ struct FwdArgs {
   Act mact;
 };
 
-template <class T, bool TF32>
+template <class T, class P>
 __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const FwdArgs a) {
+  constexpr bool TF32 = P::kMma;
   constexpr int BM = T::BM, TH = T::TH, TW = T::TW, CK = T::CK, XW = T::XW, XR = T::XR;
   constexpr int CS = T::CS, SA = T::SA, STAGES = T::STAGES, THREADS = T::THREADS;
   extern __shared__ __align__(16) float smem[];
@@ -154,15 +128,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
   const int steps = (a.c + CK - 1) / CK;
 
   auto load = [&](int s, int ci0) {
-    float* xs = Xs + s * T::X_STAGE;
-    for (int e = tid; e < CK * XR * XW; e += THREADS) {
-      const int ci = e / (XR * XW), rc = e - ci * (XR * XW);
-      const int row = rc / XW, col = rc - row * XW;
-      const int iy = iy0 + row, ix = ix0 + col;
-      const bool ok = ci0 + ci < a.c && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
-                      static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
-      cp_async4(xs + ci * CS + row * XW + col, ok ? xim + (ci0 + ci) * hw + iy * a.w + ix : a.x, ok);
-    }
+    load_halo_tile<CK, XR, XW, CS, THREADS, true>(Xs + s * T::X_STAGE, xim, a.x, ci0, a.c, a.h, a.w, iy0,
+                                            ix0, tid);
     float* ws = Ws + s * T::W_STAGE;
     for (int e = tid; e < 9 * CK * (BM / 4); e += THREADS) {
       const int m4 = e % (BM / 4), ct = e / (BM / 4);  // ct = ci * 9 + tap
@@ -174,11 +141,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
   };
   // TF32: the input tile rounded in place, each thread the elements it copied.
   auto round_tile = [&](int s) {
-    float* xs = Xs + s * T::X_STAGE;
-    for (int e = tid; e < CK * XR * XW; e += THREADS) {
-      const int ci = e / (XR * XW), rc = e - ci * (XR * XW);
-      xs[ci * CS + rc] = tf32_round(xs[ci * CS + rc]);
-    }
+    round_halo_tile<CK, XR, XW, CS, THREADS>(Xs + s * T::X_STAGE, tid);
   };
 
   // FMA path: 8 channels x 8 pixels a thread.
@@ -200,7 +163,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
   auto compute = [&](int s) {
     const float* xs = Xs + s * T::X_STAGE;
     const float* ws = Ws + s * T::W_STAGE;
-    if (!TF32) {
+    if constexpr (!TF32) {
 #pragma unroll 1
       for (int ci = 0; ci < CK; ++ci)
 #pragma unroll
@@ -243,7 +206,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
 #pragma unroll
         for (int mi = 0; mi < T::MI; ++mi)
 #pragma unroll
-          for (int ni = 0; ni < T::NI; ++ni) mma_tf32(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
+          for (int ni = 0; ni < T::NI; ++ni) P::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
       }
     }
   };
@@ -270,11 +233,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
     const int oy = oy0 + p / TW, ox = ox0 + p % TW;
     if (m >= a.k || oy >= a.oh || ox >= a.ow) return;
     const int64_t o = m * ohw + static_cast<int64_t>(oy) * a.ow + ox;
-    v = apply(v + (a.bias ? __ldg(a.bias + m) : 0.f), a.act);
-    if (a.mact.kind != FusedAct::None) {
-      const float s = __ldg(a.msrc + (yim - a.y) + o);
-      v = s > 0.f ? v : (a.mact.kind == FusedAct::ReLU ? 0.f : a.mact.slope * v);
-    }
+    v = act_apply(v + bias_of(a.bias, m), a.act);
+    if (a.mact.kind != FusedAct::None) v = act_grad(__ldg(a.msrc + (yim - a.y) + o), v, a.mact);
     yim[o] = v;
   };
   if (!TF32) {
@@ -285,18 +245,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
       for (int j = 0; j < 8; ++j) put(m, py * TW + px0 + j, acc[i * 8 + j]);
     }
   } else {
-#pragma unroll
-    for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < T::NI; ++ni) {
-        const float* c = acc + (mi * T::NI + ni) * 4;
-        const int m = m0 + wm * (BM / T::WM) + mi * 16 + gq;
-        const int p = wn * (T::BN / T::WN) + ni * 8 + tq * 2;
-        put(m, p, c[0]);
-        put(m, p + 1, c[1]);
-        put(m + 8, p, c[2]);
-        put(m + 8, p + 1, c[3]);
-      }
+    mma_tiles_for_each<T::MI, T::NI>(acc, m0 + wm * (BM / T::WM), wn * (T::BN / T::WN), gq, tq,
+                                     put);
   }
 }
 
@@ -332,8 +282,9 @@ struct BwwArgs {
   Act act;
 };
 
-template <class T, bool TF32, bool MASK>
+template <class T, class Prec, bool MASK>
 __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const BwwArgs a) {
+  constexpr bool TF32 = Prec::kMma;
   constexpr int BM = T::BM, BC = T::BC, TH = T::TH, TW = T::TW, P = T::P, XW = T::XW, XR = T::XR;
   constexpr int SG = T::SG, CS = TF32 ? T::CS_T : T::CS_F, STAGES = T::STAGES, THREADS = T::THREADS;
   constexpr int G_STAGE = BM * SG, X_STAGE = BC * CS;
@@ -361,17 +312,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
       cp_async4(gs + m * SG + p, ok ? a.dy + idx : a.dy, ok);
       if (MASK) cp_async4(Ys + s * G_STAGE + m * SG + p, ok ? a.y + idx : a.y, ok);
     }
-    const float* xim = a.x + static_cast<int64_t>(img) * a.c * hw;
-    const int iy0 = oy0 - a.pad, ix0 = ox0 - a.pad;
-    float* xs = Xs + s * X_STAGE;
-    for (int e = tid; e < BC * XR * XW; e += THREADS) {
-      const int ci = e / (XR * XW), rc = e - ci * (XR * XW);
-      const int row = rc / XW, col = rc - row * XW;
-      const int iy = iy0 + row, ix = ix0 + col;
-      const bool ok = c0 + ci < a.c && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
-                      static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
-      cp_async4(xs + ci * CS + rc, ok ? xim + (c0 + ci) * hw + iy * a.w + ix : a.x, ok);
-    }
+    load_halo_tile<BC, XR, XW, CS, THREADS, false>(Xs + s * X_STAGE, a.x + static_cast<int64_t>(img) * a.c * hw,
+                                            a.x, c0, a.c, a.h, a.w, oy0 - a.pad, ox0 - a.pad, tid);
   };
   // After the wait: act' applied to the g elements this thread copied; TF32 rounding of both
   // tiles' elements it copied.
@@ -382,15 +324,9 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
         const int m = e / P, p = e - m * P;
         const float v = gs[m * SG + p], yv = Ys[s * G_STAGE + m * SG + p];
         // the exact value, for the bias sum; the TF32 path rounds it where it reads it
-        gs[m * SG + p] = yv > 0.f ? v : (a.act.kind == FusedAct::ReLU ? 0.f : a.act.slope * v);
+        gs[m * SG + p] = act_grad(yv, v, a.act);
       }
-    if (TF32) {
-      float* xs = Xs + s * X_STAGE;
-      for (int e = tid; e < BC * XR * XW; e += THREADS) {
-        const int ci = e / (XR * XW), rc = e - ci * (XR * XW);
-        xs[ci * CS + rc] = tf32_round(xs[ci * CS + rc]);
-      }
-    }
+    if (TF32) round_halo_tile<BC, XR, XW, CS, THREADS>(Xs + s * X_STAGE, tid);
   };
 
   const bool want_bias = a.bias_part != nullptr && blockIdx.x == 0;
@@ -407,7 +343,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
   auto compute = [&](int s) {
     const float* gs = Gs + s * G_STAGE;
     const float* xs = Xs + s * X_STAGE;
-    if (!TF32) {
+    if constexpr (!TF32) {
       for (int py = 0; py < TH; ++py)
 #pragma unroll
         for (int px0 = 0; px0 < TW; px0 += 4) {
@@ -440,10 +376,10 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
 #pragma unroll
         for (int mi = 0; mi < 2; ++mi) {
           const float* gr = gs + (wm * 32 + mi * 16 + gq) * SG + p0 + tq;
-          af[mi][0] = __float_as_uint(tf32_round(gr[0]));
-          af[mi][1] = __float_as_uint(tf32_round(gr[8 * SG]));
-          af[mi][2] = __float_as_uint(tf32_round(gr[4]));
-          af[mi][3] = __float_as_uint(tf32_round(gr[8 * SG + 4]));
+          af[mi][0] = __float_as_uint(round_tf32(gr[0]));
+          af[mi][1] = __float_as_uint(round_tf32(gr[8 * SG]));
+          af[mi][2] = __float_as_uint(round_tf32(gr[4]));
+          af[mi][3] = __float_as_uint(round_tf32(gr[8 * SG + 4]));
         }
         const float* xr = xs + (wn * 8 + gq) * CS + py * XW + px0 + tq;
 #pragma unroll
@@ -452,7 +388,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
           bf[0] = __float_as_uint(xr[(tap / 3) * XW + tap % 3]);
           bf[1] = __float_as_uint(xr[(tap / 3) * XW + tap % 3 + 4]);
 #pragma unroll
-          for (int mi = 0; mi < 2; ++mi) mma_tf32(acc + (mi * 9 + tap) * 4, af[mi], bf);
+          for (int mi = 0; mi < 2; ++mi) Prec::mma(acc + (mi * 9 + tap) * 4, af[mi], bf);
         }
       }
     }
@@ -492,36 +428,12 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-      for (int tap = 0; tap < 9; ++tap) {
-        const float* cc = acc + (mi * 9 + tap) * 4;
-        const int m = m0 + wm * 32 + mi * 16 + gq, ci = c0 + wn * 8 + tq * 2;
-        put(m, ci, tap, cc[0]);
-        put(m, ci + 1, tap, cc[1]);
-        put(m + 8, ci, tap, cc[2]);
-        put(m + 8, ci + 1, tap, cc[3]);
-      }
+      for (int tap = 0; tap < 9; ++tap)
+        frag_put(acc + (mi * 9 + tap) * 4, m0 + wm * 32 + mi * 16 + gq, c0 + wn * 8 + tq * 2,
+                 [&](int m, int ci, float v) { put(m, ci, tap, v); });
   }
   if (want_bias && tid < BM && m0 + tid < a.k)
     a.bias_part[static_cast<int64_t>(blockIdx.z) * a.k + m0 + tid] = bias_sum;
-}
-
-// dw[i] += the splits' partial sums in split order; db likewise.
-__global__ void direct_sum_splits(int splits, int M, int N, const float* __restrict__ part,
-                                  const float* __restrict__ bias_part, float* __restrict__ dw,
-                                  float* __restrict__ db) {
-  const int64_t mn = static_cast<int64_t>(M) * N;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < mn;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float s = 0.f;
-    for (int z = 0; z < splits; ++z) s += part[z * mn + i];
-    dw[i] += s;
-  }
-  if (db && blockIdx.x == 0)
-    for (int m = threadIdx.x; m < M; m += blockDim.x) {
-      float s = 0.f;
-      for (int z = 0; z < splits; ++z) s += bias_part[static_cast<int64_t>(z) * M + m];
-      db[m] += s;
-    }
 }
 
 // ---- host side ----------------------------------------------------------------------------
@@ -545,15 +457,12 @@ void launch_fwd(const FwdArgs& a, CudaExec e) {
   const dim3 grid(static_cast<unsigned>(static_cast<int64_t>(a.n) * a.tiles_x * a.tiles_y),
                   static_cast<unsigned>((a.k + T::BM - 1) / T::BM));
   const size_t smem = T::smem_bytes();
-  if (e.tf32) {
-    static bool once = (ensure_smem(direct_fwd<T, true>, smem), true);
+  with_precision(e.tf32, [&](auto p) {
+    using P = decltype(p);
+    static bool once = (ensure_smem(direct_fwd<T, P>, smem), true);
     (void)once;
-    direct_fwd<T, true><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
-  } else {
-    static bool once = (ensure_smem(direct_fwd<T, false>, smem), true);
-    (void)once;
-    direct_fwd<T, false><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
-  }
+    direct_fwd<T, P><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
+  });
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 convolution");
 }
 
@@ -622,26 +531,23 @@ BwwPlan bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile) {
   return p;
 }
 
-template <class T, bool TF32, bool MASK>
+template <class T, class P, bool MASK>
 void launch_bww_one(const BwwArgs& a, int splits, CudaExec e) {
-  const size_t smem = T::smem_bytes(MASK, TF32);
-  static bool once = (ensure_smem(direct_bww<T, TF32, MASK>, smem), true);
+  const size_t smem = T::smem_bytes(MASK, P::kMma);
+  static bool once = (ensure_smem(direct_bww<T, P, MASK>, smem), true);
   (void)once;
   const dim3 grid(static_cast<unsigned>((a.c + T::BC - 1) / T::BC),
                   static_cast<unsigned>((a.k + T::BM - 1) / T::BM), static_cast<unsigned>(splits));
-  direct_bww<T, TF32, MASK><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
+  direct_bww<T, P, MASK><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 backward-weights");
 }
 
 template <class T>
 void launch_bww(const BwwArgs& a, int splits, bool mask, CudaExec e) {
-  if (e.tf32) {
-    if (mask) launch_bww_one<T, true, true>(a, splits, e);
-    else launch_bww_one<T, true, false>(a, splits, e);
-  } else {
-    if (mask) launch_bww_one<T, false, true>(a, splits, e);
-    else launch_bww_one<T, false, false>(a, splits, e);
-  }
+  with_precision(e.tf32, [&](auto p) {
+    if (mask) launch_bww_one<T, decltype(p), true>(a, splits, e);
+    else launch_bww_one<T, decltype(p), false>(a, splits, e);
+  });
 }
 
 }  // namespace
@@ -669,9 +575,12 @@ size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) 
   return static_cast<size_t>(in_ch * 9 * conv3x3::round_up(out_ch, 128));
 }
 
-void conv2d_direct_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                           const float* w, const float* b, float* y, Act act, float* ws,
-                           CudaExec e, DirectTile tile) {
+void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *x = a.x, *w = a.w, *b = a.b;
+  float* y = a.y;
+  const Act act = a.act;
   check_geom(g, n, k);
   if (n * k * g.oh * g.ow == 0) return;
   if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, e.tf32);
@@ -685,9 +594,14 @@ void conv2d_direct_forward(const ConvGeom& g, int64_t n, int64_t k, const float*
           static_cast<int>(g.ph), n, x, ws, Mp, b, y, act, tile, e);
 }
 
-void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
-                                 const float* w, float* dx, float* ws, CudaExec e,
-                                 DirectTile tile, const float* dx_src, Act dx_act) {
+void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const float *dy = a.dy, *w = a.w, *dx_src = a.dx_src;
+  float* dx = a.dx;
+  const Act dx_act = a.dx_act;
+  PDNN_CHECK(a.act.kind == FusedAct::None,
+             "conv2d_direct_backward_data: dy must already be through the activation");
   PDNN_CHECK(dx_act.kind == FusedAct::None || dx_src,
              "conv2d_direct_backward_data: dx through an activation needs its source");
   check_geom(g, n, k);
@@ -705,9 +619,12 @@ void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const 
           static_cast<int>(2 - g.ph), n, dy, ws, Mp, nullptr, dx, Act{}, tile, e, dx_src, dx_act);
 }
 
-void conv2d_direct_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                                    const float* dy, const float* y, Act act, float* dw,
-                                    float* db, float* ws, CudaExec e, DirectTile tile) {
+void conv2d_direct_backward_weights(const ConvBwd& c, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = c.g;
+  const int64_t n = c.n, k = c.k;
+  const float *x = c.x, *dy = c.dy, *y = c.y;
+  float *dw = c.dw, *db = c.db;
+  const Act act = c.act;
   check_geom(g, n, k);
   if (k * g.c == 0) return;
   PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_direct_backward_weights: act needs y");
@@ -737,10 +654,8 @@ void conv2d_direct_backward_weights(const ConvGeom& g, int64_t n, int64_t k, con
   const bool mask = act.kind != FusedAct::None;
   if (tile == DirectTile::M64) launch_bww<Bww64>(a, p.splits, mask, e);
   else launch_bww<Bww32>(a, p.splits, mask, e);
-  const int64_t mn = k * N;
-  direct_sum_splits<<<blocks_for(mn, 256), 256, 0, stream_of(e)>>>(
-      p.splits, static_cast<int>(k), static_cast<int>(N), ws, a.bias_part, dw, db);
-  PDNN_CUDA_LAUNCH_CHECK("direct 3x3 backward-weights sum");
+  sum_splits(p.splits, static_cast<int>(k), static_cast<int>(N), ws, a.bias_part, dw, db, e,
+             "direct 3x3 backward-weights sum");
 }
 
 }  // namespace cuda

@@ -14,8 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ops/activation.h"
+#include "core/exec.h"
 #include "ops/conv/conv2d_3x3.h"
+#include "ops/conv/conv_args.h"
 
 namespace pdnn {
 
@@ -24,20 +25,16 @@ namespace cpu {
 // Floats of scratch any of the three functions below needs.
 size_t conv3x3_direct_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, int threads);
 
-// y (n, k, oh, ow) = conv(x (n, c, h, w), w (k, c, 3, 3)) + b (k); b may be nullptr. Writes y.
-void conv3x3_direct_forward(float* y, const float* x, const float* w, const float* b,
-                            const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
-    Act act = {});
+// y = act(conv(x, w) + b) (conv_args.h; a.act: ReLU or LeakyReLU with slope in [0, 1], or
+// none). Writes y.
+void conv3x3_direct_forward(const ConvFwd& a, float* ws, CpuExec e);
 
-// dx (n, c, h, w) = dL/dx from dy (n, k, oh, ow). Writes dx.
-void conv3x3_direct_backward_data(float* dx, const float* dy, const float* w, const ConvGeom& g,
-                                  int64_t n, int64_t k, int threads, float* ws);
+// dx = dL/dx from dy (with respect to the convolution's output: a.act is not read). Writes dx.
+void conv3x3_direct_backward_data(const ConvBwd& a, float* ws, CpuExec e);
 
-// dw (k, c, 3, 3) += dL/dw. Partial sums per fixed group of images, added in group order:
+// dw += dL/dw from dy and x. Partial sums per fixed group of images, added in group order:
 // bit-identical at any thread count.
-void conv3x3_direct_backward_weights(float* dw, const float* dy, const float* x,
-                                     const ConvGeom& g, int64_t n, int64_t k, int threads,
-                                     float* ws);
+void conv3x3_direct_backward_weights(const ConvBwd& a, float* ws, CpuExec e);
 
 }  // namespace cpu
 }  // namespace pdnn

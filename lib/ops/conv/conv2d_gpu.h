@@ -2,13 +2,13 @@
 // and cuda::conv2d_backward (conv2d.h) call the one the ops layer chose for the shape
 // (conv2d_algo.h); tests and apps/bench_conv_gpu call them directly.
 //
-// Every pass of every algorithm takes the same geometry as the CPU twin: g is the convolution's
-// (input c x h x w, kernel kh x kw, stride, padding, output oh x ow), n images, k output
-// channels; x (n,c,h,w), w (k,c,kh,kw), y and dy (n,k,oh,ow). A ConvTranspose2d runs forward as
-// backward_data and backward-data as forward, with the roles of x and y swapped.
+// Every pass of every algorithm takes the CPU twin's operands (conv_args.h: ConvFwd, ConvBwd;
+// the algorithm field is not read here): g is the convolution's (input c x h x w, kernel
+// kh x kw, stride, padding, output oh x ow), n images, k output channels; x (n,c,h,w),
+// w (k,c,kh,kw), y and dy (n,k,oh,ow). A ConvTranspose2d runs forward as backward_data and
+// backward-data as forward, with the roles of x and y swapped.
 //   forward           y = act(conv(x, w) + b)                         (b, act optional)
-//   backward_data     dx = conv^T(act'(y) . dy, w) (+ bias[c] when given: a transposed
-//                     convolution's forward with its bias); written, not accumulated
+//   backward_data     dx = conv^T(act'(y) . dy, w); written, not accumulated
 //   backward_weights  dw += conv_w(x, act'(y) . dy); db += the sums of act'(y) . dy per channel
 // act'(y) . dy is dy through the fused activation's derivative, read off y in the operand load
 // (y may be null when act is None). With e.tf32 the products run on the tensor cores in TF32
@@ -44,17 +44,12 @@ enum class ConvTile { Auto, T128x128, T64x128, T32x256, T32x128, T32x32 };
 const char* conv_tile_name(ConvTile t);
 ConvTile conv_implicit_tile(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
 
-void conv2d_implicit_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                             const float* w, const float* b, float* y, Act act, CudaExec e,
-                             ConvTile tile = ConvTile::Auto);
-void conv2d_implicit_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
-                                   const float* y, Act act, const float* w, const float* bias,
-                                   float* dx, CudaExec e);
+void conv2d_implicit_forward(const ConvFwd& a, CudaExec e, ConvTile tile = ConvTile::Auto);
+// Strided layers' kernel: dx = (dy through act'(y)) (the dx_act fields are not read).
+void conv2d_implicit_backward_data(const ConvBwd& a, CudaExec e);
 // ws: conv2d_implicit_backward_weights_ws() floats (the split-K partial sums). With an
 // activation, dy goes through act'(y) as its tiles arrive (y read beside dy).
-void conv2d_implicit_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                                      const float* dy, const float* y, Act act, float* dw,
-                                      float* db, float* ws, CudaExec e,
+void conv2d_implicit_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
                                       ConvTile tile = ConvTile::Auto);
 // The split over the reduction is chosen to fill the current device's multiprocessors.
 size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k,
@@ -72,31 +67,24 @@ const char* direct_tile_name(DirectTile t);
 // Workspace floats of a pass: the re-laid-out weights (forward, backward-data) or the split
 // partial sums (backward-weights).
 size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
-void conv2d_direct_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                           const float* w, const float* b, float* y, Act act, float* ws,
-                           CudaExec e, DirectTile tile = DirectTile::Auto);
-// dx = written (dy already through the activation); with dx_act, dx = act'(dx_src) . dL/dx in
-// the output write (dx_src: the convolution's input, made by a layer with that activation).
-void conv2d_direct_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
-                                 const float* w, float* dx, float* ws, CudaExec e,
-                                 DirectTile tile = DirectTile::Auto,
-                                 const float* dx_src = nullptr, Act dx_act = {});
+void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e,
+                           DirectTile tile = DirectTile::Auto);
+// dx = written, dy already through the activation (a.act must be None); with a.dx_act,
+// dx = act'(a.dx_src) . dL/dx in the output write (dx_src: the convolution's input, made by a
+// layer with that activation).
+void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e,
+                                 DirectTile tile = DirectTile::Auto);
 // dw +=, db += (when given); with an activation, dy goes through act'(y) as it arrives.
-void conv2d_direct_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                                    const float* dy, const float* y, Act act, float* dw,
-                                    float* db, float* ws, CudaExec e,
+void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
                                     DirectTile tile = DirectTile::Auto);
 
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
 // The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward.
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                      Act act, CudaExec e);
-void conv2d_cudnn_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x, const float* w,
-                          const float* b, float* y, Act act, float* ws, CudaExec e);
-// dw += and db += when given; dx = when given.
-void conv2d_cudnn_backward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                           const float* w, const float* dy, const float* y, float* dw, float* db,
-                           float* dx, Act act, float* ws, CudaExec e);
+void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e);
+// dw += and db += when given; dx = when given (the dx_act fields are not read).
+void conv2d_cudnn_backward(const ConvBwd& a, float* ws, CudaExec e);
 
 }  // namespace cuda
 }  // namespace pdnn

@@ -34,11 +34,14 @@
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/kit/tile.h"
 
 namespace pdnn {
 namespace cuda {
 
 namespace {
+
+using namespace kit;
 
 template <int BM_, int BN_, int TM_, int TN_, int WM_, int WN_>
 struct Tile {
@@ -78,30 +81,10 @@ struct ConvArgs {
   int k_chunk;        // backward-weights: reduction elements per split, a multiple of BK
 };
 
-__device__ __forceinline__ float apply(float z, Act a) {
-  if (a.kind == FusedAct::None) return z;
-  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
-}
 // act'(y) dy: the gradient through the activation fused into the forward's output write.
 __device__ __forceinline__ float through_act(float dy, const float* y, int64_t i, Act a) {
   if (a.kind == FusedAct::None) return dy;
-  const float v = __ldg(y + i);
-  return v > 0.f ? dy : (a.kind == FusedAct::ReLU ? 0.f : a.slope * dy);
-}
-
-__device__ __forceinline__ float to_tf32(float f) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return __uint_as_float(r);
-}
-
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
-                                         const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  return act_grad(__ldg(y + i), dy, a);
 }
 
 // The product of one block: its sizes, its share of K, and for backward-data its phase.
@@ -159,9 +142,10 @@ __device__ Gemm gemm_of(const ConvArgs& a) {
   return g;
 }
 
-template <class T, int PASS, bool TF32>
+template <class T, int PASS, class P>
 __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
     implicit_gemm(const ConvArgs a) {
+  constexpr bool TF32 = P::kMma;
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK, THREADS = T::THREADS;
   constexpr int RA = T::RA, RB = T::RB;
   __shared__ __align__(16) float As[2][BK][T::SA];
@@ -329,71 +313,30 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
   auto store = [&](int buf) {
 #pragma unroll
     for (int i = 0; i < RA; ++i)
-      As[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? to_tf32(ra[i]) : ra[i];
+      As[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? round_tf32(ra[i]) : ra[i];
     if (PASS == kBackwardWeights) {
 #pragma unroll
       for (int i = 0; i < RB; ++i)
-        Bs[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? to_tf32(rb[i]) : rb[i];
+        Bs[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? round_tf32(rb[i]) : rb[i];
     } else {
 #pragma unroll
       for (int i = 0; i < RB; ++i)
         Bs[buf][b_row0 + (i * THREADS) / BN][b_col0 + (i * THREADS) % BN] =
-            TF32 ? to_tf32(rb[i]) : rb[i];
+            TF32 ? round_tf32(rb[i]) : rb[i];
     }
   };
 
   // ---- the main loop -------------------------------------------------------------------
-  constexpr int kAcc = TF32 ? T::MI * T::NI * 4 : T::TM * T::TN;
+  constexpr int kAcc = tile_acc<T, P>();
   float acc[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
   const int ty = tid / T::TX, tx = tid % T::TX;  // FMA path
   const int warp = tid / 32, lane = tid % 32;     // TF32 path
   const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
-
+  // TF32: the operands were rounded as they were stored
   auto compute = [&](int buf) {
-    if (!TF32) {
-#pragma unroll
-      for (int kk = 0; kk < BK; ++kk) {
-        float av[T::TM], bv[T::TN];
-#pragma unroll
-        for (int gi = 0; gi < T::TM / 4; ++gi)
-          *reinterpret_cast<float4*>(av + 4 * gi) =
-              *reinterpret_cast<const float4*>(&As[buf][kk][gi * (BM * 4 / T::TM) + ty * 4]);
-#pragma unroll
-        for (int gj = 0; gj < T::TN / 4; ++gj)
-          *reinterpret_cast<float4*>(bv + 4 * gj) =
-              *reinterpret_cast<const float4*>(&Bs[buf][kk][gj * (BN * 4 / T::TN) + tx * 4]);
-#pragma unroll
-        for (int i = 0; i < T::TM; ++i)
-#pragma unroll
-          for (int j = 0; j < T::TN; ++j) acc[i * T::TN + j] = fmaf(av[i], bv[j], acc[i * T::TN + j]);
-      }
-    } else {
-#pragma unroll
-      for (int k8 = 0; k8 < BK; k8 += 8) {
-        uint32_t af[T::MI][4], bf[T::NI][2];
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi) {
-          const int m = wm * (BM / T::WM) + mi * 16 + gq;
-          af[mi][0] = __float_as_uint(As[buf][k8 + tq][m]);
-          af[mi][1] = __float_as_uint(As[buf][k8 + tq][m + 8]);
-          af[mi][2] = __float_as_uint(As[buf][k8 + tq + 4][m]);
-          af[mi][3] = __float_as_uint(As[buf][k8 + tq + 4][m + 8]);
-        }
-#pragma unroll
-        for (int ni = 0; ni < T::NI; ++ni) {
-          const int nn = wn * (BN / T::WN) + ni * 8 + gq;
-          bf[ni][0] = __float_as_uint(Bs[buf][k8 + tq][nn]);
-          bf[ni][1] = __float_as_uint(Bs[buf][k8 + tq + 4][nn]);
-        }
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-          for (int ni = 0; ni < T::NI; ++ni)
-            mma_tf32(*reinterpret_cast<float(*)[4]>(acc + (mi * T::NI + ni) * 4), af[mi], bf[ni]);
-      }
-    }
+    tile_step<T, P, false>(acc, &As[buf][0][0], &Bs[buf][0][0], 0, ty, tx, wm, wn, gq, tq);
   };
 
   load(g.k_begin);
@@ -410,12 +353,12 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
   }
 
   // ---- epilogue ------------------------------------------------------------------------
-  auto put = [&](int m, int nn, float v) {
+  tile_for_each<T, P>(acc, ty, tx, wm, wn, gq, tq, m0, n0, [&](int m, int nn, float v) {
     if (m >= g.M || nn >= g.N) return;
     if (PASS == kForward) {
       const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
       const int64_t o = (static_cast<int64_t>(img) * a.k + m) * ohw + pix;
-      a.out[o] = apply(v + (a.bias ? __ldg(a.bias + m) : 0.f), a.act);
+      a.out[o] = act_apply(v + bias_of(a.bias, m), a.act);
     } else if (PASS == kBackwardData) {
       const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
       const uint32_t iy = g.n_row.div(pix), ix = pix - iy * g.n_row.d;
@@ -425,28 +368,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
     } else {
       a.out[(static_cast<int64_t>(blockIdx.z) * g.M + m) * g.N + nn] = v;
     }
-  };
-  if (!TF32) {
-#pragma unroll
-    for (int i = 0; i < T::TM; ++i)
-#pragma unroll
-      for (int j = 0; j < T::TN; ++j)
-        put(m0 + (i / 4) * (BM * 4 / T::TM) + ty * 4 + i % 4,
-            n0 + (j / 4) * (BN * 4 / T::TN) + tx * 4 + j % 4, acc[i * T::TN + j]);
-  } else {
-#pragma unroll
-    for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < T::NI; ++ni) {
-        const float* c = acc + (mi * T::NI + ni) * 4;
-        const int m = m0 + wm * (BM / T::WM) + mi * 16 + gq;
-        const int nn = n0 + wn * (BN / T::WN) + ni * 8 + tq * 2;
-        put(m, nn, c[0]);
-        put(m, nn + 1, c[1]);
-        put(m + 8, nn, c[2]);
-        put(m + 8, nn + 1, c[3]);
-      }
-  }
+  });
   if (want_bias) {
     // The 16 lanes that share a row of A hold its partial sums: add them in a fixed order.
 #pragma unroll
@@ -488,10 +410,9 @@ template <class T, int PASS>
 void launch(const ConvArgs& a, int M, int N, int z, CudaExec e) {
   const dim3 grid(static_cast<unsigned>((N + T::BN - 1) / T::BN),
                   static_cast<unsigned>((M + T::BM - 1) / T::BM), static_cast<unsigned>(z));
-  if (e.tf32)
-    implicit_gemm<T, PASS, true><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
-  else
-    implicit_gemm<T, PASS, false><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
+  with_precision(e.tf32, [&](auto p) {
+    implicit_gemm<T, PASS, decltype(p)><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
+  });
   PDNN_CUDA_LAUNCH_CHECK("implicit-GEMM convolution");
 }
 
@@ -510,17 +431,17 @@ void launch_for(const ConvArgs& a, int M, int N, int z, CudaExec e) {
 
 }  // namespace
 
-void conv2d_implicit_backward_data(const ConvGeom& g, int64_t n, int64_t k, const float* dy,
-                                   const float* y, Act act, const float* w, const float* bias,
-                                   float* dx, CudaExec e) {
+void conv2d_implicit_backward_data(const ConvBwd& c, CudaExec e) {
+  const ConvGeom& g = c.g;
+  const int64_t n = c.n, k = c.k;
   if (n * g.c * g.h * g.w == 0) return;
-  PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_implicit_backward_data: act needs y");
-  ConvArgs a = args_of(g, n, k, act);
-  a.dy = dy;
-  a.y = y;
-  a.wt = w;
-  a.bias = bias;
-  a.out = dx;
+  PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_implicit_backward_data: act needs y");
+  ConvArgs a = args_of(g, n, k, c.act);
+  a.dy = c.dy;
+  a.y = c.y;
+  a.wt = c.w;
+  a.bias = nullptr;  // the kernel can add a bias per input channel; no caller has one
+  a.out = c.dx;
   // The largest phase: the first, ceil(h/s) x ceil(w/s) pixels.
   const int hp = (a.h + a.sh - 1) / a.sh, wp = (a.w + a.sw - 1) / a.sw;
   launch_for<kBackwardData>(a, a.c, a.n * hp * wp, a.sh * a.sw, e);

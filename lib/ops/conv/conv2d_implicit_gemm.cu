@@ -50,46 +50,16 @@
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/kit/mma.h"
+#include "ops/kit/split_k.h"
+#include "ops/kit/tile.h"
 
 namespace pdnn {
 namespace cuda {
 
 namespace {
 
-// ---- cp.async ----------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// 4 bytes from src to shared dst, or 4 zero bytes when !ok (src is then not read).
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(ok ? 4 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-__device__ __forceinline__ uint32_t to_tf32(float f) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return r;
-}
-
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
-                                         const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-__device__ __forceinline__ float apply(float z, Act a) {
-  if (a.kind == FusedAct::None) return z;
-  return z > 0.f ? z : (a.kind == FusedAct::ReLU ? 0.f : a.slope * z);
-}
+using namespace kit;
 
 // ---- tile configurations -----------------------------------------------------------------
 // BM x BN outputs a block, BK reduction elements a step, STAGES steps in flight; TM x TN
@@ -144,7 +114,7 @@ struct Args {
 };
 
 // ---- the kernel ---------------------------------------------------------------------------
-template <class T, int PASS, bool TF32, bool MASK>
+template <class T, int PASS, class P, bool MASK>
 __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK, STAGES = T::STAGES, THREADS = T::THREADS;
   extern __shared__ __align__(16) float smem[];
@@ -275,7 +245,7 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
   };
 
   // ---- accumulators and the compute of one stage ------------------------------------------
-  constexpr int kAcc = TF32 ? T::MI * T::NI * 4 : T::TM * T::TN;
+  constexpr int kAcc = tile_acc<T, P>();
   float acc[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
@@ -284,51 +254,9 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
   const bool want_bias = PASS == kBackwardWeights && a.bias_part != nullptr && blockIdx.x == 0;
   float bias_sum = 0.f;  // backward-weights: row tid's sum of act'.dy over this split
 
+  // TF32: operands rounded as the fragments are read
   auto compute = [&](int s) {
-    const float* as = As + s * T::A_STAGE;
-    const float* bs = Bs + s * T::B_STAGE;
-    if (!TF32) {
-#pragma unroll
-      for (int kk = 0; kk < BK; ++kk) {
-        float av[T::TM], bv[T::TN];
-#pragma unroll
-        for (int gi = 0; gi < T::TM / 4; ++gi)
-          *reinterpret_cast<float4*>(av + 4 * gi) =
-              *reinterpret_cast<const float4*>(as + kk * T::SA + gi * (BM * 4 / T::TM) + ty * 4);
-#pragma unroll
-        for (int gj = 0; gj < T::TN / 4; ++gj)
-          *reinterpret_cast<float4*>(bv + 4 * gj) =
-              *reinterpret_cast<const float4*>(bs + kk * T::SB + gj * (BN * 4 / T::TN) + tx * 4);
-#pragma unroll
-        for (int i = 0; i < T::TM; ++i)
-#pragma unroll
-          for (int j = 0; j < T::TN; ++j) acc[i * T::TN + j] = fmaf(av[i], bv[j], acc[i * T::TN + j]);
-      }
-    } else {
-#pragma unroll
-      for (int k8 = 0; k8 < BK; k8 += 8) {
-        uint32_t af[T::MI][4], bf[T::NI][2];
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi) {
-          const int m = wm * (BM / T::WM) + mi * 16 + gq;
-          af[mi][0] = to_tf32(as[(k8 + tq) * T::SA + m]);
-          af[mi][1] = to_tf32(as[(k8 + tq) * T::SA + m + 8]);
-          af[mi][2] = to_tf32(as[(k8 + tq + 4) * T::SA + m]);
-          af[mi][3] = to_tf32(as[(k8 + tq + 4) * T::SA + m + 8]);
-        }
-#pragma unroll
-        for (int ni = 0; ni < T::NI; ++ni) {
-          const int nn = wn * (BN / T::WN) + ni * 8 + gq;
-          bf[ni][0] = to_tf32(bs[(k8 + tq) * T::SB + nn]);
-          bf[ni][1] = to_tf32(bs[(k8 + tq + 4) * T::SB + nn]);
-        }
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-          for (int ni = 0; ni < T::NI; ++ni)
-            mma_tf32(*reinterpret_cast<float(*)[4]>(acc + (mi * T::NI + ni) * 4), af[mi], bf[ni]);
-      }
-    }
+    tile_step<T, P, true>(acc, As, Bs, s, ty, tx, wm, wn, gq, tq);
   };
 
   // ---- the pipeline -----------------------------------------------------------------------
@@ -349,7 +277,7 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
       for (int i = 0; i < T::RA; ++i) {
         const int e = ck * T::SA + crow + i * kRowStep;
         const float v = as[e];
-        as[e] = ys[e] > 0.f ? v : (a.act.kind == FusedAct::ReLU ? 0.f : a.act.slope * v);
+        as[e] = act_grad(ys[e], v, a.act);
       }
     }
     __syncthreads();
@@ -365,58 +293,18 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
   cp_async_wait<0>();
 
   // ---- epilogue -------------------------------------------------------------------------
-  auto put = [&](int m, int nn, float v) {
+  tile_for_each<T, P>(acc, ty, tx, wm, wn, gq, tq, m0, n0, [&](int m, int nn, float v) {
     if (m >= a.M || nn >= a.N) return;
     if (PASS == kForward) {
       const uint32_t img = a.ohw.div(nn), pix = nn - img * a.ohw.d;
       const int64_t o = (static_cast<int64_t>(img) * a.k + m) * ohw + pix;
-      a.out[o] = apply(v + (a.bias ? __ldg(a.bias + m) : 0.f), a.act);
+      a.out[o] = act_apply(v + bias_of(a.bias, m), a.act);
     } else {
       a.out[(static_cast<int64_t>(blockIdx.z) * a.M + m) * a.N + nn] = v;
     }
-  };
-  if (!TF32) {
-#pragma unroll
-    for (int i = 0; i < T::TM; ++i)
-#pragma unroll
-      for (int j = 0; j < T::TN; ++j)
-        put(m0 + (i / 4) * (BM * 4 / T::TM) + ty * 4 + i % 4,
-            n0 + (j / 4) * (BN * 4 / T::TN) + tx * 4 + j % 4, acc[i * T::TN + j]);
-  } else {
-#pragma unroll
-    for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < T::NI; ++ni) {
-        const float* c = acc + (mi * T::NI + ni) * 4;
-        const int m = m0 + wm * (BM / T::WM) + mi * 16 + gq;
-        const int nn = n0 + wn * (BN / T::WN) + ni * 8 + tq * 2;
-        put(m, nn, c[0]);
-        put(m, nn + 1, c[1]);
-        put(m + 8, nn, c[2]);
-        put(m + 8, nn + 1, c[3]);
-      }
-  }
+  });
   if (want_bias && tid < BM && m0 + tid < a.M)
     a.bias_part[static_cast<int64_t>(blockIdx.z) * a.M + m0 + tid] = bias_sum;
-}
-
-// dw[m][n] += the splits' partial products in split order; db[m] += their bias row sums.
-__global__ void sum_splits(int splits, int M, int N, const float* __restrict__ part,
-                           const float* __restrict__ bias_part, float* __restrict__ dw,
-                           float* __restrict__ db) {
-  const int64_t mn = static_cast<int64_t>(M) * N;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < mn;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float s = 0.f;
-    for (int z = 0; z < splits; ++z) s += part[z * mn + i];
-    dw[i] += s;
-  }
-  if (db && blockIdx.x == 0)
-    for (int m = threadIdx.x; m < M; m += blockDim.x) {
-      float s = 0.f;
-      for (int z = 0; z < splits; ++z) s += bias_part[static_cast<int64_t>(z) * M + m];
-      db[m] += s;
-    }
 }
 
 // ---- host side --------------------------------------------------------------------------
@@ -453,9 +341,9 @@ Args args_of(const ConvGeom& g, int64_t n, int64_t k, Act act, int pass) {
   return a;
 }
 
-template <class T, int PASS, bool TF32, bool MASK>
+template <class T, int PASS, class P, bool MASK>
 void launch_one(const Args& a, int z, CudaExec e) {
-  auto kernel = igemm<T, PASS, TF32, MASK>;
+  auto kernel = igemm<T, PASS, P, MASK>;
   const size_t smem = T::smem_bytes(MASK);
   // Above 48 KB a kernel must ask for its dynamic shared memory (once per instantiation; not a
   // stream operation, so also fine while a graph is being captured).
@@ -473,10 +361,7 @@ void launch_one(const Args& a, int z, CudaExec e) {
 
 template <class T, int PASS, bool MASK>
 void launch(const Args& a, int z, CudaExec e) {
-  if (e.tf32)
-    launch_one<T, PASS, true, MASK>(a, z, e);
-  else
-    launch_one<T, PASS, false, MASK>(a, z, e);
+  with_precision(e.tf32, [&](auto p) { launch_one<T, PASS, decltype(p), MASK>(a, z, e); });
 }
 
 template <int PASS, bool MASK>
@@ -559,15 +444,15 @@ ConvTile conv_implicit_tile(ConvPass pass, const ConvGeom& g, int64_t n, int64_t
   return ConvTile::T128x128;
 }
 
-void conv2d_implicit_forward(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                             const float* w, const float* b, float* y, Act act, CudaExec e,
-                             ConvTile tile) {
+void conv2d_implicit_forward(const ConvFwd& c, CudaExec e, ConvTile tile) {
+  const ConvGeom& g = c.g;
+  const int64_t n = c.n, k = c.k;
   if (n * k * g.oh * g.ow == 0) return;
-  Args a = args_of(g, n, k, act, kForward);
-  a.x = x;
-  a.wt = w;
-  a.bias = b;
-  a.out = y;
+  Args a = args_of(g, n, k, c.act, kForward);
+  a.x = c.x;
+  a.wt = c.w;
+  a.bias = c.b;
+  a.out = c.y;
   if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::Forward, g, n, k);
   launch_tile<kForward, false>(tile, a, 1, e);
 }
@@ -580,9 +465,12 @@ size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t
   return static_cast<size_t>(s.splits) * static_cast<size_t>(k) * static_cast<size_t>(N + 1);
 }
 
-void conv2d_implicit_backward_weights(const ConvGeom& g, int64_t n, int64_t k, const float* x,
-                                      const float* dy, const float* y, Act act, float* dw,
-                                      float* db, float* ws, CudaExec e, ConvTile tile) {
+void conv2d_implicit_backward_weights(const ConvBwd& c, float* ws, CudaExec e, ConvTile tile) {
+  const ConvGeom& g = c.g;
+  const int64_t n = c.n, k = c.k;
+  const float *x = c.x, *dy = c.dy, *y = c.y;
+  float *dw = c.dw, *db = c.db;
+  const Act act = c.act;
   if (k * g.c * g.kh * g.kw == 0) return;
   PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_implicit_backward_weights: act needs y");
   if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::BackwardWeights, g, n, k);
@@ -598,10 +486,7 @@ void conv2d_implicit_backward_weights(const ConvGeom& g, int64_t n, int64_t k, c
     launch_tile<kBackwardWeights, false>(tile, a, s.splits, e);
   else
     launch_tile<kBackwardWeights, true>(tile, a, s.splits, e);
-  const int64_t mn = static_cast<int64_t>(a.M) * a.N;
-  sum_splits<<<blocks_for(mn, 256), 256, 0, stream_of(e)>>>(s.splits, a.M, a.N, ws, a.bias_part,
-                                                            dw, db);
-  PDNN_CUDA_LAUNCH_CHECK("implicit-GEMM backward-weights sum");
+  sum_splits(s.splits, a.M, a.N, ws, a.bias_part, dw, db, e, "implicit-GEMM backward-weights sum");
 }
 
 }  // namespace cuda

@@ -495,9 +495,15 @@ size_t conv4x4s2_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, int t
                                        layout(q, Pass::Weights, n, threads).total}));
 }
 
-void conv4x4s2_forward(float* y, const float* x, const float* w, const float* b,
-                       const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
-                       Act act) {
+void conv4x4s2_forward(const ConvFwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const int threads = e.threads;
+  float* y = a.y;
+  const float* x = a.x;
+  const float* w = a.w;
+  const float* b = a.b;
+  const Act act = a.act;
   conv4x4s2_check(g, "conv4x4s2");
   if (n <= 0) return;
   const Plan q = make_plan(g, k);
@@ -555,9 +561,15 @@ void conv4x4s2_forward(float* y, const float* x, const float* w, const float* b,
   }
 }
 
-void conv4x4s2_backward_data(float* dx, const float* dy, const float* w, const ConvGeom& g,
-                             int64_t n, int64_t k, int threads, float* ws, const float* act_src,
-                             Act act) {
+void conv4x4s2_backward_data(const ConvBwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const int threads = e.threads;
+  float* dx = a.dx;
+  const float* dy = a.dy;
+  const float* w = a.w;
+  const float* act_src = a.dx_src;
+  const Act act = a.dx_act;
   conv4x4s2_check(g, "conv4x4s2");
   if (n <= 0) return;
   const Plan q = make_plan(g, k);
@@ -613,8 +625,13 @@ void conv4x4s2_backward_data(float* dx, const float* dy, const float* w, const C
   }
 }
 
-void conv4x4s2_backward_weights(float* dw, const float* dy, const float* x, const ConvGeom& g,
-                                int64_t n, int64_t k, int threads, float* ws) {
+void conv4x4s2_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const int threads = e.threads;
+  float* dw = a.dw;
+  const float* dy = a.dy;
+  const float* x = a.x;
   conv4x4s2_check(g, "conv4x4s2");
   if (n <= 0) return;
   const Plan q = make_plan(g, k);

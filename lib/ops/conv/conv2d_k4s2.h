@@ -45,7 +45,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/exec.h"
 #include "ops/activation.h"
+#include "ops/conv/conv_args.h"
 #include "ops/conv/im2col.h"
 
 namespace pdnn {
@@ -63,22 +65,18 @@ namespace cpu {
 // output channels (pass at least this much as `ws`).
 size_t conv4x4s2_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, int threads);
 
-// y (n, k, oh, ow) = act(conv(x (n, c, h, w), w (k, c, 4, 4)) + b (k)); b may be nullptr.
-// Writes y. act: any fused activation (applied in the output transform's write).
-void conv4x4s2_forward(float* y, const float* x, const float* w, const float* b,
-                       const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
-                       Act act = {});
+// y = act(conv(x, w) + b) (conv_args.h). Writes y. a.act: any fused activation (applied in the
+// output transform's write).
+void conv4x4s2_forward(const ConvFwd& a, float* ws, CpuExec e);
 
-// dx (n, c, h, w) = dL/dx from dy (n, k, oh, ow). Writes dx. With an activation `act` (ReLU or
-// LeakyReLU): dx = act'(act_src) . dL/dx, act_src (n, c, h, w) the activation's output that is
-// this convolution's input (Layer::fold_input_activation), in the same write.
-void conv4x4s2_backward_data(float* dx, const float* dy, const float* w, const ConvGeom& g,
-                             int64_t n, int64_t k, int threads, float* ws,
-                             const float* act_src = nullptr, Act act = {});
+// dx = dL/dx from dy (with respect to the convolution's output: a.act is not read). Writes dx.
+// With a.dx_act (ReLU or LeakyReLU): dx = act'(a.dx_src) . dL/dx, dx_src (n, c, h, w) the
+// activation's output that is this convolution's input (Layer::fold_input_activation), in the
+// same write.
+void conv4x4s2_backward_data(const ConvBwd& a, float* ws, CpuExec e);
 
-// dw (k, c, 4, 4) += dL/dw from dy (n, k, oh, ow) and x (n, c, h, w).
-void conv4x4s2_backward_weights(float* dw, const float* dy, const float* x, const ConvGeom& g,
-                                int64_t n, int64_t k, int threads, float* ws);
+// dw += dL/dw from dy and x.
+void conv4x4s2_backward_weights(const ConvBwd& a, float* ws, CpuExec e);
 
 }  // namespace cpu
 }  // namespace pdnn

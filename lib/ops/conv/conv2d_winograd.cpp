@@ -445,25 +445,25 @@ size_t conv3x3_winograd_workspace_floats(const ConvGeom& g, int64_t n, int64_t k
   return static_cast<size_t>(std::max({fwd, data, wgrad}));
 }
 
-void conv3x3_winograd_forward(float* y, const float* x, const float* w, const float* b,
-                              const ConvGeom& g, int64_t n, int64_t k, int threads, float* ws,
-                              Act act) {
-  conv3x3_check(g, "conv3x3_winograd");
-  if (n <= 0) return;
-  run_forward(forward_plan(g, k), n, x, w, false, act, b, y, threads, ws);
+void conv3x3_winograd_forward(const ConvFwd& a, float* ws, CpuExec e) {
+  conv3x3_check(a.g, "conv3x3_winograd");
+  if (a.n <= 0) return;
+  run_forward(forward_plan(a.g, a.k), a.n, a.x, a.w, false, a.act, a.b, a.y, e.threads, ws);
 }
 
-void conv3x3_winograd_backward_data(float* dx, const float* dy, const float* w,
-                                    const ConvGeom& g, int64_t n, int64_t k, int threads,
-                                    float* ws) {
-  conv3x3_check(g, "conv3x3_winograd");
-  if (n <= 0) return;
-  run_forward(data_plan(g, k), n, dy, w, true, Act{}, nullptr, dx, threads, ws);
+void conv3x3_winograd_backward_data(const ConvBwd& a, float* ws, CpuExec e) {
+  conv3x3_check(a.g, "conv3x3_winograd");
+  if (a.n <= 0) return;
+  run_forward(data_plan(a.g, a.k), a.n, a.dy, a.w, true, Act{}, nullptr, a.dx, e.threads, ws);
 }
 
-void conv3x3_winograd_backward_weights(float* dw, const float* dy, const float* x,
-                                       const ConvGeom& g, int64_t n, int64_t k, int threads,
-                                       float* ws) {
+void conv3x3_winograd_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  const int threads = e.threads;
+  float* dw = a.dw;
+  const float* dy = a.dy;
+  const float* x = a.x;
   conv3x3_check(g, "conv3x3_winograd");
   if (n <= 0) return;
   const Plan q = forward_plan(g, k);

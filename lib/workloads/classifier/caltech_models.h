@@ -1,6 +1,6 @@
 // The Caltech101 network of SPEC.md (W4, "caltech9": the Cython paper's table 1), built in one
-// place so the app, the tests and the benchmarks train the same thing (scripts/torch_reference.py
-// and scripts/torch_gpu_bench.py build its PyTorch twin):
+// place so the app, the tests and the benchmarks train the same thing (scripts/twins/torch_reference.py
+// and scripts/twins/torch_gpu_bench.py build its PyTorch twin):
 //   x (N,3,S,S) -> Conv(3->32) ReLU, Conv(32->32) ReLU, MaxPool 2, Conv(32->64) ReLU,
 //   Conv(64->64) ReLU, MaxPool 2, Conv(64->128) ReLU, Conv(128->128) ReLU, MaxPool 2,
 //   Flatten, Dense(128 (S/8)^2 -> 1024) ReLU, Dropout 0.5, Dense(1024->1024) ReLU, Dropout 0.5,

@@ -102,7 +102,7 @@ int64_t ClassifierTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed)
     if (o_.prefetch > 0) {
       prefetch_ = std::make_unique<PrefetchLoader>(
           train_, o_.train, o_.prefetch,
-          [&ctx](const Shape& s) { return Tensor(s, DType::F32, ctx.staging_allocator()); });
+          [&ctx](const Shape& s, DType t) { return Tensor(s, t, ctx.staging_allocator()); });
       prefetched_epoch_ = 0;  // it starts packing epoch 0 at once
     } else {
       sync_ = std::make_unique<DatasetLoader>(train_, o_.train);

@@ -1,5 +1,5 @@
 // The MNIST networks of SPEC.md, built in one place so the app, the tests and the benchmarks
-// train the same thing (scripts/torch_reference.py builds their PyTorch twins).
+// train the same thing (scripts/twins/torch_reference.py builds their PyTorch twins).
 //   small (W2, the CuPy blog's CNN): Conv(1->10, 3x3, pad 1) ReLU, MaxPool 2x2, Flatten,
 //     Dense(1960->100) ReLU, Dense(100->10); Adam lr 1e-3.
 //   keras (W3, the Keras mnist_cnn example): Conv(1->32, 3x3) ReLU, Conv(32->64, 3x3) ReLU,

@@ -1,6 +1,6 @@
 // The DCGAN of SPEC.md's W5 (Radford et al. 2016 as PyTorch's DCGAN tutorial writes it, which
 // the PyCUDA study followed), built in one place so the app, the tests and the benchmarks train
-// the same thing (scripts/torch_reference.py builds its PyTorch twin, layer for layer, with the
+// the same thing (scripts/twins/torch_reference.py builds its PyTorch twin, layer for layer, with the
 // same indices, so parameter names match: "<layer>.weight").
 //   generator (z (N,nz,1,1) -> image (N,nc,64,64) in [-1,1]):
 //     0 ConvT(nz->8g, k4 s1 p0) 1 BN 2 ReLU   (1x1 -> 4x4)
@@ -34,7 +34,7 @@ struct DcganConfig {
 };
 
 // Layers are built with zero parameters: draw them with dcgan_init (G first, then D, from
-// the run's stream after seeding, as the app and scripts/torch_reference.py do).
+// the run's stream after seeding, as the app and scripts/twins/torch_reference.py do).
 Sequential make_dcgan_generator(const DcganConfig& c = {});
 Sequential make_dcgan_discriminator(const DcganConfig& c = {});
 

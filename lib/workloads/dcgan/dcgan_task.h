@@ -24,7 +24,7 @@
 // the checkpoint); the metrics and the iteration rows are the global batch's means; the
 // "stuck" status judges every rank's shard means. Rank 0 writes the files.
 //
-// Random streams, all from the run's seed s (scripts/torch_reference.py reproduces them):
+// Random streams, all from the run's seed s (scripts/twins/torch_reference.py reproduces them):
 // initial weights and every iteration's noise z from the run's stream (G's weights, D's, then
 // 2 x batch x nz values per iteration); the data order of epoch e from
 // Rng(at(data_seed, e + 1)) with data_seed = at(s, 0) (BatchLoader::epoch_rng); the fixed

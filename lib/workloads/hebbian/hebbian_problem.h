@@ -1,5 +1,5 @@
 // The W6 problem (SPEC.md): initial weights, input weights and the input sequence, drawn from a
-// seed so the app, the tests and scripts/hebbian_numpy.py (through scripts/pdnn_rng.py) start
+// seed so the app, the tests and scripts/twins/hebbian_numpy.py (through scripts/pylib/pdnn_rng.py) start
 // from the same numbers. x_0 = 0.
 #pragma once
 #include <algorithm>

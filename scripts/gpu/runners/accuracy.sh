@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # accuracy: the Fashion-MNIST accuracy runs of pdnn on the host's CPU (W3 12 epochs and W2 5
 # epochs per seed, seeds side by side pinned to disjoint cores) and of
-# scripts/torch_reference.py (PyTorch on the GPU, same nets, initial weights and data order),
+# scripts/twins/torch_reference.py (PyTorch on the GPU, same nets, initial weights and data order),
 # CSV files and logs -> $RESULTS. Prepare: BINS=mnist DATA=fashion-mnist scripts/gpu/prepare.sh
 # Knobs: SEEDS ("1 2 3").
 set -uo pipefail
@@ -15,7 +15,7 @@ per=$(( $(nproc) / (nseeds + 1) ))   # leave one share of cores for PyTorch's ho
 # PyTorch on the GPU, one process per seed, side by side (each draws its dropout masks on the
 # host with numpy).
 for s in $SEEDS; do
-  py scripts/torch_reference.py mnist --model keras --dataset fashion-mnist --data "$DATA" \
+  py scripts/twins/torch_reference.py mnist --model keras --dataset fashion-mnist --data "$DATA" \
     --epochs 12 --seed "$s" --device cuda --threads 1 --out "$RESULTS/torch_keras_fashion_s$s.csv" \
     > "$RESULTS/torch_keras_s$s.log" 2>&1 &
 done

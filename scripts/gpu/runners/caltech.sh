@@ -6,15 +6,15 @@
 #   check     the CPU-vs-CUDA parity cases of W4's paths (pdnn_tests: the W4 training step
 #             through the prefetching loader, the GPU runtime, the classifier task)
 #   bench     W4 step times: pdnn fp32 and TF32, eager and CUDA graph, against PyTorch eager
-#             with cuDNN in fp32 and TF32 (scripts/bench_gpu.sh WORKLOADS=W4, 300 steps
+#             with cuDNN in fp32 and TF32 (scripts/bench/bench_gpu.sh WORKLOADS=W4, 300 steps
 #             each) -> $RESULTS/gpu.csv
 #   accuracy  30 epochs x seeds 1 2 3 of pdnn on the GPU (fp32, CUDA graph) and of PyTorch on
-#             the GPU (scripts/torch_reference.py caltech: same initial weights, photos,
+#             the GPU (scripts/twins/torch_reference.py caltech: same initial weights, photos,
 #             split, data order, augmentation draws and dropout masks), one after the other so
 #             that each epoch's seconds are its own -> $RESULTS/accuracy/
 #             {pdnn,torch}-cuda_caltech9_s<seed>.csv, logs in $RESULTS; then the summary
-#             (scripts/accuracy_summary.py: final accuracy, mean and std over seeds, pdnn -
-#             PyTorch), each framework's seconds per epoch, and the plots (scripts/plot.py).
+#             (scripts/report/accuracy_summary.py: final accuracy, mean and std over seeds, pdnn -
+#             PyTorch), each framework's seconds per epoch, and the plots (scripts/report/plot.py).
 # Knobs: PYTHON (python3 with torch 2.x, numpy and PIL or cv2), SEEDS ("1 2 3"), EPOCHS (30),
 # STEPS (300), DATA (datasets/caltech101-6), CONV_ALGO (the --conv-algo of the pdnn accuracy runs;
 # default the app's, auto), TORCH_ACC (1; 0 skips the PyTorch accuracy runs), PDNN_ACC (1; 0
@@ -58,7 +58,7 @@ if has bench; then
   # pdnn: 4 runs of 300 steps (~25 ms each) plus decoding; PyTorch: 2 x 300 eager steps.
   echo "== $(elapsed) W4 step times on the GPU (about 1.5 minutes)"
   WORKLOADS=W4 PI=0 STEPS=$STEPS BIN=$BIN PYTHON=$PYTHON CALTECH_DATA=$DATA \
-    OUT="$RESULTS/gpu.csv" scripts/bench_gpu.sh 2>&1 | tee "$LOG/caltech_bench.log" | grep -v '^epoch'
+    OUT="$RESULTS/gpu.csv" scripts/bench/bench_gpu.sh 2>&1 | tee "$LOG/caltech_bench.log" | grep -v '^epoch'
 fi
 
 if has accuracy; then
@@ -75,13 +75,13 @@ if has accuracy; then
     echo "   $(elapsed) pdnn seed $s done"
   done
   for s in $([ "${TORCH_ACC:-1}" = 1 ] && echo $SEEDS); do
-    py scripts/torch_reference.py caltech --device cuda --data "$DATA" --epochs "$EPOCHS" \
+    py scripts/twins/torch_reference.py caltech --device cuda --data "$DATA" --epochs "$EPOCHS" \
       --seed "$s" --threads 8 --out "$ACC/torch-cuda_caltech9_s$s.csv" \
       > "$LOG/caltech_torch_s$s.log" 2>&1 || echo "caltech: PyTorch seed $s failed (see $LOG/caltech_torch_s$s.log)"
     grep -E "^epoch $EPOCHS/" "$LOG/caltech_torch_s$s.log" | cut -c1-160
     echo "   $(elapsed) PyTorch seed $s done"
   done
-  py scripts/accuracy_summary.py "$ACC"
+  py scripts/report/accuracy_summary.py "$ACC"
   py - "$ACC" <<'EOF'
 import csv, glob, os, statistics, sys
 per = {}
@@ -93,6 +93,6 @@ for app, secs in per.items():
     print(f"{app}: {statistics.median(secs):.2f} s per epoch (median over {len(secs)} epochs; "
           f"the paper's Cython CNN: 991 s on 6 cores)")
 EOF
-  py scripts/plot.py --results "$RESULTS" --out "$RESULTS/plots"
+  py scripts/report/plot.py --results "$RESULTS" --out "$RESULTS/plots"
 fi
 echo "== $(elapsed) done; logs in $LOG"

@@ -2,7 +2,7 @@
 # conv-steps: the GPU convolution engine's proof at the step level (issue 17): ms per training
 # step (CUDA graph) of W3, W4 and W5 for each --conv-algo policy (im2col: the old path; own:
 # the best of pdnn's kernels; auto: cuDNN included) in fp32 and TF32, then PyTorch 2.x on the
-# same workloads in the same command (scripts/torch_gpu_bench.py), and W4's per-layer profile
+# same workloads in the same command (scripts/twins/torch_gpu_bench.py), and W4's per-layer profile
 # under `own`. -> $RESULTS/steps.csv, torch.csv, profile_w4_*.csv, algorithms.tsv, logs.
 # Prepare: BINS="caltech101 mnist dcgan" DATA=mnist-npm10k scripts/gpu/prepare.sh
 # MNIST_DATA: W3's IDX folder (default the bundle's mnist-npm10k).
@@ -53,7 +53,7 @@ if [ "${PROFILE:-1}" = 1 ] && has W4 "$W"; then
 fi
 if [ "${TORCH:-1}" = 1 ]; then
   stage "PyTorch steps"
-  py scripts/torch_gpu_bench.py --workloads "$(echo $W | tr ' ' ',')" --steps 100 \
+  py scripts/twins/torch_gpu_bench.py --workloads "$(echo $W | tr ' ' ',')" --steps 100 \
     --out "$RESULTS/torch.csv" > "$RESULTS/torch.log" 2>&1 || echo "torch: FAILED"
   tail -14 "$RESULTS/torch.log"
 fi

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # cpu-bench: the CPU speed benchmarks on the GPU host's own cores, beside the host's PyTorch in
 # the same run. PARTS (default "mnist scaling caltech"):
-#   mnist    $RESULTS/mnist_gpuhost.csv    scripts/bench_mnist.sh   W2 b8, W2 b128, W3 at THREADS
+#   mnist    $RESULTS/mnist_gpuhost.csv    scripts/bench/bench_mnist.sh   W2 b8, W2 b128, W3 at THREADS
 #                                           (1,2,8,16)
-#   scaling  $RESULTS/scaling_gpuhost.csv  scripts/scaling.sh       pi and the MNIST steps at
+#   scaling  $RESULTS/scaling_gpuhost.csv  scripts/bench/scaling.sh       pi and the MNIST steps at
 #                                           SCALING_THREADS (1,2,4,8,16; results/README.md's
 #                                           gpuhost sweep used 1,2,4,8,12,16)
-#   caltech  $RESULTS/caltech_gpuhost.csv  scripts/bench_caltech.sh W4 at W4_THREADS (1,2,16),
+#   caltech  $RESULTS/caltech_gpuhost.csv  scripts/bench/bench_caltech.sh W4 at W4_THREADS (1,2,16),
 #                                           when caltech101 is bundled
-#   dcgan    $RESULTS/dcgan_gpuhost.csv    scripts/bench_dcgan.sh   W5 step, pdnn and PyTorch
+#   dcgan    $RESULTS/dcgan_gpuhost.csv    scripts/bench/bench_dcgan.sh   W5 step, pdnn and PyTorch
 #            $RESULTS/dcgan_layers_gpuhost.csv                      interleaved at W5_THREADS
 #                                           (1,2,8), then both per-layer profiles (pdnn's
 #                                           dcgan_profile_t<T>.csv, PyTorch's
@@ -31,17 +31,17 @@ for part in ${PARTS:-mnist scaling caltech}; do
     mnist)
       need_bin mnist
       BIN=$BIN THREADS=${THREADS:-1,2,8,16} SCALE=${SCALE:-2} PYTHON=$PYTHON \
-        OUT="$RESULTS/mnist_gpuhost.csv" scripts/bench_mnist.sh ;;
+        OUT="$RESULTS/mnist_gpuhost.csv" scripts/bench/bench_mnist.sh ;;
     scaling)
       need_bin mnist pi
       BIN=$BIN THREADS=${SCALING_THREADS:-1,2,4,8,16} PYTHON=$PYTHON \
         MNIST_ARGS="--data $BUNDLE/data/mnist-npm10k" OUT="$RESULTS/scaling_gpuhost.csv" \
-        scripts/scaling.sh ;;
+        scripts/bench/scaling.sh ;;
     caltech)
       if [ -x "$BIN/caltech101" ]; then
         BIN=$BIN THREADS=${W4_THREADS:-1,2,16} ROUNDS=${ROUNDS:-2} PYTHON=$PYTHON \
           OUT="$RESULTS/caltech_gpuhost.csv" LAYERS_OUT="$RESULTS/caltech_layers_gpuhost.csv" \
-          scripts/bench_caltech.sh
+          scripts/bench/bench_caltech.sh
       else
         echo "cpu-bench: no caltech101 in $BIN: W4 skipped"
       fi ;;
@@ -50,7 +50,7 @@ for part in ${PARTS:-mnist scaling caltech}; do
       BIN=$BIN THREADS=${W5_THREADS:-1,2,8} STEPS=${W5_STEPS:-6} REPEAT=${W5_REPEAT:-2} \
         PROFILE_STEPS=${W5_PROFILE_STEPS:-5} PYTHON=$PYTHON DATA=$BUNDLE/data/mnist-npm10k \
         OUT="$RESULTS/dcgan_gpuhost.csv" LAYERS_OUT="$RESULTS/dcgan_layers_gpuhost.csv" \
-        scripts/bench_dcgan.sh ;;
+        scripts/bench/bench_dcgan.sh ;;
     w5conv)
       need_bin bench_conv
       env OMP_PROC_BIND=close OMP_PLACES=cores "$BIN/bench_conv" --mode passes --filter W5 \

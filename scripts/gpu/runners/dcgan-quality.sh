@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dcgan-quality: W5's sample quality against the PyTorch twin at the study's scale (issue 27) on
-# a lent GPU host: scripts/dcgan_quality_photos.sh on the shipped photos, 300 epochs per run,
+# a lent GPU host: scripts/study/dcgan_quality_photos.sh on the shipped photos, 300 epochs per run,
 # 10,000 colour samples after epochs 50, 150 and 300, scored by the committed photo judge
 # (results/dcgan/judge/photo64_caltech101-6.ckpt) on the GPU.
 # Prepare:  BINS="dcgan gan_score" DATA= scripts/gpu/prepare.sh  (the judge is committed)
@@ -15,7 +15,7 @@
 # /tmp/dcgan-quality), gpu.txt; with "summary" in PARTS the table and the progressions too.
 # Here, after both: copy both result folders into one (their file names differ), then
 #   PARTS=summary OUT=<folder> QUALITY="<folder>/quality_caltech101-6_pdnn_score.csv
-#     <folder>/quality_caltech101-6_torch_score.csv" scripts/dcgan_quality_photos.sh
+#     <folder>/quality_caltech101-6_torch_score.csv" scripts/study/dcgan_quality_photos.sh
 # writes quality_caltech101-6_summary.csv (mean, std, min, max over seeds per framework and
 # epoch, pdnn's FID over PyTorch's) and progression_caltech101-6_s<seed>.png.
 # Timing (to plan the visit): pdnn's 300 epochs are 90 s of training on an H100 (7.3 ms an
@@ -39,7 +39,7 @@ tag=$(echo "$PARTS" | tr ' ' '_')
 stage "dcgan_quality_photos.sh PARTS=\"$PARTS\" SEEDS=\"${SEEDS:-1 2 3}\" JOBS=$JOBS"
 BIN="$BIN" PYTHON="$PYTHON" DEVICE=cuda THREADS="$THREADS" JOBS="$JOBS" PARTS="$PARTS" \
   OUT="$OUT" WORK="$work" GRIDS="$work/grids" QUALITY_CSV="$OUT/quality_caltech101-6_$tag.csv" \
-  scripts/dcgan_quality_photos.sh
+  scripts/study/dcgan_quality_photos.sh
 status=$?
 # The grids the progressions show, in the layout the summary step reads (GRIDS=$OUT/samples).
 for d in "$work"/grids/*/; do

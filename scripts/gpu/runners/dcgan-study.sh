@@ -6,7 +6,7 @@
 #   2. the study's run and its PyTorch twin (same weights, data order, noise), seed 1: 300
 #      epochs of batch 64 on the shipped Caltech photos each, side by side on the GPU, 10,000
 #      samples of each scored by the photo judge at the end, the progression PNG of both
-#      (epochs 1, 10, 50, 150, 300), the curves (scripts/dcgan_quality_photos.sh; about 5
+#      (epochs 1, 10, 50, 150, 300), the curves (scripts/study/dcgan_quality_photos.sh; about 5
 #      minutes on an H100; the PyCUDA study's 9.11 s per epoch would be 46 minutes a run).
 #      Three seeds and epochs 50 and 150: the dcgan-quality runner;
 #   3. with 2 GPUs and the bundle's mpirun: 2 ranks of --distributed (NCCL), DIST_EPOCHS epochs,
@@ -36,7 +36,7 @@ stage "2. the study's run, pdnn and PyTorch, $EPOCHS epochs each"
 BIN="$BIN" PYTHON="$PY" DATASET=caltech EPOCHS="$EPOCHS" DEVICE=cuda THREADS=8 JOBS=2 SEEDS=1 \
   SCORE_EPOCHS="$EPOCHS" SAMPLES=10000 IMAGES_PER_EPOCH=0 OUT="$OUT" WORK=/tmp/dcgan-study \
   GRIDS=/tmp/dcgan-study/grids \
-  scripts/dcgan_quality.sh > "$OUT/study.log" 2>&1
+  scripts/study/dcgan_quality.sh > "$OUT/study.log" 2>&1
 grep -E "^== |^  (pdnn|torch) seed|^    [0-9]+ epochs|^(framework|pdnn|torch|real-test) |progression|dcgan_quality|rror" "$OUT/study.log"
 
 if [ "$(nvidia-smi -L | grep -c '^GPU')" -ge 2 ] && [ -x "$BIN/mpirun" ]; then
@@ -51,5 +51,5 @@ if [ "$(nvidia-smi -L | grep -c '^GPU')" -ge 2 ] && [ -x "$BIN/mpirun" ]; then
 else
   echo "(3. data-parallel skipped: needs 2 GPUs and MPI=1 in gpu_prepare.sh)"
 fi
-env -u LD_LIBRARY_PATH "$PY" scripts/plot.py --results "$OUT" --out "$OUT/plots" | grep -c wrote
+env -u LD_LIBRARY_PATH "$PY" scripts/report/plot.py --results "$OUT" --out "$OUT/plots" | grep -c wrote
 stage "done: $OUT"

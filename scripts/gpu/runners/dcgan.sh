@@ -7,7 +7,7 @@
 #      and PyTorch's with the same recipe, initial weights, data order and noise;
 #   4. the quality scores of both and of the held-out real images (build/bin/gan_score);
 #   5. the iteration benchmark: pdnn fp32/TF32 x eager/graph (--steps) against PyTorch eager
-#      and CUDA graph in the same run (scripts/torch_gpu_bench.py --workloads W5), and the
+#      and CUDA graph in the same run (scripts/twins/torch_gpu_bench.py --workloads W5), and the
 #      epoch times of both 5-epoch runs (CSV "seconds": the paper's is 9.11 s on an RTX 6000).
 # Everything goes to $RESULTS: logs, CSV files, sample grids, samples. Knobs: EPOCHS (5),
 # STEPS (200), DATA ($BUNDLE/data/fashion-mnist).
@@ -39,7 +39,7 @@ stage "3a. pdnn DCGAN, $EPOCHS epochs (GPU, fp32, CUDA graph)"
 grep -E "^epoch [0-9]+/[0-9]+  |WARNING|samples" "$OUT/dcgan_pdnn.log"
 
 stage "3b. PyTorch DCGAN, $EPOCHS epochs (GPU, fp32)"
-py scripts/torch_reference.py dcgan --device cuda --dataset fashion-mnist \
+py scripts/twins/torch_reference.py dcgan --device cuda --dataset fashion-mnist \
   --data "$DATA" --epochs "$EPOCHS" --threads 4 --out "$OUT/torch_dcgan_fashion-mnist.csv" \
   --iterations-out "$OUT/torch_dcgan_fashion-mnist_iterations.csv" \
   --samples-dir "$OUT/samples/torch" --samples 10000 --samples-out "$OUT/samples_torch.idx.gz" \
@@ -58,7 +58,7 @@ for graph in off on; do
       --cuda-graph "$graph" $tf --bench-csv "$OUT/bench_pdnn.csv" 2>&1 | grep '^step_ms'
   done
 done
-py scripts/torch_gpu_bench.py --workloads W5 --steps "$STEPS" \
+py scripts/twins/torch_gpu_bench.py --workloads W5 --steps "$STEPS" \
   --out "$OUT/bench_torch.csv" 2>&1 | grep -E "^torch|Error"
 echo "epoch seconds (2,944 images; the paper: 9.11 s):"
 py - "$OUT/dcgan_fashion-mnist.csv" "$OUT/torch_dcgan_fashion-mnist.csv" <<'PYEOF'
@@ -69,5 +69,5 @@ for f in sys.argv[1:]:
             print(f"  {r['app']:5s} epoch {r['epoch']}: {float(r['seconds']):.3f} s, "
                   f"{1e3 * float(r['train_s_per_iter']):.2f} ms/iteration ({r['status']})")
 PYEOF
-py scripts/plot.py --results "$OUT" --out "$OUT/plots" | grep wrote
+py scripts/report/plot.py --results "$OUT" --out "$OUT/plots" | grep wrote
 stage "done: $OUT"

@@ -4,7 +4,7 @@
 # DCGAN, 64 per GPU), each when the bundle has its app: step time and images/s on 1 GPU and on
 # 2, pdnn --distributed (NCCL, bootstrapped through MPI) beside PyTorch DDP (NCCL,
 # torch.multiprocessing; W5's DDP twin all-reduces both models, BatchNorm per rank) in the same
-# command, and the table of them (scripts/scale_table.py: weak-scaling efficiency, pdnn's best
+# command, and the table of them (scripts/report/scale_table.py: weak-scaling efficiency, pdnn's best
 # 2-GPU step against DDP's); the gradient all-reduce's cost (bytes, time, bus bandwidth) against NCCL's own
 # all-reduce bandwidth on this machine (bench_allreduce: ncclAllReduce loops as nccl-tests'
 # all_reduce_perf runs them); and a correctness check (2 GPUs reach the weights of 1 GPU with
@@ -90,7 +90,7 @@ pdnn_run() {
     if "$W/$app" "$@" --device cuda --batch "$per" --steps "$steps" $flags \
         --bench-csv "$tmp/b.csv" > "$tmp/log" 2>&1; then
       grep step_ms "$tmp/log"
-      "$PYTHON" scripts/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks 1 --threads 1 \
+      "$PYTHON" scripts/report/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks 1 --threads 1 \
         --global-batch "$per" --mode "$mode" --out "$CSV"
     else
       tail -8 "$tmp/log"; echo "FAILED: pdnn $workload 1 GPU $mode"
@@ -105,7 +105,7 @@ pdnn_run() {
     if "${MPIRUN[@]}" "$W/$app" "$@" --device cuda --batch $((2 * per)) --steps "$steps" \
         --distributed $flags --bench-csv "$tmp/b.csv" > "$tmp/log" 2>&1; then
       grep -E "step_ms|distributed:" "$tmp/log"
-      "$PYTHON" scripts/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks 2 --threads 1 \
+      "$PYTHON" scripts/report/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks 2 --threads 1 \
         --global-batch $((2 * per)) --mode "$mode" --out "$CSV"
     else
       tail -12 "$tmp/log"; echo "FAILED: pdnn $workload 2 GPUs $mode"
@@ -147,17 +147,17 @@ want W5 && pdnn_run W5 dcgan 64 "$STEPS_W5" --dataset caltech --images-per-epoch
 if [ "$TORCH" = 1 ] && "$PYTHON" -c 'import torch; assert torch.cuda.device_count() >= 2' 2>/dev/null; then
   if want W3; then
     echo "== PyTorch DDP W3, 1 and 2 GPUs x 128"
-    "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W3 --ranks 1,2 \
+    "$PYTHON" scripts/twins/torch_ddp_bench.py --device cuda --workload W3 --ranks 1,2 \
       --batch-per-rank 128 --steps "$STEPS" --out "$CSV" || echo "FAILED: torch W3"
   fi
   if want W4 && [ -x "$W/caltech101" ]; then
     echo "== PyTorch DDP W4, 1 and 2 GPUs x 64"
-    "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W4 --ranks 1,2 \
+    "$PYTHON" scripts/twins/torch_ddp_bench.py --device cuda --workload W4 --ranks 1,2 \
       --batch-per-rank 64 --steps "$STEPS_W4" --out "$CSV" || echo "FAILED: torch W4"
   fi
   if want W5; then
     echo "== PyTorch DDP W5 (the DCGAN twin), 1 and 2 GPUs x 64"
-    "$PYTHON" scripts/torch_ddp_bench.py --device cuda --workload W5 --ranks 1,2 \
+    "$PYTHON" scripts/twins/torch_ddp_bench.py --device cuda --workload W5 --ranks 1,2 \
       --batch-per-rank 64 --steps "$STEPS_W5" --out "$CSV" || echo "FAILED: torch W5"
   fi
 else
@@ -165,7 +165,7 @@ else
 fi
 
 echo "== 1 vs 2 GPUs, this run (weak scaling: the same batch per GPU)"
-"$PYTHON" scripts/scale_table.py "$CSV" --since "$since" --out "$OUT/results/scale/gpu_dist_table.csv" ||
+"$PYTHON" scripts/report/scale_table.py "$CSV" --since "$since" --out "$OUT/results/scale/gpu_dist_table.csv" ||
   echo "table failed"
-"$PYTHON" scripts/plot.py --results "$OUT/results" --out "$OUT/plots" || echo "plot failed"
+"$PYTHON" scripts/report/plot.py --results "$OUT/results" --out "$OUT/plots" || echo "plot failed"
 echo "dist: done in $((SECONDS - start)) s; rows in $CSV"

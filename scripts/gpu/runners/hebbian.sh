@@ -42,10 +42,10 @@ for part in "${parts[@]}"; do
       pdnn hebbian --n 200,1000,2000 --t 500,5000 --dtype float32,float64 --threads 1,2,4,8,16 \
         --leak 0.5 --out "$RESULTS/hebbian.csv" ) 2>&1 | tee "$RESULTS/cpu.log" ;;
   torch)
-    py scripts/hebbian_numpy.py --framework torch --device cuda $grid --leak 0.5 --max-seconds 20 \
+    py scripts/twins/hebbian_numpy.py --framework torch --device cuda $grid --leak 0.5 --max-seconds 20 \
       --out "$RESULTS/hebbian.csv" 2>&1 | tee "$RESULTS/torch.log" ;;
   numpy)
-    py scripts/hebbian_numpy.py --n 200,1000,2000 --t 500,5000 --dtype float32,float64 \
+    py scripts/twins/hebbian_numpy.py --n 200,1000,2000 --t 500,5000 --dtype float32,float64 \
       --threads 1,16 --leak 0.5 --max-seconds 20 --out "$RESULTS/hebbian.csv" 2>&1 | tee "$RESULTS/numpy.log" ;;
   *)
     echo "hebbian: unknown part $part" >&2; exit 2 ;;

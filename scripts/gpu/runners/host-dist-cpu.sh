@@ -9,7 +9,7 @@
 # everything goes under $RESULTS:
 #   $RESULTS/results/scale/cpu_dist.csv    one row per (app, workload, split), scale_rows.py columns
 #   $RESULTS/results/scale/cpu_allreduce.csv
-#   $RESULTS/plots/*.png                   scripts/plot.py over $RESULTS/results
+#   $RESULTS/plots/*.png                   scripts/report/plot.py over $RESULTS/results
 #   $RESULTS/gpu_host_dist_cpu.log         everything printed
 # Prepare: MPI=1 DATA=fashion-mnist BINS="mnist bench_allreduce caltech101" scripts/gpu/prepare.sh
 #   (caltech101 for the W4 rows; W4's photos travel in datasets/)
@@ -54,7 +54,7 @@ run_pdnn() {
   if "$W/$app" "$@" --batch "$batch" --steps "$steps" --threads "$cores" \
       --bench-csv "$tmp/b.csv" > "$tmp/log" 2>&1; then
     grep step_ms "$tmp/log"
-    "$PYTHON" scripts/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks 1 \
+    "$PYTHON" scripts/report/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks 1 \
       --threads "$cores" --global-batch "$batch" --mode single --out "$CSV"
   else
     tail -5 "$tmp/log"; echo "FAILED: pdnn $workload single"
@@ -74,7 +74,7 @@ run_pdnn() {
     if "$W/mpirun" -np "$r" "${bind[@]}" "$W/$app" "$@" --batch "$batch" --steps "$steps" \
         --threads "$t" --distributed --bench-csv "$tmp/b.csv" > "$tmp/log" 2>&1; then
       grep -E "step_ms|all-reduce per step|distributed:" "$tmp/log"
-      "$PYTHON" scripts/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks "$r" \
+      "$PYTHON" scripts/report/scale_rows.py "$tmp/b.csv" --workload "$workload" --ranks "$r" \
         --threads "$t" --global-batch "$batch" --mode "$mode" --log "$tmp/log" --out "$CSV"
     else
       tail -8 "$tmp/log"; echo "FAILED: pdnn $workload $s"
@@ -91,7 +91,7 @@ run_torch() {
     local r=${s%x*} t=${s#*x}
     over && { echo "SKIP torch $workload $s: over the time budget"; continue; }
     echo "== PyTorch DDP (gloo) $workload $r ranks x $t threads"
-    "$PYTHON" scripts/torch_ddp_bench.py --device cpu --workload "$workload" --ranks "$r" \
+    "$PYTHON" scripts/twins/torch_ddp_bench.py --device cpu --workload "$workload" --ranks "$r" \
       --threads "$t" --global-batch "$batch" --steps "$steps" --out "$CSV" ||
       echo "FAILED: torch $workload $s"
   done
@@ -116,5 +116,5 @@ if [ -x "$W/bench_allreduce" ]; then
       --out "$OUT/results/scale/cpu_allreduce.csv" | tail -5 || echo "FAILED: bench_allreduce $r"
   done
 fi
-"$PYTHON" scripts/plot.py --results "$OUT/results" --out "$OUT/plots" || echo "plot failed"
+"$PYTHON" scripts/report/plot.py --results "$OUT/results" --out "$OUT/plots" || echo "plot failed"
 echo "host-dist-cpu: done in $((SECONDS - start)) s; rows in $CSV"

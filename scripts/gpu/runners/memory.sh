@@ -10,15 +10,15 @@
 #             bound, dy masked in place changing no bit), the optimizers' CPU-GPU parity (now
 #             bit for bit) and the max-pool parity (one-byte argmax, argmax found again)
 #             -> $RESULTS/tests.log (about 2 minutes)
-#   bench     scripts/bench_memory.sh for each PLAN item "side:cap+cap" (W4 per side,
+#   bench     scripts/bench/bench_memory.sh for each PLAN item "side:cap+cap" (W4 per side,
 #             uncapped and under each cap, beside PyTorch plain / save_on_cpu / checkpoint)
-#             -> $RESULTS/memory_r2.csv, memory_logs/, memory_table.md (scripts/memory_table.py)
+#             -> $RESULTS/memory_r2.csv, memory_logs/, memory_table.md (scripts/report/memory_table.py)
 #   torch     PyTorch alone at TORCH_SIDES (1120): plain, save_on_cpu, checkpoint
 #             -> $RESULTS/memory_r2.csv, torch_memory.log (a line per variant as it ends)
 #   accuracy  ACC_EPOCHS (30) epochs of W4 at ACC_SIDE (448) under ACC_CAP (10G), seed 1, the
 #             plan carried out (448 does not fit 10G uncapped) -> $RESULTS/accuracy/
 #             pdnn-cuda_caltech9-448px-cap10G_s1.csv and its log (about 4 minutes); plot it
-#             beside the 224 curve with scripts/plot_memory_accuracy.py
+#             beside the 224 curve with scripts/report/plot_memory_accuracy.py
 # Knobs: PLAN ("672:20G"), TORCH_STEPS (3), TORCH (1), STEPS (20), ACC_SIDE, ACC_CAP,
 # ACC_EPOCHS, APP_ARGS (more caltech101 flags for the bench runs).
 # The issue's proofs, one visit each:
@@ -53,14 +53,14 @@ if has bench; then
     stage "W4 at ${side}x$side, caps $caps"
     BIN=$BIN PYTHON=$PYTHON SIDES=$side CAPS="$caps" TORCH_STEPS=${TORCH_STEPS:-3} \
       TORCH=${TORCH:-1} STEPS=${STEPS:-20} OUT="$RESULTS/memory_r2.csv" \
-      scripts/bench_memory.sh 2>&1 | grep -v "^epoch"
+      scripts/bench/bench_memory.sh 2>&1 | grep -v "^epoch"
   done
-  [ -f "$RESULTS/memory_r2.csv" ] && py scripts/memory_table.py "$RESULTS/memory_r2.csv"
+  [ -f "$RESULTS/memory_r2.csv" ] && py scripts/report/memory_table.py "$RESULTS/memory_r2.csv"
 fi
 
 if has torch; then  # PyTorch alone (TORCH_SIDES), each variant's line printed as it ends
   stage "PyTorch plain / save_on_cpu / checkpoint at ${TORCH_SIDES:-1120}"
-  env -u LD_LIBRARY_PATH "$PYTHON" scripts/torch_memory_bench.py \
+  env -u LD_LIBRARY_PATH "$PYTHON" scripts/twins/torch_memory_bench.py \
     --sides "$(echo ${TORCH_SIDES:-1120} | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" \
     --out "$RESULTS/memory_r2.csv" 2>&1 | tee "$RESULTS/torch_memory.log"
 fi

@@ -1,0 +1,41 @@
+// Max pooling's rule for the maximum of a window, on both backends (ops/maxpool2d.h): the window
+// in row-major order, strict '>' (the first of equal maxima wins, as PyTorch), and a NaN wins
+// (the last NaN of a window is its maximum, so a NaN propagates). The CPU's vectorised row loops
+// apply argmax_takes lane by lane; a search of one window (the GPU's forward, and both backward
+// passes that find the maximum again in x) is window_max.
+#pragma once
+#include <cmath>
+
+#include "ops/kit/host_device.h"
+
+namespace pdnn {
+namespace kit {
+
+// Whether candidate v replaces the current best ('|', not '||': no branch).
+PDNN_HD bool argmax_takes(float v, float best) { return (v > best) | (v != v); }
+
+struct WindowMax {
+  float value;
+  int at;  // ky * k + kx
+};
+
+// The maximum of the k x k window at output (oy, ox), stride s, of a plane w wide starting at
+// xp. I: the index type of the caller's geometry (int on the GPU, int64_t on the CPU).
+template <class I>
+PDNN_HD WindowMax window_max(const float* xp, I w, I k, I s, I oy, I ox) {
+  WindowMax m{-INFINITY, 0};
+  for (I ky = 0; ky < k; ++ky) {
+    const float* xr = xp + (oy * s + ky) * w + ox * s;
+    for (I kx = 0; kx < k; ++kx) {
+      const float v = xr[kx];
+      if (argmax_takes(v, m.value)) {
+        m.value = v;
+        m.at = static_cast<int>(ky * k + kx);
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace kit
+}  // namespace pdnn

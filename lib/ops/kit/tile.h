@@ -1,0 +1,162 @@
+// The block tile of the GEMM-shaped kernels (.cu files only): the compute of one K step from
+// k-major shared memory, the walk over a block's outputs for the epilogue, and the loaders and
+// epilogue pieces the convolution kernels share.
+//
+// A tile configuration T names: BM x BN outputs a block, BK reduction elements a step; on the
+// FMA path TM x TN outputs a thread, on the tensor-core path WM x WN warps of MI x NI m16n8
+// accumulators each; SA, SB the padded row strides of the k-major operands in shared memory,
+// As[kk][m] and Bs[kk][n].
+//   FMA: thread (ty, tx) owns rows ty*4 + {0..3} (+ BM/2 when TM = 8) and columns tx*4 + {0..3}
+//     (+ BN/2 when TN = 8): per kk, TM/4 + TN/4 float4 reads of shared memory and TM*TN FMAs.
+//   MMA: warp (wm, wn) owns a (BM/WM) x (BN/WN) tile of MI x NI mma tiles; per mma step it
+//     reads MI A and NI B fragments and issues MI*NI mma.sync; the sums stay fp32.
+#pragma once
+#include <cstdint>
+
+#include "ops/activation.h"
+#include "ops/kit/act.h"
+#include "ops/kit/mma.h"
+
+namespace pdnn {
+namespace kit {
+
+// This thread's place in the block tile, for either path: FMA (ty, tx) = (tid / (BN/TN),
+// tid % (BN/TN)); MMA: warp (wm, wn) = (warp / WN, warp % WN), gq = lane / 4, tq = lane % 4.
+// The kernel computes them (with the lane and warp it has) and passes them as values: the
+// compiler then places them exactly as when the kernels wrote these loops inline.
+
+// Accumulators a thread keeps for tile T on precision P's path.
+template <class T, class P>
+constexpr int tile_acc() {
+  return P::kMma ? T::MI * T::NI * 4 : T::TM * T::TN;
+}
+
+// acc += the product of one K step from stage s of the k-major operands in shared memory:
+// As + s*BK*SA (BK x SA floats) times Bs + s*BK*SB (BK x SB); the stage's address is formed here,
+// beside the reads, as when the kernels wrote this loop inline (the same registers). kRound
+// (TF32): round the operands as they are read (else they were rounded when stored).
+template <class T, class P, bool kRound>
+__device__ __forceinline__ void tile_step(float* acc, const float* As, const float* Bs, int s,
+                                          int ty, int tx, int wm, int wn, int gq, int tq) {
+  constexpr int BM = T::BM, BN = T::BN, BK = T::BK;
+  const float* as = As + s * (BK * T::SA);
+  const float* bs = Bs + s * (BK * T::SB);
+  if constexpr (!P::kMma) {
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      float av[T::TM], bv[T::TN];
+#pragma unroll
+      for (int gi = 0; gi < T::TM / 4; ++gi)
+        *reinterpret_cast<float4*>(av + 4 * gi) =
+            *reinterpret_cast<const float4*>(as + kk * T::SA + gi * (BM * 4 / T::TM) + ty * 4);
+#pragma unroll
+      for (int gj = 0; gj < T::TN / 4; ++gj)
+        *reinterpret_cast<float4*>(bv + 4 * gj) =
+            *reinterpret_cast<const float4*>(bs + kk * T::SB + gj * (BN * 4 / T::TN) + tx * 4);
+#pragma unroll
+      for (int i = 0; i < T::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < T::TN; ++j) acc[i * T::TN + j] = fmaf(av[i], bv[j], acc[i * T::TN + j]);
+    }
+  } else {
+#define PDNN_KIT_CV(v) (kRound ? tf32_bits(v) : __float_as_uint(v))
+#pragma unroll
+    for (int k8 = 0; k8 < BK; k8 += 8) {
+      uint32_t af[T::MI][4], bf[T::NI][2];
+#pragma unroll
+      for (int mi = 0; mi < T::MI; ++mi) {
+        const int m = wm * (BM / T::WM) + mi * 16 + gq;
+        af[mi][0] = PDNN_KIT_CV(as[(k8 + tq) * T::SA + m]);
+        af[mi][1] = PDNN_KIT_CV(as[(k8 + tq) * T::SA + m + 8]);
+        af[mi][2] = PDNN_KIT_CV(as[(k8 + tq + 4) * T::SA + m]);
+        af[mi][3] = PDNN_KIT_CV(as[(k8 + tq + 4) * T::SA + m + 8]);
+      }
+#pragma unroll
+      for (int ni = 0; ni < T::NI; ++ni) {
+        const int nn = wn * (BN / T::WN) + ni * 8 + gq;
+        bf[ni][0] = PDNN_KIT_CV(bs[(k8 + tq) * T::SB + nn]);
+        bf[ni][1] = PDNN_KIT_CV(bs[(k8 + tq + 4) * T::SB + nn]);
+      }
+#undef PDNN_KIT_CV
+#pragma unroll
+      for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < T::NI; ++ni) P::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
+    }
+  }
+}
+
+// put(m, n, value) over a warp's MI x NI m16n8 accumulators laid out (mi * NI + ni) * 4, tile
+// (mi, ni) at rows m0 + mi*16, columns n0 + ni*8 (m0, n0: the warp's first row and column).
+template <int MI, int NI, class Put>
+__device__ __forceinline__ void mma_tiles_for_each(const float* acc, int m0, int n0, int gq,
+                                                   int tq, Put&& put) {
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+      frag_put(acc + (mi * NI + ni) * 4, m0 + mi * 16 + gq, n0 + ni * 8 + tq * 2, put);
+}
+
+// put(m, n, value) for each of this thread's outputs, (m0, n0) the block's first, in a fixed
+// order (FMA: row-major over its TM x TN; MMA: over its accumulators, frag_put's order).
+template <class T, class P, class Put>
+__device__ __forceinline__ void tile_for_each(const float* acc, int ty, int tx, int wm, int wn,
+                                              int gq, int tq, int m0, int n0, Put&& put) {
+  constexpr int BM = T::BM, BN = T::BN;
+  if constexpr (!P::kMma) {
+#pragma unroll
+    for (int i = 0; i < T::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < T::TN; ++j)
+        put(m0 + (i / 4) * (BM * 4 / T::TM) + ty * 4 + i % 4,
+            n0 + (j / 4) * (BN * 4 / T::TN) + tx * 4 + j % 4, acc[i * T::TN + j]);
+  } else {
+#pragma unroll
+    for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < T::NI; ++ni)
+        frag_put(acc + (mi * T::NI + ni) * 4, m0 + wm * (BM / T::WM) + mi * 16 + gq,
+                 n0 + wn * (BN / T::WN) + ni * 8 + tq * 2, put);
+  }
+}
+
+// The forward epilogue's bias of channel m (0 without a bias): act_apply(v + bias_of(b, m), act).
+__device__ __forceinline__ float bias_of(const float* bias, int m) {
+  return bias ? __ldg(bias + m) : 0.f;
+}
+
+// ---- halo tiles (3x3 stride-1 kernels) -----------------------------------------------------
+// Copies channels [c0, c0 + CH) of an input patch with its halo, XR x XW pixels from (iy0, ix0)
+// of image xim (c channels of h x w), into xs[ch][CS] (rows of XW), by cp.async: zeros outside
+// the image and past the channels. `any` is a valid address for the copies that read nothing.
+// kRowCol: the destination addressed as ci*CS + row*XW + col rather than ci*CS + (its offset in
+// the patch): the same address; each kernel keeps the form it was tuned with, which the compiler
+// schedules into the same registers as before.
+template <int CH, int XR, int XW, int CS, int THREADS, bool kRowCol>
+__device__ __forceinline__ void load_halo_tile(float* xs, const float* xim, const float* any,
+                                               int c0, int c, int h, int w, int iy0, int ix0,
+                                               int tid) {
+  const int hw = h * w;
+  for (int e = tid; e < CH * XR * XW; e += THREADS) {
+    const int ci = e / (XR * XW), rc = e - ci * (XR * XW);
+    const int row = rc / XW, col = rc - row * XW;
+    const int iy = iy0 + row, ix = ix0 + col;
+    const bool ok = c0 + ci < c && static_cast<unsigned>(iy) < static_cast<unsigned>(h) &&
+                    static_cast<unsigned>(ix) < static_cast<unsigned>(w);
+    cp_async4(xs + ci * CS + (kRowCol ? row * XW + col : rc), ok ? xim + (c0 + ci) * hw + iy * w + ix : any,
+              ok);
+  }
+}
+// The elements of such a tile that this thread copied, rounded to TF32 in place (after its
+// copies completed: cp_async_wait).
+template <int CH, int XR, int XW, int CS, int THREADS>
+__device__ __forceinline__ void round_halo_tile(float* xs, int tid) {
+  for (int e = tid; e < CH * XR * XW; e += THREADS) {
+    const int ci = e / (XR * XW), rc = e - ci * (XR * XW);
+    xs[ci * CS + rc] = round_tf32(xs[ci * CS + rc]);
+  }
+}
+
+}  // namespace kit
+}  // namespace pdnn

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench_memory.sh: issues 18 and 26's table, `make bench-memory` (run it on a machine with a
+# GPU and a CUDA build of pdnn): W4 (caltech101 app, batch 64, fp32) at each side in SIDES,
+# uncapped and under each cap in CAPS (--gpu-memory-limit), step time (--steps, as
+# bench_gpu.sh: CUDA graph on) and the allocator's peak device memory (in use and reserved),
+# then PyTorch at the same sides: plain, save_on_cpu(pin_memory=True) and checkpoint
+# (scripts/twins/torch_memory_bench.py). Every pdnn run prints its --memory-plan; logs go beside the
+# CSV (memory_logs/).
+# A cap the step cannot fit under stops that run before training with the smallest limit that
+# would do: its row says "no-fit <limit>". Under a cap the model carries the plan out (the
+# status says whether the step ran as one CUDA graph: "ok graph", or "ok eager"); the row's
+# planned_gib is the plan's peak (the CUDA context included), context_gib the context at the
+# end, plan what the plan did (micro-batches, optimizer state on the host and how it is
+# updated, outputs offloaded and recomputed, pools finding their argmax again). Out of memory
+# (the allocator is capped at the limit less the context): "oom".
+# Rows: OUT (runs/scale/memory_r2.csv), columns as torch_memory_bench.py's.
+# Environment: BIN (build/bin), PYTHON (python3, the one with torch), SIDES ("224 448 672 896
+# 1120 1344"), CAPS ("20G"), STEPS (20: two blocks of 10), TORCH_STEPS (5), CALTECH_DATA
+# (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch, THREADS (8: the host threads that prepare
+# the batches; at 1 they, not the GPU, bound the step), APP_ARGS (more caltech101 flags, e.g.
+# "--conv-algo implicit"), UNCAPPED (1; 0 leaves the uncapped run out, e.g. where it cannot fit).
+# Each command should stay under 10 minutes: run one or two sides at a time, e.g.
+#   make bench-memory SIDES=672 CAPS="20G 28G"
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${BIN:-build/bin}
+PYTHON=${PYTHON:-python3}
+SIDES=${SIDES:-224 448 672 896 1120 1344}
+CAPS=${CAPS:-20G}
+STEPS=${STEPS:-20}
+TORCH_STEPS=${TORCH_STEPS:-5}
+CALTECH_DATA=${CALTECH_DATA:-datasets/caltech101-6}
+OUT=${OUT:-runs/scale/memory_r2.csv}
+TORCH=${TORCH:-1}
+COLUMNS="app,framework,variant,side,batch,precision,gpu_memory_limit_gib,peak_gib,peak_reserved_gib,median_ms,min_ms,max_ms,steps,status,planned_gib,context_gib,plan,gpu,versions,git_rev,host,timestamp"
+[ -x "$BIN/caltech101" ] || { echo "bench_memory: no $BIN/caltech101 (build first)" >&2; exit 1; }
+[ -d "$CALTECH_DATA" ] || { echo "bench_memory: no $CALTECH_DATA (datasets/get_caltech101.sh)" >&2; exit 1; }
+logs="$(dirname "$OUT")/memory_logs"
+mkdir -p "$logs"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rev=$(git describe --always --dirty --abbrev=10 2>/dev/null || echo unknown)
+csv_row() { env -u LD_LIBRARY_PATH python3 -c 'import csv,sys; csv.writer(sys.stdout, lineterminator="\n").writerow(sys.argv[1:])' "$@"; }
+gib() { [ -n "$1" ] && awk -v v="$1" 'BEGIN { printf "%.3f", v * 1e6 / 1073741824 }' || true; }
+cap_gib() { awk -v c="$1" 'BEGIN { n = c + 0; u = toupper(substr(c, length(c), 1));
+  m = (u == "K") ? 1 / 1048576 : (u == "M") ? 1 / 1024 : (u == "T") ? 1024 : (u == "G") ? 1 : 1 / 1073741824;
+  printf "%.3f", n * m }'; }
+
+for side in $SIDES; do
+  for cap in $([ "${UNCAPPED:-1}" = 1 ] && echo none) $CAPS; do
+    log="$logs/pdnn_${side}_${cap}.log"
+    limit=$([ "$cap" = none ] && true || echo "--gpu-memory-limit $cap")
+    set +e
+    "$BIN/caltech101" --device cuda --data "$CALTECH_DATA" --size "$side" --steps "$STEPS" \
+      --threads "${THREADS:-8}" --memory-plan $limit ${APP_ARGS:-} > "$log" 2>&1
+    rc=$?
+    set -e
+    hdr=$(grep -m1 '^caltech101:' "$log" || true)
+    gpu=$(echo "$hdr" | sed -nE 's/.*\| cuda: (.*) \| (fp32|TF32), CUDA graph.*/\1/p')
+    line=$(grep '^step_ms ' "$log" || true)
+    peak=$(sed -nE 's/.*peak device memory ([0-9.]+) MB \(([0-9.]+) MB reserved\).*/\1/p' "$log")
+    resv=$(sed -nE 's/.*peak device memory ([0-9.]+) MB \(([0-9.]+) MB reserved\).*/\2/p' "$log")
+    med="" lo="" hi="" n=0
+    if [ $rc = 0 ] && [ -n "$line" ]; then
+      status="ok $(echo "$line" | sed -nE 's/.*mode=([a-z]+).*/\1/p')"
+      med=$(echo "$line" | sed -E 's/.*median=([0-9.]+).*/\1/')
+      lo=$(echo "$line" | sed -E 's/.*min=([0-9.]+).*/\1/')
+      hi=$(echo "$line" | sed -E 's/.*max=([0-9.]+).*/\1/')
+      n=$(echo "$line" | sed -E 's/.*steps=([0-9]+).*/\1/')
+    elif grep -q 'smallest limit it fits under is' "$log"; then
+      status="no-fit $(sed -nE 's/.*smallest limit it fits under is ([0-9.]+ [KMGT]iB).*/\1/p' "$log" | tr -d ' ')"
+    elif grep -q 'out of GPU memory' "$log"; then
+      status=oom
+    else
+      status="error rc=$rc"
+    fi
+    # The plan's peak and what it did; the CUDA context at the end (MB = 1e6 bytes).
+    planned=$(sed -nE "s/.*the step's peak ([0-9.]+) GiB.*/\1/p" "$log" | head -1)
+    [ -z "$planned" ] && planned=$(sed -nE "s/.*the step's peak ([0-9.]+) MiB.*/\1/p" "$log" | head -1 |
+      awk '{ if ($1 != "") printf "%.3f", $1 / 1024 }')
+    context=$(sed -nE 's/^CUDA context ([0-9.]+) MB at the end.*/\1/p' "$log")
+    plan=$(sed -nE 's/^memory plan applied: (.*); the step.s peak.*/\1/p' "$log" | head -1)
+    variant=$([ "$cap" = none ] && echo plain || echo capped)
+    capg=$([ "$cap" = none ] && true || cap_gib "$cap")
+    printf 'pdnn  %-6s %4s cap %-5s: %s, median %s ms, peak %s GiB (reserved %s; planned %s)%s\n' \
+      "$variant" "$side" "$cap" "$status" "${med:--}" "$(gib "$peak")" "$(gib "$resv")" \
+      "${planned:--}" "${plan:+: $plan}"
+    csv_row caltech9 pdnn "$variant" "$side" 64 fp32 "$capg" "$(gib "$peak")" "$(gib "$resv")" \
+      "$med" "$lo" "$hi" "$n" "$status" "$planned" "$(gib "$context")" "$plan" "$gpu" \
+      "pdnn $(echo "$gpu" | sed -E 's/.*(driver [0-9.]+, runtime [0-9.]+).*/\1/')" \
+      "$rev" "$(hostname)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$tmp/rows.csv"
+  done
+done
+env -u LD_LIBRARY_PATH python3 scripts/pylib/results_csv.py append "$OUT" "$COLUMNS" < "$tmp/rows.csv"
+if [ "$TORCH" = 1 ]; then
+  # Without the bundle's LD_LIBRARY_PATH: PyTorch brings its own CUDA libraries.
+  env -u LD_LIBRARY_PATH "$PYTHON" scripts/twins/torch_memory_bench.py --sides "$(echo $SIDES | tr ' ' ',')" \
+    --steps "$TORCH_STEPS" --out "$OUT" || echo "bench_memory: PyTorch run failed" >&2
+fi
+echo "rows appended to $OUT; plot: python3 scripts/report/plot_memory.py $OUT; table: python3 scripts/report/memory_table.py $OUT"

@@ -97,6 +97,26 @@ TEST(GraphModel, DiamondGradientsAgreeWithFiniteDifferences) {
   pt::check_model_gradients(ctx, m, pt::random_tensor(Shape{2, 3, 6, 5}, rng), o, 0.0);
 }
 
+// Merges of three inputs, one of them the model's input, each branch read again by a later
+// merge (so every branch's gradient is a sum of two or three): backward against central
+// differences, the input gradient included. Bit-exact sums are FanOutGradientsAreSummedInOrder's.
+TEST(GraphModel, ThreeInputMergesAgreeWithFiniteDifferences) {
+  Context ctx(1, 6);
+  Model m;
+  m.node<Conv2d>("a", {"input"}, 2, 2, 3, 1, 1);
+  m.node<Tanh>("b", {"input"});
+  m.node<Sigmoid>("c", {"a"});
+  m.node<Concat>("cat", {"a", "b", "input"});  // 2 + 2 + 2 channels
+  m.node<Add>("sum", {"c", "b", "input"});
+  m.node<Conv2d>("d", {"cat"}, 6, 2, 3, 1, 1);
+  m.node<Add>("out", {"d", "sum", "a"});
+  m.reset_parameters(ctx.rng());
+  Rng rng(12);
+  pt::GradCheckOptions o;
+  o.max_checks = 60;
+  pt::check_model_gradients(ctx, m, pt::random_tensor(Shape{2, 2, 5, 4}, rng), o, 0.0);
+}
+
 // The graph's output against composing its layers by hand, and its gradients against the
 // same composition with the fan-out summed by hand.
 TEST(GraphModel, FanOutGradientsAreSummedInOrder) {

@@ -3,12 +3,15 @@
 // (tiny width, depth 2, with and without BatchNorm), a few steps that learn a trivially
 // learnable map; on a GPU, its step against the CPU's with the GPU's ReLU masks, and as a
 // CUDA graph and under a memory plan against the eager step.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cuda_state.h"
 #include "core/error.h"
+#include "data/dataset.h"
 #include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
@@ -66,6 +69,68 @@ TEST(SegmentationMetrics, IouAndDicePerClassFromCounts) {
   EXPECT_EQ(counts.counts(ctx)[0], 0);
   pt::expect_error_mentions([&] { counts.add(ctx, z, pt::labels_tensor({0, 0, 1, 1, 4})); },
                             {"label 4", "pixel 4"});
+}
+
+// A split of random images (2,8,8) with random 3-class maps, held in memory.
+class MapSet : public Dataset {
+ public:
+  MapSet(int64_t n, Rng& r) : x_(pt::random_tensor(Shape{n, 2, 8, 8}, r)), y_(random_labels(Shape{n, 8, 8}, 3, r)) {}
+  int64_t size() const override { return x_.shape(0); }
+  Shape sample_shape() const override { return Shape{2, 8, 8}; }
+  Shape target_shape() const override { return Shape{8, 8}; }
+  int num_classes() const override { return 3; }
+  std::string class_name(int k) const override { return std::to_string(k); }
+  int32_t label(int64_t) const override { return 0; }
+  void read(int64_t i, float* dst, std::optional<uint64_t>) const override {
+    std::copy(x_.data() + i * 128, x_.data() + (i + 1) * 128, dst);
+  }
+  void read_with_target(int64_t i, float* dst, int32_t* t, std::optional<uint64_t> k) const override {
+    read(i, dst, k);
+    std::copy(y_.data<int32_t>() + i * 64, y_.data<int32_t>() + (i + 1) * 64, t);
+  }
+  const Tensor& images() const { return x_; }
+  const Tensor& maps() const { return y_; }
+
+ private:
+  Tensor x_, y_;
+};
+
+// The evaluation of a split with per-pixel targets, in batches that do not divide it (and with
+// and without the prefetching loader), against the whole split in one forward: the loss and
+// pixel accuracy as means over all pixels, the confusion matrix counted per pixel.
+TEST(SegmentationEvaluation, PerPixelMeansAndCountsOverTheSplit) {
+  Context ctx(1, 4);
+  UNetOptions o;
+  o.in_channels = 2;
+  o.classes = 3;
+  o.base = 2;
+  o.depth = 2;
+  Model m = make_unet(o);
+  m.reset_parameters(ctx.rng());
+  Rng r(8);
+  const MapSet data(7, r);
+  m.train(false);
+  const Tensor z = m.forward(ctx, data.images()).clone();
+  SoftmaxCrossEntropy ce;
+  ce.forward(ctx, z, data.maps());
+  SegmentationCounts want(3);
+  want.add(ctx, z, data.maps());
+  const std::vector<int64_t> counts = want.counts(ctx);
+  int64_t diag = 0;
+  for (int k = 0; k < 3; ++k) diag += counts[static_cast<size_t>(k * 4)];
+  m.train(true);
+  for (int prefetch : {0, 1}) {
+    SCOPED_TRACE("prefetch " + std::to_string(prefetch));
+    EvalOptions eo;
+    eo.batch = 3;
+    eo.prefetch = prefetch;
+    eo.confusion = true;
+    const EvalResult got = evaluate_classifier(ctx, m, data, eo);
+    EXPECT_EQ(got.count, 7 * 64);
+    EXPECT_NEAR(got.loss, ce.loss(ctx), 1e-6);
+    EXPECT_DOUBLE_EQ(got.acc, static_cast<double>(diag) / (7 * 64));
+    EXPECT_EQ(got.confusion, counts);
+  }
 }
 
 UNetOptions tiny(bool bn) {

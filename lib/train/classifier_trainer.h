@@ -85,7 +85,9 @@ class ClassifierTrainer {
 // Mean softmax cross-entropy and accuracy over a whole split, in stored order, without
 // augmentation, in evaluation mode (the model is put back in training mode afterwards), on the
 // model's device. Batches are packed in host memory the device copies from (pinned for a GPU:
-// ctx.staging_allocator()).
+// ctx.staging_allocator()). A split with per-pixel targets (Dataset::target_shape(): a
+// segmentation) is scored per pixel: the means are over its pixels and the confusion matrix
+// counts pixels, on the device (ops::segmentation_confusion), read back once per run.
 struct EvalOptions {
   int64_t batch = 128;
   int threads = 1;        // threads packing a batch (LoaderOptions::threads)
@@ -95,7 +97,7 @@ struct EvalOptions {
 };
 struct EvalResult {
   double loss = 0, acc = 0;
-  int64_t count = 0;
+  int64_t count = 0;                 // images (a segmentation's: pixels)
   double loss_sum = 0, correct = 0;  // the totals behind loss and acc (summed over ranks)
   // With EvalOptions::confusion: classes x classes counts, row = true class, column = the
   // predicted one (the first of equal maxima); empty otherwise.
@@ -120,8 +122,9 @@ class Evaluator {
   EvalResult run(Context& ctx, Model& model);
 
  private:
+  // target: a map's per-pixel targets (int32 (n,H,W), host), nullptr for labels y.
   void run_batch(Context& ctx, Model& model, const Tensor& x, const std::vector<int32_t>& y,
-                 EvalResult& r);
+                 const Tensor* target, EvalResult& r);
 
   const Dataset& data_;
   EvalOptions opt_;
@@ -133,6 +136,8 @@ class Evaluator {
   Tensor x_, labels_;        // host: the synchronous path's batch, the labels (pinned for a GPU)
   Tensor xd_, yd_, acc_;     // on the model's device
   Tensor logits_host_;
+  Tensor target_;            // host: the synchronous path's per-pixel targets (a map's)
+  Tensor counts_;            // a map's confusion counts, on the model's device
   std::vector<int32_t> y_;
 };
 

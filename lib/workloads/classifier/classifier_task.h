@@ -118,5 +118,8 @@ class ClassifierTask : public TrainTask {
 
 // Peak resident memory of this process so far, in bytes (getrusage's ru_maxrss).
 size_t peak_resident_bytes();
+// A class name as part of a CSV column name: letters, digits, '-', '_' and '.' kept, anything
+// else (a comma, a space) becomes '_'.
+std::string column_safe(const std::string& name);
 
 }  // namespace pdnn

@@ -5,6 +5,7 @@
 // CUDA graph and under a memory plan against the eager step.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -382,6 +383,38 @@ TEST(UNetGpu, GraphAndPlannedStepsGiveTheEagerWeights) {
   const std::vector<float> planned = unet_gpu_run(true, true, &replays);
   EXPECT_GT(replays, 0);
   EXPECT_EQ(eager, planned);
+}
+
+// The per-pixel evaluation on the GPU (its confusion counts kept there) against the CPU's, the
+// same weights: the loss within rounding, the counts equal but for pixels whose two largest
+// logits are within rounding of each other (none expected; a few allowed).
+TEST(UNetGpu, PerPixelEvaluationMatchesTheCpu) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Rng r(8);
+  const MapSet data(7, r);
+  EvalOptions eo;
+  eo.batch = 3;
+  eo.prefetch = 1;
+  eo.confusion = true;
+  EvalResult res[2];
+  for (int d = 0; d < 2; ++d) {
+    const Device dev = d == 0 ? Device::CPU : Device::CUDA;
+    Context ctx(1, 4, dev);
+    UNetOptions o = tiny(false);
+    o.classes = 3;
+    Model m = make_unet(o);
+    Rng init(5);
+    m.reset_parameters(init);
+    m.to(dev, ctx);
+    res[d] = evaluate_classifier(ctx, m, data, eo);
+  }
+  EXPECT_EQ(res[1].count, res[0].count);
+  EXPECT_NEAR(res[1].loss, res[0].loss, 1e-5 * res[0].loss);
+  ASSERT_EQ(res[1].confusion.size(), 9u);
+  int64_t moved = 0;
+  for (size_t i = 0; i < 9; ++i) moved += std::llabs(res[1].confusion[i] - res[0].confusion[i]);
+  EXPECT_LE(moved, 4) << "pixels whose predicted class differs";
 }
 
 }  // namespace

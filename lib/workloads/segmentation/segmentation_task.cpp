@@ -183,20 +183,24 @@ void SegmentationTask::end_epoch(Context& ctx, int epoch) {
     Model& m;
     ~TrainAgain() { m.train(true); }
   } train_again{model_};
+  // One image a forward: the smallest batch, whatever a memory plan's micro-batch is.
   const Device dev = model_.device();
-  const Tensor xd = dev == Device::CPU ? x : x.to(dev, ctx);
-  const Tensor& z = model_.forward(ctx, xd);
-  const Tensor zh = dev == Device::CPU ? z : z.to(Device::CPU, ctx);
-  const int64_t k = zh.shape(1), plane = t.numel();
+  const int64_t plane = t.numel();
   Tensor pred(truth.shape(), DType::I32);
-  for (int64_t i = 0; i < n; ++i)
+  for (int64_t i = 0; i < n; ++i) {
+    const Tensor xi = x.slice(i * s.numel(), Shape{1, s[0], s[1], s[2]});
+    const Tensor xd = dev == Device::CPU ? xi : xi.to(dev, ctx);
+    const Tensor& z = model_.forward(ctx, xd);
+    const Tensor zh = dev == Device::CPU ? z : z.to(Device::CPU, ctx);
+    const int64_t k = zh.shape(1);
     for (int64_t q = 0; q < plane; ++q) {
-      const float* zi = zh.data() + i * k * plane + q;
+      const float* zq = zh.data() + q;
       int32_t best = 0;
       for (int64_t c = 1; c < k; ++c)
-        if (zi[c * plane] > zi[best * plane]) best = static_cast<int32_t>(c);
+        if (zq[c * plane] > zq[best * plane]) best = static_cast<int32_t>(c);
       pred.data<int32_t>()[i * plane + q] = best;
     }
+  }
   const std::string path = overlay_path(epoch + 1);
   create_parent_folders(path);
   write_overlay_png(path, x, o_.norm, truth, pred,

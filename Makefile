@@ -40,7 +40,7 @@ help:
 	@echo "make check-deps     no upward #include between lib/'s floors (scripts/tools/check_deps; --markdown: the matrix)"
 	@echo "make test-avx2      the suite built for AVX2 CPUs without AVX-512 (x86-64-v3, in build-avx2/)"
 	@echo "make test-sanitize  the suite under AddressSanitizer + UBSan (Debug build in build-sanitize/)"
-	@echo "make check-readme   every README target in its short form on the CPU, then git status as before (CI; ~5 min)"
+	@echo "make check-readme   every README target in its short form on the CPU, then git status as before (~5 min; not in CI)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
 	@echo "make segment        U-Net on datasets/ccp-200 (person vs background): small on a CPU (~2 min), the paper's width on a GPU -> runs/segment/"
@@ -102,8 +102,8 @@ test-avx2: deps
 
 # Every make target README.md names, in its short form, on the CPU, then `git status` as before
 # (a user's runs go to runs/, never into the committed tree); GPU-only targets and the test
-# suites (CI runs them itself) are skipped with the reason. About 5 minutes on 2 cores; CI runs
-# it last (scripts/tools/readme_targets.sh; TARGET... for some only: make check-readme
+# suites (CI runs them itself) are skipped with the reason. About 5 minutes on 2 cores; not in
+# CI, over its time budget (.ci/run says why) (scripts/tools/readme_targets.sh; TARGET... for some only: make check-readme
 # READMECHECK="pi plots").
 .PHONY: check-readme
 READMECHECK ?=
@@ -114,7 +114,9 @@ check-readme: build
 # first report (CI runs it after make test). -O1 keeps the end-to-end tests fast enough. Without
 # the CUDA backend: CI has no GPU (its tests skip), `make test` has already compiled it, and
 # compiling the .cu files a second time would only add to CI's time. Under the sanitizers
-# Conv3x3's shape tests leave out their W4-sized shapes (test_conv3x3.cpp says why).
+# Conv3x3's shape tests leave out their W4-sized shapes (test_conv3x3.cpp says why). It builds
+# pdnn_tests and what its tests run (the apps but the bench_* ones, the test drivers), as
+# make test-avx2 does; the apps' own sources at -O0 (CMakeLists.txt says why).
 SANITIZE_BUILD ?= build-sanitize
 # allocator_may_return_null: pdnn checks every allocation and turns a failed one into an error
 # naming the tensor's role (MemoryPlanExecution.OutOfMemoryNamesTheTensorsRole asks for 2^60
@@ -124,7 +126,7 @@ SANITIZE_ENV := ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:all
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
 	  -DPDNN_SANITIZE=address,undefined -DPDNN_CUDA=OFF $(CMAKE_FLAGS)
-	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target pdnn_tests
 	cd $(SANITIZE_BUILD) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # libFuzzer targets (test/fuzz/fuzz_*.cpp) built with Debian's clang into build-fuzz/, each run

@@ -14,9 +14,13 @@
 
 #include <gtest/gtest.h>
 
+#include "core/context.h"
+#include "core/cuda_state.h"
 #include "core/tensor.h"
 #include "ops/activation.h"
+#include "ops/conv/conv_args.h"
 #include "ops/conv/im2col.h"
+#include "ops/kit/round.h"
 
 namespace pdnn {
 namespace testing {
@@ -27,14 +31,15 @@ inline double conv_act_d(double z, Act a) {
 }
 
 // y = act(conv(x, w) + b); with g = act'(y_f) dy (the mask read off the float forward output
-// y_f, as the kernels read it): dx = conv^T(g, w), dw = conv_w(x, g), db = sums of g.
+// y_f, as the kernels read it): dx = conv^T(g, w), dw = conv_w(x, g), db = sums of g. bf16: g
+// rounded to bf16 where the kernels round it (LeakyReLU's slope * dy: a bf16 operand).
 struct ConvReference {
   std::vector<double> y, y_abs, dx, dx_abs, dw, dw_abs, db, db_abs;
 };
 
 inline ConvReference conv_reference(const ConvGeom& g, int64_t n, int64_t k, const Tensor& x,
                                     const Tensor& w, const Tensor* b, const Tensor& y_f,
-                                    const Tensor& dy, Act act) {
+                                    const Tensor& dy, Act act, bool is_bf16 = false) {
   ConvReference r;
   const int64_t P = g.oh * g.ow;
   r.y.assign(n * k * P, 0);
@@ -52,8 +57,10 @@ inline ConvReference conv_reference(const ConvGeom& g, int64_t n, int64_t k, con
           const int64_t yi = (i * k + o) * P + oy * g.ow + ox;
           const float yv = y_f[yi];
           double gd = dy[yi];
-          if (act.kind != FusedAct::None && !(yv > 0.f))
-            gd = act.kind == FusedAct::ReLU ? 0.0 : double(float(act.slope * dy[yi]));
+          if (act.kind != FusedAct::None && !(yv > 0.f)) {
+            const float gf = act.kind == FusedAct::ReLU ? 0.f : act.slope * dy[yi];
+            gd = is_bf16 ? double(kit::round_bf16(gf)) : double(gf);
+          }
           double s = b ? double((*b)[o]) : 0.0, sa = b ? std::fabs(double((*b)[o])) : 0.0;
           r.db[o] += gd;
           r.db_abs[o] += std::fabs(gd);
@@ -76,6 +83,41 @@ inline ConvReference conv_reference(const ConvGeom& g, int64_t n, int64_t k, con
           r.y_abs[yi] = sa;
         }
   return r;
+}
+
+// The GPU's convolution algorithms a test runs: pdnn's own (no direct kernel in bf16) and cuDNN
+// where it is found (optional, opened at run time).
+inline std::vector<ConvAlgo> gpu_conv_algos(Context& ctx, bool bf16 = false) {
+  std::vector<ConvAlgo> a = {ConvAlgo::Im2col, ConvAlgo::Implicit};
+  if (!bf16) a.push_back(ConvAlgo::Direct);
+  if (ctx.cuda().cudnn() != nullptr) a.push_back(ConvAlgo::Cudnn);
+  return a;
+}
+
+// A ConvTranspose2d (out_ch output channels) of convolution g, from the reference r of g with
+// x := the layer's dy and dy := its input (conv_reference(g, n, k, dy, w, nullptr, x, x, {})):
+// its output y = r.dx (+ b, when given), and its bias gradient, the sums of dy per channel.
+struct TransposedReference {
+  std::vector<double> y, y_abs, db, db_abs;
+};
+inline TransposedReference transposed_reference(const ConvReference& r, const ConvGeom& g,
+                                                int64_t n, int64_t out_ch, const Tensor* b,
+                                                const Tensor& dy) {
+  TransposedReference t{r.dx, r.dx_abs, std::vector<double>(out_ch, 0.0),
+                        std::vector<double>(out_ch, 0.0)};
+  const int64_t plane = g.h * g.w;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t o = 0; o < out_ch; ++o)
+      for (int64_t p = 0; p < plane; ++p) {
+        const int64_t e = (i * out_ch + o) * plane + p;
+        if (b) {
+          t.y[e] += (*b)[o];
+          t.y_abs[e] += std::fabs(double((*b)[o]));
+        }
+        t.db[o] += dy[e];
+        t.db_abs[o] += std::fabs(double(dy[e]));
+      }
+  return t;
 }
 
 // |got - (base + ref)| <= rel * (S + |base|) for every element, rel the bound of a K-term dot

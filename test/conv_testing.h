@@ -1,6 +1,7 @@
 // Helpers of the convolution kernel tests (test_conv3x3.cpp, test_conv_k4s2.cpp): test data,
 // the float32 rounding bound gamma_m, the |T| in |T|^T sandwich the Winograd bounds are made
-// of, and elementwise comparisons against a reference in double (exact, or within a bound).
+// of, elementwise comparisons against a reference in double (exact, or within a bound), and a
+// family of CPU kernels run over one shape's data.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -10,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/exec.h"
 #include "core/rng.h"
+#include "ops/conv/conv_args.h"
 
 namespace pdnn {
 namespace testing {
@@ -102,6 +105,41 @@ inline double expect_within_bound(const std::vector<float>& got, const std::vect
                     << (first >= 0 ? ref[first] : 0.0) << ", bound "
                     << (first >= 0 ? g * bracket[first] : 0.0);
   return worst;
+}
+
+// One family of CPU kernels for a shape class (the 3x3 Winograd and direct ones, the 4x4
+// stride-2 one): its workspace and its three passes.
+struct CpuKernels {
+  const char* name;
+  size_t (*workspace)(const ConvGeom&, int64_t, int64_t, int);
+  void (*forward)(const ConvFwd&, float*, CpuExec);
+  void (*data)(const ConvBwd&, float*, CpuExec);
+  void (*weights)(const ConvBwd&, float*, CpuExec);
+};
+
+struct KernelResults {
+  std::vector<float> y, dx, dw;
+};
+
+// The three passes of kernels `kn` on one shape's data at `threads` threads: y (with act),
+// dx and dw from dy (with respect to the convolution's own output). b may be empty.
+inline KernelResults run_kernels(const CpuKernels& kn, const ConvShape& s,
+                                 const std::vector<float>& x, const std::vector<float>& w,
+                                 const std::vector<float>& b, const std::vector<float>& dy,
+                                 int threads, Act act = {}) {
+  std::vector<float> ws(kn.workspace(s.g, s.n, s.k, threads));
+  KernelResults r;
+  r.y.assign(s.n * s.k * s.g.oh * s.g.ow, -7.f);  // written, not accumulated
+  r.dx.assign(s.n * s.g.image_size(), -7.f);
+  r.dw.assign(s.k * s.g.col_rows(), 0.f);
+  const ConvFwd plain = ConvFwd::of(s, x.data(), w.data(), b.empty() ? nullptr : b.data(), r.y.data());
+  ConvFwd f = plain;
+  f.act = act;
+  kn.forward(f, ws.data(), CpuExec{threads});
+  kn.data(ConvBwd::of(plain, dy.data(), nullptr, nullptr, r.dx.data()), ws.data(), CpuExec{threads});
+  kn.weights(ConvBwd::of(plain, dy.data(), r.dw.data(), nullptr, nullptr), ws.data(),
+             CpuExec{threads});
+  return r;
 }
 
 }  // namespace testing

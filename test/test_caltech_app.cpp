@@ -291,6 +291,8 @@ TEST_F(CaltechApp, BadInputFailsWithOneLineAndWritesNothing) {
   expect_failure(ok + "--size 32 --classes red,red", "class 'red' is listed twice");
   expect_failure(ok + "--size 32 --augment maybe", "--augment");
   expect_failure(ok + "--size 32 --optimizer rmsprop", "--optimizer");
+  // W4 in bf16 runs on the GPU only: on the CPU one line, never a silent fp32 run
+  expect_failure(ok + "--size 32 --precision bf16", "--precision bf16: the CPU has no bf16 path");
   expect_failure(ok + "--size 32 --confusion " + out, "same file");
 }
 

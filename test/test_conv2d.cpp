@@ -269,19 +269,10 @@ TEST(Conv2d, FusedActivationBackwardInChunksEqualsTheWholeBatch) {
     Tensor dw_a = Tensor::zeros(w.shape()), db_a = Tensor::zeros(Shape{k}), dx_a(x.shape());
     Tensor dw_b = Tensor::zeros(w.shape()), db_b = Tensor::zeros(Shape{k}), dx_b(x.shape());
     std::vector<float> ws(conv_backward_workspace_floats(g, n, k, ConvAlgo::Direct, act, 1));
-    ConvBwd a;
-    a.g = g;
-    a.n = n;
-    a.k = k;
-    a.x = x.data();
-    a.w = w.data();
-    a.dy = dy.data();
+    ConvBwd a = ConvBwd::of(ConvFwd::of(ConvShape{g, n, k}, x.data(), w.data(), nullptr, nullptr,
+                                        act, ConvAlgo::Direct),
+                            dy.data(), dw_a.data(), db_a.data(), dx_a.data());
     a.y = y.data();
-    a.dw = dw_a.data();
-    a.db = db_a.data();
-    a.dx = dx_a.data();
-    a.act = act;
-    a.algo = ConvAlgo::Direct;
     cpu::conv2d_backward(a, ws.data(), CpuExec{1});
     std::vector<float> ws_plain(conv_workspace_floats(g, n, k, ConvAlgo::Direct, 1));
     ConvBwd b = a;  // dy already through the activation

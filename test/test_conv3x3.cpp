@@ -240,18 +240,8 @@ std::vector<double> bracket_weights(const Shape3x3& s, const std::vector<float>&
   return dw;
 }
 
-struct Results {
-  std::vector<float> y, dx, dw;
-};
-
-// One family of kernels.
-struct Kernels {
-  const char* name;
-  size_t (*workspace)(const ConvGeom&, int64_t, int64_t, int);
-  void (*forward)(const ConvFwd&, float*, CpuExec);
-  void (*data)(const ConvBwd&, float*, CpuExec);
-  void (*weights)(const ConvBwd&, float*, CpuExec);
-};
+using Results = pt::KernelResults;
+using Kernels = pt::CpuKernels;
 const Kernels kWinograd{"winograd", cpu::conv3x3_winograd_workspace_floats,
                         cpu::conv3x3_winograd_forward, cpu::conv3x3_winograd_backward_data,
                         cpu::conv3x3_winograd_backward_weights};
@@ -263,34 +253,7 @@ Results run_kernels(const Kernels& kn, const Shape3x3& s, const std::vector<floa
                     const std::vector<float>& w, const std::vector<float>& b,
                     const std::vector<float>& dy, int threads, Act act = {}) {
   const ConvGeom g = conv_geom("test", s.c, s.h, s.w, 3, 3, 1, 1, s.p, s.p);
-  std::vector<float> ws(kn.workspace(g, s.n, s.k, threads));
-  Results r;
-  r.y.assign(s.n * s.k * g.oh * g.ow, -7.f);  // written, not accumulated
-  r.dx.assign(s.n * s.c * s.h * s.w, -7.f);
-  r.dw.assign(s.k * s.c * 9, 0.f);
-  ConvFwd f;
-  f.g = g;
-  f.n = s.n;
-  f.k = s.k;
-  f.x = x.data();
-  f.w = w.data();
-  f.b = b.empty() ? nullptr : b.data();
-  f.y = r.y.data();
-  f.act = act;
-  kn.forward(f, ws.data(), CpuExec{threads});
-  ConvBwd d;
-  d.g = g;
-  d.n = s.n;
-  d.k = s.k;
-  d.x = x.data();
-  d.w = w.data();
-  d.dy = dy.data();
-  d.dx = r.dx.data();
-  kn.data(d, ws.data(), CpuExec{threads});
-  d.dx = nullptr;
-  d.dw = r.dw.data();
-  kn.weights(d, ws.data(), CpuExec{threads});
-  return r;
+  return pt::run_kernels(kn, ConvShape{g, s.n, s.k}, x, w, b, dy, threads, act);
 }
 
 }  // namespace

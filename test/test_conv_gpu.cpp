@@ -23,6 +23,7 @@
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
 #include "optim/sgd.h"
+#include "bf16_testing.h"
 #include "conv_reference.h"
 #include "testing.h"
 #include "train/classifier_trainer.h"
@@ -82,34 +83,14 @@ Inputs inputs_of(const ConvCase& c) {
 template <class T>
 ConvFwdOf<T> fwd_args(const Inputs& in, const ConvCase& c, const T* x, const T* w, const T* b,
                       T* y, ConvAlgo algo = ConvAlgo::Auto) {
-  ConvFwdOf<T> a;
-  a.g = in.g;
-  a.n = c.n;
-  a.k = c.k;
-  a.x = x;
-  a.w = w;
-  a.b = c.bias ? b : nullptr;
-  a.y = y;
-  a.act = in.act;
-  a.algo = algo;
-  return a;
+  return ConvFwdOf<T>::of(ConvShape{in.g, c.n, c.k}, x, w, c.bias ? b : nullptr, y, in.act, algo);
 }
 template <class T>
 ConvBwdOf<T> bwd_args(const Inputs& in, const ConvCase& c, const T* x, const T* w, const T* dy,
                       const T* y, T* dw, T* db, T* dx, ConvAlgo algo = ConvAlgo::Auto) {
-  ConvBwdOf<T> a;
-  a.g = in.g;
-  a.n = c.n;
-  a.k = c.k;
-  a.x = x;
-  a.w = w;
-  a.dy = dy;
+  ConvBwdOf<T> a = ConvBwdOf<T>::of(fwd_args<T>(in, c, x, w, nullptr, nullptr, algo), dy, dw,
+                                    c.bias ? db : nullptr, dx);
   a.y = y;
-  a.dw = dw;
-  a.db = c.bias ? db : nullptr;
-  a.dx = dx;
-  a.act = in.act;
-  a.algo = algo;
   return a;
 }
 
@@ -151,7 +132,7 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
   // cuDNN is optional (opened at run time): checked where it is found, like pdnn's own.
   if (ctx.cuda().cudnn() != nullptr) algos.push_back(ConvAlgo::Cudnn);
   for (bool tf32 : {false, true}) {
-    ctx.cuda().set_tf32(tf32);
+    ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     for (ConvAlgo algo : algos) {
       for (const ConvCase& c : kCases) {
         SCOPED_TRACE(std::string(c.name) + " " + conv_algo_name(algo) + (tf32 ? " tf32" : " fp32"));
@@ -180,6 +161,69 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
   }
 }
 
+// bf16 (mixed precision): x, w, y, dy, dx bfloat16, b, dw, db float32, through ops:: with each
+// algorithm that takes bf16 (im2col, implicit; cuDNN where found) forced for every pass, against
+// the double reference from the same bf16 values within bf16_testing.h's bound: y rounded once;
+// dx once, or twice where the input's LeakyReLU is folded into it (every other case: dx_act,
+// applied in place to the rounded dx); dw and db fp32 sums added to their random start (cuDNN
+// writes its weight gradient in bf16 first: one more rounding). The reference's activation mask
+// is read off the GPU's own y, and LeakyReLU's slope * dy rounded to bf16 as the kernels round
+// it (an operand). The cases' output and input channel counts reach every tile of the
+// register-staged bf16 kernel (by M: up to 16, 32, 64, more).
+TEST(ConvGpu, Bf16EveryAlgorithmAndPassMatchesTheReference) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  const Act folded{FusedAct::LeakyReLU, 0.1f};
+  for (ConvAlgo algo : testing::gpu_conv_algos(ctx, /*bf16=*/true)) {
+    int index = 0;
+    for (const ConvCase& c : kCases) {
+      const bool fold = index++ % 2 == 1;
+      SCOPED_TRACE(std::string(c.name) + " " + conv_algo_name(algo) + " bf16" +
+                   (fold ? " dx_act" : ""));
+      Inputs in = inputs_of(c);
+      const Tensor xr = testing::bf16_rounded(in.x), wr = testing::bf16_rounded(in.w),
+                   dyr = testing::bf16_rounded(in.dy);
+      const Device G = Device::CUDA;
+      const Tensor x = testing::to_bf16(in.x, G, ctx), w = testing::to_bf16(in.w, G, ctx),
+                   dy = testing::to_bf16(in.dy, G, ctx), b = in.b.to(G, ctx);
+      Tensor y = testing::bf16_poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
+      ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, &b, &y, algo));
+      Tensor dx = testing::bf16_poisoned(in.x.shape(), G, ctx);
+      Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
+      ConvBwdTensors bwd = bwd_args<Tensor>(in, c, &x, &w, &dy, &y, &dw, &db, &dx, algo);
+      if (fold) bwd.dx_act = folded;
+      ops::conv2d_backward(ctx, bwd);
+      const Tensor yh = testing::widened(y, ctx);
+      testing::ConvReference r = conv_reference(in.g, c.n, c.k, xr, wr, c.bias ? &in.b : nullptr,
+                                                yh, dyr, in.act, /*bf16=*/true);
+      const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
+                   kw = double(c.n * in.g.oh * in.g.ow);
+      std::vector<double> dx_round(r.dx.size(), testing::kBf16U);
+      if (fold)
+        for (size_t i = 0; i < r.dx.size(); ++i)
+          if (!(xr[int64_t(i)] > 0.f)) {
+            r.dx[i] *= folded.slope;
+            r.dx_abs[i] *= folded.slope;
+            // the fp32 product with the slope between two roundings: (1 + u)^2 (1 + 2^-24) - 1
+            dx_round[i] = 2 * testing::kBf16U + 0x1.0p-15;
+          }
+      // cuDNN writes the convolution in bf16, and its bias and activation are a pass of their own
+      if (algo == ConvAlgo::Cudnn && (c.bias || c.act != FusedAct::None))
+        testing::expect_bf16_rounded_twice(yh, r.y, r.y_abs, kf, "y");
+      else
+        testing::expect_bf16_sum_within(yh, r.y, r.y_abs, nullptr, kf, testing::kBf16U, "y");
+      testing::expect_bf16_sum_within(testing::widened(dx, ctx), r.dx, r.dx_abs, nullptr, kb,
+                                      dx_round, "dx");
+      testing::expect_bf16_sum_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw,
+                                      algo == ConvAlgo::Cudnn ? testing::kBf16U : 0.0, "dw");
+      if (c.bias)
+        testing::expect_bf16_sum_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw,
+                                        0.0, "db");
+    }
+  }
+}
+
 // The implicit-GEMM forward and backward-weights kernels come in several block tiles, chosen by
 // shape (conv_implicit_tile): each tile forced on every case, fp32 and TF32, the backward-weights
 // with its fused activation (y read beside dy) and its bias gradient, against the reference.
@@ -194,7 +238,7 @@ TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
   const ConvTile tiles[] = {ConvTile::T128x128, ConvTile::T64x128, ConvTile::T32x256,
                             ConvTile::T32x128, ConvTile::T32x32};
   for (bool tf32 : {false, true}) {
-    ctx.cuda().set_tf32(tf32);
+    ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     for (ConvTile tile : tiles)
       for (const ConvCase& c : kCases) {
         SCOPED_TRACE(std::string(c.name) + " tile " + cuda::conv_tile_name(tile) +
@@ -239,7 +283,7 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
   using cuda::DirectTile;
   int checked = 0;
   for (bool tf32 : {false, true}) {
-    ctx.cuda().set_tf32(tf32);
+    ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
       for (const ConvCase& c : kCases) {
         Inputs in = inputs_of(c);

@@ -13,12 +13,16 @@
 //   - a small W4 (caltech9 at 16x16) training step on the GPU, each layer's passes given
 //     different algorithms (rotations, so every layer sees every algorithm in every pass), every
 //     parameter gradient against the CPU's step.
+//   - the same in bf16 (issue 32: bf16 activations and weights, fp32 bias and gradients) through
+//     the ops a layer calls (the layers take bf16 after the graph model lands), every triple in
+//     {im2col, implicit, cudnn}^3 (no bf16 direct kernel), within bf16_testing.h's bounds.
 // ConvTranspose2d has no fused activation (its output goes through BatchNorm in the DCGAN).
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "bf16_testing.h"
 #include "conv_reference.h"
 #include "core/context.h"
 #include "core/cuda_state.h"
@@ -38,16 +42,28 @@ namespace {
 using testing::conv_reference;
 using testing::expect_conv_within;
 
-std::vector<ConvAlgo> gpu_algos(Context& ctx) {
-  std::vector<ConvAlgo> a = {ConvAlgo::Im2col, ConvAlgo::Implicit, ConvAlgo::Direct};
-  if (ctx.cuda().cudnn() != nullptr) a.push_back(ConvAlgo::Cudnn);
-  return a;
-}
+using testing::gpu_conv_algos;
 
 std::string policy_of(ConvAlgo f, ConvAlgo d, ConvAlgo w) {
   return std::string("fwd=") + conv_algo_name(f) + ",bwd-data=" + conv_algo_name(d) +
          ",bwd-weights=" + conv_algo_name(w);
 }
+
+// body(f, d, w) under the policy forcing fwd=f, bwd-data=d, bwd-weights=w, for every triple of
+// algos; returns how many triples ran.
+template <class F>
+int for_every_mix(Context& ctx, const std::vector<ConvAlgo>& algos, F&& body) {
+  int mixes = 0;
+  for (ConvAlgo f : algos)
+    for (ConvAlgo d : algos)
+      for (ConvAlgo w : algos) {
+        ctx.tuning().set_policy(policy_of(f, d, w));
+        ++mixes;
+        body(f, d, w);
+      }
+  return mixes;
+}
+
 
 // The policy grammar itself (no GPU needed).
 TEST(ConvGpuPasses, PerPassPolicyIsParsedAndChecked) {
@@ -127,7 +143,7 @@ void check_layer(Context& ctx, const LayerCase& c, bool tf32) {
   const Tensor x_h = testing::random_tensor(in_shape, rng);
   const Tensor dy_h = testing::random_tensor(out_shape, rng);
   m.to(Device::CUDA, ctx);
-  ctx.cuda().set_tf32(tf32);
+  ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
   m.zero_grad(ctx);
   const Tensor x = x_h.to(Device::CUDA, ctx), dy = dy_h.to(Device::CUDA, ctx);
   const Tensor y_h = host(m.forward(ctx, x), ctx);
@@ -155,52 +171,145 @@ void check_layer(Context& ctx, const LayerCase& c, bool tf32) {
   // gradient as r.y and its weight gradient as r.dw.
   const testing::ConvReference r =
       conv_reference(g, c.n, conv_k, dy_h, w_h, nullptr, x_h, x_h, Act{});
-  std::vector<double> y_ref = r.dx, y_abs = r.dx_abs;
-  std::vector<double> db_ref(c.out_ch, 0.0), db_abs(c.out_ch, 0.0);
-  const int64_t plane = g.h * g.w;
-  for (int64_t i = 0; i < c.n; ++i)
-    for (int64_t o = 0; o < c.out_ch; ++o)
-      for (int64_t p = 0; p < plane; ++p) {
-        const int64_t e = (i * c.out_ch + o) * plane + p;
-        if (c.bias) {
-          y_ref[e] += b_h[o];
-          y_abs[e] += std::fabs(double(b_h[o]));
-        }
-        db_ref[o] += dy_h[e];
-        db_abs[o] += std::fabs(double(dy_h[e]));
-      }
+  const testing::TransposedReference t =
+      testing::transposed_reference(r, g, c.n, c.out_ch, c.bias ? &b_h : nullptr, dy_h);
   const double kf = double(conv_k) * taps, kb = double(g.col_rows()),
                kw = double(c.n * g.oh * g.ow);
-  expect_conv_within(y_h, y_ref, y_abs, nullptr, kf, tf32, "y");
+  expect_conv_within(y_h, t.y, t.y_abs, nullptr, kf, tf32, "y");
   expect_conv_within(dx_h, r.y, r.y_abs, nullptr, kb, tf32, "dx");
   expect_conv_within(dw_h, r.dw, r.dw_abs, nullptr, kw, tf32, "dW");
-  if (c.bias) expect_conv_within(db_h, db_ref, db_abs, nullptr, double(c.n * plane), false, "db");
+  if (c.bias)
+    expect_conv_within(db_h, t.db, t.db_abs, nullptr, double(c.n * g.h * g.w), false, "db");
 }
 
 TEST(ConvGpuPasses, EveryMixOfAlgorithmsThroughTheLayers) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   Context ctx(1, 1, Device::CUDA);
-  const std::vector<ConvAlgo> algos = gpu_algos(ctx);
-  int mixes = 0;
-  for (ConvAlgo f : algos)
-    for (ConvAlgo d : algos)
-      for (ConvAlgo w : algos) {
-        ctx.tuning().set_policy(policy_of(f, d, w));
-        ++mixes;
-        for (bool tf32 : {false, true})
-          for (const LayerCase& c : kLayers) {
-            // direct runs 3x3 stride-1 layers only (elsewhere it is no candidate)
-            const bool uses_direct = f == ConvAlgo::Direct || d == ConvAlgo::Direct ||
-                                     w == ConvAlgo::Direct;
-            if (uses_direct && !(c.kernel == 3 && c.stride == 1)) continue;
-            SCOPED_TRACE(std::string(c.name) + " " + policy_of(f, d, w) + (tf32 ? " tf32" : " fp32"));
-            check_layer(ctx, c, tf32);
-          }
+  const std::vector<ConvAlgo> algos = gpu_conv_algos(ctx);
+  const int mixes = for_every_mix(ctx, algos, [&](ConvAlgo f, ConvAlgo d, ConvAlgo w) {
+    for (bool tf32 : {false, true})
+      for (const LayerCase& c : kLayers) {
+        // direct runs 3x3 stride-1 layers only (elsewhere it is no candidate)
+        const bool uses_direct =
+            f == ConvAlgo::Direct || d == ConvAlgo::Direct || w == ConvAlgo::Direct;
+        if (uses_direct && !(c.kernel == 3 && c.stride == 1)) continue;
+        SCOPED_TRACE(std::string(c.name) + " " + policy_of(f, d, w) + (tf32 ? " tf32" : " fp32"));
+        check_layer(ctx, c, tf32);
       }
+  });
   EXPECT_EQ(mixes, int(algos.size() * algos.size() * algos.size()));
   // Every choice was the forced one: nothing was timed.
   for (const auto& made : ctx.tuning().made()) EXPECT_EQ(made.second.ms, 0.0) << made.first;
+}
+
+// ---- bf16 -------------------------------------------------------------------------------
+
+// One layer's forward and backward in bf16 through the ops its layer calls (Conv2d: forward
+// with the fused activation, both backward passes from y; ConvTranspose2d: forward as the
+// convolution's backward-data plus its bias, backward as the bias gradient, the weight gradient
+// with x and dy swapped, and dx as the convolution's forward), the algorithms by the context's
+// policy (ConvAlgo::Auto everywhere), against the double reference from the bf16 values.
+void check_layer_bf16(Context& ctx, const LayerCase& c, ConvAlgo fwd, ConvAlgo wgt) {
+  Rng rng(29);
+  const Device G = Device::CUDA;
+  const int64_t taps = c.kernel * c.kernel;
+  const Act act{c.act, c.act == FusedAct::LeakyReLU ? 0.2f : 0.f};
+  ConvGeom g;
+  int64_t conv_k;
+  Shape in_shape{c.n, c.in_ch, c.h, c.w}, out_shape;
+  if (!c.transposed) {
+    g = conv_geom("test", c.in_ch, c.h, c.w, c.kernel, c.kernel, c.stride, c.stride, c.pad, c.pad);
+    conv_k = c.out_ch;
+    out_shape = Shape{c.n, c.out_ch, g.oh, g.ow};
+  } else {
+    const int64_t oh = (c.h - 1) * c.stride - 2 * c.pad + c.kernel;
+    const int64_t ow = (c.w - 1) * c.stride - 2 * c.pad + c.kernel;
+    g = conv_geom("test", c.out_ch, oh, ow, c.kernel, c.kernel, c.stride, c.stride, c.pad, c.pad);
+    conv_k = c.in_ch;
+    out_shape = Shape{c.n, c.out_ch, oh, ow};
+  }
+  const Shape w_shape = c.transposed ? Shape{c.in_ch, c.out_ch, c.kernel, c.kernel}
+                                     : Shape{c.out_ch, c.in_ch, c.kernel, c.kernel};
+  const Tensor w_h = testing::bf16_rounded(testing::random_tensor(w_shape, rng));
+  const Tensor b_h = testing::random_tensor(Shape{c.out_ch}, rng);
+  const Tensor x_h = testing::bf16_rounded(testing::random_tensor(in_shape, rng));
+  const Tensor dy_h = testing::bf16_rounded(testing::random_tensor(out_shape, rng));
+  const Tensor x = testing::to_bf16(x_h, G, ctx), w = testing::to_bf16(w_h, G, ctx),
+               dy = testing::to_bf16(dy_h, G, ctx), b = b_h.to(G, ctx);
+  Tensor y = testing::bf16_poisoned(out_shape, G, ctx);
+  Tensor dx = testing::bf16_poisoned(in_shape, G, ctx);
+  Tensor dw = Tensor::zeros(w_shape).to(G, ctx), db = Tensor::zeros(Shape{c.out_ch}).to(G, ctx);
+  const ConvShape shape{g, c.n, conv_k};
+  const Tensor* bias = c.bias ? &b : nullptr;
+  if (!c.transposed) {
+    const ConvFwdTensors f = ConvFwdTensors::of(shape, &x, &w, bias, &y, act);
+    ops::conv2d_forward(ctx, f);
+    ops::conv2d_backward(ctx, ConvBwdTensors::of(f, &dy, &dw, c.bias ? &db : nullptr, &dx));
+  } else {
+    ops::conv2d_backward(ctx, ConvBwdTensors::data(shape, &w, &x, &y));
+    if (c.bias) ops::bias_add(ctx, c.n, c.out_ch, g.h * g.w, b, y);
+    if (c.bias) ops::bias_backward(ctx, c.n, c.out_ch, g.h * g.w, dy, db);
+    ops::conv2d_backward(
+        ctx, ConvBwdTensors::of(ConvFwdTensors::of(shape, &dy, &w, nullptr, nullptr), &x, &dw,
+                                nullptr, nullptr));
+    ops::conv2d_forward(ctx, ConvFwdTensors::of(shape, &dy, &w, nullptr, &dx));
+  }
+  const Tensor y_h = testing::widened(y, ctx), dx_h = testing::widened(dx, ctx);
+  const Tensor dw_h = dw.to(Device::CPU, ctx), db_h = db.to(Device::CPU, ctx);
+  // cuDNN's weight gradient is bf16 before it is added to dw
+  const double w_round = wgt == ConvAlgo::Cudnn ? testing::kBf16U : 0.0;
+  if (!c.transposed) {
+    const testing::ConvReference r = conv_reference(g, c.n, conv_k, x_h, w_h,
+                                                    c.bias ? &b_h : nullptr, y_h, dy_h, act, true);
+    const double kf = double(g.col_rows()), kb = double(conv_k * taps),
+                 kw = double(c.n * g.oh * g.ow);
+    if (fwd == ConvAlgo::Cudnn && (c.bias || c.act != FusedAct::None))
+      testing::expect_bf16_rounded_twice(y_h, r.y, r.y_abs, kf, "y");
+    else
+      testing::expect_bf16_sum_within(y_h, r.y, r.y_abs, nullptr, kf, testing::kBf16U, "y");
+    testing::expect_bf16_sum_within(dx_h, r.dx, r.dx_abs, nullptr, kb, testing::kBf16U, "dx");
+    testing::expect_bf16_sum_within(dw_h, r.dw, r.dw_abs, nullptr, kw, w_round, "dW");
+    if (c.bias) testing::expect_bf16_sum_within(db_h, r.db, r.db_abs, nullptr, kw, 0.0, "db");
+    return;
+  }
+  // As check_layer: the reference of g with x := dy and dy := x.
+  const testing::ConvReference r =
+      conv_reference(g, c.n, conv_k, dy_h, w_h, nullptr, x_h, x_h, Act{}, true);
+  const testing::TransposedReference t =
+      testing::transposed_reference(r, g, c.n, c.out_ch, c.bias ? &b_h : nullptr, dy_h);
+  const double kf = double(conv_k) * taps, kb = double(g.col_rows()),
+               kw = double(c.n * g.oh * g.ow);
+  if (c.bias)
+    testing::expect_bf16_rounded_twice(y_h, t.y, t.y_abs, kf, "y");
+  else
+    testing::expect_bf16_sum_within(y_h, t.y, t.y_abs, nullptr, kf, testing::kBf16U, "y");
+  testing::expect_bf16_sum_within(dx_h, r.y, r.y_abs, nullptr, kb, testing::kBf16U, "dx");
+  testing::expect_bf16_sum_within(dw_h, r.dw, r.dw_abs, nullptr, kw, w_round, "dW");
+  if (c.bias)
+    testing::expect_bf16_sum_within(db_h, t.db, t.db_abs, nullptr, double(c.n * g.h * g.w), 0.0,
+                                    "db");
+}
+
+TEST(ConvGpuPasses, Bf16EveryMixOfAlgorithmsThroughTheLayersOps) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  const std::vector<ConvAlgo> algos = gpu_conv_algos(ctx, /*bf16=*/true);
+  const int mixes = for_every_mix(ctx, algos, [&](ConvAlgo f, ConvAlgo d, ConvAlgo w) {
+    for (const LayerCase& c : kLayers) {
+      SCOPED_TRACE(std::string(c.name) + " " + policy_of(f, d, w) + " bf16");
+      // a transposed layer's forward is the convolution's backward-data
+      check_layer_bf16(ctx, c, c.transposed ? d : f, w);
+    }
+  });
+  EXPECT_EQ(mixes, int(algos.size() * algos.size() * algos.size()));
+  // Every choice was the forced one, under bf16's own keys: nothing was timed.
+  EXPECT_FALSE(ctx.tuning().made().empty());
+  for (const auto& made : ctx.tuning().made()) {
+    EXPECT_EQ(made.second.ms, 0.0) << made.first;
+    EXPECT_NE(made.first.find(" bf16 "), std::string::npos) << made.first;
+  }
 }
 
 // ---- a whole W4 step -------------------------------------------------------------------
@@ -232,17 +341,6 @@ StepGrads w4_step_grads(Context& ctx, Device dev) {
   return s;
 }
 
-// ||a - ref|| / ||ref||.
-double rel_error(const Tensor& a, const Tensor& ref) {
-  double d = 0, n = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double e = double(a[i]) - double(ref[i]);
-    d += e * e;
-    n += double(ref[i]) * double(ref[i]);
-  }
-  return std::sqrt(d / n);
-}
-
 TEST(ConvGpuPasses, W4StepWithMixedChoicesGivesTheCpuGradients) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
@@ -263,7 +361,7 @@ TEST(ConvGpuPasses, W4StepWithMixedChoicesGivesTheCpuGradients) {
   // 6 convolutions: 6 forward, 6 backward-weights and 5 backward-data (conv1 needs no dx).
   ASSERT_EQ(keys.size(), 17u);
   Context probe(1, 1, Device::CUDA);
-  const std::vector<ConvAlgo> algos = gpu_algos(probe);
+  const std::vector<ConvAlgo> algos = gpu_conv_algos(probe);
   const int A = static_cast<int>(algos.size());
   for (int dir : {1, -1})
     for (int rot = 0; rot < A; ++rot) {
@@ -290,7 +388,7 @@ TEST(ConvGpuPasses, W4StepWithMixedChoicesGivesTheCpuGradients) {
         // most 2048 terms (K u ~ 1.2e-4 per element in the worst case, ~sqrt(K) u ~ 3e-6
         // typically) through 9 layers, and a ReLU whose input rounds across 0 on one side only
         // changes one element of dy. 1e-3 normwise separates the two by three orders.
-        const double e = rel_error(got.grads[i], want.grads[i]);
+        const double e = testing::rel_error(got.grads[i], want.grads[i]);
         EXPECT_LT(e, 1e-3) << want.names[i] << ": ||gpu - cpu|| / ||cpu|| = " << e;
       }
     }

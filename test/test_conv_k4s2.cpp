@@ -266,43 +266,15 @@ std::vector<double> bracket_weights(const ShapeK4& s, const std::vector<float>& 
   return dw;
 }
 
-struct Results {
-  std::vector<float> y, dx, dw;
-};
+using Results = pt::KernelResults;
+const pt::CpuKernels kK4s2{"k4s2", cpu::conv4x4s2_workspace_floats, cpu::conv4x4s2_forward,
+                           cpu::conv4x4s2_backward_data, cpu::conv4x4s2_backward_weights};
 
 // The three kernels on one shape's data, at `threads` threads.
 Results run_kernels(const ShapeK4& s, const std::vector<float>& x, const std::vector<float>& w,
                     const std::vector<float>& b, const std::vector<float>& dy, int threads,
                     Act act = {}) {
-  const ConvGeom g = geom_of(s);
-  std::vector<float> ws(cpu::conv4x4s2_workspace_floats(g, s.n, s.k, threads));
-  Results r;
-  r.y.assign(s.n * s.k * g.oh * g.ow, -7.f);  // written, not accumulated
-  r.dx.assign(s.n * s.c * s.h * s.w, -7.f);
-  r.dw.assign(s.k * s.c * 16, 0.f);
-  ConvFwd f;
-  f.g = g;
-  f.n = s.n;
-  f.k = s.k;
-  f.x = x.data();
-  f.w = w.data();
-  f.b = b.empty() ? nullptr : b.data();
-  f.y = r.y.data();
-  f.act = act;
-  cpu::conv4x4s2_forward(f, ws.data(), CpuExec{threads});
-  ConvBwd d;
-  d.g = g;
-  d.n = s.n;
-  d.k = s.k;
-  d.x = x.data();
-  d.w = w.data();
-  d.dy = dy.data();
-  d.dx = r.dx.data();
-  cpu::conv4x4s2_backward_data(d, ws.data(), CpuExec{threads});
-  d.dx = nullptr;
-  d.dw = r.dw.data();
-  cpu::conv4x4s2_backward_weights(d, ws.data(), CpuExec{threads});
-  return r;
+  return pt::run_kernels(kK4s2, ConvShape{geom_of(s), s.n, s.k}, x, w, b, dy, threads, act);
 }
 
 }  // namespace
@@ -414,13 +386,7 @@ TEST(ConvK4s2, FoldedInputActivationEqualsTheMaskAfter) {
     const std::vector<float> dy = uniform(s.n * s.k * s.oh() * s.ow(), 1.f, rng);
     std::vector<float> ws(cpu::conv4x4s2_workspace_floats(g, s.n, s.k, 2));
     std::vector<float> plain(a.size()), folded(a.size());
-    ConvBwd d;
-    d.g = g;
-    d.n = s.n;
-    d.k = s.k;
-    d.w = w.data();
-    d.dy = dy.data();
-    d.dx = plain.data();
+    ConvBwd d = ConvBwd::data(ConvShape{g, s.n, s.k}, w.data(), dy.data(), plain.data());
     cpu::conv4x4s2_backward_data(d, ws.data(), CpuExec{2});
     for (const Act act : {Act{FusedAct::ReLU, 0.f}, Act{FusedAct::LeakyReLU, 0.2f}}) {
       d.dx = folded.data();

@@ -10,6 +10,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/param.h"
 #include "core/tensor.h"
 
 using namespace pdnn;
@@ -58,6 +59,45 @@ TEST(Tensor, ResizeReusesStorageWhenItFits) {
   EXPECT_EQ(t.data(), p);
   t.resize(Shape{8, 100});
   EXPECT_EQ(t.shape(), (Shape{8, 100}));
+}
+
+// bfloat16: two bytes an element in every size the memory plan and the copies count
+// (Tensor::nbytes, views, resize), its own typed pointer, and refused where float32 is the
+// contract: float element access, and parameters (master weights stay float32; a checkpoint
+// saves parameters and optimizer state only, so it never meets a bf16 tensor).
+TEST(Tensor, Bfloat16IsTwoBytesWithItsOwnPointerAndRefusedAsFloat) {
+  EXPECT_EQ(dtype_size(DType::BF16), 2u);
+  EXPECT_STREQ(dtype_name(DType::BF16), "bfloat16");
+  Context ctx(1);
+  Tensor t(Shape{3, 5}, DType::BF16);
+  EXPECT_EQ(t.nbytes(), 30u);
+  bf16* p = t.data<bf16>();
+  for (int i = 0; i < 15; ++i) p[i].bits = static_cast<uint16_t>(0x3f80 + i);
+  const Tensor v = t.slice(5, Shape{5});
+  EXPECT_EQ(v.data<bf16>()[0].bits, 0x3f85);
+  const Tensor c = t.to(Device::CPU, ctx);
+  EXPECT_EQ(c.data<bf16>()[14].bits, 0x3f80 + 14);
+  t.resize(Shape{2, 5});
+  EXPECT_EQ(t.dtype(), DType::BF16);
+  EXPECT_EQ(t.data<bf16>(), p);  // reused: 20 bytes fit the 30
+  try {
+    t.data<float>();
+    FAIL() << "float data of a bf16 tensor must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("asked for float32 data, it holds bfloat16"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(t.fill(1.f), Error);
+  Tensor w(Shape{4}, DType::BF16), g(Shape{4}, DType::BF16);
+  ParamSet ps;
+  try {
+    ps.build({Param{"conv.weight", &w, &g}});
+    FAIL() << "a bf16 parameter must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conv.weight is bfloat16"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Rng, SeededStreamsAreReproducibleAndDistinct) {

@@ -167,18 +167,21 @@ TEST(CudaRuntime, PinnedBatchesRefilledEachStepTrainLikeFreshOnes) {
   pt::expect_close(weights[1], weights[0], 0, 0, "weights, refilled pinned vs fresh batches");
 }
 
-// The DCGAN iteration on the GPU (W5's widths, batch 16): once warm it moves only the real
-// batch to the device, reads nothing back and allocates nothing; replayed as a CUDA graph it
-// equals the eager iterations (weights of both models, both step counts, the noise stream's
-// position), across a smaller last batch and an evaluation-mode forward between epochs (the
-// sample grid); the metrics read back as one small copy.
-TEST(CudaRuntime, DcganIterationGraphEqualsEagerAndMovesOnlyTheBatch) {
-  PDNN_NEED_GPU();
+// The DCGAN iteration on the GPU (W5's widths, batch 16), in fp32 and in bf16 (autocast:
+// Sequential casts at the models' edges, the weights' bf16 copy refreshed inside the step):
+// once warm it moves only the real batch to the device, reads nothing back and allocates
+// nothing; replayed as a CUDA graph it equals the eager iterations (weights of both models, both
+// step counts, the noise stream's position), across a smaller last batch and an
+// evaluation-mode forward between epochs (the sample grid); the metrics read back as one small
+// copy.
+void dcgan_graph_equals_eager(Precision prec) {
+  SCOPED_TRACE(precision_name(prec));
   std::vector<Tensor> gw, dw;
   std::vector<uint64_t> rng;
   std::vector<int64_t> steps_g, steps_d, replays;
   for (bool graph : {false, true}) {
     Context ctx(1, 9, Device::CUDA);
+    ctx.set_precision(prec);
     pt::share_conv_choices(ctx);
     Sequential g = make_dcgan_generator(), d = make_dcgan_discriminator();
     dcgan_init(g, ctx.rng());
@@ -237,6 +240,11 @@ TEST(CudaRuntime, DcganIterationGraphEqualsEagerAndMovesOnlyTheBatch) {
   EXPECT_EQ(steps_d[1], 10);
   EXPECT_EQ(replays[0], 0);
   EXPECT_GE(replays[1], 4) << "replayed iterations";
+}
+
+TEST(CudaRuntime, DcganIterationGraphEqualsEagerAndMovesOnlyTheBatch) {
+  PDNN_NEED_GPU();
+  for (Precision prec : {Precision::Fp32, Precision::Bf16}) dcgan_graph_equals_eager(prec);
 }
 
 // The DCGAN iteration with its real batch refilled in one pinned buffer every step (DcganTask's

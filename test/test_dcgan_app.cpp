@@ -606,6 +606,11 @@ TEST_F(DcganApp, BadInputFailsWithAMessageAndNoOutput) {
       << r.output;
   r = app("bad", " --epochs 1 --batch 1");
   EXPECT_NE(r.status, 0);
+  // W5 in bf16 runs on the GPU only: on the CPU one line, never a silent fp32 run
+  r = app("bad", " --epochs 1 --precision bf16");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--precision bf16: the CPU has no bf16 path"), std::string::npos)
+      << r.output;
   EXPECT_FALSE(exists(dir_ + "/bad"));
 }
 

@@ -187,6 +187,8 @@ TEST_F(MnistApp, BadInputFailsWithOneLineAndWritesNothing) {
   expect_failure("--data " + good + " --model huge", "--model");
   expect_failure("--data " + good + " --epochs two", "--epochs");
   expect_failure("--data " + good + " --resume", "");  // the checkpoint does not exist yet
+  // bf16 has no CPU path (issue 32): one line, no output.
+  expect_failure("--data " + good + " --precision bf16", "the CPU has no bf16 path");
   // The GPU's algorithm cache: a path that cannot be written fails on the CPU too (issue 33).
   expect_failure("--data " + good + " --conv-algo-cache /",
                  "--conv-algo-cache '/': names a folder; give a file name");

@@ -30,6 +30,7 @@ Parsed parse(std::vector<std::string> args) {
   CLI::App app{"test"};
   app.add_option("--lr", p.lr)->check(positive_finite_validator());
   add_run_flags(app, p.cfg, threads, text, "test");
+  add_memory_flags(app, p.cfg);
   args.insert(args.begin(), "test");
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
@@ -38,6 +39,8 @@ Parsed parse(std::vector<std::string> args) {
     finish_run_flags(app, p.cfg, text);
     p.ok = true;
   } catch (const CLI::ParseError& e) {
+    p.error = e.what();
+  } catch (const Error& e) {  // finish_run_flags' refusals
     p.error = e.what();
   }
   return p;
@@ -94,6 +97,66 @@ TEST(RunFlags, EpochsStepsAndFileCombinations) {
 
 // Issue 20: every app's --help says what a default that depends on the data or the machine
 // becomes (threads 0 = all cores and how many here, an epoch's images, a batch too big).
+// --precision is parsed once here for every app; --tf32 is its older spelling of tf32.
+TEST(RunFlags, PrecisionAndItsTf32AliasGiveTheSameConfig) {
+  Parsed p = parse({});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.cfg.precision, Precision::Fp32);
+  p = parse({"--precision", "fp32"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.cfg.precision, Precision::Fp32);
+  const Parsed named = parse({"--precision", "tf32", "--device", "cuda"});
+  const Parsed alias = parse({"--tf32", "--device", "cuda"});
+  ASSERT_TRUE(named.ok) << named.error;
+  ASSERT_TRUE(alias.ok) << alias.error;
+  EXPECT_EQ(named.cfg.precision, Precision::Tf32);
+  EXPECT_EQ(alias.cfg.precision, named.cfg.precision);
+  EXPECT_EQ(run_device_text(alias.cfg, "G"), run_device_text(named.cfg, "G"));
+  // The precision a Context then carries, and what its kernels are told.
+  Context ctx(1, 1);
+  apply_device_flags(ctx, alias.cfg);
+  EXPECT_EQ(ctx.precision(), Precision::Tf32);
+  for (const char* bad : {"fp16", "TF32", "bfloat16", ""})
+    expect_refused({"--precision", bad}, "is not one of fp32, tf32, bf16");
+  expect_refused({"--tf32", "--precision", "tf32"}, "excludes");
+}
+
+// bf16 has its GPU ops but no layer path yet, and no CPU path at all: refused in one line on
+// either device, when the flags are read (before any data, model or output file).
+// bf16 runs on the GPU only, and not under a memory plan yet (--gpu-memory-limit, or its
+// printout --memory-plan): refused in one line when the flags are read (never a silent fp32
+// run); a plain GPU run parses.
+TEST(RunFlags, Bf16IsRefusedInOneLineOnTheCpuAndUnderAMemoryPlan) {
+  const Parsed cpu = parse({"--precision", "bf16"});
+  EXPECT_FALSE(cpu.ok);
+  EXPECT_NE(cpu.error.find("--precision bf16: the CPU has no bf16 path"), std::string::npos)
+      << cpu.error;
+  const Parsed planned =
+      parse({"--precision", "bf16", "--device", "cuda", "--gpu-memory-limit", "1G"});
+  EXPECT_FALSE(planned.ok);
+  EXPECT_NE(planned.error.find("--precision bf16 with --gpu-memory-limit: not implemented yet"),
+            std::string::npos)
+      << planned.error;
+  const Parsed printed = parse({"--precision", "bf16", "--device", "cuda", "--memory-plan"});
+  EXPECT_FALSE(printed.ok);
+  EXPECT_NE(printed.error.find("--precision bf16 with --memory-plan: not implemented yet"),
+            std::string::npos)
+      << printed.error;
+  for (const Parsed* p : {&cpu, &planned, &printed}) {
+    EXPECT_EQ(p->error.find('\n'), std::string::npos) << p->error;
+    EXPECT_LT(p->error.size(), 160u) << p->error;
+  }
+  const Parsed gpu = parse({"--precision", "bf16", "--device", "cuda"});
+  EXPECT_TRUE(gpu.ok) << gpu.error;
+  EXPECT_EQ(gpu.cfg.precision, Precision::Bf16);
+  // A RunConfig made without the flags is refused where the context takes it, too.
+  RunConfig cfg;
+  cfg.precision = Precision::Bf16;
+  Context ctx(1, 1);
+  EXPECT_THROW(apply_device_flags(ctx, cfg), Error);
+  EXPECT_EQ(ctx.precision(), Precision::Fp32);
+}
+
 TEST(AppHelp, SaysWhatDataAndMachineDependentDefaultsBecome) {
   const std::string here = std::to_string(omp_get_num_procs()) + " here";
   const std::vector<std::pair<std::string, std::vector<std::string>>> apps = {

@@ -174,6 +174,14 @@ TEST(Sequential, MisuseThrows) {
   EXPECT_THROW(m.forward(ctx, testing::random_tensor(Shape{4, 6}, rng)), Error);
   Sequential empty;
   EXPECT_THROW(empty.forward(ctx, dy), Error);
+  // a layer is replaced before the first forward only (fusion is decided there), never by null
+  EXPECT_THROW(m.replace(0, std::make_unique<ReLU>()), Error);
+  Sequential fresh = make_mlp(rng);
+  EXPECT_THROW(fresh.replace(0, nullptr), Error);
+  EXPECT_THROW(fresh.replace(fresh.size(), std::make_unique<ReLU>()), Error);
+  const std::string old_kind = fresh.layer(1).kind();
+  EXPECT_EQ(fresh.replace(1, std::make_unique<ReLU>())->kind(), old_kind);
+  EXPECT_EQ(fresh.layer(1).kind(), "ReLU");
 }
 
 

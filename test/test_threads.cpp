@@ -184,29 +184,10 @@ TEST_F(ThreadsPerContext, ConvolutionEveryCpuAlgorithm) {
       expect_teams(threads,
                    std::string("conv2d ") + conv_algo_name(a) + " at " + std::to_string(threads),
                    [&] {
-                     ConvFwdTensors f;
-                     f.g = g;
-                     f.n = n;
-                     f.k = k;
-                     f.x = &x;
-                     f.w = &w;
-                     f.b = &b;
-                     f.y = &y;
-                     f.algo = a;
+                     const ConvFwdTensors f =
+                         ConvFwdTensors::of(ConvShape{g, n, k}, &x, &w, &b, &y, Act{}, a);
                      ops::conv2d_forward(ctx, f);
-                     ConvBwdTensors d;
-                     d.g = g;
-                     d.n = n;
-                     d.k = k;
-                     d.x = &x;
-                     d.w = &w;
-                     d.dy = &dy;
-                     d.y = &y;
-                     d.dw = &dw;
-                     d.db = &db;
-                     d.dx = &dx;
-                     d.algo = a;
-                     ops::conv2d_backward(ctx, d);
+                     ops::conv2d_backward(ctx, ConvBwdTensors::of(f, &dy, &dw, &db, &dx));
                    });
     }
   }

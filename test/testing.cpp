@@ -41,6 +41,18 @@ Tensor random_tensor(const Shape& s, Rng& rng, float lo, float hi) {
   return t;
 }
 
+double rel_error(const Tensor& a, const Tensor& ref) {
+  PDNN_CHECK(a.numel() == ref.numel(), "rel_error: %lld vs %lld elements",
+             static_cast<long long>(a.numel()), static_cast<long long>(ref.numel()));
+  double d = 0, n = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double e = double(a[i]) - double(ref[i]);
+    d += e * e;
+    n += double(ref[i]) * double(ref[i]);
+  }
+  return std::sqrt(d / n);
+}
+
 void expect_close(const Tensor& a, const Tensor& ref, double atol, double rtol,
                   const std::string& what) {
   ASSERT_EQ(a.shape(), ref.shape()) << what << ": shape " << a.shape().str() << " vs "

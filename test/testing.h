@@ -31,6 +31,9 @@ Tensor labels_tensor(const std::vector<int32_t>& labels);
 void expect_close(const Tensor& a, const Tensor& ref, double atol, double rtol,
                   const std::string& what);
 
+// ||a - ref|| / ||ref|| over all elements (host float32 tensors of one size), in double.
+double rel_error(const Tensor& a, const Tensor& ref);
+
 struct GradCheckOptions {
   double eps = 1e-3;    // central difference step
   double atol = 1e-3;

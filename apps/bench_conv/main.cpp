@@ -41,7 +41,7 @@ double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-struct ConvShape {
+struct PassShape {
   const char* name;
   int64_t n, c, h, w, k, kernel, stride, pad;
   bool need_dx;     // false for a first layer, whose dx nobody needs
@@ -67,7 +67,7 @@ struct Sgemm {
 
 // ---- passes mode ---------------------------------------------------------------------------
 
-const ConvShape kPassShapes[] = {
+const PassShape kPassShapes[] = {
     {"W2 conv 1->10 28x28 p1", 128, 1, 28, 28, 10, 3, 1, 1, false, false},
     {"W3 conv1 1->32 28x28", 128, 1, 28, 28, 32, 3, 1, 0, false, false},
     {"W3 conv2 32->64 26x26", 128, 32, 26, 26, 64, 3, 1, 0, true, false},
@@ -109,7 +109,7 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
               "convolutions of each shape; x sgemm = GFLOP/s over its median\n");
   std::printf("%-26s %-17s %-10s %3s %24s %8s %7s %6s\n", "shape", "pass", "algo", "thr",
               "ms median (min-max)", "GFLOP/s", "sgemm", "x sgemm");
-  for (const ConvShape& s : kPassShapes) {
+  for (const PassShape& s : kPassShapes) {
     if (std::string(s.name).find(filter) == std::string::npos) continue;
     const int64_t n = batch > 0 ? batch : s.n;
     const ConvGeom g = conv_geom("bench", s.c, s.h, s.w, s.kernel, s.kernel, s.stride, s.stride,
@@ -149,28 +149,10 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
         for (size_t j = 0; j < run_algos.size(); ++j) {
           const size_t ai = (j + r) % run_algos.size();
           const ConvAlgo a = run_algos[ai];
-          ConvFwd f;
-          f.g = g;
-          f.n = n;
-          f.k = s.k;
-          f.x = x.data();
-          f.w = w.data();
-          f.b = b.data();
-          f.y = y.data();
-          f.algo = a;
-          ConvBwd d;  // backward-data
-          d.g = g;
-          d.n = n;
-          d.k = s.k;
-          d.w = w.data();
-          d.dy = dy.data();
-          d.dx = dx.data();
-          d.algo = a;
-          ConvBwd bw = d;  // backward-weights
-          bw.x = x.data();
-          bw.dx = nullptr;
-          bw.dw = dw.data();
-          bw.db = db.data();
+          const ConvFwd f = ConvFwd::of(ConvShape{g, n, s.k}, x.data(), w.data(), b.data(),
+                                        y.data(), Act{}, a);
+          const ConvBwd d = ConvBwd::of(f, dy.data(), nullptr, nullptr, dx.data());  // data
+          const ConvBwd bw = ConvBwd::of(f, dy.data(), dw.data(), db.data(), nullptr);  // weights
           double t0 = now_ms();
           cpu::conv2d_forward(f, ws, CpuExec{t});
           double t1 = now_ms();
@@ -213,7 +195,7 @@ int run_passes(const std::vector<ConvAlgo>& algos, const std::vector<int>& threa
 // ---- layers mode ---------------------------------------------------------------------------
 
 int run_layers(int repeats, int warmup, const std::string& filter) {
-  const ConvShape shapes[] = {
+  const PassShape shapes[] = {
       {"W3 conv1 1->32 k3 28x28", 128, 1, 28, 28, 32, 3, 1, 0, false, false},
       {"W3 conv2 32->64 k3 26x26", 128, 32, 26, 26, 64, 3, 1, 0, true, false},
       {"W2 conv 1->10 k3 p1 b8", 8, 1, 28, 28, 10, 3, 1, 1, false, false},
@@ -230,7 +212,7 @@ int run_layers(int repeats, int warmup, const std::string& filter) {
               blas_config(), blas_core_name(), repeats, warmup);
   std::printf("%-26s %-9s %3s %22s %22s %22s %8s\n", "shape", "algo", "thr", "forward",
               "backward", "fwd+bwd", "GFLOP/s");
-  for (const ConvShape& s : shapes) {
+  for (const PassShape& s : shapes) {
     if (std::string(s.name).find(filter) == std::string::npos) continue;
     for (ConvAlgo algo : {ConvAlgo::PerImage, ConvAlgo::Batched, ConvAlgo::Auto})
       for (int threads : {1, 2}) {

@@ -1,15 +1,17 @@
 // Per-layer GPU convolution benchmark (make bench-conv-gpu): every convolution of W3, W4 and W5
 // (D's Conv2d and G's ConvTranspose2d layers, at their batch sizes), each pass (forward,
 // backward-data, backward-weights with the bias) timed separately with each GPU algorithm
-// (im2col + cuBLAS, implicit GEMM, cuDNN where found), in fp32 and TF32, against the device's
-// ceilings measured in the same run (cuBLAS sgemm 8192^3 in fp32 and TF32, a 1 GiB
-// device-to-device copy). Per pass: the median and min of --repeat timed runs (CUDA events,
-// after warm-up), the achieved TFLOP/s (the direct convolution's FLOPs over the time) and GB/s
-// (the pass's fewest bytes: every input read once, every output written once), and its floor
-// max(FLOPs / peak, bytes / bandwidth). Rows to --out with the columns of
+// (im2col + cuBLAS, implicit GEMM, cuDNN where found), in fp32, TF32 and bf16 (--precisions;
+// bf16: bf16 x, w, y, dy, dx with fp32 bias and parameter gradients, as mixed precision runs
+// them), against the device's ceilings measured in the same run (cuBLAS's 8192^3 GEMM in fp32,
+// TF32 and bf16 with fp32 sums, a 1 GiB device-to-device copy). Per pass: the median and min of
+// --repeat timed runs (CUDA events, after warm-up), the achieved TFLOP/s (the direct
+// convolution's FLOPs over the time) and GB/s (the pass's fewest bytes: every input read once,
+// every output written once, at the tensors' element sizes), and its floor max(FLOPs / the
+// precision's GEMM rate, bytes / copy rate). Rows to --out with the columns of
 // scripts/twins/torch_conv_layers.py, which times PyTorch's (cuDNN's) same layers. An algorithm
 // "implicit:TILE" (e.g. implicit:64x128) forces the implicit-GEMM kernels' block tile in the
-// forward and backward-weights passes (its backward-data keeps the chosen tile).
+// forward and backward-weights passes (its backward-data keeps the chosen tile; fp32 and TF32).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +20,7 @@
 
 #include "core/context.h"
 #include "core/cuda_state.h"
+#include "ops/cast.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_algo.h"
@@ -87,7 +90,7 @@ TimingStats time_ms(Context& ctx, int repeat, const std::function<void()>& f) {
 }
 
 struct Ceilings {
-  double fp32_tflops = 0, tf32_tflops = 0, copy_gbps = 0;
+  double fp32_tflops = 0, tf32_tflops = 0, bf16_tflops = 0, copy_gbps = 0;
 };
 
 Ceilings measure_ceilings(Context& ctx, int repeat) {
@@ -104,7 +107,7 @@ Ceilings measure_ceilings(Context& ctx, int repeat) {
   }
   const double flop = 2.0 * N * N * N;
   for (bool tf32 : {false, true}) {
-    ctx.cuda().set_tf32(tf32);
+    ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     const TimingStats st = time_ms(ctx, std::max(3, repeat / 4), [&] {
 #if PDNN_HAVE_CUDA  // a CPU build has no cuda::gemm (and never gets here: no CUDA context)
       cuda::gemm(false, false, N, N, N, 1.f, a.data(), b.data(), 0.f, d.data(), ctx.cuda_exec());
@@ -112,7 +115,20 @@ Ceilings measure_ceilings(Context& ctx, int repeat) {
     });
     (tf32 ? c.tf32_tflops : c.fp32_tflops) = flop / (st.median * 1e-3) * 1e-12;
   }
-  ctx.cuda().set_tf32(false);
+  ctx.set_precision(Precision::Fp32);
+  {  // cuBLAS's bf16 GEMM (cublasGemmEx, fp32 sums, bf16 C): the bf16 passes' compute ceiling
+    Tensor a16 = Tensor::empty(Shape{N, N}, DType::BF16, Device::CUDA, ctx);
+    Tensor b16 = a16.clone(ctx), d16 = a16.clone(ctx);
+    ops::cast(ctx, a, a16);
+    ops::cast(ctx, b, b16);
+    const TimingStats st = time_ms(ctx, std::max(3, repeat / 4), [&] {
+#if PDNN_HAVE_CUDA
+      cuda::gemm(false, false, N, N, N, 1.f, a16.data<bf16>(), b16.data<bf16>(), 0.f,
+                 d16.data<bf16>(), ctx.cuda_exec());
+#endif
+    });
+    c.bf16_tflops = flop / (st.median * 1e-3) * 1e-12;
+  }
   const int64_t bytes = N * N * 4;  // 256 MiB each way
   const TimingStats cp = time_ms(ctx, repeat, [&] { copy_into(d, a, ctx); });
   c.copy_gbps = 2.0 * bytes / (cp.median * 1e-3) * 1e-9;  // read + write
@@ -185,7 +201,10 @@ int run(int argc, char** argv) {
                  "comma list of im2col, implicit, direct, cudnn, implicit:TILE (TILE one of "
                  "128x128, 64x128, 32x256, 32x128, 32x32), direct:TILE (m128, m64, m32)")
       ->capture_default_str();
-  app.add_option("--precisions", precisions, "fp32, tf32 or both")->capture_default_str();
+  app.add_option("--precisions", precisions,
+                 "comma list of fp32, tf32, bf16 (bf16: the im2col, implicit and cudnn "
+                 "algorithms; forced tiles and direct do not run it)")
+      ->capture_default_str();
   app.add_option("--repeat", repeat, "timed runs per pass")->check(CLI::Range(3, 1000))->capture_default_str();
   if (const int st = parse_flags(app, "bench_conv_gpu", argc, argv); st >= 0) return st;
 
@@ -233,8 +252,9 @@ int run(int argc, char** argv) {
     std::printf("%s\n", cudnn_status().c_str());
   }
   const Ceilings ceil = measure_ceilings(ctx, repeat);
-  std::printf("ceilings: sgemm 8192^3 fp32 %.1f TFLOP/s, TF32 %.1f TFLOP/s; device copy %.0f GB/s\n",
-              ceil.fp32_tflops, ceil.tf32_tflops, ceil.copy_gbps);
+  std::printf("ceilings: GEMM 8192^3 fp32 %.1f TFLOP/s, TF32 %.1f TFLOP/s, bf16 %.1f TFLOP/s; "
+              "device copy %.0f GB/s\n",
+              ceil.fp32_tflops, ceil.tf32_tflops, ceil.bf16_tflops, ceil.copy_gbps);
   create_parent_folders(out);
   CsvWriter csv(out, kColumns);
   const std::string versions = "pdnn " + info.git_rev;
@@ -245,6 +265,7 @@ int run(int argc, char** argv) {
   };
   ceiling_row("sgemm_fp32", ceil.fp32_tflops, 0);
   ceiling_row("sgemm_tf32", ceil.tf32_tflops, 0);
+  ceiling_row("gemm_bf16", ceil.bf16_tflops, 0);
   ceiling_row("copy", 0, ceil.copy_gbps);
   if (filter.empty() || filter == "W4") rest_of_w4(ctx, ceil, repeat, csv, info, versions);
 
@@ -282,8 +303,13 @@ int run(int argc, char** argv) {
     const bool conv_bias = !L.transposed && L.workload != std::string("W5");
     const Act cact = L.transposed ? Act{} : act;
     const double flop = 2.0 * n * k * g.col_rows() * g.oh * g.ow;
-    const double fx = 4.0 * n * g.image_size(), fy = 4.0 * n * k * g.oh * g.ow,
-                 fw = 4.0 * k * g.col_rows();
+    // Bytes of x, y (and dy, dx) and w as the pass's precision stores them (es: 4, bf16 2); the
+    // weight gradient is fp32 in every precision (fw32).
+    double es = 4.0;
+    const double fw32 = 4.0 * k * g.col_rows();
+    auto fx = [&] { return es * n * g.image_size(); };
+    auto fy = [&] { return es * n * k * g.oh * g.ow; };
+    auto fw = [&] { return es * k * g.col_rows(); };
     // Passes in the layer's own terms. For Conv2d: forward = conv forward, backward-data = conv
     // backward-data, backward-weights = conv backward-weights. For ConvTranspose2d: forward = conv
     // backward-data (its output is the conv's "dx"), backward-data = conv forward, backward-weights = the
@@ -296,43 +322,46 @@ int run(int argc, char** argv) {
     std::vector<PassRun> passes;
     // The convolution's operands (ops/conv/conv_args.h), by pass; ConvTranspose2d's are the
     // convolution's with the roles named above.
-    ConvFwdTensors fwd;
-    fwd.g = g;
-    fwd.n = n;
-    fwd.k = k;
-    fwd.x = &X;
-    fwd.w = &W;
-    fwd.b = conv_bias ? &B : nullptr;
-    fwd.y = &Y;
-    fwd.act = cact;
-    ConvBwdTensors data;  // dx from dy (through the activation read off y)
-    data.g = g;
-    data.n = n;
-    data.k = k;
-    data.w = &W;
-    data.dy = &dY;
-    data.y = &Y;
-    data.dx = &dX;
-    data.act = cact;
-    ConvBwdTensors wgrad = data;  // dw, db from x and dy
-    wgrad.x = &X;
-    wgrad.dx = nullptr;
-    wgrad.dw = &dW;
-    wgrad.db = conv_bias ? &dB : nullptr;
+    const ConvFwdTensors fwd =
+        ConvFwdTensors::of(ConvShape{g, n, k}, &X, &W, conv_bias ? &B : nullptr, &Y, cact);
+    // dx from dy (through the activation read off y); dw, db from x and dy
+    const ConvBwdTensors data = ConvBwdTensors::of(fwd, &dY, nullptr, nullptr, &dX);
+    const ConvBwdTensors wgrad =
+        ConvBwdTensors::of(fwd, &dY, &dW, conv_bias ? &dB : nullptr, nullptr);
     ConvFwdTensors t_fwd = fwd;  // ConvTranspose2d's backward-data: the convolution's forward
     t_fwd.b = nullptr;
     t_fwd.act = Act{};
     ConvBwdTensors t_data = data;  // ConvTranspose2d's forward: the convolution's backward-data
     t_data.y = nullptr;
     t_data.act = Act{};
-    auto with_algo = [](auto t, ConvAlgo a) {
+    // The same operands in bf16 (x, w, y, dy, dx bf16; b, dw, db fp32), for --precisions bf16.
+    auto to16 = [&](const Tensor& t) {
+      Tensor h = Tensor::empty(t.shape(), DType::BF16, Device::CUDA, ctx);
+      ops::cast(ctx, t, h);
+      return h;
+    };
+    Tensor X16 = to16(X), W16 = to16(W), Y16 = to16(Y), dY16 = to16(dY), dX16 = to16(dX);
+    const ConvFwdTensors fwd16 =
+        ConvFwdTensors::of(ConvShape{g, n, k}, &X16, &W16, conv_bias ? &B : nullptr, &Y16, cact);
+    const ConvBwdTensors data16 = ConvBwdTensors::of(fwd16, &dY16, nullptr, nullptr, &dX16);
+    const ConvBwdTensors wgrad16 =
+        ConvBwdTensors::of(fwd16, &dY16, &dW, conv_bias ? &dB : nullptr, nullptr);
+    ConvFwdTensors t_fwd16 = fwd16;
+    t_fwd16.b = nullptr;
+    t_fwd16.act = Act{};
+    ConvBwdTensors t_data16 = data16;
+    t_data16.y = nullptr;
+    t_data16.act = Act{};
+    bool b16 = false;  // the passes run on the bf16 operands
+    auto with_algo = [&](const auto& t32, const auto& t16, ConvAlgo a) {
+      auto t = b16 ? t16 : t32;
       t.algo = a;
       return t;
     };
-    const double act_read = cact.kind == FusedAct::None ? 0.0 : fy;
-    passes.push_back({"forward", L.transposed ? fy + fw + fx : fx + fw + fy, [&](const Algo& a) {
+    auto act_read = [&] { return cact.kind == FusedAct::None ? 0.0 : fy(); };
+    passes.push_back({"forward", 0.0, [&](const Algo& a) {
                         if (L.transposed)
-                          ops::conv2d_backward(ctx, with_algo(t_data, a.a));
+                          ops::conv2d_backward(ctx, with_algo(t_data, t_data16, a.a));
                         else if (a.dtile != cuda::DirectTile::Auto)
                           cuda::conv2d_direct_forward(
                               ops::conv_ptrs(fwd),
@@ -342,13 +371,13 @@ int run(int argc, char** argv) {
                         else if (a.tile != cuda::ConvTile::Auto)
                           cuda::conv2d_implicit_forward(ops::conv_ptrs(fwd), ctx.cuda_exec(), a.tile);
                         else
-                          ops::conv2d_forward(ctx, with_algo(fwd, a.a));
+                          ops::conv2d_forward(ctx, with_algo(fwd, fwd16, a.a));
                       }});
     if (L.need_dx)
-      passes.push_back({"backward-data", L.transposed ? fx + fw + fy : fy + act_read + fw + fx,
+      passes.push_back({"backward-data", 0.0,
                         [&](const Algo& a) {
                           if (L.transposed)
-                            ops::conv2d_forward(ctx, with_algo(t_fwd, a.a));
+                            ops::conv2d_forward(ctx, with_algo(t_fwd, t_fwd16, a.a));
                           else if (a.dtile != cuda::DirectTile::Auto)
                             cuda::conv2d_direct_backward_data(  // the kernel alone, on dy as is
                                 ops::conv_ptrs(t_data),
@@ -356,9 +385,9 @@ int run(int argc, char** argv) {
                                                                 ConvPass::BackwardData, g, n, k)),
                                 ctx.cuda_exec(), a.dtile);
                           else
-                            ops::conv2d_backward(ctx, with_algo(data, a.a));
+                            ops::conv2d_backward(ctx, with_algo(data, data16, a.a));
                         }});
-    passes.push_back({"backward-weights", fx + fy + act_read + 2 * fw, [&](const Algo& a) {
+    passes.push_back({"backward-weights", 0.0, [&](const Algo& a) {
                         if (a.dtile != cuda::DirectTile::Auto) {
                           cuda::conv2d_direct_backward_weights(
                               ops::conv_ptrs(wgrad),
@@ -372,21 +401,31 @@ int run(int argc, char** argv) {
                           cuda::conv2d_implicit_backward_weights(ops::conv_ptrs(wgrad), ws,
                                                                  ctx.cuda_exec(), a.tile);
                         } else {
-                          ops::conv2d_backward(ctx, with_algo(wgrad, a.a));
+                          ops::conv2d_backward(ctx, with_algo(wgrad, wgrad16, a.a));
                         }
                       }});
-    for (const std::string prec : {"fp32", "tf32"}) {
+    for (const std::string prec : {"fp32", "tf32", "bf16"}) {
       if (precisions.find(prec) == std::string::npos) continue;
-      ctx.cuda().set_tf32(prec == "tf32");
-      const double peak = (prec == "tf32" ? ceil.tf32_tflops : ceil.fp32_tflops) * 1e12;
+      b16 = prec == "bf16";
+      es = b16 ? 2.0 : 4.0;
+      ctx.set_precision(prec == "tf32" ? Precision::Tf32 : Precision::Fp32);
+      const double peak =
+          (prec == "tf32" ? ceil.tf32_tflops : b16 ? ceil.bf16_tflops : ceil.fp32_tflops) * 1e12;
+      // the passes' fewest bytes at this precision's element sizes
+      passes[0].bytes = L.transposed ? fy() + fw() + fx() : fx() + fw() + fy();
+      if (L.need_dx)
+        passes[1].bytes = L.transposed ? fx() + fw() + fy() : fy() + act_read() + fw() + fx();
+      passes.back().bytes = fx() + fy() + act_read() + fw32 + fw32;
       for (PassRun& p : passes) {
         const double floor_ms =
             std::max(flop / peak, p.bytes / (ceil.copy_gbps * 1e9)) * 1e3;
         std::printf("%-4s %-8s %-16s %-5s", L.workload, L.name, p.name, prec.c_str());
         double best = 1e30;
         for (const Algo& a : algos) {
-          if ((a.tile != cuda::ConvTile::Auto && (L.transposed || std::string(p.name) == "backward-data")) ||
-              (a.dtile != cuda::DirectTile::Auto && (L.transposed || !conv3x3_applies(g)))) {
+          if ((a.tile != cuda::ConvTile::Auto &&
+               (b16 || L.transposed || std::string(p.name) == "backward-data")) ||
+              (a.dtile != cuda::DirectTile::Auto && (b16 || L.transposed || !conv3x3_applies(g))) ||
+              (b16 && a.a == ConvAlgo::Direct)) {
             std::printf(" %18s", "-");  // a forced tile where its kernel does not run
             continue;
           }

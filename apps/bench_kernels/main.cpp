@@ -82,7 +82,7 @@ int run(int argc, char** argv) {
       {"maxpool2d_forward (W3)",
        [&](CudaExec e) { cuda::maxpool2d_forward(pg, a.data(), pooled.data(), argmax.data<uint8_t>(), e); }},
       {"maxpool2d_backward (W3)",
-       [&](CudaExec e) { cuda::maxpool2d_backward(pg, nullptr, pooled.data(), argmax.data<uint8_t>(), nullptr, Act{}, b.data(), e); }},
+       [&](CudaExec e) { cuda::maxpool2d_backward<float>(pg, nullptr, pooled.data(), argmax.data<uint8_t>(), nullptr, Act{}, b.data(), e); }},
       {"im2col_batch (W3 conv2)",
        [&](CudaExec e) { cuda::im2col_batch(g, 128, x.data(), cols.data(), e); }},
       {"col2im_batch (W3 conv2)",

@@ -42,6 +42,11 @@ Context::~Context() = default;
 // is given (core/parallel.h), so the process's OpenMP and OpenBLAS settings stay as they were.
 void Context::set_threads(int n) { threads_ = n > 0 ? n : omp_get_num_procs(); }
 
+void Context::set_precision(Precision p) {
+  precision_ = p;
+  if (cuda_) cuda_->set_tf32(p == Precision::Tf32);
+}
+
 CudaState& Context::cuda() const {
   PDNN_CHECK(cuda_ != nullptr,
              "context: this run has no GPU (made with --device cpu); a CUDA tensor needs a "
@@ -50,8 +55,8 @@ CudaState& Context::cuda() const {
 }
 
 CudaExec Context::cuda_exec() const {
-  return CudaExec{work_stream_ ? work_stream_ : cuda().stream(), cuda().cublas(), 0, cuda().tf32(),
-                  cuda().cudnn_if_open()};
+  return CudaExec{work_stream_ ? work_stream_ : cuda().stream(), cuda().cublas(), 0,
+                  precision_ == Precision::Tf32, cuda().cudnn_if_open()};
 }
 
 std::shared_ptr<Allocator> Context::allocator(Device dev) const {

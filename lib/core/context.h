@@ -14,6 +14,7 @@
 #include "core/allocator.h"
 #include "core/device.h"
 #include "core/exec.h"
+#include "core/precision.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "core/tuning.h"
@@ -45,6 +46,12 @@ class Context {
   // The device this run computes on (where models and batches are put).
   Device device() const { return device_; }
   Rng& rng() { return rng_; }
+
+  // The arithmetic the run asked for (core/precision.h; fp32 by default). On a GPU, TF32 also
+  // sets cuBLAS's math mode and CudaExec::tf32; bf16 is a tensor's type (the ops dispatch on
+  // it), so the context carries the choice for Sequential, which casts at its edges.
+  Precision precision() const { return precision_; }
+  void set_precision(Precision p);
 
   CpuExec cpu_exec() const { return CpuExec{threads_}; }
   CudaExec cuda_exec() const;
@@ -112,6 +119,7 @@ class Context {
 
  private:
   int threads_ = 1;
+  Precision precision_ = Precision::Fp32;
   Device device_;
   Rng rng_;
   std::unique_ptr<CudaState, void (*)(CudaState*)> cuda_;

@@ -42,7 +42,8 @@ class CudaState {
   // Page-locked host memory, for batches copied to the device asynchronously.
   const std::shared_ptr<Allocator>& pinned() const { return pinned_; }
   const CudaDeviceInfo& info() const { return info_; }
-  // TF32 tensor-core math for cuBLAS's fp32 GEMMs (off by default: plain fp32).
+  // TF32 tensor-core math for cuBLAS's fp32 GEMMs (off by default: plain fp32). Set through
+  // Context::set_precision, which the kernels' CudaExec::tf32 follows too.
   void set_tf32(bool on);
   bool tf32() const { return tf32_; }
   void synchronize();

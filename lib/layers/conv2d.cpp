@@ -65,7 +65,7 @@ void Conv2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   a.n = n;
   a.k = out_ch_;
   a.x = &x;
-  a.w = &weight_;
+  a.w = &weight_for(x, weight_, weight16_, "conv2d");
   a.b = has_bias_ ? &bias_ : nullptr;
   a.y = &y;
   a.act = act_;
@@ -98,7 +98,7 @@ void Conv2d::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tens
   a.n = n;
   a.k = out_ch_;
   a.x = &x;
-  a.w = &weight_;
+  a.w = &weight_for(x, weight_, weight16_, "conv2d");
   a.dy = &dy;
   a.y = act.kind == FusedAct::None ? nullptr : &y;
   a.dw = param_grads_ ? &dweight_ : nullptr;
@@ -145,6 +145,10 @@ BackwardNeeds Conv2d::backward_needs(const Shape& in) const {
 
 void Conv2d::reset_parameters(Rng& rng) {
   init::torch_default(weight_, has_bias_ ? &bias_ : nullptr, rng);
+}
+
+void Conv2d::set_bf16_params(const std::vector<Tensor>& copies) {
+  weight16_ = copies.empty() ? Tensor() : copies.front();  // params()[0] is the weight
 }
 
 }  // namespace pdnn

@@ -43,6 +43,7 @@ class Conv2d : public Layer {
     if (!on) cols_ = Tensor();
   }
   void reset_parameters(Rng& rng) override;      // PyTorch's default (init::torch_default)
+  void set_bf16_params(const std::vector<Tensor>& copies) override;
 
   // Images in parallel or one batched GEMM; Auto (default) picks the measured-faster per shape.
   void set_algo(ConvAlgo a) { algo_ = a; }
@@ -76,6 +77,7 @@ class Conv2d : public Layer {
   bool mask_dy_in_place_ = false;
   bool keep_columns_ = true;
   Tensor weight_, bias_, dweight_, dbias_;
+  Tensor weight16_;  // the weight's bf16 copy (set_bf16_params), read by bf16 passes
   Tensor cols_;  // the forward's columns, kept for backward on the GPU
 };
 

@@ -65,7 +65,7 @@ void ConvTranspose2d::forward(Context& ctx, const Tensor& x, Tensor& y) {
   a.g = g;
   a.n = n;
   a.k = in_ch_;
-  a.w = &weight_;
+  a.w = &weight_for(x, weight_, weight16_, "conv_transpose2d");
   a.dy = &x;
   a.dx = &y;
   a.algo = algo_;
@@ -87,7 +87,7 @@ void ConvTranspose2d::backward(Context& ctx, const Tensor& x, const Tensor& y, c
     a.n = n;
     a.k = in_ch_;
     a.x = &dy;
-    a.w = &weight_;
+    a.w = &weight_for(x, weight_, weight16_, "conv_transpose2d");
     a.dy = &x;
     a.dw = &dweight_;
     a.algo = algo_;
@@ -99,7 +99,7 @@ void ConvTranspose2d::backward(Context& ctx, const Tensor& x, const Tensor& y, c
     a.n = n;
     a.k = in_ch_;
     a.x = &dy;
-    a.w = &weight_;
+    a.w = &weight_for(x, weight_, weight16_, "conv_transpose2d");
     a.y = dx;
     a.algo = algo_;
     ops::conv2d_forward(ctx, a);
@@ -120,6 +120,10 @@ double ConvTranspose2d::flops(const Shape& in) const {
 
 void ConvTranspose2d::reset_parameters(Rng& rng) {
   init::torch_default(weight_, has_bias_ ? &bias_ : nullptr, rng);
+}
+
+void ConvTranspose2d::set_bf16_params(const std::vector<Tensor>& copies) {
+  weight16_ = copies.empty() ? Tensor() : copies.front();  // params()[0] is the weight
 }
 
 }  // namespace pdnn

@@ -28,6 +28,7 @@ class ConvTranspose2d : public Layer {
   double flops(const Shape& in) const override;  // 2*N*Cin*Cout*k*k*H*W (+ N*Cout*OH*OW bias)
   // PyTorch's default: U(+-1/sqrt(fan_in)), fan_in = weight dim 1 * k*k = Cout*k*k.
   void reset_parameters(Rng& rng) override;
+  void set_bf16_params(const std::vector<Tensor>& copies) override;
 
   void set_algo(ConvAlgo a) { algo_ = a; }
 
@@ -46,6 +47,7 @@ class ConvTranspose2d : public Layer {
   bool has_bias_;
   ConvAlgo algo_ = ConvAlgo::Auto;
   Tensor weight_, bias_, dweight_, dbias_;
+  Tensor weight16_;  // the weight's bf16 copy (set_bf16_params), read by bf16 passes
 };
 
 }  // namespace pdnn

@@ -47,14 +47,14 @@ Shape Dense::output_shape(const Shape& in) const {
 
 void Dense::forward(Context& ctx, const Tensor& x, Tensor& y) {
   check_same_shape("Dense forward: y vs expected", y.shape(), output_shape(x.shape()));
-  ops::dense_forward(ctx, x, w_, b_, y, act_);
+  ops::dense_forward(ctx, x, weight_for(x, w_, w16_, "Dense"), b_, y, act_);
 }
 
 void Dense::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
   check_same_shape("Dense backward: y vs expected", y.shape(), output_shape(x.shape()));
   check_same_shape("Dense backward: dy vs y", dy.shape(), y.shape());
   if (dx) check_same_shape("Dense backward: dx vs x", dx->shape(), x.shape());
-  ops::dense_backward(ctx, x, w_, dy, y, dw_, db_, dx, act_);
+  ops::dense_backward(ctx, x, weight_for(x, w_, w16_, "Dense"), dy, y, dw_, db_, dx, act_);
 }
 
 std::vector<Param> Dense::params() {
@@ -69,5 +69,9 @@ double Dense::flops(const Shape& in) const {
 }
 
 void Dense::reset_parameters(Rng& rng) { init::torch_default(w_, has_bias_ ? &b_ : nullptr, rng); }
+
+void Dense::set_bf16_params(const std::vector<Tensor>& copies) {
+  w16_ = copies.empty() ? Tensor() : copies.front();  // params()[0] is the weight
+}
 
 }  // namespace pdnn

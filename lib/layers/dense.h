@@ -32,6 +32,7 @@ class Dense : public Layer {
   // A following ReLU/LeakyReLU applied in the output write (see Layer::fuse_activation).
   bool fuse_activation(const Act& a) override;
   void reset_parameters(Rng& rng) override;
+  void set_bf16_params(const std::vector<Tensor>& copies) override;
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
@@ -42,6 +43,7 @@ class Dense : public Layer {
   int64_t in_, out_;
   bool has_bias_;
   Tensor w_, dw_, b_, db_;
+  Tensor w16_;  // the weight's bf16 copy (set_bf16_params), read when x is bf16
   Act act_;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/error.h"
 #include "core/param.h"
 #include "core/tensor.h"
 #include "ops/activation.h"
@@ -32,6 +33,17 @@ struct BackwardNeeds {
   // run in micro-batches.
   bool batch_coupled = false;
 };
+
+// The weight a layer's product runs on: w for a float32 input x, its bf16 copy w16 for a
+// bfloat16 one (Layer::set_bf16_params; refused in one line, naming the layer, without it).
+inline const Tensor& weight_for(const Tensor& x, const Tensor& w, const Tensor& w16,
+                                const char* layer) {
+  if (x.dtype() != DType::BF16) return w;
+  PDNN_CHECK(!w16.empty() && w16.numel() == w.numel(),
+             "%s: a bfloat16 input needs the weight's bf16 copy (run the layer in a Sequential "
+             "under --precision bf16)", layer);
+  return w16;
+}
 
 class Layer {
  public:
@@ -64,6 +76,12 @@ class Layer {
   }
   // Re-draw the parameters with the layer's default initialisation (PyTorch's per-layer one).
   virtual void reset_parameters(Rng& rng) { (void)rng; }
+  // Mixed precision (core/precision.h, bf16): bfloat16 copies of this layer's parameters, in
+  // params() order, views of the model's one copy of its flat buffer (Sequential refreshes it
+  // before each forward). A layer whose products take bf16 operands (convolutions, dense) runs
+  // on its weight's copy when its input is bf16; the others ignore them (biases, BatchNorm's
+  // parameters and every gradient stay float32).
+  virtual void set_bf16_params(const std::vector<Tensor>& copies) { (void)copies; }
 
   // Fusion (the model does it, model/model.h): an elementwise activation layer says which activation it is
   // (kind None: not fusable), and a layer that can apply one in its own output write takes it

@@ -10,6 +10,7 @@
 #include "core/profile_hook.h"
 #include "layers/merge.h"
 #include "ops/basic.h"
+#include "ops/cast.h"
 #include "ops/merge.h"
 
 namespace pdnn {
@@ -75,7 +76,7 @@ Layer& Model::add_node(std::string name, std::unique_ptr<Layer> layer, std::vect
   return *nodes_.back().layer;
 }
 
-Layer& Model::replace(size_t i, std::unique_ptr<Layer> layer) {
+std::unique_ptr<Layer> Model::replace(size_t i, std::unique_ptr<Layer> layer) {
   PDNN_CHECK(i < nodes_.size(), "model: no node %zu to replace (%zu nodes)", i, nodes_.size());
   Node& nd = nodes_[i];
   auto* merge = dynamic_cast<MergeLayer*>(layer.get());
@@ -85,12 +86,12 @@ Layer& Model::replace(size_t i, std::unique_ptr<Layer> layer) {
   PDNN_CHECK(device() == Device::CPU && !fusion_checked_,
              "model: replace a layer before the first forward and before moving the model to "
              "a device (it is on %s)", device_name(device()));
-  nd.layer = std::move(layer);
+  std::swap(nd.layer, layer);
   nd.merge = merge;
   fusion_checked_ = false;
   *params_ = ParamSet();
   have_forward_ = false;
-  return *nd.layer;
+  return layer;
 }
 
 size_t Model::index_of(const std::string& name) const {
@@ -134,6 +135,8 @@ void Model::to(Device dev, Context& ctx) {
   grad_busy_.clear();
   grad_.assign(grad_.size(), Tensor());
   x_in_ = dx_in_ = Tensor();
+  w16_ = x16_ = dx16_ = out32_ = dy16_ = Tensor();
+  w16_given_ = nullptr;
   arena_ = rng_slots_ = Tensor();  // a memory plan's buffers, likewise
   layout_key_ = Shape();
   for (Tensor& h : host_copy_) h = Tensor();
@@ -213,6 +216,26 @@ void Model::set_fusion(bool on) {
   fusion_ = on;
 }
 
+void Model::refresh_bf16(Context& ctx) {
+  PDNN_CHECK(device() == Device::CUDA,
+             "model: --precision bf16 on the %s: the CPU has no bf16 path (pdnn's bf16 "
+             "kernels run on the GPU); use fp32", device_name(device()));
+  PDNN_CHECK(!has_placements(),
+             "model: --precision bf16 under a memory plan (--gpu-memory-limit) is not "
+             "implemented yet: the plan's buffer holds float32 activations; run bf16 uncapped");
+  ParamSet& ps = parameters();
+  ops::refresh_bf16_copy(ctx, ps.values(), w16_);
+  if (w16_.raw_data() == w16_given_) return;
+  size_t k = 0;  // the flat buffer holds the nodes' parameters in node order (parameters())
+  for (Node& nd : nodes_) {
+    std::vector<Tensor> views;
+    for (const Param& p : nd.layer->params())
+      views.push_back(w16_.slice(ps.offset(k++), p.value->shape()));
+    nd.layer->set_bf16_params(views);
+  }
+  w16_given_ = w16_.raw_data();
+}
+
 const Tensor& Model::input_of(size_t i, size_t j) const {
   const int p = nodes_[i].inputs[j];
   return p < 0 ? x_in_ : acts_[static_cast<size_t>(p)];
@@ -244,7 +267,19 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
   overwritten_ = awaiting_backward_ ? overwritten_ + 1 : 0;
   awaiting_backward_ = training_;
   planned_step_ = has_placements() && training_;
+  const bool bf16 = ctx.precision() == Precision::Bf16;
+  const DType act_dtype = bf16 ? DType::BF16 : DType::F32;
+  in_dtype_ = x.dtype();
   x_in_ = x;
+  if (bf16) {
+    refresh_bf16(ctx);
+    if (x.dtype() != DType::BF16) {
+      MemoryRole role(ctx, "the model's input in bf16");
+      x16_.resize(x.shape(), DType::BF16, x.device(), ctx);
+      ops::cast(ctx, x, x16_);
+      x_in_ = x16_;
+    }
+  }
   if (planned_step_) prepare_arena(ctx, x.shape());
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& nd = nodes_[i];
@@ -276,7 +311,7 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
     } else {
       if (has_placements()) acts_[i] = Tensor();  // not a view of the arena: its own buffer
       MemoryRole role(ctx, [this, i] { return "the activation (output) of " + who(i); });
-      acts_[i].resize(out, DType::F32, x.device(), ctx);
+      acts_[i].resize(out, act_dtype, x.device(), ctx);
     }
     {
       MemoryRole role(ctx, [this, i] { return who(i) + " forward"; });
@@ -292,10 +327,14 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
       }
   }
   have_forward_ = true;
-  return acts_.back();
+  if (!bf16) return acts_.back();
+  MemoryRole role(ctx, "the model's output in float32");
+  out32_.resize(acts_.back().shape(), DType::F32, x.device(), ctx);
+  ops::cast(ctx, acts_.back(), out32_);
+  return out32_;
 }
 
-int Model::take_grad(Context& ctx, const Shape& shape, size_t i) {
+int Model::take_grad(Context& ctx, const Shape& shape, DType dtype, size_t i) {
   size_t k = 0;
   while (k < grad_busy_.size() && grad_busy_[k]) ++k;
   if (k == grad_pool_.size()) {
@@ -303,7 +342,7 @@ int Model::take_grad(Context& ctx, const Shape& shape, size_t i) {
     grad_busy_.push_back(0);
   }
   MemoryRole role(ctx, [this, i] { return "the gradient w.r.t. the input of " + who(i); });
-  grad_pool_[k].resize(shape, DType::F32, x_in_.device(), ctx);
+  grad_pool_[k].resize(shape, dtype, x_in_.device(), ctx);
   grad_busy_[k] = 1;
   return static_cast<int>(k);
 }
@@ -322,6 +361,19 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
   check_same_shape("model backward: dy vs the last output", dy.shape(), acts_.back().shape());
   ProfileHook* prof = ctx.profile_hook();
   const size_t n = nodes_.size();
+  // bf16 (see forward): dy comes in float32 and is cast once; the input's gradient is written
+  // in bf16 (dx16_) and cast back to the input's type at the end.
+  const DType act_dtype = acts_.back().dtype();
+  const bool bf16 = act_dtype == DType::BF16;
+  const Tensor* dy_in = &dy;
+  if (bf16 && dy.dtype() != DType::BF16) {
+    MemoryRole role(ctx, "the gradient of the model's output in bf16");
+    dy16_.resize(dy.shape(), DType::BF16, dy.device(), ctx);
+    ops::cast(ctx, dy, dy16_);
+    dy_in = &dy16_;
+  }
+  const bool cast_dx = bf16 && in_dtype_ != DType::BF16;
+  Tensor& dx_model = cast_dx ? dx16_ : dx_in_;
   const int L = static_cast<int>(layout_.out_offset.size());
   grad_at_.assign(n, -1);
   grad_.resize(n);
@@ -344,7 +396,7 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
           if (res(q) >= 0) restore_output(ctx, static_cast<size_t>(res(q)));
     }
     const bool own = static_cast<int>(i) != out_;  // dy is the model's own buffer
-    const Tensor& g = !own ? dy : planned_step_ ? grad_[i] : grad_pool_[static_cast<size_t>(grad_at_[i])];
+    const Tensor& g = !own ? *dy_in : planned_step_ ? grad_[i] : grad_pool_[static_cast<size_t>(grad_at_[i])];
     // Where each input's gradient goes: the first reader (in this order) writes the node's
     // gradient buffer, every later one a temporary added to it after its backward.
     std::vector<Tensor*> dx(nd.inputs.size(), nullptr);
@@ -359,8 +411,8 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
       const bool first = p < 0 ? !have_dx_in : !have[static_cast<size_t>(p)];
       if (first && p < 0) {
         MemoryRole role(ctx, [this, i] { return "the gradient w.r.t. the input of " + who(i); });
-        dx_in_.resize(s, DType::F32, x_in_.device(), ctx);
-        dx[j] = &dx_in_;
+        dx_model.resize(s, x_in_.dtype(), x_in_.device(), ctx);
+        dx[j] = &dx_model;
         have_dx_in = true;
       } else if (first) {
         const size_t u = static_cast<size_t>(p);
@@ -368,7 +420,7 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
           grad_[u] = arena_.slice(layout_.grad_offset[static_cast<size_t>(order_[u])], s);
           dx[j] = &grad_[u];
         } else {
-          grad_at_[u] = take_grad(ctx, s, i);
+          grad_at_[u] = take_grad(ctx, s, act_dtype, i);
           dx[j] = &grad_pool_[static_cast<size_t>(grad_at_[u])];
         }
         have[u] = 1;
@@ -376,7 +428,7 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
         if (planned_step_ && p >= 0) {
           temp[j] = arena_.slice(layout_.temp_offset[k][j], s);
         } else {
-          temp_pool[j] = take_grad(ctx, s, i);
+          temp_pool[j] = take_grad(ctx, s, p < 0 ? x_in_.dtype() : act_dtype, i);
           temp[j] = grad_pool_[static_cast<size_t>(temp_pool[j])];
         }
         dx[j] = &temp[j];
@@ -399,7 +451,7 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     for (size_t j = 0; j < nd.inputs.size(); ++j) {
       if (!temp[j].empty()) {
         const int p = res(nd.inputs[j]);
-        Tensor& sum = p < 0 ? dx_in_ : planned_step_ ? grad_[static_cast<size_t>(p)]
+        Tensor& sum = p < 0 ? dx_model : planned_step_ ? grad_[static_cast<size_t>(p)]
                                      : grad_pool_[static_cast<size_t>(grad_at_[static_cast<size_t>(p)])];
         ops::add(ctx, sum, temp[j], sum);
       }
@@ -410,6 +462,11 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
     if (grads_hook_) grads_hook_(ctx, i);
     // Its last use; the logits stay (the trainer reads them after backward).
     if (planned_step_ && own) drop_output(i);
+  }
+  if (want_input_grad && cast_dx) {  // back to the input's type
+    MemoryRole role(ctx, "the gradient w.r.t. the model's input");
+    dx_in_.resize(dx16_.shape(), in_dtype_, dx16_.device(), ctx);
+    ops::cast(ctx, dx16_, dx_in_);
   }
   if (planned_step_) grad_.assign(n, Tensor());  // views of the arena
   if (planned_step_ && lane_)  // every copy out done before the step ends (and a capture joins)

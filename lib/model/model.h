@@ -53,7 +53,8 @@ class Model {
   }
   // Puts `layer` in node i's place (its name and inputs kept), before the first forward and
   // before the model moves to a device: a test pinning an activation's mask, a new head.
-  Layer& replace(size_t i, std::unique_ptr<Layer> layer);
+  // Returns the layer it replaces.
+  std::unique_ptr<Layer> replace(size_t i, std::unique_ptr<Layer> layer);
   size_t size() const { return nodes_.size(); }
   Layer& layer(size_t i) { return *nodes_.at(i).layer; }
   const Layer& layer(size_t i) const { return *nodes_.at(i).layer; }
@@ -96,6 +97,15 @@ class Model {
   // Runs every node; the returned output is owned by the model and valid until the next call.
   // The model keeps a reference to x's storage for backward: do not modify x in between.
   // x must be on the model's device.
+  //
+  // Mixed precision (the context's Precision::Bf16, GPU only; core/precision.h): the model is
+  // the autocast boundary. Its float32 input is cast to bf16 once, every node runs on bf16
+  // activations and gradients (the convolutions and dense layers on a bf16 copy of the
+  // weights, made from the float32 flat buffer by one kernel at the start of each forward, so
+  // after every optimizer update; Concat copies bf16 channels, Add and the gradient sums of an
+  // output read twice add in fp32 and round once), and the output is cast back to float32: the
+  // losses, the metrics and the caller see float32, and backward's dy (float32) is cast to bf16
+  // once. Parameters, their gradients and the optimizer's state stay float32.
   const Tensor& forward(Context& ctx, const Tensor& x);
   // dy = dL/d(output of the last forward). Accumulates parameter gradients (+=).
   // dL/d(input) is computed only when want_input_grad (e.g. a GAN's discriminator feeding G).
@@ -184,6 +194,9 @@ class Model {
 
   std::string who(size_t i) const;  // "layer 3 (Conv2d(32->32, k3 s1 p1) + ReLU)"
   void fuse_activations();
+  // bf16 forward: refreshes w16_ from the flat buffer (and hands the layers their views when
+  // its storage is new); refuses what has no bf16 path (the CPU, a memory plan).
+  void refresh_bf16(Context& ctx);
   // The executed node that holds node i's output (i itself unless absorbed; -1: the input).
   int res(int i) const { return i < 0 ? -1 : host_[static_cast<size_t>(i)]; }
   const Tensor& input_of(size_t i, size_t j) const;
@@ -191,7 +204,7 @@ class Model {
   void run_forward(Context& ctx, size_t i, const Shape& out);
   // A gradient buffer of `shape` from the pool (grow-only, lowest free one first: a chain
   // alternates between two), and giving it back.
-  int take_grad(Context& ctx, const Shape& shape, size_t i);
+  int take_grad(Context& ctx, const Shape& shape, DType dtype, size_t i);
   void give_grad(int k) {
     if (k >= 0) grad_busy_[static_cast<size_t>(k)] = 0;
   }
@@ -227,8 +240,14 @@ class Model {
   std::vector<Tensor> grad_;
   std::vector<char> absorbed_;
   bool fusion_ = true, fusion_checked_ = false;
-  Tensor x_in_;               // the last forward's input (shares the caller's storage)
+  Tensor x_in_;               // the last forward's input (shares the caller's storage; bf16:
+                              // x16_'s)
   Tensor dx_in_;
+  // bf16 (see forward): the parameters' copy, the input and the input gradient in bf16, the
+  // output and dy's float32/bf16 twins; the input's type (dx_in_ takes it).
+  Tensor w16_, x16_, dx16_, out32_, dy16_;
+  const void* w16_given_ = nullptr;  // w16_'s storage the layers hold views of
+  DType in_dtype_ = DType::F32;
   bool have_forward_ = false;
   bool training_ = true;            // the mode train() set last
   bool awaiting_backward_ = false;  // the last forward ran in training mode, no backward yet

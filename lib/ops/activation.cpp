@@ -64,47 +64,54 @@ namespace ops {
 namespace {
 Device check2(const char* op, const Tensor& a, const Tensor& b) {
   check_same_shape(op, a.shape(), b.shape());
+  check_same_dtype(op, {&a, &b});
   return op_device(op, {&a, &b});
 }
 Device check3(const char* op, const Tensor& a, const Tensor& b, const Tensor& c) {
   check_same_shape(op, a.shape(), b.shape());
   check_same_shape(op, a.shape(), c.shape());
+  check_same_dtype(op, {&a, &b, &c});
   return op_device(op, {&a, &b, &c});
 }
 }  // namespace
 
 void relu_forward(Context& ctx, const Tensor& x, Tensor& y) {
   const Device d = check2("relu_forward", x, y);
-  PDNN_DISPATCH(ctx, d, relu_forward, x.numel(), x.data(), y.data());
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), relu_forward, x.numel(), x.data<E>(), y.data<E>());
 }
 void relu_backward(Context& ctx, const Tensor& x, const Tensor& dy, Tensor& dx) {
   const Device d = check3("relu_backward", x, dy, dx);
-  PDNN_DISPATCH(ctx, d, relu_backward, x.numel(), x.data(), dy.data(), dx.data());
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), relu_backward, x.numel(), x.data<E>(), dy.data<E>(),
+                      dx.data<E>());
 }
 void leaky_relu_forward(Context& ctx, float slope, const Tensor& x, Tensor& y) {
   const Device d = check2("leaky_relu_forward", x, y);
-  PDNN_DISPATCH(ctx, d, leaky_relu_forward, x.numel(), slope, x.data(), y.data());
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), leaky_relu_forward, x.numel(), slope, x.data<E>(),
+                      y.data<E>());
 }
 void leaky_relu_backward(Context& ctx, float slope, const Tensor& x, const Tensor& dy,
                          Tensor& dx) {
   const Device d = check3("leaky_relu_backward", x, dy, dx);
-  PDNN_DISPATCH(ctx, d, leaky_relu_backward, x.numel(), slope, x.data(), dy.data(), dx.data());
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), leaky_relu_backward, x.numel(), slope, x.data<E>(),
+                      dy.data<E>(), dx.data<E>());
 }
 void sigmoid_forward(Context& ctx, const Tensor& x, Tensor& y) {
   const Device d = check2("sigmoid_forward", x, y);
-  PDNN_DISPATCH(ctx, d, sigmoid_forward, x.numel(), x.data(), y.data());
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), sigmoid_forward, x.numel(), x.data<E>(), y.data<E>());
 }
 void sigmoid_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx) {
   const Device d = check3("sigmoid_backward", y, dy, dx);
-  PDNN_DISPATCH(ctx, d, sigmoid_backward, y.numel(), y.data(), dy.data(), dx.data());
+  PDNN_DISPATCH_TYPED(ctx, d, y.dtype(), sigmoid_backward, y.numel(), y.data<E>(), dy.data<E>(),
+                      dx.data<E>());
 }
 void tanh_forward(Context& ctx, const Tensor& x, Tensor& y) {
   const Device d = check2("tanh_forward", x, y);
-  PDNN_DISPATCH(ctx, d, tanh_forward, x.numel(), x.data(), y.data());
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), tanh_forward, x.numel(), x.data<E>(), y.data<E>());
 }
 void tanh_backward(Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx) {
   const Device d = check3("tanh_backward", y, dy, dx);
-  PDNN_DISPATCH(ctx, d, tanh_backward, y.numel(), y.data(), dy.data(), dx.data());
+  PDNN_DISPATCH_TYPED(ctx, d, y.dtype(), tanh_backward, y.numel(), y.data<E>(), dy.data<E>(),
+                      dx.data<E>());
 }
 
 }  // namespace ops

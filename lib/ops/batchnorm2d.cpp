@@ -197,8 +197,10 @@ void batchnorm2d_forward_train(Context& ctx, const BnGeom& g, const Tensor& x, c
                              {&x, &y, gamma.empty() ? nullptr : &gamma,
                               beta.empty() ? nullptr : &beta, &running_mean, &running_var, &mean,
                               &invstd});
-  PDNN_DISPATCH(ctx, d, batchnorm2d_forward_train, g, x.data(), opt(gamma), opt(beta),
-                running_mean.data(), running_var.data(), mean.data(), invstd.data(), y.data());
+  check_same_dtype("batchnorm2d_forward_train", {&x, &y});
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), batchnorm2d_forward_train, g, x.data<E>(), opt(gamma),
+                      opt(beta), running_mean.data(), running_var.data(), mean.data(),
+                      invstd.data(), y.data<E>());
 }
 
 void batchnorm2d_forward_eval(Context& ctx, const BnGeom& g, const Tensor& x, const Tensor& gamma,
@@ -209,8 +211,10 @@ void batchnorm2d_forward_eval(Context& ctx, const BnGeom& g, const Tensor& x, co
                              {&x, &y, gamma.empty() ? nullptr : &gamma,
                               beta.empty() ? nullptr : &beta, &running_mean, &running_var, &mean,
                               &invstd});
-  PDNN_DISPATCH(ctx, d, batchnorm2d_forward_eval, g, x.data(), opt(gamma), opt(beta),
-                running_mean.data(), running_var.data(), mean.data(), invstd.data(), y.data());
+  check_same_dtype("batchnorm2d_forward_eval", {&x, &y});
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), batchnorm2d_forward_eval, g, x.data<E>(), opt(gamma),
+                      opt(beta), running_mean.data(), running_var.data(), mean.data(),
+                      invstd.data(), y.data<E>());
 }
 
 void batchnorm2d_backward(Context& ctx, const BnGeom& g, bool batch_stats, const Tensor& x,
@@ -224,9 +228,10 @@ void batchnorm2d_backward(Context& ctx, const BnGeom& g, bool batch_stats, const
                              {&x, &y, &dy, &mean, &invstd, gamma.empty() ? nullptr : &gamma,
                               dgamma.empty() ? nullptr : &dgamma, dbeta.empty() ? nullptr : &dbeta,
                               dx});
-  PDNN_DISPATCH(ctx, d, batchnorm2d_backward, g, batch_stats, x.data(), y.data(), dy.data(),
-                mean.data(), invstd.data(), opt(gamma), opt(dgamma), opt(dbeta),
-                dx ? dx->data() : nullptr);
+  check_same_dtype("batchnorm2d_backward", {&x, &y, &dy, dx});
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), batchnorm2d_backward, g, batch_stats, x.data<E>(),
+                      y.data<E>(), dy.data<E>(), mean.data(), invstd.data(), opt(gamma),
+                      opt(dgamma), opt(dbeta), dx ? dx->data<E>() : nullptr);
 }
 
 }  // namespace ops

@@ -1,9 +1,12 @@
 // BatchNorm (+ fused ReLU/LeakyReLU) on the GPU (see batchnorm2d.h). Training forward and the
 // backward are one block per channel: the block reduces its channel in double (fixed tree
 // order: deterministic), then normalises (forward) or writes dx (backward) in the same kernel,
-// so the statistics never leave the chip. Evaluation forward is elementwise.
+// so the statistics never leave the chip. Evaluation forward is elementwise. bf16 x, y, dy, dx
+// (mixed precision; the statistics, gamma, beta and their gradients float32): the kernels read
+// them as float, sum in double as in fp32, and round once where they write y or dx.
 #include "cuda/launch.h"
 #include "ops/batchnorm2d.h"
+#include "ops/kit/round.h"
 
 namespace pdnn {
 namespace cuda {
@@ -11,6 +14,8 @@ namespace cuda {
 namespace {
 
 constexpr int kBnThreads = 512;
+using kit::from_f32;
+using kit::to_f32;
 
 __device__ __forceinline__ float act(float z, FusedAct a, float slope) {
   if (a == FusedAct::None) return z;
@@ -28,18 +33,19 @@ __device__ __forceinline__ float act(float z, FusedAct a, float slope) {
     }                                                                            \
   }
 
-__global__ void bn_train_f(BnGeom g, const float* x, const float* gamma, const float* beta,
-                           float* rmean, float* rvar, float* mean, float* invstd, float* y) {
+template <class E>
+__global__ void bn_train_f(BnGeom g, const E* x, const float* gamma, const float* beta,
+                           float* rmean, float* rvar, float* mean, float* invstd, E* y) {
   __shared__ double sh[kBnThreads];
   __shared__ float coef[2];
   const int64_t ch = blockIdx.x, m = g.n * g.hw;
   double s = 0.0;
-  PDNN_BN_CHANNEL_LOOP(g, ch, k, s += x[k]);
+  PDNN_BN_CHANNEL_LOOP(g, ch, k, s += to_f32(x[k]));
   const double mu = block_sum(s, sh) / static_cast<double>(m);
   __syncthreads();
   double ss = 0.0;
   PDNN_BN_CHANNEL_LOOP(g, ch, k, {
-    const double d = x[k] - mu;
+    const double d = to_f32(x[k]) - mu;
     ss += d * d;
   });
   const double var_d = block_sum(ss, sh) / static_cast<double>(m);
@@ -57,18 +63,20 @@ __global__ void bn_train_f(BnGeom g, const float* x, const float* gamma, const f
   }
   __syncthreads();
   const float scale = coef[0], shift = coef[1];
-  PDNN_BN_CHANNEL_LOOP(g, ch, k, y[k] = act(x[k] * scale + shift, g.act, g.slope));
+  PDNN_BN_CHANNEL_LOOP(g, ch, k,
+                       y[k] = from_f32<E>(act(to_f32(x[k]) * scale + shift, g.act, g.slope)));
 }
 
-__global__ void bn_eval_f(BnGeom g, int64_t total, const float* x, const float* gamma,
+template <class E>
+__global__ void bn_eval_f(BnGeom g, int64_t total, const E* x, const float* gamma,
                           const float* beta, const float* rmean, const float* rvar, float* mean,
-                          float* invstd, float* y) {
+                          float* invstd, E* y) {
   PDNN_GRID_LOOP(i, total) {
     const int64_t ch = (i / g.hw) % g.c;  // eval mode only: not the training path
     const float is = static_cast<float>(1.0 / sqrt(static_cast<double>(rvar[ch]) + g.eps));
     const float scale = is * (gamma ? gamma[ch] : 1.f);
     const float shift = (beta ? beta[ch] : 0.f) - rmean[ch] * scale;
-    y[i] = act(x[i] * scale + shift, g.act, g.slope);
+    y[i] = from_f32<E>(act(to_f32(x[i]) * scale + shift, g.act, g.slope));
   }
   PDNN_GRID_LOOP(ch, g.c) {
     mean[ch] = rmean[ch];
@@ -76,9 +84,10 @@ __global__ void bn_eval_f(BnGeom g, int64_t total, const float* x, const float* 
   }
 }
 
-__global__ void bn_b(BnGeom g, bool batch_stats, const float* x, const float* y, const float* dy,
+template <class E>
+__global__ void bn_b(BnGeom g, bool batch_stats, const E* x, const E* y, const E* dy,
                      const float* mean, const float* invstd, const float* gamma, float* dgamma,
-                     float* dbeta, float* dx) {
+                     float* dbeta, E* dx) {
   __shared__ double sh[kBnThreads];
   const int64_t ch = blockIdx.x, m = g.n * g.hw;
   const bool fused = g.act != FusedAct::None;
@@ -86,9 +95,10 @@ __global__ void bn_b(BnGeom g, bool batch_stats, const float* x, const float* y,
   const double mu = mean[ch], is = invstd[ch];
   double s1 = 0.0, s2 = 0.0;
   PDNN_BN_CHANNEL_LOOP(g, ch, k, {
-    const float gj = fused ? (y[k] > 0.f ? dy[k] : lo * dy[k]) : dy[k];
+    const float dyk = to_f32(dy[k]);
+    const float gj = fused ? (to_f32(y[k]) > 0.f ? dyk : lo * dyk) : dyk;
     s1 += gj;
-    s2 += gj * ((x[k] - mu) * is);
+    s2 += gj * ((to_f32(x[k]) - mu) * is);
   });
   const double sum_dy = block_sum(s1, sh);
   __syncthreads();
@@ -103,24 +113,27 @@ __global__ void bn_b(BnGeom g, bool batch_stats, const float* x, const float* y,
   const float b = batch_stats ? static_cast<float>(sum_dy_xhat / static_cast<double>(m)) : 0.f;
   const float muf = mean[ch], isf = invstd[ch];
   PDNN_BN_CHANNEL_LOOP(g, ch, k, {
-    const float gj = fused ? (y[k] > 0.f ? dy[k] : lo * dy[k]) : dy[k];
-    dx[k] = gs * (gj - a - (x[k] - muf) * isf * b);
+    const float dyk = to_f32(dy[k]);
+    const float gj = fused ? (to_f32(y[k]) > 0.f ? dyk : lo * dyk) : dyk;
+    dx[k] = from_f32<E>(gs * (gj - a - (to_f32(x[k]) - muf) * isf * b));
   });
 }
 
 }  // namespace
 
-void batchnorm2d_forward_train(const BnGeom& g, const float* x, const float* gamma,
+template <class T>
+void batchnorm2d_forward_train(const BnGeom& g, const T* x, const float* gamma,
                                const float* beta, float* running_mean, float* running_var,
-                               float* mean, float* invstd, float* y, CudaExec e) {
+                               float* mean, float* invstd, T* y, CudaExec e) {
   bn_train_f<<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
       g, x, gamma, beta, running_mean, running_var, mean, invstd, y);
   PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_forward_train");
 }
 
-void batchnorm2d_forward_eval(const BnGeom& g, const float* x, const float* gamma,
+template <class T>
+void batchnorm2d_forward_eval(const BnGeom& g, const T* x, const float* gamma,
                               const float* beta, const float* running_mean,
-                              const float* running_var, float* mean, float* invstd, float* y,
+                              const float* running_var, float* mean, float* invstd, T* y,
                               CudaExec e) {
   const int64_t total = g.n * g.c * g.hw;
   bn_eval_f<<<blocks_for(total, tpb(e)), tpb(e), 0, stream_of(e)>>>(g, total, x, gamma, beta,
@@ -129,13 +142,29 @@ void batchnorm2d_forward_eval(const BnGeom& g, const float* x, const float* gamm
   PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_forward_eval");
 }
 
-void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, const float* y,
-                          const float* dy, const float* mean, const float* invstd,
-                          const float* gamma, float* dgamma, float* dbeta, float* dx, CudaExec e) {
+template <class T>
+void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const T* x, const T* y,
+                          const T* dy, const float* mean, const float* invstd,
+                          const float* gamma, float* dgamma, float* dbeta, T* dx, CudaExec e) {
   bn_b<<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
       g, batch_stats, x, y, dy, mean, invstd, gamma, dgamma, dbeta, dx);
   PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_backward");
 }
+
+// Both precisions' entry points (batchnorm2d.h).
+#define PDNN_INSTANTIATE(T)                                                                \
+  template void batchnorm2d_forward_train(const BnGeom&, const T*, const float*,           \
+                                          const float*, float*, float*, float*, float*, T*, \
+                                          CudaExec);                                       \
+  template void batchnorm2d_forward_eval(const BnGeom&, const T*, const float*,            \
+                                         const float*, const float*, const float*, float*, \
+                                         float*, T*, CudaExec);                            \
+  template void batchnorm2d_backward(const BnGeom&, bool, const T*, const T*, const T*,    \
+                                     const float*, const float*, const float*, float*,     \
+                                     float*, T*, CudaExec);
+PDNN_INSTANTIATE(float)
+PDNN_INSTANTIATE(bf16)
+#undef PDNN_INSTANTIATE
 
 }  // namespace cuda
 }  // namespace pdnn

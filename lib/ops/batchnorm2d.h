@@ -40,21 +40,28 @@ void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, con
                           const float* gamma, float* dgamma, float* dbeta, float* dx, CpuExec e);
 }  // namespace cpu
 
+// The GPU twins are templates over x's, y's, dy's and dx's type T, float or bf16 (the
+// statistics, gamma, beta and their gradients float32, sums in double in both; a bf16 y or dx
+// rounded once), both instantiated in batchnorm2d.cu.
 namespace cuda {
-void batchnorm2d_forward_train(const BnGeom& g, const float* x, const float* gamma,
+template <class T>
+void batchnorm2d_forward_train(const BnGeom& g, const T* x, const float* gamma,
                                const float* beta, float* running_mean, float* running_var,
-                               float* mean, float* invstd, float* y, CudaExec e);
-void batchnorm2d_forward_eval(const BnGeom& g, const float* x, const float* gamma,
+                               float* mean, float* invstd, T* y, CudaExec e);
+template <class T>
+void batchnorm2d_forward_eval(const BnGeom& g, const T* x, const float* gamma,
                               const float* beta, const float* running_mean,
-                              const float* running_var, float* mean, float* invstd, float* y,
+                              const float* running_var, float* mean, float* invstd, T* y,
                               CudaExec e);
-void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, const float* y,
-                          const float* dy, const float* mean, const float* invstd,
-                          const float* gamma, float* dgamma, float* dbeta, float* dx, CudaExec e);
+template <class T>
+void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const T* x, const T* y,
+                          const T* dy, const float* mean, const float* invstd,
+                          const float* gamma, float* dgamma, float* dbeta, T* dx, CudaExec e);
 }  // namespace cuda
 
 namespace ops {
-// gamma, beta: (C) or empty (no affine). mean, invstd: (C), written.
+// gamma, beta: (C) or empty (no affine). mean, invstd: (C), written. x, y (dy, dx): float32,
+// or bfloat16 on the GPU; everything else float32.
 void batchnorm2d_forward_train(Context& ctx, const BnGeom& g, const Tensor& x, const Tensor& gamma,
                                const Tensor& beta, Tensor& running_mean, Tensor& running_var,
                                Tensor& mean, Tensor& invstd, Tensor& y);

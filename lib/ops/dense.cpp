@@ -49,6 +49,13 @@ void dense_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor&
              "dense_forward: x %s, w %s, b %s, y %s do not agree", x.shape().str().c_str(),
              w.shape().str().c_str(), b.shape().str().c_str(), y.shape().str().c_str());
   const Device d = op_device("dense_forward", {&x, &w, b.empty() ? nullptr : &b, &y});
+  check_same_dtype("dense_forward", {&x, &w, &y});
+  if (x.dtype() == DType::BF16) {
+    float* ws = d == Device::CUDA ? ctx.workspace(d, static_cast<size_t>(n * out)) : nullptr;
+    PDNN_DISPATCH_GPU(ctx, d, dense_forward, n, in, out, x.data<bf16>(), w.data<bf16>(),
+                      b.empty() ? nullptr : b.data(), y.data<bf16>(), act, ws);
+    return;
+  }
   PDNN_DISPATCH(ctx, d, dense_forward, n, in, out, x.data(), w.data(),
                 b.empty() ? nullptr : b.data(), y.data(), act);
 }
@@ -63,6 +70,18 @@ void dense_backward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
              w.shape().str().c_str(), dy.shape().str().c_str());
   const Device d = op_device("dense_backward", {&x, &w, &dy, act.kind == FusedAct::None ? nullptr : &y,
                                                 &dw, db.empty() ? nullptr : &db, dx});
+  check_same_dtype("dense_backward",
+                   {&x, &w, &dy, act.kind == FusedAct::None ? nullptr : &y, dx});
+  if (x.dtype() == DType::BF16) {
+    if (d != Device::CUDA) fail_bf16_on_cpu("dense_backward");
+    float* ws = act.kind == FusedAct::None ? nullptr
+                                           : ctx.workspace(d, static_cast<size_t>(n * out + 1) / 2);
+    PDNN_DISPATCH_GPU(ctx, d, dense_backward, n, in, out, x.data<bf16>(), w.data<bf16>(),
+                      dy.data<bf16>(), act.kind == FusedAct::None ? nullptr : y.data<bf16>(),
+                      dw.data(), db.empty() ? nullptr : db.data(),
+                      dx ? dx->data<bf16>() : nullptr, act, ws);
+    return;
+  }
   float* ws = act.kind == FusedAct::None ? nullptr : ctx.workspace(d, static_cast<size_t>(n * out));
   PDNN_DISPATCH(ctx, d, dense_backward, n, in, out, x.data(), w.data(), dy.data(),
                 act.kind == FusedAct::None ? nullptr : y.data(), dw.data(),

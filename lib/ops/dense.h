@@ -30,11 +30,21 @@ void dense_forward(int64_t n, int64_t in, int64_t out, const float* x, const flo
 void dense_backward(int64_t n, int64_t in, int64_t out, const float* x, const float* w,
                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
                     float* ws, CudaExec e);
+// bf16 x, w, y, dy, dx; fp32 b, dw, db (mixed precision): cuBLAS's bf16 GEMM with fp32 sums.
+// Forward: the product into ws (n*out floats), then y = act(ws + b) rounded once. Backward:
+// g = act'(y) dy rounded to bf16 into ws (n*out bf16) when there is an activation; dw += g^T x
+// in fp32 (the GEMM's beta); db += row sums in fp32 (rows in order); dx = g w rounded once.
+void dense_forward(int64_t n, int64_t in, int64_t out, const bf16* x, const bf16* w,
+                   const float* b, bf16* y, Act act, float* ws, CudaExec e);
+void dense_backward(int64_t n, int64_t in, int64_t out, const bf16* x, const bf16* w,
+                    const bf16* dy, const bf16* y, float* dw, float* db, bf16* dx, Act act,
+                    float* ws, CudaExec e);
 }  // namespace cuda
 
 namespace ops {
 // x: (n, in) or any shape with n rows of `in` values; b, db empty when there is no bias; y (the
-// forward's output) is read in backward only with an activation.
+// forward's output) is read in backward only with an activation. x, w, y, dy, dx bfloat16 with
+// b, dw, db float32: the GPU's bf16 twins (the CPU refuses them).
 void dense_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y,
                    Act act = {});
 void dense_backward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& dy,

@@ -4,6 +4,8 @@
 // A build without CUDA compiles no call to a cuda:: twin (they are not linked in), and a CUDA
 // tensor cannot exist there; the branch still fails loudly rather than silently.
 #pragma once
+#include <type_traits>
+
 #include "core/context.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -13,6 +15,11 @@
 namespace pdnn {
 [[noreturn]] inline void fail_no_cuda(const char* op) {
   PDNN_FAIL("%s on a CUDA tensor: this pdnn was built without CUDA", op);
+}
+// bfloat16 tensors have GPU kernels only (core/precision.h: never a silent fp32 run).
+[[noreturn]] inline void fail_bf16_on_cpu(const char* op) {
+  PDNN_FAIL("%s: bfloat16 tensors on the CPU: the CPU has no bf16 path (bf16 runs on the GPU)",
+            op);
 }
 
 // The device every given tensor is on (null entries skipped); pdnn::Error naming the op and the
@@ -32,7 +39,58 @@ inline Device op_device(const char* op, std::initializer_list<const Tensor*> ts)
   }
   return first->device();
 }
+
+// f(float{}) or f(bf16{}) by a tensor's type (PDNN_DISPATCH_TYPED).
+template <class F>
+void with_element_type(DType t, F&& f) {
+  if (t == DType::BF16)
+    f(bf16{});
+  else
+    f(float{});
+}
+
+// Throws unless every given tensor (null entries skipped) has the first one's type, naming the
+// op and the first that differs.
+inline void check_same_dtype(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
+  int i = 0;
+  for (const Tensor* t : ts) {
+    if (t && !first) first = t;
+    PDNN_CHECK(!t || t->dtype() == first->dtype(), "%s: tensor %d is %s, tensor 0 %s", op, i,
+               dtype_name(t->dtype()), dtype_name(first->dtype()));
+    ++i;
+  }
+}
 }  // namespace pdnn
+
+// The ops of bfloat16 tensors: the cuda:: twin, or one line saying the CPU has none.
+//   PDNN_DISPATCH_GPU(ctx, x.device(), relu_forward, n, x.data<bf16>(), y.data<bf16>());
+#if PDNN_HAVE_CUDA
+#define PDNN_DISPATCH_GPU(ctx, dev, fn, ...)                        \
+  do {                                                              \
+    if ((dev) != ::pdnn::Device::CUDA) ::pdnn::fail_bf16_on_cpu(#fn); \
+    ::pdnn::cuda::fn(__VA_ARGS__, (ctx).cuda_exec());               \
+  } while (0)
+#else
+#define PDNN_DISPATCH_GPU(ctx, dev, fn, ...)                        \
+  do {                                                              \
+    if ((dev) == ::pdnn::Device::CUDA) ::pdnn::fail_no_cuda(#fn);   \
+    ::pdnn::fail_bf16_on_cpu(#fn);                                  \
+  } while (0)
+#endif
+
+// fn over the tensors' element type E, named in the arguments: float on either device
+// (PDNN_DISPATCH), bfloat16 on the GPU (PDNN_DISPATCH_GPU; the CPU refuses it). Any other
+// type takes the float path, whose data<float>() refuses it naming both types.
+//   PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), relu_forward, n, x.data<E>(), y.data<E>());
+#define PDNN_DISPATCH_TYPED(ctx, dev, dtype, fn, ...)            \
+  ::pdnn::with_element_type((dtype), [&](auto elem_tag_) {       \
+    using E = decltype(elem_tag_);                               \
+    if constexpr (std::is_same<E, float>::value)                 \
+      PDNN_DISPATCH(ctx, dev, fn, __VA_ARGS__);                  \
+    else                                                         \
+      PDNN_DISPATCH_GPU(ctx, dev, fn, __VA_ARGS__);              \
+  })
 
 #if PDNN_HAVE_CUDA
 #define PDNN_DISPATCH(ctx, dev, fn, ...)                            \

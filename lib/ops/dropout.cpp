@@ -35,6 +35,8 @@ void dropout_forward(Context& ctx, float p, const Tensor& x, Tensor& y, Tensor& 
   const Device d = op_device("dropout_forward", {&x, &y, &mask});
   check_same_shape("dropout_forward: y vs x", y.shape(), x.shape());
   check_same_shape("dropout_forward: mask vs x", mask.shape(), x.shape());
+  check_same_dtype("dropout_forward", {&x, &y});
+  if (x.dtype() == DType::BF16 && d == Device::CPU) fail_bf16_on_cpu("dropout_forward");
   const int64_t n = x.numel();
   const uint64_t seed = ctx.rng().seed();
   const Rng::RowDraw draw = ctx.rng().plan_rows(n, x.rank() > 0 ? x.shape(0) : 1);
@@ -45,8 +47,8 @@ void dropout_forward(Context& ctx, float p, const Tensor& x, Tensor& y, Tensor& 
     return;
   }
   Tensor& counter = ctx.device_rng_counter();
-  PDNN_DISPATCH(ctx, d, dropout_forward, n, p, seed, counter.data<int64_t>(), draw.skip, x.data(),
-                y.data(), mask.data());
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), dropout_forward, n, p, seed, counter.data<int64_t>(),
+                      draw.skip, x.data<E>(), y.data<E>(), mask.data());
   counter_add(ctx, counter, static_cast<int64_t>(draw.advance));
   ctx.mirror_rng_advance(draw.advance);
 }
@@ -55,7 +57,9 @@ void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& mask, Tensor
   const Device d = op_device("dropout_backward", {&dy, &mask, &dx});
   check_same_shape("dropout_backward: mask vs dy", mask.shape(), dy.shape());
   check_same_shape("dropout_backward: dx vs dy", dx.shape(), dy.shape());
-  PDNN_DISPATCH(ctx, d, dropout_backward, dy.numel(), dy.data(), mask.data(), dx.data());
+  check_same_dtype("dropout_backward", {&dy, &dx});
+  PDNN_DISPATCH_TYPED(ctx, d, dy.dtype(), dropout_backward, dy.numel(), dy.data<E>(),
+                      mask.data(), dx.data<E>());
 }
 
 }  // namespace ops

@@ -22,16 +22,20 @@ void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, uin
 void dropout_backward(int64_t n, const float* dy, const float* mask, float* dx, CpuExec e);
 }  // namespace cpu
 
+// T: x's, y's, dy's and dx's type, float or bf16 (the mask float32: 1/(1-p) is no bf16 value
+// in general), both instantiated in dropout.cu.
 namespace cuda {
+template <class T>
 void dropout_forward(int64_t n, float p, uint64_t seed, const int64_t* base, uint64_t skip,
-                     const float* x, float* y, float* mask, CudaExec e);
-void dropout_backward(int64_t n, const float* dy, const float* mask, float* dx, CudaExec e);
+                     const T* x, T* y, float* mask, CudaExec e);
+template <class T>
+void dropout_backward(int64_t n, const T* dy, const float* mask, T* dx, CudaExec e);
 }  // namespace cuda
 
 namespace ops {
 // Draws n = x.numel() values from the context's RNG (ctx.rng() on the CPU, its device copy on
 // the GPU, both advanced by n; under a row shard by the global batch's count, Rng::plan_rows).
-// mask: float32, x's shape.
+// mask: float32, x's shape. x, y (dy, dx): float32, or bfloat16 on the GPU.
 void dropout_forward(Context& ctx, float p, const Tensor& x, Tensor& y, Tensor& mask);
 void dropout_backward(Context& ctx, const Tensor& dy, const Tensor& mask, Tensor& dx);
 }  // namespace ops

@@ -7,6 +7,7 @@
 #include "ops/dense.h"
 #include "ops/gemm.h"
 #include "ops/kit/act.h"
+#include "ops/kit/round.h"
 
 namespace pdnn {
 namespace cuda {
@@ -19,6 +20,31 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
                                 static_cast<int>(M), static_cast<int>(K), &alpha, B, ldb, A, lda,
                                 &beta, C, static_cast<int>(N)));
+}
+
+namespace {
+// cublasGemmEx with bf16 A and B (the row-major product as its column-major transpose, as
+// above), fp32 compute; c_type: CUDA_R_32F or CUDA_R_16BF.
+void gemm_ex(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+             const bf16* A, const bf16* B, float beta, void* C, cudaDataType_t c_type,
+             CudaExec e) {
+  if (M == 0 || N == 0) return;
+  const int lda = static_cast<int>(trans_a ? M : K), ldb = static_cast<int>(trans_b ? K : N);
+  PDNN_CUBLAS_CHECK(cublasGemmEx(e.blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
+                                 static_cast<int>(M), static_cast<int>(K), &alpha, B, CUDA_R_16BF,
+                                 ldb, A, CUDA_R_16BF, lda, &beta, C, c_type, static_cast<int>(N),
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const bf16* A, const bf16* B, float beta, float* C, CudaExec e) {
+  gemm_ex(trans_a, trans_b, M, N, K, alpha, A, B, beta, C, CUDA_R_32F, e);
+}
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const bf16* A, const bf16* B, float beta, bf16* C, CudaExec e) {
+  gemm_ex(trans_a, trans_b, M, N, K, alpha, A, B, beta, C, CUDA_R_16BF, e);
 }
 
 void gemm_strided_batched(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
@@ -155,7 +181,57 @@ __global__ void dense_small(int n, int in, int out, const float* __restrict__ x,
   }
 }
 
+// bf16 dense layer: y (bf16) = act(tmp + b) from the fp32 product tmp, rounded once.
+__global__ void rows_bias_act_bf16(int n, int out, const float* __restrict__ tmp,
+                                   const float* __restrict__ b, Act act, bf16* __restrict__ y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n * out; i += gridDim.x * blockDim.x)
+    y[i] = kit::from_f32<bf16>(act_apply(tmp[i] + (b ? b[i % out] : 0.f), act));
+}
+// g (bf16) = act'(y) dy, rounded once (the GEMMs' operand).
+__global__ void act_mask_bf16(int total, const bf16* __restrict__ y, const bf16* __restrict__ dy,
+                              Act act, bf16* __restrict__ g) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
+    g[i] = kit::from_f32<bf16>(kit::act_grad(kit::to_f32(y[i]), kit::to_f32(dy[i]), act));
+}
+// db[o] += sum over rows of g[i][o] (bf16), rows in order, in fp32 as the fp32 kernel.
+__global__ void rows_bias_backward_bf16(int n, int out, const bf16* __restrict__ g,
+                                        float* __restrict__ db) {
+  for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < out; o += gridDim.x * blockDim.x) {
+    float s = db[o];
+    for (int i = 0; i < n; ++i) s += kit::to_f32(g[i * out + o]);
+    db[o] = s;
+  }
+}
+
 }  // namespace
+
+void dense_forward(int64_t n, int64_t in, int64_t out, const bf16* x, const bf16* w,
+                   const float* b, bf16* y, Act act, float* ws, CudaExec e) {
+  if (n <= 0 || out <= 0) return;
+  gemm(false, true, n, out, in, 1.f, x, w, 0.f, ws, e);
+  rows_bias_act_bf16<<<blocks_for(n * out, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+      static_cast<int>(n), static_cast<int>(out), ws, b, act, y);
+  PDNN_CUDA_LAUNCH_CHECK("dense bias/activation (bf16)");
+}
+
+void dense_backward(int64_t n, int64_t in, int64_t out, const bf16* x, const bf16* w,
+                    const bf16* dy, const bf16* y, float* dw, float* db, bf16* dx, Act act,
+                    float* ws, CudaExec e) {
+  if (act.kind != FusedAct::None) {
+    bf16* g = reinterpret_cast<bf16*>(ws);
+    act_mask_bf16<<<blocks_for(n * out, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+        static_cast<int>(n * out), y, dy, act, g);
+    PDNN_CUDA_LAUNCH_CHECK("dense activation backward (bf16)");
+    dy = g;
+  }
+  gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw, e);  // fp32 dw += g^T x
+  if (db) {
+    rows_bias_backward_bf16<<<blocks_for(out, 64), 64, 0, stream_of(e)>>>(
+        static_cast<int>(n), static_cast<int>(out), dy, db);
+    PDNN_CUDA_LAUNCH_CHECK("dense bias backward (bf16)");
+  }
+  if (dx) gemm(false, false, n, in, out, 1.f, dy, w, 0.f, dx, e);  // bf16 dx = g w
+}
 
 void dense_forward(int64_t n, int64_t in, int64_t out, const float* x, const float* w,
                    const float* b, float* y, Act act, CudaExec e) {

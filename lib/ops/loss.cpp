@@ -233,8 +233,8 @@ void softmax_cross_entropy_forward(Context& ctx, const Tensor& z, const Tensor& 
   const int64_t k = classes(op, z, labels, &plane), n = z.shape(0);
   PDNN_CHECK(probs.numel() == z.numel() && row_loss.numel() == n * plane, "%s: output sizes", op);
   const Device d = op_device(op, {&z, &labels, &probs, &row_loss});
-  PDNN_DISPATCH(ctx, d, softmax_cross_entropy_forward, n, k, plane, z.data(),
-                labels.data<int32_t>(), probs.data(), row_loss.data());
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), softmax_cross_entropy_forward, n, k, plane, z.data<E>(),
+                      labels.data<int32_t>(), probs.data(), row_loss.data());
 }
 
 void softmax_cross_entropy_backward(Context& ctx, float scale, const Tensor& probs,
@@ -245,8 +245,8 @@ void softmax_cross_entropy_backward(Context& ctx, float scale, const Tensor& pro
   PDNN_CHECK(dz.numel() == probs.numel(), "%s: dz %s for probabilities %s", op,
              dz.shape().str().c_str(), probs.shape().str().c_str());
   const Device d = op_device(op, {&probs, &labels, &dz});
-  PDNN_DISPATCH(ctx, d, softmax_cross_entropy_backward, n, k, plane, scale, probs.data(),
-                labels.data<int32_t>(), dz.data());
+  PDNN_DISPATCH_TYPED(ctx, d, dz.dtype(), softmax_cross_entropy_backward, n, k, plane, scale,
+                      probs.data(), labels.data<int32_t>(), dz.data<E>());
 }
 
 void classifier_metrics(Context& ctx, const Tensor& z, const Tensor& labels,
@@ -258,8 +258,8 @@ void classifier_metrics(Context& ctx, const Tensor& z, const Tensor& labels,
              "%s: row_loss (%lld) / acc (float64, >= 3) sizes", op,
              static_cast<long long>(n * plane));
   const Device d = op_device(op, {&z, &labels, &row_loss, &acc});
-  PDNN_DISPATCH(ctx, d, classifier_metrics, n, k, plane, z.data(), labels.data<int32_t>(),
-                row_loss.data(), acc.data<double>());
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), classifier_metrics, n, k, plane, z.data<E>(),
+                      labels.data<int32_t>(), row_loss.data(), acc.data<double>());
 }
 
 void dice_forward(Context& ctx, float smooth, const Tensor& z, const Tensor& labels,
@@ -301,7 +301,8 @@ void binary_cross_entropy_forward(Context& ctx, const Tensor& p, const Tensor& t
   check_pair(op, p, t);
   check_parts(op, p, parts);
   const Device d = op_device(op, {&p, &t, &parts});
-  PDNN_DISPATCH(ctx, d, binary_cross_entropy_forward, p.numel(), p.data(), t.data(), parts.data());
+  PDNN_DISPATCH_TYPED(ctx, d, p.dtype(), binary_cross_entropy_forward, p.numel(), p.data<E>(),
+                      t.data(), parts.data());
 }
 
 void binary_cross_entropy_backward(Context& ctx, float scale, const Tensor& p, const Tensor& t,
@@ -310,8 +311,9 @@ void binary_cross_entropy_backward(Context& ctx, float scale, const Tensor& p, c
   check_pair(op, p, t);
   check_same_shape(op, dp.shape(), p.shape());
   const Device d = op_device(op, {&p, &t, &dp});
-  PDNN_DISPATCH(ctx, d, binary_cross_entropy_backward, p.numel(), scale, p.data(), t.data(),
-                dp.data());
+  check_same_dtype(op, {&p, &dp});
+  PDNN_DISPATCH_TYPED(ctx, d, p.dtype(), binary_cross_entropy_backward, p.numel(), scale,
+                      p.data<E>(), t.data(), dp.data<E>());
 }
 
 void bce_with_logits_forward(Context& ctx, const Tensor& z, const Tensor& t, Tensor& parts) {
@@ -319,7 +321,8 @@ void bce_with_logits_forward(Context& ctx, const Tensor& z, const Tensor& t, Ten
   check_pair(op, z, t);
   check_parts(op, z, parts);
   const Device d = op_device(op, {&z, &t, &parts});
-  PDNN_DISPATCH(ctx, d, bce_with_logits_forward, z.numel(), z.data(), t.data(), parts.data());
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), bce_with_logits_forward, z.numel(), z.data<E>(),
+                      t.data(), parts.data());
 }
 
 void bce_with_logits_backward(Context& ctx, float scale, const Tensor& z, const Tensor& t,
@@ -328,8 +331,9 @@ void bce_with_logits_backward(Context& ctx, float scale, const Tensor& z, const 
   check_pair(op, z, t);
   check_same_shape(op, dz.shape(), z.shape());
   const Device d = op_device(op, {&z, &t, &dz});
-  PDNN_DISPATCH(ctx, d, bce_with_logits_backward, z.numel(), scale, z.data(), t.data(),
-                dz.data());
+  check_same_dtype(op, {&z, &dz});
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), bce_with_logits_backward, z.numel(), scale,
+                      z.data<E>(), t.data(), dz.data<E>());
 }
 
 void sum_into(Context& ctx, float scale, const Tensor& x, Tensor& acc, int64_t slot) {

@@ -1,16 +1,21 @@
 // Loss kernels and metric accumulators on the GPU (see loss.h). Reductions are single blocks or
 // one block per chunk, summed in double in a fixed tree order (deterministic); the accumulators
-// are updated by one thread, so a step never reads back.
+// are updated by one thread, so a step never reads back. bf16 logits or probabilities (mixed
+// precision) are read as float; the losses, probabilities and sums stay fp32, the gradients
+// are written in bf16 (rounded once): the kernels are templates over those two types.
 #include <cmath>
 
 #include "cuda/launch.h"
 #include "ops/dice_formula.h"
+#include "ops/kit/round.h"
 #include "ops/loss.h"
 
 namespace pdnn {
 namespace cuda {
 
 namespace {
+using kit::from_f32;
+using kit::to_f32;
 
 // Row i of logits (n, k, plane): a sample (plane 1) or a pixel, its k values `plane` apart.
 __device__ __forceinline__ int64_t row_start(int64_t i, int64_t k, int64_t plane) {
@@ -18,13 +23,14 @@ __device__ __forceinline__ int64_t row_start(int64_t i, int64_t k, int64_t plane
 }
 
 // pi = softmax(zi) over the row; returns the sum of exp(z - m) (in double) and sets *m.
-__device__ __forceinline__ double softmax_row(int64_t k, int64_t plane, const float* zi,
-                                              float* pi, float* m_out) {
-  float m = zi[0];
-  for (int64_t j = 1; j < k; ++j) m = zi[j * plane] > m ? zi[j * plane] : m;
+template <class Z>
+__device__ __forceinline__ double softmax_row(int64_t k, int64_t plane, const Z* zi, float* pi,
+                                              float* m_out) {
+  float m = to_f32(zi[0]);
+  for (int64_t j = 1; j < k; ++j) m = to_f32(zi[j * plane]) > m ? to_f32(zi[j * plane]) : m;
   double sum = 0.0;
   for (int64_t j = 0; j < k; ++j) {
-    pi[j * plane] = expf(zi[j * plane] - m);
+    pi[j * plane] = expf(to_f32(zi[j * plane]) - m);
     sum += pi[j * plane];
   }
   const float inv = static_cast<float>(1.0 / sum);
@@ -35,38 +41,41 @@ __device__ __forceinline__ double softmax_row(int64_t k, int64_t plane, const fl
 
 // One thread per row (K is small: 10 digits, 6 classes, a few segmentation classes); the
 // threads of a warp read neighbouring pixels of a map.
-__global__ void sce_f(int64_t rows, int64_t k, int64_t plane, const float* z,
-                      const int32_t* labels, float* probs, float* row_loss) {
+template <class Z>
+__global__ void sce_f(int64_t rows, int64_t k, int64_t plane, const Z* z, const int32_t* labels,
+                      float* probs, float* row_loss) {
   PDNN_GRID_LOOP(i, rows) {
     const int64_t at = row_start(i, k, plane);
-    const float* zi = z + at;
+    const Z* zi = z + at;
     float m;
     const double sum = softmax_row(k, plane, zi, probs + at, &m);
     const int32_t l = labels[i];
-    row_loss[i] = (l >= 0 && l < k)
-                      ? static_cast<float>(log(sum) - (static_cast<double>(zi[l * plane]) - m))
-                      : NAN;  // a bad label makes the run stop as diverged
+    const double zl = (l >= 0 && l < k) ? to_f32(zi[l * plane]) : 0.0;
+    row_loss[i] = (l >= 0 && l < k) ? static_cast<float>(log(sum) - (zl - m))
+                                    : NAN;  // a bad label makes the run stop as diverged
   }
 }
 
+template <class D>
 __global__ void sce_b(int64_t n, int64_t k, int64_t plane, float scale, const float* probs,
-                      const int32_t* labels, float* dz) {
+                      const int32_t* labels, D* dz) {
   PDNN_GRID_LOOP(t, n * k * plane) {
     const int64_t i = t / (k * plane), j = t / plane % k, p = t % plane;
-    dz[t] = probs[t] * scale - (labels[i * plane + p] == j ? scale : 0.f);
+    dz[t] = from_f32<D>(probs[t] * scale - (labels[i * plane + p] == j ? scale : 0.f));
   }
 }
 
-__global__ void metrics_k(int64_t rows, int64_t k, int64_t plane, const float* z,
+template <class Z>
+__global__ void metrics_k(int64_t rows, int64_t k, int64_t plane, const Z* z,
                           const int32_t* labels, const float* row_loss, double* acc) {
   __shared__ double sh[kThreads];
   double loss = 0.0, correct = 0.0;
   for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) {
     loss += row_loss[i];
-    const float* zi = z + row_start(i, k, plane);
+    const Z* zi = z + row_start(i, k, plane);
     int64_t best = 0;
     for (int64_t j = 1; j < k; ++j)
-      if (zi[j * plane] > zi[best * plane]) best = j;
+      if (to_f32(zi[j * plane]) > to_f32(zi[best * plane])) best = j;
     correct += best == labels[i] ? 1.0 : 0.0;
   }
   const double l = block_sum(loss, sh);
@@ -140,30 +149,39 @@ __device__ void chunk_sum(int64_t n, float* parts, F f) {
   if (threadIdx.x == 0) parts[c] = static_cast<float>(t);
 }
 
-__global__ void bce_f(int64_t n, const float* p, const float* t, float* parts) {
+template <class Z>
+__global__ void bce_f(int64_t n, const Z* p, const float* t, float* parts) {
   chunk_sum(n, parts, [=](int64_t i) {
-    const double lp = fmax(log(static_cast<double>(p[i])), -100.0);
-    const double lq = fmax(log1p(-static_cast<double>(p[i])), -100.0);
+    const double pi = to_f32(p[i]);
+    const double lp = fmax(log(pi), -100.0);
+    const double lq = fmax(log1p(-pi), -100.0);
     return -(t[i] * lp + (1.0 - t[i]) * lq);
   });
 }
 
-__global__ void bce_b(int64_t n, float scale, const float* p, const float* t, float* dp) {
-  PDNN_GRID_LOOP(i, n) dp[i] = scale * (p[i] - t[i]) / fmaxf((1.f - p[i]) * p[i], 1e-12f);
+template <class Z>
+__global__ void bce_b(int64_t n, float scale, const Z* p, const float* t, Z* dp) {
+  PDNN_GRID_LOOP(i, n) {
+    const float pi = to_f32(p[i]);
+    dp[i] = from_f32<Z>(scale * (pi - t[i]) / fmaxf((1.f - pi) * pi, 1e-12f));
+  }
 }
 
-__global__ void bcel_f(int64_t n, const float* z, const float* t, float* parts) {
+template <class Z>
+__global__ void bcel_f(int64_t n, const Z* z, const float* t, float* parts) {
   chunk_sum(n, parts, [=](int64_t i) {
-    const double zi = z[i];
+    const double zi = to_f32(z[i]);
     return fmax(zi, 0.0) - zi * t[i] + log1p(exp(-fabs(zi)));
   });
 }
 
-__global__ void bcel_b(int64_t n, float scale, const float* z, const float* t, float* dz) {
+template <class Z>
+__global__ void bcel_b(int64_t n, float scale, const Z* z, const float* t, Z* dz) {
   PDNN_GRID_LOOP(i, n) {
-    const float e = expf(-fabsf(z[i]));
-    const float s = z[i] >= 0.f ? 1.f / (1.f + e) : e / (1.f + e);
-    dz[i] = scale * (s - t[i]);
+    const float zi = to_f32(z[i]);
+    const float e = expf(-fabsf(zi));
+    const float s = zi >= 0.f ? 1.f / (1.f + e) : e / (1.f + e);
+    dz[i] = from_f32<Z>(scale * (s - t[i]));
   }
 }
 
@@ -177,7 +195,8 @@ __global__ void sum_into_k(int64_t n, float scale, const float* x, double* acc) 
 
 }  // namespace
 
-void softmax_cross_entropy_forward(int64_t n, int64_t k, int64_t plane, const float* z,
+template <class Z>
+void softmax_cross_entropy_forward(int64_t n, int64_t k, int64_t plane, const Z* z,
                                    const int32_t* labels, float* probs, float* row_loss,
                                    CudaExec e) {
   const int64_t rows = n * plane;
@@ -186,15 +205,17 @@ void softmax_cross_entropy_forward(int64_t n, int64_t k, int64_t plane, const fl
   PDNN_CUDA_LAUNCH_CHECK("softmax_cross_entropy_forward");
 }
 
+template <class Z>
 void softmax_cross_entropy_backward(int64_t n, int64_t k, int64_t plane, float scale,
-                                    const float* probs, const int32_t* labels, float* dz,
+                                    const float* probs, const int32_t* labels, Z* dz,
                                     CudaExec e) {
   sce_b<<<blocks_for(n * k * plane, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, k, plane, scale,
                                                                          probs, labels, dz);
   PDNN_CUDA_LAUNCH_CHECK("softmax_cross_entropy_backward");
 }
 
-void classifier_metrics(int64_t n, int64_t k, int64_t plane, const float* z,
+template <class Z>
+void classifier_metrics(int64_t n, int64_t k, int64_t plane, const Z* z,
                         const int32_t* labels, const float* row_loss, double* acc, CudaExec e) {
   metrics_k<<<1, kThreads, 0, stream_of(e)>>>(n * plane, k, plane, z, labels, row_loss, acc);
   PDNN_CUDA_LAUNCH_CHECK("classifier_metrics");
@@ -225,29 +246,50 @@ void dice_backward(int64_t n, int64_t k, int64_t plane, float smooth, float scal
   PDNN_CUDA_LAUNCH_CHECK("dice_backward");
 }
 
-void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, float* parts,
+template <class Z>
+void binary_cross_entropy_forward(int64_t n, const Z* p, const float* t, float* parts,
                                   CudaExec e) {
   bce_f<<<static_cast<unsigned>(loss_chunks(n)), kThreads, 0, stream_of(e)>>>(n, p, t, parts);
   PDNN_CUDA_LAUNCH_CHECK("binary_cross_entropy_forward");
 }
 
-void binary_cross_entropy_backward(int64_t n, float scale, const float* p, const float* t,
-                                   float* dp, CudaExec e) {
+template <class Z>
+void binary_cross_entropy_backward(int64_t n, float scale, const Z* p, const float* t, Z* dp,
+                                   CudaExec e) {
   bce_b<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, scale, p, t, dp);
   PDNN_CUDA_LAUNCH_CHECK("binary_cross_entropy_backward");
 }
 
-void bce_with_logits_forward(int64_t n, const float* z, const float* t, float* parts,
-                             CudaExec e) {
+template <class Z>
+void bce_with_logits_forward(int64_t n, const Z* z, const float* t, float* parts, CudaExec e) {
   bcel_f<<<static_cast<unsigned>(loss_chunks(n)), kThreads, 0, stream_of(e)>>>(n, z, t, parts);
   PDNN_CUDA_LAUNCH_CHECK("bce_with_logits_forward");
 }
 
-void bce_with_logits_backward(int64_t n, float scale, const float* z, const float* t, float* dz,
+template <class Z>
+void bce_with_logits_backward(int64_t n, float scale, const Z* z, const float* t, Z* dz,
                               CudaExec e) {
   bcel_b<<<blocks_for(n, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, scale, z, t, dz);
   PDNN_CUDA_LAUNCH_CHECK("bce_with_logits_backward");
 }
+
+// Both precisions' entry points (loss.h).
+#define PDNN_INSTANTIATE(Z)                                                                   \
+  template void softmax_cross_entropy_forward(int64_t, int64_t, int64_t, const Z*,            \
+                                              const int32_t*, float*, float*, CudaExec);      \
+  template void softmax_cross_entropy_backward(int64_t, int64_t, int64_t, float,              \
+                                               const float*, const int32_t*, Z*, CudaExec);   \
+  template void classifier_metrics(int64_t, int64_t, int64_t, const Z*, const int32_t*,       \
+                                   const float*, double*, CudaExec);                          \
+  template void binary_cross_entropy_forward(int64_t, const Z*, const float*, float*,         \
+                                             CudaExec);                                       \
+  template void binary_cross_entropy_backward(int64_t, float, const Z*, const float*, Z*,     \
+                                              CudaExec);                                      \
+  template void bce_with_logits_forward(int64_t, const Z*, const float*, float*, CudaExec);   \
+  template void bce_with_logits_backward(int64_t, float, const Z*, const float*, Z*, CudaExec);
+PDNN_INSTANTIATE(float)
+PDNN_INSTANTIATE(bf16)
+#undef PDNN_INSTANTIATE
 
 void sum_into(int64_t n, float scale, const float* x, double* acc, CudaExec e) {
   sum_into_k<<<1, kThreads, 0, stream_of(e)>>>(n, scale, x, acc);

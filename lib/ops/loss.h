@@ -56,13 +56,20 @@ void bce_with_logits_backward(int64_t n, float scale, const float* z, const floa
 void sum_into(int64_t n, float scale, const float* x, double* acc, CpuExec e);
 }  // namespace cpu
 
+// The GPU twins of the losses are templates over the logits' (probabilities') and their
+// gradient's type Z, float or bf16 (read in fp32; probabilities, losses, targets and sums stay
+// float32), both instantiated in loss.cu.
 namespace cuda {
-void softmax_cross_entropy_forward(int64_t n, int64_t k, int64_t plane, const float* z,
+template <class Z>
+void softmax_cross_entropy_forward(int64_t n, int64_t k, int64_t plane, const Z* z,
                                    const int32_t* labels, float* probs, float* row_loss, CudaExec e);
+template <class Z>
 void softmax_cross_entropy_backward(int64_t n, int64_t k, int64_t plane, float scale,
-                                    const float* probs, const int32_t* labels, float* dz, CudaExec e);
-void classifier_metrics(int64_t n, int64_t k, int64_t plane, const float* z,
+                                    const float* probs, const int32_t* labels, Z* dz, CudaExec e);
+template <class Z>
+void classifier_metrics(int64_t n, int64_t k, int64_t plane, const Z* z,
                         const int32_t* labels, const float* row_loss, double* acc, CudaExec e);
+// Dice reads and writes float32 only (the model's output is cast back to float32).
 void dice_forward(int64_t n, int64_t k, int64_t plane, const float* z, const int32_t* labels,
                   float* probs, double* parts, CudaExec e);
 void dice_finish(int64_t chunks, int64_t k, float smooth, const double* parts, double* stats,
@@ -70,17 +77,23 @@ void dice_finish(int64_t chunks, int64_t k, float smooth, const double* parts, d
 void dice_backward(int64_t n, int64_t k, int64_t plane, float smooth, float scale,
                    const float* probs, const int32_t* labels, const double* stats, float* dz,
                    bool add, CudaExec e);
-void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, float* parts,
+template <class Z>
+void binary_cross_entropy_forward(int64_t n, const Z* p, const float* t, float* parts,
                                   CudaExec e);
-void binary_cross_entropy_backward(int64_t n, float scale, const float* p, const float* t,
-                                   float* dp, CudaExec e);
-void bce_with_logits_forward(int64_t n, const float* z, const float* t, float* parts, CudaExec e);
-void bce_with_logits_backward(int64_t n, float scale, const float* z, const float* t, float* dz,
+template <class Z>
+void binary_cross_entropy_backward(int64_t n, float scale, const Z* p, const float* t, Z* dp,
+                                   CudaExec e);
+template <class Z>
+void bce_with_logits_forward(int64_t n, const Z* z, const float* t, float* parts, CudaExec e);
+template <class Z>
+void bce_with_logits_backward(int64_t n, float scale, const Z* z, const float* t, Z* dz,
                               CudaExec e);
 void sum_into(int64_t n, float scale, const float* x, double* acc, CudaExec e);
 }  // namespace cuda
 
 namespace ops {
+// Mixed precision: z / p and dz / dp of the cross-entropies may be bfloat16 (GPU only);
+// everything else float32 (Dice's too).
 // z (n,k), (n,k,1,1) or a map (n,k,h,w); labels (n) or (n,h,w) int32 (any shape of that many);
 // probs (z's elements), row_loss (n, or n*h*w) written.
 void softmax_cross_entropy_forward(Context& ctx, const Tensor& z, const Tensor& labels,

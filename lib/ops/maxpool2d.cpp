@@ -256,7 +256,10 @@ void check_pool(const char* op, const Pool2d& g, const Tensor* x, const Tensor& 
              argmax ? argmax->shape().str().c_str() : "-",
              argmax ? dtype_name(argmax->dtype()) : "", mask ? mask->shape().str().c_str() : "-");
 }
-const float* ptr(const Tensor* t) { return t ? t->data() : nullptr; }
+template <class E = float>
+const E* ptr(const Tensor* t) {
+  return t ? t->data<E>() : nullptr;
+}
 uint8_t* bytes(Tensor* t) { return t ? t->data<uint8_t>() : nullptr; }
 const uint8_t* bytes(const Tensor* t) { return t ? t->data<uint8_t>() : nullptr; }
 }  // namespace
@@ -265,7 +268,9 @@ void maxpool2d_forward(Context& ctx, const Pool2d& g, const Tensor& x, Tensor& y
                        Tensor* argmax) {
   const Device d = op_device("maxpool2d_forward", {&x, &y, argmax});
   check_pool("maxpool2d_forward", g, &x, y, argmax, nullptr);
-  PDNN_DISPATCH(ctx, d, maxpool2d_forward, g, x.data(), y.data(), bytes(argmax));
+  check_same_dtype("maxpool2d_forward", {&x, &y});
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), maxpool2d_forward, g, x.data<E>(), y.data<E>(),
+                      bytes(argmax));
 }
 
 namespace {
@@ -276,8 +281,13 @@ void check_pool_act(const char* op, const Pool2d& g, const Tensor& dy, const Ten
              "not overlap (kernel %lld, stride %lld)", op, static_cast<long long>(g.k),
              static_cast<long long>(g.s));
 }
-const float* act_y(const Tensor* y, Act act) {
-  return act.kind == FusedAct::None || !y ? nullptr : y->data();
+// y when the activation is read off it (any type), else null.
+const Tensor* act_tensor(const Tensor* y, Act act) {
+  return act.kind == FusedAct::None ? nullptr : y;
+}
+template <class E = float>
+const E* act_y(const Tensor* y, Act act) {
+  return act.kind == FusedAct::None || !y ? nullptr : y->data<E>();
 }
 }  // namespace
 
@@ -285,13 +295,15 @@ void maxpool2d_backward(Context& ctx, const Pool2d& g, const Tensor* x, const Te
                         const Tensor* argmax, Tensor& dx, const Tensor* y, Act act) {
   check_pool_act("maxpool2d_backward", g, dy, y, act);
   const Device d =
-      op_device("maxpool2d_backward", {x, &dy, argmax, &dx, act_y(y, act) ? y : nullptr});
+      op_device("maxpool2d_backward", {x, &dy, argmax, &dx, act_tensor(y, act)});
   PDNN_CHECK(argmax || x, "maxpool2d_backward: neither the argmax nor x to find it again in");
   check_pool("maxpool2d_backward", g, &dx, dy, argmax, nullptr);
   PDNN_CHECK(!x || x->numel() == dx.numel(), "maxpool2d_backward: x %s, dx %s",
              x->shape().str().c_str(), dx.shape().str().c_str());
-  PDNN_DISPATCH(ctx, d, maxpool2d_backward, g, argmax ? nullptr : ptr(x), dy.data(),
-                bytes(argmax), act_y(y, act), act, dx.data());
+  check_same_dtype("maxpool2d_backward", {&dy, &dx, x, act_tensor(y, act)});
+  PDNN_DISPATCH_TYPED(ctx, d, dy.dtype(), maxpool2d_backward, g,
+                      argmax ? nullptr : ptr<E>(x), dy.data<E>(), bytes(argmax),
+                      act_y<E>(y, act), act, dx.data<E>());
 }
 
 void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Tensor& x, Tensor& y,
@@ -301,6 +313,8 @@ void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Ten
   PDNN_CHECK(p >= 0.f && p < 1.f, "maxpool2d_dropout_forward: p = %g must be in [0, 1)", p);
   PDNN_CHECK(g.s >= g.k, "maxpool2d_dropout_forward: overlapping windows (kernel %lld, stride %lld)",
              static_cast<long long>(g.k), static_cast<long long>(g.s));
+  check_same_dtype("maxpool2d_dropout_forward", {&x, &y});
+  if (x.dtype() == DType::BF16 && d == Device::CPU) fail_bf16_on_cpu("maxpool2d_dropout_forward");
   const int64_t n = y.numel();
   const uint64_t seed = ctx.rng().seed();
   const Rng::RowDraw draw = ctx.rng().plan_rows(n, y.rank() > 0 ? y.shape(0) : 1);
@@ -311,8 +325,9 @@ void maxpool2d_dropout_forward(Context& ctx, const Pool2d& g, float p, const Ten
     return;
   }
   Tensor& counter = ctx.device_rng_counter();
-  PDNN_DISPATCH(ctx, d, maxpool2d_dropout_forward, g, p, seed, counter.data<int64_t>(), draw.skip,
-                x.data(), y.data(), bytes(argmax), mask.data());
+  PDNN_DISPATCH_TYPED(ctx, d, x.dtype(), maxpool2d_dropout_forward, g, p, seed,
+                      counter.data<int64_t>(), draw.skip, x.data<E>(), y.data<E>(),
+                      bytes(argmax), mask.data());
   counter_add(ctx, counter, static_cast<int64_t>(draw.advance));
   ctx.mirror_rng_advance(draw.advance);
 }
@@ -322,15 +337,17 @@ void maxpool2d_dropout_backward(Context& ctx, const Pool2d& g, const Tensor* x, 
                                 const Tensor* y, Act act) {
   check_pool_act("maxpool2d_dropout_backward", g, dy, y, act);
   const Device d = op_device("maxpool2d_dropout_backward",
-                             {x, &dy, argmax, &mask, &dx, act_y(y, act) ? y : nullptr});
+                             {x, &dy, argmax, &mask, &dx, act_tensor(y, act)});
   PDNN_CHECK(argmax || x, "maxpool2d_dropout_backward: neither the argmax nor x to find it again in");
   check_pool("maxpool2d_dropout_backward", g, &dx, dy, argmax, &mask);
   PDNN_CHECK(!x || x->numel() == dx.numel(), "maxpool2d_dropout_backward: x %s, dx %s",
              x->shape().str().c_str(), dx.shape().str().c_str());
   PDNN_CHECK(g.s >= g.k, "maxpool2d_dropout_backward: overlapping windows (kernel %lld, stride %lld)",
              static_cast<long long>(g.k), static_cast<long long>(g.s));
-  PDNN_DISPATCH(ctx, d, maxpool2d_dropout_backward, g, argmax ? nullptr : ptr(x), dy.data(),
-                bytes(argmax), mask.data(), act_y(y, act), act, dx.data());
+  check_same_dtype("maxpool2d_dropout_backward", {&dy, &dx, x, act_tensor(y, act)});
+  PDNN_DISPATCH_TYPED(ctx, d, dy.dtype(), maxpool2d_dropout_backward, g,
+                      argmax ? nullptr : ptr<E>(x), dy.data<E>(), bytes(argmax), mask.data(),
+                      act_y<E>(y, act), act, dx.data<E>());
 }
 
 }  // namespace ops

@@ -3,12 +3,16 @@
 // one byte (or not at all). Backward: a gather, one thread per input pixel, adding dy of the
 // outputs whose window holds the pixel and whose maximum it is (the recorded offset, or the
 // window's maximum found again in x by the forward's rule), in ascending output order (the
-// CPU's order, so the sums are bit-identical); no atomics and no scatter.
+// CPU's order, so the sums are bit-identical); no atomics and no scatter. bf16 tensors (x, y,
+// dy, dx; the argmax and the dropout mask as in fp32): the same kernels over bf16 elements read
+// as float, the outputs rounded once (a maximum is one of the inputs: exact; with dropout, the
+// product with the mask rounds).
 #include <cmath>
 
 #include "cuda/launch.h"
 #include "ops/kit/act.h"
 #include "ops/kit/argmax.h"
+#include "ops/kit/round.h"
 #include "ops/maxpool2d.h"
 
 namespace pdnn {
@@ -31,19 +35,20 @@ struct Drop {
 };
 
 // The offset of the maximum of window (oy, ox) in plane xp, by the forward's rule.
-__device__ __forceinline__ int window_argmax(const Pool32& g, const float* __restrict__ xp, int oy,
+template <class E>
+__device__ __forceinline__ int window_argmax(const Pool32& g, const E* __restrict__ xp, int oy,
                                              int ox) {
   return kit::window_max(xp, g.w, g.k, g.s, oy, ox).at;
 }
 
-template <bool kDrop>
-__global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
-                          float* __restrict__ y, uint8_t* __restrict__ argmax) {
+template <bool kDrop, class E>
+__global__ void maxpool_f(Pool32 g, Drop drop, const E* __restrict__ x, E* __restrict__ y,
+                          uint8_t* __restrict__ argmax) {
   const int p_out = g.oh * g.ow;
   const uint64_t base = kDrop ? static_cast<uint64_t>(*drop.base) + drop.skip : 0;
   const float scale = kDrop ? 1.f / (1.f - drop.p) : 1.f;
   for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
-    const float* xp = x + static_cast<int64_t>(plane) * g.h * g.w;
+    const E* xp = x + static_cast<int64_t>(plane) * g.h * g.w;
     for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < p_out; o += gridDim.x * blockDim.x) {
       const int oy = o / g.ow, ox = o - oy * g.ow;
       const kit::WindowMax wm = kit::window_max(xp, g.w, g.k, g.s, oy, ox);
@@ -57,7 +62,7 @@ __global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
         drop.mask[at] = m;
         best *= m;
       }
-      y[at] = best;
+      y[at] = kit::from_f32<E>(best);
       if (argmax) argmax[at] = static_cast<uint8_t>(bi);
     }
   }
@@ -67,18 +72,19 @@ __global__ void maxpool_f(Pool32 g, Drop drop, const float* __restrict__ x,
 // mask: the fused dropout's (dy * mask is what reaches the pool's output; non-overlapping
 // windows only), or null. argmax null: each window's maximum found again in x.
 // y, act: through the activation of the layer before (ops/maxpool2d.h; kNoOverlap only).
-template <bool kNoOverlap, bool kMask>
-__global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* __restrict__ x,
-                          const float* __restrict__ dy, const uint8_t* __restrict__ argmax,
-                          const float* __restrict__ mask, const float* __restrict__ y, Act act,
-                          float* __restrict__ dx) {
+template <bool kNoOverlap, bool kMask, class E>
+__global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const E* __restrict__ x,
+                          const E* __restrict__ dy, const uint8_t* __restrict__ argmax,
+                          const float* __restrict__ mask, const E* __restrict__ y, Act act,
+                          E* __restrict__ dx) {
+  using kit::to_f32;
   const int p_in = g.h * g.w, p_out = g.oh * g.ow;
   for (int plane = blockIdx.y; plane < g.planes; plane += gridDim.y) {
-    const float* dyp = dy + static_cast<int64_t>(plane) * p_out;
+    const E* dyp = dy + static_cast<int64_t>(plane) * p_out;
     const uint8_t* ap = argmax ? argmax + static_cast<int64_t>(plane) * p_out : nullptr;
-    const float* xp = x ? x + static_cast<int64_t>(plane) * p_in : nullptr;
+    const E* xp = x ? x + static_cast<int64_t>(plane) * p_in : nullptr;
     const float* mp = kMask ? mask + static_cast<int64_t>(plane) * p_out : nullptr;
-    float* dxp = dx + static_cast<int64_t>(plane) * p_in;
+    E* dxp = dx + static_cast<int64_t>(plane) * p_in;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p_in; i += gridDim.x * blockDim.x) {
       const int yy = div_w.div(i), xx = i - yy * g.w;
       float s = 0.f;
@@ -89,9 +95,9 @@ __global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* _
           const int o = oy * g.ow + ox;
           const int at = ap ? ap[o] : window_argmax(g, xp, oy, ox);
           if (at == ky * g.k + kx) {
-            s = kMask ? dyp[o] * mp[o] : dyp[o];
+            s = kMask ? to_f32(dyp[o]) * mp[o] : to_f32(dyp[o]);
             if (y) {
-              const float yv = y[static_cast<int64_t>(plane) * p_out + o];
+              const float yv = to_f32(y[static_cast<int64_t>(plane) * p_out + o]);
               s = kit::act_grad(yv, s, act);
             }
           }
@@ -104,10 +110,10 @@ __global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const float* _
           for (int ox = ox0; ox <= ox1; ++ox) {
             const int o = oy * g.ow + ox;
             const int at = ap ? ap[o] : window_argmax(g, xp, oy, ox);
-            if (at == (yy - oy * g.s) * g.k + (xx - ox * g.s)) s += dyp[o];
+            if (at == (yy - oy * g.s) * g.k + (xx - ox * g.s)) s += to_f32(dyp[o]);
           }
       }
-      dxp[i] = s;
+      dxp[i] = kit::from_f32<E>(s);
     }
   }
 }
@@ -120,8 +126,8 @@ Pool32 pool32(const Pool2d& g) {
           static_cast<int>(g.s)};
 }
 
-template <bool kDrop>
-void launch_forward(const Pool2d& g, const Drop& drop, const float* x, float* y, uint8_t* argmax,
+template <bool kDrop, class E>
+void launch_forward(const Pool2d& g, const Drop& drop, const E* x, E* y, uint8_t* argmax,
                     CudaExec e) {
   if (g.planes * g.oh * g.ow <= 0) return;
   maxpool_f<kDrop><<<grid2d(g.oh * g.ow, g.planes, tpb(e)), tpb(e), 0, stream_of(e)>>>(
@@ -129,9 +135,9 @@ void launch_forward(const Pool2d& g, const Drop& drop, const float* x, float* y,
   PDNN_CUDA_LAUNCH_CHECK(kDrop ? "maxpool2d_dropout_forward" : "maxpool2d_forward");
 }
 
-template <bool kMask>
-void launch_backward(const Pool2d& g, const float* x, const float* dy, const uint8_t* argmax,
-                     const float* mask, const float* y, Act act, float* dx, CudaExec e) {
+template <bool kMask, class E>
+void launch_backward(const Pool2d& g, const E* x, const E* dy, const uint8_t* argmax,
+                     const float* mask, const E* y, Act act, E* dx, CudaExec e) {
   if (g.planes * g.h * g.w <= 0) return;
   const FastDiv dw(static_cast<uint32_t>(g.w)), ds(static_cast<uint32_t>(g.s));
   if (act.kind == FusedAct::None) y = nullptr;
@@ -140,33 +146,46 @@ void launch_backward(const Pool2d& g, const float* x, const float* dy, const uin
                              stream_of(e)>>>(pool32(g), dw, ds, x, dy, argmax, mask, y, act, dx);
   else
     maxpool_b<false, false><<<grid2d(g.h * g.w, g.planes, tpb(e, 128)), tpb(e, 128), 0,
-                              stream_of(e)>>>(pool32(g), dw, ds, x, dy, argmax, nullptr, nullptr,
-                                              act, dx);
+                              stream_of(e)>>>(pool32(g), dw, ds, x, dy, argmax, nullptr,
+                                              static_cast<const E*>(nullptr), act, dx);
   PDNN_CUDA_LAUNCH_CHECK(kMask ? "maxpool2d_dropout_backward" : "maxpool2d_backward");
 }
 
 }  // namespace
 
-void maxpool2d_forward(const Pool2d& g, const float* x, float* y, uint8_t* argmax, CudaExec e) {
+template <class T>
+void maxpool2d_forward(const Pool2d& g, const T* x, T* y, uint8_t* argmax, CudaExec e) {
   launch_forward<false>(g, Drop{}, x, y, argmax, e);
 }
-
-void maxpool2d_backward(const Pool2d& g, const float* x, const float* dy, const uint8_t* argmax,
-                        const float* y, Act act, float* dx, CudaExec e) {
+template <class T>
+void maxpool2d_backward(const Pool2d& g, const T* x, const T* dy, const uint8_t* argmax,
+                        const T* y, Act act, T* dx, CudaExec e) {
   launch_backward<false>(g, x, dy, argmax, nullptr, y, act, dx, e);
 }
-
+template <class T>
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
-                               uint64_t skip, const float* x, float* y, uint8_t* argmax,
-                               float* mask, CudaExec e) {
+                               uint64_t skip, const T* x, T* y, uint8_t* argmax, float* mask,
+                               CudaExec e) {
   launch_forward<true>(g, Drop{p, seed, base, skip, mask}, x, y, argmax, e);
 }
-
-void maxpool2d_dropout_backward(const Pool2d& g, const float* x, const float* dy,
-                                const uint8_t* argmax, const float* mask, const float* y, Act act,
-                                float* dx, CudaExec e) {
+template <class T>
+void maxpool2d_dropout_backward(const Pool2d& g, const T* x, const T* dy, const uint8_t* argmax,
+                                const float* mask, const T* y, Act act, T* dx, CudaExec e) {
   launch_backward<true>(g, x, dy, argmax, mask, y, act, dx, e);
 }
+
+// Both precisions' entry points (maxpool2d.h).
+#define PDNN_INSTANTIATE(T)                                                                  \
+  template void maxpool2d_forward(const Pool2d&, const T*, T*, uint8_t*, CudaExec);          \
+  template void maxpool2d_backward(const Pool2d&, const T*, const T*, const uint8_t*,        \
+                                   const T*, Act, T*, CudaExec);                             \
+  template void maxpool2d_dropout_forward(const Pool2d&, float, uint64_t, const int64_t*,    \
+                                          uint64_t, const T*, T*, uint8_t*, float*, CudaExec); \
+  template void maxpool2d_dropout_backward(const Pool2d&, const T*, const T*, const uint8_t*, \
+                                           const float*, const T*, Act, T*, CudaExec);
+PDNN_INSTANTIATE(float)
+PDNN_INSTANTIATE(bf16)
+#undef PDNN_INSTANTIATE
 
 }  // namespace cuda
 }  // namespace pdnn

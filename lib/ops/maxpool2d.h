@@ -59,19 +59,25 @@ void maxpool2d_dropout_backward(const Pool2d& g, const float* x, const float* dy
                                 float* dx, CpuExec e);
 }  // namespace cpu
 
+// The GPU twins are templates over x's, y's, dy's and dx's type T, float or bf16 (the argmax
+// rule on their float values; the mask stays float32), both instantiated in maxpool2d.cu.
 namespace cuda {
-void maxpool2d_forward(const Pool2d& g, const float* x, float* y, uint8_t* argmax, CudaExec e);
-void maxpool2d_backward(const Pool2d& g, const float* x, const float* dy, const uint8_t* argmax,
-                        const float* y, Act act, float* dx, CudaExec e);
+template <class T>
+void maxpool2d_forward(const Pool2d& g, const T* x, T* y, uint8_t* argmax, CudaExec e);
+template <class T>
+void maxpool2d_backward(const Pool2d& g, const T* x, const T* dy, const uint8_t* argmax,
+                        const T* y, Act act, T* dx, CudaExec e);
+template <class T>
 void maxpool2d_dropout_forward(const Pool2d& g, float p, uint64_t seed, const int64_t* base,
-                               uint64_t skip, const float* x, float* y, uint8_t* argmax,
-                               float* mask, CudaExec e);
-void maxpool2d_dropout_backward(const Pool2d& g, const float* x, const float* dy,
-                                const uint8_t* argmax, const float* mask, const float* y, Act act,
-                                float* dx, CudaExec e);
+                               uint64_t skip, const T* x, T* y, uint8_t* argmax, float* mask,
+                               CudaExec e);
+template <class T>
+void maxpool2d_dropout_backward(const Pool2d& g, const T* x, const T* dy, const uint8_t* argmax,
+                                const float* mask, const T* y, Act act, T* dx, CudaExec e);
 }  // namespace cuda
 
 namespace ops {
+// x, y, dy, dx: float32, or bfloat16 on the GPU (one type for all four).
 // argmax (nullable): uint8, y's size. x (nullable in backward when argmax is given). y, act:
 // see above (y null: none).
 void maxpool2d_forward(Context& ctx, const Pool2d& g, const Tensor& x, Tensor& y, Tensor* argmax);

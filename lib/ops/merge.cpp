@@ -40,9 +40,10 @@ void channel_copy(Context& ctx, const Tensor& src, int64_t src_at, Tensor& dst, 
              static_cast<long long>(dst_at), static_cast<long long>(dst_at + c), d.str().c_str());
   if (c == 0 || s[0] == 0) return;
   const int64_t plane = s.numel() / (s[0] * s[1]);
+  check_same_dtype(op, {&src, &dst});
   const Device dev = op_device(op, {&src, &dst});
-  PDNN_DISPATCH(ctx, dev, channel_copy, s[0], c, plane, src.data(), s[1], src_at, dst.data(), d[1],
-                dst_at);
+  PDNN_DISPATCH_TYPED(ctx, dev, src.dtype(), channel_copy, s[0], c, plane, src.data<E>(), s[1],
+                      src_at, dst.data<E>(), d[1], dst_at);
 }
 
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& y) {
@@ -50,8 +51,10 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& y) {
   check_same_shape(op, a.shape(), b.shape());
   check_same_shape(op, y.shape(), a.shape());
   if (a.numel() == 0) return;
+  check_same_dtype(op, {&a, &b, &y});
   const Device dev = op_device(op, {&a, &b, &y});
-  PDNN_DISPATCH(ctx, dev, add, a.numel(), a.data(), b.data(), y.data());
+  PDNN_DISPATCH_TYPED(ctx, dev, a.dtype(), add, a.numel(), a.data<E>(), b.data<E>(),
+                      y.data<E>());
 }
 
 }  // namespace ops

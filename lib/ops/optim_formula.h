@@ -18,11 +18,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PDNN_HD __host__ __device__ __forceinline__
-#else
-#define PDNN_HD inline
-#endif
+#include "ops/kit/host_device.h"
 
 namespace pdnn {
 namespace formula {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/precision.h"
 #include "run/output_files.h"
 
 namespace pdnn {
@@ -54,9 +55,11 @@ struct RunConfig {
   // Text columns with one value for the whole run, after the timing ones in every row (the
   // run's metadata beside git_rev, host, timestamp: caltech101's skipped_files).
   std::vector<std::pair<std::string, std::string>> run_columns;
-  // The device flags (--device, --cuda-graph, --tf32): the app makes its Context from them.
+  // The device flags (--device, --cuda-graph, --precision or its alias --tf32): the app makes
+  // its Context from them.
   std::string device = "cpu";
-  bool cuda_graph = true, tf32 = false;
+  bool cuda_graph = true;
+  Precision precision = Precision::Fp32;
   // --conv-algo (ops/conv/conv2d_algo.h's policies) and --conv-algo-cache (the file that keeps
   // the GPU's per-shape choices: "" for the default under the user's cache folder, "none").
   std::string conv_algo = "auto", conv_algo_cache;

@@ -17,6 +17,7 @@
 #include "core/cuda_state.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/precision.h"
 #include "dist/communicator.h"
 #include "model/memory_plan.h"
 #include "ops/conv/conv2d_algo.h"
@@ -91,6 +92,33 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
       ->check(CLI::ExistingFile);
 }
 
+// fp32, tf32 or bf16 (core/precision.h).
+inline CLI::Validator precision_validator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        Precision p;
+        return parse_precision(s, &p) ? std::string()
+                                      : "'" + s + "' is not one of fp32, tf32, bf16";
+      },
+      "fp32|tf32|bf16");
+}
+
+// Why a run of cfg's precision cannot run here ("" when it can): the CPU has no bf16 path
+// (never a silent fp32 run), and the memory plan counts and lays out float32 activations only
+// (its printout would be fp32's, its buffer cannot hold bf16 yet).
+inline std::string precision_refusal(const RunConfig& cfg) {
+  if (cfg.precision != Precision::Bf16) return "";
+  if (cfg.device != "cuda")
+    return "--precision bf16: the CPU has no bf16 path (pdnn's bf16 kernels run on the GPU); "
+           "use fp32 on the CPU";
+  if (cfg.gpu_memory_limit > 0 || cfg.memory_plan)
+    return std::string("--precision bf16 with ") +
+           (cfg.gpu_memory_limit > 0 ? "--gpu-memory-limit" : "--memory-plan") +
+           ": not implemented yet (the memory plan counts float32 activations); run bf16 "
+           "without it";
+  return "";
+}
+
 // Flags whose values need converting after parsing (finish_run_flags).
 struct RunFlagText {
   std::string seed = "1";
@@ -123,7 +151,18 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
          "on the GPU, capture the whole training step as one CUDA graph and replay it "
          "(default on)")
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_flag("--tf32", cfg.tf32, "on the GPU, run the fp32 GEMMs on the tensor cores as TF32");
+  auto* precision =
+      app.add_option_function<std::string>(
+             "--precision", [&cfg](const std::string& v) { parse_precision(v, &cfg.precision); },
+             "on the GPU, the arithmetic: fp32 (default), tf32 (the matrix products on the "
+             "tensor cores with TF32 inputs, fp32 sums) or bf16 (autocast: bf16 activations and "
+             "weight copies, fp32 sums, fp32 weights, optimizer, BatchNorm statistics and "
+             "losses; GPU only)")
+          ->type_name("PREC")
+          ->check(precision_validator());
+  app.add_flag_callback(
+         "--tf32", [&cfg] { cfg.precision = Precision::Tf32; }, "the same as --precision tf32")
+      ->excludes(precision);
   app.add_option("--conv-algo", cfg.conv_algo,
                  std::string("on the GPU, the convolution algorithms: auto (time each, cuDNN "
                              "included where found, at the first step of each shape), own "
@@ -210,6 +249,7 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
   PDNN_CHECK(parse_u64(text.seed, cfg.seed), "--seed: '%s' is not a whole number 0..2^64-1",
              text.seed.c_str());
   cfg.seed_given = app.count("--seed") > 0;
+  if (const std::string why = precision_refusal(cfg); !why.empty()) PDNN_FAIL("%s", why.c_str());
   // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends
   // (data-parallel: every 10 steps, when the loop synchronises anyway, so that every rank
   // reads them at the same steps).
@@ -269,11 +309,12 @@ inline std::string default_algo_cache() {
   return "";
 }
 
-// The device settings a run's flags ask for, on its context: TF32, and on a GPU the
+// The device settings a run's flags ask for, on its context: the precision, and on a GPU the
 // convolution algorithm policy and the cache file of its choices (its folder made if missing).
 inline void apply_device_flags(Context& ctx, const RunConfig& cfg) {
+  PDNN_CHECK(precision_refusal(cfg).empty(), "%s", precision_refusal(cfg).c_str());
+  ctx.set_precision(cfg.precision);
   if (!ctx.has_cuda()) return;
-  ctx.cuda().set_tf32(cfg.tf32);
   ctx.tuning().set_policy(cfg.conv_algo);
   const std::string cache = cfg.conv_algo_cache.empty() ? default_algo_cache() : cfg.conv_algo_cache;
   if (cache.empty() || cache == "none") return;
@@ -285,7 +326,10 @@ inline void apply_device_flags(Context& ctx, const RunConfig& cfg) {
 inline std::string run_device_text(const RunConfig& cfg, const std::string& gpu) {
   if (cfg.device != "cuda") return "cpu";
   return strprintf("cuda: %s | %s, CUDA graph %s, convolutions %s | %s", gpu.c_str(),
-                   cfg.tf32 ? "TF32" : "fp32", cfg.cuda_graph ? "on" : "off",
+                   cfg.precision == Precision::Tf32   ? "TF32"
+                   : cfg.precision == Precision::Bf16 ? "bf16 (autocast)"
+                                                      : "fp32",
+                   cfg.cuda_graph ? "on" : "off",
                    cfg.conv_algo.c_str(), cudnn_status().c_str());
 }
 

@@ -4,7 +4,8 @@
 # uncapped and under each cap in CAPS (--gpu-memory-limit), step time (--steps, as
 # bench_gpu.sh: CUDA graph on) and the allocator's peak device memory (in use and reserved),
 # then PyTorch at the same sides: plain, save_on_cpu(pin_memory=True) and checkpoint
-# (scripts/twins/torch_memory_bench.py). Every pdnn run prints its --memory-plan; logs go beside the
+# (scripts/twins/torch_memory_bench.py). PLAN ("224:2G 448:8G+10G ..."): a side's own caps
+# instead of CAPS. Every pdnn run prints its --memory-plan; logs go beside the
 # CSV (memory_logs/).
 # A cap the step cannot fit under stops that run before training with the smallest limit that
 # would do: its row says "no-fit <limit>". Under a cap the model carries the plan out (the
@@ -19,8 +20,12 @@
 # (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch, THREADS (8: the host threads that prepare
 # the batches; at 1 they, not the GPU, bound the step), APP_ARGS (more caltech101 flags, e.g.
 # "--conv-algo implicit"), UNCAPPED (1; 0 leaves the uncapped run out, e.g. where it cannot fit).
-# Each command should stay under 10 minutes: run one or two sides at a time, e.g.
-#   make bench-memory SIDES=672 CAPS="20G 28G"
+# PDNN_TIMEOUT / TORCH_TIMEOUT (0: none): seconds one pdnn run / one PyTorch process may take;
+# a run past it is killed, status "timeout". Memory grows with the side: once a configuration
+# (uncapped, a cap, a PyTorch variant) runs out of memory, does not fit, or times out at a side,
+# its larger sides are not run (status "skipped: ..."), so the whole table fits one command of a
+# lent GPU (scripts/gpu/runners/memory.sh PARTS=table, about 9 minutes on an H100). One or two
+# sides at a time also work, e.g.  make bench-memory SIDES=672 CAPS="20G 28G"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/bin}
@@ -46,12 +51,24 @@ cap_gib() { awk -v c="$1" 'BEGIN { n = c + 0; u = toupper(substr(c, length(c), 1
   m = (u == "K") ? 1 / 1048576 : (u == "M") ? 1 / 1024 : (u == "T") ? 1024 : (u == "G") ? 1 : 1 / 1073741824;
   printf "%.3f", n * m }'; }
 
+declare -A stopped=()  # cap (or none) -> "oom at N" etc.: its larger sides are not run
 for side in $SIDES; do
-  for cap in $([ "${UNCAPPED:-1}" = 1 ] && echo none) $CAPS; do
+  caps=$CAPS
+  for item in ${PLAN:-}; do [ "${item%%:*}" = "$side" ] && caps=$(echo "${item#*:}" | tr '+' ' '); done
+  for cap in $([ "${UNCAPPED:-1}" = 1 ] && echo none) $caps; do
     log="$logs/pdnn_${side}_${cap}.log"
     limit=$([ "$cap" = none ] && true || echo "--gpu-memory-limit $cap")
+    variant=$([ "$cap" = none ] && echo plain || echo capped)
+    capg=$([ "$cap" = none ] && true || cap_gib "$cap")
+    if [ -n "${stopped[$cap]:-}" ]; then
+      printf 'pdnn  %-6s %4s cap %-5s: skipped: %s\n' "$variant" "$side" "$cap" "${stopped[$cap]}"
+      csv_row caltech9 pdnn "$variant" "$side" 64 fp32 "$capg" "" "" "" "" "" 0 \
+        "skipped: ${stopped[$cap]}" "" "" "" "" "" "$rev" "$(hostname)" \
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$tmp/rows.csv"
+      continue
+    fi
     set +e
-    "$BIN/caltech101" --device cuda --data "$CALTECH_DATA" --size "$side" --steps "$STEPS" \
+    timeout "${PDNN_TIMEOUT:-0}" "$BIN/caltech101" --device cuda --data "$CALTECH_DATA" --size "$side" --steps "$STEPS" \
       --threads "${THREADS:-8}" --memory-plan $limit ${APP_ARGS:-} > "$log" 2>&1
     rc=$?
     set -e
@@ -71,6 +88,8 @@ for side in $SIDES; do
       status="no-fit $(sed -nE 's/.*smallest limit it fits under is ([0-9.]+ [KMGT]iB).*/\1/p' "$log" | tr -d ' ')"
     elif grep -q 'out of GPU memory' "$log"; then
       status=oom
+    elif [ $rc = 124 ]; then
+      status=timeout
     else
       status="error rc=$rc"
     fi
@@ -80,8 +99,7 @@ for side in $SIDES; do
       awk '{ if ($1 != "") printf "%.3f", $1 / 1024 }')
     context=$(sed -nE 's/^CUDA context ([0-9.]+) MB at the end.*/\1/p' "$log")
     plan=$(sed -nE 's/^memory plan applied: (.*); the step.s peak.*/\1/p' "$log" | head -1)
-    variant=$([ "$cap" = none ] && echo plain || echo capped)
-    capg=$([ "$cap" = none ] && true || cap_gib "$cap")
+    case $status in oom|timeout|no-fit*) stopped[$cap]="${status%% *} at $side" ;; esac
     printf 'pdnn  %-6s %4s cap %-5s: %s, median %s ms, peak %s GiB (reserved %s; planned %s)%s\n' \
       "$variant" "$side" "$cap" "$status" "${med:--}" "$(gib "$peak")" "$(gib "$resv")" \
       "${planned:--}" "${plan:+: $plan}"
@@ -95,6 +113,6 @@ env -u LD_LIBRARY_PATH python3 scripts/pylib/results_csv.py append "$OUT" "$COLU
 if [ "$TORCH" = 1 ]; then
   # Without the bundle's LD_LIBRARY_PATH: PyTorch brings its own CUDA libraries.
   env -u LD_LIBRARY_PATH "$PYTHON" scripts/twins/torch_memory_bench.py --sides "$(echo $SIDES | tr ' ' ',')" \
-    --steps "$TORCH_STEPS" --out "$OUT" || echo "bench_memory: PyTorch run failed" >&2
+    --steps "$TORCH_STEPS" --timeout "${TORCH_TIMEOUT:-0}" --out "$OUT" || echo "bench_memory: PyTorch run failed" >&2
 fi
 echo "rows appended to $OUT; plot: python3 scripts/report/plot_memory.py $OUT; table: python3 scripts/report/memory_table.py $OUT"

@@ -43,19 +43,34 @@ def main():
         latest[(r["framework"], r["variant"], int(r["side"]), r["gpu_memory_limit_gib"])] = r
     sides = sorted({k[2] for k in latest})
     caps = sorted({k[3] for k in latest if k[0] == "pdnn" and k[1] == "capped"}, key=num)
-    cols = [("pdnn", "plain", "")] + [("pdnn", "capped", c) for c in caps] + \
+    # One cap a side (the one-command table, runners/memory.sh PARTS=table): one column, the
+    # cap in each cell; several caps a side: a column per cap.
+    one_cap = all(len({k[3] for k in latest if k[0] == "pdnn" and k[1] == "capped" and k[2] == s}) <= 1
+                  for s in sides)
+    if one_cap and caps:
+        for k in [k for k in latest if k[0] == "pdnn" and k[1] == "capped"]:
+            latest[(k[0], k[1], k[2], "any")] = latest[k]
+        pdnn_caps = ["any"]
+    else:
+        pdnn_caps = caps
+    cols = [("pdnn", "plain", "")] + [("pdnn", "capped", c) for c in pdnn_caps] + \
            [("pytorch", v, "") for v in ("plain", "save_on_cpu", "checkpoint")]
 
     def title(c):
         if c[0] == "pdnn":
-            return "pdnn uncapped" if c[1] == "plain" else "pdnn %.0fG" % num(c[2])
+            if c[1] == "plain":
+                return "pdnn uncapped"
+            return "pdnn under the side's cap" if c[2] == "any" else "pdnn %.0fG" % num(c[2])
         return "PyTorch " + c[1]
 
-    # pdnn's step: the faster of its two timed blocks of 10 (the first holds the convolution
-    # algorithms' timing and the graph's capture: bench_memory.sh); PyTorch's: the median step
-    # after its 2 warm-up steps.
+    # Steady-state steps. pdnn: the median of its blocks of 10 after the first (which times the
+    # convolution algorithms and captures the graph); rows of runs before the app left that
+    # block out by itself have steps=2, and their faster block is the steady one. PyTorch: the
+    # median step after its 2 warm-up steps (cuDNN's autotuner).
     def step_ms(r):
-        return num(r["min_ms"]) if r["framework"] == "pdnn" and num(r.get("min_ms")) else num(r["median_ms"])
+        if r["framework"] == "pdnn" and r.get("steps") == "2" and num(r.get("min_ms")):
+            return num(r["min_ms"])
+        return num(r["median_ms"])
 
     def cell(r):
         if r is None:
@@ -63,6 +78,8 @@ def main():
         if not r["status"].startswith("ok"):
             return r["status"]
         s = "%.2f GiB, %.0f ms" % (num(r["peak_gib"]) or 0, step_ms(r) or 0)
+        if r["variant"] == "capped" and num(r.get("gpu_memory_limit_gib")):
+            s = "under %.0fG: " % num(r["gpu_memory_limit_gib"]) + s
         if r.get("plan"):
             s += " (%s)" % r["plan"]
         return s
@@ -83,7 +100,7 @@ def main():
     for side in sides:
         base = latest.get(("pdnn", "plain", side, ""))
         ck = latest.get(("pytorch", "checkpoint", side, ""))
-        for cap in caps:
+        for cap in [c for c in caps if c != "any"]:
             r = latest.get(("pdnn", "capped", side, cap))
             if not r or not r["status"].startswith("ok"):
                 continue

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# make check-readme (CI, after the test suites): every make target README.md names, in its short
+# make check-readme (by hand before a release; not in CI for time): every make target README.md names, in its short
 # form, on the CPU, one after the other from this checkout, as a new user would run them; then
 # `git status --porcelain` must be what it was before (on CI's clean clone: empty). A user's runs
 # go to runs/ (git-ignored) and never change the committed tree (issue 31). A target the README
 # names that SHORT below neither runs nor skips with a reason fails the check, so a new target
 # cannot be forgotten. Each target's log: runs/check-readme/<target>.log.
-# Budget: about 5 minutes on CI's 2 cores (CI as a whole must stay under 30).
+# About 5 minutes on 2 cores (out of CI for that: .ci/run).
 #   scripts/tools/readme_targets.sh [TARGET [VAR=value...]]...   (default: every README target;
 #   variables after a target replace its short form)
 # Environment: BUILD (make's, default build; the targets build what they need there).
@@ -35,9 +35,9 @@ declare -A SHORT=(
   [plots]=''
   [build]=''
   [check-readme]='skip: this check itself'
-  [test]='skip: CI runs it before this check'
-  [test-avx2]='skip: CI runs it before this check'
-  [test-sanitize]='skip: CI runs it before this check'
+  [test]='skip: a test suite (CI runs it)'
+  [test-avx2]='skip: a test suite (CI runs it)'
+  [test-sanitize]='skip: a test suite (CI runs it)'
   [bench-gpu]='skip: needs a GPU'
   [gpu-bundle]='skip: a CUDA build of its own for a lent GPU host, as long as make test'"'"'s build (every GPU visit makes one)'
   [fuzz]='skip: a fourth build of the library, with clang, over the budget (make test runs every seed and regression input: FuzzCorpus.*)'

@@ -89,10 +89,11 @@ class CapturableAdagrad:
     def step(self):
         torch = self.torch
         grads = [p.grad for p in self.params]
-        torch._foreach_addcmul_(self.sums, grads, grads)
-        den = torch._foreach_sqrt(self.sums)
-        torch._foreach_add_(den, 1e-10)
-        torch._foreach_addcdiv_(self.params, grads, den, value=-self.lr)
+        with torch.no_grad():  # the parameters are leaves that require grad: updated in place
+            torch._foreach_addcmul_(self.sums, grads, grads)
+            den = torch._foreach_sqrt(self.sums)
+            torch._foreach_add_(den, 1e-10)
+            torch._foreach_addcdiv_(self.params, grads, den, value=-self.lr)
 
 
 def set_precision(torch, precision):

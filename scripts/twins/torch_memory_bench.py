@@ -19,7 +19,11 @@ allocator's state after one, must not spill into the next). A step's time is tim
 (synchronised before and after); the median over --steps steps after 2 warm-up steps, with min
 and max. Peak memory: torch.cuda.max_memory_allocated() (tensors) and max_memory_reserved()
 (what the caching allocator held) over the timed steps, in GiB. A run that does not fit writes
-status "oom" and empty times.
+status "oom" and empty times. Memory grows with the side, so once a variant runs out of memory
+(or past its time) at one side, its larger sides are not tried: status "skipped: oom at N".
+--timeout bounds each process (cuDNN's autotuner, in the 2 warm-up steps, is the slow part at
+large sides; save_on_cpu's copies the other): a run past it is killed, status "timeout", and
+the whole table fits one command of a lent GPU (issue 33).
 
 Rows (one per variant and side) are appended to --out, columns:
   app,framework,variant,side,batch,precision,gpu_memory_limit_gib,peak_gib,peak_reserved_gib,
@@ -121,6 +125,23 @@ def run_one(variant, side, batch, steps):
     return out
 
 
+def run_child(a, v, side):
+    """One (variant, side) in a fresh process, within --timeout: the row's dict."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--one", "%s,%d" % (v, side),
+           "--batch", str(a.batch), "--steps", str(a.steps)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout or None)
+    except subprocess.TimeoutExpired:
+        print("torch %-11s %4d: past --timeout %g s, killed" % (v, side, a.timeout), file=sys.stderr)
+        return {"status": "timeout", "gpu": "", "versions": "", "steps": 0}
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        err = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        print("torch %-11s %4d: failed: %s" % (v, side, err), file=sys.stderr)
+        return {"status": "error", "gpu": "", "versions": "", "steps": 0}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,6 +150,8 @@ def main():
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=5, help="timed steps after 2 warm-up ones")
+    ap.add_argument("--timeout", type=float, default=0,
+                    help="seconds each (variant, side) process may take (0: no limit)")
     ap.add_argument("--out", default="runs/scale/memory_r2.csv")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # "variant,side": child process mode
     a = ap.parse_args()
@@ -144,27 +167,24 @@ def main():
     for v in variants:
         if v not in VARIANTS:
             sys.exit("torch_memory_bench.py: --variants %s: not one of %s" % (v, ",".join(VARIANTS)))
-    rows = []
+    stopped = {}  # variant -> "oom at N" / "timeout at N": its larger sides are not tried
     for side in sides:
         for v in variants:
-            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", "%s,%d" % (v, side),
-                                "--batch", str(a.batch), "--steps", str(a.steps)],
-                               capture_output=True, text=True)
-            try:
-                r = json.loads(p.stdout.strip().splitlines()[-1])
-            except (IndexError, ValueError):
-                err = (p.stderr.strip().splitlines() or ["no output"])[-1]
-                print("torch %-11s %4d: failed: %s" % (v, side, err), file=sys.stderr)
-                r = {"status": "error", "gpu": "", "versions": "", "steps": 0}
+            if v in stopped:
+                r = {"status": "skipped: %s" % stopped[v], "gpu": "", "versions": "", "steps": 0}
+            else:
+                r = run_child(a, v, side)
+                if r["status"] in ("oom", "timeout"):
+                    stopped[v] = "%s at %d" % (r["status"], side)
             fmt = lambda k, f="%.3f": (f % r[k]) if k in r else ""  # noqa: E731
             print("torch %-11s %4d: %s, peak %s GiB (reserved %s), median %s ms"
                   % (v, side, r["status"], fmt("peak_gib"), fmt("peak_reserved_gib"),
                      fmt("median_ms", "%.1f")), flush=True)
-            rows.append(["caltech9", "pytorch", v, side, a.batch, "fp32", "", fmt("peak_gib"),
+            # Each row as it ends: a command that ends early keeps the ones done.
+            write_rows(a.out, COLUMNS, [["caltech9", "pytorch", v, side, a.batch, "fp32", "", fmt("peak_gib"),
                          fmt("peak_reserved_gib"), fmt("median_ms"), fmt("min_ms"),
                          fmt("max_ms"), r.get("steps", 0), r["status"], "", "", "", r["gpu"],
-                         r["versions"], git_rev(), socket.gethostname(), utc_now()])
-    write_rows(a.out, COLUMNS, rows)
+                         r["versions"], git_rev(), socket.gethostname(), utc_now()]])
     print("rows appended to %s" % a.out)
     return 0
 

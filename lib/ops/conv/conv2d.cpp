@@ -216,11 +216,8 @@ namespace {
 void forward_per_image(const ConvFwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float* y = a.y;
-  const int threads = e.threads;
   const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
-  const int nt_req = threads_for(threads, n);
+  const int nt_req = threads_for(e.threads, n);
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs(g, n, k)))
   {
     observe_team();
@@ -229,10 +226,10 @@ void forward_per_image(const ConvFwd& a, float* ws, CpuExec e) {
     chunk(n, t, omp_get_num_threads(), &lo, &hi);
     float* cols = ws + t * slot;
     for (int64_t i = lo; i < hi; ++i) {
-      float* yi = y + i * k * p;
-      im2col(g, x + i * g.image_size(), cols);
-      gemm(false, false, k, p, rows, 1.f, w, cols, 0.f, yi, CpuExec{1});
-      if (b) bias_add_image(k, p, b, yi);
+      float* yi = a.y + i * k * p;
+      im2col(g, a.x + i * g.image_size(), cols);
+      gemm(false, false, k, p, rows, 1.f, a.w, cols, 0.f, yi, CpuExec{1});
+      if (a.b) bias_add_image(k, p, a.b, yi);
     }
   }
 }
@@ -240,12 +237,9 @@ void forward_per_image(const ConvFwd& a, float* ws, CpuExec e) {
 void backward_per_image(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *dy = a.dy;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
-  const int threads = e.threads;
   const int64_t rows = g.col_rows(), p = g.col_cols(), slot = slot_floats(g, k);
   const int64_t dw_off = round_line(g.col_size()), db_off = dw_off + round_line(k * rows);
-  const int nt_req = threads_for(threads, n);
+  const int nt_req = threads_for(e.threads, n);
   // Partial dW kept transposed, (rows, k), when rows > k: OpenBLAS runs the product ~8% faster
   // with the longer side first (W3 conv2: 25.3 vs 27.3 ms per 128 images, thread CPU time).
   const bool dw_t = rows > k;
@@ -260,21 +254,21 @@ void backward_per_image(const ConvBwd& a, float* ws, CpuExec e) {
     float* cols = ws + t * slot;
     float* pdw = cols + dw_off;
     float* pdb = cols + db_off;
-    if (dw) std::memset(pdw, 0, sizeof(float) * k * rows);
-    if (db) std::memset(pdb, 0, sizeof(float) * k);
+    if (a.dw) std::memset(pdw, 0, sizeof(float) * k * rows);
+    if (a.db) std::memset(pdb, 0, sizeof(float) * k);
     for (int64_t i = lo; i < hi; ++i) {
-      const float* dyi = dy + i * k * p;
-      if (dw) {
-        im2col(g, x + i * g.image_size(), cols);
+      const float* dyi = a.dy + i * k * p;
+      if (a.dw) {
+        im2col(g, a.x + i * g.image_size(), cols);
         if (dw_t)
           gemm(false, true, rows, k, p, 1.f, cols, dyi, 1.f, pdw, CpuExec{1});
         else
           gemm(false, true, k, rows, p, 1.f, dyi, cols, 1.f, pdw, CpuExec{1});
       }
-      if (db) bias_sum_image(k, p, dyi, pdb);
-      if (dx) {
-        gemm(true, false, rows, p, k, 1.f, w, dyi, 0.f, cols, CpuExec{1});
-        col2im(g, cols, dx + i * g.image_size());
+      if (a.db) bias_sum_image(k, p, dyi, pdb);
+      if (a.dx) {
+        gemm(true, false, rows, p, k, 1.f, a.w, dyi, 0.f, cols, CpuExec{1});
+        col2im(g, cols, a.dx + i * g.image_size());
       }
     }
   }
@@ -282,62 +276,58 @@ void backward_per_image(const ConvBwd& a, float* ws, CpuExec e) {
   for (int t = 0; t < nt_used; ++t) {
     const float* pdw = ws + t * slot + dw_off;
     const float* pdb = ws + t * slot + db_off;
-    if (dw && dw_t) {
+    if (a.dw && dw_t) {
       for (int64_t c = 0; c < k; ++c)
-        for (int64_t r = 0; r < rows; ++r) dw[c * rows + r] += pdw[r * k + c];
-    } else if (dw) {
-      for (int64_t j = 0; j < k * rows; ++j) dw[j] += pdw[j];
+        for (int64_t r = 0; r < rows; ++r) a.dw[c * rows + r] += pdw[r * k + c];
+    } else if (a.dw) {
+      for (int64_t j = 0; j < k * rows; ++j) a.dw[j] += pdw[j];
     }
-    if (db)
-      for (int64_t j = 0; j < k; ++j) db[j] += pdb[j];
+    if (a.db)
+      for (int64_t j = 0; j < k; ++j) a.db[j] += pdb[j];
   }
 }
 
 void forward_batched(const ConvFwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float* y = a.y;
   const int64_t rows = g.col_rows(), p = g.col_cols();
   if (whole_image_window(g)) {
     // x (n, rows) is the batch's column matrix already, transposed: y (n, k) = x w^T, no copies.
     // W5's D.11 (512 -> 1 on 4x4), forward + backward: 5.6 -> 0.2 ms; G.0 (its transpose from
     // 100 x 1x1 to 512 x 4x4): 6.3 -> 2.5 ms (bench_conv --mode layers, 1 thread).
-    gemm(false, true, n, k, rows, 1.f, x, w, 0.f, y, e);
-    if (b) bias_add(n, k, 1, b, y, e);
+    gemm(false, true, n, k, rows, 1.f, a.x, a.w, 0.f, a.y, e);
+    if (a.b) bias_add(n, k, 1, a.b, a.y, e);
     return;
   }
   float* cols = ws;
   float* tmp = ws + round_line(rows * n * p);  // y as (k, n*p)
-  im2col_batch(g, n, x, cols, e);
-  gemm(false, false, k, n * p, rows, 1.f, w, cols, 0.f, tmp, e);
-  cnhw_to_nchw(n, k, p, tmp, y, e);
-  if (b) bias_add(n, k, p, b, y, e);
+  im2col_batch(g, n, a.x, cols, e);
+  gemm(false, false, k, n * p, rows, 1.f, a.w, cols, 0.f, tmp, e);
+  cnhw_to_nchw(n, k, p, tmp, a.y, e);
+  if (a.b) bias_add(n, k, p, a.b, a.y, e);
 }
 
 void backward_batched(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *dy = a.dy;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
   const int64_t rows = g.col_rows(), p = g.col_cols();
   float* cols = ws;
   float* dyt = ws + round_line(rows * n * p);  // dy as (k, n*p)
-  if (db) bias_backward(n, k, p, dy, db, e);
-  if (!dw && !dx) return;
+  if (a.db) bias_backward(n, k, p, a.dy, a.db, e);
+  if (!a.dw && !a.dx) return;
   if (whole_image_window(g)) {  // as forward_batched: dy is (n, k), x and dx (n, rows)
-    if (dw) gemm(true, false, k, rows, n, 1.f, dy, x, 1.f, dw, e);
-    if (dx) gemm(false, false, n, rows, k, 1.f, dy, w, 0.f, dx, e);
+    if (a.dw) gemm(true, false, k, rows, n, 1.f, a.dy, a.x, 1.f, a.dw, e);
+    if (a.dx) gemm(false, false, n, rows, k, 1.f, a.dy, a.w, 0.f, a.dx, e);
     return;
   }
-  nchw_to_cnhw(n, k, p, dy, dyt, e);
-  if (dw) {
-    im2col_batch(g, n, x, cols, e);
-    gemm(false, true, k, rows, n * p, 1.f, dyt, cols, 1.f, dw, e);
+  nchw_to_cnhw(n, k, p, a.dy, dyt, e);
+  if (a.dw) {
+    im2col_batch(g, n, a.x, cols, e);
+    gemm(false, true, k, rows, n * p, 1.f, dyt, cols, 1.f, a.dw, e);
   }
-  if (dx) {
-    gemm(true, false, rows, n * p, k, 1.f, w, dyt, 0.f, cols, e);
-    col2im_batch(g, n, cols, dx, e);
+  if (a.dx) {
+    gemm(true, false, rows, n * p, k, 1.f, a.w, dyt, 0.f, cols, e);
+    col2im_batch(g, n, cols, a.dx, e);
   }
 }
 
@@ -346,12 +336,11 @@ void backward_batched(const ConvBwd& a, float* ws, CpuExec e) {
 void conv2d_forward(const ConvFwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  float* y = a.y;
-  const Act act = a.act;
   ConvAlgo algo = a.algo;
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
   // The 3x3 kernels apply the activation in their output write (slopes in [0, 1], where it is
   // a max); im2col's paths in one more pass over y.
+  const Act act = a.act;
   const bool in_kernel = act.kind == FusedAct::ReLU ||
                          (act.kind == FusedAct::LeakyReLU && act.slope >= 0.f && act.slope <= 1.f);
   ConvFwd fused = a;
@@ -368,8 +357,8 @@ void conv2d_forward(const ConvFwd& a, float* ws, CpuExec e) {
     forward_per_image(a, ws, e);
   if (in_kernel && (algo == ConvAlgo::Winograd || algo == ConvAlgo::Direct)) return;
   const int64_t total = n * k * g.col_cols();
-  if (act.kind == FusedAct::ReLU) relu_forward(total, y, y, e);
-  if (act.kind == FusedAct::LeakyReLU) leaky_relu_forward(total, act.slope, y, y, e);
+  if (act.kind == FusedAct::ReLU) relu_forward(total, a.y, a.y, e);
+  if (act.kind == FusedAct::LeakyReLU) leaky_relu_forward(total, act.slope, a.y, a.y, e);
 }
 
 namespace {
@@ -379,34 +368,31 @@ namespace {
 void backward_by_algo(const ConvBwd& a, ConvAlgo algo, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *dy = a.dy, *dx_src = a.dx_src;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
-  const Act dx_act = a.dx_act;
   if (algo == ConvAlgo::Winograd && conv4x4s2_applies(g)) {
-    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv4x4s2_backward_weights(a, ws, e);
-    if (dx) conv4x4s2_backward_data(a, ws, e);
+    if (a.db) bias_backward(n, k, g.col_cols(), a.dy, a.db, e);
+    if (a.dw) conv4x4s2_backward_weights(a, ws, e);
+    if (a.dx) conv4x4s2_backward_data(a, ws, e);
     return;
   }
   if (algo == ConvAlgo::Winograd) {
-    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv3x3_winograd_backward_weights(a, ws, e);
-    if (dx) conv3x3_winograd_backward_data(a, ws, e);
+    if (a.db) bias_backward(n, k, g.col_cols(), a.dy, a.db, e);
+    if (a.dw) conv3x3_winograd_backward_weights(a, ws, e);
+    if (a.dx) conv3x3_winograd_backward_data(a, ws, e);
   } else if (algo == ConvAlgo::Direct) {
-    if (db) bias_backward(n, k, g.col_cols(), dy, db, e);
-    if (dw) conv3x3_direct_backward_weights(a, ws, e);
-    if (dx) conv3x3_direct_backward_data(a, ws, e);
+    if (a.db) bias_backward(n, k, g.col_cols(), a.dy, a.db, e);
+    if (a.dw) conv3x3_direct_backward_weights(a, ws, e);
+    if (a.dx) conv3x3_direct_backward_data(a, ws, e);
   } else if (algo == ConvAlgo::Batched) {
     backward_batched(a, ws, e);
   } else {
     backward_per_image(a, ws, e);
   }
-  if (dx && dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
+  if (a.dx && a.dx_act.kind != FusedAct::None) {  // in place, as the activation layer's backward
     const int64_t total = n * g.image_size();
-    if (dx_act.kind == FusedAct::ReLU)
-      relu_backward(total, dx_src, dx, dx, e);
+    if (a.dx_act.kind == FusedAct::ReLU)
+      relu_backward(total, a.dx_src, a.dx, a.dx, e);
     else
-      leaky_relu_backward(total, dx_act.slope, dx_src, dx, dx, e);
+      leaky_relu_backward(total, a.dx_act.slope, a.dx_src, a.dx, a.dx, e);
   }
 }
 
@@ -415,12 +401,9 @@ void backward_by_algo(const ConvBwd& a, ConvAlgo algo, float* ws, CpuExec e) {
 void conv2d_backward(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *dy = a.dy, *y = a.y, *dx_src = a.dx_src;
-  float* dx = a.dx;
-  const Act act = a.act;
   ConvAlgo algo = a.algo;
   if (algo == ConvAlgo::Auto) algo = conv_algo_for(g, n, k, e.threads);
-  if (act.kind == FusedAct::None) {
+  if (a.act.kind == FusedAct::None) {
     backward_by_algo(a, algo, ws, e);
     return;
   }
@@ -431,18 +414,18 @@ void conv2d_backward(const ConvBwd& a, float* ws, CpuExec e) {
   float* masked = ws + conv_workspace_floats(g, chunk, k, algo, e.threads);
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t m = std::min(chunk, n - i0);
-    if (act.kind == FusedAct::ReLU)
-      relu_backward(m * per_y, y + i0 * per_y, dy + i0 * per_y, masked, e);
+    if (a.act.kind == FusedAct::ReLU)
+      relu_backward(m * per_y, a.y + i0 * per_y, a.dy + i0 * per_y, masked, e);
     else
-      leaky_relu_backward(m * per_y, act.slope, y + i0 * per_y, dy + i0 * per_y, masked, e);
+      leaky_relu_backward(m * per_y, a.act.slope, a.y + i0 * per_y, a.dy + i0 * per_y, masked, e);
     ConvBwd c = a;  // the chunk's images, dy through the activation
     c.n = m;
-    c.x = x ? x + i0 * per_x : nullptr;
+    c.x = a.x ? a.x + i0 * per_x : nullptr;
     c.dy = masked;
     c.y = nullptr;
     c.act = Act{};
-    c.dx = dx ? dx + i0 * per_x : nullptr;
-    c.dx_src = dx_src ? dx_src + i0 * per_x : nullptr;
+    c.dx = a.dx ? a.dx + i0 * per_x : nullptr;
+    c.dx_src = a.dx_src ? a.dx_src + i0 * per_x : nullptr;
     backward_by_algo(c, algo, ws, e);
   }
 }
@@ -466,53 +449,71 @@ size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k) {
 namespace ops {
 
 namespace {
-const float* ptr(const Tensor* t) { return t ? t->data() : nullptr; }
-float* ptr(Tensor* t) { return t ? t->data() : nullptr; }
+template <class E = float>
+const E* ptr(const Tensor* t) {
+  return t ? t->data<E>() : nullptr;
+}
+template <class E = float>
+E* ptr(Tensor* t) {
+  return t ? t->data<E>() : nullptr;
+}
 
+// E: the activations' and weights' type; the bias and parameter gradients are float.
+template <class E>
+ConvFwdOf<E, float> ptrs_of(const ConvFwdTensors& t) {
+  return ConvFwdOf<E, float>::of(t, ptr<E>(t.x), ptr<E>(t.w), ptr(t.b), ptr<E>(t.y), t.act,
+                                 t.algo);
+}
+// Field by field in declaration order (conv_args.h); act' of dx_act is read off x.
+template <class E>
+ConvBwdOf<E, float> ptrs_of(const ConvBwdTensors& t) {
+  return {t,         ptr<E>(t.x), ptr<E>(t.w), ptr<E>(t.dy), ptr<E>(t.y),
+          ptr(t.dw), ptr(t.db),   ptr<E>(t.dx), t.act,       t.algo,
+          nullptr,   t.dx ? t.dx_act : Act{},   t.dx ? ptr<E>(t.x) : nullptr};
+}
 }  // namespace
 
-ConvFwd conv_ptrs(const ConvFwdTensors& t) {
-  ConvFwd a;
-  a.g = t.g;
-  a.n = t.n;
-  a.k = t.k;
-  a.x = ptr(t.x);
-  a.w = ptr(t.w);
-  a.b = ptr(t.b);
-  a.y = ptr(t.y);
-  a.act = t.act;
-  a.algo = t.algo;
-  return a;
-}
-ConvBwd conv_ptrs(const ConvBwdTensors& t) {
-  ConvBwd a;
-  a.g = t.g;
-  a.n = t.n;
-  a.k = t.k;
-  a.x = ptr(t.x);
-  a.w = ptr(t.w);
-  a.dy = ptr(t.dy);
-  a.y = ptr(t.y);
-  a.dw = ptr(t.dw);
-  a.db = ptr(t.db);
-  a.dx = ptr(t.dx);
-  a.act = t.act;
-  a.algo = t.algo;
-  a.dx_act = t.dx_act;
-  a.dx_src = t.dx ? ptr(t.x) : nullptr;  // act' of dx_act is read off x
-  if (!t.dx) a.dx_act = Act{};
-  return a;
-}
+ConvFwd conv_ptrs(const ConvFwdTensors& t) { return ptrs_of<float>(t); }
+ConvBwd conv_ptrs(const ConvBwdTensors& t) { return ptrs_of<float>(t); }
+ConvFwdBf16 conv_ptrs_bf16(const ConvFwdTensors& t) { return ptrs_of<bf16>(t); }
+ConvBwdBf16 conv_ptrs_bf16(const ConvBwdTensors& t) { return ptrs_of<bf16>(t); }
 
 namespace {
 
+// bf16 convolutions: x, w, y, dy, dx bfloat16 (those given), b, dw, db float32; else all float32.
+// Refused otherwise in one line naming the tensor; the CPU has no bf16 path.
+bool conv_is_bf16(const char* op, std::initializer_list<const Tensor*> acts,
+                  std::initializer_list<const Tensor*> params) {
+  const bool is_bf16 = (*acts.begin())->dtype() == DType::BF16;
+  const DType want = is_bf16 ? DType::BF16 : DType::F32;
+  int i = 0;
+  for (const Tensor* a : acts) {
+    PDNN_CHECK(!a || a->dtype() == want, "%s: operand %d is %s, x is %s (one type for x, w, y, "
+               "dy, dx)", op, i, dtype_name(a->dtype()), dtype_name(want));
+    ++i;
+  }
+  for (const Tensor* p : params)
+    PDNN_CHECK(!p || p->dtype() == DType::F32,
+               "%s: the bias and the parameter gradients are float32, not %s", op,
+               dtype_name(p->dtype()));
+  return is_bf16;
+}
+
 #if PDNN_HAVE_CUDA
-// The workspace a GPU algorithm needs for a pass (floats).
+// The workspace a GPU algorithm needs for a pass (floats). bf16: no direct kernel, the
+// register-staged implicit kernel (no flipped weights; its own split for the weight gradient).
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
-                            int64_t k, Act act) {
-  if (a == ConvAlgo::Direct && conv3x3_applies(g))
+                            int64_t k, Act act, bool is_bf16) {
+  if (!is_bf16 && a == ConvAlgo::Direct && conv3x3_applies(g))
     return (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
            cuda::conv2d_direct_ws(pass, g, n, k);
+  if (a == ConvAlgo::Implicit && is_bf16)
+    return pass == ConvPass::Forward
+               ? 1
+               : cuda::conv2d_act_grad_floats(g, n, k, act) +
+                     (pass == ConvPass::BackwardWeights
+                          ? cuda::conv2d_implicit_bf16_backward_weights_ws(g, n, k)
+                          : 1);
   if (a == ConvAlgo::Implicit)
     return pass == ConvPass::Forward
                ? 1
@@ -521,7 +522,8 @@ size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvG
                           ? cuda::conv2d_implicit_backward_weights_ws(g, n, k)
                           : cuda::conv2d_implicit_backward_data_ws(g, n, k));
   if (a == ConvAlgo::Cudnn)
-    return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec());
+    return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec(),
+                                               is_bf16 ? DType::BF16 : DType::F32);
   return cuda_conv_workspace_floats(g, n, k);
 }
 #endif
@@ -533,53 +535,59 @@ ConvAlgo cpu_algo(ConvAlgo a) {
 }
 
 #if PDNN_HAVE_CUDA
+template <class E>
 void gpu_forward(Context& ctx, const ConvFwdTensors& t) {
   const ConvGeom& g = t.g;
   const int64_t n = t.n, k = t.k;
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
   auto ws_of = [&](ConvAlgo a) {
-    return gpu_workspace_floats(ctx, ConvPass::Forward, a, g, n, k, t.act);
+    return gpu_workspace_floats(ctx, ConvPass::Forward, a, g, n, k, t.act, kBf16);
   };
   // The im2col path keeps the batch's columns for backward when the batch is one chunk; any
   // other algorithm leaves the buffer empty (size 0: its memory stays for the next step), so
   // backward never reads columns of an earlier batch.
   auto run = [&](ConvAlgo a, bool) {
     float* ws = ctx.workspace(Device::CUDA, ws_of(a));
-    ConvFwd c = conv_ptrs(t);
+    ConvFwdOf<E, float> c = ptrs_of<E>(t);
     c.algo = a;
     if (Tensor* saved = t.saved_cols) {
       if (a == ConvAlgo::Im2col && cuda_conv_chunk(g, n, k) == n) {
-        saved->resize(Shape{g.col_rows() * n * g.col_cols()}, DType::F32, Device::CUDA, ctx);
-        c.saved_cols = saved->data();
+        saved->resize(Shape{g.col_rows() * n * g.col_cols()}, dtype_of<E>(), Device::CUDA, ctx);
+        c.saved_cols = saved->data<E>();
       } else if (!saved->empty()) {
-        saved->resize(Shape{0}, DType::F32, Device::CUDA, ctx);
+        saved->resize(Shape{0}, saved->dtype(), Device::CUDA, ctx);
       }
     }
     cuda::conv2d_forward(c, ws, ctx.cuda_exec());
   };
-  run(gpu_conv_choose(ctx, ConvPass::Forward, g, n, k, t.act, t.algo, ws_of, run), false);
+  run(gpu_conv_choose(ctx, ConvPass::Forward, g, n, k, t.act, dtype_of<E>(), t.algo, ws_of, run),
+      false);
 }
 
+template <class E>
 void gpu_backward(Context& ctx, const ConvBwdTensors& t) {
   const ConvGeom& g = t.g;
   const int64_t n = t.n, k = t.k;
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
   const Tensor* saved_cols = t.saved_cols;
-  const float* keep = nullptr;
-  if (saved_cols && saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
+  const E* keep = nullptr;
+  if (saved_cols && saved_cols->dtype() == dtype_of<E>() &&
+      saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
       cuda_conv_chunk(g, n, k) == n)
-    keep = saved_cols->data();
+    keep = saved_cols->data<E>();
   // The choices first, then the passes: when both backward passes chose one algorithm, one call
   // runs them and shares the work they have in common (im2col: dy's permutation; implicit GEMM
   // and cuDNN: dy through the activation).
   auto ws_w = [&](ConvAlgo a) {
-    return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, t.act);
+    return gpu_workspace_floats(ctx, ConvPass::BackwardWeights, a, g, n, k, t.act, kBf16);
   };
   auto ws_d = [&](ConvAlgo a) {
-    return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, t.act);
+    return gpu_workspace_floats(ctx, ConvPass::BackwardData, a, g, n, k, t.act, kBf16);
   };
   // One call of the backward; while timing, the gradients accumulate into scratch, not dw, db.
   Tensor scratch_w, scratch_b;
   auto pass = [&](ConvAlgo a, size_t ws_floats, bool want_w, bool want_x, bool timing) {
-    ConvBwd c = conv_ptrs(t);
+    ConvBwdOf<E, float> c = ptrs_of<E>(t);
     c.algo = a;
     c.dw = want_w ? ptr(t.dw) : nullptr;
     c.db = want_w ? ptr(t.db) : nullptr;
@@ -589,9 +597,9 @@ void gpu_backward(Context& ctx, const ConvBwdTensors& t) {
       c.dw = t.dw ? scratch_w.data() : nullptr;
       c.db = t.db ? scratch_b.data() : nullptr;
     }
-    c.x = want_w ? ptr(t.x) : nullptr;
-    c.dx = want_x ? ptr(t.dx) : nullptr;
-    c.dx_src = want_x ? ptr(t.x) : nullptr;
+    c.x = want_w ? ptr<E>(t.x) : nullptr;
+    c.dx = want_x ? ptr<E>(t.dx) : nullptr;
+    c.dx_src = want_x ? ptr<E>(t.x) : nullptr;
     c.dx_act = want_x ? t.dx_act : Act{};
     c.saved_cols = a == ConvAlgo::Im2col && want_w ? keep : nullptr;
     float* ws = ctx.workspace(Device::CUDA, ws_floats);
@@ -600,10 +608,12 @@ void gpu_backward(Context& ctx, const ConvBwdTensors& t) {
   const bool want_w = t.dw || t.db;
   ConvAlgo aw = ConvAlgo::Auto, ad = ConvAlgo::Auto;
   if (want_w)
-    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, t.act, t.algo, ws_w,
+    aw = gpu_conv_choose(ctx, ConvPass::BackwardWeights, g, n, k, t.act, dtype_of<E>(), t.algo,
+                         ws_w,
                          [&](ConvAlgo a, bool timing) { pass(a, ws_w(a), true, false, timing); });
   if (t.dx)
-    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, t.act, t.algo, ws_d,
+    ad = gpu_conv_choose(ctx, ConvPass::BackwardData, g, n, k, t.act, dtype_of<E>(), t.algo,
+                         ws_d,
                          [&](ConvAlgo a, bool timing) { pass(a, ws_d(a), false, true, timing); });
   if (want_w && t.dx && aw == ad) {
     pass(aw, std::max(ws_w(aw), ws_d(ad)), true, true, false);
@@ -627,9 +637,14 @@ void conv2d_forward(Context& ctx, const ConvFwdTensors& t) {
              "conv2d_forward: x %s, w %s, y %s do not fit the geometry", x.shape().str().c_str(),
              w.shape().str().c_str(), y.shape().str().c_str());
   const Device d = op_device("conv2d_forward", {&x, &w, b, &y});
+  const bool is_bf16 = conv_is_bf16("conv2d_forward", {&x, &w, &y}, {b});
+  if (is_bf16 && d != Device::CUDA) fail_bf16_on_cpu("conv2d_forward");
   if (d == Device::CUDA) {
 #if PDNN_HAVE_CUDA
-    gpu_forward(ctx, t);
+    if (is_bf16)
+      gpu_forward<bf16>(ctx, t);
+    else
+      gpu_forward<float>(ctx, t);
     return;
 #else
     fail_no_cuda("conv2d_forward");
@@ -659,9 +674,14 @@ void conv2d_backward(Context& ctx, const ConvBwdTensors& t) {
   PDNN_CHECK(t.act.kind == FusedAct::None || (y && y->numel() == dy.numel()),
              "conv2d_backward: a fused activation needs the forward's output y");
   const Device d = op_device("conv2d_backward", {x, &w, &dy, y, dw, db, dx});
+  const bool is_bf16 = conv_is_bf16("conv2d_backward", {&w, &dy, x, y, dx}, {dw, db});
+  if (is_bf16 && d != Device::CUDA) fail_bf16_on_cpu("conv2d_backward");
   if (d == Device::CUDA) {
 #if PDNN_HAVE_CUDA
-    gpu_backward(ctx, t);
+    if (is_bf16)
+      gpu_backward<bf16>(ctx, t);
+    else
+      gpu_backward<float>(ctx, t);
     return;
 #else
     fail_no_cuda("conv2d_backward");
@@ -677,14 +697,15 @@ void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Te
   PDNN_CHECK(b.numel() == k && y.numel() == n * k * p, "bias_add: b %s, y %s",
              b.shape().str().c_str(), y.shape().str().c_str());
   const Device d = op_device("bias_add", {&b, &y});
-  PDNN_DISPATCH(ctx, d, bias_add, n, k, p, b.data(), y.data());
+  // b stays float32 (data<float> refuses anything else)
+  PDNN_DISPATCH_TYPED(ctx, d, y.dtype(), bias_add, n, k, p, b.data(), y.data<E>());
 }
 
 void bias_backward(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& dy, Tensor& db) {
   PDNN_CHECK(db.numel() == k && dy.numel() == n * k * p, "bias_backward: dy %s, db %s",
              dy.shape().str().c_str(), db.shape().str().c_str());
   const Device d = op_device("bias_backward", {&dy, &db});
-  PDNN_DISPATCH(ctx, d, bias_backward, n, k, p, dy.data(), db.data());
+  PDNN_DISPATCH_TYPED(ctx, d, dy.dtype(), bias_backward, n, k, p, dy.data<E>(), db.data());
 }
 
 }  // namespace ops

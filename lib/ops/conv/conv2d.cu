@@ -4,6 +4,11 @@
 // activation's derivative applied in that pass; the bias gradient as row sums of that
 // (contiguous) matrix; dW += dY' cols^T (the forward's columns when it kept them);
 // dcols = W^T dY', col2im as a gather. Index arithmetic is 32-bit, planes from blockIdx.y.
+// bf16 tensors (ConvFwdBf16, ConvBwdBf16): the same passes with bf16 columns and dY', cuBLAS's
+// bf16 GEMM with fp32 sums into an fp32 product (forward, dcols) or straight into the fp32 dW;
+// the permutation back, the bias, the activation and col2im's sums in fp32, rounded once to
+// bf16 where they are written. Memory floors per pass: the columns written and read once more
+// (2 bytes an element in bf16), plus the product (4 bytes) and the output.
 #include <algorithm>
 #include <type_traits>
 
@@ -14,6 +19,7 @@
 #include "ops/conv/im2col.h"
 #include "ops/gemm.h"
 #include "ops/kit/act.h"
+#include "ops/kit/round.h"
 
 namespace pdnn {
 namespace cuda {
@@ -21,34 +27,44 @@ namespace cuda {
 namespace {
 
 using kit::act_apply;
+using kit::from_f32;
+using kit::to_f32;
 
 // y (n, k, p) = act(tmp (k, n, p) permuted + b[k]); grid.y over the n*k planes of y.
-// V = 4: p % 4 == 0 (and so every plane 16-byte aligned): float4 loads and stores.
-template <int V>
+// V = 4: p % 4 == 0 (and so every plane 16-byte aligned): float4 loads and stores (float y;
+// a bf16 y takes its 4 values as they come).
+template <int V, class E>
 __global__ void to_ncp_bias_act(int n, int k, int p, const float* __restrict__ tmp,
-                                const float* __restrict__ b, Act act, float* __restrict__ y) {
+                                const float* __restrict__ b, Act act, E* __restrict__ y) {
   using Vec = typename std::conditional<V == 4, float4, float>::type;
   const int pv = p / V;
   for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
     const int i = plane / k, c = plane - i * k;
     const float bc = b ? b[c] : 0.f;
     const Vec* src = reinterpret_cast<const Vec*>(tmp + (static_cast<int64_t>(c) * n + i) * p);
-    Vec* dst = reinterpret_cast<Vec*>(y + static_cast<int64_t>(plane) * p);
+    E* dst = y + static_cast<int64_t>(plane) * p;
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
       Vec v = src[q];
       float* f = reinterpret_cast<float*>(&v);
 #pragma unroll
       for (int j = 0; j < V; ++j) f[j] = act_apply(f[j] + bc, act);
-      dst[q] = v;
+      if constexpr (std::is_same<E, float>::value) {
+        reinterpret_cast<Vec*>(dst)[q] = v;
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) dst[q * V + j] = from_f32<E>(f[j]);
+      }
     }
   }
 }
 
-// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted (vectorised as above).
-template <int V>
-__global__ void to_cnp_act(int n, int k, int p, const float* __restrict__ dy,
-                           const float* __restrict__ y, Act act, float* __restrict__ dyt) {
-  using Vec = typename std::conditional<V == 4, float4, float>::type;
+// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted (V = 4 as above, float only; bf16: the
+// product in fp32, rounded once).
+template <int V, class E>
+__global__ void to_cnp_act(int n, int k, int p, const E* __restrict__ dy,
+                           const E* __restrict__ y, Act act, E* __restrict__ dyt) {
+  using Vec = typename std::conditional<V == 4, float4, E>::type;
+  static_assert(V == 1 || std::is_same<E, float>::value, "vectorised for float only");
   const int pv = p / V;
   for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
     const int i = plane / k, c = plane - i * k;
@@ -58,37 +74,43 @@ __global__ void to_cnp_act(int n, int k, int p, const float* __restrict__ dy,
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
       Vec v = src[q];
       if (ys) {
-        Vec yv = ys[q];
-        float* f = reinterpret_cast<float*>(&v);
-        const float* fy = reinterpret_cast<const float*>(&yv);
+        if constexpr (V == 4) {
+          Vec yv = ys[q];
+          float* f = reinterpret_cast<float*>(&v);
+          const float* fy = reinterpret_cast<const float*>(&yv);
 #pragma unroll
-        for (int j = 0; j < V; ++j) f[j] = kit::grad_through_act(fy[j], f[j], act);
+          for (int j = 0; j < V; ++j) f[j] = kit::grad_through_act(fy[j], f[j], act);
+        } else {
+          v = from_f32<E>(kit::grad_through_act(to_f32(ys[q]), to_f32(v), act));
+        }
       }
       dst[q] = v;
     }
   }
 }
 
-__global__ void bias_add_k(int n, int k, int p, const float* __restrict__ b, float* __restrict__ y) {
+template <class E>
+__global__ void bias_add_k(int n, int k, int p, const float* __restrict__ b, E* __restrict__ y) {
   for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
     const float bc = b[plane % k];
-    float* dst = y + static_cast<int64_t>(plane) * p;
+    E* dst = y + static_cast<int64_t>(plane) * p;
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < p; q += gridDim.x * blockDim.x)
-      dst[q] += bc;
+      dst[q] = from_f32<E>(to_f32(dst[q]) + bc);
   }
 }
 
 constexpr int kSumThreads = 512;
 
 // db[c] += sum of dy over its n planes of p values (one block per channel, double).
-__global__ void bias_backward_k(int n, int k, int p, const float* __restrict__ dy,
+template <class E>
+__global__ void bias_backward_k(int n, int k, int p, const E* __restrict__ dy,
                                 float* __restrict__ db) {
   __shared__ double sh[kSumThreads];
   const int c = blockIdx.x;
   double s = 0.0;
   for (int i = 0; i < n; ++i) {
-    const float* plane = dy + (static_cast<int64_t>(i) * k + c) * p;
-    for (int q = threadIdx.x; q < p; q += blockDim.x) s += plane[q];
+    const E* plane = dy + (static_cast<int64_t>(i) * k + c) * p;
+    for (int q = threadIdx.x; q < p; q += blockDim.x) s += to_f32(plane[q]);
   }
   const double t = block_sum(s, sh);
   if (threadIdx.x == 0) db[c] += static_cast<float>(t);
@@ -98,13 +120,14 @@ __global__ void bias_backward_k(int n, int k, int p, const float* __restrict__ d
 // sums slice s of row c into part[c * kSlices + s]; then one block per row adds its slices in
 // order to db[c]. (One block per row was too little parallelism: 60-80 us for W2/W3.)
 constexpr int kSlices = 32;
-__global__ void row_sums_part(int len, const float* __restrict__ m, double* __restrict__ part) {
+template <class E>
+__global__ void row_sums_part(int len, const E* __restrict__ m, double* __restrict__ part) {
   __shared__ double sh[kThreads];
   const int c = blockIdx.y, sl = blockIdx.x;
   const int per = (len + kSlices - 1) / kSlices, lo = sl * per, hi = min(len, lo + per);
-  const float* row = m + static_cast<int64_t>(c) * len;
+  const E* row = m + static_cast<int64_t>(c) * len;
   double s = 0.0;
-  for (int q = lo + threadIdx.x; q < hi; q += blockDim.x) s += row[q];
+  for (int q = lo + threadIdx.x; q < hi; q += blockDim.x) s += to_f32(row[q]);
   const double t = block_sum(s, sh);
   if (threadIdx.x == 0) part[c * kSlices + sl] = t;
 }
@@ -118,83 +141,106 @@ __global__ void row_sums_final(int k, const double* __restrict__ part, float* __
 
 }  // namespace
 
-void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e) {
+namespace {
+template <class E>
+void bias_add_launch(int64_t n, int64_t k, int64_t p, const float* b, E* y, CudaExec e) {
   if (n * k * p <= 0) return;
   bias_add_k<<<grid2d(p, n * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
       static_cast<int>(n), static_cast<int>(k), static_cast<int>(p), b, y);
   PDNN_CUDA_LAUNCH_CHECK("bias_add");
 }
-
-void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e) {
+template <class E>
+void bias_backward_launch(int64_t n, int64_t k, int64_t p, const E* dy, float* db, CudaExec e) {
   if (k <= 0) return;
   bias_backward_k<<<static_cast<unsigned>(k), kSumThreads, 0, stream_of(e)>>>(
       static_cast<int>(n), static_cast<int>(k), static_cast<int>(p), dy, db);
   PDNN_CUDA_LAUNCH_CHECK("bias_backward");
 }
+}  // namespace
+
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e) {
+  bias_add_launch(n, k, p, b, y, e);
+}
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, bf16* y, CudaExec e) {
+  bias_add_launch(n, k, p, b, y, e);
+}
+void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e) {
+  bias_backward_launch(n, k, p, dy, db, e);
+}
+void bias_backward(int64_t n, int64_t k, int64_t p, const bf16* dy, float* db, CudaExec e) {
+  bias_backward_launch(n, k, p, dy, db, e);
+}
 
 namespace {
 
-void im2col_forward(const ConvFwd& a, float* ws, CudaExec e) {
+// E: float or bf16 (the columns in E, the product in fp32 at the product offset).
+template <class E>
+void im2col_forward(const ConvFwdOf<E, float>& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float *y = a.y, *saved_cols = a.saved_cols;
-  const Act act = a.act;
   const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
   float* tmp = ws + cuda_conv_product_offset(g, chunk);
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t c = std::min(chunk, n - i0);
-    float* cols = saved_cols && c == n ? saved_cols : ws;
-    im2col_batch(g, c, x + i0 * g.image_size(), cols, e);
-    gemm(false, false, k, c * p, rows, 1.f, w, cols, 0.f, tmp, e);
+    E* cols = a.saved_cols && c == n ? a.saved_cols : reinterpret_cast<E*>(ws);
+    im2col_batch(g, c, a.x + i0 * g.image_size(), cols, e);
+    gemm(false, false, k, c * p, rows, 1.f, a.w, cols, 0.f, tmp, e);
     if (p % 4 == 0)
       to_ncp_bias_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
-          y + i0 * k * p);
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, a.b, a.act,
+          a.y + i0 * k * p);
     else
       to_ncp_bias_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, b, act,
-          y + i0 * k * p);
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, a.b, a.act,
+          a.y + i0 * k * p);
     PDNN_CUDA_LAUNCH_CHECK("conv2d_forward output");
   }
 }
 
-void im2col_backward(const ConvBwd& a, float* ws, CudaExec e) {
+// The workspace as float: the columns (E) and later the fp32 dcols at 0, dy' (E) at the
+// product offset, the bias's partial sums (double) past dy' counted in floats.
+template <class E>
+void im2col_backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *dy = a.dy, *y = a.y, *saved_cols = a.saved_cols;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
-  const Act act = a.act;
   const int64_t rows = g.col_rows(), p = g.col_cols(), chunk = cuda_conv_chunk(g, n, k);
-  float* cols = ws;
-  float* dyt = ws + cuda_conv_product_offset(g, chunk);  // dy of the chunk as (k, c*p)
+  E* cols = reinterpret_cast<E*>(ws);
+  float* dcols = ws;
+  float* dyt_at = ws + cuda_conv_product_offset(g, chunk);
+  E* dyt = reinterpret_cast<E*>(dyt_at);  // dy of the chunk as (k, c*p)
+  constexpr bool kVec = std::is_same<E, float>::value;
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t c = std::min(chunk, n - i0);
-    const float* yc = act.kind == FusedAct::None ? nullptr : y + i0 * k * p;
-    if (p % 4 == 0)
-      to_cnp_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p, yc, act,
-          dyt);
-    else
+    const E* yc = a.act.kind == FusedAct::None ? nullptr : a.y + i0 * k * p;
+    bool done = false;
+    if constexpr (kVec) {
+      if (p % 4 == 0) {
+        to_cnp_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+            static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), a.dy + i0 * k * p,
+            yc, a.act, dyt);
+        done = true;
+      }
+    }
+    if (!done)
       to_cnp_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), dy + i0 * k * p, yc, act,
-          dyt);
+          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), a.dy + i0 * k * p, yc,
+          a.act, dyt);
     PDNN_CUDA_LAUNCH_CHECK("conv2d_backward dy");
-    if (db) {
-      double* part = reinterpret_cast<double*>(dyt + k * c * p + (k * c * p) % 2);
+    if (a.db) {
+      double* part = reinterpret_cast<double*>(dyt_at + k * c * p + (k * c * p) % 2);
       row_sums_part<<<dim3(kSlices, static_cast<unsigned>(k)), kThreads, 0, stream_of(e)>>>(
           static_cast<int>(c * p), dyt, part);
-      row_sums_final<<<blocks_for(k, 64), 64, 0, stream_of(e)>>>(static_cast<int>(k), part, db);
+      row_sums_final<<<blocks_for(k, 64), 64, 0, stream_of(e)>>>(static_cast<int>(k), part, a.db);
       PDNN_CUDA_LAUNCH_CHECK("conv2d_backward bias");
     }
-    if (dw) {
-      const float* xc = saved_cols && c == n ? saved_cols : cols;
-      if (xc == cols) im2col_batch(g, c, x + i0 * g.image_size(), cols, e);
-      gemm(false, true, k, rows, c * p, 1.f, dyt, xc, 1.f, dw, e);
+    if (a.dw) {
+      const E* xc = a.saved_cols && c == n ? a.saved_cols : cols;
+      if (xc == cols) im2col_batch(g, c, a.x + i0 * g.image_size(), cols, e);
+      gemm(false, true, k, rows, c * p, 1.f, dyt, xc, 1.f, a.dw, e);
     }
-    if (dx) {
-      gemm(true, false, rows, c * p, k, 1.f, w, dyt, 0.f, cols, e);
-      col2im_batch(g, c, cols, dx + i0 * g.image_size(), e);
+    if (a.dx) {
+      gemm(true, false, rows, c * p, k, 1.f, a.w, dyt, 0.f, dcols, e);
+      col2im_batch(g, c, dcols, a.dx + i0 * g.image_size(), e);
     }
   }
 }
@@ -202,10 +248,11 @@ void im2col_backward(const ConvBwd& a, float* ws, CudaExec e) {
 }  // namespace
 
 namespace {
-__global__ void act_grad_k(int64_t total, const float* __restrict__ y,
-                           const float* __restrict__ dy, Act a, float* __restrict__ g) {
+template <class E>
+__global__ void act_grad_k(int64_t total, const E* __restrict__ y, const E* __restrict__ dy,
+                           Act a, E* __restrict__ g) {
   PDNN_GRID_LOOP(i, total) {
-    g[i] = kit::act_grad(y[i], dy[i], a);
+    g[i] = from_f32<E>(kit::act_grad(to_f32(y[i]), to_f32(dy[i]), a));
   }
 }
 
@@ -248,14 +295,10 @@ void implicit_backward_data(const ConvBwd& a, float* ws, CudaExec e) {
   flip_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
       total, static_cast<int>(k), static_cast<int>(g.c), static_cast<int>(g.kh * g.kw), a.w, ws);
   PDNN_CUDA_LAUNCH_CHECK("conv2d backward-data weight flip");
-  ConvFwd f;
-  f.g = conv_geom("conv2d backward-data", k, g.oh, g.ow, g.kh, g.kw, 1, 1, g.kh - 1 - g.ph,
-                  g.kw - 1 - g.pw);
-  f.n = n;
-  f.k = g.c;
-  f.x = a.dy;
-  f.w = ws;
-  f.y = a.dx;
+  const ConvShape flipped{conv_geom("conv2d backward-data", k, g.oh, g.ow, g.kh, g.kw, 1, 1,
+                                     g.kh - 1 - g.ph, g.kw - 1 - g.pw),
+                           n, g.c};
+  const ConvFwd f = ConvFwd::of(flipped, a.dy, ws, nullptr, a.dx);
   conv2d_implicit_forward(f, e);
 }
 }  // namespace
@@ -264,6 +307,11 @@ void conv2d_act_grad(int64_t total, const float* y, const float* dy, Act act, fl
                      CudaExec e) {
   act_grad_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(total, y, dy, act, g);
   PDNN_CUDA_LAUNCH_CHECK("conv2d backward activation");
+}
+void conv2d_act_grad(int64_t total, const bf16* y, const bf16* dy, Act act, bf16* g,
+                     CudaExec e) {
+  act_grad_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(total, y, dy, act, g);
+  PDNN_CUDA_LAUNCH_CHECK("conv2d backward activation (bf16)");
 }
 
 // The algorithm was chosen by the ops layer (conv2d_algo.h); Auto and the CPU's algorithms mean
@@ -279,27 +327,46 @@ void conv2d_forward(const ConvFwd& a, float* ws, CudaExec e) {
     im2col_forward(a, ws, e);
 }
 
+// bf16: no direct kernel (its halo tiles are fp32); Direct and the CPU's algorithms mean im2col.
+void conv2d_forward(const ConvFwdBf16& a, float* ws, CudaExec e) {
+  if (a.algo == ConvAlgo::Implicit)
+    conv2d_implicit_forward(a, e);
+  else if (a.algo == ConvAlgo::Cudnn)
+    conv2d_cudnn_forward(a, ws, e);
+  else
+    im2col_forward(a, ws, e);
+}
+
 namespace {
 void backward_by_algo(const ConvBwd& a, float* ws, CudaExec e);
-}  // namespace
+void backward_by_algo(const ConvBwdBf16& a, float* ws, CudaExec e);
 
-void conv2d_backward(const ConvBwd& a, float* ws, CudaExec e) {
+template <class C>
+void backward_checked(const C& a, float* ws, CudaExec e) {
   PDNN_CHECK(a.dx_act.kind == FusedAct::None || a.dx_src,
              "conv2d_backward: dx through the input's activation needs the input");
-  ConvBwd c = a;
+  C c = a;
   if (!c.dx) c.dx_act = Act{};
   backward_by_algo(c, ws, e);
 }
+}  // namespace
+
+void conv2d_backward(const ConvBwd& a, float* ws, CudaExec e) { backward_checked(a, ws, e); }
+void conv2d_backward(const ConvBwdBf16& a, float* ws, CudaExec e) { backward_checked(a, ws, e); }
 
 namespace {
-__global__ void act_grad_in_place_k(int64_t total, const float* __restrict__ src, float* dx, Act a) {
+template <class E>
+__global__ void act_grad_in_place_k(int64_t total, const E* __restrict__ src, E* dx, Act a) {
   PDNN_GRID_LOOP(i, total) {
-    dx[i] = kit::act_grad(src[i], dx[i], a);
+    dx[i] = from_f32<E>(kit::act_grad(to_f32(src[i]), to_f32(dx[i]), a));
   }
 }
 
-// dx through act'(src), in place, for the algorithms that cannot do it in their output write.
-void dx_through_act(const ConvGeom& g, int64_t n, const float* src, float* dx, Act a, CudaExec e) {
+// dx through act'(src), in place, for the algorithms that cannot do it in their output write
+// (bf16: dx was rounded when written, and is rounded again here: the activation layer's own
+// backward on a bf16 gradient would do the same).
+template <class E>
+void dx_through_act(const ConvGeom& g, int64_t n, const E* src, E* dx, Act a, CudaExec e) {
   if (a.kind == FusedAct::None) return;
   const int64_t total = n * g.image_size();
   act_grad_in_place_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(total, src, dx, a);
@@ -309,20 +376,19 @@ void dx_through_act(const ConvGeom& g, int64_t n, const float* src, float* dx, A
 void backward_by_algo(const ConvBwd& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const ConvAlgo algo = a.algo;
-  if (algo == ConvAlgo::Cudnn) {
+  if (a.algo == ConvAlgo::Cudnn) {
     conv2d_cudnn_backward(a, ws, e);
     if (a.dx) dx_through_act(g, n, a.dx_src, a.dx, a.dx_act, e);
     return;
   }
-  const bool direct = algo == ConvAlgo::Direct && conv3x3_applies(g);
-  if (algo != ConvAlgo::Implicit && !direct) {
+  const bool direct = a.algo == ConvAlgo::Direct && conv3x3_applies(g);
+  if (a.algo != ConvAlgo::Implicit && !direct) {
     im2col_backward(a, ws, e);
     if (a.dx) dx_through_act(g, n, a.dx_src, a.dx, a.dx_act, e);
     return;
   }
   PDNN_CHECK(a.dw || !a.db, "conv2d_backward (%s): the bias gradient comes with dw",
-             conv_algo_name(algo));
+             conv_algo_name(a.algo));
   if (!a.dx) {
     // The weight gradient alone reads each dy once: y beside it, through the activation there.
     if (a.dw && direct) conv2d_direct_backward_weights(a, ws, e);
@@ -346,6 +412,38 @@ void backward_by_algo(const ConvBwd& a, float* ws, CudaExec e) {
   }
   if (m.dw) conv2d_implicit_backward_weights(m, ws, e);
   implicit_backward_data(m, ws, e);
+  dx_through_act(g, n, m.dx_src, m.dx, m.dx_act, e);
+}
+
+// bf16: im2col, cuDNN, or the register-staged implicit GEMM (every stride: no flipped-weights
+// forward for stride 1; its forward kernel is the same kernel).
+void backward_by_algo(const ConvBwdBf16& a, float* ws, CudaExec e) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  if (a.algo != ConvAlgo::Implicit) {
+    if (a.algo == ConvAlgo::Cudnn)
+      conv2d_cudnn_backward(a, ws, e);
+    else
+      im2col_backward(a, ws, e);
+    if (a.dx) dx_through_act(g, n, a.dx_src, a.dx, a.dx_act, e);
+    return;
+  }
+  PDNN_CHECK(a.dw || !a.db, "conv2d_backward (implicit, bf16): the bias gradient comes with dw");
+  if (!a.dx) {
+    if (a.dw) conv2d_implicit_backward_weights(a, ws, e);
+    return;
+  }
+  ConvBwdBf16 m = a;
+  const size_t masked = conv2d_act_grad_floats(g, n, k, a.act);
+  if (masked) {
+    bf16* gm = reinterpret_cast<bf16*>(ws);
+    conv2d_act_grad(n * k * g.oh * g.ow, a.y, a.dy, a.act, gm, e);
+    m.dy = gm;
+    ws += masked;
+  }
+  m.act = Act{};
+  if (m.dw) conv2d_implicit_backward_weights(m, ws, e);
+  conv2d_implicit_backward_data(m, e);
   dx_through_act(g, n, m.dx_src, m.dx, m.dx_act, e);
 }
 }  // namespace

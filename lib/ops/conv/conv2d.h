@@ -82,16 +82,29 @@ void conv2d_forward(const ConvFwd& a, float* ws, CudaExec e);
 void conv2d_backward(const ConvBwd& a, float* ws, CudaExec e);
 void bias_add(int64_t n, int64_t k, int64_t p, const float* b, float* y, CudaExec e);
 void bias_backward(int64_t n, int64_t k, int64_t p, const float* dy, float* db, CudaExec e);
+// bf16 (conv2d_gpu.h: bf16 activations and weights, fp32 bias and parameter gradients; im2col,
+// implicit or cuDNN; the same workspace sizes as fp32 suffice).
+void conv2d_forward(const ConvFwdBf16& a, float* ws, CudaExec e);
+void conv2d_backward(const ConvBwdBf16& a, float* ws, CudaExec e);
+// y (bf16) = y + b, rounded once; db += sums of a bf16 dy (in double).
+void bias_add(int64_t n, int64_t k, int64_t p, const float* b, bf16* y, CudaExec e);
+void bias_backward(int64_t n, int64_t k, int64_t p, const bf16* dy, float* db, CudaExec e);
 }  // namespace cuda
 
 // Tensor ops: the workspace comes from ctx on the tensors' device. saved_cols (ConvFwdOf) is
 // resized here; pass the same buffer to both, with nothing else in between that changes x.
 // dx_act: dx is written as act'(x) . dL/dx (x required), on the GPU in the kernel's own output
 // write where it can (direct) and in place after it elsewhere.
+// Mixed precision by the tensors' type: bfloat16 x, w, y, dy, dx with float32 b, dw, db run the
+// GPU's bf16 algorithms (chosen per shape as in fp32, "bf16" in the key); the CPU has no bf16
+// path and refuses them in one line.
 namespace ops {
 // The tensors' pointers (saved_cols left null; dx_src = x when dx is given, as ops:: reads it).
 ConvFwd conv_ptrs(const ConvFwdTensors& t);
 ConvBwd conv_ptrs(const ConvBwdTensors& t);
+// The same for bf16 tensors (bf16 x, w, y, dy, dx; float32 b, dw, db).
+ConvFwdBf16 conv_ptrs_bf16(const ConvFwdTensors& t);
+ConvBwdBf16 conv_ptrs_bf16(const ConvBwdTensors& t);
 void conv2d_forward(Context& ctx, const ConvFwdTensors& a);
 void conv2d_backward(Context& ctx, const ConvBwdTensors& a);
 void bias_add(Context& ctx, int64_t n, int64_t k, int64_t p, const Tensor& b, Tensor& y);

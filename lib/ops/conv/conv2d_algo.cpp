@@ -81,12 +81,14 @@ bool own_algo(ConvAlgo a) {
 }  // namespace
 
 std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
-                                          const std::string& policy, bool have_cudnn) {
+                                          const std::string& policy, bool have_cudnn,
+                                          bool is_bf16) {
   (void)pass;
   std::vector<ConvAlgo> all{ConvAlgo::Im2col};
   if (implicit_fits(g, n, k)) all.push_back(ConvAlgo::Implicit);
-  // the halo-tile kernels of 3x3 stride-1 layers (conv2d_direct.cu)
-  if (conv3x3_applies(g) && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
+  // the halo-tile kernels of 3x3 stride-1 layers (conv2d_direct.cu; fp32 and TF32 only)
+  if (!is_bf16 && conv3x3_applies(g) && g.c * g.h * g.w < INT_MAX &&
+      k * g.oh * g.ow < INT_MAX)
     all.push_back(ConvAlgo::Direct);
   if (have_cudnn) all.push_back(ConvAlgo::Cudnn);
   std::vector<ConvAlgo> out;
@@ -108,19 +110,18 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
 }
 
 std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
-                         bool tf32) {
+                         const char* precision) {
   char s[256];
   std::snprintf(s, sizeof s, "conv2d %s n%lld c%lldx%lldx%lld k%lld %lldx%lld s%lld,%lld p%lld,%lld %s %s",
                 conv_pass_name(pass), (long long)n, (long long)g.c, (long long)g.h,
                 (long long)g.w, (long long)k, (long long)g.kh, (long long)g.kw, (long long)g.sh,
                 (long long)g.sw, (long long)g.ph, (long long)g.pw,
-                act.kind == FusedAct::None ? "none" : fused_act_name(act.kind),
-                tf32 ? "tf32" : "fp32");
+                act.kind == FusedAct::None ? "none" : fused_act_name(act.kind), precision);
   return s;
 }
 
 ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
-                         Act act, ConvAlgo requested,
+                         Act act, DType dtype, ConvAlgo requested,
                          const std::function<size_t(ConvAlgo)>& ws_floats,
                          const std::function<void(ConvAlgo, bool timing)>& run) {
   CudaState& cs = ctx.cuda();
@@ -142,8 +143,10 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
   const bool planned = ctx.workspace_limit(Device::CUDA) > 0 && policy == "auto";
   // The pass's policy is part of the key: "own" must not reuse a cuDNN choice "auto" made (nor
   // a planned run one an unplanned run made).
-  const std::string key = gpu_conv_key(pass, g, n, k, act, cs.tf32()) + " " + policy +
-                          (planned ? "-planned" : "");
+  const bool is_bf16 = dtype == DType::BF16;
+  const char* prec = is_bf16 ? "bf16" : ctx.precision() == Precision::Tf32 ? "tf32" : "fp32";
+  const std::string key =
+      gpu_conv_key(pass, g, n, k, act, prec) + " " + policy + (planned ? "-planned" : "");
   if (const Tuning::Choice* c = tune.lookup(key)) {
     ConvAlgo a;
     PDNN_CHECK(parse_conv_algo(c->choice, &a) && a != ConvAlgo::Auto,
@@ -164,7 +167,8 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
     std::printf("conv algorithm: %s: cudnn left out: it allocates device memory outside the "
                 "memory plan (--conv-algo cudnn forces it)\n", key.c_str());
   const std::vector<ConvAlgo> cands =
-      gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr);
+      gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr,
+                          is_bf16);
   if (cands.size() == 1 && policy != "auto" && policy != "own") {
     // Forced, and able to run the pass: no timing (ms 0 in the summary says so).
     tune.put(key, conv_algo_name(cands.front()), 0.0);

@@ -31,20 +31,24 @@ bool valid_gpu_conv_policy(const std::string& policy);
 // The policy of one pass under a (per-pass) policy string: "auto", "own" or an algorithm.
 std::string gpu_conv_pass_policy(const std::string& policy, ConvPass pass);
 
-// The algorithms that can run `pass` of this shape on the GPU under `policy`, in a fixed order.
+// The algorithms that can run `pass` of this shape on the GPU under `policy`, in a fixed order
+// (bf16 tensors: no direct kernel).
 std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
-                                          const std::string& policy, bool have_cudnn);
+                                          const std::string& policy, bool have_cudnn,
+                                          bool is_bf16 = false);
 
-// The tuning cache's key of a pass: "conv2d fwd n64 c3x224x224 k32 3x3 s1 p1 relu fp32".
+// The tuning cache's key of a pass: "conv2d fwd n64 c3x224x224 k32 3x3 s1 p1 relu fp32";
+// precision: "fp32", "tf32" or "bf16".
 std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
-                         bool tf32);
+                         const char* precision);
 
 // The algorithm for a pass: `requested` when it is not Auto; else the context's tuned choice;
 // else the fastest candidate, timed now. ws_floats(a): the workspace algorithm a needs; run(a):
 // queues the pass with algorithm a on the context's stream (writing only what timing may
-// overwrite: the caller points accumulating outputs at scratch while timing).
+// overwrite: the caller points accumulating outputs at scratch while timing). dtype: the
+// tensors' (F32: fp32 or TF32 by the context; BF16).
 ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
-                         Act act, ConvAlgo requested,
+                         Act act, DType dtype, ConvAlgo requested,
                          const std::function<size_t(ConvAlgo)>& ws_floats,
                          const std::function<void(ConvAlgo, bool timing)>& run);
 

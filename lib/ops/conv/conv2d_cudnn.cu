@@ -12,6 +12,9 @@
 // cuDNN's 4-d descriptors hold at most 2^31 - 1 elements (W4's conv2 at 1120 x 1120 has 2.57
 // billion): a larger batch runs in slices of images that fit, in order (the weight gradient
 // accumulates slice by slice, so the result stays deterministic).
+// bf16 (cuDNN's bfloat16 configuration: bf16 tensor and filter descriptors, fp32 compute) takes
+// any deterministic algorithm, as TF32 does; cuDNN writes the weight gradient in the filter's
+// type, so it lands in a bf16 scratch (rounded once per slice) and is added to the fp32 dw.
 #include <algorithm>
 #include <climits>
 
@@ -22,6 +25,7 @@
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
 #include "ops/kit/act.h"
+#include "ops/kit/round.h"
 
 namespace pdnn {
 namespace cuda {
@@ -31,12 +35,23 @@ namespace {
 
 constexpr size_t kMaxWorkspace = size_t{1} << 30;
 
-// y (n, k, p) = act(y + b[c]) in place.
+// y (n, k, p) = act(y + b[c]) in place (bf16: in fp32, rounded once).
+template <class E>
 __global__ void bias_act_k(int64_t total, int k, int p, const float* __restrict__ b, Act a,
-                           float* __restrict__ y) {
+                           E* __restrict__ y) {
   PDNN_GRID_LOOP(i, total) {
-    y[i] = kit::act_apply(y[i] + (b ? b[(i / p) % k] : 0.f), a);
+    y[i] = kit::from_f32<E>(kit::act_apply(kit::to_f32(y[i]) + (b ? b[(i / p) % k] : 0.f), a));
   }
+}
+
+// dw += w16 (cuDNN's bf16 weight gradient of one slice).
+__global__ void add_bf16_k(int64_t total, const bf16* __restrict__ w16, float* __restrict__ dw) {
+  PDNN_GRID_LOOP(i, total) dw[i] += kit::to_f32(w16[i]);
+}
+
+template <class E>
+constexpr cudnnDataType_t data_type() {
+  return std::is_same<E, bf16>::value ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
 
 
@@ -52,16 +67,17 @@ struct Descs {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  Descs(const ConvGeom& g, int64_t n, int64_t k) : a(api()) {
+  // t: the tensors' and filter's type; the convolution computes in fp32 either way.
+  Descs(const ConvGeom& g, int64_t n, int64_t k, cudnnDataType_t t = CUDNN_DATA_FLOAT) : a(api()) {
     a.check(a.create_tensor(&x), "cudnnCreateTensorDescriptor");
     a.check(a.create_tensor(&y), "cudnnCreateTensorDescriptor");
     a.check(a.create_filter(&w), "cudnnCreateFilterDescriptor");
     a.check(a.create_conv(&conv), "cudnnCreateConvolutionDescriptor");
-    a.check(a.set_tensor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(g.c), int(g.h), int(g.w)),
+    a.check(a.set_tensor(x, CUDNN_TENSOR_NCHW, t, int(n), int(g.c), int(g.h), int(g.w)),
             "cudnnSetTensor4dDescriptor (x)");
-    a.check(a.set_tensor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(n), int(k), int(g.oh), int(g.ow)),
+    a.check(a.set_tensor(y, CUDNN_TENSOR_NCHW, t, int(n), int(k), int(g.oh), int(g.ow)),
             "cudnnSetTensor4dDescriptor (y)");
-    a.check(a.set_filter(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(k), int(g.c), int(g.kh), int(g.kw)),
+    a.check(a.set_filter(w, t, CUDNN_TENSOR_NCHW, int(k), int(g.c), int(g.kh), int(g.kw)),
             "cudnnSetFilter4dDescriptor");
     a.check(a.set_conv(conv, int(g.ph), int(g.pw), int(g.sh), int(g.sw), 1, 1,
                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
@@ -98,38 +114,42 @@ bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
          a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
+// strict: fp32's FMA math only (else tensor-op math too: TF32, bf16); direct: direct summation
+// only (fp32; and bf16, whose fp32 sums are all its tests' bounds allow beyond the roundings
+// to bf16; TF32's own rounding is larger than FFT's or Winograd's).
 template <class Perf, class Query>
-Pick pick_from(const Descs& d, bool tf32, Query query, const char* what) {
+Pick pick_from(const Descs& d, bool strict, bool direct, Query query, const char* what) {
   Perf perf[16];
   int count = 0;
   d.a.check(query(perf, &count), what);
   for (int i = 0; i < count; ++i) {
     const Perf& p = perf[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC ||
-        p.memory > kMaxWorkspace || (!tf32 && (p.mathType != CUDNN_FMA_MATH || !sums_directly(p.algo))))
+        p.memory > kMaxWorkspace || (strict && p.mathType != CUDNN_FMA_MATH) ||
+        (direct && !sums_directly(p.algo)))
       continue;
     d.a.check(d.a.set_math(d.conv, p.mathType), "cudnnSetConvolutionMathType");
     return Pick{static_cast<int>(p.algo), static_cast<int>(p.mathType), p.memory};
   }
   PDNN_FAIL("convolution algorithm cudnn: no deterministic %s algorithm of cuDNN fits (%s)",
-            tf32 ? "" : "strict fp32", what);
+            strict ? "strict fp32" : "", what);
 }
 
-Pick query(ConvPass pass, const Descs& d, bool tf32, cudnnHandle_t h) {
-  d.a.check(d.a.set_math(d.conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+Pick query(ConvPass pass, const Descs& d, bool strict, bool direct, cudnnHandle_t h) {
+  d.a.check(d.a.set_math(d.conv, strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
             "cudnnSetConvolutionMathType");
   if (pass == ConvPass::Forward)
     return pick_from<cudnnConvolutionFwdAlgoPerf_t>(
-        d, tf32, [&](cudnnConvolutionFwdAlgoPerf_t* p, int* n) {
+        d, strict, direct, [&](cudnnConvolutionFwdAlgoPerf_t* p, int* n) {
           return d.a.fwd_algos(h, d.x, d.w, d.conv, d.y, 16, n, p);
         }, "forward");
   if (pass == ConvPass::BackwardData)
     return pick_from<cudnnConvolutionBwdDataAlgoPerf_t>(
-        d, tf32, [&](cudnnConvolutionBwdDataAlgoPerf_t* p, int* n) {
+        d, strict, direct, [&](cudnnConvolutionBwdDataAlgoPerf_t* p, int* n) {
           return d.a.bwd_data_algos(h, d.w, d.y, d.conv, d.x, 16, n, p);
         }, "backward-data");
   return pick_from<cudnnConvolutionBwdFilterAlgoPerf_t>(
-      d, tf32, [&](cudnnConvolutionBwdFilterAlgoPerf_t* p, int* n) {
+      d, strict, direct, [&](cudnnConvolutionBwdFilterAlgoPerf_t* p, int* n) {
         return d.a.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, 16, n, p);
       }, "backward-weights");
 }
@@ -141,13 +161,17 @@ CudnnContext& cudnn_of(CudaExec e) {
 cudnnHandle_t handle_of(CudaExec e) { return cudnn_of(e).handle; }
 
 // The pick for this shape and pass, queried once per context (and the descriptor's math type
-// set to it).
-Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d, CudaExec e) {
+// set to it). bf16: the descriptors' type.
+Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d, CudaExec e,
+          bool is_bf16 = false) {
   // The algorithm choice's key less the activation (applied outside cuDNN's call).
-  const std::string key = gpu_conv_key(pass, g, n, k, Act{}, e.tf32);
+  const char* prec = is_bf16 ? "bf16" : e.tf32 ? "tf32" : "fp32";
+  const std::string key = gpu_conv_key(pass, g, n, k, Act{}, prec);
   CudnnContext& c = cudnn_of(e);
   auto it = c.picks.find(key);
-  if (it == c.picks.end()) it = c.picks.emplace(key, query(pass, d, e.tf32, c.handle)).first;
+  if (it == c.picks.end())
+    it = c.picks.emplace(key, query(pass, d, !is_bf16 && !e.tf32, is_bf16 || !e.tf32, c.handle))
+             .first;
   d.a.check(d.a.set_math(d.conv, static_cast<cudnnMathType_t>(it->second.math)),
             "cudnnSetConvolutionMathType");
   return it->second;
@@ -165,94 +189,121 @@ int64_t slice_of(const ConvGeom& g, int64_t n, int64_t k, CudaExec e) {
 
 }  // namespace
 
+namespace {
+// bf16: floats of the weight gradient's bf16 scratch (backward-weights), 64-float aligned.
+size_t dw16_floats(ConvPass pass, const ConvGeom& g, int64_t k, bool is_bf16) {
+  if (!is_bf16 || pass != ConvPass::BackwardWeights) return 0;
+  return static_cast<size_t>((k * g.col_rows() + 127) / 128 * 64);
+}
+}  // namespace
+
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
-                                     Act act, CudaExec e) {
+                                     Act act, CudaExec e, DType dtype) {
+  const bool is_bf16 = dtype == DType::BF16;
   const int64_t s = slice_of(g, n, k, e);
   size_t ws = 0;
   for (int64_t m : {s, n % s}) {  // the slices, and the last one's when it is shorter
     if (m == 0) continue;
-    Descs d(g, m, k);
-    ws = std::max(ws, pick(pass, g, m, k, d, e).ws);
+    Descs d(g, m, k, is_bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT);
+    ws = std::max(ws, pick(pass, g, m, k, d, e, is_bf16).ws);
   }
-  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) + (ws + 3) / 4 +
-         1;
+  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) +
+         dw16_floats(pass, g, k, is_bf16) + (ws + 3) / 4 + 1;
 }
 
-void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e) {
+namespace {
+template <class E>
+void forward(const ConvFwdOf<E, float>& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float* y = a.y;
-  const Act act = a.act;
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
   cudnnHandle_t h = handle_of(e);
   const int64_t s = slice_of(g, n, k, e);
   for (int64_t i0 = 0; i0 < n; i0 += s) {
     const int64_t m = std::min(s, n - i0);
-    Descs d(g, m, k);
-    const Pick p = pick(ConvPass::Forward, g, m, k, d, e);
+    Descs d(g, m, k, data_type<E>());
+    const Pick p = pick(ConvPass::Forward, g, m, k, d, e, kBf16);
     const float one = 1.f, zero = 0.f;
-    d.a.check(d.a.forward(h, &one, d.x, x + i0 * g.image_size(), d.w, w, d.conv,
+    d.a.check(d.a.forward(h, &one, d.x, a.x + i0 * g.image_size(), d.w, a.w, d.conv,
                           static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, &zero, d.y,
-                          y + i0 * k * g.oh * g.ow),
+                          a.y + i0 * k * g.oh * g.ow),
               "cudnnConvolutionForward");
   }
-  if (b || act.kind != FusedAct::None) {
+  if (a.b || a.act.kind != FusedAct::None) {
     const int64_t total = n * k * g.oh * g.ow;
     bias_act_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-        total, static_cast<int>(k), static_cast<int>(g.oh * g.ow), b, act, y);
+        total, static_cast<int>(k), static_cast<int>(g.oh * g.ow), a.b, a.act, a.y);
     PDNN_CUDA_LAUNCH_CHECK("cudnn forward bias/activation");
   }
 }
 
-void conv2d_cudnn_backward(const ConvBwd& a, float* ws, CudaExec e) {
+template <class E>
+void backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *dy = a.dy, *y = a.y;
-  float *dw = a.dw, *db = a.db, *dx = a.dx;
-  const Act act = a.act;
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
   cudnnHandle_t h = handle_of(e);
-  const float* gy = dy;
+  const E* gy = a.dy;
   float* rest = ws;
-  if (act.kind != FusedAct::None) {
+  if (a.act.kind != FusedAct::None) {
     const int64_t total = n * k * g.oh * g.ow;
-    conv2d_act_grad(total, y, dy, act, ws, e);
-    gy = ws;
-    rest = ws + conv2d_act_grad_floats(g, n, k, act);
+    E* masked = reinterpret_cast<E*>(ws);
+    conv2d_act_grad(total, a.y, a.dy, a.act, masked, e);
+    gy = masked;
+    rest = ws + conv2d_act_grad_floats(g, n, k, a.act);
   }
+  // bf16: cuDNN's weight gradient (of the filter's type) lands at dw16, then is added to dw;
+  // the backward-data call after it (on the same stream) may reuse that memory.
+  bf16* dw16 = reinterpret_cast<bf16*>(rest);
+  float* rest_w = rest + (a.dw ? dw16_floats(ConvPass::BackwardWeights, g, k, kBf16) : 0);
   const float one = 1.f, zero = 0.f;
-  if (db) bias_backward(n, k, g.oh * g.ow, gy, db, e);
+  if (a.db) bias_backward(n, k, g.oh * g.ow, gy, a.db, e);
   const int64_t s = slice_of(g, n, k, e), per_y = k * g.oh * g.ow;
   for (int64_t i0 = 0; i0 < n; i0 += s) {
     const int64_t m = std::min(s, n - i0);
-    Descs d(g, m, k);
-    if (dw) {
-      const Pick p = pick(ConvPass::BackwardWeights, g, m, k, d, e);
-      d.a.check(d.a.backward_filter(h, &one, d.x, x + i0 * g.image_size(), d.y, gy + i0 * per_y,
+    Descs d(g, m, k, data_type<E>());
+    if (a.dw) {
+      const Pick p = pick(ConvPass::BackwardWeights, g, m, k, d, e, kBf16);
+      void* dw_out = kBf16 ? static_cast<void*>(dw16) : static_cast<void*>(a.dw);
+      d.a.check(d.a.backward_filter(h, &one, d.x, a.x + i0 * g.image_size(), d.y, gy + i0 * per_y,
                                     d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo),
-                                    rest, p.ws, &one, d.w, dw),
+                                    rest_w, p.ws, kBf16 ? &zero : &one, d.w, dw_out),
                 "cudnnConvolutionBackwardFilter");
+      if (kBf16) {
+        const int64_t total = k * g.col_rows();
+        add_bf16_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(total, dw16, a.dw);
+        PDNN_CUDA_LAUNCH_CHECK("cudnn bf16 weight gradient");
+      }
     }
-    if (dx) {
-      const Pick p = pick(ConvPass::BackwardData, g, m, k, d, e);
-      d.a.check(d.a.backward_data(h, &one, d.w, w, d.y, gy + i0 * per_y, d.conv,
+    if (a.dx) {
+      const Pick p = pick(ConvPass::BackwardData, g, m, k, d, e, kBf16);
+      d.a.check(d.a.backward_data(h, &one, d.w, a.w, d.y, gy + i0 * per_y, d.conv,
                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), rest, p.ws,
-                                  &zero, d.x, dx + i0 * g.image_size()),
+                                  &zero, d.x, a.dx + i0 * g.image_size()),
                 "cudnnConvolutionBackwardData");
     }
   }
 }
+}  // namespace
+
+void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e) { forward(a, ws, e); }
+void conv2d_cudnn_backward(const ConvBwd& a, float* ws, CudaExec e) { backward(a, ws, e); }
+void conv2d_cudnn_forward(const ConvFwdBf16& a, float* ws, CudaExec e) { forward(a, ws, e); }
+void conv2d_cudnn_backward(const ConvBwdBf16& a, float* ws, CudaExec e) { backward(a, ws, e); }
 
 #else
 
-size_t conv2d_cudnn_workspace_floats(ConvPass, const ConvGeom&, int64_t, int64_t, Act, CudaExec) {
+[[noreturn]] void no_cudnn() {
   PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
 }
-void conv2d_cudnn_forward(const ConvFwd&, float*, CudaExec) {
-  PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
+size_t conv2d_cudnn_workspace_floats(ConvPass, const ConvGeom&, int64_t, int64_t, Act, CudaExec,
+                                     DType) {
+  no_cudnn();
 }
-void conv2d_cudnn_backward(const ConvBwd&, float*, CudaExec) {
-  PDNN_FAIL("convolution algorithm cudnn: this pdnn was built without cudnn.h");
-}
+void conv2d_cudnn_forward(const ConvFwd&, float*, CudaExec) { no_cudnn(); }
+void conv2d_cudnn_backward(const ConvBwd&, float*, CudaExec) { no_cudnn(); }
+void conv2d_cudnn_forward(const ConvFwdBf16&, float*, CudaExec) { no_cudnn(); }
+void conv2d_cudnn_backward(const ConvBwdBf16&, float*, CudaExec) { no_cudnn(); }
 
 #endif
 

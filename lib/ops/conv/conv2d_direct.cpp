@@ -195,15 +195,11 @@ void conv3x3_direct_backward_data(const ConvBwd& a, float* ws, CpuExec e) {
 void conv3x3_direct_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const int threads = e.threads;
-  float* dw = a.dw;
-  const float* dy = a.dy;
-  const float* x = a.x;
   conv3x3_check(g, "conv3x3_direct");
   if (n <= 0) return;
   const Plan q = make_plan(g.c, k, g.h, g.w, g.ph);
   const int64_t groups = wgrad_groups(n);
-  const int nt_req = threads_for(threads, groups);
+  const int nt_req = threads_for(e.threads, groups);
   const int64_t macs = n * q.co * q.ci * 9 * q.oh * q.ow;
   float* parts = ws + nt_req * q.pad_floats();  // group g's partial sums at g * part_floats()
   // Rows per strip: 8 planes of dy rows within ~32 KB, so the 3 c passes over them hit L1.
@@ -220,8 +216,8 @@ void conv3x3_direct_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
       float* part = parts + gr * q.part_floats();
       std::memset(part, 0, sizeof(float) * q.part_floats());
       for (int64_t im = n * gr / groups; im < n * (gr + 1) / groups; ++im) {
-        pad_image(q, x + im * q.ci * q.h * q.w, xp);
-        const float* dyi = dy + im * q.co * q.oh * q.ow;
+        pad_image(q, a.x + im * q.ci * q.h * q.w, xp);
+        const float* dyi = a.dy + im * q.co * q.oh * q.ow;
         for (int64_t k0 = 0; k0 < q.co; k0 += kKB)
           for (int64_t oy0 = 0; oy0 < q.oh; oy0 += strip)
             for (int64_t i = 0; i < q.ci; ++i)
@@ -242,7 +238,7 @@ void conv3x3_direct_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
               acc += simd::load(parts + gr * q.part_floats() + off);
             float s = 0.f;
             for (int l = 0; l < L; ++l) s += acc[l];
-            dw[((k0 + kk) * q.ci + i) * 9 + rs] += s;
+            a.dw[((k0 + kk) * q.ci + i) * 9 + rs] += s;
           }
   }
 }

@@ -578,31 +578,25 @@ size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) 
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e, DirectTile tile) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *x = a.x, *w = a.w, *b = a.b;
-  float* y = a.y;
-  const Act act = a.act;
   check_geom(g, n, k);
   if (n * k * g.oh * g.ow == 0) return;
   if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, e.tf32);
   const int Mp = static_cast<int>(conv3x3::round_up(k, 128));
   const int64_t total = g.c * 9 * Mp;
   prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-      static_cast<int>(k), static_cast<int>(g.c), Mp, false, e.tf32, w, ws);
+      static_cast<int>(k), static_cast<int>(g.c), Mp, false, e.tf32, a.w, ws);
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights");
   run_fwd(static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
           static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
-          static_cast<int>(g.ph), n, x, ws, Mp, b, y, act, tile, e);
+          static_cast<int>(g.ph), n, a.x, ws, Mp, a.b, a.y, a.act, tile, e);
 }
 
 void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e, DirectTile tile) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const float *dy = a.dy, *w = a.w, *dx_src = a.dx_src;
-  float* dx = a.dx;
-  const Act dx_act = a.dx_act;
   PDNN_CHECK(a.act.kind == FusedAct::None,
              "conv2d_direct_backward_data: dy must already be through the activation");
-  PDNN_CHECK(dx_act.kind == FusedAct::None || dx_src,
+  PDNN_CHECK(a.dx_act.kind == FusedAct::None || a.dx_src,
              "conv2d_direct_backward_data: dx through an activation needs its source");
   check_geom(g, n, k);
   if (n * g.c * g.h * g.w == 0) return;
@@ -610,24 +604,22 @@ void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e, Direct
   const int Mp = static_cast<int>(conv3x3::round_up(g.c, 128));
   const int64_t total = k * 9 * Mp;
   prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-      static_cast<int>(k), static_cast<int>(g.c), Mp, true, e.tf32, w, ws);
+      static_cast<int>(k), static_cast<int>(g.c), Mp, true, e.tf32, a.w, ws);
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights (rotated)");
   // dx = conv3x3(dy, rotated weights) with padding 2 - p: from k channels at oh x ow to c
   // channels at h x w.
   run_fwd(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
           static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
-          static_cast<int>(2 - g.ph), n, dy, ws, Mp, nullptr, dx, Act{}, tile, e, dx_src, dx_act);
+          static_cast<int>(2 - g.ph), n, a.dy, ws, Mp, nullptr, a.dx, Act{}, tile, e, a.dx_src,
+          a.dx_act);
 }
 
 void conv2d_direct_backward_weights(const ConvBwd& c, float* ws, CudaExec e, DirectTile tile) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
-  const float *x = c.x, *dy = c.dy, *y = c.y;
-  float *dw = c.dw, *db = c.db;
-  const Act act = c.act;
   check_geom(g, n, k);
   if (k * g.c == 0) return;
-  PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_direct_backward_weights: act needs y");
+  PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_direct_backward_weights: act needs y");
   if (tile == DirectTile::Auto) tile = k > 32 ? DirectTile::M64 : DirectTile::M32;
   if (tile == DirectTile::M128) tile = DirectTile::M64;  // the widest weight tile
   const BwwPlan p = bww_plan(g, n, k, tile);
@@ -644,17 +636,17 @@ void conv2d_direct_backward_weights(const ConvBwd& c, float* ws, CudaExec e, Dir
   a.tiles_y = p.tiles_y;
   a.tiles = p.tiles;
   a.per_split = p.per_split;
-  a.x = x;
-  a.dy = dy;
-  a.y = y;
-  a.act = act;
+  a.x = c.x;
+  a.dy = c.dy;
+  a.y = c.y;
+  a.act = c.act;
   a.part = ws;
   const int64_t N = g.c * 9;
-  a.bias_part = db ? ws + static_cast<int64_t>(p.splits) * k * N : nullptr;
-  const bool mask = act.kind != FusedAct::None;
+  a.bias_part = c.db ? ws + static_cast<int64_t>(p.splits) * k * N : nullptr;
+  const bool mask = c.act.kind != FusedAct::None;
   if (tile == DirectTile::M64) launch_bww<Bww64>(a, p.splits, mask, e);
   else launch_bww<Bww32>(a, p.splits, mask, e);
-  sum_splits(p.splits, static_cast<int>(k), static_cast<int>(N), ws, a.bias_part, dw, db, e,
+  sum_splits(p.splits, static_cast<int>(k), static_cast<int>(N), ws, a.bias_part, c.dw, c.db, e,
              "direct 3x3 backward-weights sum");
 }
 

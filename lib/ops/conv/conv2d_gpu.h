@@ -12,7 +12,10 @@
 //   backward_weights  dw += conv_w(x, act'(y) . dy); db += the sums of act'(y) . dy per channel
 // act'(y) . dy is dy through the fused activation's derivative, read off y in the operand load
 // (y may be null when act is None). With e.tf32 the products run on the tensor cores in TF32
-// (inputs rounded to 10-bit mantissas, fp32 sums).
+// (inputs rounded to 10-bit mantissas, fp32 sums). The bf16 twins (ConvFwdBf16, ConvBwdBf16:
+// bf16 x, w, y, dy, dx; fp32 b, dw, db) run the products on the tensor cores in bf16 with fp32
+// sums, and round once where they write a bf16 tensor (act'(y) . dy included: it is a bf16
+// operand). There is no bf16 direct kernel; im2col, implicit and cuDNN take bf16.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,18 +28,40 @@
 namespace pdnn {
 namespace cuda {
 
+// The geometry every implicit-GEMM kernel's argument struct A holds in 32-bit ints (n, c, h, w,
+// k, kh, kw, sh, sw, ph, pw, oh, ow) and the fused activation; the caller checks the sizes.
+template <class A>
+void set_conv_geom32(A& a, const ConvGeom& g, int64_t n, int64_t k, Act act) {
+  a.n = static_cast<int>(n);
+  a.c = static_cast<int>(g.c);
+  a.h = static_cast<int>(g.h);
+  a.w = static_cast<int>(g.w);
+  a.k = static_cast<int>(k);
+  a.kh = static_cast<int>(g.kh);
+  a.kw = static_cast<int>(g.kw);
+  a.sh = static_cast<int>(g.sh);
+  a.sw = static_cast<int>(g.sw);
+  a.ph = static_cast<int>(g.ph);
+  a.pw = static_cast<int>(g.pw);
+  a.oh = static_cast<int>(g.oh);
+  a.ow = static_cast<int>(g.ow);
+  a.act = act;
+}
+
 // g = act'(y) dy over `total` elements (conv2d.cu): the backward passes that gather dy many
 // times (implicit GEMM, cuDNN) read it once through the activation into a workspace instead of
 // reading y beside every gathered dy.
 void conv2d_act_grad(int64_t total, const float* y, const float* dy, Act act, float* g,
+                     CudaExec e);
+void conv2d_act_grad(int64_t total, const bf16* y, const bf16* dy, Act act, bf16* g,
                      CudaExec e);
 // Floats of that workspace (0 without an activation), rounded up to keep what follows aligned.
 inline size_t conv2d_act_grad_floats(const ConvGeom& g, int64_t n, int64_t k, Act act) {
   return act.kind == FusedAct::None ? 0 : static_cast<size_t>((n * k * g.oh * g.ow + 63) / 64 * 64);
 }
 
-// ---- implicit GEMM (conv2d_implicit_gemm.cu; strided backward-data in
-// conv2d_implicit_backward_data.cu) ----------------------------------------------------------
+// ---- implicit GEMM (conv2d_implicit_gemm.cu; strided backward-data and the bf16 passes in
+// conv2d_implicit_staged.cu) ----------------------------------------------------------------
 // The block tiles (outputs a block: rows = the pass's M, output or input channels; columns = N)
 // the forward and backward-weights kernels are built in. Auto: conv_implicit_tile's choice for
 // the shape; tests and apps/bench_conv_gpu force each.
@@ -57,6 +82,15 @@ size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t
 // A stride-1 backward-data runs as the forward kernel over flipped weights (conv2d.cu), kept
 // in this many floats of workspace.
 size_t conv2d_implicit_backward_data_ws(const ConvGeom& g, int64_t n, int64_t k);
+
+// bf16, all three passes on the register-staged kernel (conv2d_implicit_staged.cu; its tile by
+// M, as its strided backward-data): forward y = act(conv(x, w) + b); backward-data
+// dx = conv^T(act'(y) . dy, w) for any stride (dx_act not applied); backward-weights dw +=,
+// db += with ws = conv2d_implicit_bf16_backward_weights_ws() floats of split partial sums.
+void conv2d_implicit_forward(const ConvFwdBf16& a, CudaExec e);
+void conv2d_implicit_backward_data(const ConvBwdBf16& a, CudaExec e);
+size_t conv2d_implicit_bf16_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k);
+void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e);
 
 // ---- direct 3x3 stride-1 with halo tiles (conv2d_direct.cu; conv3x3_applies shapes) ------
 // The block tiles: M rows (output channels; input channels in backward-data) a block. Auto:
@@ -79,12 +113,18 @@ void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
                                     DirectTile tile = DirectTile::Auto);
 
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
-// The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward.
+// The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward (and,
+// in bf16, cuDNN's bf16 weight gradient before it is added to the fp32 dw). dtype: the
+// tensors' (F32 or BF16).
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
-                                     Act act, CudaExec e);
+                                     Act act, CudaExec e, DType dtype = DType::F32);
 void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e);
 // dw += and db += when given; dx = when given (the dx_act fields are not read).
 void conv2d_cudnn_backward(const ConvBwd& a, float* ws, CudaExec e);
+// bf16 (cuDNN's bfloat16 configuration: bf16 tensors, fp32 compute). cuDNN writes a weight
+// gradient of the weights' type: bf16, rounded once per slice of images, then added to dw.
+void conv2d_cudnn_forward(const ConvFwdBf16& a, float* ws, CudaExec e);
+void conv2d_cudnn_backward(const ConvBwdBf16& a, float* ws, CudaExec e);
 
 }  // namespace cuda
 }  // namespace pdnn

@@ -317,20 +317,7 @@ Args args_of(const ConvGeom& g, int64_t n, int64_t k, Act act, int pass) {
              (long long)g.c, (long long)g.h, (long long)g.w);
   (void)pass;
   Args a{};
-  a.n = static_cast<int>(n);
-  a.c = static_cast<int>(g.c);
-  a.h = static_cast<int>(g.h);
-  a.w = static_cast<int>(g.w);
-  a.k = static_cast<int>(k);
-  a.kh = static_cast<int>(g.kh);
-  a.kw = static_cast<int>(g.kw);
-  a.sh = static_cast<int>(g.sh);
-  a.sw = static_cast<int>(g.sw);
-  a.ph = static_cast<int>(g.ph);
-  a.pw = static_cast<int>(g.pw);
-  a.oh = static_cast<int>(g.oh);
-  a.ow = static_cast<int>(g.ow);
-  a.act = act;
+  set_conv_geom32(a, g, n, k, act);
   a.ohw = FastDiv(static_cast<uint32_t>(g.oh * g.ow));
   a.ow_div = FastDiv(static_cast<uint32_t>(g.ow));
   a.taps = FastDiv(static_cast<uint32_t>(g.kh * g.kw));
@@ -389,30 +376,11 @@ void tile_dims(ConvTile t, int* bm, int* bn, int* bk) {
   *bm = *bn = 128, *bk = 16;
 }
 
-int sm_count() {
-  int dev = 0, sms = 0;
-  PDNN_CUDA_CHECK(cudaGetDevice(&dev));
-  PDNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
-
-// Backward-weights: how many splits of the reduction (each a multiple of BK long) fill the
-// device with about four blocks a multiprocessor, at least 16 steps a split.
-struct Split {
-  int splits, k_chunk;
-};
-Split split_of(ConvTile t, int64_t M, int64_t N, int64_t K) {
+// Backward-weights: the split of the reduction (kit::split_k).
+KSplit split_of(ConvTile t, int64_t M, int64_t N, int64_t K) {
   int bm, bn, bk;
   tile_dims(t, &bm, &bn, &bk);
-  const int64_t tiles = ((M + bm - 1) / bm) * ((N + bn - 1) / bn);
-  const int64_t want = std::max<int64_t>(1, 4 * sm_count() / tiles);
-  const int64_t steps = (K + bk - 1) / bk;
-  const int64_t splits = std::max<int64_t>(1, std::min<int64_t>(want, steps / 16));
-  const int64_t per = (steps + splits - 1) / splits;
-  Split s;
-  s.k_chunk = static_cast<int>(per * bk);
-  s.splits = static_cast<int>((K + s.k_chunk - 1) / s.k_chunk);
-  return s;
+  return split_k(((M + bm - 1) / bm) * ((N + bn - 1) / bn), K, bk);
 }
 
 }  // namespace
@@ -461,32 +429,30 @@ size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t
                                            ConvTile tile) {
   if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::BackwardWeights, g, n, k);
   const int64_t N = g.c * g.kh * g.kw;
-  const Split s = split_of(tile, k, N, n * g.oh * g.ow);
+  const KSplit s = split_of(tile, k, N, n * g.oh * g.ow);
   return static_cast<size_t>(s.splits) * static_cast<size_t>(k) * static_cast<size_t>(N + 1);
 }
 
 void conv2d_implicit_backward_weights(const ConvBwd& c, float* ws, CudaExec e, ConvTile tile) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
-  const float *x = c.x, *dy = c.dy, *y = c.y;
-  float *dw = c.dw, *db = c.db;
-  const Act act = c.act;
   if (k * g.c * g.kh * g.kw == 0) return;
-  PDNN_CHECK(act.kind == FusedAct::None || y, "conv2d_implicit_backward_weights: act needs y");
+  PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_implicit_backward_weights: act needs y");
   if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::BackwardWeights, g, n, k);
-  Args a = args_of(g, n, k, act, kBackwardWeights);
-  const Split s = split_of(tile, a.M, a.N, a.K);
-  a.x = x;
-  a.dy = dy;
-  a.y = y;
+  Args a = args_of(g, n, k, c.act, kBackwardWeights);
+  const KSplit s = split_of(tile, a.M, a.N, a.K);
+  a.x = c.x;
+  a.dy = c.dy;
+  a.y = c.y;
   a.out = ws;
-  a.bias_part = db ? ws + static_cast<int64_t>(s.splits) * a.M * a.N : nullptr;
+  a.bias_part = c.db ? ws + static_cast<int64_t>(s.splits) * a.M * a.N : nullptr;
   a.k_chunk = s.k_chunk;
-  if (act.kind == FusedAct::None)
+  if (c.act.kind == FusedAct::None)
     launch_tile<kBackwardWeights, false>(tile, a, s.splits, e);
   else
     launch_tile<kBackwardWeights, true>(tile, a, s.splits, e);
-  sum_splits(s.splits, a.M, a.N, ws, a.bias_part, dw, db, e, "implicit-GEMM backward-weights sum");
+  sum_splits(s.splits, a.M, a.N, ws, a.bias_part, c.dw, c.db, e,
+             "implicit-GEMM backward-weights sum");
 }
 
 }  // namespace cuda

@@ -498,33 +498,27 @@ size_t conv4x4s2_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, int t
 void conv4x4s2_forward(const ConvFwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const int threads = e.threads;
-  float* y = a.y;
-  const float* x = a.x;
-  const float* w = a.w;
-  const float* b = a.b;
-  const Act act = a.act;
   conv4x4s2_check(g, "conv4x4s2");
   if (n <= 0) return;
   const Plan q = make_plan(g, k);
-  const Layout l = layout(q, Pass::Forward, n, threads);
+  const Layout l = layout(q, Pass::Forward, n, e.threads);
   const int64_t rc = 4 * q.cs, chunk = l.chunk;
   float* U = ws;
   float* bias = ws + l.bias;
   float* V = ws + l.v;
-  if (b) {
-    std::memcpy(bias, b, sizeof(float) * q.k);
+  if (a.b) {
+    std::memcpy(bias, a.b, sizeof(float) * q.k);
     std::fill(bias + q.k, bias + q.ks, 0.f);
   }
-  const bool fused = act.kind != FusedAct::None;
-  const float slope = act.kind == FusedAct::LeakyReLU ? act.slope : 0.f;
-  const int nt = team_for(threads, n * q.k * q.c * 16 * q.oh * q.ow);
+  const bool fused = a.act.kind != FusedAct::None;
+  const float slope = a.act.kind == FusedAct::LeakyReLU ? a.act.slope : 0.f;
+  const int nt = team_for(e.threads, n * q.k * q.c * 16 * q.oh * q.ow);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     observe_team();
     float* strip = ws + l.slots + omp_get_thread_num() * l.slot;
     float* out = strip + l.strip;
-    transform_filters_forward(q, w, U);  // ends with its omp for's barrier
+    transform_filters_forward(q, a.w, U);  // ends with its omp for's barrier
     for (int64_t i0 = 0; i0 < n; i0 += chunk) {
       const int64_t m = std::min(chunk, n - i0), T = m * q.tiles;
       float* M = V + kXi * T * rc;
@@ -533,7 +527,7 @@ void conv4x4s2_forward(const ConvFwd& a, float* ws, CpuExec e) {
 #pragma omp for schedule(dynamic)
       for (int64_t it = 0; it < m * q.ty; ++it) {
         const int64_t i = it / q.ty, ty = it % q.ty;
-        transform_x(q, x + (i0 + i) * q.c * q.h * q.w, ty, (i * q.ty + ty) * q.tx, strip, V);
+        transform_x(q, a.x + (i0 + i) * q.c * q.h * q.w, ty, (i * q.ty + ty) * q.tx, strip, V);
       }
       const Blocks cb = make_blocks(T, q.ks, kXi);
 #pragma omp for schedule(dynamic)
@@ -551,11 +545,11 @@ void conv4x4s2_forward(const ConvFwd& a, float* ws, CpuExec e) {
         for (int64_t tx = 0; tx < q.tx; ++tx) {
           const int64_t t = (i * q.ty + ty) * q.tx + tx;
           for (int64_t k0 = 0; k0 < q.ks; k0 += L)
-            output_tile(M + t * kXi * q.ks + k0, q.ks, b ? simd::load(bias + k0) : simd::zero(),
+            output_tile(M + t * kXi * q.ks + k0, q.ks, a.b ? simd::load(bias + k0) : simd::zero(),
                         fused, slope, out + 4 * tx * q.ks + k0, ocols * q.ks, q.ks);
         }
         store_rows(out, 4, ocols, q.ks, q.k, q.oh, q.ow, 4 * ty,
-                   y + (i0 + i) * q.k * q.oh * q.ow);
+                   a.y + (i0 + i) * q.k * q.oh * q.ow);
       }
     }
   }
@@ -564,33 +558,27 @@ void conv4x4s2_forward(const ConvFwd& a, float* ws, CpuExec e) {
 void conv4x4s2_backward_data(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const int threads = e.threads;
-  float* dx = a.dx;
-  const float* dy = a.dy;
-  const float* w = a.w;
-  const float* act_src = a.dx_src;
-  const Act act = a.dx_act;
   conv4x4s2_check(g, "conv4x4s2");
   if (n <= 0) return;
   const Plan q = make_plan(g, k);
-  const Layout l = layout(q, Pass::Data, n, threads);
+  const Layout l = layout(q, Pass::Data, n, e.threads);
   const int64_t chunk = l.chunk;
   float* U = ws;
   float* V = ws + l.v;
-  const int nt = team_for(threads, n * q.k * q.c * 16 * q.oh * q.ow);
+  const int nt = team_for(e.threads, n * q.k * q.c * 16 * q.oh * q.ow);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     observe_team();
     float* strip = ws + l.slots + omp_get_thread_num() * l.slot;
     float* out = strip + l.strip;
-    transform_filters_data(q, w, U);
+    transform_filters_data(q, a.w, U);
     for (int64_t i0 = 0; i0 < n; i0 += chunk) {
       const int64_t m = std::min(chunk, n - i0), T = m * q.tiles;
       float* M = V + 4 * kXi * T * q.ks;
 #pragma omp for schedule(dynamic)
       for (int64_t it = 0; it < m * q.ty; ++it) {
         const int64_t i = it / q.ty, ty = it % q.ty;
-        transform_dy_phases(q, dy + (i0 + i) * q.k * q.oh * q.ow, ty, (i * q.ty + ty) * q.tx,
+        transform_dy_phases(q, a.dy + (i0 + i) * q.k * q.oh * q.ow, ty, (i * q.ty + ty) * q.tx,
                             strip, V);
       }
       const Blocks cb = make_blocks(T, q.cs, 4 * kXi);
@@ -618,8 +606,8 @@ void conv4x4s2_backward_data(const ConvBwd& a, float* ws, CpuExec e) {
           }
         }
         const int64_t img = (i0 + i) * q.c * q.h * q.w;
-        store_rows(out, 8, ocols, q.cs, q.c, q.h, q.w, 8 * ty, dx + img,
-                   act.kind == FusedAct::None ? nullptr : act_src + img, act);
+        store_rows(out, 8, ocols, q.cs, q.c, q.h, q.w, 8 * ty, a.dx + img,
+                   a.dx_act.kind == FusedAct::None ? nullptr : a.dx_src + img, a.dx_act);
       }
     }
   }
@@ -628,19 +616,15 @@ void conv4x4s2_backward_data(const ConvBwd& a, float* ws, CpuExec e) {
 void conv4x4s2_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const int threads = e.threads;
-  float* dw = a.dw;
-  const float* dy = a.dy;
-  const float* x = a.x;
   conv4x4s2_check(g, "conv4x4s2");
   if (n <= 0) return;
   const Plan q = make_plan(g, k);
-  const Layout l = layout(q, Pass::Weights, n, threads);
+  const Layout l = layout(q, Pass::Weights, n, e.threads);
   const int64_t rc = 4 * q.cs, chunk = l.chunk;
   float* dU = ws;
   float* V = ws + l.v;
   const Blocks bl = make_blocks(rc, q.ks, kXi);  // blocks of dU: the tiles are the reduction
-  const int nt = team_for(threads, n * q.k * q.c * 16 * q.oh * q.ow);
+  const int nt = team_for(e.threads, n * q.k * q.c * 16 * q.oh * q.ow);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     observe_team();
@@ -652,8 +636,8 @@ void conv4x4s2_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
 #pragma omp for schedule(dynamic)
       for (int64_t it = 0; it < m * q.ty; ++it) {
         const int64_t i = it / q.ty, ty = it % q.ty, t0 = (i * q.ty + ty) * q.tx;
-        transform_x(q, x + (i0 + i) * q.c * q.h * q.w, ty, t0, strip, V);
-        transform_dy_adjoint(q, dy + (i0 + i) * q.k * q.oh * q.ow, ty, t0, dstrip, dM);
+        transform_x(q, a.x + (i0 + i) * q.c * q.h * q.w, ty, t0, strip, V);
+        transform_dy_adjoint(q, a.dy + (i0 + i) * q.k * q.oh * q.ow, ty, t0, dstrip, dM);
       }
       // dU[xi] (rc, ks) (+)= V[xi]^T (rc, T) dM[xi] (T, ks), the chunks in order.
 #pragma omp for schedule(dynamic)
@@ -665,7 +649,7 @@ void conv4x4s2_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
              dU + (r0 * kXi + xi) * q.ks + c0, kXi * q.ks, CpuExec{1});
       }
     }
-    add_weight_gradient(q, dU, dw);
+    add_weight_gradient(q, dU, a.dw);
   }
 }
 

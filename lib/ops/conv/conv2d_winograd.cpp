@@ -460,15 +460,11 @@ void conv3x3_winograd_backward_data(const ConvBwd& a, float* ws, CpuExec e) {
 void conv3x3_winograd_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const int threads = e.threads;
-  float* dw = a.dw;
-  const float* dy = a.dy;
-  const float* x = a.x;
   conv3x3_check(g, "conv3x3_winograd");
   if (n <= 0) return;
   const Plan q = forward_plan(g, k);
   const int64_t items = n * q.nb, slot = q.wgrad_slot(), groups = wgrad_groups(items);
-  const int nt_req = threads_for(threads, groups);
+  const int nt_req = threads_for(e.threads, groups);
   const int64_t macs = n * q.co * q.ci * 9 * q.oh * q.ow;
   float* dUs = ws + nt_req * slot;  // group g's dU at dUs + g * u_floats()
 #pragma omp parallel num_threads(nt_req) if (nt_req > 1 && PDNN_PAR(macs))
@@ -489,9 +485,9 @@ void conv3x3_winograd_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
       for (int64_t it = lo; it < hi; ++it) {
         const int64_t i = it / q.nb, r0 = (it % q.nb) * q.rows;
         const int64_t nr = std::min(q.rows, q.ty - r0), ntiles = nr * q.tx;
-        fill_strip(q, x + i * q.ci * q.h * q.w, r0, nr, strip);
+        fill_strip(q, a.x + i * q.ci * q.h * q.w, r0, nr, strip);
         transform_input(q, strip, nr, V);
-        fill_dy_strip(q, dy + i * q.co * q.oh * q.ow, r0, nr, ds);
+        fill_dy_strip(q, a.dy + i * q.co * q.oh * q.ow, r0, nr, ds);
         transform_dy(q, ds, nr, dM);
         // dU[xi] (ci, ks) += V[xi]^T (ci, tiles) dM[xi] (tiles, ks)
         for (int xi = 0; xi < kXi; ++xi)
@@ -517,7 +513,7 @@ void conv3x3_winograd_backward_weights(const ConvBwd& a, float* ws, CpuExec e) {
         for (int xi = 0; xi < kXi; ++xi) ut[xi / 6][xi % 6] = u[xi * q.ks + o];
         sandwich<6, 3, gt6>(ut, gk);
         for (int r = 0; r < 9; ++r)
-          dw[(o * q.ci + i) * 9 + r] += static_cast<float>(gk[r / 3][r % 3] / 576);
+          a.dw[(o * q.ci + i) * 9 + r] += static_cast<float>(gk[r / 3][r % 3] / 576);
       }
     }
   }

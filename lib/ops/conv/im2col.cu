@@ -8,6 +8,7 @@
 
 #include "cuda/launch.h"
 #include "ops/conv/im2col.h"
+#include "ops/kit/round.h"
 
 namespace pdnn {
 namespace cuda {
@@ -27,19 +28,21 @@ Geom32 geom32(const ConvGeom& g, int64_t n) {
           static_cast<int>(g.oh), static_cast<int>(g.ow)};
 }
 
-// grid.y: rows of cols (c*kh*kw), grid.x: columns (n*p). div_p, div_ow: p and ow.
+// grid.y: rows of cols (c*kh*kw), grid.x: columns (n*p). div_p, div_ow: p and ow. E: float or
+// bf16 (the bf16 convolutions' columns: copies, no rounding).
+template <class E>
 __global__ void im2col_k(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
-                         const float* __restrict__ x, float* __restrict__ cols) {
+                         const E* __restrict__ x, E* __restrict__ cols) {
   const int p = g.oh * g.ow;
   for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
     const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
-    float* row = cols + static_cast<int64_t>(r) * np;
+    E* row = cols + static_cast<int64_t>(r) * np;
     for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < np; col += gridDim.x * blockDim.x) {
       const int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
       const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
       row[col] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
                      ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
-                     : 0.f;
+                     : E{};
     }
   }
 }
@@ -76,9 +79,10 @@ __global__ void im2col_k4(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
   }
 }
 
-template <bool kStride1>
+// x: float, or bf16 (the sum in fp32, rounded once).
+template <bool kStride1, class E>
 __global__ void col2im_k(Geom32 g, int total, int np, FastDiv div_w, FastDiv div_h, FastDiv div_c,
-                         const float* __restrict__ cols, float* __restrict__ x) {
+                         const float* __restrict__ cols, E* __restrict__ x) {
   const int p = g.oh * g.ow;
   for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
     const int a = div_w.div(t), xx = t - a * g.w;
@@ -101,7 +105,7 @@ __global__ void col2im_k(Geom32 g, int total, int np, FastDiv div_w, FastDiv div
         s += base[static_cast<int64_t>((ci * g.kh + ki) * g.kw + kj) * np + oy * g.ow + ox];
       }
     }
-    x[t] = s;
+    x[t] = kit::from_f32<E>(s);
   }
 }
 
@@ -140,7 +144,18 @@ void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, Cud
   PDNN_CUDA_LAUNCH_CHECK("im2col_batch");
 }
 
-void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CudaExec e) {
+void im2col_batch(const ConvGeom& g, int64_t n, const bf16* x, bf16* cols, CudaExec e) {
+  const int64_t np = n * g.col_cols();
+  if (np <= 0) return;
+  const FastDiv dp(static_cast<uint32_t>(g.col_cols())), dow(static_cast<uint32_t>(g.ow));
+  im2col_k<<<grid2d(np, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+      geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
+  PDNN_CUDA_LAUNCH_CHECK("im2col_batch (bf16)");
+}
+
+namespace {
+template <class E>
+void col2im_launch(const ConvGeom& g, int64_t n, const float* cols, E* x, CudaExec e) {
   const int64_t total = n * g.image_size(), np = n * g.col_cols();
   if (total <= 0) return;
   const Geom32 g32 = geom32(g, n);
@@ -153,6 +168,14 @@ void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, Cud
     col2im_k<false><<<blocks_for(total, tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
         g32, static_cast<int>(total), static_cast<int>(np), dw, dh, dc, cols, x);
   PDNN_CUDA_LAUNCH_CHECK("col2im_batch");
+}
+}  // namespace
+
+void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CudaExec e) {
+  col2im_launch(g, n, cols, x, e);
+}
+void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, bf16* x, CudaExec e) {
+  col2im_launch(g, n, cols, x, e);
 }
 
 void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e) {

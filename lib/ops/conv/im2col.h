@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "core/exec.h"
 
 namespace pdnn {
@@ -64,6 +65,10 @@ void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, Cpu
 namespace cuda {
 void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e);
 void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CudaExec e);
+// bf16 convolutions: bf16 columns; col2im from fp32 columns (the product's) into bf16 x, each
+// pixel's sum in fp32 rounded once.
+void im2col_batch(const ConvGeom& g, int64_t n, const bf16* x, bf16* cols, CudaExec e);
+void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, bf16* x, CudaExec e);
 void nchw_to_cnhw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e);
 void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, CudaExec e);
 }  // namespace cuda

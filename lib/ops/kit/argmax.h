@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "ops/kit/host_device.h"
+#include "ops/kit/round.h"
 
 namespace pdnn {
 namespace kit {
@@ -20,14 +21,15 @@ struct WindowMax {
 };
 
 // The maximum of the k x k window at output (oy, ox), stride s, of a plane w wide starting at
-// xp. I: the index type of the caller's geometry (int on the GPU, int64_t on the CPU).
-template <class I>
-PDNN_HD WindowMax window_max(const float* xp, I w, I k, I s, I oy, I ox) {
+// xp. I: the index type of the caller's geometry (int on the GPU, int64_t on the CPU); E: the
+// plane's type (float, or bf16 compared as the floats they are).
+template <class I, class E = float>
+PDNN_HD WindowMax window_max(const E* xp, I w, I k, I s, I oy, I ox) {
   WindowMax m{-INFINITY, 0};
   for (I ky = 0; ky < k; ++ky) {
-    const float* xr = xp + (oy * s + ky) * w + ox * s;
+    const E* xr = xp + (oy * s + ky) * w + ox * s;
     for (I kx = 0; kx < k; ++kx) {
-      const float v = xr[kx];
+      const float v = to_f32(xr[kx]);
       if (argmax_takes(v, m.value)) {
         m.value = v;
         m.at = static_cast<int>(ky * k + kx);

@@ -96,18 +96,24 @@ __device__ __forceinline__ void mma_bf16(float* d, const uint32_t (&a)[4], const
 // ---- precision tags -------------------------------------------------------------------------
 // A kernel templated on the tag: `if (P::kMma)` picks the tensor-core path, P::kK is the depth
 // of one mma, P::mma and P::frag (one float operand as its fragment register) its arithmetic.
-// Operands sit in shared memory as P::Elem (BF16: two to a fragment register).
+// Operands sit in shared memory as P::Elem (BF16: two to a fragment register), stored there
+// as P::elem(v); the tensors the kernel reads and writes hold P::Data (float; BF16: core's
+// bf16), read as float by ldg_f32 and written by from_f32<Data>.
 struct F32 {  // fp32 FMA units: no fragments
   static constexpr bool kMma = false;
   static constexpr int kK = 1;
   using Elem = float;
+  using Data = float;
   static constexpr const char* kName = "fp32";
+  __device__ __forceinline__ static float elem(float v) { return v; }
 };
 struct TF32 {
   static constexpr bool kMma = true;
   static constexpr int kK = 8;
   using Elem = float;  // rounded (round_tf32) where the kernel chooses: as it lands, or as read
+  using Data = float;
   static constexpr const char* kName = "tf32";
+  __device__ __forceinline__ static float elem(float v) { return round_tf32(v); }
   __device__ __forceinline__ static uint32_t frag(float v) { return tf32_bits(v); }
   __device__ __forceinline__ static void mma(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
     mma_tf32(d, a, b);
@@ -117,7 +123,9 @@ struct BF16 {
   static constexpr bool kMma = true;
   static constexpr int kK = 16;
   using Elem = uint16_t;  // bf16 bits (bf16_bits)
+  using Data = bf16;
   static constexpr const char* kName = "bf16";
+  __device__ __forceinline__ static uint16_t elem(float v) { return bf16_bits(v); }
   // two consecutive k of one row or column, the lower k in the low half
   __device__ __forceinline__ static uint32_t frag(float lo, float hi) { return bf16x2_bits(lo, hi); }
   __device__ __forceinline__ static void mma(float* d, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
@@ -132,6 +140,13 @@ void with_precision(bool tf32, F&& f) {
     f(TF32{});
   else
     f(F32{});
+}
+
+// ---- tensor elements as float ----------------------------------------------------------------
+// Through the read-only cache, as __ldg (a bf16 exactly widened).
+__device__ __forceinline__ float ldg_f32(const float* p) { return __ldg(p); }
+__device__ __forceinline__ float ldg_f32(const bf16* p) {
+  return bf16_float(__ldg(reinterpret_cast<const unsigned short*>(p)));
 }
 
 // ---- the accumulator fragment ---------------------------------------------------------------

@@ -17,29 +17,22 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtype.h"
 #include "ops/kit/host_device.h"
 
 namespace pdnn {
 namespace kit {
 
-PDNN_HD uint32_t float_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-#endif
+// v's bits as a To of the same size (C++20's std::bit_cast; a register move on both compilers).
+template <class To, class From>
+PDNN_HD To bit_cast(From v) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast: sizes differ");
+  To t;
+  std::memcpy(&t, &v, sizeof t);
+  return t;
 }
-PDNN_HD float bits_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
+PDNN_HD uint32_t float_bits(float f) { return bit_cast<uint32_t>(f); }
+PDNN_HD float bits_float(uint32_t u) { return bit_cast<float>(u); }
 
 // f rounded to TF32, as the bits of a float (the operand register of mma.sync .tf32).
 PDNN_HD uint32_t tf32_bits(float f) {
@@ -83,6 +76,22 @@ PDNN_HD uint32_t bf16x2_bits(float lo, float hi) {
 PDNN_HD float bf16_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
 // f rounded to BF16, as a float.
 PDNN_HD float round_bf16(float f) { return bf16_float(bf16_bits(f)); }
+
+// A tensor element as float and back, for kernels templated on the tensors' type E (float or
+// core's bf16): float itself; bf16 widened exactly and rounded to nearest even on the way back,
+// so a bf16 kernel computes in fp32 and rounds once, where it writes.
+PDNN_HD float to_f32(float v) { return v; }
+PDNN_HD float to_f32(bf16 v) { return bf16_float(v.bits); }
+template <class E>
+PDNN_HD E from_f32(float v);
+template <>
+PDNN_HD float from_f32<float>(float v) {
+  return v;
+}
+template <>
+PDNN_HD bf16 from_f32<bf16>(float v) {
+  return bf16{bf16_bits(v)};
+}
 
 }  // namespace kit
 }  // namespace pdnn

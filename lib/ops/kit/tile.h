@@ -10,6 +10,13 @@
 //     (+ BN/2 when TN = 8): per kk, TM/4 + TN/4 float4 reads of shared memory and TM*TN FMAs.
 //   MMA: warp (wm, wn) owns a (BM/WM) x (BN/WN) tile of MI x NI mma tiles; per mma step it
 //     reads MI A and NI B fragments and issues MI*NI mma.sync; the sums stay fp32.
+//     TF32 (m16n8k8): fragments read element by element (ldmatrix moves 16-bit pairs, and a
+//     k-major TF32 fragment needs single 32-bit elements across rows).
+//     BF16 (m16n8k16): the k pairs a fragment register holds are not contiguous in k-major
+//     memory, so ldmatrix.trans gathers them: per 16 kk, MI ldmatrix.x4.trans (A) and NI
+//     ldmatrix.x2.trans (B), one instruction for what would be 4 (A) or 2 (B) 16-bit pair reads
+//     a lane, with no bank conflict when the rows' byte stride is 16 mod 128 (SA, SB = BM + 8,
+//     BN + 8 bf16 elements: 16 bytes of padding).
 #pragma once
 #include <cstdint>
 
@@ -32,15 +39,17 @@ constexpr int tile_acc() {
 }
 
 // acc += the product of one K step from stage s of the k-major operands in shared memory:
-// As + s*BK*SA (BK x SA floats) times Bs + s*BK*SB (BK x SB); the stage's address is formed here,
-// beside the reads, as when the kernels wrote this loop inline (the same registers). kRound
-// (TF32): round the operands as they are read (else they were rounded when stored).
+// As + s*BK*SA (BK x SA elements P::Elem) times Bs + s*BK*SB (BK x SB); the stage's address is
+// formed here, beside the reads, as when the kernels wrote this loop inline (the same
+// registers). kRound (TF32): round the operands as they are read (else they were rounded when
+// stored). BF16: stored as bf16 (P::elem), rows 16-byte aligned, BK a multiple of 16.
 template <class T, class P, bool kRound>
-__device__ __forceinline__ void tile_step(float* acc, const float* As, const float* Bs, int s,
-                                          int ty, int tx, int wm, int wn, int gq, int tq) {
+__device__ __forceinline__ void tile_step(float* acc, const typename P::Elem* As,
+                                          const typename P::Elem* Bs, int s, int ty, int tx,
+                                          int wm, int wn, int gq, int tq) {
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK;
-  const float* as = As + s * (BK * T::SA);
-  const float* bs = Bs + s * (BK * T::SB);
+  const typename P::Elem* as = As + s * (BK * T::SA);
+  const typename P::Elem* bs = Bs + s * (BK * T::SB);
   if constexpr (!P::kMma) {
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
@@ -57,6 +66,31 @@ __device__ __forceinline__ void tile_step(float* acc, const float* As, const flo
       for (int i = 0; i < T::TM; ++i)
 #pragma unroll
         for (int j = 0; j < T::TN; ++j) acc[i * T::TN + j] = fmaf(av[i], bv[j], acc[i * T::TN + j]);
+    }
+  } else if constexpr (P::kK == 16) {
+    static_assert(BK % 16 == 0 && T::SA % 8 == 0 && T::SB % 8 == 0, "BF16 ldmatrix tiles");
+    // Lane l gives the address of row l % 8 of 8x8 matrix l / 8 (ops/kit/mma.h).
+    const int lane = gq * 4 + tq, mat = lane / 8, row = lane % 8;
+#pragma unroll
+    for (int k16 = 0; k16 < BK; k16 += 16) {
+      uint32_t af[T::MI][4], bf[T::NI][2];
+#pragma unroll
+      for (int mi = 0; mi < T::MI; ++mi) {
+        // matrix j: kk rows 8 (j / 2) .. + 7, m columns 8 (j % 2) .. + 7, transposed: a0..a3
+        const int m = wm * (BM / T::WM) + mi * 16;
+        ldmatrix_x4_trans(af[mi], as + (k16 + row + 8 * (mat / 2)) * T::SA + m + 8 * (mat % 2));
+      }
+#pragma unroll
+      for (int ni = 0; ni < T::NI; ++ni) {
+        // matrices 0, 1: kk rows 0-7 and 8-15 of n columns nn .. nn + 7, transposed: b0, b1
+        // (lanes 16-31 give addresses x2 does not read)
+        const int nn = wn * (BN / T::WN) + ni * 8;
+        ldmatrix_x2_trans(bf[ni], bs + (k16 + row + 8 * (mat % 2)) * T::SB + nn);
+      }
+#pragma unroll
+      for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < T::NI; ++ni) P::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
     }
   } else {
 #define PDNN_KIT_CV(v) (kRound ? tf32_bits(v) : __float_as_uint(v))

@@ -13,6 +13,14 @@
 #   bench     scripts/bench/bench_memory.sh for each PLAN item "side:cap+cap" (W4 per side,
 #             uncapped and under each cap, beside PyTorch plain / save_on_cpu / checkpoint)
 #             -> $RESULTS/memory_r2.csv, memory_logs/, memory_table.md (scripts/report/memory_table.py)
+#   table     the whole table in one command (issue 33): W4 at TABLE_SIDES (224 448 672 896
+#             1120 1344), pdnn uncapped and under the side's cap in TABLE_PLAN (224:2G 448:8G
+#             672:20G 896:40G 1120:77G 1344:77G), then PyTorch plain / save_on_cpu / checkpoint,
+#             each run in a fresh process within PDNN_TIMEOUT (120 s) / TORCH_TIMEOUT (90 s);
+#             a configuration that ran out of memory, did not fit or timed out at a side is not
+#             run at the larger ones. Steady-state steps: pdnn times the blocks after the one
+#             that times the algorithms, PyTorch the steps after 2 warm-up ones (cuDNN's
+#             autotuner). -> $RESULTS/memory_r2.csv, memory_logs/, memory_table.md (~9 min)
 #   torch     PyTorch alone at TORCH_SIDES (1120): plain, save_on_cpu, checkpoint
 #             -> $RESULTS/memory_r2.csv, torch_memory.log (a line per variant as it ends)
 #   accuracy  ACC_EPOCHS (30) epochs of W4 at ACC_SIDE (448) under ACC_CAP (10G), seed 1, the
@@ -34,7 +42,7 @@ source "$(dirname "$0")/../host.sh"
 need_bin caltech101 || exit 1
 PARTS=${PARTS:-tests bench}
 for part in $PARTS; do
-  case $part in tests|bench|torch|accuracy) ;; *) echo "memory: unknown part $part (tests, bench, torch, accuracy)" >&2; exit 2 ;; esac
+  case $part in tests|bench|table|torch|accuracy) ;; *) echo "memory: unknown part $part (tests, bench, table, torch, accuracy)" >&2; exit 2 ;; esac
 done
 has() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 DATA=${DATA:-datasets/caltech101-6}
@@ -58,10 +66,20 @@ if has bench; then
   [ -f "$RESULTS/memory_r2.csv" ] && py scripts/report/memory_table.py "$RESULTS/memory_r2.csv"
 fi
 
+if has table; then
+  sides=${TABLE_SIDES:-224 448 672 896 1120 1344}
+  stage "the memory table: W4 at $sides"
+  BIN=$BIN PYTHON=$PYTHON SIDES="$sides" CAPS= PLAN="${TABLE_PLAN:-224:2G 448:8G 672:20G 896:40G 1120:77G 1344:77G}" \
+    STEPS=${STEPS:-20} TORCH_STEPS=${TORCH_STEPS:-3} TORCH=${TORCH:-1} PDNN_TIMEOUT=${PDNN_TIMEOUT:-120} \
+    TORCH_TIMEOUT=${TORCH_TIMEOUT:-90} OUT="$RESULTS/memory_r2.csv" scripts/bench/bench_memory.sh 2>&1 | grep -v "^epoch"
+  stage "table"
+  [ -f "$RESULTS/memory_r2.csv" ] && py scripts/report/memory_table.py "$RESULTS/memory_r2.csv"
+fi
+
 if has torch; then  # PyTorch alone (TORCH_SIDES), each variant's line printed as it ends
   stage "PyTorch plain / save_on_cpu / checkpoint at ${TORCH_SIDES:-1120}"
   env -u LD_LIBRARY_PATH "$PYTHON" scripts/twins/torch_memory_bench.py \
-    --sides "$(echo ${TORCH_SIDES:-1120} | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" \
+    --sides "$(echo ${TORCH_SIDES:-1120} | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" --timeout "${TORCH_TIMEOUT:-0}" \
     --out "$RESULTS/memory_r2.csv" 2>&1 | tee "$RESULTS/torch_memory.log"
 fi
 

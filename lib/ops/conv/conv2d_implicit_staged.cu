@@ -1,21 +1,35 @@
-// Implicit-GEMM backward-data of strided convolutions on the GPU (conv2d_gpu.h): W5's k4 s2
-// layers and any shape the direct kernels do not take (a stride-1 backward-data runs as a forward
-// over flipped weights, conv2d.cu). The first implicit-GEMM kernel of pdnn (issue 17), kept for
-// this pass: forward and backward-weights moved to the pipelined kernels of
-// conv2d_implicit_gemm.cu, and only kBackwardData is instantiated here (the template still
-// carries the other passes' load paths; they are compiled out).
+// The register-staged implicit-GEMM convolution on the GPU (conv2d_gpu.h): each thread loads
+// its elements of the next K step into registers while the block computes the current one,
+// then stores them into shared memory. The first implicit-GEMM kernel of pdnn (issue 17); it
+// serves two uses:
+//   - fp32 and TF32: the backward-data of strided convolutions (W5's k4 s2 layers, and any
+//     shape the direct kernels do not take; a stride-1 backward-data runs as a forward over
+//     flipped weights, conv2d.cu). Forward and backward-weights moved to the cp.async pipeline
+//     of conv2d_implicit_gemm.cu, so fp32/TF32 instantiate kBackwardData only.
+//   - bf16: all three passes (bf16 tensors, fp32 sums). cp.async copies 4 bytes at the least,
+//     and the NCHW gathers are single 2-byte elements (a tap's neighbours along K are a plane
+//     or a kernel row apart), so bf16 stages through registers, as this kernel always did.
+//     Each element is rounded to bf16 where it is stored (a no-op for the tensors' own values;
+//     act'(y) dy rounded once, as the tensor every other path would hold), the bias gradient
+//     sums those same rounded values in fp32.
 //
-//   backward-data: M = c, N = n*(dx pixels of a phase), K = k*(taps of the phase),
-//   A(m, kk) = w[ko][m][r][q], B(kk, n) = act'.dy at ((iy+p-r)/s, (ix+p-q)/s)
+//   forward:           M = k, N = n*oh*ow pixels, K = c*kh*kw taps,
+//                      A(m, kk) = w[m][kk], B(kk, n) = x at the pixel's tap
+//   backward-data:     M = c, N = n*(dx pixels of a phase), K = k*(taps of the phase),
+//                      A(m, kk) = w[ko][m][r][q], B(kk, n) = act'.dy at ((iy+p-r)/s, (ix+p-q)/s)
+//   backward-weights:  M = k, N = c*kh*kw taps, K = n*oh*ow pixels (split over blockIdx.z,
+//                      the splits added in order by kit::sum_splits: deterministic),
+//                      A(m, kk) = act'.dy[m][pixel], B(kk, n) = x at the pixel's tap
 //
-// dx is split into its s*s phases (iy mod s, ix mod s), one per blockIdx.z: only the taps
-// r = (iy + p) mod s (mod s) reach a pixel of a phase, so the product has no zero terms (for k4
-// s2 layers, a quarter of the taps).
+// Backward-data splits dx into its s*s phases (iy mod s, ix mod s), one per blockIdx.z: only the
+// taps r = (iy + p) mod s (mod s) reach a pixel of a phase, so the product has no zero terms
+// (for k4 s2 layers, a quarter of the taps).
 //
 // Tiling (Tile below): a block computes a BM x BN tile of C, walking K in steps of BK = 16: its
 // threads load the A and B tiles into registers (the next step's loads in flight while the
 // current step computes), store them k-major into shared memory (As[kk][m], Bs[kk][n], rows
-// padded by 8 floats so both compute paths read without bank conflicts), then compute:
+// padded by 8 elements so the compute reads without bank conflicts), then compute (kit's
+// tile_step):
 //   - fp32 (FMA units): thread (ty, tx) owns TM x TN outputs, rows ty*4 + {0..3} (+ BM/2 when
 //     TM = 8) and columns tx*4 + {0..3} (+ BN/2 when TN = 8): per kk, TM/4 + TN/4 float4 reads
 //     of shared memory and TM*TN FMAs.
@@ -23,8 +37,15 @@
 //     of MI x NI mma tiles; per 8 kk it loads MI A fragments and NI B fragments (4 and 2 floats
 //     a thread) and issues MI*NI mma.sync. Inputs are rounded to TF32 as they enter shared
 //     memory, the sums stay fp32.
-// The configuration follows M (the input channels): 128 x 128 above 64 (256 threads), 64 x 128,
-// 32 x 256 or 16 x 256 below (128 threads).
+//   - bf16 (tensor cores, mma.sync m16n8k16): the same warp tiles; per 16 kk (one step) MI
+//     ldmatrix.x4.trans and NI ldmatrix.x2.trans fragments from the bf16 k-major tiles (the k
+//     pairs of a fragment register are 2 rows apart there: .trans gathers them) and MI*NI
+//     mma.sync.
+// The configuration follows M (the input channels of backward-data, the output channels
+// otherwise): 128 x 128 above 64 (256 threads), 64 x 128, 32 x 256 or 16 x 256 below (128
+// threads). Floor, per output element: K multiply-adds at the tensor cores' rate; per step a
+// thread loads RA + RB elements (8 + 8 on 128 x 128) with their index arithmetic, which is
+// what limits it at small K (measured on W4/W5 in apps/bench_conv_gpu --precision bf16).
 //
 // Index arithmetic: 32-bit within one image (c*h*w < 2^31, checked), 64-bit image offsets.
 #include <algorithm>
@@ -34,6 +55,7 @@
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/kit/split_k.h"
 #include "ops/kit/tile.h"
 
 namespace pdnn {
@@ -68,23 +90,27 @@ using Tile32x32 = Tile<32, 32, 4, 4, 1, 2>;
 enum Pass { kForward, kBackwardData, kBackwardWeights };
 
 // Everything a launch needs; the per-block product (Gemm) is derived from it in the kernel.
-struct ConvArgs {
+// E: the tensors' element type (float; bf16 for the bf16 kernels).
+template <class E>
+struct ConvArgsOf {
   int n, c, h, w, k, kh, kw, sh, sw, ph, pw, oh, ow;
-  const float* x;     // forward, backward-weights
-  const float* wt;    // forward, backward-data
-  const float* dy;    // backward passes
-  const float* y;     // backward passes, read for act' (null when act is None)
+  const E* x;         // forward, backward-weights
+  const E* wt;        // forward, backward-data
+  const E* dy;        // backward passes
+  const E* y;         // backward passes, read for act' (null when act is None)
   const float* bias;  // forward; backward-data (a transposed convolution's bias)
-  float* out;         // y, dx, or the split partial products (splits, M, N)
+  E* out;             // y or dx
+  float* part;        // backward-weights: the split partial products (splits, M, N)
   float* bias_part;   // backward-weights with a bias gradient: (splits, k) row sums
   Act act;
   int k_chunk;        // backward-weights: reduction elements per split, a multiple of BK
 };
 
 // act'(y) dy: the gradient through the activation fused into the forward's output write.
-__device__ __forceinline__ float through_act(float dy, const float* y, int64_t i, Act a) {
+template <class E>
+__device__ __forceinline__ float through_act(float dy, const E* y, int64_t i, Act a) {
   if (a.kind == FusedAct::None) return dy;
-  return act_grad(__ldg(y + i), dy, a);
+  return act_grad(ldg_f32(y + i), dy, a);
 }
 
 // The product of one block: its sizes, its share of K, and for backward-data its phase.
@@ -94,8 +120,8 @@ struct Gemm {
   FastDiv n_img, n_row, k_a, k_b;                         // index splits (see gemm_of)
 };
 
-template <int PASS>
-__device__ Gemm gemm_of(const ConvArgs& a) {
+template <int PASS, class A>
+__device__ Gemm gemm_of(const A& a) {
   Gemm g{};
   if (PASS == kForward) {
     g.M = a.k;
@@ -144,12 +170,13 @@ __device__ Gemm gemm_of(const ConvArgs& a) {
 
 template <class T, int PASS, class P>
 __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
-    implicit_gemm(const ConvArgs a) {
-  constexpr bool TF32 = P::kMma;
+    implicit_gemm(const ConvArgsOf<typename P::Data> a) {
+  using E = typename P::Data;
+  constexpr bool kBf16 = P::kK == 16;
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK, THREADS = T::THREADS;
   constexpr int RA = T::RA, RB = T::RB;
-  __shared__ __align__(16) float As[2][BK][T::SA];
-  __shared__ __align__(16) float Bs[2][BK][T::SB];
+  __shared__ __align__(16) typename P::Elem As[2][BK][T::SA];
+  __shared__ __align__(16) typename P::Elem Bs[2][BK][T::SB];
   // backward-weights: each tile column's tap, as (ci*h*w + r*w + q, r, q, valid)
   __shared__ int4 taps[PASS == kBackwardWeights ? BN : 1];
 
@@ -222,7 +249,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 #pragma unroll
       for (int i = 0; i < RA; ++i) {
         const int m = m0 + a_m + i * (THREADS / BK);
-        ra[i] = kk_ok && m < g.M ? __ldg(a.wt + static_cast<int64_t>(m) * K + kk) : 0.f;
+        ra[i] = kk_ok && m < g.M ? ldg_f32(a.wt + static_cast<int64_t>(m) * K + kk) : 0.f;
       }
     } else if (PASS == kBackwardData) {
       // kk = (ko, rr, qq): w[ko][ci][r0y + rr*sh][r0x + qq*sw]
@@ -236,7 +263,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 #pragma unroll
       for (int i = 0; i < RA; ++i) {
         const int m = m0 + a_m + i * (THREADS / BK);
-        ra[i] = kk_ok && m < g.M ? __ldg(a.wt + off + m * a.kh * a.kw) : 0.f;
+        ra[i] = kk_ok && m < g.M ? ldg_f32(a.wt + off + m * a.kh * a.kw) : 0.f;
       }
     } else {
       // kk = reduction index (image, pixel): act'(y) dy[img][m][pixel]
@@ -251,7 +278,9 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
         float v = 0.f;
         if (kk_ok && m < g.M) {
           const int64_t idx = off + static_cast<int64_t>(m) * ohw;
-          v = through_act(__ldg(a.dy + idx), a.y, idx, a.act);
+          v = through_act(ldg_f32(a.dy + idx), a.y, idx, a.act);
+          // bf16: the operand as stored (and summed into the bias gradient)
+          if (kBf16) v = round_bf16(v);
         }
         ra[i] = v;
         if (want_bias) bias_sum[i] += v;
@@ -269,14 +298,14 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
         iy0 = static_cast<int>(oy) * a.sh - a.ph;
         ix0 = static_cast<int>(ox) * a.sw - a.pw;
       }
-      const float* xb = a.x + base;
+      const E* xb = a.x + base;
 #pragma unroll
       for (int i = 0; i < RB; ++i) {
         const int4 t = taps[a_m + i * (THREADS / BK)];
         const int iy = iy0 + t.y, ix = ix0 + t.z;
         const bool ok = t.w && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
                         static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
-        rb[i] = ok ? __ldg(xb + t.x + iy0 * a.w + ix0) : 0.f;
+        rb[i] = ok ? ldg_f32(xb + t.x + iy0 * a.w + ix0) : 0.f;
       }
     } else {
 #pragma unroll
@@ -293,7 +322,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
             const int iy = bcol_y[u] + static_cast<int>(r), ix = bcol_x[u] + static_cast<int>(q);
             if (static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
                 static_cast<unsigned>(ix) < static_cast<unsigned>(a.w))
-              v = __ldg(a.x + bcol_base[u] + static_cast<int>(ci) * hw + iy * a.w + ix);
+              v = ldg_f32(a.x + bcol_base[u] + static_cast<int>(ci) * hw + iy * a.w + ix);
           } else {
             const uint32_t ko = g.k_a.div(kb), t = kb - ko * g.k_a.d;
             const uint32_t rr = g.k_b.div(t), qq = t - rr * g.k_b.d;
@@ -301,7 +330,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
             if (static_cast<unsigned>(oy) < static_cast<unsigned>(a.oh) &&
                 static_cast<unsigned>(ox) < static_cast<unsigned>(a.ow)) {
               const int64_t idx = bcol_base[u] + static_cast<int64_t>(ko) * ohw + oy * a.ow + ox;
-              v = through_act(__ldg(a.dy + idx), a.y, idx, a.act);
+              v = through_act(ldg_f32(a.dy + idx), a.y, idx, a.act);
             }
           }
         }
@@ -309,20 +338,18 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
       }
     }
   };
-  // Stores ra, rb into buffer `buf` (k-major), rounded to TF32 on the tensor-core path.
+  // Stores ra, rb into buffer `buf` (k-major), as the tensor cores take them (P::elem: rounded
+  // to TF32, or to bf16).
   auto store = [&](int buf) {
 #pragma unroll
-    for (int i = 0; i < RA; ++i)
-      As[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? round_tf32(ra[i]) : ra[i];
+    for (int i = 0; i < RA; ++i) As[buf][a_kk][a_m + i * (THREADS / BK)] = P::elem(ra[i]);
     if (PASS == kBackwardWeights) {
 #pragma unroll
-      for (int i = 0; i < RB; ++i)
-        Bs[buf][a_kk][a_m + i * (THREADS / BK)] = TF32 ? round_tf32(rb[i]) : rb[i];
+      for (int i = 0; i < RB; ++i) Bs[buf][a_kk][a_m + i * (THREADS / BK)] = P::elem(rb[i]);
     } else {
 #pragma unroll
       for (int i = 0; i < RB; ++i)
-        Bs[buf][b_row0 + (i * THREADS) / BN][b_col0 + (i * THREADS) % BN] =
-            TF32 ? round_tf32(rb[i]) : rb[i];
+        Bs[buf][b_row0 + (i * THREADS) / BN][b_col0 + (i * THREADS) % BN] = P::elem(rb[i]);
     }
   };
 
@@ -334,7 +361,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
   const int ty = tid / T::TX, tx = tid % T::TX;  // FMA path
   const int warp = tid / 32, lane = tid % 32;     // TF32 path
   const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
-  // TF32: the operands were rounded as they were stored
+  // TF32, bf16: the operands were rounded as they were stored
   auto compute = [&](int buf) {
     tile_step<T, P, false>(acc, &As[buf][0][0], &Bs[buf][0][0], 0, ty, tx, wm, wn, gq, tq);
   };
@@ -358,15 +385,15 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
     if (PASS == kForward) {
       const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
       const int64_t o = (static_cast<int64_t>(img) * a.k + m) * ohw + pix;
-      a.out[o] = act_apply(v + bias_of(a.bias, m), a.act);
+      a.out[o] = from_f32<E>(act_apply(v + bias_of(a.bias, m), a.act));
     } else if (PASS == kBackwardData) {
       const uint32_t img = g.n_img.div(nn), pix = nn - img * g.n_img.d;
       const uint32_t iy = g.n_row.div(pix), ix = pix - iy * g.n_row.d;
       const int64_t o = (static_cast<int64_t>(img) * a.c + m) * hw +
                         (static_cast<int>(iy) * a.sh + g.py) * a.w + static_cast<int>(ix) * a.sw + g.px;
-      a.out[o] = v + (a.bias ? __ldg(a.bias + m) : 0.f);
+      a.out[o] = from_f32<E>(v + bias_of(a.bias, m));
     } else {
-      a.out[(static_cast<int64_t>(blockIdx.z) * g.M + m) * g.N + nn] = v;
+      a.part[(static_cast<int64_t>(blockIdx.z) * g.M + m) * g.N + nn] = v;
     }
   });
   if (want_bias) {
@@ -382,61 +409,47 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
   }
 }
 
-ConvArgs args_of(const ConvGeom& g, int64_t n, int64_t k, Act act) {
+template <class E>
+ConvArgsOf<E> args_of(const ConvGeom& g, int64_t n, int64_t k, Act act) {
   PDNN_CHECK(g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX && n * g.oh * g.ow < INT_MAX &&
                  n * g.h * g.w < INT_MAX && k * g.c * g.kh * g.kw < INT_MAX,
              "implicit-GEMM convolution: an image of %lld x %lld x %lld (or %lld images) is too "
              "large for its 32-bit indexing", (long long)g.c, (long long)g.h, (long long)g.w,
              (long long)n);
-  ConvArgs a{};
-  a.n = static_cast<int>(n);
-  a.c = static_cast<int>(g.c);
-  a.h = static_cast<int>(g.h);
-  a.w = static_cast<int>(g.w);
-  a.k = static_cast<int>(k);
-  a.kh = static_cast<int>(g.kh);
-  a.kw = static_cast<int>(g.kw);
-  a.sh = static_cast<int>(g.sh);
-  a.sw = static_cast<int>(g.sw);
-  a.ph = static_cast<int>(g.ph);
-  a.pw = static_cast<int>(g.pw);
-  a.oh = static_cast<int>(g.oh);
-  a.ow = static_cast<int>(g.ow);
-  a.act = act;
+  ConvArgsOf<E> a{};
+  set_conv_geom32(a, g, n, k, act);
   return a;
 }
 
-template <class T, int PASS>
-void launch(const ConvArgs& a, int M, int N, int z, CudaExec e) {
+template <class T, int PASS, class P>
+void launch(const ConvArgsOf<typename P::Data>& a, int M, int N, int z, CudaExec e) {
   const dim3 grid(static_cast<unsigned>((N + T::BN - 1) / T::BN),
                   static_cast<unsigned>((M + T::BM - 1) / T::BM), static_cast<unsigned>(z));
-  with_precision(e.tf32, [&](auto p) {
-    implicit_gemm<T, PASS, decltype(p)><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
-  });
+  implicit_gemm<T, PASS, P><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
   PDNN_CUDA_LAUNCH_CHECK("implicit-GEMM convolution");
 }
 
 // The tile for a product with M rows (the narrower side).
-template <int PASS>
-void launch_for(const ConvArgs& a, int M, int N, int z, CudaExec e) {
-  if (M > 64)
-    launch<Tile128x128, PASS>(a, M, N, z, e);
-  else if (M > 32)
-    launch<Tile64x128, PASS>(a, M, N, z, e);
-  else if (M > 16)
-    launch<Tile32x256, PASS>(a, M, N, z, e);
-  else
-    launch<Tile16x256, PASS>(a, M, N, z, e);
+int tile_rows(int M) {
+  return M > 64 ? 128 : M > 32 ? 64 : M > 16 ? 32 : 16;
+}
+template <int PASS, class P>
+void launch_for(const ConvArgsOf<typename P::Data>& a, int M, int N, int z, CudaExec e) {
+  switch (tile_rows(M)) {
+    case 128: return launch<Tile128x128, PASS, P>(a, M, N, z, e);
+    case 64: return launch<Tile64x128, PASS, P>(a, M, N, z, e);
+    case 32: return launch<Tile32x256, PASS, P>(a, M, N, z, e);
+    default: return launch<Tile16x256, PASS, P>(a, M, N, z, e);
+  }
 }
 
-}  // namespace
-
-void conv2d_implicit_backward_data(const ConvBwd& c, CudaExec e) {
+// Backward-data of operands `c` in precision P (dx_act not applied here).
+template <class P, class C>
+void backward_data(const C& c, CudaExec e) {
   const ConvGeom& g = c.g;
-  const int64_t n = c.n, k = c.k;
-  if (n * g.c * g.h * g.w == 0) return;
+  if (c.n * g.c * g.h * g.w == 0) return;
   PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_implicit_backward_data: act needs y");
-  ConvArgs a = args_of(g, n, k, c.act);
+  ConvArgsOf<typename P::Data> a = args_of<typename P::Data>(g, c.n, c.k, c.act);
   a.dy = c.dy;
   a.y = c.y;
   a.wt = c.w;
@@ -444,7 +457,58 @@ void conv2d_implicit_backward_data(const ConvBwd& c, CudaExec e) {
   a.out = c.dx;
   // The largest phase: the first, ceil(h/s) x ceil(w/s) pixels.
   const int hp = (a.h + a.sh - 1) / a.sh, wp = (a.w + a.sw - 1) / a.sw;
-  launch_for<kBackwardData>(a, a.c, a.n * hp * wp, a.sh * a.sw, e);
+  launch_for<kBackwardData, P>(a, a.c, a.n * hp * wp, a.sh * a.sw, e);
+}
+
+// bf16 backward-weights: the split of the reduction over the tile the launch will choose.
+KSplit bf16_split(const ConvGeom& g, int64_t n, int64_t k) {
+  const int64_t N = g.c * g.kh * g.kw, bm = tile_rows(static_cast<int>(k));
+  const int64_t bn = bm == 128 || bm == 64 ? 128 : 256;
+  return split_k(((k + bm - 1) / bm) * ((N + bn - 1) / bn), n * g.oh * g.ow, 16);
+}
+
+}  // namespace
+
+void conv2d_implicit_backward_data(const ConvBwd& c, CudaExec e) {
+  with_precision(e.tf32, [&](auto p) { backward_data<decltype(p)>(c, e); });
+}
+
+void conv2d_implicit_backward_data(const ConvBwdBf16& c, CudaExec e) { backward_data<BF16>(c, e); }
+
+void conv2d_implicit_forward(const ConvFwdBf16& c, CudaExec e) {
+  const ConvGeom& g = c.g;
+  if (c.n * c.k * g.oh * g.ow == 0) return;
+  ConvArgsOf<bf16> a = args_of<bf16>(g, c.n, c.k, c.act);
+  a.x = c.x;
+  a.wt = c.w;
+  a.bias = c.b;
+  a.out = c.y;
+  launch_for<kForward, BF16>(a, a.k, a.n * a.oh * a.ow, 1, e);
+}
+
+size_t conv2d_implicit_bf16_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k) {
+  const int64_t N = g.c * g.kh * g.kw;
+  return static_cast<size_t>(bf16_split(g, n, k).splits) * static_cast<size_t>(k) *
+         static_cast<size_t>(N + 1);
+}
+
+void conv2d_implicit_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e) {
+  const ConvGeom& g = c.g;
+  if (c.k * g.c * g.kh * g.kw == 0) return;
+  PDNN_CHECK(c.act.kind == FusedAct::None || c.y,
+             "conv2d_implicit_backward_weights: act needs y");
+  ConvArgsOf<bf16> a = args_of<bf16>(g, c.n, c.k, c.act);
+  const KSplit s = bf16_split(g, c.n, c.k);
+  const int M = a.k, N = a.c * a.kh * a.kw;
+  a.x = c.x;
+  a.dy = c.dy;
+  a.y = c.y;
+  a.part = ws;
+  a.bias_part = c.db ? ws + static_cast<int64_t>(s.splits) * M * N : nullptr;
+  a.k_chunk = s.k_chunk;
+  launch_for<kBackwardWeights, BF16>(a, M, N, s.splits, e);
+  sum_splits(s.splits, M, N, ws, a.bias_part, c.dw, c.db, e,
+             "implicit-GEMM backward-weights sum (bf16)");
 }
 
 }  // namespace cuda

@@ -43,6 +43,7 @@ help:
 	@echo "make check-readme   every README target in its short form on the CPU, then git status as before (~5 min; not in CI)"
 	@echo "make fuzz           libFuzzer targets (clang) for FUZZ_SECONDS=$(FUZZ_SECONDS) each (build-fuzz/)"
 	@echo "make mnist-keras    W3 on MNIST;  make fashion-mnist: W2 on Fashion-MNIST"
+	@echo "make segment        U-Net on datasets/ccp-200 (person vs background): small on a CPU (~2 min), the paper's width on a GPU -> runs/segment/"
 	@echo "make dcgan          W5 DCGAN, the study's 300 epochs on the Caltech photos (GPU; a short CPU run without) -> runs/dcgan/"
 	@echo "make dcgan-quality  W5 pdnn vs PyTorch: 10,000 samples each scored by a pdnn classifier (long on a CPU; DATASET=caltech: the photos, 3 seeds x 300 epochs, GPU)"
 	@echo "make bench-dcgan    W5 iteration times and per-layer profiles, pdnn vs PyTorch, 1 and 2 threads -> runs/bench/dcgan*.csv"
@@ -252,6 +253,31 @@ bench-caltech: build
 	datasets/get_caltech101.sh
 	scripts/tools/install_deps.sh torch || echo "bench-caltech: no PyTorch: timing pdnn alone"
 	$(BLAS_ENV) BIN=$(BIN) THREADS=$(THREAD_LIST) PYTHON=$(PYTHON) scripts/bench/bench_caltech.sh
+
+# ---- Segmentation (issue 34) ---------------------------------------------------------------
+# A U-Net (lib/workloads/segmentation/unet.h) on the shipped datasets/ccp-200 (Clothing
+# Co-Parsing, person vs background: 151 training and 49 test photos). Without a GPU (or with
+# DEVICE=cpu) a small one that finishes in a few minutes on 2 cores (about 10 s of CPU an
+# epoch): 64 px, base width 8, depth 3, batch 8, SEGMENT_EPOCHS=10; with one (or DEVICE=cuda) the paper's width and depth at 256 px
+# (base 64, depth 4, batch 4), 30 epochs. runs/segment/: the CSV (a row per epoch: loss, pixel
+# accuracy, IoU and Dice per class and their means, peak memory, seconds), overlays/<run>/
+# epoch_NNN.png (photo | truth | prediction for the first test images) and plots/ (the curves:
+# scripts/report/plot.py). SEGMENT_ARGS are appended to build/bin/segment's flags (the last of
+# a repeated flag wins): SEGMENT_ARGS="--epochs 1" shortens it, "--classes 59" trains the
+# clothing classes.
+SEGMENT_ARGS ?=
+SEGMENT_EPOCHS ?= 10
+SEGMENT_CPU := --size 64 --base 8 --depth 3 --batch 8 --epochs $(SEGMENT_EPOCHS)
+SEGMENT_GPU := --device cuda --size 256 --base 64 --depth 4 --batch 4 --epochs 30
+.PHONY: segment
+segment: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target segment blas_core
+	datasets/get_ccp.sh --check
+	@dev=$(DEVICE); [ -n "$$dev" ] || dev=$$(nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo cuda || echo cpu); \
+	  if [ "$$dev" = cuda ]; then flags="$(SEGMENT_GPU)"; else flags="$(SEGMENT_CPU)"; fi; \
+	  echo "$(BIN)/segment --threads $(THREADS) $$flags $(SEGMENT_ARGS)"; \
+	  $(BLAS_ENV) $(BIN)/segment --threads $(THREADS) $$flags $(SEGMENT_ARGS)
+	$(PYTHON) scripts/report/plot.py --results runs/segment --out runs/segment/plots
 
 # ---- DCGAN (W5) ------------------------------------------------------------------------------
 # Extra flags for build/bin/dcgan, appended (the last of a repeated flag wins), e.g.

@@ -37,7 +37,9 @@
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
+#include "layers/merge.h"
 #include "losses/binary_cross_entropy.h"
+#include "losses/dice_loss.h"
 #include "losses/softmax_cross_entropy.h"
 #include "workloads/classifier/caltech_models.h"
 #include "workloads/dcgan/dcgan_models.h"
@@ -204,6 +206,10 @@ std::vector<Case> cases() {
                          kGemm, kGemm));
   c.push_back(layer_case("ConvT_k4s2p1", maker<ConvTranspose2d>(16, 8, 4, 2, 1), {2, 16, 4, 4},
                          kGemm, kGemm));
+  // The U-Net's up-sampling (2x2 stride 2) and its 1x1 head.
+  c.push_back(layer_case("ConvT_k2s2", maker<ConvTranspose2d>(16, 8, 2, 2, 0), {2, 16, 5, 6},
+                         kGemm, kGemm));
+  c.push_back(layer_case("Conv2d_1x1_head", conv(8, 3, 1), {2, 8, 9, 7}, kGemm, kGemm));
   c.push_back(layer_case("Dense", maker<Dense>(300, 17), {5, 300}, kGemm, kGemm));
   c.push_back(layer_case("Dense_4d_nobias", maker<Dense>(2 * 3 * 4, 9, false), {3, 2, 3, 4},
                          kGemm, kGemm));
@@ -264,6 +270,23 @@ std::vector<Case> cases() {
                            maker<BatchNorm2d>(8, 1e-5f, 0.1f, true, FusedAct::LeakyReLU, 0.2f),
                            {4, 8, 8, 8}, kReduce, kReduce, train));
   }
+  // ---- a graph: Concat and Add, tensors read by several nodes (their gradients summed) ----
+  c.push_back({"Graph_Concat_Add_fanout", [](Context& ctx, Device dev) {
+                 Model m;
+                 m.node<Tanh>("a", {"input"});
+                 m.node<Sigmoid>("b", {"input"});
+                 m.node<Concat>("cat", {"a", "b", "input"});
+                 m.node<Add>("sum", {"a", "b"});
+                 m.node<Concat>("out", {"cat", "sum"});
+                 m.to(dev, ctx);
+                 Rng r(3);
+                 const Tensor x = on(dev, pt::random_tensor(Shape{3, 4, 5, 6}, r), ctx);
+                 const Tensor& y = m.forward(ctx, x);
+                 const Tensor dy = on(dev, pt::random_tensor(y.shape(), r), ctx);
+                 m.backward(ctx, dy, /*want_input_grad=*/true);
+                 return Outputs{{"y", host(y, ctx), kElementwise},
+                                {"dx", host(m.input_grad(), ctx), kElementwise}};
+               }});
   // ---- batch-level ops without a layer of their own ----
   c.push_back({"im2col_col2im_permute", [](Context& ctx, Device dev) {
                  const ConvGeom g = conv_geom("t", 3, 7, 6, 3, 2, 2, 1, 1, 0);
@@ -337,6 +360,39 @@ std::vector<Case> cases() {
                  return Outputs{{"probs", host(ce.probs(), ctx), kElementwise},
                                 {"dlogits", host(dz, ctx), kElementwise},
                                 {"loss, metrics", m, kReduce}};
+               }});
+  // Per pixel, and the soft Dice and the confusion counts of a map (5 x 3 x 30 x 31 pixels:
+  // the Dice's sums in two chunks).
+  c.push_back({"PixelCrossEntropy_Dice_Confusion", [](Context& ctx, Device dev) {
+                 Rng r(4);
+                 const Tensor z = on(dev, pt::random_tensor(Shape{5, 3, 30, 31}, r, -4.f, 4.f), ctx);
+                 std::vector<int32_t> l(5 * 30 * 31);
+                 for (auto& v : l) v = static_cast<int32_t>(r.next() % 3);
+                 const Tensor labels = on(dev, pt::labels_tensor(l), ctx);
+                 SoftmaxCrossEntropy ce;
+                 ce.forward(ctx, z, labels);
+                 Tensor dz;
+                 ce.backward(ctx, dz);
+                 Tensor acc = on(dev, Tensor::zeros(Shape{4}, DType::F64), ctx);
+                 ce.accumulate_metrics(ctx, z, acc);
+                 DiceLoss dice;
+                 dice.forward(ctx, z, labels);
+                 Tensor dd = dz.clone(ctx);
+                 dice.backward(ctx, dd, 0.5f, /*add=*/true);
+                 dice.accumulate(ctx, acc, 3);
+                 Tensor counts = on(dev, Tensor::zeros(Shape{9}, DType::I64), ctx);
+                 ops::segmentation_confusion(ctx, z, labels, counts);
+                 const Tensor ah = host(acc, ctx), ch = host(counts, ctx);
+                 Tensor m(Shape{6}), cf(Shape{9});
+                 m[0] = ce.loss(ctx);
+                 m[1] = dice.loss(ctx);
+                 for (int i = 0; i < 4; ++i) m[i + 2] = static_cast<float>(ah.data<double>()[i]);
+                 for (int i = 0; i < 9; ++i) cf[i] = static_cast<float>(ch.data<int64_t>()[i]);
+                 return Outputs{{"probs", host(ce.probs(), ctx), kElementwise},
+                                {"dlogits", host(dz, ctx), kElementwise},
+                                {"dlogits + dice", host(dd, ctx), kElementwise},
+                                {"losses, metrics", m, kReduce},
+                                {"confusion", cf, kExact}};
                }});
   for (bool logits : {false, true}) {
     c.push_back({logits ? "BCEWithLogits" : "BCE", [logits](Context& ctx, Device dev) {

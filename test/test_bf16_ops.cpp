@@ -1,8 +1,9 @@
 // The bf16 mixed-precision ops (issue 32): casts, cuBLAS's bf16 GEMM, the activations, max
-// pooling (with and without its fused dropout), dropout, the convolution's bias, BatchNorm and
-// the losses, each on bf16 tensors on the GPU against a double-precision reference computed from
-// the same bf16 inputs, within the bounds of bf16_testing.h (derived per op below). The GPU
-// tests skip without a device; the casts' CPU twin and the CPU's refusals run everywhere.
+// pooling (with and without its fused dropout), dropout, the convolution's bias, BatchNorm, the
+// graph model's merges (Concat's channel copies, Add) and the losses, each on bf16 tensors on
+// the GPU against a double-precision reference computed from the same bf16 inputs, within the
+// bounds of bf16_testing.h (derived per op below). The GPU tests skip without a device; the
+// casts' CPU twin and the CPU's refusals run everywhere.
 // (The convolutions in bf16: test_conv_gpu.cpp and test_conv_gpu_passes.cpp.)
 #include <gtest/gtest.h>
 
@@ -29,6 +30,7 @@
 #include "ops/kit/round.h"
 #include "ops/loss.h"
 #include "ops/maxpool2d.h"
+#include "ops/merge.h"
 #include "testing.h"
 
 namespace pdnn {
@@ -114,6 +116,9 @@ TEST(Bf16Ops, TheCpuRefusesBf16TensorsInOneLine) {
   const Pool2d pg{6, 4, 4, 2, 2, 2, 2};
   Tensor py(Shape{2, 3, 2, 2}, DType::BF16);
   pt::expect_error_mentions([&] { ops::maxpool2d_forward(ctx, pg, x, py, nullptr); }, no_path);
+  pt::expect_error_mentions([&] { ops::add(ctx, x, x, y); }, no_path);
+  Tensor cat(Shape{2, 6, 4, 4}, DType::BF16);
+  pt::expect_error_mentions([&] { ops::channel_copy(ctx, x, 0, cat, 3, 3); }, no_path);
   Tensor gamma = Tensor::zeros(Shape{3}), beta = Tensor::zeros(Shape{3}),
          rm = Tensor::zeros(Shape{3}), rv = Tensor::zeros(Shape{3}), mean(Shape{3}),
          invstd(Shape{3});
@@ -131,6 +136,9 @@ TEST(Bf16Ops, TheCpuRefusesBf16TensorsInOneLine) {
       no_path);
   // mixed types are refused too, naming the types
   pt::expect_error_mentions([&] { ops::relu_forward(ctx, f, y); }, {"relu_forward", "bfloat16"});
+  pt::expect_error_mentions([&] { ops::add(ctx, f, x, y); }, {"add", "float32", "bfloat16"});
+  pt::expect_error_mentions([&] { ops::channel_copy(ctx, f, 0, cat, 0, 3); },
+                            {"channel_copy", "float32", "bfloat16"});
   const Tensor wf = pt::random_tensor(Shape{5, 3, 3, 3}, rng);
   pt::expect_error_mentions(
       [&] {
@@ -580,6 +588,49 @@ TEST(Bf16Gpu, BatchNormWithFp32StatisticsAndParameters) {
     }
     pt::expect_within(pt::widened(ye, ctx), er, kBf16U, ea, "eval y");
   }
+}
+
+// The graph model's merges in bf16: Concat's channel copies move bf16 elements as they are (bit
+// for bit), Add sums in fp32 and rounds once: against the double sum of the same bf16 inputs, one
+// fp32 rounding (2^-24) then bf16's (2^-8). y may be one of the operands, as in the model's
+// gradient sums.
+TEST(Bf16Gpu, MergesCopyChannelsExactlyAndAddInFp32) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 1, Device::CUDA);
+  Rng rng(17);
+  const Tensor fa = pt::random_tensor(Shape{3, 5, 7, 6}, rng, -4.f, 4.f);
+  const Tensor fb = pt::random_tensor(Shape{3, 2, 7, 6}, rng, -4.f, 4.f);
+  const Tensor a = pt::to_bf16(fa, Device::CUDA, ctx), b = pt::to_bf16(fb, Device::CUDA, ctx);
+  Tensor cat = pt::bf16_poisoned(Shape{3, 7, 7, 6}, Device::CUDA, ctx);
+  ops::channel_copy(ctx, a, 0, cat, 0, 5);
+  ops::channel_copy(ctx, b, 0, cat, 5, 2);
+  Tensor back = pt::bf16_poisoned(Shape{3, 2, 7, 6}, Device::CUDA, ctx);
+  ops::channel_copy(ctx, cat, 5, back, 0, 2);
+  const Tensor ha = a.to(Device::CPU, ctx), hb = b.to(Device::CPU, ctx),
+               hc = cat.to(Device::CPU, ctx), hback = back.to(Device::CPU, ctx);
+  const int64_t plane = 7 * 6;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t c = 0; c < 7; ++c)
+      for (int64_t r = 0; r < plane; ++r) {
+        const uint16_t want = c < 5 ? ha.data<bf16>()[(i * 5 + c) * plane + r].bits
+                                    : hb.data<bf16>()[(i * 2 + c - 5) * plane + r].bits;
+        ASSERT_EQ(hc.data<bf16>()[(i * 7 + c) * plane + r].bits, want)
+            << "image " << i << " channel " << c << " element " << r;
+      }
+  for (int64_t k = 0; k < hb.numel(); ++k)
+    ASSERT_EQ(hback.data<bf16>()[k].bits, hb.data<bf16>()[k].bits) << "element " << k;
+
+  const Tensor fc = pt::random_tensor(fa.shape(), rng, -4.f, 4.f);
+  const Tensor c = pt::to_bf16(fc, Device::CUDA, ctx);
+  const Tensor ra = pt::bf16_rounded(fa), rc = pt::bf16_rounded(fc);
+  std::vector<double> ref(static_cast<size_t>(fa.numel()));
+  for (int64_t k = 0; k < fa.numel(); ++k) ref[size_t(k)] = double(ra[k]) + double(rc[k]);
+  Tensor y = pt::bf16_poisoned(fa.shape(), Device::CUDA, ctx);
+  ops::add(ctx, a, c, y);
+  pt::expect_within(pt::widened(y, ctx), ref, kBf16U + 2 * kFp32U, {}, "add");
+  Tensor acc = c.clone(ctx);  // y aliasing an operand: the gradient sums' case
+  ops::add(ctx, acc, a, acc);
+  pt::expect_within(pt::widened(acc, ctx), ref, kBf16U + 2 * kFp32U, {}, "add in place");
 }
 
 // The losses read bf16 logits / probabilities in fp32 and write bf16 gradients; probabilities,

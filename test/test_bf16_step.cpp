@@ -1,5 +1,5 @@
-// Whole training steps in bf16 mixed precision (issue 32; Sequential is the autocast boundary:
-// model/sequential.h): a small W4 (caltech9 at 16x16, batch 8, 3 classes) step's parameter
+// Whole training steps in bf16 mixed precision (issue 32; the Model is the autocast boundary:
+// model/model.h): a small W4 (caltech9 at 16x16, batch 8, 3 classes) step's parameter
 // gradients against an fp32 step's with the bf16 run's ReLU masks and max-pool choices pinned,
 // every convolution pass forced to each bf16 path in turn; the W4 step as one CUDA graph giving
 // the eager steps' numbers (W5's: test_cuda_runtime.cpp's DCGAN test runs in fp32 and bf16);
@@ -36,7 +36,9 @@
 #include "core/context.h"
 #include "core/cuda_state.h"
 #include "layers/dropout.h"
+#include "layers/dense.h"
 #include "layers/layer.h"
+#include "layers/merge.h"
 #include "model/sequential.h"
 #include "ops/conv/conv2d_algo.h"
 #include "ops/kit/argmax.h"
@@ -289,12 +291,7 @@ TEST(Bf16Step, W4GraphReplayEqualsEagerSteps) {
 // The CPU has no bf16 path: a model under Precision::Bf16 on the CPU refuses its forward in one
 // line (the apps refuse the flag before that: test_run_flags.cpp, the app tests), never a silent
 // fp32 run.
-TEST(Bf16Step, TheCpuRefusesABf16ForwardInOneLine) {
-  Context ctx(1, 1);
-  ctx.set_precision(Precision::Bf16);
-  Sequential m = w4_model(ctx);
-  Rng r(1);
-  const Tensor x = testing::random_tensor(Shape{2, 3, kSide, kSide}, r);
+void expect_bf16_refused(Model& m, Context& ctx, const Tensor& x) {
   try {
     m.forward(ctx, x);
     FAIL() << "a bf16 forward ran on the CPU";
@@ -305,6 +302,80 @@ TEST(Bf16Step, TheCpuRefusesABf16ForwardInOneLine) {
         << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
+}
+
+TEST(Bf16Step, TheCpuRefusesABf16ForwardInOneLine) {
+  Context ctx(1, 1);
+  ctx.set_precision(Precision::Bf16);
+  Sequential m = w4_model(ctx);
+  Rng r(1);
+  expect_bf16_refused(m, ctx, testing::random_tensor(Shape{2, 3, kSide, kSide}, r));
+}
+
+// A graph model is the autocast boundary as a chain is: x (4, 6) -> d = Dense(6, 6) with the
+// identity weight and no bias -> cat = Concat(d, x) -> out = Add(cat, cat). The input is read
+// twice (d and cat) and cat twice (Add's two operands), so the input's and cat's gradients are
+// sums of two; every value here is exact in bf16 but the input gradient's one sum. Forward:
+// out = 2 [r(x), r(x)] (r: bf16 rounding), float32, bit for bit. Backward from a float32 dy:
+// dcat = 2 r(dy) (exact), dx = 2 r(dy)[:, :6] + 2 r(dy)[:, 6:] rounded once to bf16 (2^-8) and
+// returned as float32; dW = dd^T r(x) summed in fp32 on the tensor cores (4 + 2) 2^-23 S.
+TEST(Bf16Step, AGraphModelIsTheAutocastBoundaryToo) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  ctx.set_precision(Precision::Bf16);
+  Model m;
+  Dense& dense = m.node<Dense>("d", {Model::kInput}, 6, 6, /*bias=*/false);
+  m.node<Concat>("cat", {"d", Model::kInput});
+  m.node<Add>("out", {"cat", "cat"});
+  Tensor& w = *dense.params()[0].value;
+  w.fill(0.f);
+  for (int64_t i = 0; i < 6; ++i) w[i * 6 + i] = 1.f;
+  m.to(Device::CUDA, ctx);
+  m.zero_grad(ctx);
+  Rng r(23);
+  const Tensor x = testing::random_tensor(Shape{4, 6}, r, -3.f, 3.f);
+  const Tensor dy = testing::random_tensor(Shape{4, 12}, r, -3.f, 3.f);
+  const Tensor rx = testing::bf16_rounded(x), rdy = testing::bf16_rounded(dy);
+  const Tensor& y = m.forward(ctx, x.to(Device::CUDA, ctx));
+  ASSERT_EQ(y.dtype(), DType::F32);
+  const Tensor hy = y.to(Device::CPU, ctx);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 12; ++j)
+      ASSERT_EQ(hy[i * 12 + j], 2.f * rx[i * 6 + j % 6]) << i << " " << j;
+  m.backward(ctx, dy.to(Device::CUDA, ctx), /*want_input_grad=*/true);
+  ASSERT_EQ(m.input_grad().dtype(), DType::F32);
+  std::vector<double> dx_ref(24), dw_ref(36), dw_abs(36);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j)
+      dx_ref[size_t(i * 6 + j)] = 2.0 * rdy[i * 12 + j] + 2.0 * rdy[i * 12 + 6 + j];
+  for (int64_t o = 0; o < 6; ++o)
+    for (int64_t k = 0; k < 6; ++k) {
+      double sum = 0, mag = 0;
+      for (int64_t i = 0; i < 4; ++i) {
+        const double t = 2.0 * rdy[i * 12 + o] * rx[i * 6 + k];
+        sum += t;
+        mag += std::fabs(t);
+      }
+      dw_ref[size_t(o * 6 + k)] = sum;
+      dw_abs[size_t(o * 6 + k)] = (4 + 2) * 0x1.0p-23 * mag;
+    }
+  testing::expect_within(m.input_grad().to(Device::CPU, ctx), dx_ref, testing::kBf16U, {},
+                         "the input gradient");
+  testing::expect_within(dense.params()[0].grad->to(Device::CPU, ctx), dw_ref, testing::kFp32U,
+                         dw_abs, "the weight gradient");
+}
+
+// So does a graph model's forward on the CPU: refused in one line.
+TEST(Bf16Step, TheCpuRefusesABf16GraphForwardInOneLine) {
+  Context ctx(1, 1);
+  ctx.set_precision(Precision::Bf16);
+  Model m;
+  m.node<Dense>("d", {Model::kInput}, 6, 6);
+  m.node<Concat>("cat", {"d", Model::kInput});
+  Rng r(2);
+  m.reset_parameters(r);
+  expect_bf16_refused(m, ctx, testing::random_tensor(Shape{2, 6}, r));
 }
 
 }  // namespace

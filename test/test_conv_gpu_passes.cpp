@@ -100,6 +100,9 @@ const LayerCase kLayers[] = {
     {"convT_k4s1p0_from_1x1", true, 3, 20, 16, 1, 1, 4, 1, 0, FusedAct::None, false},
     {"conv_k3s1p0_m72_plain", false, 2, 40, 72, 11, 12, 3, 1, 0, FusedAct::None, false},
     {"convT_k3s1p1", true, 2, 20, 12, 7, 9, 3, 1, 1, FusedAct::None, true},
+    // The U-Net's up-sampling (2x2 stride 2) and its 1x1 head.
+    {"convT_k2s2p0", true, 2, 24, 12, 6, 5, 2, 2, 0, FusedAct::None, true},
+    {"conv_k1_head", false, 2, 16, 3, 9, 7, 1, 1, 0, FusedAct::None, true},
 };
 
 Tensor host(const Tensor& t, Context& ctx) { return t.to(Device::CPU, ctx); }

@@ -54,6 +54,10 @@ const Cfg kCfgs[] = {
     {3, 2, 3, 5, 2, 3, 2, 0, false},  // stride 2, no bias
     {2, 2, 4, 3, 3, 5, 2, 2, true},   // padding 2
     {1, 3, 4, 4, 2, 1, 1, 0, true},   // kernel 1
+    // The U-Net's up-sampling, k2 s2 p0: every output pixel from one tap. Auto runs the small
+    // image as Batched and the one of 72 pixels as PerImage (conv_algo_for), both below.
+    {2, 3, 3, 4, 2, 2, 2, 0, true},
+    {1, 2, 8, 9, 3, 2, 2, 0, false},
 };
 
 }  // namespace
@@ -140,6 +144,14 @@ TEST(ConvTranspose2d, ShapeErrorsDescribeAndInit) {
     mx = std::max(mx, std::fabs(small.weight()[i]));
   EXPECT_LE(mx, bound);
   EXPECT_GT(mx, 0.8f * bound);
+}
+
+// The U-Net's 2x2 stride-2 up-sampling on the CPU: for its geometry (the convolution it
+// transposes, over the output image) conv_algo_for picks one of the two im2col schemes by the
+// image's size; both run in the tests above (the last two kCfgs, forced and through Auto).
+TEST(ConvTranspose2d, UpSamplingK2S2TakesTheIm2colSchemes) {
+  EXPECT_EQ(conv_algo_for(conv_geom("t", 2, 6, 8, 2, 2, 2, 2, 0, 0), 2, 3, 1), ConvAlgo::Batched);
+  EXPECT_EQ(conv_algo_for(conv_geom("t", 3, 16, 18, 2, 2, 2, 2, 0, 0), 1, 2, 2), ConvAlgo::PerImage);
 }
 
 TEST(ConvTranspose2d, DeterministicAndThreadCountIndependent) {

@@ -1,9 +1,11 @@
 // The memory planner (model/memory_plan.h) on made-up models, budgets and layer times: the
 // lifetime walk against hand-computed peaks, its choices under limits (nothing, recompute
 // only, offload, impossible), the overlap cost model, the size parser, and the description
-// of a real Sequential (W4 at a small size).
+// of a real Sequential (W4 at a small size); a graph's (a U-Net's skips) by hand and as the
+// executor runs it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include "train/classifier_trainer.h"
 #include "train/step_memory.h"
 #include "workloads/classifier/caltech_models.h"
+#include "workloads/segmentation/unet.h"
 #include "layers/conv2d.h"
 #include "layers/dense.h"
 #include "layers/flatten.h"
@@ -321,15 +324,15 @@ TEST(MemoryPlan, LayerTimesFromAProfile) {
 TEST(MemoryPlan, ArenaLayoutSharesWhatDoesNotOverlapInTime) {
   const ArenaLayout keep = layout_arena({1000, 500, 10}, {Placement::Keep, Placement::Keep, Placement::Keep});
   EXPECT_EQ(keep.floats, 3200);
-  EXPECT_EQ(keep.grad_offset[0], -1);
+  EXPECT_EQ(keep.grad_offset[2], -1);  // the last layer's: the loss's own buffer
   EXPECT_EQ(keep.back_offset[0], -1);
   // Layer 0 offloaded: its forward slot ([0, 1]) is free from fwd 2 on; it comes back at bwd 1
   // (layer 1's backward brings back its input), when dL/d(out 0) is written too: one of the two
   // takes the old slot, the other one of its own.
   const ArenaLayout off = layout_arena({1000, 500, 10}, {Placement::Offload, Placement::Keep, Placement::Keep});
   EXPECT_EQ(off.back_at[0], 4);
-  EXPECT_TRUE(off.grad_offset[1] == off.out_offset[0] || off.back_offset[0] == off.out_offset[0]);
-  EXPECT_NE(off.back_offset[0], off.grad_offset[1]);
+  EXPECT_TRUE(off.grad_offset[0] == off.out_offset[0] || off.back_offset[0] == off.out_offset[0]);
+  EXPECT_NE(off.back_offset[0], off.grad_offset[0]);
   EXPECT_EQ(off.floats, 3200);
   // A recomputed layer brings its input back first, at the same position.
   const ArenaLayout rec = layout_arena({1000, 500, 10, 10},
@@ -344,6 +347,163 @@ TEST(MemoryPlan, ArenaLayoutSharesWhatDoesNotOverlapInTime) {
                                        {3, -1, -1, -1}, {1, -1, -1, -1});
   EXPECT_EQ(pos.back_at[0], 4);  // asked for 1, but nothing comes back before backward
   EXPECT_GE(pos.reuse_at[0], 4);
+}
+
+// ---- the memory plan of a graph (a U-Net's skips; model/model.h) ----
+
+// A U-Net in miniature: 0 conv (100, reads x and y), 1 pool (25, its argmax 25 kept), 2 conv
+// (50), 3 up-sampling (100, reads x), 4 concat of 3 and 0 (200, reads nothing), 5 head (10).
+// Positions: fwd 0..5, bwd 5..0 = 6..11.
+StepMem mini_unet() {
+  StepMem m;
+  m.layers = {layer(0, 100, true, true, 0, false, 1, 2),   layer(1, 25, false, false, 25, true, 1, 2),
+              layer(2, 50, true, true, 0, false, 1, 2),    layer(3, 100, true, false, 0, false, 1, 2),
+              layer(4, 200, false, false, 0, false, 1, 2), layer(5, 10, true, true, 0, false, 1, 2)};
+  const std::vector<std::vector<int>> inputs = {{-1}, {0}, {1}, {2}, {3, 0}, {4}};
+  for (size_t i = 0; i < inputs.size(); ++i) m.layers[i].inputs = inputs[i];
+  m.layers[4].restores_inputs = false;
+  return m;
+}
+
+TEST(GraphMemoryPlan, LifetimeWalkMatchesHandCount) {
+  const MemoryPlan p = plan_memory(mini_unet(), PlanOptions{});
+  // Outputs: a0 (the skip) from fwd 0 to its own backward (11): the concat reads it in forward
+  // only; a1 [1, bwd 2 = 9] (conv 2 reads it); a2 [2, 9]; a3 [3, fwd 4] (no backward reads
+  // it); a4 [4, bwd 5 = 6]; a5 [5, 6]. Gradients: dL/da4 [6, 7]; dL/da3 [7, 8]; dL/da0 from the
+  // concat's backward (7, its last reader's) to its own (11), and the pool's backward (10)
+  // writes a temporary of 100 summed into it; dL/da2 [8, 9]; dL/da1 [9, 10].
+  //   0: 100 | 1: 125 | 2: 175 | 3: 275 | 4: 475 | 5: 385 (a3 gone)
+  //   6: a0 a1 a2 a4 a5 + dL/da4 = 585 | 7: a0 a1 a2 + dL/da4, dL/da3, dL/da0 = 575
+  //   8: a0 a1 a2 + dL/da0 dL/da3 dL/da2 = 425 | 9: a0 a1 a2 + dL/da0 dL/da2 dL/da1 = 350
+  //   10: a0 + dL/da0 dL/da1 + the temporary = 325 | 11: a0 + dL/da0 = 200
+  const std::vector<int64_t> want = {100, 125, 175, 275, 475, 385, 585, 575, 425, 350, 325, 200};
+  EXPECT_EQ(p.live_bytes, want);
+  EXPECT_EQ(p.fixed_bytes, 25);
+  EXPECT_EQ(p.peak_bytes, 25 + 585);
+  EXPECT_EQ(position_name(mini_unet(), p, p.peak_position), "bwd 5");
+  EXPECT_EQ(p.saved[0].last_fwd_use, 4);  // the concat
+  EXPECT_EQ(p.saved[0].first_bwd_use, 11);
+  EXPECT_EQ(p.saved[3].saved_bytes, 0);  // the concat reads nothing of it in backward
+  // The executor without a plan: every output (485) and its pool of gradient buffers: 200
+  // (dL/da4, then dL/da2 and the temporary), 100 (dL/da3, then dL/da1), 100 (dL/da0).
+  EXPECT_EQ(p.keep_all_bytes, 25 + 485 + 400);
+  // The skip can leave the device between its last forward use and its backward.
+  PlanOptions o;
+  o.limit_bytes = 25 + 500;
+  const MemoryPlan q = plan_memory(mini_unet(), o);
+  EXPECT_TRUE(q.fits);
+  EXPECT_NE(q.saved[0].where, Placement::Keep);
+  // A layer of several inputs is never recomputed, even when it says it could be.
+  StepMem merge = mini_unet();
+  merge.layers[4].recomputable = true;
+  EXPECT_THROW(simulate_plan(merge, {Placement::Keep, Placement::Keep, Placement::Keep,
+                                     Placement::Keep, Placement::Recompute, Placement::Keep},
+                             PlanOptions{}),
+               Error);
+  // A layer reading one that comes after it is refused.
+  StepMem bad = mini_unet();
+  bad.layers[2].inputs = {3};
+  EXPECT_THROW(plan_memory(bad, PlanOptions{}), Error);
+}
+
+TEST(GraphMemoryPlan, ArenaLayoutOfAGraph) {
+  std::vector<int64_t> floats;
+  std::vector<Placement> where;
+  ExecGraph g;
+  for (const LayerMem& l : mini_unet().layers) {
+    floats.push_back(l.out_bytes);
+    where.push_back(Placement::Keep);
+    g.inputs.push_back(l.inputs);
+    g.restores_inputs.push_back(l.restores_inputs);
+  }
+  where[0] = Placement::Offload;
+  const ArenaLayout a = layout_arena(floats, where, {}, {}, g);
+  EXPECT_EQ(a.grad_offset[5], -1);  // the logits' gradient is the loss's
+  EXPECT_GE(a.grad_offset[0], 0);
+  EXPECT_GE(a.temp_offset[1][0], 0);   // the pool's backward adds to the skip's gradient
+  EXPECT_EQ(a.temp_offset[4][1], -1);  // the concat writes it
+  // The concat reads nothing in backward: the skip comes back for its own backward and the
+  // pool's (which gets x), not the concat's.
+  EXPECT_EQ(a.back_at[0], 2 * 6 - 1 - 1);
+  // Its forward slot is free only after the concat's forward.
+  EXPECT_TRUE(a.reuse_at[0] < 0 || a.reuse_at[0] > 4) << a.reuse_at[0];
+}
+
+// A small U-Net trained three steps with its outputs offloaded (the skips among them) and its
+// pools recomputed gives the weights of the plain run, bit for bit: the arena's slots, the
+// gradient sums and the copies back are laid out right for a graph.
+std::vector<float> train_small_unet(bool planned, Model* keep = nullptr) {
+  Context ctx(1, 7);
+  UNetOptions o;
+  o.in_channels = 2;
+  o.classes = 3;
+  o.base = 4;
+  o.depth = 2;
+  Model m = make_unet(o);
+  m.reset_parameters(ctx.rng());
+  if (planned) {
+    m.prepare_fusion();
+    std::vector<Placement> where(m.size(), Placement::Keep);
+    for (const char* n : {"enc1.conv2", "enc2.conv1", "enc2.conv2", "dec2.conv2", "up1"})
+      where[m.index_of(n)] = Placement::Offload;
+    for (const char* n : {"pool1", "pool2"}) where[m.index_of(n)] = Placement::Recompute;
+    m.set_placements(where);
+  }
+  auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
+  ClassifierTrainer tr(m, *opt);
+  Rng r(5);
+  for (int s = 0; s < 3; ++s) {
+    const Tensor x = testing::random_tensor(Shape{2, 2, 8, 8}, r);
+    Tensor y(Shape{2, 8, 8}, DType::I32);
+    for (int64_t i = 0; i < y.numel(); ++i) y.data<int32_t>()[i] = static_cast<int32_t>(r.next() % 3);
+    tr.step(ctx, x, y);
+  }
+  const Tensor& w = m.parameters().values();
+  std::vector<float> out(w.data(), w.data() + w.numel());
+  if (keep) *keep = std::move(m);
+  return out;
+}
+
+TEST(GraphMemoryPlan, PlannedUNetStepGivesBitIdenticalWeights) {
+  const std::vector<float> plain = train_small_unet(false);
+  Model m;
+  const std::vector<float> planned = train_small_unet(true, &m);
+  ASSERT_EQ(plain.size(), planned.size());
+  EXPECT_EQ(0, std::memcmp(plain.data(), planned.data(), plain.size() * sizeof(float)));
+  EXPECT_TRUE(m.activation(m.index_of("enc1.conv2")).empty());  // freed after its backward
+  EXPECT_FALSE(m.activation(m.size() - 1).empty());              // the logits stay
+  // A merge cannot be recomputed.
+  std::vector<Placement> where(m.size(), Placement::Keep);
+  where[m.index_of("cat1")] = Placement::Recompute;
+  EXPECT_THROW(m.set_placements(where), Error);
+}
+
+// describe_step of a real graph: the inputs and labels come through, and the plan of the
+// U-Net's step keeps the description's rules (the concat reads nothing in backward).
+TEST(GraphMemoryPlan, DescribesAUNet) {
+  UNetOptions o;
+  o.base = 8;
+  o.depth = 3;
+  Model m = make_unet(o);
+  const StepMem s = describe_step(m, Shape{2, 3, 32, 32}, nullptr, 100.0);
+  ASSERT_EQ(s.layers.size(), m.size());
+  const size_t cat = m.index_of("cat1"), skip = m.index_of("enc1.conv2");
+  EXPECT_EQ(s.layers[cat].label, "cat1");
+  EXPECT_EQ(s.layers[cat].inputs, (std::vector<int>{static_cast<int>(m.index_of("up1")),
+                                                   static_cast<int>(m.index_of("enc1.relu2"))}));
+  EXPECT_FALSE(s.layers[cat].restores_inputs);
+  EXPECT_FALSE(s.layers[cat].bwd_reads_input);
+  // The loss's labels are per pixel: (2 x 32 x 32) int32 besides the batch.
+  EXPECT_EQ(s.input_bytes, 2 * 3 * 32 * 32 * 4 + 2 * 32 * 32 * 4);
+  const MemoryPlan p = plan_memory(s, PlanOptions{});
+  // The skip of level 1 lives from its forward to its own backward, past the whole decoder.
+  const SavedPlan& sp = p.saved[static_cast<size_t>(std::count_if(
+      s.layers.begin(), s.layers.begin() + static_cast<long>(skip),
+      [](const LayerMem& l) { return !l.absorbed; }))];
+  EXPECT_EQ(sp.layer, static_cast<int>(skip));
+  EXPECT_EQ(sp.last_fwd_use, static_cast<int>(std::count_if(
+      s.layers.begin(), s.layers.begin() + static_cast<long>(cat),
+      [](const LayerMem& l) { return !l.absorbed; })));
 }
 
 // W4 at 32x32, batch 4: what the real layers say they keep.

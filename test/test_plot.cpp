@@ -76,6 +76,16 @@ TEST(Plot, MakesPngFromResultsCsv) {
          "timestamp\npdnn,mpi,cpu,,2,1000000,5,180,5.5,5.5,,r,h,t\n"
          "pdnn,mpi,cpu,,2,4800000,5,900,5.3,5.3,,r,h,t\n";
   }
+  fs::create_directories(dir / "results" / "segment");
+  {  // the segment app's rows; -1: a class without a score
+    std::ofstream f(dir / "results" / "segment" / "run.csv");
+    f << "app,model,dataset,device,gpu,threads,batch,epoch,train_loss,train_pixel_acc,test_loss,"
+         "test_pixel_acc,test_iou_background,test_iou_person,test_dice_background,"
+         "test_dice_person,test_mean_iou,test_mean_dice,peak_rss_mb,peak_device_mb,seconds,"
+         "images_per_s,git_rev,host,timestamp\n"
+         "pdnn,unet_b8_d3,ccp,cpu,,2,8,1,0.7,0.5,0.6,0.77,0.77,-1,0.87,-1,0.77,0.87,118,0,25,6,r,h,t\n"
+         "pdnn,unet_b8_d3,ccp,cpu,,2,8,2,0.5,0.8,0.45,0.8,0.8,0.3,0.89,0.46,0.55,0.67,118,0,25,6,r,h,t\n";
+  }
   {  // a table no figure is drawn from (gan_score's quality scores)
     std::ofstream f(dir / "results" / "scale" / "quality.csv");
     f << "set,inception_score,fid\npdnn,1.5,30\n";
@@ -90,6 +100,7 @@ TEST(Plot, MakesPngFromResultsCsv) {
   EXPECT_TRUE(is_png(dir / "plots" / "dcgan_gan_gan.png"));
   EXPECT_TRUE(is_png(dir / "plots" / "scale_cpu_dist.png"));
   EXPECT_TRUE(is_png(dir / "plots" / "scale_allreduce.png"));
+  EXPECT_TRUE(is_png(dir / "plots" / "segment_run_segmentation.png"));
   // No device=cuda rows: the CPU vs GPU figure is skipped, not drawn empty.
   EXPECT_FALSE(fs::exists(dir / "plots" / "mnist_run_cpu_vs_gpu.png"));
   // What is passed over is one line, not a line per file and figure (--verbose names them).

@@ -406,7 +406,7 @@ TEST(Sequential, BackwardAgainstOverwrittenActivationsIsRefused) {
   n.forward(ctx, real);
   n.forward(ctx, fake);
   testing::expect_error_mentions([&] { n.backward(ctx, dy_real); },
-                                 {"sequential D", "2 forwards with no backward",
+                                 {"model D", "2 forwards with no backward",
                                   "wrong activations", "real batch, then fake batch"});
   for (const Tensor& g : grads_of(n))
     for (int64_t k = 0; k < g.numel(); ++k) ASSERT_EQ(g[k], 0.f);

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/tuning.h"
 #include "data/idx.h"
+#include "layers/maxpool2d.h"
 
 namespace pdnn {
 namespace testing {
@@ -92,8 +93,11 @@ double dot_double(const Tensor& y, const Tensor& g) {
 }
 
 // Compares analytic gradient entries with central differences of f at the picked indices.
+// kink (optional): whether the last f() crossed a kink of f (the element is then skipped,
+// counted in *skipped).
 void compare_fd(const std::function<double()>& f, Tensor& v, const Tensor& grad,
-                const GradCheckOptions& opt, Rng& rng, const std::string& what) {
+                const GradCheckOptions& opt, Rng& rng, const std::string& what,
+                const std::function<bool()>& kink = {}, int64_t* skipped = nullptr) {
   ASSERT_EQ(v.shape(), grad.shape()) << what;
   int64_t bad = 0, first = -1;
   double got_first = 0, want_first = 0;
@@ -101,9 +105,15 @@ void compare_fd(const std::function<double()>& f, Tensor& v, const Tensor& grad,
     const float orig = v[i];
     v[i] = static_cast<float>(orig + opt.eps);
     const double lp = f();
+    bool crossed = kink && kink();
     v[i] = static_cast<float>(orig - opt.eps);
     const double lm = f();
+    crossed = crossed || (kink && kink());
     v[i] = orig;
+    if (crossed) {
+      ++*skipped;
+      continue;
+    }
     // The step actually taken in float, not the nominal eps.
     const double h = static_cast<double>(static_cast<float>(orig + opt.eps)) -
                      static_cast<double>(static_cast<float>(orig - opt.eps));
@@ -147,6 +157,65 @@ void check_layer_gradients(Context& ctx, Layer& layer, const Tensor& x_in,
   for (size_t k = 0; k < ps.size(); ++k)
     compare_fd(loss, *ps[k].value, pgrads[k], opt, rng,
                layer.describe() + " dL/d" + ps[k].name + " at " + x.shape().str());
+}
+
+std::string model_kinks(const Model& model) {
+  std::string s;
+  for (size_t i = 0; i < model.size(); ++i) {
+    const Layer& l = model.layer(i);
+    const Tensor& y = model.activation(i);
+    if (l.kind() == "ReLU") {
+      for (int64_t k = 0; k < y.numel(); ++k) s += y[k] > 0.f ? '1' : '0';
+    } else if (const auto* pool = dynamic_cast<const MaxPool2d*>(&l)) {
+      const int p = model.node_inputs(i)[0];
+      if (p < 0) continue;
+      const Tensor& x = model.activation(static_cast<size_t>(p));
+      const int64_t planes = x.shape(0) * x.shape(1), h = x.shape(2), w = x.shape(3);
+      const int64_t oh = y.shape(2), ow = y.shape(3), kk = pool->kernel(), st = pool->stride();
+      for (int64_t c = 0; c < planes; ++c)
+        for (int64_t r = 0; r < oh; ++r)
+          for (int64_t q = 0; q < ow; ++q) {
+            int64_t best = 0;
+            for (int64_t t = 1; t < kk * kk; ++t)
+              if (x[(c * h + r * st + t / kk) * w + q * st + t % kk] >
+                  x[(c * h + r * st + best / kk) * w + q * st + best % kk])
+                best = t;
+            s += static_cast<char>('a' + best);
+          }
+    }
+  }
+  return s;
+}
+
+void check_model_gradients(Context& ctx, Model& model, const Tensor& x_in,
+                           const GradCheckOptions& opt, double max_skipped_share) {
+  Rng rng(opt.seed);
+  Tensor x = x_in.clone();
+  const Shape ys = model.forward(ctx, x).shape();
+  const std::string kinks = model_kinks(model);
+  const Tensor g = random_tensor(ys, rng);
+  model.zero_grad(ctx);
+  model.backward(ctx, g, /*want_input_grad=*/true);
+  const Tensor dx = model.input_grad().clone();
+  std::vector<Param> ps = model.params();
+  std::vector<Tensor> pgrads;
+  for (auto& p : ps) pgrads.push_back(p.grad->clone());
+  auto loss = [&]() {
+    const double l = dot_double(model.forward(ctx, x), g);
+    model.forget_forward();
+    return l;
+  };
+  auto crossed = [&]() { return model_kinks(model) != kinks; };
+  int64_t skipped = 0, checked = 0;
+  auto check = [&](Tensor& v, const Tensor& grad, const std::string& name) {
+    compare_fd(loss, v, grad, opt, rng, "model dL/d" + name + " at " + x.shape().str(), crossed,
+               &skipped);
+    checked += std::min<int64_t>(v.numel(), opt.max_checks);
+  };
+  check(x, dx, "x");
+  for (size_t k = 0; k < ps.size(); ++k) check(*ps[k].value, pgrads[k], ps[k].name);
+  EXPECT_LE(static_cast<double>(skipped), max_skipped_share * static_cast<double>(checked))
+      << skipped << " of " << checked << " checked elements sat at a kink";
 }
 
 void expect_same_at_one_and_two_threads(Layer& layer, const Tensor& x, double atol,

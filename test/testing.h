@@ -10,6 +10,7 @@
 #include "core/context.h"
 #include "core/tensor.h"
 #include "layers/layer.h"
+#include "model/model.h"
 
 namespace pdnn {
 namespace testing {
@@ -47,6 +48,16 @@ struct GradCheckOptions {
 // caller's to avoid by choosing x.
 void check_layer_gradients(Context& ctx, Layer& layer, const Tensor& x,
                            const GradCheckOptions& opt = {});
+
+// The same for a whole model (a graph): L = sum(y * g) against model.backward's dL/dx and
+// every parameter gradient, the model in its current mode. An element whose +-eps forward
+// changes the model's ReLU masks or its pools' maxima (model_kinks) sits at a kink of L and is
+// skipped; at most max_skipped_share of the checked ones may be (the check must still check).
+void check_model_gradients(Context& ctx, Model& model, const Tensor& x,
+                           const GradCheckOptions& opt = {}, double max_skipped_share = 0.2);
+// The discrete choices of the model's last forward: per ReLU node its output's signs, per
+// MaxPool2d node the position of each window's maximum in its input.
+std::string model_kinks(const Model& model);
 
 // Runs forward and backward of `layer` on x (and a fixed random dy) at 1 and at 2 threads and
 // expects y, dx and every parameter gradient to agree within atol + rtol*|ref| (0, 0 for

@@ -120,7 +120,7 @@ std::string choose_classes(Options& o, bool given) {
 // when the run ends.
 class CaltechTask : public ClassifierTask {
  public:
-  CaltechTask(Context& ctx, Sequential& model, Optimizer& opt, const ImageFolder& folder,
+  CaltechTask(Context& ctx, Model& model, Optimizer& opt, const ImageFolder& folder,
               const ClassifierTaskOptions& o, std::string png, std::string title)
       : ClassifierTask(ctx, model, opt, folder.train, folder.test, o),
         classes_(folder.classes),

@@ -250,7 +250,7 @@ int run(int argc, char** argv) {
     PDNN_CHECK(ctx.device() == Device::CPU, "--bn-shards %d: on the CPU only", o.bn_shards);
     PDNN_CHECK(o.bn_shards <= o.batch, "--bn-shards %d: more shards than the batch's %lld rows",
                o.bn_shards, static_cast<long long>(o.batch));
-    for (Sequential* m : {&g, &d})
+    for (Model* m : {&g, &d})
       for (size_t i = 0; i < m->size(); ++i)
         if (auto* bn = dynamic_cast<BatchNorm2d*>(&m->layer(i))) bn->set_stat_shards(o.bn_shards);
   }

@@ -106,7 +106,7 @@ bool cuda_stream_capturing(CUstream_st* stream);
 std::string cudnn_status();
 
 // Ordering work between two streams without the host waiting (a memory plan's copies beside
-// its compute, Sequential::set_placements): a non-blocking stream on the current device, and
+// its compute, Model::set_placements): a non-blocking stream on the current device, and
 // reusable events without timing. Waits and records are capturable: a stream that waits on an
 // event recorded on a captured stream joins the capture.
 CUstream_st* cuda_stream_create();

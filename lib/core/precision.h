@@ -5,8 +5,8 @@
 //   bf16  autocast: convolutions and dense layers on bfloat16 activations and bfloat16 copies
 //         of the weights with fp32 accumulation; master weights, parameter gradients and
 //         optimizer state, BatchNorm's statistics, softmax and the losses stay fp32. GPU only
-//         (Sequential is the autocast boundary: model/sequential.h); the CPU has no bf16 path,
-//         so run_flags and Sequential refuse it there in one line.
+//         (the Model is the autocast boundary: model/model.h); the CPU has no bf16 path,
+//         so run_flags and the Model refuse it there in one line.
 #pragma once
 #include <cstdint>
 #include <string>

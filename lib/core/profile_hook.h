@@ -1,4 +1,4 @@
-// ProfileHook: what the model (model/sequential) and the optimizers (optim/) tell a per-layer
+// ProfileHook: what the model (model/model) and the optimizers (optim/) tell a per-layer
 // profiler, as an interface in core, so those floors need not know the profiler: train/profiler.h
 // implements it, and a Context holds one while profiling is on (Context::set_profile_hook).
 // Each pass is bracketed: begin_pass() before a layer's forward or backward or an optimizer's
@@ -15,7 +15,7 @@ class Context;
 // A layer's forward pass, as the profiler's table shows it.
 struct ProfiledForward {
   const void* key = nullptr;  // the layer: the same key in its backward and in later steps
-  std::string label;          // its index in its model ("3", or "D.3" for a named model)
+  std::string label;          // its node in its model ("3", "enc1.conv1", "D.3" in a named one)
   std::string kind, describe;
   Shape out;
   double flops = 0;  // of this forward

@@ -85,7 +85,7 @@ struct GradSync::Worker {
   }
 };
 
-std::vector<GradSync::Bucket> GradSync::plan(Sequential& model, double bucket_mb, bool overlap) {
+std::vector<GradSync::Bucket> GradSync::plan(Model& model, double bucket_mb, bool overlap) {
   ParamSet& ps = model.parameters();
   // Each layer's span of the flat buffer: from its first parameter to the next layer's first
   // (the padding between parameters goes with the layer before it).
@@ -126,7 +126,7 @@ std::vector<GradSync::Bucket> GradSync::plan(Sequential& model, double bucket_mb
   return out;
 }
 
-GradSync::GradSync(Communicator& comm, Sequential& model, Context& ctx)
+GradSync::GradSync(Communicator& comm, Model& model, Context& ctx)
     : comm_(comm), model_(model), overlap_(comm.options().overlap) {
   ParamSet& ps = model.parameters();
   PDNN_CHECK(ps.numel() > 0, "--distributed: the model has no parameters to train");

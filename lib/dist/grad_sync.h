@@ -27,7 +27,7 @@
 
 #include "core/context.h"
 #include "dist/communicator.h"
-#include "model/sequential.h"
+#include "model/model.h"
 
 namespace pdnn {
 
@@ -46,11 +46,11 @@ class GradSync {
 
   // The buckets of model's parameters for a cap of bucket_mb MB, in the order they start
   // (last layers first); one bucket of the whole buffer when overlap is off.
-  static std::vector<Bucket> plan(Sequential& model, double bucket_mb, bool overlap);
+  static std::vector<Bucket> plan(Model& model, double bucket_mb, bool overlap);
 
   // Buckets over model.parameters() (on its device; built after model.to()). Installs the
   // model's backward hook when comm.options().overlap; the model must outlive this object.
-  GradSync(Communicator& comm, Sequential& model, Context& ctx);
+  GradSync(Communicator& comm, Model& model, Context& ctx);
   ~GradSync();
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -73,7 +73,7 @@ class GradSync {
   void launch(Context& ctx, size_t b);
 
   Communicator& comm_;
-  Sequential& model_;
+  Model& model_;
   Tensor grads_;  // view of the flat gradient buffer
   bool overlap_;
   std::vector<Bucket> buckets_;

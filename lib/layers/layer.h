@@ -55,7 +55,7 @@ class Layer {
   virtual Shape output_shape(const Shape& in) const = 0;
   // x: input; y: already sized to output_shape(x.shape()), on x's device. A layer keeps its
   // scratch (argmax, masks, statistics) in Tensors on x's device, and its parameters must be
-  // there too (Sequential::to moves them).
+  // there too (Model::to moves them).
   virtual void forward(Context& ctx, const Tensor& x, Tensor& y) = 0;
   // x, y: the tensors of the last forward; dy: dL/dy. dx: dL/dx to write (=), or nullptr when
   // nobody needs it (first layer). Parameter gradients accumulate (+=). y and dx arrive sized;
@@ -83,7 +83,7 @@ class Layer {
   // parameters and every gradient stay float32).
   virtual void set_bf16_params(const std::vector<Tensor>& copies) { (void)copies; }
 
-  // Fusion (Sequential does it): an elementwise activation layer says which activation it is
+  // Fusion (the model does it, model/model.h): an elementwise activation layer says which activation it is
   // (kind None: not fusable), and a layer that can apply one in its own output write takes it
   // over (true), after which its output is act(its own result) and its backward receives dy
   // with respect to that output. The activation layer then stays in the model (summaries,
@@ -102,7 +102,7 @@ class Layer {
     return false;
   }
 
-  // Fusion across a layer boundary (Sequential does it after the above): when the layer before
+  // Fusion across a layer boundary (the model does it after the above): when the layer before
   // this one applies activation `a` in its output write (so this layer's input x is act(z)),
   // this layer may return act'(x) . dL/dx instead of dL/dx, in a pass it makes anyway (a
   // pooling's scatter, a convolution's output write), so that the layer before receives
@@ -123,7 +123,7 @@ class Layer {
   // parameter gradients are not to be used before the next zero_grad.
   void set_param_grads(bool on) { param_grads_ = on; }
   bool param_grads() const { return param_grads_; }
-  // Whether backward may overwrite dy (Sequential says so for its own gradient buffers, which
+  // Whether backward may overwrite dy (the model says so for its own gradient buffers, which
   // nobody reads after this layer's backward; off by default: the caller's dy is the caller's).
   void set_dy_writable(bool on) { dy_writable_ = on; }
   bool dy_writable() const { return dy_writable_; }

@@ -6,7 +6,7 @@
 // overlap when stride < kernel). No search and no mask in backward: the blog's CuPy version
 // spent 98.6% of the pool's backward time there. With set_keep_argmax(false) (a memory plan's
 // choice) nothing is recorded: backward reads x and finds each maximum again, the same one.
-// A Dropout(p) after it can be fused (Sequential does it) when windows do not overlap: in training y = pool(x) * mask with
+// A Dropout(p) after it can be fused (the model does it) when windows do not overlap: in training y = pool(x) * mask with
 // dropout's own draw (ops/maxpool2d.h), backward adds dy * mask at the argmax; in evaluation plain
 // pooling.
 #pragma once

@@ -8,21 +8,24 @@ namespace pdnn {
 
 void SoftmaxCrossEntropy::forward(Context& ctx, const Tensor& logits, const Tensor& labels) {
   const Shape& s = logits.shape();
-  PDNN_CHECK(s.rank() >= 2 && s[0] > 0 && s[1] > 0,
-             "softmax_cross_entropy: logits must be (N,K) or (N,K,1,1), got %s", s.str().c_str());
-  const int64_t n = s[0], k = s[1];
+  PDNN_CHECK((s.rank() == 2 || s.rank() == 4) && s[0] > 0 && s[1] > 0,
+             "softmax_cross_entropy: logits must be (N,K), (N,K,1,1) or a map (N,K,H,W), got %s",
+             s.str().c_str());
+  const int64_t n = s[0], k = s[1], rows = s.numel() / k;
   const Device d = logits.device();
   in_shape_ = s;
-  probs_.resize(Shape{n, k}, DType::F32, d, ctx);
-  row_loss_.resize(Shape{n}, DType::F32, d, ctx);
-  labels_.resize(Shape{n}, DType::I32, d, ctx);
+  probs_.resize(rows == n ? Shape{n, k} : s, DType::F32, d, ctx);
+  row_loss_.resize(Shape{rows}, DType::F32, d, ctx);
+  labels_.resize(Shape{rows}, DType::I32, d, ctx);
   ops::softmax_cross_entropy_forward(ctx, logits, labels, probs_, row_loss_);
-  copy_into(labels_, labels.reshape(Shape{n}), ctx);
+  copy_into(labels_, labels.reshape(Shape{rows}), ctx);
 }
 
 float SoftmaxCrossEntropy::forward(Context& ctx, const Tensor& logits, const int32_t* labels) {
   PDNN_CHECK(labels != nullptr, "softmax_cross_entropy: labels is null");
-  PDNN_CHECK(logits.rank() >= 1, "softmax_cross_entropy: logits %s",
+  PDNN_CHECK(logits.rank() >= 2 && logits.numel() == logits.shape(0) * logits.shape(1),
+             "softmax_cross_entropy: labels from a host array go with logits (N,K) or "
+             "(N,K,1,1), got %s (a map's labels: pass them as a tensor)",
              logits.shape().str().c_str());
   Tensor l(Shape{logits.shape(0)}, DType::I32);
   for (int64_t i = 0; i < l.numel(); ++i) l.data<int32_t>()[i] = labels[i];
@@ -40,7 +43,8 @@ float SoftmaxCrossEntropy::loss(Context& ctx) const {
 
 void SoftmaxCrossEntropy::backward(Context& ctx, Tensor& dlogits, int64_t mean_over) {
   PDNN_CHECK(!labels_.empty(), "softmax_cross_entropy: backward before forward");
-  const int64_t n = mean_over > 0 ? mean_over : probs_.shape(0);
+  // The mean over the batch's rows (every pixel of a map).
+  const int64_t n = (mean_over > 0 ? mean_over : in_shape_[0]) * (row_loss_.numel() / in_shape_[0]);
   dlogits.resize(in_shape_, DType::F32, probs_.device(), ctx);
   ops::softmax_cross_entropy_backward(ctx, static_cast<float>(1.0 / static_cast<double>(n)),
                                       probs_, labels_, dlogits);
@@ -59,12 +63,14 @@ int64_t count_correct(const Tensor& logits, const int32_t* labels) {
              "count_correct: CPU logits (N,K) expected, got %s on %s",
              logits.shape().str().c_str(), device_name(logits.device()));
   const int64_t n = logits.shape(0), k = logits.shape(1);
+  PDNN_CHECK(logits.numel() == n * k, "count_correct: logits %s are not (N,K)",
+             logits.shape().str().c_str());
   for (int64_t i = 0; i < n; ++i)
     PDNN_CHECK(labels[i] >= 0 && labels[i] < k, "count_correct: label %d of sample %lld is "
                "outside [0,%lld)", labels[i], static_cast<long long>(i), static_cast<long long>(k));
   const Tensor zero_loss = Tensor::zeros(Shape{n});
   double acc[3] = {0, 0, 0};
-  cpu::classifier_metrics(n, k, logits.data(), labels, zero_loss.data(), acc, CpuExec{1});
+  cpu::classifier_metrics(n, k, 1, logits.data(), labels, zero_loss.data(), acc, CpuExec{1});
   return static_cast<int64_t>(acc[1]);
 }
 

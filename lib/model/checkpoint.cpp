@@ -215,7 +215,7 @@ std::string prefix_of(const std::string& name) { return name.empty() ? "" : name
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt, int64_t epoch,
+void save_checkpoint(const std::string& path, Model& model, Optimizer* opt, int64_t epoch,
                      const std::map<std::string, int64_t>& values, Context* ctx) {
   save_checkpoint(path, {CheckpointModel{"", &model, opt}}, epoch, values, ctx);
 }
@@ -275,7 +275,7 @@ void save_checkpoint(const std::string& path, const std::vector<CheckpointModel>
   file.commit();
 }
 
-CheckpointInfo load_checkpoint(const std::string& path, Sequential& model, Optimizer* opt,
+CheckpointInfo load_checkpoint(const std::string& path, Model& model, Optimizer* opt,
                                Context* ctx) {
   return load_checkpoint(path, {CheckpointModel{"", &model, opt}}, ctx);
 }

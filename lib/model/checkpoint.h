@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "model/sequential.h"
+#include "model/model.h"
 #include "optim/optimizer.h"
 
 namespace pdnn {
@@ -40,7 +40,7 @@ struct CheckpointInfo {
 // checkpoint of a single model, written as version 1) and, optionally, its optimizer.
 struct CheckpointModel {
   std::string name;
-  Sequential* model = nullptr;
+  Model* model = nullptr;
   Optimizer* opt = nullptr;
 };
 
@@ -48,7 +48,7 @@ struct CheckpointModel {
 // once the new one is complete. `values` may not use the reserved names "epoch", "optim.steps".
 // ctx: needed when the model (or optimizer) lives on a device: its tensors are copied to the
 // host through it.
-void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt = nullptr,
+void save_checkpoint(const std::string& path, Model& model, Optimizer* opt = nullptr,
                      int64_t epoch = 0, const std::map<std::string, int64_t>& values = {},
                      Context* ctx = nullptr);
 
@@ -57,7 +57,7 @@ void save_checkpoint(const std::string& path, Sequential& model, Optimizer* opt 
 // fields, every name and shape against the model and, when opt is given, the optimizer's kind
 // and state) before touching anything; refuses FIFOs and devices without reading them; on any problem throws pdnn::Error naming the file and the problem, with the model
 // and optimizer unchanged. Optimizer state in the file is ignored when opt is nullptr.
-CheckpointInfo load_checkpoint(const std::string& path, Sequential& model,
+CheckpointInfo load_checkpoint(const std::string& path, Model& model,
                                Optimizer* opt = nullptr, Context* ctx = nullptr);
 
 // Several models in one file (version 2; a single model named "" gives version 1). Each name

@@ -12,7 +12,8 @@
 #include <limits>
 
 #include "core/error.h"
-#include "model/sequential.h"
+#include "layers/merge.h"
+#include "model/model.h"
 #include "optim/optimizer.h"
 
 namespace pdnn {
@@ -28,23 +29,82 @@ const char* placement_name(Placement p) {
 
 namespace {
 
+// Layer i's inputs as described (the layer before when none are given).
+std::vector<int> raw_inputs(const StepMem& m, size_t i) {
+  const LayerMem& l = m.layers[i];
+  return l.inputs.empty() ? std::vector<int>{static_cast<int>(i) - 1} : l.inputs;
+}
+
+// The executed graph of m (indices among the executed layers), given exec_of (per layer: its
+// executed index, -1 when fused into its input, whose output it then shares).
+ExecGraph exec_graph(const StepMem& m, const std::vector<int>& exec_of) {
+  ExecGraph g;
+  auto holder = [&](int r) {  // the executed layer whose output layer r's output is
+    while (r >= 0 && exec_of[static_cast<size_t>(r)] < 0) r = raw_inputs(m, static_cast<size_t>(r))[0];
+    return r < 0 ? -1 : exec_of[static_cast<size_t>(r)];
+  };
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    if (exec_of[i] < 0) continue;
+    std::vector<int> in;
+    for (int r : raw_inputs(m, i)) in.push_back(holder(r));
+    g.inputs.push_back(std::move(in));
+    g.restores_inputs.push_back(m.layers[i].restores_inputs);
+  }
+  return g;
+}
+
+std::vector<int> exec_indices(const StepMem& m) {
+  std::vector<int> exec_of(m.layers.size(), -1);
+  int k = 0;
+  for (size_t i = 0; i < m.layers.size(); ++i)
+    if (!m.layers[i].absorbed) exec_of[i] = k++;
+  return exec_of;
+}
+
+// The readers of each executed layer's output (increasing), and which inputs' gradients a
+// layer's backward writes to a temporary (every reader but the first in backward order, the
+// last in forward order, which writes the gradient itself; the step's input has none).
+struct Readers {
+  std::vector<std::vector<int>> users;
+  std::vector<std::vector<char>> temp;
+  explicit Readers(const ExecGraph& g) : users(g.inputs.size()), temp(g.inputs.size()) {
+    const int L = static_cast<int>(g.inputs.size());
+    for (int c = 0; c < L; ++c)
+      for (int p : g.inputs[static_cast<size_t>(c)]) {
+        if (p < 0) continue;
+        std::vector<int>& u = users[static_cast<size_t>(p)];
+        if (u.empty() || u.back() != c) u.push_back(c);
+      }
+    std::vector<char> written(static_cast<size_t>(L), 0);
+    for (int c = L - 1; c >= 0; --c)
+      for (int p : g.inputs[static_cast<size_t>(c)]) {
+        temp[static_cast<size_t>(c)].push_back(p >= 0 && written[static_cast<size_t>(p)]);
+        if (p >= 0) written[static_cast<size_t>(p)] = 1;
+      }
+  }
+};
+
 // The executed layers and what their backward passes read, independent of any choice; `micro`
 // micro-batches of this description make the step.
 struct Walk {
   const StepMem& m;
   std::vector<int> exec;  // indices into m.layers of the layers not fused into the one before
   std::vector<int> param_exec;  // per m.params entry: its layer's executed index
+  ExecGraph g;                  // the executed layers' inputs
+  std::vector<std::vector<int>> users;  // ... and readers (increasing)
+  std::vector<std::vector<char>> temp;  // per input of each: its gradient via a temporary
   int L = 0;
   int micro = 1;
   int64_t param_total = 0;
   Walk(const StepMem& mem, int micro_batches) : m(mem), micro(micro_batches) {
-    std::vector<int> exec_of(m.layers.size(), -1);
+    const std::vector<int> exec_of = exec_indices(m);
     for (size_t i = 0; i < m.layers.size(); ++i)
-      if (!m.layers[i].absorbed) {
-        exec_of[i] = static_cast<int>(exec.size());
-        exec.push_back(static_cast<int>(i));
-      }
+      if (exec_of[i] >= 0) exec.push_back(static_cast<int>(i));
     L = static_cast<int>(exec.size());
+    g = exec_graph(m, exec_of);
+    Readers r(g);
+    users = std::move(r.users);
+    temp = std::move(r.temp);
     for (const ParamMem& p : m.params) {
       int k = p.layer >= 0 && p.layer < static_cast<int>(m.layers.size()) ? exec_of[static_cast<size_t>(p.layer)] : -1;
       for (int i = p.layer; k < 0 && i >= 0; --i)  // a fused layer's parameters: its host's
@@ -56,6 +116,10 @@ struct Walk {
   const LayerMem& at(int k) const { return m.layers[static_cast<size_t>(exec[static_cast<size_t>(k)])]; }
   int fwd(int k) const { return k; }
   int bwd(int k) const { return 2 * L - 1 - k; }
+  const std::vector<int>& in(int k) const { return g.inputs[static_cast<size_t>(k)]; }
+  const std::vector<int>& readers(int k) const { return users[static_cast<size_t>(k)]; }
+  // The last forward that reads layer k's output (its own for the last layer).
+  int last_reader(int k) const { return readers(k).empty() ? k : readers(k).back(); }
 };
 
 // The planner's choices.
@@ -90,11 +154,12 @@ bool reads_input(const Walk& w, const Choice& c, int k) {
 }
 
 // Backward positions that read layer k's output: its own backward with a fused activation
-// (and the last layer's, whose logits the loss reads), the next layer's when it reads x.
+// (and the last layer's, whose logits the loss reads), its readers' when they read x.
 std::vector<int> own_out_uses(const Walk& w, const Choice& c, int k) {
   std::vector<int> uses;
   if (w.at(k).bwd_reads_output || k == w.L - 1) uses.push_back(w.bwd(k));
-  if (k + 1 < w.L && reads_input(w, c, k + 1)) uses.push_back(w.bwd(k + 1));
+  for (int u : w.readers(k))
+    if (reads_input(w, c, u)) uses.push_back(w.bwd(u));
   return uses;
 }
 
@@ -121,12 +186,12 @@ void fill_uses(const Walk& w, const Choice& c, Sim& s, std::vector<int>& out_las
     SavedPlan& sp = s.saved[static_cast<size_t>(k)];
     const LayerMem& l = w.at(k);
     std::vector<int> uses = own_out_uses(w, c, k);
-    if (k + 1 < w.L && c.where[static_cast<size_t>(k + 1)] == Placement::Recompute)
-      uses.push_back(own_first_use(w, c, k + 1));
+    for (int u : w.readers(k))
+      if (c.where[static_cast<size_t>(u)] == Placement::Recompute) uses.push_back(own_first_use(w, c, u));
     out_last[static_cast<size_t>(k)] = uses.empty() ? -1 : *std::max_element(uses.begin(), uses.end());
     sp.layer = w.exec[static_cast<size_t>(k)];
     sp.where = c.where[static_cast<size_t>(k)];
-    sp.last_fwd_use = k + 1 < w.L ? w.fwd(k + 1) : w.fwd(k);
+    sp.last_fwd_use = w.fwd(w.last_reader(k));
     sp.saved_bytes = uses.empty() ? 0 : l.out_bytes;
     sp.first_bwd_use = uses.empty() ? -1 : *std::min_element(uses.begin(), uses.end());
     sp.last_bwd_use = uses.empty() ? -1 : *std::max_element(uses.begin(), uses.end());
@@ -168,9 +233,12 @@ void add_layer_memory(const Walk& w, const std::vector<int>& out_last,
   const int64_t ob = w.at(k).out_bytes;
   const bool needed = out_last[static_cast<size_t>(k)] >= 0;
   const int last_out = needed ? out_last[static_cast<size_t>(k)] : sp.last_fwd_use;
-  // dL/d(output of k): written by the next layer's backward, read by k's (the last layer's is
-  // the loss's own buffer).
-  if (k + 1 < w.L) add_range(s.live, w.bwd(k + 1), w.bwd(k), ob);
+  // dL/d(output of k): written by its last reader's backward, read by k's (the last layer's is
+  // the loss's own buffer); the temporaries of its other readers' backward passes.
+  if (!w.readers(k).empty()) add_range(s.live, w.bwd(w.readers(k).back()), w.bwd(k), ob);
+  for (int u : w.readers(k))
+    for (size_t j = 0; j < w.in(u).size(); ++j)
+      if (w.in(u)[j] == k && w.temp[static_cast<size_t>(u)][j]) add_range(s.live, w.bwd(u), w.bwd(u), ob);
   if (sp.where == Placement::Keep || !needed) {
     add_range(s.live, k, std::max(last_out, sp.last_fwd_use), ob);
     return;
@@ -354,9 +422,11 @@ bool allowed(const Walk& w, const Choice& c, const Sim& s, int k, Placement p) {
   if (sp.saved_bytes <= 0 || sp.first_bwd_use < 0 || sp.first_bwd_use <= sp.last_fwd_use + 1)
     return false;
   if (p == Placement::Offload) return true;
-  if (!w.at(k).recomputable) return false;
-  if (k > 0 && c.where[static_cast<size_t>(k - 1)] == Placement::Recompute) return false;
-  if (k + 1 < w.L && c.where[static_cast<size_t>(k + 1)] == Placement::Recompute) return false;
+  if (!w.at(k).recomputable || w.in(k).size() != 1) return false;
+  for (int p : w.in(k))
+    if (p >= 0 && c.where[static_cast<size_t>(p)] == Placement::Recompute) return false;
+  for (int u : w.readers(k))
+    if (c.where[static_cast<size_t>(u)] == Placement::Recompute) return false;
   return true;
 }
 
@@ -387,19 +457,37 @@ Choice release_all(const Walk& w, const PlanOptions& o, bool prefer_recompute) {
   return c;
 }
 
-// The executor without a plan (Sequential): every output for the whole step (the layers'
-// scratch is in the fixed bytes), and two gradient buffers that grow to the largest dx each
-// has held.
+// The executor without a plan (Model): every output for the whole step (the layers' scratch
+// is in the fixed bytes), and its pool of gradient buffers, each grown to the largest it has
+// held: a backward takes the lowest free ones for its inputs' gradients (and temporaries),
+// then gives back the temporaries and its own output's gradient (a chain: two buffers, in
+// turn).
 int64_t keep_all(const Walk& w) {
-  int64_t b = 0, g[2] = {0, 0};
+  int64_t b = 0;
   for (int k = 0; k < w.L; ++k) b += w.at(k).out_bytes;
-  int gi = -1;
-  for (int k = w.L - 1; k >= 1; --k) {
-    const int di = gi == 0 ? 1 : 0;
-    g[di] = std::max(g[di], w.at(k - 1).out_bytes);
-    gi = di;
+  std::vector<int64_t> pool;
+  std::vector<char> busy;
+  std::vector<int> at(static_cast<size_t>(w.L), -1);
+  auto take = [&](int64_t bytes) {
+    size_t i = 0;
+    while (i < busy.size() && busy[i]) ++i;
+    if (i == pool.size()) pool.push_back(0), busy.push_back(0);
+    pool[i] = std::max(pool[i], bytes);
+    busy[i] = 1;
+    return static_cast<int>(i);
+  };
+  for (int k = w.L - 1; k >= 0; --k) {
+    std::vector<int> temps;
+    for (int p : w.in(k)) {
+      if (p < 0) continue;
+      if (at[static_cast<size_t>(p)] < 0) at[static_cast<size_t>(p)] = take(w.at(p).out_bytes);
+      else temps.push_back(take(w.at(p).out_bytes));
+    }
+    for (int t : temps) busy[static_cast<size_t>(t)] = 0;
+    if (k != w.L - 1) busy[static_cast<size_t>(at[static_cast<size_t>(k)])] = 0;
   }
-  return b + g[0] + g[1];
+  for (int64_t p : pool) b += p;
+  return b;
 }
 
 void check_description(const StepMem& m, const PlanOptions& o) {
@@ -413,6 +501,17 @@ void check_description(const StepMem& m, const PlanOptions& o) {
   PDNN_CHECK(o.limit_bytes >= 0, "memory plan: negative limit");
   PDNN_CHECK(!m.layers.empty() && !m.layers.front().absorbed,
              "memory plan: a step needs layers, the first not fused into another");
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const LayerMem& l = m.layers[i];
+    bool good = !(l.absorbed && l.inputs.size() > 1);
+    for (int r : l.inputs) good = good && r >= -1 && r < static_cast<int>(i) && !(l.absorbed && r < 0);
+    PDNN_CHECK(good, "memory plan: layer %d (%s) reads layers that do not come before it, or is "
+               "fused into something other than one layer", l.index, l.name.c_str());
+  }
+  const Walk w(m, 1);
+  for (int k = 0; k + 1 < w.L; ++k)
+    PDNN_CHECK(!w.readers(k).empty(), "memory plan: nothing reads the output of layer %d (%s)",
+               w.at(k).index, w.at(k).name.c_str());
   for (const LayerMem& l : m.layers)
     PDNN_CHECK(l.out_bytes >= 0 && l.scratch_bytes >= 0 && l.workspace_bytes >= 0 &&
                    l.argmax_bytes >= 0 && l.argmax_bytes <= l.scratch_bytes &&
@@ -659,7 +758,8 @@ int64_t arena_bytes(const StepMem& m, const MemoryPlan& p) {
     dropped.push_back(s.dropped_after);
     back.push_back(s.back_at);
   }
-  return layout_arena(floats, where, dropped, back).floats * static_cast<int64_t>(sizeof(float));
+  return layout_arena(floats, where, dropped, back, exec_graph(m, exec_indices(m))).floats *
+         static_cast<int64_t>(sizeof(float));
 }
 
 MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& describe,
@@ -757,11 +857,16 @@ std::string format_bytes(int64_t b) {
   return strprintf("%lld B", static_cast<long long>(b));
 }
 
+namespace {
+// A layer's name in the plan's tables: its profiler label, or its index.
+std::string name_of(const LayerMem& l) { return l.label.empty() ? std::to_string(l.index) : l.label; }
+}  // namespace
+
 std::string position_name(const StepMem& m, const MemoryPlan& p, int pos) {
   const Walk w(m, 1);
   if (pos < 0 || pos >= p.positions) return "-";
   const int k = pos < w.L ? pos : 2 * w.L - 1 - pos;
-  return strprintf("%s %d", pos < w.L ? "fwd" : "bwd", w.at(k).index);
+  return strprintf("%s %s", pos < w.L ? "fwd" : "bwd", name_of(w.at(k)).c_str());
 }
 
 std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions& o) {
@@ -771,7 +876,7 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
   size_t k = 0;
   for (const LayerMem& l : m.layers) {
     if (l.absorbed) {
-      out += strprintf("%-3d %-40s (fused into the layer before)\n", l.index, l.name.c_str());
+      out += strprintf("%-3s %-40s (fused into the layer before)\n", name_of(l).c_str(), l.name.c_str());
       continue;
     }
     const SavedPlan& sp = p.saved[k];
@@ -782,7 +887,7 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
       reads = position_name(m, p, sp.first_bwd_use) +
               (sp.last_bwd_use != sp.first_bwd_use ? ".." + position_name(m, p, sp.last_bwd_use).substr(4) : "");
     const bool moved = sp.where != Placement::Keep;
-    out += strprintf("%-3d %-40s %11s %11s  %-16s %-9s %-9s %s%s\n", l.index, l.name.c_str(),
+    out += strprintf("%-3s %-40s %11s %11s  %-16s %-9s %-9s %s%s\n", name_of(l).c_str(), l.name.c_str(),
                      format_bytes(l.out_bytes).c_str(), format_bytes(sp.saved_bytes).c_str(),
                      reads.empty() ? "-" : reads.c_str(), placement_name(sp.where),
                      moved ? position_name(m, p, sp.dropped_after).c_str() : "-",
@@ -869,29 +974,46 @@ int64_t pack(std::vector<Interval>& v) {
 }  // namespace
 
 ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where,
-                         const std::vector<int>& dropped_after, const std::vector<int>& back_at) {
+                         const std::vector<int>& dropped_after, const std::vector<int>& back_at,
+                         const ExecGraph& graph) {
   const int L = static_cast<int>(out_floats.size());
   PDNN_CHECK(L > 0 && where.size() == out_floats.size() && where.back() == Placement::Keep,
              "arena layout: %zu placements for %d layers, the last must be kept", where.size(), L);
+  ExecGraph g = graph;
+  if (g.inputs.empty())  // a chain
+    for (int k = 0; k < L; ++k) g.inputs.push_back({k - 1});
+  if (g.restores_inputs.empty()) g.restores_inputs.assign(static_cast<size_t>(L), 1);
+  PDNN_CHECK(static_cast<int>(g.inputs.size()) == L && static_cast<int>(g.restores_inputs.size()) == L,
+             "arena layout: the graph has %zu layers, the sizes %d", g.inputs.size(), L);
+  for (int k = 0; k < L; ++k)
+    for (int p : g.inputs[static_cast<size_t>(k)])
+      PDNN_CHECK(p >= -1 && p < k, "arena layout: layer %d reads layer %d", k, p);
+  const Readers r(g);
   auto bwd = [L](int k) { return 2 * L - 1 - k; };
   ArenaLayout a;
   a.out_offset.assign(static_cast<size_t>(L), 0);
   a.back_offset.assign(static_cast<size_t>(L), -1);
   a.grad_offset.assign(static_cast<size_t>(L), -1);
   a.back_at.assign(static_cast<size_t>(L), -1);
-  // Where each output comes back: the backward of layer i brings back i and i-1, a recomputed
-  // one its input first (Sequential::restore_output).
+  a.temp_offset.resize(static_cast<size_t>(L));
+  for (int k = 0; k < L; ++k) a.temp_offset[static_cast<size_t>(k)].assign(g.inputs[static_cast<size_t>(k)].size(), -1);
+  // Where each output comes back: the backward of layer i brings back i and, where it does,
+  // its inputs; a recomputed one its input first (Model::restore_output).
   std::vector<char> present(static_cast<size_t>(L));
   for (int k = 0; k < L; ++k) present[static_cast<size_t>(k)] = where[static_cast<size_t>(k)] == Placement::Keep;
   std::function<void(int, int)> restore = [&](int k, int pos) {
     if (present[static_cast<size_t>(k)]) return;
-    if (where[static_cast<size_t>(k)] == Placement::Recompute && k > 0) restore(k - 1, pos);
+    if (where[static_cast<size_t>(k)] == Placement::Recompute)
+      for (int p : g.inputs[static_cast<size_t>(k)])
+        if (p >= 0) restore(p, pos);
     a.back_at[static_cast<size_t>(k)] = pos;
     present[static_cast<size_t>(k)] = 1;
   };
   for (int i = L - 1; i >= 0; --i) {
     restore(i, bwd(i));
-    if (i > 0) restore(i - 1, bwd(i));
+    if (g.restores_inputs[static_cast<size_t>(i)])
+      for (int p : g.inputs[static_cast<size_t>(i)])
+        if (p >= 0) restore(p, bwd(i));
   }
   auto given = [](const std::vector<int>& v, int k) {
     return k < static_cast<int>(v.size()) ? v[static_cast<size_t>(k)] : -1;
@@ -899,7 +1021,8 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
   std::vector<int> fwd_end(static_cast<size_t>(L));
   for (int k = 0; k < L; ++k) {
     const size_t u = static_cast<size_t>(k);
-    fwd_end[u] = where[u] == Placement::Keep ? (k == L - 1 ? 2 * L : bwd(k)) : k + 1;
+    const int last_reader = r.users[u].empty() ? k : r.users[u].back();
+    fwd_end[u] = where[u] == Placement::Keep ? (k == L - 1 ? 2 * L : bwd(k)) : last_reader;
     if (where[u] == Placement::Offload) {
       fwd_end[u] = std::max(fwd_end[u], std::min(given(dropped_after, k), 2 * L - 1));
       // A prefetch issued earlier than the model's own restore overlaps with compute.
@@ -913,16 +1036,25 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
   for (int k = 0; k < L; ++k) {
     const size_t u = static_cast<size_t>(k);
     const int64_t f = round(out_floats[u]);
-    if (where[u] == Placement::Keep) {
-      v.push_back({f, k, fwd_end[u], &a.out_offset[u]});
-    } else {
-      v.push_back({f, k, fwd_end[u], &a.out_offset[u]});
+    v.push_back({f, k, fwd_end[u], &a.out_offset[u]});
+    if (where[u] != Placement::Keep) {
       a.back_offset[u] = 0;
       v.push_back({f, a.back_at[u], bwd(k), &a.back_offset[u]});
     }
-    if (k > 0) {
-      a.grad_offset[u] = 0;
-      v.push_back({round(out_floats[u - 1]), bwd(k), bwd(k - 1), &a.grad_offset[u]});
+    // What its backward writes: the gradients w.r.t. its inputs it is the first to write (from
+    // here to the input's own backward), temporaries for the others (here only).
+    const std::vector<int>& in = g.inputs[u];
+    for (size_t j = 0; j < in.size(); ++j) {
+      const int p = in[j];
+      if (p < 0) continue;
+      const int64_t pf = round(out_floats[static_cast<size_t>(p)]);
+      if (r.temp[u][j]) {
+        a.temp_offset[u][j] = 0;
+        v.push_back({pf, bwd(k), bwd(k), &a.temp_offset[u][j]});
+      } else {
+        a.grad_offset[static_cast<size_t>(p)] = 0;
+        v.push_back({pf, bwd(k), bwd(p), &a.grad_offset[static_cast<size_t>(p)]});
+      }
     }
   }
   a.floats = pack(v);
@@ -939,7 +1071,7 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
   return a;
 }
 
-StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double gflops_per_s,
+StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows, double device_gb_s) {
   PDNN_CHECK(gflops_per_s > 0 && std::isfinite(gflops_per_s),
              "memory plan: compute rate %g GFLOP/s must be positive", gflops_per_s);
@@ -966,14 +1098,18 @@ StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double
                                 params[j].value->numel() * f});
   // A block of the caching allocator is a multiple of 512 bytes.
   auto block = [](int64_t bytes) { return (std::max<int64_t>(bytes, 1) + 511) / 512 * 512; };
-  Shape s = in;
+  const std::vector<Shape> shapes = model.node_shapes(in);
   for (size_t i = 0; i < model.size(); ++i) {
     Layer& l = model.layer(i);
     LayerMem lm;
     lm.index = static_cast<int>(i);
     lm.name = l.describe();
+    lm.label = model.label(i);
+    lm.inputs = model.node_inputs(i);
     lm.absorbed = model.absorbed(i);
-    const Shape out = l.output_shape(s);
+    const int first = lm.inputs[0];
+    const Shape s = first < 0 ? in : shapes[static_cast<size_t>(first)];  // its (first) input
+    const Shape& out = shapes[i];
     lm.out_shape = out.str();
     lm.out_bytes = lm.absorbed ? 0 : out.numel() * f;
     for (const Param& p : l.params()) lm.param_bytes += p.value->numel() * f;
@@ -981,6 +1117,7 @@ StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double
     lm.opt_state_bytes = slots * lm.param_bytes;
     if (!lm.absorbed) {
       const BackwardNeeds b = l.backward_needs(s);
+      lm.restores_inputs = dynamic_cast<MergeLayer*>(&l) == nullptr || b.input;
       lm.bwd_reads_input = b.input;
       lm.bwd_reads_output = b.output;
       lm.scratch_bytes = b.scratch_bytes > 0 ? block(b.scratch_bytes) : 0;
@@ -997,12 +1134,17 @@ StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double
       }
     }
     m.layers.push_back(lm);
-    s = out;
   }
   const int64_t row = in.numel() / in.n();
-  m.input_bytes = block(m.batch_rows * row * f) + block(m.batch_rows * static_cast<int64_t>(sizeof(int32_t)));
-  // The loss's softmax, dL/dlogits, per-row losses and labels (softmax_cross_entropy.h).
-  m.loss_bytes = 2 * block(s.numel() * f) + block(s.n() * f) + block(s.n() * static_cast<int64_t>(sizeof(int32_t)));
+  // The loss's labels: one per row of logits (N,K), one per pixel of a map (N,K,H,W).
+  const Shape& s = shapes.back();
+  const int64_t labels = s.numel() / std::max<int64_t>(1, s.rank() >= 2 ? s[0] * s[1] : s[0]);
+  m.input_bytes = block(m.batch_rows * row * f) +
+                  block(m.batch_rows * labels * static_cast<int64_t>(sizeof(int32_t)));
+  // The loss's softmax, dL/dlogits, per-row (per-pixel) losses and labels
+  // (softmax_cross_entropy.h).
+  m.loss_bytes = 2 * block(s.numel() * f) + block(s.n() * labels * f) +
+                 block(s.n() * labels * static_cast<int64_t>(sizeof(int32_t)));
   // The optimizer's step count, the RNG position, the recomputations' RNG slots, the metric
   // sums; and a reserve of 1 MiB the description does not itemise: the allocator rounds every
   // tensor to 512 bytes, where a layer's scratch above is rounded once for all its tensors

@@ -29,13 +29,20 @@
 // The workspace gets what the limit leaves, up to what the fastest algorithms may ask.
 // Plain C++ over the description, no device: the decisions are unit-tested on the CPU with
 // made-up budgets and times (test/test_memory_plan.cpp); describe_step() makes the description
-// of a real Sequential.
+// of a real Model.
 //
 // Positions: the executed layers (those not fused into the layer before) are numbered
 // 0..L-1; position k is the forward of layer k, position 2L-1-k its backward (the loss sits at
 // the boundary: the logits stay until the last layer's backward). Everything that lives the
 // whole step (parameters, gradients, optimizer state, the batch, the shared workspace) is
 // "fixed".
+//
+// A graph (model/model.h): each layer reads the outputs of earlier ones (LayerMem::inputs; a
+// chain by default). An output lives until the last forward that reads it and whatever
+// backward needs it; the gradient w.r.t. it from the backward of its last reader (which writes
+// it) to its own, and each other reader's backward adds a temporary of its size (summed into
+// it there): a U-Net's skip connection keeps its tensor from the encoder to the decoder, and
+// its gradient from the decoder's backward to the encoder's.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -47,12 +54,19 @@
 namespace pdnn {
 
 class Optimizer;
-class Sequential;
+class Model;
 
 // One layer as the planner sees it.
 struct LayerMem {
   int index = 0;                  // in the model
   std::string name;               // "Conv2d(32->32, k3 s1 p1) + ReLU"
+  std::string label;              // its profiler row ("3", "enc1.conv1"; describe_step)
+  // The layers whose outputs it reads (indices into StepMem::layers, -1: the step's input);
+  // empty: the layer before (a chain). A layer fused into the one before reads that one.
+  std::vector<int> inputs;
+  // Whether its backward brings its inputs back when they were moved off the device (a layer
+  // of one input gets x in backward, so it does; Concat and Add only where they read them).
+  bool restores_inputs = true;
   std::string out_shape;          // "(64,32,224,224)" (describe_step)
   int64_t out_bytes = 0;          // its output (the next layer's input)
   int64_t scratch_bytes = 0;      // its own tensors kept for backward (argmax, masks): the
@@ -230,32 +244,43 @@ std::string format_bytes(int64_t bytes);
 // The name of a position: "fwd 3" / "bwd 3" with the model's layer index.
 std::string position_name(const StepMem& m, const MemoryPlan& p, int pos);
 
-// Where a model carrying placements out (Sequential::set_placements) keeps its activations and
+// Where a model carrying placements out (Model::set_placements) keeps its activations and
 // gradients during a training step: offsets into one device buffer, so that nothing is
 // allocated or freed inside the step (it stays one CUDA graph). Buffers whose lifetimes do not
 // overlap share memory (first fit by decreasing size, as TFLite's arena planner). Lifetimes as
 // the model runs: an output from its forward to its own backward (Keep; the last layer's, the
-// logits, to the end), or to the next layer's forward and again from where it is brought back
+// logits, to the end), or to its last reader's forward and again from where it is brought back
 // (offloaded or recomputed: before the backward that first needs it) to its own backward; the
-// gradient w.r.t. an output from the next layer's backward to its own. Units: floats.
+// gradient w.r.t. an output from its last reader's backward to its own, and a temporary for
+// each other reader at that reader's backward. Units: floats.
 struct ArenaLayout {
   std::vector<int64_t> out_offset;   // per executed layer: its output in forward
   std::vector<int64_t> back_offset;  // ... back for backward (-1: kept at out_offset)
-  std::vector<int64_t> grad_offset;  // dL/d(its input) (-1 for the first layer: none)
+  std::vector<int64_t> grad_offset;  // dL/d(its output) (-1 for the last layer: the loss's)
+  // Per executed layer, per input: the temporary its backward writes that input's gradient to
+  // (-1: none, it writes the input's gradient itself, or the input is the step's).
+  std::vector<std::vector<int64_t>> temp_offset;
   std::vector<int> back_at;          // the position it is brought back at (-1: kept)
   // Offloaded: the first position at which a buffer sharing its forward slot's memory starts
   // (the copy out must be done by then; -1: none does).
   std::vector<int> reuse_at;
   int64_t floats = 0;                // the buffer's size
 };
+// The executed layers as a graph: each one's inputs (indices among the executed layers, -1:
+// the step's input) and whether its backward brings them back (LayerMem::restores_inputs).
+// Empty: a chain, each layer reading the one before and bringing it back.
+struct ExecGraph {
+  std::vector<std::vector<int>> inputs;
+  std::vector<char> restores_inputs;
+};
 // out_floats[k], where[k]: executed layer k's output size and placement (the last one Keep).
 // Optionally, from the plan (SavedPlan): dropped_after[k], the position an offloaded output's
-// forward slot is kept through (its copy out still running: at least the next layer's forward),
-// and back_at[k], where it is brought back (at most where the model itself would, at least
-// the start of backward); empty or -1: as early as the model allows.
+// forward slot is kept through (its copy out still running: at least its last reader's
+// forward), and back_at[k], where it is brought back (at most where the model itself would, at
+// least the start of backward); empty or -1: as early as the model allows.
 ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where,
                          const std::vector<int>& dropped_after = {},
-                         const std::vector<int>& back_at = {});
+                         const std::vector<int>& back_at = {}, const ExecGraph& graph = {});
 
 // The description of one training step of `model` on input `in` (the rows each forward sees)
 // in training mode, float32; opt (nullable) gives the optimizer state; batch_rows (0: in's
@@ -263,7 +288,7 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
 // gflops_per_s when no measurement is at hand (fwd = flops / rate, bwd = 2x that), plus, where
 // device_gb_s > 0, reading the layer's weights (forward once; backward reads them and reads
 // and writes their gradient); the caller may overwrite them with measured ones.
-StepMem describe_step(Sequential& model, const Shape& in, Optimizer* opt, double gflops_per_s,
+StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows = 0, double device_gb_s = 0);
 
 }  // namespace pdnn

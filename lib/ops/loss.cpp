@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/parallel.h"
+#include "ops/dice_formula.h"
 #include "ops/dispatch.h"
 
 namespace pdnn {
@@ -25,47 +26,109 @@ void chunk_sums(CpuExec e, float* parts, int64_t n, F f) {
 }
 }  // namespace
 
-void softmax_cross_entropy_forward(int64_t n, int64_t k, const float* z, const int32_t* labels,
-                                   float* probs, float* row_loss, CpuExec e) {
-  parallel_for(e, n, PDNN_PAR(n * k), [=](int64_t i) {
-    const float* zi = z + i * k;
-    float* pi = probs + i * k;
-    float m = zi[0];
-    for (int64_t j = 1; j < k; ++j) m = zi[j] > m ? zi[j] : m;
-    double sum = 0.0;
-    for (int64_t j = 0; j < k; ++j) {
-      pi[j] = std::exp(zi[j] - m);
-      sum += pi[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < k; ++j) pi[j] *= inv;
+// Row i of logits (n, k, plane): a sample (plane 1) or a pixel, its k values `plane` apart.
+inline int64_t row_start(int64_t i, int64_t k, int64_t plane) {
+  return (i / plane) * k * plane + i % plane;
+}
+
+// pi = softmax(zi) over the row; returns the sum of exp(z - m) (in double) and sets *m.
+inline double softmax_row(int64_t k, int64_t plane, const float* zi, float* pi, float* m_out) {
+  float m = zi[0];
+  for (int64_t j = 1; j < k; ++j) m = zi[j * plane] > m ? zi[j * plane] : m;
+  double sum = 0.0;
+  for (int64_t j = 0; j < k; ++j) {
+    pi[j * plane] = std::exp(zi[j * plane] - m);
+    sum += pi[j * plane];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < k; ++j) pi[j * plane] *= inv;
+  *m_out = m;
+  return sum;
+}
+
+void softmax_cross_entropy_forward(int64_t n, int64_t k, int64_t plane, const float* z,
+                                   const int32_t* labels, float* probs, float* row_loss,
+                                   CpuExec e) {
+  const int64_t rows = n * plane;
+  parallel_for(e, rows, PDNN_PAR(rows * k), [=](int64_t i) {
+    const int64_t at = row_start(i, k, plane);
+    const float* zi = z + at;
+    float m;
+    const double sum = softmax_row(k, plane, zi, probs + at, &m);
     // log-sum-exp form: exact even when the label's probability underflows to 0 in float.
-    row_loss[i] = static_cast<float>(std::log(sum) - (static_cast<double>(zi[labels[i]]) - m));
+    row_loss[i] =
+        static_cast<float>(std::log(sum) - (static_cast<double>(zi[labels[i] * plane]) - m));
   });
 }
 
-void softmax_cross_entropy_backward(int64_t n, int64_t k, float scale, const float* probs,
-                                    const int32_t* labels, float* dz, CpuExec e) {
-  parallel_for(e, n, PDNN_PAR(n * k), [=](int64_t i) {
-    for (int64_t j = 0; j < k; ++j) dz[i * k + j] = probs[i * k + j] * scale;
-    dz[i * k + labels[i]] -= scale;
+void softmax_cross_entropy_backward(int64_t n, int64_t k, int64_t plane, float scale,
+                                    const float* probs, const int32_t* labels, float* dz,
+                                    CpuExec e) {
+  const int64_t rows = n * plane;
+  parallel_for(e, rows, PDNN_PAR(rows * k), [=](int64_t i) {
+    const int64_t at = row_start(i, k, plane);
+    for (int64_t j = 0; j < k; ++j) dz[at + j * plane] = probs[at + j * plane] * scale;
+    dz[at + labels[i] * plane] -= scale;
   });
 }
 
-void classifier_metrics(int64_t n, int64_t k, const float* z, const int32_t* labels,
-                        const float* row_loss, double* acc, CpuExec) {
+void classifier_metrics(int64_t n, int64_t k, int64_t plane, const float* z,
+                        const int32_t* labels, const float* row_loss, double* acc, CpuExec) {
+  const int64_t rows = n * plane;
   double loss = 0.0;
   int64_t correct = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < rows; ++i) {
     loss += row_loss[i];
+    const float* zi = z + row_start(i, k, plane);
     int64_t best = 0;
     for (int64_t j = 1; j < k; ++j)
-      if (z[i * k + j] > z[i * k + best]) best = j;  // strict: ties keep the lowest index
+      if (zi[j * plane] > zi[best * plane]) best = j;  // strict: ties keep the lowest index
     correct += best == labels[i];
   }
   acc[0] += loss;
   acc[1] += static_cast<double>(correct);
-  acc[2] += static_cast<double>(n);
+  acc[2] += static_cast<double>(rows);
+}
+
+void dice_forward(int64_t n, int64_t k, int64_t plane, const float* z, const int32_t* labels,
+                  float* probs, double* parts, CpuExec e) {
+  const int64_t rows = n * plane;
+  parallel_for(e, rows, PDNN_PAR(rows * k), [=](int64_t i) {
+    const int64_t at = row_start(i, k, plane);
+    float m;
+    softmax_row(k, plane, z + at, probs + at, &m);
+  });
+  // Per chunk of pixels and class: I, P, G in index order.
+  const int64_t chunks = loss_chunks(rows);
+  parallel_for(e, chunks * k, PDNN_PAR(rows * k), [=](int64_t t) {
+    const int64_t c = t / k, cls = t % k, end = std::min(rows, (c + 1) * kLossChunk);
+    double in = 0, p_sum = 0, g_sum = 0;
+    for (int64_t i = c * kLossChunk; i < end; ++i) {
+      const double p = probs[row_start(i, k, plane) + cls * plane];
+      const bool g = labels[i] == cls;
+      in += g ? p : 0.0;
+      p_sum += p;
+      g_sum += g ? 1.0 : 0.0;
+    }
+    parts[t * 3] = in;
+    parts[t * 3 + 1] = p_sum;
+    parts[t * 3 + 2] = g_sum;
+  });
+}
+
+void dice_finish(int64_t chunks, int64_t k, float smooth, const double* parts, double* stats,
+                 float* loss, CpuExec) {
+  dice_totals(chunks, k, smooth, parts, stats, loss);
+}
+
+void dice_backward(int64_t n, int64_t k, int64_t plane, float smooth, float scale,
+                   const float* probs, const int32_t* labels, const double* stats, float* dz,
+                   bool add, CpuExec e) {
+  const int64_t rows = n * plane;
+  parallel_for(e, rows, PDNN_PAR(rows * k), [=](int64_t i) {
+    const int64_t at = row_start(i, k, plane);
+    dice_pixel_backward(k, plane, smooth, scale, probs + at, labels[i], stats, dz + at, add);
+  });
 }
 
 void binary_cross_entropy_forward(int64_t n, const float* p, const float* t, float* parts,
@@ -116,23 +179,39 @@ namespace ops {
 
 namespace {
 
-int64_t classes(const char* op, const Tensor& z, const Tensor& labels) {
+// The classes k and the pixels per sample (1 for (N,K) or (N,K,1,1) logits, H*W for a map
+// (N,K,H,W)) of logits z, whose labels must be N*plane int32 values in [0,k).
+int64_t classes(const char* op, const Tensor& z, const Tensor& labels, int64_t* plane) {
   const Shape& s = z.shape();
-  const bool flat = s.rank() == 2, spatial1 = s.rank() == 4 && s[2] == 1 && s[3] == 1;
-  PDNN_CHECK(flat || spatial1, "%s: logits must be (N,K) or (N,K,1,1), got %s", op,
-             s.str().c_str());
-  PDNN_CHECK(labels.dtype() == DType::I32 && labels.numel() == s[0],
-             "%s: labels must be %lld int32 values, got %s %s", op, static_cast<long long>(s[0]),
+  PDNN_CHECK((s.rank() == 2 || s.rank() == 4) && s[0] > 0 && s[1] > 0,
+             "%s: logits must be (N,K) or a map (N,K,H,W), got %s", op, s.str().c_str());
+  *plane = s.rank() == 4 ? s[2] * s[3] : 1;
+  const int64_t rows = s[0] * *plane, k = s[1];
+  PDNN_CHECK(labels.dtype() == DType::I32 && labels.numel() == rows,
+             "%s: labels must be %lld int32 values (one per %s), got %s %s", op,
+             static_cast<long long>(rows), *plane > 1 ? "pixel" : "sample",
              labels.shape().str().c_str(), dtype_name(labels.dtype()));
-  const int64_t k = s[1];
   if (labels.device() == Device::CPU) {
     const int32_t* l = labels.data<int32_t>();
-    for (int64_t i = 0; i < s[0]; ++i)
+    for (int64_t i = 0; i < rows; ++i)
       PDNN_CHECK(l[i] >= 0 && l[i] < k,
-                 "%s: label %d of sample %lld is outside [0,%lld) (K = %lld classes)", op, l[i],
-                 static_cast<long long>(i), static_cast<long long>(k), static_cast<long long>(k));
+                 "%s: label %d of %s %lld is outside [0,%lld) (K = %lld classes)", op, l[i],
+                 *plane > 1 ? "pixel" : "sample", static_cast<long long>(i),
+                 static_cast<long long>(k), static_cast<long long>(k));
   }
   return k;
+}
+
+// (n, k, plane) of probabilities laid out as forward wrote them, with labels of n * plane.
+void prob_geometry(const char* op, const Tensor& probs, const Tensor& labels, int64_t* n,
+                   int64_t* k, int64_t* plane) {
+  const Shape& s = probs.shape();
+  PDNN_CHECK(s.rank() >= 2 && s[0] > 0 && s[1] > 0, "%s: probabilities %s", op, s.str().c_str());
+  *n = s[0];
+  *k = s[1];
+  *plane = s.numel() / (s[0] * s[1]);
+  PDNN_CHECK(labels.numel() == *n * *plane, "%s: %lld labels for probabilities %s", op,
+             static_cast<long long>(labels.numel()), s.str().c_str());
 }
 
 void check_pair(const char* op, const Tensor& a, const Tensor& b) {
@@ -150,33 +229,71 @@ void check_parts(const char* op, const Tensor& x, const Tensor& parts) {
 void softmax_cross_entropy_forward(Context& ctx, const Tensor& z, const Tensor& labels,
                                    Tensor& probs, Tensor& row_loss) {
   const char* op = "softmax_cross_entropy_forward";
-  const int64_t k = classes(op, z, labels), n = z.shape(0);
-  PDNN_CHECK(n > 0 && k > 0, "%s: empty logits %s", op, z.shape().str().c_str());
-  PDNN_CHECK(probs.numel() == n * k && row_loss.numel() == n, "%s: output sizes", op);
+  int64_t plane = 1;
+  const int64_t k = classes(op, z, labels, &plane), n = z.shape(0);
+  PDNN_CHECK(probs.numel() == z.numel() && row_loss.numel() == n * plane, "%s: output sizes", op);
   const Device d = op_device(op, {&z, &labels, &probs, &row_loss});
-  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), softmax_cross_entropy_forward, n, k, z.data<E>(),
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), softmax_cross_entropy_forward, n, k, plane, z.data<E>(),
                       labels.data<int32_t>(), probs.data(), row_loss.data());
 }
 
 void softmax_cross_entropy_backward(Context& ctx, float scale, const Tensor& probs,
                                     const Tensor& labels, Tensor& dz) {
   const char* op = "softmax_cross_entropy_backward";
-  const int64_t n = probs.shape(0), k = probs.numel() / std::max<int64_t>(1, n);
-  PDNN_CHECK(dz.numel() == probs.numel() && labels.numel() == n, "%s: sizes", op);
+  int64_t n = 0, k = 0, plane = 1;
+  prob_geometry(op, probs, labels, &n, &k, &plane);
+  PDNN_CHECK(dz.numel() == probs.numel(), "%s: dz %s for probabilities %s", op,
+             dz.shape().str().c_str(), probs.shape().str().c_str());
   const Device d = op_device(op, {&probs, &labels, &dz});
-  PDNN_DISPATCH_TYPED(ctx, d, dz.dtype(), softmax_cross_entropy_backward, n, k, scale,
+  PDNN_DISPATCH_TYPED(ctx, d, dz.dtype(), softmax_cross_entropy_backward, n, k, plane, scale,
                       probs.data(), labels.data<int32_t>(), dz.data<E>());
 }
 
 void classifier_metrics(Context& ctx, const Tensor& z, const Tensor& labels,
                         const Tensor& row_loss, Tensor& acc) {
   const char* op = "classifier_metrics";
-  const int64_t k = classes(op, z, labels), n = z.shape(0);
-  PDNN_CHECK(row_loss.numel() == n && acc.dtype() == DType::F64 && acc.numel() >= 3,
-             "%s: row_loss (%lld) / acc (float64, >= 3) sizes", op, static_cast<long long>(n));
+  int64_t plane = 1;
+  const int64_t k = classes(op, z, labels, &plane), n = z.shape(0);
+  PDNN_CHECK(row_loss.numel() == n * plane && acc.dtype() == DType::F64 && acc.numel() >= 3,
+             "%s: row_loss (%lld) / acc (float64, >= 3) sizes", op,
+             static_cast<long long>(n * plane));
   const Device d = op_device(op, {&z, &labels, &row_loss, &acc});
-  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), classifier_metrics, n, k, z.data<E>(),
+  PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), classifier_metrics, n, k, plane, z.data<E>(),
                       labels.data<int32_t>(), row_loss.data(), acc.data<double>());
+}
+
+void dice_forward(Context& ctx, float smooth, const Tensor& z, const Tensor& labels,
+                  Tensor& probs, Tensor& parts, Tensor& stats, Tensor& loss) {
+  const char* op = "dice_forward";
+  int64_t plane = 1;
+  const int64_t k = classes(op, z, labels, &plane), n = z.shape(0);
+  const int64_t chunks = loss_chunks(n * plane);
+  PDNN_CHECK(smooth >= 0.f, "%s: smoothing %g must be >= 0", op, static_cast<double>(smooth));
+  PDNN_CHECK(probs.numel() == z.numel() && parts.dtype() == DType::F64 &&
+                 parts.numel() >= chunks * k * 3 && stats.dtype() == DType::F64 &&
+                 stats.numel() >= 3 * k + 1 && loss.numel() == 1,
+             "%s: probs (%lld), parts (float64, %lld), stats (float64, %lld), loss (1) sizes", op,
+             static_cast<long long>(z.numel()), static_cast<long long>(chunks * k * 3),
+             static_cast<long long>(3 * k + 1));
+  const Device d = op_device(op, {&z, &labels, &probs, &parts, &stats, &loss});
+  PDNN_DISPATCH(ctx, d, dice_forward, n, k, plane, z.data(), labels.data<int32_t>(),
+                probs.data(), parts.data<double>());
+  PDNN_DISPATCH(ctx, d, dice_finish, chunks, k, smooth, parts.data<double>(),
+                stats.data<double>(), loss.data());
+}
+
+void dice_backward(Context& ctx, float smooth, float scale, const Tensor& probs,
+                   const Tensor& labels, const Tensor& stats, Tensor& dz, bool add) {
+  const char* op = "dice_backward";
+  int64_t n = 0, k = 0, plane = 1;
+  prob_geometry(op, probs, labels, &n, &k, &plane);
+  PDNN_CHECK(dz.numel() == probs.numel() && stats.dtype() == DType::F64 &&
+                 stats.numel() >= 3 * k + 1,
+             "%s: dz %s / stats sizes for probabilities %s", op, dz.shape().str().c_str(),
+             probs.shape().str().c_str());
+  const Device d = op_device(op, {&probs, &labels, &stats, &dz});
+  PDNN_DISPATCH(ctx, d, dice_backward, n, k, plane, smooth, scale, probs.data(),
+                labels.data<int32_t>(), stats.data<double>(), dz.data(), add);
 }
 
 void binary_cross_entropy_forward(Context& ctx, const Tensor& p, const Tensor& t, Tensor& parts) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cuda/launch.h"
+#include "ops/dice_formula.h"
 #include "ops/kit/round.h"
 #include "ops/loss.h"
 
@@ -16,48 +17,65 @@ namespace {
 using kit::from_f32;
 using kit::to_f32;
 
-// One thread per row (K is small: 10 digits, 6 classes).
+// Row i of logits (n, k, plane): a sample (plane 1) or a pixel, its k values `plane` apart.
+__device__ __forceinline__ int64_t row_start(int64_t i, int64_t k, int64_t plane) {
+  return (i / plane) * k * plane + i % plane;
+}
+
+// pi = softmax(zi) over the row; returns the sum of exp(z - m) (in double) and sets *m.
 template <class Z>
-__global__ void sce_f(int64_t n, int64_t k, const Z* z, const int32_t* labels, float* probs,
-                      float* row_loss) {
-  PDNN_GRID_LOOP(i, n) {
-    const Z* zi = z + i * k;
-    float* pi = probs + i * k;
-    float m = to_f32(zi[0]);
-    for (int64_t j = 1; j < k; ++j) m = to_f32(zi[j]) > m ? to_f32(zi[j]) : m;
-    double sum = 0.0;
-    for (int64_t j = 0; j < k; ++j) {
-      pi[j] = expf(to_f32(zi[j]) - m);
-      sum += pi[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < k; ++j) pi[j] *= inv;
+__device__ __forceinline__ double softmax_row(int64_t k, int64_t plane, const Z* zi, float* pi,
+                                              float* m_out) {
+  float m = to_f32(zi[0]);
+  for (int64_t j = 1; j < k; ++j) m = to_f32(zi[j * plane]) > m ? to_f32(zi[j * plane]) : m;
+  double sum = 0.0;
+  for (int64_t j = 0; j < k; ++j) {
+    pi[j * plane] = expf(to_f32(zi[j * plane]) - m);
+    sum += pi[j * plane];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < k; ++j) pi[j * plane] *= inv;
+  *m_out = m;
+  return sum;
+}
+
+// One thread per row (K is small: 10 digits, 6 classes, a few segmentation classes); the
+// threads of a warp read neighbouring pixels of a map.
+template <class Z>
+__global__ void sce_f(int64_t rows, int64_t k, int64_t plane, const Z* z, const int32_t* labels,
+                      float* probs, float* row_loss) {
+  PDNN_GRID_LOOP(i, rows) {
+    const int64_t at = row_start(i, k, plane);
+    const Z* zi = z + at;
+    float m;
+    const double sum = softmax_row(k, plane, zi, probs + at, &m);
     const int32_t l = labels[i];
-    row_loss[i] = (l >= 0 && l < k)
-                      ? static_cast<float>(log(sum) - (static_cast<double>(to_f32(zi[l])) - m))
-                      : NAN;  // a bad label makes the run stop as diverged
+    const double zl = (l >= 0 && l < k) ? to_f32(zi[l * plane]) : 0.0;
+    row_loss[i] = (l >= 0 && l < k) ? static_cast<float>(log(sum) - (zl - m))
+                                    : NAN;  // a bad label makes the run stop as diverged
   }
 }
 
 template <class D>
-__global__ void sce_b(int64_t n, int64_t k, float scale, const float* probs,
+__global__ void sce_b(int64_t n, int64_t k, int64_t plane, float scale, const float* probs,
                       const int32_t* labels, D* dz) {
-  PDNN_GRID_LOOP(t, n * k) {
-    const int64_t i = t / k, j = t % k;
-    dz[t] = from_f32<D>(probs[t] * scale - (labels[i] == j ? scale : 0.f));
+  PDNN_GRID_LOOP(t, n * k * plane) {
+    const int64_t i = t / (k * plane), j = t / plane % k, p = t % plane;
+    dz[t] = from_f32<D>(probs[t] * scale - (labels[i * plane + p] == j ? scale : 0.f));
   }
 }
 
 template <class Z>
-__global__ void metrics_k(int64_t n, int64_t k, const Z* z, const int32_t* labels,
-                          const float* row_loss, double* acc) {
+__global__ void metrics_k(int64_t rows, int64_t k, int64_t plane, const Z* z,
+                          const int32_t* labels, const float* row_loss, double* acc) {
   __shared__ double sh[kThreads];
   double loss = 0.0, correct = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) {
     loss += row_loss[i];
+    const Z* zi = z + row_start(i, k, plane);
     int64_t best = 0;
     for (int64_t j = 1; j < k; ++j)
-      if (to_f32(z[i * k + j]) > to_f32(z[i * k + best])) best = j;
+      if (to_f32(zi[j * plane]) > to_f32(zi[best * plane])) best = j;
     correct += best == labels[i] ? 1.0 : 0.0;
   }
   const double l = block_sum(loss, sh);
@@ -66,7 +84,57 @@ __global__ void metrics_k(int64_t n, int64_t k, const Z* z, const int32_t* label
   if (threadIdx.x == 0) {
     acc[0] += l;
     acc[1] += c;
-    acc[2] += static_cast<double>(n);
+    acc[2] += static_cast<double>(rows);
+  }
+}
+
+__global__ void softmax_k(int64_t rows, int64_t k, int64_t plane, const float* z, float* probs) {
+  PDNN_GRID_LOOP(i, rows) {
+    const int64_t at = row_start(i, k, plane);
+    float m;
+    softmax_row(k, plane, z + at, probs + at, &m);
+  }
+}
+
+// Block (chunk, class): I, P, G over the chunk's pixels, in the block's fixed tree order.
+__global__ void dice_parts_k(int64_t rows, int64_t k, int64_t plane, const float* probs,
+                             const int32_t* labels, double* parts) {
+  __shared__ double sh[kThreads];
+  const int64_t c = blockIdx.x, cls = blockIdx.y;
+  const int64_t lo = c * kLossChunk, hi = min(rows, lo + kLossChunk);
+  double in = 0, p_sum = 0, g_sum = 0;
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    const double p = probs[row_start(i, k, plane) + cls * plane];
+    const bool g = labels[i] == cls;
+    in += g ? p : 0.0;
+    p_sum += p;
+    g_sum += g ? 1.0 : 0.0;
+  }
+  double* out = parts + (c * k + cls) * 3;
+  const double a = block_sum(in, sh);
+  __syncthreads();
+  const double b = block_sum(p_sum, sh);
+  __syncthreads();
+  const double g = block_sum(g_sum, sh);
+  if (threadIdx.x == 0) {
+    out[0] = a;
+    out[1] = b;
+    out[2] = g;
+  }
+}
+
+// One thread: the chunks' sums in order per class, then the loss (as the CPU's dice_finish).
+__global__ void dice_finish_k(int64_t chunks, int64_t k, float smooth, const double* parts,
+                              double* stats, float* loss) {
+  dice_totals(chunks, k, smooth, parts, stats, loss);
+}
+
+__global__ void dice_b(int64_t rows, int64_t k, int64_t plane, float smooth, float scale,
+                       const float* probs, const int32_t* labels, const double* stats, float* dz,
+                       bool add) {
+  PDNN_GRID_LOOP(i, rows) {
+    const int64_t at = row_start(i, k, plane);
+    dice_pixel_backward(k, plane, smooth, scale, probs + at, labels[i], stats, dz + at, add);
   }
 }
 
@@ -128,24 +196,54 @@ __global__ void sum_into_k(int64_t n, float scale, const float* x, double* acc) 
 }  // namespace
 
 template <class Z>
-void softmax_cross_entropy_forward(int64_t n, int64_t k, const Z* z, const int32_t* labels,
-                                   float* probs, float* row_loss, CudaExec e) {
-  sce_f<<<blocks_for(n, 128), 128, 0, stream_of(e)>>>(n, k, z, labels, probs, row_loss);
+void softmax_cross_entropy_forward(int64_t n, int64_t k, int64_t plane, const Z* z,
+                                   const int32_t* labels, float* probs, float* row_loss,
+                                   CudaExec e) {
+  const int64_t rows = n * plane;
+  sce_f<<<blocks_for(rows, 128), 128, 0, stream_of(e)>>>(rows, k, plane, z, labels, probs,
+                                                          row_loss);
   PDNN_CUDA_LAUNCH_CHECK("softmax_cross_entropy_forward");
 }
 
 template <class Z>
-void softmax_cross_entropy_backward(int64_t n, int64_t k, float scale, const float* probs,
-                                    const int32_t* labels, Z* dz, CudaExec e) {
-  sce_b<<<blocks_for(n * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, k, scale, probs, labels, dz);
+void softmax_cross_entropy_backward(int64_t n, int64_t k, int64_t plane, float scale,
+                                    const float* probs, const int32_t* labels, Z* dz,
+                                    CudaExec e) {
+  sce_b<<<blocks_for(n * k * plane, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, k, plane, scale,
+                                                                         probs, labels, dz);
   PDNN_CUDA_LAUNCH_CHECK("softmax_cross_entropy_backward");
 }
 
 template <class Z>
-void classifier_metrics(int64_t n, int64_t k, const Z* z, const int32_t* labels,
-                        const float* row_loss, double* acc, CudaExec e) {
-  metrics_k<<<1, kThreads, 0, stream_of(e)>>>(n, k, z, labels, row_loss, acc);
+void classifier_metrics(int64_t n, int64_t k, int64_t plane, const Z* z,
+                        const int32_t* labels, const float* row_loss, double* acc, CudaExec e) {
+  metrics_k<<<1, kThreads, 0, stream_of(e)>>>(n * plane, k, plane, z, labels, row_loss, acc);
   PDNN_CUDA_LAUNCH_CHECK("classifier_metrics");
+}
+
+void dice_forward(int64_t n, int64_t k, int64_t plane, const float* z, const int32_t* labels,
+                  float* probs, double* parts, CudaExec e) {
+  const int64_t rows = n * plane;
+  softmax_k<<<blocks_for(rows, 128), 128, 0, stream_of(e)>>>(rows, k, plane, z, probs);
+  PDNN_CUDA_LAUNCH_CHECK("dice_forward (softmax)");
+  const dim3 grid(static_cast<unsigned>(loss_chunks(rows)), static_cast<unsigned>(k));
+  dice_parts_k<<<grid, kThreads, 0, stream_of(e)>>>(rows, k, plane, probs, labels, parts);
+  PDNN_CUDA_LAUNCH_CHECK("dice_forward (sums)");
+}
+
+void dice_finish(int64_t chunks, int64_t k, float smooth, const double* parts, double* stats,
+                 float* loss, CudaExec e) {
+  dice_finish_k<<<1, 1, 0, stream_of(e)>>>(chunks, k, smooth, parts, stats, loss);
+  PDNN_CUDA_LAUNCH_CHECK("dice_finish");
+}
+
+void dice_backward(int64_t n, int64_t k, int64_t plane, float smooth, float scale,
+                   const float* probs, const int32_t* labels, const double* stats, float* dz,
+                   bool add, CudaExec e) {
+  const int64_t rows = n * plane;
+  dice_b<<<blocks_for(rows, 128), 128, 0, stream_of(e)>>>(rows, k, plane, smooth, scale, probs,
+                                                          labels, stats, dz, add);
+  PDNN_CUDA_LAUNCH_CHECK("dice_backward");
 }
 
 template <class Z>
@@ -177,12 +275,12 @@ void bce_with_logits_backward(int64_t n, float scale, const Z* z, const float* t
 
 // Both precisions' entry points (loss.h).
 #define PDNN_INSTANTIATE(Z)                                                                   \
-  template void softmax_cross_entropy_forward(int64_t, int64_t, const Z*, const int32_t*,     \
-                                              float*, float*, CudaExec);                      \
-  template void softmax_cross_entropy_backward(int64_t, int64_t, float, const float*,         \
-                                               const int32_t*, Z*, CudaExec);                 \
-  template void classifier_metrics(int64_t, int64_t, const Z*, const int32_t*, const float*,  \
-                                   double*, CudaExec);                                        \
+  template void softmax_cross_entropy_forward(int64_t, int64_t, int64_t, const Z*,            \
+                                              const int32_t*, float*, float*, CudaExec);      \
+  template void softmax_cross_entropy_backward(int64_t, int64_t, int64_t, float,              \
+                                               const float*, const int32_t*, Z*, CudaExec);   \
+  template void classifier_metrics(int64_t, int64_t, int64_t, const Z*, const int32_t*,       \
+                                   const float*, double*, CudaExec);                          \
   template void binary_cross_entropy_forward(int64_t, const Z*, const float*, float*,         \
                                              CudaExec);                                       \
   template void binary_cross_entropy_backward(int64_t, float, const Z*, const float*, Z*,     \

@@ -35,7 +35,7 @@ struct StateOffload {
   OffloadMode mode = OffloadMode::Stream;
   std::vector<int> params;           // ParamSet indices whose state lives on the host
   std::vector<size_t> param_layers;  // per ParamSet parameter: its layer (the model's hook's
-                                     // index; Sequential::param_layers)
+                                     // index; Model::param_layers)
   int64_t chunk_floats = int64_t{16} << 20;  // per copy and update (rounded to 16)
 };
 

@@ -10,6 +10,7 @@
 #include "data/prefetch_loader.h"
 #include "dist/grad_sync.h"
 #include "ops/basic.h"
+#include "ops/metrics.h"
 #include "train/copy_fence.h"
 
 namespace pdnn {
@@ -29,7 +30,7 @@ void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, co
 }
 }  // namespace
 
-ClassifierTrainer::ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph)
+ClassifierTrainer::ClassifierTrainer(Model& model, Optimizer& opt, bool cuda_graph)
     : model_(model), opt_(opt), use_graph_(cuda_graph), graph_({&opt}, "trainer") {
   PDNN_CHECK(opt.updates(model.parameters()),
              "classifier trainer: the optimizer was not built over this model's parameters "
@@ -86,7 +87,7 @@ void ClassifierTrainer::run_step(Context& ctx) {
     }
     ctx.rng().set_row_shard(Rng::RowShard{row0 + r, m, total});
     const Tensor xs = x_.slice(r * sample.numel(), x_.shape().with_n(m));
-    const Tensor ys = y_.slice(r, Shape{m});
+    const Tensor ys = y_.slice(r * (y_.numel() / n), y_.shape().with_n(m));
     logits_ = &model_.forward(ctx, xs);
     loss_.forward(ctx, *logits_, ys);
     loss_.backward(ctx, dlogits_, mean_over);
@@ -103,9 +104,9 @@ void ClassifierTrainer::run_step(Context& ctx) {
 
 void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels,
                              int64_t global_batch) {
-  PDNN_CHECK(labels.dtype() == DType::I32 && labels.numel() == x.shape(0),
-             "trainer: %lld labels (int32) for a batch %s", static_cast<long long>(labels.numel()),
-             x.shape().str().c_str());
+  PDNN_CHECK(labels.dtype() == DType::I32 && labels.rank() >= 1 && labels.shape(0) == x.shape(0),
+             "trainer: labels %s (int32, one per image or per pixel: (N) or (N,H,W)) for a "
+             "batch %s", labels.shape().str().c_str(), x.shape().str().c_str());
   PDNN_CHECK(global_batch == 0 || sync_,
              "trainer: a shard of a global batch (%lld) needs distribute() first",
              static_cast<long long>(global_batch));
@@ -179,37 +180,45 @@ Evaluator::Evaluator(Context& ctx, const Dataset& data, const EvalOptions& opt)
     sync_ = std::make_unique<DatasetLoader>(data, lo);
     const Shape s = data.sample_shape();
     x_ = Tensor(Shape{opt.batch, s[0], s[1], s[2]}, DType::F32, ctx.staging_allocator());
+    const Shape t = data.target_shape();
+    if (t.rank() > 0)
+      target_ = Tensor(Shape{opt.batch, t[0], t[1]}, DType::I32, ctx.staging_allocator());
   }
 }
 
 Evaluator::~Evaluator() = default;
 
-void Evaluator::run_batch(Context& ctx, Sequential& model, const Tensor& x,
-                          const std::vector<int32_t>& y, EvalResult& r) {
+void Evaluator::run_batch(Context& ctx, Model& model, const Tensor& x,
+                          const std::vector<int32_t>& y, const Tensor* target, EvalResult& r) {
   const Device dev = model.device();
   const int k = r.classes;
   const int64_t nb = static_cast<int64_t>(y.size());
-  labels_.resize(Shape{nb});
-  std::memcpy(labels_.data<int32_t>(), y.data(), y.size() * sizeof(int32_t));
+  if (!target) {
+    labels_.resize(Shape{nb});
+    std::memcpy(labels_.data<int32_t>(), y.data(), y.size() * sizeof(int32_t));
+  }
   const Tensor *xs = nullptr, *ys = nullptr;
   {
     MemoryRole role(ctx, "the evaluation batch");
     stage(ctx, x, DType::F32, dev, xd_, xs);
-    stage(ctx, labels_, DType::I32, dev, yd_, ys);
+    stage(ctx, target ? *target : labels_, DType::I32, dev, yd_, ys);
   }
   CopyFence fence;
   if (dev == Device::CUDA) fence.record(ctx);
   // A memory plan's micro-batch bounds the rows of a forward here too.
   const int64_t rows = model.micro_batch() > 0 ? std::min(model.micro_batch(), nb) : nb;
   const Shape sample = xs->shape().with_n(1);
+  const int64_t per_row = ys->numel() / nb;  // 1, or a map's pixels
   for (int64_t r0 = 0; r0 < nb; r0 += rows) {
     const int64_t m = std::min(rows, nb - r0);
     const Tensor xc = m == nb ? *xs : xs->slice(r0 * sample.numel(), xs->shape().with_n(m));
-    const Tensor yc = m == nb ? *ys : ys->slice(r0, Shape{m});
+    const Tensor yc = m == nb ? *ys : ys->slice(r0 * per_row, ys->shape().with_n(m));
     const Tensor& logits = model.forward(ctx, xc);
     ce_.forward(ctx, logits, yc);
     ce_.accumulate_metrics(ctx, logits, acc_);
-    if (opt_.confusion) {
+    if (opt_.confusion && target) {
+      ops::segmentation_confusion(ctx, logits, yc, counts_);  // on the device, no read-back
+    } else if (opt_.confusion) {
       const Tensor& lh = dev == Device::CPU ? logits : (logits_host_ = logits.to(Device::CPU, ctx));
       PDNN_CHECK(lh.rank() == 2 && lh.shape(0) == m && lh.shape(1) == k,
                  "evaluation: logits %s for %lld images of %d classes", lh.shape().str().c_str(),
@@ -226,7 +235,7 @@ void Evaluator::run_batch(Context& ctx, Sequential& model, const Tensor& x,
   fence.wait();
 }
 
-EvalResult Evaluator::run(Context& ctx, Sequential& model) {
+EvalResult Evaluator::run(Context& ctx, Model& model) {
   const int k = data_.num_classes();
   EvalResult r;
   r.classes = k;
@@ -235,13 +244,19 @@ EvalResult Evaluator::run(Context& ctx, Sequential& model) {
   if (data_.size() == 0) return r;
   model.train(false);
   struct TrainAgain {  // also when an error leaves the loop
-    Sequential& m;
+    Model& m;
     ~TrainAgain() { m.train(true); }
   } train_again{model};
 
   const Device dev = model.device();
   if (acc_.empty() || acc_.device() != dev) acc_ = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
   ops::zero(ctx, acc_);
+  const bool map = data_.target_shape().rank() > 0;
+  if (map && opt_.confusion) {
+    if (counts_.empty() || counts_.device() != dev)
+      counts_ = Tensor::empty(Shape{int64_t{k} * k}, DType::I64, dev, ctx);
+    ops::zero(ctx, counts_);
+  }
   if (prefetch_) {
     // Every epoch of a stored-order, unaugmented loader is the same sequence of batches. A
     // run that stopped part way (an error) left the loader there: it starts afresh.
@@ -249,26 +264,33 @@ EvalResult Evaluator::run(Context& ctx, Sequential& model) {
     fresh_ = false;
     while (prefetch_->has_next()) {
       const Batch& b = prefetch_->next();
-      run_batch(ctx, model, b.x, b.y, r);
+      run_batch(ctx, model, b.x, b.y, map ? &b.target : nullptr, r);
     }
     prefetch_->start_epoch(++epoch_);  // the next run's first batches, packed from now on
     fresh_ = true;
   } else {
     for (int64_t b = 0; b < sync_->num_batches(); ++b) {
-      sync_->load(b, x_, y_);
-      run_batch(ctx, model, x_, y_, r);
+      sync_->load(b, x_, y_, map ? &target_ : nullptr);
+      run_batch(ctx, model, x_, y_, map ? &target_ : nullptr, r);
     }
   }
   const Tensor h = dev == Device::CPU ? acc_ : acc_.to(Device::CPU, ctx);
   const double* a = h.data<double>();
   r.loss_sum = a[0];
   r.correct = a[1];
-  r.loss = a[0] / static_cast<double>(data_.size());
-  r.acc = a[1] / static_cast<double>(data_.size());
+  if (map) {
+    r.count = static_cast<int64_t>(a[2]);  // pixels
+    if (opt_.confusion) {
+      const Tensor c = dev == Device::CPU ? counts_ : counts_.to(Device::CPU, ctx);
+      r.confusion.assign(c.data<int64_t>(), c.data<int64_t>() + c.numel());
+    }
+  }
+  r.loss = a[0] / static_cast<double>(r.count);
+  r.acc = a[1] / static_cast<double>(r.count);
   return r;
 }
 
-EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
+EvalResult evaluate_classifier(Context& ctx, Model& model, const Dataset& data,
                                const EvalOptions& opt) {
   Evaluator e(ctx, data, opt);
   return e.run(ctx, model);

@@ -1,11 +1,13 @@
 // ClassifierTrainer: one training step of a classifier, the sequence every app and test repeats:
-// forward, softmax cross-entropy, zero_grad, backward, optimizer update, metrics. On the GPU the
+// forward, softmax cross-entropy, zero_grad, backward, optimizer update, metrics. Any model
+// (model/model.h: a Sequential or a graph); a model whose logits are maps (N,K,H,W) with labels
+// (N,H,W) trains with the per-pixel cross-entropy (a segmentation), its metrics per pixel. On the GPU the
 // batch is copied into the trainer's device buffers (the only transfer of a step), the loss and
 // the correct count are added to device accumulators (read back only when asked), and from the
 // second step of a batch shape on the whole step is one CUDA graph, replayed every step.
 // Data-parallel (distribute()): each rank steps on its shard of a global batch and the
 // gradients are summed over the ranks during backward (lib/dist/grad_sync.h), inside the graph.
-// A model with a memory plan's micro-batch (Sequential::set_micro_batch) runs the batch in
+// A model with a memory plan's micro-batch (Model::set_micro_batch) runs the batch in
 // slices, the gradients summed, one update (the same CUDA graph).
 // evaluate_classifier: loss, accuracy and (optionally) the confusion matrix over a Dataset.
 #pragma once
@@ -17,7 +19,7 @@
 #include "data/dataset_loader.h"
 #include "data/prefetch_loader.h"
 #include "losses/softmax_cross_entropy.h"
-#include "model/sequential.h"
+#include "model/model.h"
 #include "optim/optimizer.h"
 #include "train/step_graph.h"
 
@@ -38,10 +40,10 @@ class ClassifierTrainer {
   // `opt` must have been built over model.parameters(); both must outlive the trainer.
   // cuda_graph: capture and replay the step on the GPU (ignored on the CPU, and while a
   // profiler is attached, which times layers one by one).
-  ClassifierTrainer(Sequential& model, Optimizer& opt, bool cuda_graph = true);
+  ClassifierTrainer(Model& model, Optimizer& opt, bool cuda_graph = true);
   ~ClassifierTrainer();
 
-  // One step on a batch: x (N,...) float32 and labels (N) int32, on the host (pinned memory
+  // One step on a batch: x (N,...) float32 and labels (N) (or (N,H,W)) int32, on the host (pinned memory
   // makes the copy asynchronous) or on the model's device. The caller may refill x and labels
   // as soon as step() returns: on the GPU it waits until their copies have run (not for the
   // step itself, which stays queued), so a loader can pack the next batch into the same
@@ -67,7 +69,7 @@ class ClassifierTrainer {
  private:
   void run_step(Context& ctx);  // the step itself, on x_ and y_
 
-  Sequential& model_;
+  Model& model_;
   Optimizer& opt_;
   bool use_graph_;
   SoftmaxCrossEntropy loss_;
@@ -83,7 +85,9 @@ class ClassifierTrainer {
 // Mean softmax cross-entropy and accuracy over a whole split, in stored order, without
 // augmentation, in evaluation mode (the model is put back in training mode afterwards), on the
 // model's device. Batches are packed in host memory the device copies from (pinned for a GPU:
-// ctx.staging_allocator()).
+// ctx.staging_allocator()). A split with per-pixel targets (Dataset::target_shape(): a
+// segmentation) is scored per pixel: the means are over its pixels and the confusion matrix
+// counts pixels, on the device (ops::segmentation_confusion), read back once per run.
 struct EvalOptions {
   int64_t batch = 128;
   int threads = 1;        // threads packing a batch (LoaderOptions::threads)
@@ -93,7 +97,7 @@ struct EvalOptions {
 };
 struct EvalResult {
   double loss = 0, acc = 0;
-  int64_t count = 0;
+  int64_t count = 0;                 // images (a segmentation's: pixels)
   double loss_sum = 0, correct = 0;  // the totals behind loss and acc (summed over ranks)
   // With EvalOptions::confusion: classes x classes counts, row = true class, column = the
   // predicted one (the first of equal maxima); empty otherwise.
@@ -115,11 +119,12 @@ class Evaluator {
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
 
-  EvalResult run(Context& ctx, Sequential& model);
+  EvalResult run(Context& ctx, Model& model);
 
  private:
-  void run_batch(Context& ctx, Sequential& model, const Tensor& x, const std::vector<int32_t>& y,
-                 EvalResult& r);
+  // target: a map's per-pixel targets (int32 (n,H,W), host), nullptr for labels y.
+  void run_batch(Context& ctx, Model& model, const Tensor& x, const std::vector<int32_t>& y,
+                 const Tensor* target, EvalResult& r);
 
   const Dataset& data_;
   EvalOptions opt_;
@@ -131,11 +136,13 @@ class Evaluator {
   Tensor x_, labels_;        // host: the synchronous path's batch, the labels (pinned for a GPU)
   Tensor xd_, yd_, acc_;     // on the model's device
   Tensor logits_host_;
+  Tensor target_;            // host: the synchronous path's per-pixel targets (a map's)
+  Tensor counts_;            // a map's confusion counts, on the model's device
   std::vector<int32_t> y_;
 };
 
 // One evaluation with a fresh Evaluator (tests, one-off evaluations).
-EvalResult evaluate_classifier(Context& ctx, Sequential& model, const Dataset& data,
+EvalResult evaluate_classifier(Context& ctx, Model& model, const Dataset& data,
                                const EvalOptions& opt = {});
 
 }  // namespace pdnn

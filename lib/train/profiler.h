@@ -1,6 +1,6 @@
 // Per-layer profiler: forward and backward time of every layer and the optimizer's update
 // (one fused kernel over all parameters: its own row), averaged over training steps, with each layer's share of the measured step time and its achieved GFLOP/s.
-// Attach with ctx.set_profile_hook(&p); Sequential and Optimizer::step report to it through
+// Attach with ctx.set_profile_hook(&p); the model (model/model.h) and Optimizer::step report to it through
 // the ProfileHook interface (core/profile_hook.h). Only work
 // between begin_step() and end_step() is recorded, so evaluation passes do not pollute it.
 #pragma once

@@ -95,7 +95,7 @@ void TrainTask::distribute(Context& ctx, Communicator& comm) {
   PDNN_FAIL("--distributed: this app's training task does not support data-parallel training");
 }
 
-uint64_t state_hash_of(Context& ctx, Sequential& model, Optimizer* opt, uint64_t seed) {
+uint64_t state_hash_of(Context& ctx, Model& model, Optimizer* opt, uint64_t seed) {
   uint64_t h = seed;
   auto add = [&](const Tensor& t) {
     const Tensor c = t.device() == Device::CPU ? t : t.to(Device::CPU, ctx);
@@ -108,7 +108,7 @@ uint64_t state_hash_of(Context& ctx, Sequential& model, Optimizer* opt, uint64_t
   return h;
 }
 
-bool all_finite(Context& ctx, Sequential& model, Optimizer* opt) {
+bool all_finite(Context& ctx, Model& model, Optimizer* opt) {
   auto finite = [&ctx](const Tensor& t) {
     const Tensor h = t.device() == Device::CPU ? t : t.to(Device::CPU, ctx);
     const float* p = h.data();

@@ -189,8 +189,8 @@ class RunLoop {
 // True when every parameter and buffer of model and every state tensor of opt (if given) is
 // finite: what a TrainTask's state_finite() checks for each of its models. Device tensors are
 // copied to the host for it (once per epoch, or on resume).
-bool all_finite(Context& ctx, Sequential& model, Optimizer* opt);
+bool all_finite(Context& ctx, Model& model, Optimizer* opt);
 // A hash of the same values (state_hash() of a task with this model and optimizer).
-uint64_t state_hash_of(Context& ctx, Sequential& model, Optimizer* opt, uint64_t seed = 0);
+uint64_t state_hash_of(Context& ctx, Model& model, Optimizer* opt, uint64_t seed = 0);
 
 }  // namespace pdnn

@@ -66,20 +66,24 @@ void read_layer_times(StepMem& m, const std::string& path) {
     PDNN_CHECK(f.size() >= 6 && parse_ms(f[3], &fwd) && parse_ms(f[4], &bwd) && parse_ms(f[5], &upd),
                "--layer-times %s line %d: not a profile row: '%s'", path.c_str(), n, line.c_str());
     update += upd;
-    char* end = nullptr;
-    const long i = std::strtol(f[0].c_str(), &end, 10);
-    if (f[0].empty() || *end != '\0') continue;  // "other": outside the layers
-    PDNN_CHECK(i >= 0 && i < static_cast<long>(m.layers.size()) &&
-                   f[2] == m.layers[static_cast<size_t>(i)].out_shape,
+    // A layer's row is named by its label (a Sequential's: its index); "other" and the updates'
+    // rows are outside the layers.
+    size_t i = 0;
+    while (i < m.layers.size() &&
+           (m.layers[i].label.empty() ? std::to_string(m.layers[i].index) : m.layers[i].label) != f[0])
+      ++i;
+    const bool number = !f[0].empty() && f[0].find_first_not_of("0123456789") == std::string::npos;
+    if (i == m.layers.size() && !number) continue;
+    PDNN_CHECK(i < m.layers.size() && f[2] == m.layers[i].out_shape,
                "--layer-times %s line %d: layer %s with output %s, but this run's layer %s has "
                "%s (profile the same model, batch and size)",
                path.c_str(), n, f[0].c_str(), f[2].c_str(), f[0].c_str(),
-               i >= 0 && i < static_cast<long>(m.layers.size())
-                   ? m.layers[static_cast<size_t>(i)].out_shape.c_str()
-                   : "none");
-    size_t k = static_cast<size_t>(i);
-    while (k > 0 && m.layers[k].absorbed) --k;  // fused here: its time is its host's
-    if (k == static_cast<size_t>(i)) m.layers[k].fwd_ms = m.layers[k].bwd_ms = 0;
+               i < m.layers.size() ? m.layers[i].out_shape.c_str() : "none");
+    size_t k = i;
+    // Fused into its input: its time is its host's.
+    while (m.layers[k].absorbed)
+      k = m.layers[k].inputs.empty() ? k - 1 : static_cast<size_t>(m.layers[k].inputs[0]);
+    if (k == i) m.layers[k].fwd_ms = m.layers[k].bwd_ms = 0;
     m.layers[k].fwd_ms += fwd;
     m.layers[k].bwd_ms += bwd;
     ++rows;
@@ -145,7 +149,7 @@ double measure_device_gb_s(Context& ctx, size_t bytes) {
   return 2.0 * static_cast<double>(bytes) / (best * 1e6);  // read and written
 }
 
-void apply_memory_plan(Context& ctx, Sequential& model, Optimizer& opt, const StepMem& m,
+void apply_memory_plan(Context& ctx, Model& model, Optimizer& opt, const StepMem& m,
                        const MemoryPlan& p, int64_t state_chunk_bytes) {
   // The optimizer's state first: on the device (now, not at the first update), or on the host.
   StateOffload off;
@@ -180,7 +184,7 @@ int count_moved(const MemoryPlan& p, Placement where) {
 
 }  // namespace
 
-bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
+bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
                       const RunConfig& cfg, int64_t eval_batch, MemoryPlan* plan) {
   if (!cfg.memory_plan && cfg.gpu_memory_limit <= 0) return false;
   const bool gpu = ctx.has_cuda();
@@ -236,9 +240,11 @@ bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Sha
     if (eval_batch > 0) {  // the evaluation's batch on the device, its loss's buffers
       const int64_t e = eval_batch, f = static_cast<int64_t>(sizeof(float));
       auto block = [](int64_t b) { return (std::max<int64_t>(b, 1) + 511) / 512 * 512; };
-      const int64_t classes = model.output_shape(batch.with_n(1)).numel();
-      m.eval_bytes = block(e * (batch.numel() / n) * f) + block(e * 4) +
-                     block(e * classes * f) + block(e * f) + block(e * 4) + 512;
+      // The logits of one row, and its labels: one, or one per pixel of a map (N,K,H,W).
+      const Shape out = model.output_shape(batch.with_n(1));
+      const int64_t classes = out.numel(), labels = out.numel() / (out.rank() >= 2 ? out[1] : 1);
+      m.eval_bytes = block(e * (batch.numel() / n) * f) + block(e * labels * 4) +
+                     block(e * classes * f) + block(e * labels * f) + block(e * labels * 4) + 512;
     }
     return m;
   };

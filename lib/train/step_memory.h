@@ -12,9 +12,9 @@
 // state placed first (on the device, or in pinned host memory where the plan offloads it:
 // Optimizer::place_state), the shared workspace allocated at the plan's budget and capped
 // there (an algorithm that would need more is left out), outputs and gradients in one buffer
-// laid out by lifetime (Sequential::set_placements), offloaded on a copy stream or recomputed,
+// laid out by lifetime (Model::set_placements), offloaded on a copy stream or recomputed,
 // pools' argmax found again where planned, the batch in micro-batches where planned
-// (Sequential::set_micro_batch); convolutions put dy through their activation in place; the
+// (Model::set_micro_batch); convolutions put dy through their activation in place; the
 // step still one CUDA graph computing the same numbers. The caching allocator is then capped at
 // the limit less the context's own bytes, so a step that needs more than planned fails as out
 // of memory, naming the tensor's role, rather than quietly taking more.
@@ -22,7 +22,7 @@
 #include "core/context.h"
 #include "core/shape.h"
 #include "model/memory_plan.h"
-#include "model/sequential.h"
+#include "model/model.h"
 #include "optim/optimizer.h"
 #include "run/run_config.h"
 
@@ -32,13 +32,13 @@ namespace pdnn {
 // batch's input shape (N, ...); eval_batch: the rows of the evaluation's batches (0: no
 // evaluation in this run, e.g. --steps).
 // plan (optional): the plan made.
-bool plan_step_memory(Context& ctx, Sequential& model, Optimizer& opt, const Shape& batch,
+bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
                       const RunConfig& cfg, int64_t eval_batch = 0, MemoryPlan* plan = nullptr);
 
 // The plan's decisions carried out on the model and optimizer (placements, argmax records,
 // micro-batch, offloaded optimizer state): for plan_step_memory and tests. m: the description
 // the plan was made from (its micro-batch's).
-void apply_memory_plan(Context& ctx, Sequential& model, Optimizer& opt, const StepMem& m,
+void apply_memory_plan(Context& ctx, Model& model, Optimizer& opt, const StepMem& m,
                        const MemoryPlan& p, int64_t state_chunk_bytes);
 
 // Replaces m's layer times (and update time) with those of a --profile CSV (layer, kind,

@@ -1,6 +1,8 @@
 // The model zoo table (see model_zoo.h).
 #include "workloads/model_zoo.h"
 
+#include <utility>
+
 #include "core/error.h"
 #include "workloads/classifier/caltech_models.h"
 #include "workloads/classifier/mnist_models.h"
@@ -40,6 +42,17 @@ const std::vector<ClassifierModel>& classifier_models() {
   return zoo;
 }
 
+const std::vector<SegmentationModel>& segmentation_models() {
+  static const std::vector<SegmentationModel> zoo = {
+      {"unet", "segment",
+       "U-Net (Ronneberger et al. 2015): 4 levels down and up, 3x3 convolutions, 2x2 "
+       "transposed-convolution up-sampling, concatenated skips, base width 64; Adam 1e-3, "
+       "batch 4",
+       "adam", {}, 4, UNetOptions{}, make_unet},
+  };
+  return zoo;
+}
+
 const std::vector<GanModel>& gan_models() {
   static const std::vector<GanModel> zoo = {
       {"dcgan", "dcgan", "W5, the DCGAN tutorial's generator and discriminator",
@@ -69,26 +82,52 @@ const ClassifierModel& classifier_model(const std::string& name, const std::stri
             join(classifier_model_names(app), ", ").c_str());
 }
 
-const GanModel& gan_model(const std::string& name) {
+namespace {
+
+// The entry of `zoo` called `name`; pdnn::Error listing the known ones.
+template <class M>
+const M& find_model(const std::vector<M>& zoo, const std::string& name, const char* what) {
   std::vector<std::string> known;
-  for (const auto& m : gan_models()) {
+  for (const auto& m : zoo) {
     if (name == m.name) return m;
     known.push_back(m.name);
   }
-  PDNN_FAIL("unknown GAN model '%s' (known: %s)", name.c_str(), join(known, ", ").c_str());
+  PDNN_FAIL("unknown %s '%s' (known: %s)", what, name.c_str(), join(known, ", ").c_str());
 }
 
+}  // namespace
+
+const GanModel& gan_model(const std::string& name) {
+  return find_model(gan_models(), name, "GAN model");
+}
+
+const SegmentationModel& segmentation_model(const std::string& name) {
+  return find_model(segmentation_models(), name, "segmentation model");
+}
+
+namespace {
+
+// SPEC.md's optimizer of a classifier or segmentation model, and its hyper-parameters.
+std::pair<std::string, HyperValues> spec_optimizer(const std::string& model) {
+  for (const auto& m : segmentation_models())
+    if (model == m.name) return {m.optimizer, m.optimizer_hp};
+  const ClassifierModel& m = classifier_model(model);
+  return {m.optimizer, m.optimizer_hp};
+}
+
+}  // namespace
+
 std::string model_optimizer_name(const std::string& model, const std::string& optimizer) {
-  return optimizer.empty() ? classifier_model(model).optimizer : optimizer;
+  return optimizer.empty() ? spec_optimizer(model).first : optimizer;
 }
 
 std::unique_ptr<Optimizer> make_model_optimizer(const std::string& model,
                                                 const std::string& optimizer, ParamSet& params,
                                                 float lr) {
-  const ClassifierModel& m = classifier_model(model);
+  const auto spec = spec_optimizer(model);
   const std::string name = model_optimizer_name(model, optimizer);
   HyperValues hp;
-  if (name == m.optimizer) hp = m.optimizer_hp;
+  if (name == spec.first) hp = spec.second;
   if (lr >= 0.f) hp["lr"] = lr;
   return make_optimizer(name, params, hp);
 }

@@ -10,6 +10,7 @@
 #include "model/sequential.h"
 #include "optim/registry.h"
 #include "workloads/dcgan/dcgan_models.h"
+#include "workloads/segmentation/unet.h"
 
 namespace pdnn {
 
@@ -34,20 +35,36 @@ struct GanModel {
   Sequential (*discriminator)(const DcganConfig&);
 };
 
+// A segmentation network: images (N,C,H,W) -> per-pixel logits (N,classes,H,W), trained with
+// the per-pixel cross-entropy (and the Dice loss).
+struct SegmentationModel {
+  const char* name;
+  const char* app;
+  const char* help;
+  const char* optimizer;     // optimizer_registry() name
+  HyperValues optimizer_hp;  // departures from that optimizer's defaults
+  int64_t batch;
+  UNetOptions defaults;      // width, depth, BatchNorm (channels and classes: the data's)
+  Model (*build)(const UNetOptions&);  // zero parameters: reset_parameters next
+};
+
 const std::vector<ClassifierModel>& classifier_models();
 const std::vector<GanModel>& gan_models();
+const std::vector<SegmentationModel>& segmentation_models();
 
 // The classifier called `name`; unknown names throw pdnn::Error listing the known ones (of
 // `app` when given).
 const ClassifierModel& classifier_model(const std::string& name, const std::string& app = "");
 const GanModel& gan_model(const std::string& name);
+const SegmentationModel& segmentation_model(const std::string& name);
 // The classifiers `app` trains ("" = all), for CLI::IsMember, and as "a: help; b: help".
 std::vector<std::string> classifier_model_names(const std::string& app = "");
 std::string classifier_model_help(const std::string& app = "");
 
-// The model's optimizer: `optimizer` ("" = SPEC.md's for the model) with PyTorch's defaults,
-// except SPEC.md's own hyper-parameters when it is the model's optimizer (W3's Adadelta keeps
-// rho 0.95). lr < 0: that optimizer's default learning rate.
+// The model's optimizer (a classifier's or a segmentation network's): `optimizer` ("" =
+// SPEC.md's for the model) with PyTorch's defaults, except SPEC.md's own hyper-parameters when
+// it is the model's optimizer (W3's Adadelta keeps rho 0.95). lr < 0: that optimizer's default
+// learning rate.
 std::string model_optimizer_name(const std::string& model, const std::string& optimizer = "");
 std::unique_ptr<Optimizer> make_model_optimizer(const std::string& model,
                                                 const std::string& optimizer, ParamSet& params,

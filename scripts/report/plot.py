@@ -6,6 +6,8 @@
 Finds every *.csv under --results and recognises it by its columns:
   training runs  (epoch, train_loss, test_acc, ...)     -> <name>_curves.png: loss and accuracy per
                  epoch; <name>_cpu_vs_gpu.png when rows with device=cuda exist
+  segmentation   (epoch, train_loss, test_mean_iou, ...; the segment app) -> <name>_segmentation.png:
+                 loss, and IoU and Dice (mean and per class) per epoch
   thread sweeps  (workload, threads, speedup, ...)      -> <name>.png: speedup and efficiency
   pi benchmark   (app=pi, variant, threads, median_ms)  -> <name>.png: time and speedup
   layer profiles (layer, kind, fwd_ms, bwd_ms, ...)     -> <name>_profile.png: time per layer
@@ -142,6 +144,39 @@ def plot_training(rows, out_dir, name):
     made = [save(fig, out_dir, name + "_curves")]
     made += plot_cpu_vs_gpu(rows, out_dir, name)
     return made
+
+
+def plot_segmentation(rows, out_dir, name):
+    """The segment app's rows: loss (train, test) and the test IoU and Dice per epoch, their
+    means thick and each class thin (a class without a score, -1 in the CSV, is left out)."""
+    runs = training_runs(rows)
+    if not runs:
+        note("plot: %s: no rows with an epoch: skipped" % name)
+        return []
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    classes = [c[len("test_iou_"):] for c in rows[0] if c.startswith("test_iou_")]
+    for i, (label, rs) in enumerate(runs.items()):
+        color = "C%d" % (i % 10)
+        ep = [num(r["epoch"]) for r in rs]
+        for ax, col, style, width, what in (
+                [(axes[0], "train_loss", "--", 1.5, "train"), (axes[0], "test_loss", "-", 1.5, "test"),
+                 (axes[1], "test_mean_iou", "-", 2.5, "mean"), (axes[2], "test_mean_dice", "-", 2.5, "mean")]
+                + [(axes[1], "test_iou_" + c, ":", 1, c) for c in classes]
+                + [(axes[2], "test_dice_" + c, ":", 1, c) for c in classes]):
+            pts = [(x, num(r.get(col))) for x, r in zip(ep, rs)]
+            pts = [(x, y) for x, y in pts if y is not None and y >= 0]
+            if pts:
+                ax.plot(*zip(*pts), style, lw=width, marker="o", ms=3, color=color,
+                        label="%s (%s)" % (label, what))
+    axes[0].set(title="Loss per epoch", xlabel="epoch", ylabel="per-pixel cross-entropy")
+    axes[1].set(title="Test IoU", xlabel="epoch", ylabel="IoU", ylim=(0, 1))
+    axes[2].set(title="Test Dice", xlabel="epoch", ylabel="Dice", ylim=(0, 1))
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=6)
+    fig.suptitle("Segmentation: %s" % name)
+    return [save(fig, out_dir, name + "_segmentation")]
 
 
 def plot_cpu_vs_gpu(rows, out_dir, name):
@@ -651,6 +686,7 @@ KINDS = [
     ("scale", {"app", "workload", "ranks", "threads_per_rank", "images_per_s"}, plot_scale),
     ("allreduce", {"backend", "bytes", "busbw_gbs"}, plot_allreduce),
     ("gpu_bench", {"workload", "app", "mode", "precision", "median_ms"}, plot_gpu_bench),
+    ("segmentation", {"epoch", "train_loss", "test_mean_iou"}, plot_segmentation),
     ("training", {"epoch", "train_loss", "test_acc"}, plot_training),
     ("bench", {"app", "config", "model", "batch", "threads", "median_ms"}, plot_bench),
     ("scaling", {"workload", "threads", "speedup"}, plot_scaling),

@@ -20,6 +20,7 @@ declare -A SHORT=(
   [fashion-mnist]='MNIST_ARGS="--epochs 1"'
   [mnist-keras-dist]='MNIST_ARGS="--epochs 1" RANKS=2'
   [caltech101]='CALTECH_ARGS="--epochs 1 --images-per-epoch 64"'
+  [segment]='SEGMENT_ARGS="--epochs 1"'
   [bench-caltech]='THREADS=1 ROUNDS=1 STEPS=3 PROFILE_STEPS=1 TORCH=0'
   [pi]='THREADS=1 PI_ARGS="--repeat 1 --n 20000000"'
   [hebbian]='HEBBIAN_N=200 HEBBIAN_T=500 HEBBIAN_THREADS=1 NUMPY_MAX_SECONDS=1'

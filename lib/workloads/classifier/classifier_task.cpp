@@ -26,8 +26,15 @@ LoaderStats minus(const LoaderStats& a, const LoaderStats& b) {
   return d;
 }
 
-// A class name as part of a CSV column name: letters, digits, '-', '_' and '.' kept, anything
-// else (a comma, a space) becomes '_'.
+// The test set's evaluation: per_class asks for the confusion matrix.
+EvalOptions eval_options(const ClassifierTaskOptions& o) {
+  EvalOptions e = o.eval;
+  e.confusion = o.per_class;
+  return e;
+}
+
+}  // namespace
+
 std::string column_safe(const std::string& name) {
   std::string s = name;
   for (char& ch : s) {
@@ -38,22 +45,13 @@ std::string column_safe(const std::string& name) {
   return s;
 }
 
-// The test set's evaluation: per_class asks for the confusion matrix.
-EvalOptions eval_options(const ClassifierTaskOptions& o) {
-  EvalOptions e = o.eval;
-  e.confusion = o.per_class;
-  return e;
-}
-
-}  // namespace
-
 size_t peak_resident_bytes() {
   struct rusage ru;
   if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   return static_cast<size_t>(ru.ru_maxrss) * 1024;  // Linux: kilobytes
 }
 
-ClassifierTask::ClassifierTask(Context& ctx, Sequential& model, Optimizer& opt,
+ClassifierTask::ClassifierTask(Context& ctx, Model& model, Optimizer& opt,
                                const Dataset& train, const Dataset& test,
                                const ClassifierTaskOptions& options)
     : ctx_(ctx),

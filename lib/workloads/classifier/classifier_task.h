@@ -35,7 +35,7 @@
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "data/prefetch_loader.h"
-#include "model/sequential.h"
+#include "model/model.h"
 #include "optim/optimizer.h"
 #include "train/classifier_trainer.h"
 #include "train/run_loop.h"
@@ -57,7 +57,7 @@ class ClassifierTask : public TrainTask {
  public:
   // All references must outlive the task; opt built over model.parameters(), the model on the
   // device it trains on; train and test have the same sample shape and classes.
-  ClassifierTask(Context& ctx, Sequential& model, Optimizer& opt, const Dataset& train,
+  ClassifierTask(Context& ctx, Model& model, Optimizer& opt, const Dataset& train,
                  const Dataset& test, const ClassifierTaskOptions& options);
   ~ClassifierTask() override;
 
@@ -90,7 +90,7 @@ class ClassifierTask : public TrainTask {
 
  private:
   Context& ctx_;
-  Sequential& model_;
+  Model& model_;
   Optimizer& opt_;
   const Dataset& train_;
   const Dataset& test_;
@@ -118,5 +118,8 @@ class ClassifierTask : public TrainTask {
 
 // Peak resident memory of this process so far, in bytes (getrusage's ru_maxrss).
 size_t peak_resident_bytes();
+// A class name as part of a CSV column name: letters, digits, '-', '_' and '.' kept, anything
+// else (a comma, a space) becomes '_'.
+std::string column_safe(const std::string& name);
 
 }  // namespace pdnn

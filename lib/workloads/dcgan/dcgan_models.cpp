@@ -55,7 +55,7 @@ Sequential make_dcgan_discriminator(const DcganConfig& c) {
   return d;
 }
 
-void dcgan_init(Sequential& model, Rng& rng) {
+void dcgan_init(Model& model, Rng& rng) {
   PDNN_CHECK(model.device() == Device::CPU,
              "dcgan_init draws on the host: call it before model.to(%s)",
              device_name(model.device()));

@@ -42,6 +42,6 @@ Sequential make_dcgan_discriminator(const DcganConfig& c = {});
 // convolution's weight ~ N(0, 0.02); every BatchNorm's gamma ~ N(1, 0.02), beta = 0 (running
 // statistics reset to 0 and 1). Normals are init::normal's (Box-Muller, two draws each, values
 // in row-major order), so the draws are reproducible elsewhere. On the host: before to().
-void dcgan_init(Sequential& model, Rng& rng);
+void dcgan_init(Model& model, Rng& rng);
 
 }  // namespace pdnn

@@ -30,7 +30,7 @@ bool file_exists(const std::string& p) {
 }
 }  // namespace
 
-DcganTask::DcganTask(Context& ctx, Sequential& g, Sequential& d, Optimizer& opt_g,
+DcganTask::DcganTask(Context& ctx, Model& g, Model& d, Optimizer& opt_g,
                      Optimizer& opt_d, const Dataset& data, DcganTaskOptions opt)
     : ctx_(ctx), g_(g), d_(d), opt_g_(opt_g), opt_d_(opt_d), data_(data), opt_(std::move(opt)),
       trainer_(g, d, opt_g, opt_d, opt_.nz,
@@ -155,7 +155,7 @@ std::vector<double> DcganTask::evaluate(Context& ctx) {
   if (comm_) {
     // BatchNorm's running statistics follow each rank's rows: averaged over the ranks, so the
     // grid, the weight check and the checkpoint see one set.
-    for (Sequential* m : {&g_, &d_})
+    for (Model* m : {&g_, &d_})
       for (const Param& p : m->buffers()) {
         Tensor h = p.value->device() == Device::CPU ? *p.value : p.value->to(Device::CPU, ctx);
         comm_->sum(h.data(), h.numel(), "the buffer average");

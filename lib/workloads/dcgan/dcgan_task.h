@@ -40,7 +40,7 @@
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "dist/communicator.h"
-#include "model/sequential.h"
+#include "model/model.h"
 #include "optim/optimizer.h"
 #include "workloads/dcgan/gan_trainer.h"
 #include "train/run_loop.h"
@@ -73,7 +73,7 @@ class DcganTask : public TrainTask {
  public:
   // All references must outlive the task; the optimizers built over their models' parameters,
   // the models on the device they train on, initialised. data: (C,64,64) samples in [-1,1].
-  DcganTask(Context& ctx, Sequential& g, Sequential& d, Optimizer& opt_g, Optimizer& opt_d,
+  DcganTask(Context& ctx, Model& g, Model& d, Optimizer& opt_g, Optimizer& opt_d,
             const Dataset& data, DcganTaskOptions opt);
   ~DcganTask() override;
 
@@ -117,8 +117,8 @@ class DcganTask : public TrainTask {
   bool root() const { return comm_ == nullptr || comm_->root(); }
 
   Context& ctx_;
-  Sequential& g_;
-  Sequential& d_;
+  Model& g_;
+  Model& d_;
   Optimizer& opt_g_;
   Optimizer& opt_d_;
   const Dataset& data_;

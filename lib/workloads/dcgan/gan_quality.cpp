@@ -153,7 +153,7 @@ ClassScores class_scores(const std::vector<float>& probs, int64_t count, int64_t
   return s;
 }
 
-Classified classify(Context& ctx, Sequential& model, size_t feature_layer, const Tensor& images,
+Classified classify(Context& ctx, Model& model, size_t feature_layer, const Tensor& images,
                     int64_t batch) {
   PDNN_CHECK(images.rank() == 4 && images.shape(0) >= 1 && images.device() == Device::CPU,
              "classify: images %s must be host (N,C,H,W)", images.shape().str().c_str());

@@ -20,7 +20,7 @@
 
 #include "core/context.h"
 #include "data/idx.h"
-#include "model/sequential.h"
+#include "model/model.h"
 
 namespace pdnn {
 
@@ -55,7 +55,7 @@ struct Classified {
   std::vector<float> probs, features;
 };
 // images: host (N,C,H,W) float32 as the classifier was trained on (values in [0,1]).
-Classified classify(Context& ctx, Sequential& model, size_t feature_layer, const Tensor& images,
+Classified classify(Context& ctx, Model& model, size_t feature_layer, const Tensor& images,
                     int64_t batch = 250);
 
 // The images of an IDX file (any size, e.g. the DCGAN's 64x64 grey samples) as the W3

@@ -11,7 +11,7 @@
 
 namespace pdnn {
 
-GanTrainer::GanTrainer(Sequential& g, Sequential& d, Optimizer& opt_g, Optimizer& opt_d,
+GanTrainer::GanTrainer(Model& g, Model& d, Optimizer& opt_g, Optimizer& opt_d,
                        int64_t nz, int64_t history_rows, bool cuda_graph)
     : g_(g), d_(d), opt_g_(opt_g), opt_d_(opt_d), nz_(nz), history_rows_(history_rows),
       use_graph_(cuda_graph), graph_({&opt_d, &opt_g}, "dcgan trainer") {
@@ -22,7 +22,7 @@ GanTrainer::GanTrainer(Sequential& g, Sequential& d, Optimizer& opt_g, Optimizer
   PDNN_CHECK(opt_g.updates(g.parameters()) && opt_d.updates(d.parameters()),
              "GanTrainer: each optimizer must be built over its own model's parameters");
   // The profiler's rows for the two updates ("G.update", "D.update").
-  for (auto [opt, m] : {std::pair<Optimizer*, Sequential*>{&opt_g, &g}, {&opt_d, &d}})
+  for (auto [opt, m] : {std::pair<Optimizer*, Model*>{&opt_g, &g}, {&opt_d, &d}})
     opt->set_label(m->name().empty() ? "update" : m->name() + ".update");
 }
 

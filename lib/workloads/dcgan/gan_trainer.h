@@ -32,7 +32,7 @@
 
 #include "dist/grad_sync.h"
 #include "losses/binary_cross_entropy.h"
-#include "model/sequential.h"
+#include "model/model.h"
 #include "optim/optimizer.h"
 #include "train/step_graph.h"
 
@@ -57,7 +57,7 @@ class GanTrainer {
   // g: z (N,nz,1,1) -> image; d: image -> probability (N,1,1,1). opt_g / opt_d built over their
   // models' parameters; all must outlive the trainer, the models on the device they train on.
   // history_rows: steps kept per reset for history() (the epoch's iterations).
-  GanTrainer(Sequential& g, Sequential& d, Optimizer& opt_g, Optimizer& opt_d, int64_t nz,
+  GanTrainer(Model& g, Model& d, Optimizer& opt_g, Optimizer& opt_d, int64_t nz,
              int64_t history_rows, bool cuda_graph = true);
   ~GanTrainer();
 
@@ -88,8 +88,8 @@ class GanTrainer {
   // D's mean output into the accumulator's slot (and its far slot).
   void prob_mean(Context& ctx, const Tensor& p, int64_t slot);
 
-  Sequential& g_;
-  Sequential& d_;
+  Model& g_;
+  Model& d_;
   Optimizer& opt_g_;
   Optimizer& opt_d_;
   int64_t nz_, history_rows_;

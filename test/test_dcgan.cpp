@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -485,6 +487,84 @@ TEST(Dcgan, TrainerIterationEqualsTheRecipeWithSeparateCopies) {
 // A discriminator certain of everything (its last convolution scaled up so D(x) = 1 for every
 // image, real or fake, and a learning rate too small to change that) makes the epoch's row say
 // "stuck" in its status column; the run goes on.
+// G's update deferred into the next iteration (GanTrainer::DeferG, forced on one process: the
+// reordering alone) trains both models exactly as the undeferred iterations: weights, BatchNorm
+// buffers, Adam's state and step counts and the metrics agree bit for bit after flush(), across
+// a smaller last batch and a sample forward of G in evaluation mode between "epochs" (the
+// grid, after the flush). Before the flush G lags one update (the deferral did happen).
+TEST(Dcgan, DeferredGUpdateTrainsBitForBitAsTheUndeferredOne) {
+  const DcganConfig cfg = small_config();
+  Rng data(21);
+  std::vector<Tensor> batches;
+  for (int i = 0; i < 4; ++i)
+    batches.push_back(testing::random_tensor(Shape{i == 3 ? 3 : 5, 3, 64, 64}, data));
+  const Tensor zs = testing::random_tensor(Shape{4, cfg.nz, 1, 1}, data);
+  struct Run {
+    Context ctx{1, 17};
+    Gan gan{small_config()};
+    Adam opt_g{gan.g.parameters(), 2e-4, 0.5}, opt_d{gan.d.parameters(), 2e-4, 0.5};
+    GanTrainer tr{gan.g, gan.d, opt_g, opt_d, small_config().nz, 8};
+    Tensor sample;
+  };
+  Run plain, deferred;
+  plain.tr.set_defer_g(GanTrainer::DeferG::kNever);
+  deferred.tr.set_defer_g(GanTrainer::DeferG::kAlways);
+  EXPECT_FALSE(plain.tr.defers_g());
+  EXPECT_TRUE(deferred.tr.defers_g());
+  auto expect_same = [](Run& a, Run& b, const std::string& when) {
+    for (auto [ma, mb, name] : {std::tuple<Sequential*, Sequential*, const char*>{
+                                    &a.gan.g, &b.gan.g, "G"},
+                                {&a.gan.d, &b.gan.d, "D"}}) {
+      testing::expect_close(ma->parameters().values(), mb->parameters().values(), 0, 0,
+                            std::string(name) + " weights " + when);
+      const auto ba = ma->buffers(), bb = mb->buffers();
+      for (size_t k = 0; k < ba.size(); ++k)
+        testing::expect_close(*ba[k].value, *bb[k].value, 0, 0,
+                              std::string(name) + " " + ba[k].name + " " + when);
+    }
+    for (auto [oa, ob] : {std::pair<Adam*, Adam*>{&a.opt_g, &b.opt_g}, {&a.opt_d, &b.opt_d}}) {
+      EXPECT_EQ(oa->steps(), ob->steps()) << when;
+      const StateList sa = oa->state(), sb = ob->state();
+      ASSERT_EQ(sa.size(), sb.size());
+      for (size_t k = 0; k < sa.size(); ++k)
+        testing::expect_close(*sa[k].second, *sb[k].second, 0, 0, "Adam " + sa[k].first + " " + when);
+    }
+    const GanMetrics ma = a.tr.metrics(a.ctx), mb = b.tr.metrics(b.ctx);
+    EXPECT_EQ(ma.d_loss, mb.d_loss) << when;
+    EXPECT_EQ(ma.g_loss, mb.g_loss) << when;
+    EXPECT_EQ(ma.d_x, mb.d_x) << when;
+    EXPECT_EQ(ma.d_g_z, mb.d_g_z) << when;
+    EXPECT_EQ(a.ctx.rng().counter(), b.ctx.rng().counter()) << when;
+  };
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (Run* r : {&plain, &deferred}) {
+      r->tr.reset_metrics(r->ctx);
+      for (const Tensor& b : batches) r->tr.step(r->ctx, b);
+    }
+    EXPECT_FALSE(plain.tr.g_update_pending());
+    ASSERT_TRUE(deferred.tr.g_update_pending());
+    EXPECT_EQ(deferred.opt_g.steps() + 1, plain.opt_g.steps());
+    EXPECT_NE(deferred.gan.g.parameters().values()[0], plain.gan.g.parameters().values()[0])
+        << "G should lag one update before the flush";
+    deferred.tr.flush(deferred.ctx);
+    EXPECT_FALSE(deferred.tr.g_update_pending());
+    deferred.tr.flush(deferred.ctx);  // nothing pends: nothing happens
+    expect_same(plain, deferred, "after epoch " + std::to_string(epoch + 1));
+    for (Run* r : {&plain, &deferred}) {  // the sample grid
+      r->gan.g.train(false);
+      r->sample = r->gan.g.forward(r->ctx, zs).clone();
+      r->gan.g.train(true);
+    }
+    testing::expect_close(deferred.sample, plain.sample, 0, 0, "samples");
+  }
+  pdnn::testing::expect_error_mentions(
+      [&] {
+        deferred.tr.step(deferred.ctx, batches[0]);
+        deferred.tr.set_defer_g(GanTrainer::DeferG::kNever);
+      },
+      {"set_defer_g()", "pending", "flush first"});
+}
+
 TEST(Dcgan, StuckDiscriminatorIsReportedInTheStatusColumn) {
   char tmpl[] = "/tmp/pdnn_dcgan_stuck_XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -733,13 +733,17 @@ TEST_F(DistributedMpi, RanksWithDifferentWeightsAreCaughtAtTheEpochsEnd) {
 
 // ---- the DCGAN (W5) data-parallel -------------------------------------------------------------
 
-// The largest difference between two dcgan checkpoints' weights and BatchNorm buffers (small
-// widths of the tests: nz 8, ngf 4, ndf 4).
-Diff compare_dcgan_checkpoints(const std::string& a, const std::string& b, double atol,
-                               double rtol) {
+// The test runs' small widths: nz 8, ngf 4, ndf 4.
+DcganConfig small_dcgan() {
   DcganConfig c;
   c.nz = 8;
   c.ngf = c.ndf = 4;
+  return c;
+}
+
+// The largest difference between two dcgan checkpoints' weights and BatchNorm buffers.
+Diff compare_dcgan_checkpoints(const std::string& a, const std::string& b, double atol,
+                               double rtol, const DcganConfig& c = small_dcgan()) {
   Sequential ga = make_dcgan_generator(c), da = make_dcgan_discriminator(c);
   Sequential gb = make_dcgan_generator(c), db = make_dcgan_discriminator(c);
   load_checkpoint(a, {{"G", &ga, nullptr}, {"D", &da, nullptr}});
@@ -777,7 +781,8 @@ const std::string kDcgan = std::string(PDNN_BIN_DIR) + "/dcgan";
 // statistics, averaged over the ranks at each epoch's end) of one process with batch B whose
 // BatchNorm takes its statistics per rank's shard (--bn-shards N): the same rows, the same noise
 // rows, the same per-shard statistics. Even shards (8 = 4 + 4, the last batch 2 = 1 + 1) and
-// uneven ones (9 = 4 + 5, the last batch 7 = 3 + 4), overlap on and off, 2 epochs (10 and 8 steps).
+// uneven ones (9 = 4 + 5, the last batch 7 = 3 + 4), overlap on and off, 2 epochs (10 and 8 steps);
+// with overlap, G's deferred update (the default) against --defer-g off, bit for bit.
 // Tolerance: as for the classifiers above, only the order of float sums differs (each rank's
 // weight-gradient GEMMs sum its rows, MPI adds the halves; BatchNorm's gamma/beta gradients
 // are added shard by shard in both): measured max |difference| 1.2e-7 and 8.9e-8, within the
@@ -813,6 +818,20 @@ TEST_F(DistributedMpi, DcganTwoRanksGiveTheWeightsOfOneProcessWithShardedBatchNo
                   "--bn-shards 2)| = %.3g (%s); %lld of %lld values differ by more than 1e-6\n",
                   batch, overlap, d.max_abs, d.worst.c_str(), static_cast<long long>(d.above_1e6),
                   static_cast<long long>(d.count));
+      if (std::string(overlap) == "off") {
+        EXPECT_FALSE(contains(two.output, "deferred")) << two.output;
+        continue;
+      }
+      // With overlap, G's update waits for the next step (gan_trainer.h): the same weights, bit
+      // for bit, as G's sum and update right after its backward (--defer-g off), though every
+      // epoch's end applies it before the checks, checkpoint and grid.
+      EXPECT_TRUE(contains(two.output, "(G's update deferred)")) << two.output;
+      const Result now = run("cd " + dir_ + " && " + mpirun_prefix(mpirun_, 2) + kDcgan + " " +
+                             common + " --checkpoint now.ckpt --distributed --defer-g off");
+      ASSERT_EQ(now.status, 0) << "batch " << batch << "\n" << now.output;
+      EXPECT_FALSE(contains(now.output, "deferred")) << now.output;
+      const Diff e = compare_dcgan_checkpoints(dir_ + "/two.ckpt", dir_ + "/now.ckpt", 0, 0);
+      EXPECT_EQ(e.max_abs, 0.0) << "batch " << batch << ", deferred vs not: " << e.worst;
     }
     const Diff w = compare_dcgan_checkpoints(dir_ + "/two.ckpt", dir_ + "/whole.ckpt", 2e-5, 1e-4);
     EXPECT_FALSE(w.within) << "whole-batch BatchNorm should differ: " << w.max_abs;
@@ -909,8 +928,8 @@ TEST_F(DistributedWorker, SumsAnyAndAgreement) {
 // backward hook fires; on each rank a model of 3 dense layers with rank-dependent gradients,
 // on `dev` (MPI on the host, NCCL on a GPU).
 void expect_buckets_sum_like_one_allreduce(Communicator& c, Context& ctx, Device dev) {
-  Sequential a, b;
-  for (Sequential* m : {&a, &b}) {
+  Sequential a, b, d;
+  for (Sequential* m : {&a, &b, &d}) {
     m->emplace<Dense>(40, 300);
     m->emplace<Dense>(300, 200);
     m->emplace<Dense>(200, 5);
@@ -922,18 +941,24 @@ void expect_buckets_sum_like_one_allreduce(Communicator& c, Context& ctx, Device
   for (int64_t i = 0; i < xh.numel(); ++i) xh[i] = 0.01f * static_cast<float>(i % 17) * (c.rank() + 1);
   for (int64_t i = 0; i < dyh.numel(); ++i) dyh[i] = 0.1f * static_cast<float>(i % 5 - 2);
   const Tensor x = xh.to(dev, ctx), dy = dyh.to(dev, ctx);
-  // a: overlapped, 0.02 MB buckets (dense3 + dense2, then dense1); b: one sum after backward.
-  GradSync sa(c, a, ctx);
+  // a: overlapped, 0.02 MB buckets (dense3 + dense2, then dense1); b: one sum after backward;
+  // d: the same buckets all started after backward (start_all: the DCGAN's deferred G sum),
+  // with other work queued before they are joined.
+  GradSync sa(c, a, ctx), sd(c, d, ctx);
   ASSERT_EQ(sa.buckets().size(), 2u) << sa.describe();
   for (int step = 0; step < 3; ++step) {
-    for (Sequential* m : {&a, &b}) {
+    for (Sequential* m : {&a, &b, &d}) {
       m->forward(ctx, x);
       m->zero_grad(ctx);
     }
     sa.begin(ctx);
     a.backward(ctx, dy);
     sa.finish(ctx);
-    b.backward(ctx, dy);
+    d.backward(ctx, dy);  // the hook is not armed: nothing starts
+    sd.start_all(ctx);
+    b.backward(ctx, dy);  // work of the caller's while d's sums run
+    // Joined before the next sum: MPI is the communication thread's alone meanwhile (serialized).
+    sd.finish(ctx);
     Tensor& gb = b.parameters().grads();
     if (dev == Device::CPU)
       c.sum(gb.data(), gb.numel(), "test");
@@ -941,9 +966,14 @@ void expect_buckets_sum_like_one_allreduce(Communicator& c, Context& ctx, Device
       c.device_sum(gb.data(), gb.numel(), ctx.cuda().stream());
     const Tensor ha = a.parameters().grads().to(Device::CPU, ctx);
     const Tensor hb = gb.to(Device::CPU, ctx);
-    for (int64_t i = 0; i < ha.numel(); ++i) ASSERT_EQ(ha[i], hb[i]) << "step " << step << " i " << i;
+    const Tensor hd = d.parameters().grads().to(Device::CPU, ctx);
+    for (int64_t i = 0; i < ha.numel(); ++i) {
+      ASSERT_EQ(ha[i], hb[i]) << "step " << step << " i " << i;
+      ASSERT_EQ(hd[i], hb[i]) << "start_all, step " << step << " i " << i;
+    }
   }
   EXPECT_EQ(sa.stats().steps, 3);
+  EXPECT_EQ(sd.stats().steps, 3);
 }
 
 TEST_F(DistributedWorker, OverlappedBucketsSumLikeOneAllReduce) {
@@ -1003,4 +1033,22 @@ TEST(DistributedCompare, CheckpointsAgree) {
               "1e-3 + 1e-2 |w|\n",
               max_abs, max_rel, static_cast<long long>(outside), static_cast<long long>(a.numel()));
   EXPECT_EQ(outside, 0);
+}
+
+// PDNN_COMPARE_DCGAN_CKPT="A,B": two W5 checkpoints (widths 100/64/64) of 2-GPU runs, G's update
+// deferred and not (dcgan --defer-g): the same weights and BatchNorm buffers bit for bit.
+TEST(DistributedCompare, DcganDeferredCheckpointsAreEqual) {
+  const char* spec = std::getenv("PDNN_COMPARE_DCGAN_CKPT");
+  if (!spec) GTEST_SKIP() << "set PDNN_COMPARE_DCGAN_CKPT=deferred,undeferred (scripts/gpu/runners/dist.sh)";
+  const std::string s = spec;
+  const size_t comma = s.find(',');
+  ASSERT_NE(comma, std::string::npos) << s;
+  const Diff d = compare_dcgan_checkpoints(s.substr(0, comma), s.substr(comma + 1), 0, 0,
+                                           DcganConfig{});
+  std::printf("W5 on 2 GPUs, G's update deferred vs not: max |difference| = %.3g over %lld "
+              "values%s%s\n",
+              d.max_abs, static_cast<long long>(d.count), d.worst.empty() ? "" : ", at ",
+              d.worst.c_str());
+  EXPECT_GT(d.count, 0);
+  EXPECT_EQ(d.max_abs, 0.0) << d.worst;
 }

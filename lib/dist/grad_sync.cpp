@@ -151,14 +151,14 @@ int64_t GradSync::bytes_per_step() const {
   return n * 4;
 }
 
-std::string GradSync::describe() const {
+std::string GradSync::describe(const char* overlapped_with) const {
   if (!overlap_)
     return strprintf("one all-reduce of %.2f MB after backward", bytes_per_step() / 1e6);
   std::string sizes;
   for (const Bucket& b : buckets_)
     sizes += strprintf("%s%.2f", sizes.empty() ? "" : ", ", b.count * 4 / 1e6);
-  return strprintf("%zu bucket%s (%s MB), overlapped with backward", buckets_.size(),
-                   buckets_.size() == 1 ? "" : "s", sizes.c_str());
+  return strprintf("%zu bucket%s (%s MB), overlapped with %s", buckets_.size(),
+                   buckets_.size() == 1 ? "" : "s", sizes.c_str(), overlapped_with);
 }
 
 GradSync::Stats GradSync::stats() const {
@@ -197,6 +197,11 @@ void GradSync::launch(Context& ctx, size_t b) {
   } else {
     comm_.device_sum(p, k.count, ctx.cuda().stream());
   }
+}
+
+void GradSync::start_all(Context& ctx) {
+  begin(ctx);
+  while (next_ < buckets_.size()) launch(ctx, next_++);
 }
 
 void GradSync::finish(Context& ctx) {

@@ -59,11 +59,18 @@ class GradSync {
   // start and waits for all (CPU) or joins the compute stream to them (GPU).
   void begin(Context& ctx);
   void finish(Context& ctx);
+  // For a gradient already complete (its backward ran without begin()): begin() and every
+  // bucket started at once, the same spans in the same order as during backward (the same
+  // sums, bit for bit), so that the caller's next work overlaps them; finish() joins them.
+  // The DCGAN's deferred G update (gan_trainer.h) starts G's sum under the next D step.
+  void start_all(Context& ctx);
+  bool overlapped() const { return overlap_; }
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
   int64_t bytes_per_step() const;
-  // "2 buckets (4.72 MB, 0.08 MB), overlapped with backward" or "one all-reduce of 4.80 MB".
-  std::string describe() const;
+  // "2 buckets (4.72 MB, 0.08 MB), overlapped with backward" or "one all-reduce of 4.80 MB";
+  // `overlapped_with` replaces "backward" (start_all()'s callers: what their sums run under).
+  std::string describe(const char* overlapped_with = "backward") const;
   Stats stats() const;
 
   struct Worker;

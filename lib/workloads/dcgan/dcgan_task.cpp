@@ -58,6 +58,7 @@ DcganTask::DcganTask(Context& ctx, Model& g, Model& d, Optimizer& opt_g,
   PDNN_CHECK(opt_.samples_dir.empty(),
              "dcgan: this pdnn was built without OpenCV: no sample grids (PNG) can be written");
 #endif
+  if (!opt_.defer_g) trainer_.set_defer_g(GanTrainer::DeferG::kNever);
   // Checked here, before any output is touched; written by rank 0 alone (data-parallel).
   if (!opt_.iterations_csv.empty())
     iterations_ = std::make_unique<CsvWriter>(opt_.iterations_csv, kIterationColumns);
@@ -151,7 +152,13 @@ std::string DcganTask::step_mode() const {
   return trainer_.graph_replays() > 0 ? "graph" : "eager";
 }
 
+void DcganTask::check_g_current(const char* what) const {
+  PDNN_CHECK(!trainer_.g_update_pending(),
+             "dcgan task: %s while G's deferred update is pending (evaluate() applies it)", what);
+}
+
 std::vector<double> DcganTask::evaluate(Context& ctx) {
+  trainer_.flush(ctx);  // every rank, before anything of the epoch's end reads G
   if (comm_) {
     // BatchNorm's running statistics follow each rank's rows: averaged over the ranks, so the
     // grid, the weight check and the checkpoint see one set.
@@ -204,15 +211,18 @@ std::string DcganTask::epoch_status(Context& ctx) {
 }
 
 bool DcganTask::state_finite(Context& ctx) {
+  trainer_.flush(ctx);
   return all_finite(ctx, g_, &opt_g_) && all_finite(ctx, d_, &opt_d_);
 }
 
 void DcganTask::save_checkpoint(const std::string& path, int64_t epoch,
                                 const std::map<std::string, int64_t>& values) {
+  check_g_current("a checkpoint");
   pdnn::save_checkpoint(path, {{"G", &g_, &opt_g_}, {"D", &d_, &opt_d_}}, epoch, values, &ctx_);
 }
 
 CheckpointInfo DcganTask::load_checkpoint(const std::string& path) {
+  check_g_current("loading a checkpoint");
   const CheckpointInfo ck =
       pdnn::load_checkpoint(path, {{"G", &g_, &opt_g_}, {"D", &d_, &opt_d_}}, &ctx_);
   resumed_epoch_ = static_cast<int>(ck.epoch);
@@ -236,6 +246,7 @@ CheckpointInfo DcganTask::load_checkpoint(const std::string& path) {
 }
 
 void DcganTask::save_weights(const std::string& path) {
+  check_g_current("saving the weights");
   pdnn::save_checkpoint(path, {{"G", &g_, nullptr}, {"D", &d_, nullptr}}, 0, {}, &ctx_);
 }
 
@@ -270,13 +281,19 @@ std::vector<std::pair<std::string, std::string>> DcganTask::fingerprint(Context&
 }
 
 uint64_t DcganTask::state_hash(Context& ctx) {
+  trainer_.flush(ctx);
   return state_hash_of(ctx, d_, &opt_d_, state_hash_of(ctx, g_, &opt_g_));
 }
 
 std::string DcganTask::distributed_summary() const {
   const GradSync* g = trainer_.grad_sync_g();
   const GradSync* d = trainer_.grad_sync_d();
-  return g && d ? "gradients: G " + g->describe() + "; D " + d->describe() : "";
+  if (!g || !d) return "";
+  return "gradients: G " +
+         (trainer_.defers_g() ? g->describe("the next step's real-batch pass of D (G's update "
+                                            "deferred)")
+                              : g->describe()) +
+         "; D " + d->describe();
 }
 
 std::string DcganTask::grid_path(int epoch) const {
@@ -315,6 +332,7 @@ void DcganTask::write_grid(Context& ctx, int epoch) {
 
 Tensor DcganTask::generate(Context& ctx, Rng& noise, int64_t n) {
   PDNN_CHECK(n >= 1, "dcgan: generate %lld images", static_cast<long long>(n));
+  check_g_current("generating samples");
   const Shape img = g_.output_shape(Shape{1, opt_.nz, 1, 1});
   Tensor out(Shape{n, img.c(), img.h(), img.w()});
   const int64_t chunk = opt_.batch;

@@ -22,7 +22,10 @@
 // draws each rank's noise rows as one process would; BatchNorm's statistics are each rank's
 // (its running statistics averaged over the ranks at each epoch's end, before the grid and
 // the checkpoint); the metrics and the iteration rows are the global batch's means; the
-// "stuck" status judges every rank's shard means. Rank 0 writes the files.
+// "stuck" status judges every rank's shard means. Rank 0 writes the files. G's update waits for
+// the next step (GanTrainer's deferred update, unless defer_g is off): evaluate(), which every
+// rank calls first at an epoch's end, applies it, before the checks, the checkpoint and the
+// files (rank 0's alone, where a sum over the ranks cannot run), which check that none pends.
 //
 // Random streams, all from the run's seed s (scripts/twins/torch_reference.py reproduces them):
 // initial weights and every iteration's noise z from the run's stream (G's weights, D's, then
@@ -54,6 +57,7 @@ struct DcganTaskOptions {
   int64_t images_per_epoch = 2944;  // 0: the whole set
   int64_t nz = 100;
   bool cuda_graph = true;
+  bool defer_g = true;  // data-parallel: G's update under the next D step (gan_trainer.h)
   std::string model = "dcgan", dataset;  // the identifying columns of the iteration rows
   std::string samples_dir;     // epoch_NNN.png grids; "" writes none
   std::string iterations_csv;  // one row per iteration; "" writes none
@@ -115,6 +119,8 @@ class DcganTask : public TrainTask {
   // The epoch's metrics over all ranks (collective when distributed).
   GanMetrics global_metrics(Context& ctx);
   bool root() const { return comm_ == nullptr || comm_->root(); }
+  // Reading G or opt_g where only some ranks run: the update must have been applied already.
+  void check_g_current(const char* what) const;
 
   Context& ctx_;
   Model& g_;

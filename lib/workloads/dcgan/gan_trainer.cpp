@@ -53,9 +53,32 @@ void GanTrainer::ensure_buffers(Context& ctx, int64_t n) {
 
 void GanTrainer::distribute(Communicator& comm, Context& ctx) {
   PDNN_CHECK(!sync_g_, "GanTrainer: distribute() twice");
+  PDNN_CHECK(!g_pending_, "GanTrainer: distribute() after training began");
   sync_g_ = std::make_unique<GradSync>(comm, g_, ctx);
   sync_d_ = std::make_unique<GradSync>(comm, d_, ctx);
   graph_.reset();  // a graph captured before holds no all-reduce
+}
+
+void GanTrainer::set_defer_g(DeferG d) {
+  PDNN_CHECK(!g_pending_, "GanTrainer: set_defer_g() while G's update is pending (flush first)");
+  defer_ = d;
+}
+
+bool GanTrainer::defers_g() const {
+  if (defer_ == DeferG::kAuto) return sync_g_ && sync_g_->overlapped();
+  return defer_ == DeferG::kAlways;
+}
+
+void GanTrainer::apply_g_update(Context& ctx) {
+  if (sync_g_) sync_g_->finish(ctx);
+  opt_g_.step(ctx);
+  g_pending_ = false;
+}
+
+void GanTrainer::flush(Context& ctx) {
+  if (!g_pending_) return;
+  if (sync_g_) sync_g_->start_all(ctx);
+  apply_g_update(ctx);
 }
 
 void GanTrainer::prob_mean(Context& ctx, const Tensor& p, int64_t slot) {
@@ -77,6 +100,9 @@ void GanTrainer::shard_far(Context& ctx, double* d_x_far, double* d_g_z_far) {
 void GanTrainer::run_step(Context& ctx) {
   const Tensor& real = *x_;
   const int64_t gb = global_batch_;  // 0: the batch is all there is
+  // The last iteration's deferred G update: its sum runs under D's real-batch pass.
+  const bool pending = g_pending_;
+  if (pending && sync_g_) sync_g_->start_all(ctx);
   // D step: real batch, then fake batch, each forward followed by its backward.
   d_.zero_grad(ctx);
   const Tensor& p_real = d_.forward(ctx, real);
@@ -85,6 +111,7 @@ void GanTrainer::run_step(Context& ctx) {
   prob_mean(ctx, p_real, kGanDx);
   bce_real_.backward(ctx, dp_, gb);
   d_.backward(ctx, dp_);
+  if (pending) apply_g_update(ctx);  // G is read from here on
 
   ops::normal_fill(ctx, z_);
   const Tensor& fake = g_.forward(ctx, z_);
@@ -108,10 +135,15 @@ void GanTrainer::run_step(Context& ctx) {
   bce_g_.backward(ctx, dp_, gb);
   // D's own gradients are not needed here (zeroed before its next step): skip computing them.
   d_.backward(ctx, dp_, /*want_input_grad=*/true, /*want_param_grads=*/false);
-  if (sync_g_) sync_g_->begin(ctx);
-  g_.backward(ctx, d_.input_grad());
-  if (sync_g_) sync_g_->finish(ctx);
-  opt_g_.step(ctx);
+  if (defers_g()) {
+    g_.backward(ctx, d_.input_grad());
+    g_pending_ = true;  // summed and applied by the next step (or flush())
+  } else {
+    if (sync_g_) sync_g_->begin(ctx);
+    g_.backward(ctx, d_.input_grad());
+    if (sync_g_) sync_g_->finish(ctx);
+    opt_g_.step(ctx);
+  }
   ops::append_row(ctx, acc_, history_, row_);
 }
 
@@ -137,7 +169,9 @@ void GanTrainer::step(Context& ctx, const Tensor& real, int64_t global_batch) {
   CopyFence fence;
   if (dev == Device::CUDA && real.device() == Device::CPU) fence.record(ctx);
   ++steps_;
-  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook()) {
+  // A step with no deferred G update to finish (the first, or the first after flush()) is not
+  // the captured one: it runs eagerly.
+  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook() && (g_pending_ || !defers_g())) {
     // The shard's place in the batch is part of the captured noise draw.
     const Rng::RowShard& shard = ctx.rng().row_shard();
     graph_.run(ctx, StepGraph::Key(real.shape(), shard.row0, shard.total),

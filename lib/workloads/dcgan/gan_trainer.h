@@ -25,6 +25,31 @@
 // metrics sum to one process's; both models' gradients are summed over the ranks (GradSync:
 // D's after its fake-batch backward, which holds the real batch's gradients too, G's after its
 // backward); BatchNorm normalises each rank's rows by their own statistics.
+//
+// Deferred G update (data-parallel with --overlap on, or set_defer_g(kAlways)). G's gradient
+// sum is the one all-reduce nothing inside an iteration hides: G's backward ends the iteration,
+// its last bucket (G's first two layers: 11.7 of its 14.3 MB at W5's widths) can only start
+// when that backward ends, and Adam on G waits for it. Nothing of the next iteration reads G
+// before g_.forward(z), though: D's real-batch forward and backward do not. So an iteration
+// ends after G's backward, and the next one starts G's sum (all of its buckets, on NCCL's
+// stream or the communication thread), runs D's real-batch pass meanwhile, joins the sum and
+// steps Adam on G, then draws z. Each tensor sees the same operations in the same order (Adam
+// on G only moved past D's real-batch work, which touches none of G's tensors), so the weights
+// are the undeferred run's bit for bit (test_dcgan, test_cuda_runtime, test_distributed).
+// The sum starts at the next step's beginning rather than during G's backward with only its
+// join deferred, because a step must end with nothing in flight: a CUDA graph's capture ends
+// with NCCL's stream joined, and between steps the host makes MPI calls of its own (the
+// metrics), which must not overlap the communication thread's (MPI_THREAD_SERIALIZED).
+// Until the next step, G lags one update: flush() applies it, and whatever reads G or opt_g
+// between steps (samples, checkpoints, weight hashes, finiteness checks) or changes opt_g's
+// learning rate calls it first, on every rank (it sums over them). The first step, and the
+// first after a flush, has no update to finish: not the captured step, it runs eagerly. One
+// process has no sum to hide: by default only a data-parallel trainer defers.
+// D's sum cannot move: Adam on D needs it and the G step needs the updated D (the algorithm).
+// Summing D's real-batch gradient apart, under G's forward and D's fake pass, would double D's
+// bytes on a stream G's sum then occupies, and change the float sums (the ranks' real and fake
+// parts summed apart, then added, round differently from their sums): it stays one sum after
+// the fake batch's backward, overlapped with that backward.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -69,6 +94,16 @@ class GanTrainer {
   void step(Context& ctx, const Tensor& real, int64_t global_batch = 0);
   // Data-parallel from now on: the gradient all-reduce of both models (before the first step).
   void distribute(Communicator& comm, Context& ctx);
+  // Whether G's update waits for the next step (the header): kAuto when data-parallel with
+  // overlap on; kAlways also on one process (tests: the reordering alone); kNever. Set while
+  // no update is pending.
+  enum class DeferG { kAuto, kNever, kAlways };
+  void set_defer_g(DeferG d);
+  bool defers_g() const;
+  // Applies a pending G update (its gradient sum, then Adam): before anything reads G or opt_g
+  // between steps; every rank at the same point when data-parallel. Nothing when none pends.
+  void flush(Context& ctx);
+  bool g_update_pending() const { return g_pending_; }
   const GradSync* grad_sync_g() const { return sync_g_.get(); }
   const GradSync* grad_sync_d() const { return sync_d_.get(); }
   // How far from 0 or 1 this rank's farthest batch means were (data-parallel: its shards'),
@@ -84,6 +119,8 @@ class GanTrainer {
 
  private:
   void run_step(Context& ctx);
+  // Joins G's gradient sum (started by start_all) and steps Adam on G.
+  void apply_g_update(Context& ctx);
   void ensure_buffers(Context& ctx, int64_t n);
   // D's mean output into the accumulator's slot (and its far slot).
   void prob_mean(Context& ctx, const Tensor& p, int64_t slot);
@@ -104,6 +141,8 @@ class GanTrainer {
   int64_t batch_ = -1;      // the batch size the targets and noise are sized for
   int64_t global_batch_ = 0;
   std::unique_ptr<GradSync> sync_g_, sync_d_;
+  DeferG defer_ = DeferG::kAuto;
+  bool g_pending_ = false;  // G's gradient awaits its sum and Adam (deferred)
   Tensor far_;              // data-parallel: prob_mean_into's (mean, far) pairs of this rank
 };
 

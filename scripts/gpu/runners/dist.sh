@@ -17,8 +17,8 @@
 #   MPI=1 DATA="fashion-mnist mnist-npm10k" BINS="mnist bench_allreduce pdnn_tests" scripts/gpu/prepare.sh
 #   (add caltech101 to BINS for the W4 rows, dcgan for W5: the shipped photos travel in the
 #   tree; the host's copy of it is limited to 64 MiB, so keep DATA small then)
-# W5 alone (issue 27, about 4 minutes):
-#   MPI=1 DATA= BINS="dcgan bench_allreduce" scripts/gpu/prepare.sh
+# W5 alone (issue 27, about 4 minutes; pdnn_tests for the deferred-vs-not check):
+#   MPI=1 DATA= BINS="dcgan bench_allreduce pdnn_tests" scripts/gpu/prepare.sh
 #   WORKLOADS=W5 scripts/gpu/visit.sh dist
 #   (that tree is 65 MiB of the 64 the device tool carries: 1.5 MB too many; the photo judge,
 #   results/dcgan/judge/ (2 MB, read by dcgan-quality only), can stay behind for this visit)
@@ -96,8 +96,12 @@ pdnn_run() {
       tail -8 "$tmp/log"; echo "FAILED: pdnn $workload 1 GPU $mode"
     fi
   done
-  for variant in "graph+overlap:" "graph:--overlap off" "eager+overlap:--cuda-graph off" \
-                 "eager:--cuda-graph off --overlap off"; do
+  local variants=("graph+overlap:" "graph:--overlap off" "eager+overlap:--cuda-graph off"
+                  "eager:--cuda-graph off --overlap off")
+  # W5: with overlap G's update waits for the next step, its all-reduce under D's real-batch
+  # pass (gan_trainer.h); the A/B against G's sum and update right after its backward.
+  [ "$app" = dcgan ] && variants+=("graph+overlap-nodefer:--defer-g off")
+  for variant in "${variants[@]}"; do
     local mode=${variant%%:*} flags=${variant#*:}
     echo "== pdnn $workload, 2 GPUs, global batch $((2 * per)), $mode"
     rm -f "$tmp/b.csv"
@@ -142,6 +146,26 @@ want W4 && pdnn_run W4 caltech101 64 "$STEPS_W4" ${CALTECH_ARGS:-}
 # W5 (the DCGAN, 64 per GPU; dcgan --distributed sums both models' gradients over the ranks)
 # when the bundle has the app; the shipped photos are its data.
 want W5 && pdnn_run W5 dcgan 64 "$STEPS_W5" --dataset caltech --images-per-epoch 0
+# W5 correctness on the GPUs: 2 GPUs with G's update deferred (the default) and not, one epoch
+# of 10 steps with pdnn's own (deterministic) convolutions, an epoch end (the update applied
+# before the checkpoint and grid) between: the checkpoints must be equal bit for bit.
+if want W5 && [ -x "$W/dcgan" ]; then
+  echo "== pdnn W5 correctness: 2 GPUs x 64, G's update deferred vs not, bit for bit"
+  w5ck=(--dataset caltech --device cuda --batch 128 --images-per-epoch 1280 --epochs 1
+        --conv-algo own --distributed --samples-dir "$tmp/s" --iterations-out "$tmp/it.csv")
+  if "${MPIRUN[@]}" "$W/dcgan" "${w5ck[@]}" --out "$tmp/d.csv" --checkpoint "$tmp/defer.ckpt" \
+       > "$tmp/log1" 2>&1 &&
+     "${MPIRUN[@]}" "$W/dcgan" "${w5ck[@]}" --defer-g off --out "$tmp/n.csv" \
+       --checkpoint "$tmp/now.ckpt" > "$tmp/log2" 2>&1; then
+    grep -h "distributed:" "$tmp/log1" "$tmp/log2"
+    if [ -x "$W/pdnn_tests" ]; then
+      PDNN_COMPARE_DCGAN_CKPT="$tmp/defer.ckpt,$tmp/now.ckpt" "$W/pdnn_tests" \
+        --gtest_filter='DistributedCompare.Dcgan*' | grep -E "max \||OK|FAILED|Skipped" || true
+    fi
+  else
+    tail -6 "$tmp/log1" "$tmp/log2" 2>/dev/null; echo "FAILED: W5 correctness runs"
+  fi
+fi
 
 # 3. PyTorch DDP (NCCL), eager as users write it, the same per-GPU batches.
 if [ "$TORCH" = 1 ] && "$PYTHON" -c 'import torch; assert torch.cuda.device_count() >= 2' 2>/dev/null; then

@@ -383,13 +383,7 @@ TEST_F(CaltechApp, AnOwnFolderThatCannotTrainFailsWithOneLine) {
 // The largest |a_i - b_i| over every parameter of two checkpoints of caltech9 at 32x32, 3 classes.
 double max_weight_difference(const std::string& a, const std::string& b) {
   Sequential ma = make_caltech_model(32, 3), mb = make_caltech_model(32, 3);
-  load_checkpoint(a, ma);
-  load_checkpoint(b, mb);
-  const Tensor va = ma.parameters().values(), vb = mb.parameters().values();
-  double worst = 0;
-  for (int64_t i = 0; i < va.numel(); ++i)
-    worst = std::max(worst, std::fabs(double(va[i]) - double(vb[i])));
-  return worst;
+  return testing::max_checkpoint_difference(a, ma, b, mb);
 }
 
 // scripts/twins/torch_reference.py caltech rebuilds pdnn's initial weights exactly, reads the same

@@ -2,18 +2,25 @@
 // tiny size (32 px, base 4, depth 2): three short epochs of two steps write the documented rows
 // (IoU and Dice per class consistent with each other and with their means), the training loss
 // falls, and each epoch's overlay PNG has the documented layout; bad flags and data fail in
-// one line and write nothing.
+// one line and write nothing. The PyTorch twin (scripts/twins/torch_reference.py segment) follows
+// a run from the same initial weights, data order and augmentation (skipped without torch).
 #include <gtest/gtest.h>
 
 #ifdef PDNN_HAVE_OPENCV
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
 #include "data/image_grid.h"
 #include "testing.h"
+#include "workloads/segmentation/unet.h"
 
 namespace pdnn {
 namespace {
@@ -132,6 +139,155 @@ TEST_F(SegmentApp, BadFlagsAndDataFailInOneLineAndWriteNothing) {
   spit("pairs/test.txt", "");
   testing::run_command("cp " + kData + "/masks/0006.png " + path("pairs/masks/a.png"));
   expect_failure("--data " + path("pairs"), "masks/a.png: 256x385 but its photo is 256x387");
+}
+
+// A pair folder of the first `train` training and `test` test pairs of ccp-200 with the photos
+// as 37x37 PNGs (the cache side of --size 32, so both frameworks cache the pixels as written)
+// and the masks nearest-neighbour at the same size.
+void write_small_pairs(const std::string& dir, int train, int test) {
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "/images' '" + dir + "/masks'").c_str()), 0);
+  std::ofstream(dir + "/masks/classes.txt") << "background\nperson\n";
+  const std::string lists[2] = {"train.txt", "test.txt"};
+  const int counts[2] = {train, test};
+  for (int l = 0; l < 2; ++l) {
+    std::ifstream in(kData + "/" + lists[l]);
+    std::ofstream out(dir + "/" + lists[l]);
+    std::string id;
+    for (int i = 0; i < counts[l] && std::getline(in, id); ++i) {
+      cv::Mat photo = cv::imread(kData + "/images/" + id + ".jpg", cv::IMREAD_COLOR), small;
+      cv::Mat mask = cv::imread(kData + "/masks/" + id + ".png", cv::IMREAD_UNCHANGED), m37;
+      ASSERT_FALSE(photo.empty() || mask.empty()) << id;
+      cv::resize(photo, small, cv::Size(37, 37), 0, 0, cv::INTER_AREA);
+      cv::resize(mask, m37, cv::Size(37, 37), 0, 0, cv::INTER_NEAREST);
+      ASSERT_TRUE(cv::imwrite(dir + "/images/" + id + ".png", small));
+      ASSERT_TRUE(cv::imwrite(dir + "/masks/" + id + ".png", m37));
+      out << id << "\n";
+    }
+  }
+}
+
+// The largest |a_i - b_i| over the parameters of two checkpoints of unet_b4_d2 (batchnorm as
+// given).
+double max_weight_difference(const std::string& a, const std::string& b, bool batchnorm) {
+  UNetOptions u;
+  u.base = 4;
+  u.depth = 2;
+  u.batchnorm = batchnorm;
+  Model ma = make_unet(u), mb = make_unet(u);
+  return testing::max_checkpoint_difference(a, ma, b, mb);
+}
+
+double after(const std::string& text, const std::string& tag) {
+  const size_t at = text.find(tag);
+  return at == std::string::npos ? -1.0 : std::stod(text.substr(at + tag.size()));
+}
+
+// scripts/twins/torch_reference.py segment rebuilds pdnn's U-Net with its initial weights
+// exactly, reads the same pairs into the same split and normalisation, and draws pdnn's data
+// order and augmentation (the masks by pdnn's own arithmetic, the photos resampled by
+// grid_sample): with SGD the two runs differ only by float32 rounding. The bound is
+// CaltechApp.TorchReferenceFollowsTheRun's: a gradient element is a float32 sum of at most
+// n = 4,096 terms (a convolution weight's at batch 4 over 32x32), so after T steps of
+// w -= lr g the weights differ by at most gamma = n u (u = 2^-24) times their movement
+// max |w_T - w_0|, and the losses, sums of the same kind, by gamma of their size (measured on
+// an AVX-512 EPYC, 4 steps: 7.5e-9 against a bound of 9.0e-7, movement 3.7e-3; the losses and
+// scores equal to 6 digits). Not Adam, the app's default: its first step is lr g / |g|, so a weight with a
+// gradient near 0 moves by +-lr on a sign that rounding decides. A pixel's predicted class
+// depends on the sign of a logit difference, which rounding may flip where it is within
+// rounding of 0: the pixel accuracies and scores are allowed two such pixels.
+// Also: the BatchNorm variant's initial weights and one epoch, and the twin's step timer
+// (--steps) on the CPU, its row appended to pdnn's --bench-csv file (same header).
+TEST_F(SegmentApp, TorchReferenceFollowsTheRun) {
+  const std::string py = "/usr/bin/python3";
+  if (testing::run_command(py + " -c 'import torch, numpy, PIL'").status != 0 &&
+      testing::run_command(py + " -c 'import torch, numpy, cv2'").status != 0)
+    GTEST_SKIP() << "no torch with PIL or cv2 for " << py << " (scripts/tools/install_deps.sh torch)";
+  const std::string data = path("pairs"), csv = path("r.csv"), init = path("init.ckpt"),
+                    fin = path("fin.ckpt"), twin = py + " " + PDNN_SOURCE_DIR +
+                                                    "/scripts/twins/torch_reference.py segment";
+  write_small_pairs(data, 12, 4);
+  const std::string args = " --data " + data +
+                           " --size 32 --base 4 --depth 2 --batch 4 --images-per-epoch 8 "
+                           "--epochs 2 --threads 1 --seed 3 --optimizer sgd --lr 0.01";
+  testing::CommandResult r = testing::run_command(kBin + args + " --overlays 0 --out " + csv +
+                                                  " --save-init " + init + " --checkpoint " + fin);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = testing::run_command(twin + args + " --out " + csv + " --init-checkpoint " + init +
+                           " --compare-checkpoint " + fin);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(after(r.output, "initial weights: max |torch - pdnn| over all parameters = "), 0.0)
+      << r.output;
+  EXPECT_NE(r.output.find("16 pairs (12 train, 4 test), 2 classes, decoded to 37x37"),
+            std::string::npos)
+      << r.output;
+  const double gamma = 4096 * 0x1p-24;
+  const double moved = max_weight_difference(init, fin, false);
+  EXPECT_GT(moved, 1e-4);  // the runs trained: there is something to compare
+  const double final_diff =
+      after(r.output, "final weights: max |torch - pdnn| over all parameters = ");
+  EXPECT_GE(final_diff, 0.0) << r.output;
+  EXPECT_LE(final_diff, gamma * moved) << r.output;
+  // One header: torch's rows have pdnn's columns.
+  const auto rows = testing::read_csv(csv);
+  ASSERT_EQ(rows.size(), 5u) << testing::slurp(csv);
+  const auto& cols = rows[0];
+  auto col = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(cols.begin(), cols.end(), name) - cols.begin());
+  };
+  const double pixels[2] = {8 * 32 * 32, 4 * 32 * 32};  // an epoch's training and test pixels
+  for (size_t i : {1u, 2u}) {
+    const auto &p = rows[i], &t = rows[i + 2];
+    SCOPED_TRACE("epoch " + p[7]);
+    EXPECT_EQ(p[0], "pdnn");
+    EXPECT_EQ(t[0], "torch");
+    ASSERT_EQ(t.size(), cols.size());
+    for (size_t c = 1; c < 8; ++c)
+      if (c != 3 && c != 4) EXPECT_EQ(t[c], p[c]) << cols[c];  // model .. epoch
+    for (const char* c : {"train_loss", "test_loss"}) {
+      const double a = std::stod(p[col(c)]), b = std::stod(t[col(c)]);
+      EXPECT_NEAR(b, a, gamma * a) << c;
+    }
+    for (const char* c : {"train_pixel_acc", "test_pixel_acc", "test_iou_person",
+                          "test_dice_person", "test_mean_dice"}) {
+      const double n = std::string(c) == "train_pixel_acc" ? pixels[0] : pixels[1];
+      EXPECT_NEAR(std::stod(t[col(c)]), std::stod(p[col(c)]), 2 * 2 / n) << c;
+    }
+  }
+
+  // BatchNorm: the same initial weights (convolutions without bias), one epoch alike.
+  const std::string bn = " --data " + data +
+                         " --size 32 --base 4 --depth 2 --batch 4 --images-per-epoch 4 --epochs 1 "
+                         "--threads 1 --seed 5 --optimizer sgd --lr 0.01 --batchnorm on";
+  r = testing::run_command(kBin + bn + " --overlays 0 --out " + path("bn.csv") + " --save-init " +
+                           path("bn_init.ckpt") + " --checkpoint " + path("bn_fin.ckpt"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = testing::run_command(twin + bn + " --out " + path("bn.csv") + " --init-checkpoint " +
+                           path("bn_init.ckpt") + " --compare-checkpoint " + path("bn_fin.ckpt"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(after(r.output, "initial weights: max |torch - pdnn| over all parameters = "), 0.0)
+      << r.output;
+  EXPECT_LE(after(r.output, "final weights: max |torch - pdnn| over all parameters = "),
+            gamma * max_weight_difference(path("bn_init.ckpt"), path("bn_fin.ckpt"), true))
+      << r.output;
+
+  // The step timer: pdnn's --bench-csv file takes the twin's row.
+  const std::string bench = path("bench.csv");
+  r = testing::run_command(kBin + " --data " + data +
+                           " --size 32 --base 4 --depth 2 --batch 4 --threads 1 --overlays 0 "
+                           "--steps 3 --bench-csv " + bench);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = testing::run_command(twin + " --size 32 --base 4 --depth 2 --batch 4 --threads 1 --steps 10 "
+                           "--bench-csv " + bench);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("step_ms model=unet_b4_d2 batch=4 threads=1 steps=1 median="),
+            std::string::npos)
+      << r.output;
+  const auto b = testing::read_csv(bench);
+  ASSERT_EQ(b.size(), 3u) << testing::slurp(bench);
+  EXPECT_EQ(b[1][0], "pdnn");
+  EXPECT_EQ(b[2][0], "torch");
+  EXPECT_EQ(b[2][1], b[1][1]);  // the model
+  EXPECT_GT(std::stod(b[2][10]), 0.0);  // median_ms
 }
 
 }  // namespace

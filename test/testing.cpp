@@ -19,6 +19,7 @@
 #include "core/tuning.h"
 #include "data/idx.h"
 #include "layers/maxpool2d.h"
+#include "model/checkpoint.h"
 
 namespace pdnn {
 namespace testing {
@@ -51,6 +52,17 @@ double rel_error(const Tensor& a, const Tensor& ref) {
     n += double(ref[i]) * double(ref[i]);
   }
   return std::sqrt(d / n);
+}
+
+double max_checkpoint_difference(const std::string& pa, Model& a, const std::string& pb, Model& b) {
+  load_checkpoint(pa, a);
+  load_checkpoint(pb, b);
+  const Tensor va = a.parameters().values(), vb = b.parameters().values();
+  EXPECT_EQ(va.numel(), vb.numel());
+  double worst = 0;
+  for (int64_t i = 0; i < std::min(va.numel(), vb.numel()); ++i)
+    worst = std::max(worst, std::fabs(double(va[i]) - double(vb[i])));
+  return worst;
 }
 
 void expect_close(const Tensor& a, const Tensor& ref, double atol, double rtol,

@@ -34,6 +34,11 @@ void expect_close(const Tensor& a, const Tensor& ref, double atol, double rtol,
 // ||a - ref|| / ||ref|| over all elements (host float32 tensors of one size), in double.
 double rel_error(const Tensor& a, const Tensor& ref);
 
+// The largest |a_i - b_i| over every parameter of two models of one architecture, after
+// loading checkpoint file pa into a and pb into b (how far a run moved its weights, or how far
+// apart two runs ended: the twin tests' bounds).
+double max_checkpoint_difference(const std::string& pa, Model& a, const std::string& pb, Model& b);
+
 struct GradCheckOptions {
   double eps = 1e-3;    // central difference step
   double atol = 1e-3;

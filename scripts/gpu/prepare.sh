@@ -13,6 +13,7 @@
 #   BINS="dcgan gan_score mnist pdnn_tests" DATA=fashion-mnist ...           (dcgan runner)
 #   BINS="bench_conv_gpu" DATA= ...                                          (conv runner)
 #   BINS="hebbian pdnn_tests" DATA= ...                                      (hebbian runner)
+#   BINS="segment" DATA= ...                                                 (segment runner)
 #   MPI=1 BINS="mnist bench_allreduce pdnn_tests" DATA="fashion-mnist mnist-npm10k" ... (dist)
 # MPI=1 also carries Open MPI's launcher (bundle_mpi.sh; ~5 MB): the GPU hosts have no MPI.
 # NCCL and cuDNN are not carried (hundreds of MB): pdnn opens the host's at run time

@@ -1,13 +1,18 @@
 #!/usr/bin/python3
-"""Summarises accuracy runs: final-epoch test accuracy per framework and workload.
+"""Summarises accuracy runs: a final-epoch test score per framework and workload.
+
+  accuracy_summary.py [FOLDER] [--columns test_acc,...]
 
 Reads every CSV in FOLDER (rows per epoch, DESIGN.md columns; one file per framework, workload
 and seed, as scripts/study/accuracy_mnist.sh and scripts/gpu/runners/accuracy.sh write them), takes each
 file's last epoch, and writes FOLDER/summary.csv with mean and sample std over seeds per
 framework and device, the difference pdnn - PyTorch in points (pdnn on PyTorch's device when it
 ran there, else on the CPU), and for pdnn trained on both, GPU - CPU. Prints the same as a
-table.
+table, and each framework's median seconds per epoch. --columns: the scores (fractions, shown in percent) to summarise, each in its own table
+and file (default test_acc, into summary.csv; another column C into summary_C.csv: the
+segmentation runs' test_dice_person and test_mean_dice, scripts/gpu/runners/segment.sh).
 """
+import argparse
 import csv
 import glob
 import os
@@ -19,21 +24,34 @@ from results_csv import write_rows  # noqa: E402
 
 
 def main():
-    folder = sys.argv[1] if len(sys.argv) > 1 else "runs/mnist/accuracy"
-    finals = {}  # (model, dataset, batch, epochs) -> app -> list of (test_acc, device, file)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("folder", nargs="?", default="runs/mnist/accuracy")
+    ap.add_argument("--columns", default="test_acc",
+                    help="comma list of the score columns to summarise (default test_acc)")
+    args = ap.parse_args()
+    for column in args.columns.split(","):
+        summarise(args.folder, column)
+
+
+def summarise(folder, column):
+    finals = {}  # (model, dataset, batch, epochs) -> app -> list of (score, device, file)
+    seconds = {}  # (app, device) -> every epoch's seconds
     for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
-        if os.path.basename(path) == "summary.csv":
+        if os.path.basename(path).startswith("summary"):
             continue
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
-        if not rows or "test_acc" not in rows[0]:
+        if not rows or column not in rows[0]:
             continue
         last = rows[-1]
+        if "seconds" in last:
+            seconds.setdefault((last["app"], last["device"]), []).extend(
+                float(r["seconds"]) for r in rows)
         key = (last["model"], last["dataset"], last["batch"], last["epoch"])
         finals.setdefault(key, {}).setdefault((last["app"], last["device"]), []).append(
-            (float(last["test_acc"]), last["device"], os.path.basename(path)))
+            (float(last[column]), last["device"], os.path.basename(path)))
     if not finals:
-        sys.exit(f"accuracy_summary: no run CSV files in {folder}")
+        sys.exit(f"accuracy_summary: no run CSV files with a {column} column in {folder}")
     out_rows = []
     for (model, dataset, batch, epochs), apps in sorted(finals.items()):
         means = {}
@@ -53,14 +71,19 @@ def main():
                              f"{mean:.2f}", f"{std:.2f}", " ".join(f"{a:.2f}" for a in accs),
                              note])
     header = ["model", "dataset", "batch", "epochs", "app", "device", "seeds",
-              "mean_test_acc_pct", "std_pct", "per_seed_pct", "difference_pts"]
-    write_rows(os.path.join(folder, "summary.csv"), header, out_rows, append=False)
-    fmt = "{:<6} {:<14} {:>5} {:>6} {:<6} {:<6} {:>5} {:>9} {:>6}  {:<22} {:>16}"
+              f"mean_{column}_pct", "std_pct", "per_seed_pct", "difference_pts"]
+    out = os.path.join(folder, "summary.csv" if column == "test_acc" else f"summary_{column}.csv")
+    write_rows(out, header, out_rows, append=False)
+    fmt = "{:<11} {:<20} {:>5} {:>6} {:<6} {:<6} {:>5} {:>9} {:>6}  {:<22} {:>16}"
+    print(f"{column} (final epoch, percent):")
     print(fmt.format("model", "dataset", "batch", "epochs", "app", "device", "seeds", "mean %",
                      "std", "per seed", "diff"))
     for r in out_rows:
         print(fmt.format(*r))
-    print(f"summary written to {os.path.join(folder, 'summary.csv')}")
+    for (app, device), secs in sorted(seconds.items()):
+        print(f"{app} ({device}): {statistics.median(secs):.2f} s per epoch (median over "
+              f"{len(secs)} epochs)")
+    print(f"summary written to {out}")
 
 
 if __name__ == "__main__":

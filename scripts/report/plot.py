@@ -701,7 +701,8 @@ KINDS = [
 
 def plot_accuracy(runs, out_dir):
     """runs: [(app, rows)] from an accuracy/ folder. One figure per (model, dataset): test
-    accuracy and loss per epoch, a thin line per seed and a thick one for the mean, per app."""
+    accuracy (a segmentation's: mean Dice) and loss per epoch, a thin line per seed and a thick
+    one for the mean, per app."""
     groups = OrderedDict()
     for app, rows in runs:
         if not rows:
@@ -714,11 +715,12 @@ def plot_accuracy(runs, out_dir):
               ("torch", "cuda"): "C1"}
     for (model, dataset, batch), apps in groups.items():
         fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(11, 4.2))
+        score = "test_acc" if "test_acc" in next(iter(apps.values()))[0][0] else "test_mean_dice"
         for (app, device), seeds in sorted(apps.items()):
             color = colors.get((app, device), "C4")
             devices = [device]
             n_ep = min(len(rows) for rows in seeds)
-            for col, ax, scale in (("test_acc", ax_acc, 100.0), ("test_loss", ax_loss, 1.0)):
+            for col, ax, scale in ((score, ax_acc, 100.0), ("test_loss", ax_loss, 1.0)):
                 for rows in seeds:
                     ax.plot([num(r["epoch"]) for r in rows], [scale * num(r[col]) for r in rows],
                             "-", color=color, alpha=0.3, lw=1)
@@ -728,7 +730,8 @@ def plot_accuracy(runs, out_dir):
                         label="%s (%s), mean of %d seeds; final %.2f" % (
                             "PyTorch" if app == "torch" else app, "/".join(devices), len(seeds),
                             mean[-1]))
-        ax_acc.set(title="Test accuracy per epoch", xlabel="epoch", ylabel="test accuracy (%)")
+        what = "accuracy" if score == "test_acc" else "mean Dice"
+        ax_acc.set(title=f"Test {what} per epoch", xlabel="epoch", ylabel=f"test {what} (%)")
         ax_loss.set(title="Test loss per epoch", xlabel="epoch", ylabel="cross-entropy loss")
         for ax in (ax_acc, ax_loss):
             ax.grid(alpha=0.3)
@@ -761,7 +764,7 @@ def main():
             runs = []
             for f in sorted(files):
                 rows = read_csv(os.path.join(root, f)) if f.endswith(".csv") else []
-                if rows and "test_acc" in rows[0]:
+                if rows and ("test_acc" in rows[0] or "test_mean_dice" in rows[0]):
                     runs.append((rows[0].get("app", "?"), rows))
             made += plot_accuracy(runs, args.out)
             continue

@@ -118,10 +118,12 @@ def optimizer(torch, model, params, capturable):
     return torch.optim.Adagrad(params, lr=0.01)
 
 
-def run_timed(torch, step, feed, graph, steps):
+def run_timed(torch, step, feed, graph, steps, sync=None):
     """ms per step of step() (after feed(i) copies batch i into its fixed input buffers), in
     blocks of 10 after 2 warm-up blocks; as one replayed CUDA graph when graph, captured by the
-    recipe of PyTorch's CUDA-graph notes (warm up on a side stream, then capture)."""
+    recipe of PyTorch's CUDA-graph notes (warm up on a side stream, then capture). sync ends a
+    block (default torch.cuda.synchronize; a no-op times the CPU)."""
+    sync = sync or torch.cuda.synchronize
     run = step
     if graph:
         s = torch.cuda.Stream()
@@ -137,13 +139,13 @@ def run_timed(torch, step, feed, graph, steps):
         run = g.replay
     block, times, i = 10, [], 0
     for b in range(steps // block + 2):
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         for _ in range(block):
             feed(i)
             run()
             i += 1
-        torch.cuda.synchronize()
+        sync()
         if b >= 2:
             times.append(1e3 * (time.perf_counter() - t0) / block)
     return times

@@ -18,6 +18,10 @@ One mode per experiment; each takes the flags of the pdnn app it mirrors:
                            [--samples-dir DIR] [--samples N] [--samples-epochs E,E,...]
                            [--samples-out F] [--steps N] [--init-checkpoint F]
                            [--nz N --ngf N --ndf N]
+  torch_reference.py segment [--data DIR] [--classes K] [--size S] [--base B] [--depth D]
+                           [--batchnorm on|off] [--batch N] [--epochs N] [--device cpu|cuda]
+                           [--precision fp32|tf32|bf16] [--steps N [--mode eager|graph]] ...
+                           (torch_segment.py: the flags and what is reproduced)
 
 How pdnn's choices are reproduced (scripts/pylib/pdnn_rng.py holds the random stream):
   * initial weights: Sequential::reset_parameters draws, layer by layer, weight then bias,
@@ -272,10 +276,12 @@ def pdnn_param_names(torch, model):
     return names
 
 
-def compare_with_checkpoint(torch, model, path, what):
+def compare_with_checkpoint(torch, model, path, what, names=None):
+    """max |torch - pdnn| over the parameters; names: (pdnn name, tensor) pairs (default
+    pdnn_param_names of a Sequential)."""
     ck = read_pdnn_checkpoint(path)
     worst = 0.0
-    for name, p in pdnn_param_names(torch, model):
+    for name, p in names if names is not None else pdnn_param_names(torch, model):
         if name not in ck:
             sys.exit(f"torch_reference: {path}: no tensor {name}")
         a = p.detach().cpu().numpy()
@@ -423,6 +429,9 @@ AUGMENT_SALT = 0xA5A5F00DC0FFEE01  # lib/data/augment.cpp
 AUG = dict(scale_min=np.float32(0.5), scale_max=np.float32(1.0), ratio_min=np.float32(3.0 / 4.0),
            ratio_max=np.float32(4.0 / 3.0), rotate_deg=np.float32(10.0),
            brightness=np.float32(0.2), contrast=np.float32(0.2))
+# AugmentOptions::flip_and_crop(): the image/mask pairs' (no rotation, no jitter).
+FLIP_AND_CROP = dict(AUG, rotate_deg=np.float32(0.0), brightness=np.float32(0.0),
+                     contrast=np.float32(0.0))
 
 
 def sniff(b):
@@ -637,13 +646,7 @@ def load_photos(args):
         counts.append(f"{c} {n_train}/{n - n_train}")
         begin += n
     train, test = np.array(train, dtype=np.int64), np.array(test, dtype=np.int64)
-    px = cache[train].reshape(-1, 3).astype(np.int64)
-    count = px.shape[0]
-    s1, s2 = px.sum(0).astype(np.float64), (px * px).sum(0).astype(np.float64)
-    mean = s1 / count
-    var = s2 / count - mean * mean
-    norm_mean = (mean / 255.0).astype(np.float32)
-    norm_std = np.where(var > 1e-6, np.sqrt(np.maximum(var, 0)) / 255.0, 1.0).astype(np.float32)
+    norm_mean, norm_std = channel_norm(cache, train)
     name = os.path.basename(os.path.normpath(folder))
     if len(classes) != len(found):
         name += f"-{len(classes)}cls"
@@ -658,17 +661,29 @@ def load_photos(args):
                 mean=norm_mean, std=norm_std, name=name, folder=folder, side=side)
 
 
+def channel_norm(cache, which):
+    """rgb_channel_statistics (lib/data/image_folder.cpp): the per-channel mean and std (/255, as
+    float32; std 1 for a flat channel) of the cached photos `which` ((N, side, side, 3) uint8)."""
+    px = cache[which].reshape(-1, 3).astype(np.int64)
+    count = px.shape[0]
+    s1, s2 = px.sum(0).astype(np.float64), (px * px).sum(0).astype(np.float64)
+    mean = s1 / count
+    var = s2 / count - mean * mean
+    return ((mean / 255.0).astype(np.float32),
+            np.where(var > 1e-6, np.sqrt(np.maximum(var, 0)) / 255.0, 1.0).astype(np.float32))
+
+
 def augment_key(seed, epoch, index):
     return pdnn_rng.at(pdnn_rng.at(seed ^ AUGMENT_SALT, epoch + 1), index + 1)
 
 
-def affine_params(keys, augment, side, out):
+def affine_params(keys, augment, side, out, o=None):
     """Per image: x00, y00, dxu, dxv, dyu, dyv, brightness, contrast of lib/data/augment.cpp's
     map from output pixel (u, v) to the cache's pixel coordinates (x00 + dxu u + dxv v, ...).
-    keys None: the identity draw (evaluation)."""
+    keys None: the identity draw (evaluation). o: the AugmentOptions (default AUG, W4's)."""
     n = len(keys)
     p = np.zeros((n, 8), dtype=np.float64)
-    o = AUG
+    o = o or AUG
     for i in range(n):
         crop_x = crop_y = 0.0
         crop_w = crop_h = float(side)
@@ -733,6 +748,13 @@ def caltech_model(torch, side, classes, rng):
     return nn.Sequential(*layers, nn.Flatten(), nn.Linear(128 * (side // 8) ** 2, 1024),
                          nn.ReLU(), drop(0.5, rng), nn.Linear(1024, 1024), nn.ReLU(),
                          drop(0.5, rng), nn.Linear(1024, classes))
+
+
+def peak_mb(torch, dev):
+    """(peak resident MB, peak device MB: 0 on the CPU), the results' peak_rss_mb and
+    peak_device_mb."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    return rss, torch.cuda.max_memory_allocated(dev) / 1e6 if dev.type == "cuda" else 0.0
 
 
 def caltech_columns(classes):
@@ -848,8 +870,7 @@ def mode_caltech(args):
         test_acc = float(np.trace(conf)) / n_test
         per_class = [conf[i, i] / max(1, conf[i].sum()) for i in range(k)]
         train_loss, train_acc = loss_sum / seen, correct / seen
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-        dev_mb = torch.cuda.max_memory_allocated(dev) / 1e6 if dev.type == "cuda" else 0.0
+        rss, dev_mb = peak_mb(torch, dev)
         print(f"epoch {epoch + 1}/{args.epochs}  {d['name']}  train loss {train_loss:.4f} acc "
               f"{train_acc:.4f}  test loss {test_loss / n_test:.4f} acc {test_acc:.4f}  "
               f"{secs:.1f} s  {seen / secs:.0f} img/s", flush=True)
@@ -1246,9 +1267,18 @@ def add_dcgan_args(p):
                    help="pdnn checkpoint of the initial weights (dcgan --save-init) to verify")
 
 
+def segment_module():
+    """torch_segment.py, the segment mode (a module of its own: this file is long enough)."""
+    import torch_segment
+    return torch_segment
+
+
 MODES = {"mnist": (mode_mnist, add_mnist_args, "W2/W3 on MNIST-layout IDX data"),
          "caltech": (mode_caltech, add_caltech_args, "W4 on an image folder (Caltech101)"),
-         "dcgan": (mode_dcgan, add_dcgan_args, "W5, the DCGAN, on IDX data or photos")}
+         "dcgan": (mode_dcgan, add_dcgan_args, "W5, the DCGAN, on IDX data or photos"),
+         "segment": (lambda args: segment_module().mode_segment(args),
+                     lambda p: segment_module().add_segment_args(p),
+                     "the U-Net of build/bin/segment on an image/mask pair folder (ccp-200)")}
 
 
 def main():

@@ -22,7 +22,7 @@
 #include "ops/random.h"
 #include "optim/adam.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "train/run_loop.h"
 #include "workloads/dcgan/dcgan_models.h"
 #include "workloads/dcgan/gan_trainer.h"

@@ -25,7 +25,7 @@
 #include "data/prefetch_loader.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "train/run_loop.h"
 #include "workloads/segmentation/segmentation_metrics.h"
 

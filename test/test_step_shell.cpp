@@ -158,32 +158,38 @@ struct GanHashes {
   uint64_t g, d;
 };
 
-GanHashes gan_trainer_hashes() {
-  const DcganConfig c = small_gan();
-  Context ctx(1, 31);
+// G then D drawn from the context's stream, their Adams, a batch of 4 real images.
+struct SmallGan {
+  DcganConfig c = small_gan();
+  Context ctx{1, 31};
   Sequential g = make_dcgan_generator(c), d = make_dcgan_discriminator(c);
-  dcgan_init(g, ctx.rng());
-  dcgan_init(d, ctx.rng());
-  Adam opt_g(g.parameters(), 2e-4, 0.5), opt_d(d.parameters(), 2e-4, 0.5);
-  GanTrainer tr(g, d, opt_g, opt_d, c.nz, kSteps);
-  Rng r(12);
-  const Tensor real = testing::random_tensor(Shape{4, 3, 64, 64}, r);
-  for (int s = 0; s < kSteps; ++s) tr.step(ctx, real);
-  const GanMetrics mt = tr.metrics(ctx);
-  return {hash_of(ctx, g, opt_g, {mt.d_loss, mt.g_loss, mt.d_x, mt.d_g_z}),
-          hash_of(ctx, d, opt_d, {mt.d_x_far, mt.d_g_z_far})};
+  Adam opt_g, opt_d;
+  Tensor real;
+  SmallGan()
+      : opt_g((dcgan_init(g, ctx.rng()), g.parameters()), 2e-4, 0.5),
+        opt_d((dcgan_init(d, ctx.rng()), d.parameters()), 2e-4, 0.5) {
+    Rng r(12);
+    real = testing::random_tensor(Shape{4, 3, 64, 64}, r);
+  }
+};
+
+GanHashes gan_trainer_hashes() {
+  SmallGan s;
+  GanTrainer tr(s.g, s.d, s.opt_g, s.opt_d, s.c.nz, kSteps);
+  for (int i = 0; i < kSteps; ++i) tr.step(s.ctx, s.real);
+  const GanMetrics mt = tr.metrics(s.ctx);
+  return {hash_of(s.ctx, s.g, s.opt_g, {mt.d_loss, mt.g_loss, mt.d_x, mt.d_g_z}),
+          hash_of(s.ctx, s.d, s.opt_d, {mt.d_x_far, mt.d_g_z_far})};
 }
 
 // GanTrainer's iteration written out (gan_trainer.h), the metrics accumulated as it does.
 GanHashes gan_reference_hashes() {
-  const DcganConfig c = small_gan();
-  Context ctx(1, 31);
-  Sequential g = make_dcgan_generator(c), d = make_dcgan_discriminator(c);
-  dcgan_init(g, ctx.rng());
-  dcgan_init(d, ctx.rng());
-  Adam opt_g(g.parameters(), 2e-4, 0.5), opt_d(d.parameters(), 2e-4, 0.5);
-  Rng r(12);
-  const Tensor real = testing::random_tensor(Shape{4, 3, 64, 64}, r);
+  SmallGan gan;
+  Context& ctx = gan.ctx;
+  Sequential &g = gan.g, &d = gan.d;
+  Adam &opt_g = gan.opt_g, &opt_d = gan.opt_d;
+  const Tensor& real = gan.real;
+  const DcganConfig& c = gan.c;
   const int64_t n = 4;
   Tensor z(Shape{n, c.nz, 1, 1}), ones(Shape{n, 1, 1, 1}), zeros = Tensor::zeros(Shape{n, 1, 1, 1});
   ones.fill(1.f);

@@ -57,7 +57,7 @@
 #include "optim/sgd.h"
 #include "testing.h"
 #include "workloads/classifier/classifier_task.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "workloads/dcgan/gan_trainer.h"
 
 using namespace pdnn;

@@ -45,7 +45,7 @@
 #include "optim/sgd.h"
 #include "run/run_flags.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "workloads/classifier/caltech_models.h"
 
 namespace pdnn {

@@ -22,7 +22,7 @@
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "toy_layers.h"
 
 namespace pdnn {

@@ -26,7 +26,7 @@
 #include "bf16_testing.h"
 #include "conv_reference.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "workloads/classifier/caltech_models.h"
 
 namespace pdnn {

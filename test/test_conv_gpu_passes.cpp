@@ -33,7 +33,7 @@
 #include "ops/conv/conv2d_algo.h"
 #include "optim/sgd.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "workloads/classifier/caltech_models.h"
 
 namespace pdnn {

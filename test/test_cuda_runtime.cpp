@@ -18,7 +18,7 @@
 #include "workloads/classifier/mnist_models.h"
 #include "workloads/model_zoo.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "workloads/dcgan/gan_trainer.h"
 
 using namespace pdnn;

@@ -18,7 +18,7 @@
 #include "model/sequential.h"
 #include "optim/adam.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 
 namespace pdnn {
 namespace {

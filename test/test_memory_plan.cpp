@@ -20,7 +20,7 @@
 #include "model/memory_plan.h"
 #include "model/sequential.h"
 #include "optim/registry.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "train/step_memory.h"
 #include "workloads/classifier/caltech_models.h"
 #include "workloads/segmentation/unet.h"

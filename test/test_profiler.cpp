@@ -17,7 +17,7 @@
 #include "optim/adam.h"
 #include "testing.h"
 #include "toy_layers.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "train/profiler.h"
 
 namespace pdnn {

@@ -35,7 +35,7 @@
 #include "optim/adam.h"
 #include "optim/sgd.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "workloads/hebbian/hebbian_ops.h"
 
 namespace pdnn {

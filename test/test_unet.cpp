@@ -22,7 +22,7 @@
 #include "optim/adam.h"
 #include "optim/registry.h"
 #include "testing.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
 #include "workloads/model_zoo.h"
 #include "workloads/segmentation/segmentation_metrics.h"
 #include "workloads/segmentation/unet.h"

@@ -1,6 +1,6 @@
 // StepGraph: runs a training step on the GPU as one replayed CUDA graph, for any step made of
-// kernels on the context's stream (ClassifierTrainer does the same for its own step; this is
-// that logic over any step and any number of optimizers, for the DCGAN's two).
+// kernels on the context's stream and any number of optimizers (the DCGAN's two); the step
+// shell (step_shell.h) runs every task's step through it.
 //
 // A step runs eagerly first whenever the graph's key (the batch shape) is new or device memory
 // changed hands since the graph was made (an eager forward with a larger batch regrew buffers):

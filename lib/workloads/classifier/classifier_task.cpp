@@ -4,7 +4,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
@@ -61,6 +60,7 @@ ClassifierTask::ClassifierTask(Context& ctx, Model& model, Optimizer& opt,
       test_(test),
       o_(options),
       trainer_(model, opt, options.cuda_graph),
+      batches_(train, options.train, options.prefetch, "classifier task"),
       evaluator_(std::make_unique<Evaluator>(ctx, test, eval_options(options))) {
   PDNN_CHECK(o_.train.batch >= 1, "classifier task: batch %lld must be >= 1",
              static_cast<long long>(o_.train.batch));
@@ -88,41 +88,14 @@ std::vector<std::string> ClassifierTask::eval_columns() const {
   return c;
 }
 
-LoaderStats ClassifierTask::loader_stats() const {
-  return prefetch_ ? prefetch_->stats() : sync_stats_;
-}
+LoaderStats ClassifierTask::loader_stats() const { return batches_.stats(); }
 
 int64_t ClassifierTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed) {
-  if ((!prefetch_ && !sync_) || o_.train.seed != data_seed) {
-    o_.train.seed = data_seed;
-    prefetch_.reset();
-    sync_.reset();
-    if (o_.prefetch > 0) {
-      prefetch_ = std::make_unique<PrefetchLoader>(
-          train_, o_.train, o_.prefetch,
-          [&ctx](const Shape& s, DType t) { return Tensor(s, t, ctx.staging_allocator()); });
-      prefetched_epoch_ = 0;  // it starts packing epoch 0 at once
-    } else {
-      sync_ = std::make_unique<DatasetLoader>(train_, o_.train);
-      const Shape s = train_.sample_shape();
-      x_ = Tensor(Shape{o_.train.batch, s[0], s[1], s[2]}, DType::F32, ctx.staging_allocator());
-    }
-  }
-  if (prefetch_) {
-    // Packing of this epoch may have started already (at the end of the last one); an epoch
-    // left half way (a benchmark's last) is started afresh.
-    if (prefetched_epoch_ != epoch) prefetch_->start_epoch(epoch);
-    prefetched_epoch_ = -1;
-    batches_ = prefetch_->num_batches();
-  } else {
-    sync_->start_epoch(epoch);
-    batches_ = sync_->num_batches();
-  }
-  epoch_ = epoch;
+  const int64_t n = batches_.begin_epoch(ctx, epoch, data_seed);
   epoch_start_stats_ = loader_stats();
   model_.train(true);
   trainer_.reset_metrics(ctx);
-  return batches_;
+  return n;
 }
 
 int64_t ClassifierTask::train_batch(Context& ctx, int64_t b) {
@@ -133,56 +106,28 @@ int64_t ClassifierTask::train_batch(Context& ctx, int64_t b) {
     Tensor w = model_.parameters().values().slice(0, Shape{1});
     ops::fill(ctx, w, 0.5f);
   }
-  const Tensor* x = nullptr;
-  const std::vector<int32_t>* y = nullptr;
-  int64_t rows = 0;  // in the whole batch (data-parallel: the loaders pack this rank's shard)
-  if (prefetch_) {
-    const Batch& batch = prefetch_->next();
-    PDNN_CHECK(batch.index == b && batch.epoch == epoch_,
-               "classifier task: batch %lld of epoch %d asked, the loader has batch %lld of "
-               "epoch %lld (batches must be taken in order)",
-               static_cast<long long>(b), epoch_ + 1, static_cast<long long>(batch.index),
-               static_cast<long long>(batch.epoch + 1));
-    x = &batch.x;
-    y = &batch.y;
-    rows = batch.batch_rows;
-  } else {
-    const auto t0 = std::chrono::steady_clock::now();
-    sync_->load(b, x_, label_vec_);
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sync_stats_.prepare_s += s;
-    sync_stats_.wait_s += s;  // the trainer waited for all of it
-    ++sync_stats_.batches;
-    x = &x_;
-    y = &label_vec_;
-    rows = sync_->batch_rows(b);
-  }
-  const int64_t nb = static_cast<int64_t>(y->size());
+  // rows: in the whole batch (data-parallel: the loaders pack this rank's shard)
+  const EpochBatches::Taken t = batches_.take(b);
+  const int64_t rows = t.rows;
+  const int64_t nb = static_cast<int64_t>(t.y->size());
   labels_.resize(Shape{nb});
-  std::memcpy(labels_.data<int32_t>(), y->data(), y->size() * sizeof(int32_t));
+  std::memcpy(labels_.data<int32_t>(), t.y->data(), t.y->size() * sizeof(int32_t));
   if (!comm_) {
-    trainer_.step(ctx, *x, labels_);
+    trainer_.step(ctx, *t.x, labels_);
   } else {
     // This rank's rows of the global batch; dropout draws what one process would for them.
     const int64_t lo = shard_rows(rows, comm_->rank(), comm_->size()).first;
     ctx.rng().set_row_shard({lo, nb, rows});
     try {
-      trainer_.step(ctx, *x, labels_, rows);
+      trainer_.step(ctx, *t.x, labels_, rows);
     } catch (...) {
       ctx.rng().set_row_shard({});
       throw;
     }
     ctx.rng().set_row_shard({});
   }
-  if (b + 1 == batches_) {
-    epoch_stats_ = minus(loader_stats(), epoch_start_stats_);
-    // The next epoch's first batches are packed while the test set is evaluated.
-    if (prefetch_) {
-      prefetch_->start_epoch(epoch_ + 1);
-      prefetched_epoch_ = epoch_ + 1;
-    }
-  }
+  if (b + 1 == batches_.batches()) epoch_stats_ = minus(loader_stats(), epoch_start_stats_);
+  batches_.trained(b);
   return rows;
 }
 
@@ -252,7 +197,7 @@ void ClassifierTask::save_weights(const std::string& path) {
 }
 
 void ClassifierTask::distribute(Context& ctx, Communicator& comm) {
-  PDNN_CHECK(!prefetch_ && !sync_, "classifier task: distribute() after training began");
+  PDNN_CHECK(!batches_.started(), "classifier task: distribute() after training began");
   const int n = comm.size();
   // The batch sizes of an epoch (the order does not change them).
   LoaderOptions plain = o_.train;
@@ -271,8 +216,9 @@ void ClassifierTask::distribute(Context& ctx, Communicator& comm) {
              static_cast<long long>(last), static_cast<long long>(plan.images()),
              static_cast<long long>(b), n, n);
   comm_ = &comm;
-  o_.train.shard = comm.rank();  // the loaders, made at the first epoch, pack this rank's rows
+  o_.train.shard = comm.rank();
   o_.train.shards = n;
+  batches_.set_shard(comm.rank(), n);  // the loaders, made at the first epoch, pack its rows
   if (model_.device() != Device::CPU) comm.open_device();
   trainer_.distribute(comm, ctx);
   const auto [lo, hi] = shard_rows(test_.size(), comm.rank(), n);

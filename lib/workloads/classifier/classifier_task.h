@@ -5,11 +5,11 @@
 // at each epoch's end, and a checkpoint holding the model and its optimizer. The mnist app
 // runs it over its IDX sets (TensorDataset), the caltech101 app over image folders.
 //
-// Batches are packed (DatasetLoader's load_batch) into host memory the GPU copies from
-// asynchronously (pinned: ctx.staging_allocator()), either between steps on the training
-// thread (prefetch 0) or ahead on a background thread (PrefetchLoader, prefetch >= 1: the
-// next epoch's first batches are packed while the test set is evaluated); the batches are the
-// same either way. Each is copied once into the trainer's device buffers.
+// Batches are packed (EpochBatches: DatasetLoader's load_batch) into host memory the GPU
+// copies from asynchronously (pinned: ctx.staging_allocator()), either between steps on the
+// training thread (prefetch 0) or ahead on a background thread (PrefetchLoader, prefetch >= 1:
+// the next epoch's first batches are packed while the test set is evaluated); the batches are
+// the same either way. Each is copied once into the trainer's device buffers.
 //
 // Optional columns: per-class test accuracy ("test_acc_<class>", with the confusion matrix of
 // the last evaluation kept for the caller), and resources: peak resident memory of the
@@ -37,8 +37,9 @@
 #include "data/prefetch_loader.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
-#include "train/classifier_trainer.h"
 #include "train/run_loop.h"
+#include "workloads/classifier/classifier_trainer.h"
+#include "workloads/classifier/epoch_batches.h"
 
 namespace pdnn {
 
@@ -96,19 +97,9 @@ class ClassifierTask : public TrainTask {
   const Dataset& test_;
   ClassifierTaskOptions o_;
   ClassifierTrainer trainer_;
-  // One of the two is used: prefetch_ when o_.prefetch > 0, else sync_ (both made at the first
-  // epoch, when the data seed is known).
-  std::unique_ptr<PrefetchLoader> prefetch_;
-  std::unique_ptr<DatasetLoader> sync_;
-  LoaderStats sync_stats_;           // what the synchronous path spent packing
+  EpochBatches batches_;            // (data-parallel: this rank's rows of each)
   LoaderStats epoch_start_stats_, epoch_stats_;
-  int epoch_ = -1;
-  int prefetched_epoch_ = -1;       // the epoch prefetch_ was started on and not yet taken from
-  int64_t batches_ = 0;
-  Tensor x_;                        // the synchronous path's batch (pinned for a GPU)
-  // (data-parallel: this rank's rows of it)
   Tensor labels_;                   // labels of the current batch, int32 (pinned for a GPU)
-  std::vector<int32_t> label_vec_;
   std::unique_ptr<Evaluator> evaluator_;  // the test set's (data-parallel: test_shard_'s)
   EvalResult last_eval_;
   Communicator* comm_ = nullptr;          // data-parallel: the ranks

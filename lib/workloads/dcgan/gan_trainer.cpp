@@ -1,4 +1,4 @@
-// GanTrainer: the DCGAN iteration, eager or as a CUDA graph (gan_trainer.h).
+// GanTrainer: the DCGAN iteration inside the step shell (gan_trainer.h).
 #include "workloads/dcgan/gan_trainer.h"
 
 #include "core/error.h"
@@ -7,14 +7,13 @@
 #include "ops/loss.h"
 #include "ops/metrics.h"
 #include "ops/random.h"
-#include "train/copy_fence.h"
 
 namespace pdnn {
 
 GanTrainer::GanTrainer(Model& g, Model& d, Optimizer& opt_g, Optimizer& opt_d,
                        int64_t nz, int64_t history_rows, bool cuda_graph)
     : g_(g), d_(d), opt_g_(opt_g), opt_d_(opt_d), nz_(nz), history_rows_(history_rows),
-      use_graph_(cuda_graph), graph_({&opt_d, &opt_g}, "dcgan trainer") {
+      shell_({&opt_d, &opt_g}, "dcgan trainer", cuda_graph) {
   PDNN_CHECK(nz >= 1 && history_rows >= 1, "GanTrainer: nz %lld and history rows %lld must be >= 1",
              static_cast<long long>(nz), static_cast<long long>(history_rows));
   PDNN_CHECK(g.device() == d.device(), "GanTrainer: G is on %s, D on %s",
@@ -56,7 +55,7 @@ void GanTrainer::distribute(Communicator& comm, Context& ctx) {
   PDNN_CHECK(!g_pending_, "GanTrainer: distribute() after training began");
   sync_g_ = std::make_unique<GradSync>(comm, g_, ctx);
   sync_d_ = std::make_unique<GradSync>(comm, d_, ctx);
-  graph_.reset();  // a graph captured before holds no all-reduce
+  shell_.reset_graph();  // a graph captured before holds no all-reduce
 }
 
 void GanTrainer::set_defer_g(DeferG d) {
@@ -158,28 +157,13 @@ void GanTrainer::step(Context& ctx, const Tensor& real, int64_t global_batch) {
   const Device dev = g_.device();
   const int64_t n = real.shape(0);
   ensure_buffers(ctx, n);
-  if (dev == Device::CPU && real.device() == Device::CPU) {
-    x_ = &real;  // no copy on the CPU
-  } else {
-    real_.resize(real.shape(), DType::F32, dev, ctx);
-    copy_into(real_, real, ctx);
-    x_ = &real_;
-  }
   // The caller refills `real` (a pinned buffer) for the next iteration as soon as this returns.
-  CopyFence fence;
-  if (dev == Device::CUDA && real.device() == Device::CPU) fence.record(ctx);
+  shell_.stage(ctx, dev, {{&real, DType::F32}});
+  x_ = &shell_.batch(0);
   ++steps_;
   // A step with no deferred G update to finish (the first, or the first after flush()) is not
   // the captured one: it runs eagerly.
-  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook() && (g_pending_ || !defers_g())) {
-    // The shard's place in the batch is part of the captured noise draw.
-    const Rng::RowShard& shard = ctx.rng().row_shard();
-    graph_.run(ctx, StepGraph::Key(real.shape(), shard.row0, shard.total),
-               [&] { run_step(ctx); });
-  } else {
-    run_step(ctx);
-  }
-  fence.wait();
+  shell_.run(ctx, [this, &ctx] { run_step(ctx); }, /*eager=*/!g_pending_ && defers_g());
 }
 
 GanMetrics GanTrainer::metrics(Context& ctx) {

@@ -14,9 +14,10 @@
 // fake), the G loss, the batch means of D(x) and D(G(z)) (the latter from the D step, the
 // tutorial's D_G_z1), how far the farthest of those batch means came from 0 or 1, and after
 // every step a row of those sums in a history buffer (per-iteration curves, read back once per
-// epoch). On the GPU the real batch is copied into the trainer's device buffer (the only
-// transfer of a step) and, from the second step of a batch shape on, the whole iteration is
-// one CUDA graph (StepGraph), replayed every step.
+// epoch). The iteration runs inside the step shell (train/step_shell.h): on the GPU the real
+// batch is copied into the shell's device buffer (the only transfer of a step) and, from the
+// second step of a batch shape on, the whole iteration is one CUDA graph, replayed every step.
+// (No micro-batches: D's BatchNorm normalises each batch over its rows.)
 //
 // Data-parallel (distribute(); the dcgan task sets the context's row shard): each rank steps
 // on its rows of the global batch; its noise rows are those one process would draw for them
@@ -59,7 +60,7 @@
 #include "losses/binary_cross_entropy.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
-#include "train/step_graph.h"
+#include "train/step_shell.h"
 
 namespace pdnn {
 
@@ -114,8 +115,8 @@ class GanTrainer {
   void reset_metrics(Context& ctx);
   // The values of each step since the reset (at most history_rows), read back.
   std::vector<GanIteration> history(Context& ctx);
-  int64_t graph_replays() const { return graph_.replays(); }
-  int64_t graph_captures() const { return graph_.captures(); }
+  int64_t graph_replays() const { return shell_.graph_replays(); }
+  int64_t graph_captures() const { return shell_.graph_captures(); }
 
  private:
   void run_step(Context& ctx);
@@ -130,11 +131,9 @@ class GanTrainer {
   Optimizer& opt_g_;
   Optimizer& opt_d_;
   int64_t nz_, history_rows_;
-  bool use_graph_;
-  StepGraph graph_;
+  StepShell shell_;
   BinaryCrossEntropy bce_real_, bce_fake_, bce_g_;
-  Tensor real_;             // the batch on the device (GPU: the graph's fixed input)
-  const Tensor* x_ = nullptr;  // what the step reads: real_, or the caller's CPU tensor
+  const Tensor* x_ = nullptr;  // what the step reads: the shell's staged batch
   Tensor z_, ones_, zeros_, dp_;
   Tensor acc_, history_, row_;
   int64_t steps_ = 0;       // since the reset

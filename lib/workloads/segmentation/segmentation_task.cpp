@@ -2,7 +2,6 @@
 #include "workloads/segmentation/segmentation_task.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
@@ -35,7 +34,8 @@ SegmentationTask::SegmentationTask(Context& ctx, Model& model, Optimizer& opt,
       train_(train),
       test_(test),
       o_(options),
-      trainer_(model, opt, options.cuda_graph) {
+      trainer_(model, opt, options.cuda_graph),
+      batches_(train, options.train, options.prefetch, "segmentation task") {
   PDNN_CHECK(o_.train.batch >= 1 && o_.prefetch >= 0 && o_.overlay_images >= 0,
              "segmentation task: batch %lld, prefetch %d, %d overlay images (need >= 1, >= 0, "
              ">= 0)",
@@ -63,68 +63,20 @@ std::vector<std::string> SegmentationTask::eval_columns() const {
   return c;
 }
 
-LoaderStats SegmentationTask::loader_stats() const {
-  return prefetch_ ? prefetch_->stats() : sync_stats_;
-}
+LoaderStats SegmentationTask::loader_stats() const { return batches_.stats(); }
 
 int64_t SegmentationTask::begin_epoch(Context& ctx, int epoch, uint64_t data_seed) {
-  if ((!prefetch_ && !sync_) || o_.train.seed != data_seed) {
-    o_.train.seed = data_seed;
-    prefetch_.reset();
-    sync_.reset();
-    if (o_.prefetch > 0) {
-      prefetch_ = std::make_unique<PrefetchLoader>(
-          train_, o_.train, o_.prefetch,
-          [&ctx](const Shape& s, DType t) { return Tensor(s, t, ctx.staging_allocator()); });
-      prefetched_epoch_ = 0;  // it starts packing epoch 0 at once
-    } else {
-      sync_ = std::make_unique<DatasetLoader>(train_, o_.train);
-      const Shape s = train_.sample_shape(), t = train_.target_shape();
-      x_ = Tensor(Shape{o_.train.batch, s[0], s[1], s[2]}, DType::F32, ctx.staging_allocator());
-      target_ = Tensor(Shape{o_.train.batch, t[0], t[1]}, DType::I32, ctx.staging_allocator());
-    }
-  }
-  if (prefetch_) {
-    if (prefetched_epoch_ != epoch) prefetch_->start_epoch(epoch);
-    prefetched_epoch_ = -1;
-    batches_ = prefetch_->num_batches();
-  } else {
-    sync_->start_epoch(epoch);
-    batches_ = sync_->num_batches();
-  }
-  epoch_ = epoch;
+  const int64_t n = batches_.begin_epoch(ctx, epoch, data_seed);
   model_.train(true);
   trainer_.reset_metrics(ctx);
-  return batches_;
+  return n;
 }
 
 int64_t SegmentationTask::train_batch(Context& ctx, int64_t b) {
-  int64_t rows = 0;
-  if (prefetch_) {
-    const Batch& batch = prefetch_->next();
-    PDNN_CHECK(batch.index == b && batch.epoch == epoch_,
-               "segmentation task: batch %lld of epoch %d asked, the loader has batch %lld of "
-               "epoch %lld (batches must be taken in order)",
-               static_cast<long long>(b), epoch_ + 1, static_cast<long long>(batch.index),
-               static_cast<long long>(batch.epoch + 1));
-    trainer_.step(ctx, batch.x, batch.target);
-    rows = batch.batch_rows;
-  } else {
-    const auto t0 = std::chrono::steady_clock::now();
-    sync_->load(b, x_, labels_, &target_);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sync_stats_.prepare_s += s;
-    sync_stats_.wait_s += s;
-    ++sync_stats_.batches;
-    trainer_.step(ctx, x_, target_);
-    rows = sync_->batch_rows(b);
-  }
-  if (b + 1 == batches_ && prefetch_) {
-    // The next epoch's first batches are packed while the test split is evaluated.
-    prefetch_->start_epoch(epoch_ + 1);
-    prefetched_epoch_ = epoch_ + 1;
-  }
-  return rows;
+  const EpochBatches::Taken t = batches_.take(b);
+  trainer_.step(ctx, *t.x, *t.target);
+  batches_.trained(b);
+  return t.rows;
 }
 
 std::vector<double> SegmentationTask::train_metrics(Context& ctx) {

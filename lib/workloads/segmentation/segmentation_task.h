@@ -3,7 +3,8 @@
 // (Dataset::target_shape(): the image/mask pair folders, data/image_mask_pairs.h):
 //   - each epoch the training split in a fresh seeded order (optionally only its first
 //     images_per_epoch images), image and mask augmented by one draw, packed on a background
-//     thread (PrefetchLoader) into host memory the GPU copies from (pinned on a GPU);
+//     thread (EpochBatches, as the classifier task's) into host memory the GPU copies from
+//     (pinned on a GPU);
 //   - ClassifierTrainer's step with the per-pixel softmax cross-entropy (CUDA graph, a memory
 //     plan's micro-batches); running train loss and pixel accuracy;
 //   - at each epoch's end the test split, in stored order without augmentation (Evaluator, per
@@ -25,7 +26,8 @@
 #include "data/prefetch_loader.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
-#include "train/classifier_trainer.h"
+#include "workloads/classifier/classifier_trainer.h"
+#include "workloads/classifier/epoch_batches.h"
 #include "train/run_loop.h"
 #include "workloads/segmentation/segmentation_metrics.h"
 
@@ -82,16 +84,9 @@ class SegmentationTask : public TrainTask {
   const Dataset& test_;
   SegmentationTaskOptions o_;
   ClassifierTrainer trainer_;
-  std::unique_ptr<PrefetchLoader> prefetch_;
-  std::unique_ptr<DatasetLoader> sync_;
-  LoaderStats sync_stats_;
-  Tensor x_, target_;          // the synchronous path's batch (pinned for a GPU)
-  std::vector<int32_t> labels_;
+  EpochBatches batches_;
   std::unique_ptr<Evaluator> evaluator_;
   SegmentationScores scores_;
-  int epoch_ = -1;
-  int prefetched_epoch_ = -1;  // the epoch prefetch_ was started on and not yet taken from
-  int64_t batches_ = 0;
 };
 
 }  // namespace pdnn

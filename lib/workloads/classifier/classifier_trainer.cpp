@@ -1,5 +1,5 @@
-// ClassifierTrainer: forward, loss, backward, update; on the GPU as a CUDA graph.
-#include "train/classifier_trainer.h"
+// ClassifierTrainer: forward, loss, backward, update, metrics inside the step shell; Evaluator.
+#include "workloads/classifier/classifier_trainer.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,26 +12,12 @@
 #include "ops/basic.h"
 #include "ops/metrics.h"
 #include "train/copy_fence.h"
+#include "train/step_shell.h"
 
 namespace pdnn {
 
-namespace {
-
-// The batch in a buffer on `dev`: copied (counted) when it is elsewhere or, on the GPU, always,
-// so that a captured graph always reads the same address.
-void stage(Context& ctx, const Tensor& src, DType t, Device dev, Tensor& buf, const Tensor*& use) {
-  if (dev == Device::CPU && src.device() == Device::CPU) {
-    use = &src;
-    return;
-  }
-  buf.resize(src.shape(), t, dev, ctx);
-  copy_into(buf, src, ctx);
-  use = &buf;
-}
-}  // namespace
-
 ClassifierTrainer::ClassifierTrainer(Model& model, Optimizer& opt, bool cuda_graph)
-    : model_(model), opt_(opt), use_graph_(cuda_graph), graph_({&opt}, "trainer") {
+    : model_(model), opt_(opt), shell_({&opt}, "trainer", cuda_graph) {
   PDNN_CHECK(opt.updates(model.parameters()),
              "classifier trainer: the optimizer was not built over this model's parameters "
              "(make it from model.parameters())");
@@ -43,15 +29,17 @@ ClassifierTrainer::~ClassifierTrainer() { model_.set_grads_ready_hook(nullptr); 
 
 void ClassifierTrainer::distribute(Communicator& comm, Context& ctx) {
   sync_ = std::make_unique<GradSync>(comm, model_, ctx);
-  graph_.reset();  // a graph captured before holds no all-reduce
+  shell_.reset_graph();  // a graph captured before holds no all-reduce
 }
 
 void ClassifierTrainer::run_step(Context& ctx) {
-  const int64_t n = x_.shape(0);
+  const Tensor& x = shell_.batch(0);
+  const Tensor& y = shell_.batch(1);
+  const int64_t n = x.shape(0);
   const int64_t rows = model_.micro_batch() > 0 ? std::min(model_.micro_batch(), n) : n;
   if (rows == n) {
-    logits_ = &model_.forward(ctx, x_);
-    loss_.forward(ctx, *logits_, y_);
+    logits_ = &model_.forward(ctx, x);
+    loss_.forward(ctx, *logits_, y);
     loss_.backward(ctx, dlogits_, global_batch_);
     model_.zero_grad(ctx);
     if (sync_) sync_->begin(ctx);
@@ -63,42 +51,22 @@ void ClassifierTrainer::run_step(Context& ctx) {
     return;
   }
   // Micro-batches (a memory plan's): each slice of rows forward, loss and backward in turn,
-  // the gradients summing up; each slice as a shard of the batch (Rng::RowShard), so that every
-  // row draws its dropout mask and gets its loss gradient (1/N of the whole batch's mean) bit
-  // for bit as in one pass; every slice starts from the step's RNG position, and all end at
-  // the same one. Then one update.
-  const Rng::RowShard whole = ctx.rng().row_shard();  // a data-parallel rank's, or none
-  const int64_t row0 = whole.total > 0 ? whole.row0 : 0;
-  const int64_t total = whole.total > 0 ? whole.total : n;
+  // the gradients summing up, each slice's loss gradient 1/N of the whole batch's mean (the
+  // shell makes each slice a shard of the batch from the step's RNG position). Then one update.
   const int64_t mean_over = global_batch_ > 0 ? global_batch_ : n;
-  const bool gpu = x_.device() == Device::CUDA;
-  const uint64_t start = ctx.rng().counter();
-  if (gpu) {
-    if (rng_start_.empty()) rng_start_ = Tensor::empty(Shape{1}, DType::I64, Device::CUDA, ctx);
-    copy_into(rng_start_, ctx.device_rng_counter(), ctx);
-  }
-  const Shape sample = x_.shape().with_n(1);
-  model_.zero_grad(ctx);
-  for (int64_t r = 0; r < n; r += rows) {
-    const int64_t m = std::min(rows, n - r);
-    if (r > 0) {
-      ctx.rewind_rng(start);
-      if (gpu) copy_into(ctx.device_rng_counter(), rng_start_, ctx);
-    }
-    ctx.rng().set_row_shard(Rng::RowShard{row0 + r, m, total});
-    const Tensor xs = x_.slice(r * sample.numel(), x_.shape().with_n(m));
-    const Tensor ys = y_.slice(r * (y_.numel() / n), y_.shape().with_n(m));
+  shell_.micro_batches(ctx, rows, [&](int64_t r, int64_t m, bool last) {
+    if (r == 0) model_.zero_grad(ctx);
+    const Tensor xs = shell_.batch_rows(0, r, m);
+    const Tensor ys = shell_.batch_rows(1, r, m);
     logits_ = &model_.forward(ctx, xs);
     loss_.forward(ctx, *logits_, ys);
     loss_.backward(ctx, dlogits_, mean_over);
-    const bool last = r + m >= n;
     if (sync_ && last) sync_->begin(ctx);
     if (!sync_ && last) opt_.begin_backward(ctx);
     model_.backward(ctx, dlogits_);
     if (sync_ && last) sync_->finish(ctx);
     loss_.accumulate_metrics(ctx, *logits_, acc_);
-  }
-  ctx.rng().set_row_shard(whole);
+  });
   opt_.step(ctx);
 }
 
@@ -116,28 +84,8 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
     acc_ = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
     ops::zero(ctx, acc_);
   }
-  const Tensor *xs = nullptr, *ys = nullptr;
-  {
-    MemoryRole role(ctx, "the training batch");
-    stage(ctx, x, DType::F32, dev, x_, xs);
-    stage(ctx, labels, DType::I32, dev, y_, ys);
-  }
-  CopyFence fence;
-  if (dev == Device::CPU) {
-    // No copies on the CPU: the step reads the caller's tensors (views, no data moved).
-    x_ = *xs;
-    y_ = *ys;
-  } else if (x.device() == Device::CPU || labels.device() == Device::CPU) {
-    fence.record(ctx);
-  }
-  if (dev == Device::CUDA && use_graph_ && !ctx.profile_hook()) {
-    const Rng::RowShard& shard = ctx.rng().row_shard();
-    graph_.run(ctx, StepGraph::Key(x_.shape(), shard.row0, shard.total),
-               [&] { run_step(ctx); });
-  } else {
-    run_step(ctx);  // the CPU, --cuda-graph off, a profiled run
-  }
-  fence.wait();
+  shell_.stage(ctx, dev, {{&x, DType::F32}, {&labels, DType::I32}});
+  shell_.run(ctx, [this, &ctx] { run_step(ctx); });
 }
 
 ClassifierMetrics ClassifierTrainer::metrics(Context& ctx) {
@@ -200,8 +148,8 @@ void Evaluator::run_batch(Context& ctx, Model& model, const Tensor& x,
   const Tensor *xs = nullptr, *ys = nullptr;
   {
     MemoryRole role(ctx, "the evaluation batch");
-    stage(ctx, x, DType::F32, dev, xd_, xs);
-    stage(ctx, target ? *target : labels_, DType::I32, dev, yd_, ys);
+    xs = &stage_tensor(ctx, x, DType::F32, dev, xd_);
+    ys = &stage_tensor(ctx, target ? *target : labels_, DType::I32, dev, yd_);
   }
   CopyFence fence;
   if (dev == Device::CUDA) fence.record(ctx);

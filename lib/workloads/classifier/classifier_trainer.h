@@ -1,14 +1,15 @@
 // ClassifierTrainer: one training step of a classifier, the sequence every app and test repeats:
 // forward, softmax cross-entropy, zero_grad, backward, optimizer update, metrics. Any model
 // (model/model.h: a Sequential or a graph); a model whose logits are maps (N,K,H,W) with labels
-// (N,H,W) trains with the per-pixel cross-entropy (a segmentation), its metrics per pixel. On the GPU the
-// batch is copied into the trainer's device buffers (the only transfer of a step), the loss and
-// the correct count are added to device accumulators (read back only when asked), and from the
-// second step of a batch shape on the whole step is one CUDA graph, replayed every step.
+// (N,H,W) trains with the per-pixel cross-entropy (a segmentation, the U-Net's step), its
+// metrics per pixel. The step runs inside the step shell (train/step_shell.h): on the GPU the
+// batch is copied into the shell's device buffers (the only transfer of a step) and, from the
+// second step of a batch shape on, the whole step is one CUDA graph, replayed every step; the
+// loss and the correct count are added to device accumulators (read back only when asked).
 // Data-parallel (distribute()): each rank steps on its shard of a global batch and the
 // gradients are summed over the ranks during backward (lib/dist/grad_sync.h), inside the graph.
-// A model with a memory plan's micro-batch (Model::set_micro_batch) runs the batch in
-// slices, the gradients summed, one update (the same CUDA graph).
+// A model with a memory plan's micro-batch (Model::set_micro_batch) runs the batch in the
+// shell's slices, the gradients summed, one update (the same CUDA graph).
 // evaluate_classifier: loss, accuracy and (optionally) the confusion matrix over a Dataset.
 #pragma once
 #include <cstdint>
@@ -21,7 +22,7 @@
 #include "losses/softmax_cross_entropy.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
-#include "train/step_graph.h"
+#include "train/step_shell.h"
 
 namespace pdnn {
 
@@ -63,21 +64,18 @@ class ClassifierTrainer {
   // The logits of the last step, on the model's device (valid until the model's next forward).
   const Tensor& logits() const { return *logits_; }
   // Steps run as a replayed graph, and graphs captured, so far.
-  int64_t graph_replays() const { return graph_.replays(); }
-  int64_t graph_captures() const { return graph_.captures(); }
+  int64_t graph_replays() const { return shell_.graph_replays(); }
+  int64_t graph_captures() const { return shell_.graph_captures(); }
 
  private:
-  void run_step(Context& ctx);  // the step itself, on x_ and y_
+  void run_step(Context& ctx);  // the step itself, on the shell's staged batch
 
   Model& model_;
   Optimizer& opt_;
-  bool use_graph_;
   SoftmaxCrossEntropy loss_;
-  Tensor x_, y_;       // the batch on the model's device (GPU: the graph's fixed inputs)
   Tensor dlogits_, acc_;
-  Tensor rng_start_;   // GPU: the step's RNG position, each micro-batch starts from it
   const Tensor* logits_ = nullptr;
-  StepGraph graph_;
+  StepShell shell_;
   std::unique_ptr<GradSync> sync_;
   int64_t global_batch_ = 0;  // the loss's mean is over this many rows (0: the batch's own)
 };

@@ -81,14 +81,12 @@ bool own_algo(ConvAlgo a) {
 }  // namespace
 
 std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
-                                          const std::string& policy, bool have_cudnn,
-                                          bool is_bf16) {
+                                          const std::string& policy, bool have_cudnn) {
   (void)pass;
   std::vector<ConvAlgo> all{ConvAlgo::Im2col};
   if (implicit_fits(g, n, k)) all.push_back(ConvAlgo::Implicit);
-  // the halo-tile kernels of 3x3 stride-1 layers (conv2d_direct.cu; fp32 and TF32 only)
-  if (!is_bf16 && conv3x3_applies(g) && g.c * g.h * g.w < INT_MAX &&
-      k * g.oh * g.ow < INT_MAX)
+  // the halo-tile kernels of 3x3 stride-1 layers (conv2d_direct.cu; fp32, TF32 and bf16)
+  if (conv3x3_applies(g) && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
     all.push_back(ConvAlgo::Direct);
   if (have_cudnn) all.push_back(ConvAlgo::Cudnn);
   std::vector<ConvAlgo> out;
@@ -167,8 +165,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
     std::printf("conv algorithm: %s: cudnn left out: it allocates device memory outside the "
                 "memory plan (--conv-algo cudnn forces it)\n", key.c_str());
   const std::vector<ConvAlgo> cands =
-      gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr,
-                          is_bf16);
+      gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr);
   if (cands.size() == 1 && policy != "auto" && policy != "own") {
     // Forced, and able to run the pass: no timing (ms 0 in the summary says so).
     tune.put(key, conv_algo_name(cands.front()), 0.0);

@@ -15,7 +15,7 @@
 // (inputs rounded to 10-bit mantissas, fp32 sums). The bf16 twins (ConvFwdBf16, ConvBwdBf16:
 // bf16 x, w, y, dy, dx; fp32 b, dw, db) run the products on the tensor cores in bf16 with fp32
 // sums, and round once where they write a bf16 tensor (act'(y) . dy included: it is a bf16
-// operand). There is no bf16 direct kernel; im2col, implicit and cuDNN take bf16.
+// operand). Every algorithm takes bf16 (direct: its 3x3 stride-1 shapes).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -98,18 +98,28 @@ void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec 
 // backward-weights: 64 above 32 rows, else 32). Forced by tests and apps/bench_conv_gpu.
 enum class DirectTile { Auto, M128, M64, M32 };
 const char* direct_tile_name(DirectTile t);
-// Workspace floats of a pass: the re-laid-out weights (forward, backward-data) or the split
-// partial sums (backward-weights).
-size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
+// Workspace floats of a pass: the re-laid-out weights (forward, backward-data; dtype: the
+// tensors', bf16 weights are laid out in bf16) or the split partial sums (backward-weights,
+// fp32 in either).
+size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                        DType dtype = DType::F32);
+// The bf16 twins (ConvFwdBf16, ConvBwdBf16) run the same tiles on bf16 mma.sync with fp32 sums,
+// rounding once where they write a bf16 tensor (y, dx; act'(y) . dy as the operand it is).
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e,
+                           DirectTile tile = DirectTile::Auto);
+void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e,
                            DirectTile tile = DirectTile::Auto);
 // dx = written, dy already through the activation (a.act must be None); with a.dx_act,
 // dx = act'(a.dx_src) . dL/dx in the output write (dx_src: the convolution's input, made by a
 // layer with that activation).
 void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e,
                                  DirectTile tile = DirectTile::Auto);
+void conv2d_direct_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e,
+                                 DirectTile tile = DirectTile::Auto);
 // dw +=, db += (when given); with an activation, dy goes through act'(y) as it arrives.
 void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
+                                    DirectTile tile = DirectTile::Auto);
+void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e,
                                     DirectTile tile = DirectTile::Auto);
 
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---

@@ -22,6 +22,7 @@
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/conv/conv2d_k4s2.h"
 #include "optim/sgd.h"
 #include "bf16_testing.h"
 #include "conv_reference.h"
@@ -162,7 +163,8 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
 }
 
 // bf16 (mixed precision): x, w, y, dy, dx bfloat16, b, dw, db float32, through ops:: with each
-// algorithm (im2col, implicit, direct on the 3x3 stride-1 cases, im2col elsewhere; cuDNN where
+// algorithm (im2col, implicit, direct on the 3x3 stride-1 and 4x4 stride-2 padding-1 cases,
+// im2col elsewhere; cuDNN where
 // found) forced for every pass, against
 // the double reference from the same bf16 values within bf16_testing.h's bound: y rounded once;
 // dx once, or twice where the input's LeakyReLU is folded into it (every other case: dx_act,
@@ -335,9 +337,12 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
 #endif
 }
 
-// The direct 3x3 kernels' block tiles in bf16, each forced on every 3x3 stride-1 case (odd and
+// The direct kernels' block tiles in bf16, each forced on every 3x3 stride-1 case (odd and
 // even widths: the two-byte and the four-byte loads; paddings 0, 1 and 2: halo tiles from an
-// odd and an even column; channel counts past one and two 16-channel steps), against the double
+// odd and an even column; channel counts past one and two 16-channel steps) and every 4x4
+// stride-2 padding-1 case (2x2 kernels over the space-to-depth phases; backward-data by output
+// phase: odd output widths, 3 input channels = 12 phase channels, past 128 output rows, a
+// batch of one), against the double
 // reference from the same bf16 values within bf16_testing.h's bounds: forward (bias,
 // activation; y rounded once), backward-data from dy already through the activation (as
 // conv2d_backward passes it, rounded to bf16 there) with the input's LeakyReLU folded into the
@@ -354,15 +359,22 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
   const Act folded{FusedAct::LeakyReLU, 0.1f};
   std::vector<ConvCase> cases;
   for (const ConvCase& c : kCases)
-    if (c.kernel == 3 && c.stride == 1) cases.push_back(c);
+    if ((c.kernel == 3 && c.stride == 1) || (c.kernel == 4 && c.stride == 2 && c.pad == 1))
+      cases.push_back(c);
   // even width with padding 0 and 2, 72 output channels (two 64-row tiles, past 128 padded)
   cases.push_back({"p0_even_m72", 2, 20, 8, 12, 72, 3, 1, 0, FusedAct::LeakyReLU, true});
   cases.push_back({"p2_even_c40", 2, 40, 6, 10, 16, 3, 1, 2, FusedAct::ReLU, false});
-  int checked = 0;
+  // 4x4 stride 2 padding 1 (kCases' k4s2_leaky too): odd output sizes, W5's first layer's 3
+  // channels, 130 output channels (past one 128-row tile), 40 channels (160 phase channels)
+  cases.push_back({"k4s2_c3_relu_bias", 3, 3, 10, 14, 17, 4, 2, 1, FusedAct::ReLU, true});
+  cases.push_back({"k4s2_m130_batch1", 1, 5, 6, 18, 130, 4, 2, 1, FusedAct::None, false});
+  cases.push_back({"k4s2_c40_leaky", 2, 40, 8, 6, 24, 4, 2, 1, FusedAct::LeakyReLU, true});
+  int checked = 0, k4s2 = 0;
   for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
     for (const ConvCase& c : cases) {
       Inputs in = inputs_of(c);
-      ASSERT_TRUE(conv3x3_applies(in.g)) << c.name;
+      ASSERT_TRUE(cuda::direct_applies(in.g, DType::BF16)) << c.name;
+      k4s2 += conv4x4s2_applies(in.g);
       SCOPED_TRACE(std::string(c.name) + " tile " + cuda::direct_tile_name(tile) + " bf16");
       const Device G = Device::CUDA;
       const Tensor xr = testing::bf16_rounded(in.x), wr = testing::bf16_rounded(in.w),
@@ -409,7 +421,9 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
           r.dx_abs[i] *= folded.slope;
           dx_round[i] = testing::kBf16U + 0x1.0p-23;
         }
-      const double kf = double(in.g.col_rows()), kb = double(c.k * 9),
+      // dx's terms: k x 9 taps (3x3), k x 4 (each output phase of the 4x4 stride-2 kernel)
+      const double kf = double(in.g.col_rows()),
+                   kb = double(c.k * c.kernel * c.kernel / (c.stride * c.stride)),
                    kw = double(c.n * in.g.oh * in.g.ow);
       testing::expect_bf16_sum_within(yh, r.y, r.y_abs, nullptr, kf, testing::kBf16U, "y");
       testing::expect_bf16_sum_within(testing::widened(dx, ctx), r.dx, r.dx_abs, nullptr, kb,
@@ -421,7 +435,9 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
                                         "db");
       ++checked;
     }
-  EXPECT_EQ(checked, 3 * 6);  // kCases' four 3x3 stride-1 cases and the two above
+  // kCases' four 3x3 stride-1 cases and its 4x4 stride-2 one, and the five above
+  EXPECT_EQ(checked, 3 * 10);
+  EXPECT_EQ(k4s2, 3 * 4);
 #endif
 }
 

@@ -504,7 +504,7 @@ bool conv_is_bf16(const char* op, std::initializer_list<const Tensor*> acts,
 // register-staged implicit kernel (no flipped weights; its own split for the weight gradient).
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
                             int64_t k, Act act, bool is_bf16) {
-  if (a == ConvAlgo::Direct && conv3x3_applies(g))
+  if (a == ConvAlgo::Direct && cuda::direct_applies(g, is_bf16 ? DType::BF16 : DType::F32))
     return (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
            cuda::conv2d_direct_ws(pass, g, n, k, is_bf16 ? DType::BF16 : DType::F32);
   if (a == ConvAlgo::Implicit && is_bf16)

@@ -327,9 +327,10 @@ void conv2d_forward(const ConvFwd& a, float* ws, CudaExec e) {
     im2col_forward(a, ws, e);
 }
 
-// bf16: the same algorithms (implicit on the register-staged kernel).
+// bf16: the same algorithms (implicit on the register-staged kernel; direct for 4x4 stride-2
+// padding-1 too).
 void conv2d_forward(const ConvFwdBf16& a, float* ws, CudaExec e) {
-  if (a.algo == ConvAlgo::Direct && conv3x3_applies(a.g))
+  if (a.algo == ConvAlgo::Direct && direct_applies(a.g, DType::BF16))
     conv2d_direct_forward(a, ws, e);
   else if (a.algo == ConvAlgo::Implicit)
     conv2d_implicit_forward(a, e);
@@ -417,12 +418,13 @@ void backward_by_algo(const ConvBwd& a, float* ws, CudaExec e) {
   dx_through_act(g, n, m.dx_src, m.dx, m.dx_act, e);
 }
 
-// bf16: im2col, cuDNN, direct, or the register-staged implicit GEMM (every stride: no
-// flipped-weights forward for stride 1; its forward kernel is the same kernel).
+// bf16: im2col, cuDNN, direct (4x4 stride-2 padding-1 too), or the register-staged implicit
+// GEMM (every stride: no flipped-weights forward for stride 1; its forward kernel is the same
+// kernel).
 void backward_by_algo(const ConvBwdBf16& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  const bool direct = a.algo == ConvAlgo::Direct && conv3x3_applies(g);
+  const bool direct = a.algo == ConvAlgo::Direct && direct_applies(g, DType::BF16);
   if (a.algo != ConvAlgo::Implicit && !direct) {
     if (a.algo == ConvAlgo::Cudnn)
       conv2d_cudnn_backward(a, ws, e);

@@ -61,6 +61,33 @@
 //     xq[q][channel][halo row][16], so that tap (r, q)'s 16 pixels of a row are one aligned
 //     16-element row (ldmatrix wants 16-byte aligned rows). Per row of the patch a warp issues
 //     2 ldmatrix.x4 (A) and 9 ldmatrix.x2 (B, one per tap) for 18 mma.
+// 4x4 stride-2 padding-1 convolutions in BF16 (W5: every layer of D but the last, and every
+// ConvTranspose2d of G but the first, whose passes are these with forward and backward-data
+// swapped) run the same kernels with a 2x2 kernel (KS = 2: KK = 4 taps, halo of one pixel):
+//   - forward: x's space-to-depth phases xs (n, 4c, h/2 + 1, w/2 + 1 rounded up to even),
+//     xs[4c + 2pr + pq][u][v] = x[c][2u + pr - 1][2v + pq - 1], are made by one pass
+//     (space_to_depth_k), then the forward kernel runs the unpadded 2x2 convolution of xs with
+//     w'[k][4c + 2pr + pq][a][b] = w[k][c][2a + pr][2b + pq] (laid out by prep_weights_bf16_k):
+//     block = BM output channels x TH x TW output pixels of one image, the reduction 16 phase
+//     channels x 4 taps a stage; a warp's tile and a thread's accumulators as in 3x3 (Fwd64:
+//     32 x 64 outputs a warp, 64 fp32 sums a thread), 4 instead of 9 taps a stage.
+//   - backward-data: by output phase (pr, pq) (the CPU's conv2d_k4s2.h): dx[c][2u + pr][2v + pq]
+//     is the 2x2 stride-1 convolution of dy from row u - 1 + pr, column v - 1 + pq, with
+//     tap (a, b) = w[k][c][3 - 2a - pr][3 - 2b - pq]: the forward kernel with blockIdx.z = the
+//     phase (its weights, its halo offset), each block's outputs written to its phase's pixels
+//     of dx (dx_act there too); no zero taps, no col2im, no phase tensor.
+//   - backward-weights: the 2x2 kernel's gradient over xs (made again, one pass), block = BM
+//     output channels x 32 phase channels x 4 taps, two column-shifted copies of the patch;
+//     per 16-pixel row a warp issues 2 ldmatrix.x4 (A) + 4 ldmatrix.x2 (B) for 8 mma; the
+//     split partial sums are written in w's layout (w_index), so the fixed-order split sum
+//     adds them straight into dw.
+//   Floors on the H100 (990 TFLOP/s dense bf16, ~3 TB/s), W5 at batch 64 (bf16 x, y, w; the
+//   weight gradient fp32 read and written): layers 64 -> 128 at 32x32, 128 -> 256 at 16x16 and
+//   256 -> 512 at 8x8: 4.29 GFLOP every pass (4.3 us) against 3-20 MB (1-7 us); 3 -> 64 at
+//   64x64: 0.40 GFLOP against 10 MB (3.3 us). The phases cost one more pass over x (write xs,
+//   read it again: +6 us on 64 -> 128's 8.4 MB x). Known waste: one image a block, so outputs
+//   of 8x8 and 4x4 (the two smallest layers, every pass) fill a half and an eighth of an
+//   8 x 16 patch; a 3-channel input is 12 phase channels of a 16-deep step.
 // Shared-memory strides are padded so that a warp's reads fall on different banks (noted at
 // each). Index arithmetic: 64-bit image offsets, 32-bit within an image.
 #include <algorithm>
@@ -72,6 +99,8 @@
 #include "cuda/launch.h"
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/conv/conv2d_k4s2.h"
+#include "ops/conv/direct_taps.h"
 #include "ops/kit/mma.h"
 #include "ops/kit/split_k.h"
 #include "ops/kit/tile.h"
@@ -82,6 +111,8 @@ namespace cuda {
 namespace {
 
 using namespace kit;
+using direct::Taps;
+using direct::w_index;
 
 // v, which the compiler must assume changed here: the BF16 loaders' index arithmetic is then
 // recomputed at each stage instead of being kept in registers for the whole loop (hoisted, it
@@ -112,27 +143,59 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, cons
 }
 
 // bf16: out[i / 16][tap][o][i % 16] (i < round_up(in_ch, 16), o < Mp; zero past the channels),
-// rows of 16 input channels for the A fragments (k = input channel) of the bf16 forward.
-__global__ void prep_weights_bf16_k(int k, int c, int Mp, bool flip, const bf16* __restrict__ w,
-                                    bf16* __restrict__ out) {
-  const int in_ch = flip ? k : c;
-  const int64_t total = static_cast<int64_t>((in_ch + 15) / 16) * 9 * Mp * 16;
+// rows of 16 input channels for the A fragments (k = input channel) of the bf16 forward; KK
+// taps; cc: the kernel's channels (4c with S2d; c: w's). The pass's input channels are w's
+// output channels k when flip (backward-data: the kernel rotated by 180 degrees) or Phase
+// (then one such layout per phase, phase-major).
+__global__ void prep_weights_bf16_k(int k, int cc, int c, int KK, int Mp, bool flip, Taps taps,
+                                    const bf16* __restrict__ w, bf16* __restrict__ out) {
+  const bool ko_in = flip || taps == Taps::Phase;  // the pass's input channel is w's k
+  const int in_ch = ko_in ? k : cc, out_ch = ko_in ? cc : k;
+  const int64_t per = static_cast<int64_t>((in_ch + 15) / 16) * KK * Mp * 16;
+  const int64_t total = per * (taps == Taps::Phase ? 4 : 1);
   PDNN_GRID_LOOP(e, total) {
-    const int j = static_cast<int>(e % 16);
-    const int o = static_cast<int>((e / 16) % Mp);
-    const int tap = static_cast<int>((e / (16 * Mp)) % 9);
-    const int i = static_cast<int>(e / (16 * static_cast<int64_t>(Mp) * 9)) * 16 + j;
+    const int phase = static_cast<int>(e / per);
+    const int64_t f = e % per;
+    const int j = static_cast<int>(f % 16);
+    const int o = static_cast<int>((f / 16) % Mp);
+    const int tap = static_cast<int>((f / (16 * Mp)) % KK);
+    const int i = static_cast<int>(f / (16 * static_cast<int64_t>(Mp) * KK)) * 16 + j;
     bf16 v{0};
-    if (i < in_ch && !flip && o < k) v = w[(static_cast<int64_t>(o) * c + i) * 9 + tap];
-    if (i < in_ch && flip && o < c) v = w[(static_cast<int64_t>(i) * c + o) * 9 + 8 - tap];
+    if (i < in_ch && o < out_ch)
+      v = w[w_index(taps, ko_in ? i : o, ko_in ? o : i, flip ? KK - 1 - tap : tap, c, phase)];
     out[e] = v;
   }
 }
 
+// xs (n, 4c, hs, ws) = the phases of x (n, c, h, w) zero-padded by 1: xs[4 ci + 2 pr + pq][u][v]
+// = x[ci][2u + pr - 1][2v + pq - 1] (zero outside x). A 4x4 stride-2 padding-1 convolution of x
+// is the 2x2 stride-1 convolution of xs without padding (conv2d_gpu.h).
+template <class E>
+__global__ void space_to_depth_k(int64_t total, int c, int h, int w, int hs, int ws,
+                                 const E* __restrict__ x, E* __restrict__ xs) {
+  PDNN_GRID_LOOP(e, total) {
+    const int v = static_cast<int>(e % ws);
+    int64_t r = e / ws;
+    const int u = static_cast<int>(r % hs);
+    r /= hs;
+    const int cc = static_cast<int>(r % (4 * c));
+    const int64_t img = r / (4 * c);
+    int iy, ix;
+    const int ci = direct::s2d_source(cc, u, v, &iy, &ix);
+    E val = from_f32<E>(0.f);
+    if (static_cast<unsigned>(iy) < static_cast<unsigned>(h) &&
+        static_cast<unsigned>(ix) < static_cast<unsigned>(w))
+      val = x[((img * c + ci) * h + iy) * static_cast<int64_t>(w) + ix];
+    xs[e] = val;
+  }
+}
+
 // ---- forward --------------------------------------------------------------------------------
-template <int BM_, int TH_, int TW_, int WM_, int WN_, int STAGES_>
+// KS: the kernel's side (3; 2 for the 4x4 stride-2 kernel's phases, BF16 only), KK its taps.
+template <int BM_, int TH_, int TW_, int WM_, int WN_, int STAGES_, int KS_ = 3>
 struct FwdCfg {
   static constexpr int BM = BM_, TH = TH_, TW = TW_, BN = TH * TW, CK = 8, STAGES = STAGES_;
+  static constexpr int KS = KS_, KK = KS * KS;
   static constexpr int THREADS = (BM / 8) * (BN / 8);  // FMA: 8 x 8 outputs a thread
   // Blocks an SM must hold (registers capped to fit): two warps a scheduler at least. BF16
   // (less shared memory a block): 12 or 16 warps an SM, at most 168 or 128 registers a thread
@@ -142,20 +205,20 @@ struct FwdCfg {
     return P::kK == 16 ? (THREADS >= 256 ? 2 : 3) : (THREADS >= 256 ? 1 : 2);
   }
   static constexpr int WM = WM_, WN = WN_, MI = BM / WM / 16, NI = BN / WN / 8;
-  static constexpr int XW = TW + 2, XR = TH + 2;
+  static constexpr int XW = TW + KS - 1, XR = TH + KS - 1;
   // input channel stride: 8 mod 32 banks, so the TF32 B reads (8 channels t x 8 pixels g) and
   // the FMA row reads spread over the banks
   static constexpr int CS = round_up_c(XR * XW, 32) + 8;
   static constexpr int SA = BM + 8;  // weight rows: 8 mod 32 banks for the A fragments
-  static constexpr int X_STAGE = CK * CS, W_STAGE = 9 * CK * SA;
+  static constexpr int X_STAGE = CK * CS, W_STAGE = KK * CK * SA;
   static_assert(WM * WN * 32 == THREADS, "the warps cover the block on the tensor-core path");
   static_assert(TW % 8 == 0 && BM % 16 == 0 && MI >= 1 && NI >= 1, "tile shape");
   // BF16 (two stages, register-staged): the halo tile from an even column, XB pixels of 16
-  // channels (swizzled rows, kit::swz16), and the weights, 9 x BM rows of 16 channels.
+  // channels (swizzled rows, kit::swz16), and the weights, KK x BM rows of 16 channels.
   // Pixels of the halo tile padded to 24 channels (48 bytes: 8 consecutive pixels on 8 bank
   // groups, at any tap's offset, with no per-tap swizzle arithmetic).
-  static constexpr int XWB = TW + 4, XB = XR * XWB, XP16 = 24;
-  static constexpr int X16_STAGE = XB * XP16, W16_STAGE = 9 * BM * 16;  // bf16 elements
+  static constexpr int XWB = TW + round_up_c(KS, 2), XB = XR * XWB, XP16 = 24;
+  static constexpr int X16_STAGE = XB * XP16, W16_STAGE = KK * BM * 16;  // bf16 elements
   static_assert(NI % 2 == 0, "BF16: B fragments by ldmatrix.x4, two n tiles at a time");
   static_assert((BN / WN) % TW == 0 && BM / WM % 16 == 0, "BF16: a warp's pixels are whole rows");
   template <class P>
@@ -164,9 +227,12 @@ struct FwdCfg {
                        : sizeof(float) * STAGES * (X_STAGE + W_STAGE);
   }
 };
-using Fwd128 = FwdCfg<128, 8, 16, 2, 4, 2>;   // 256 threads
-using Fwd64 = FwdCfg<64, 8, 16, 2, 2, 3>;     // 128 threads
-using Fwd32 = FwdCfg<32, 16, 16, 1, 4, 3>;    // 128 threads
+template <int KS>
+using Fwd128K = FwdCfg<128, 8, 16, 2, 4, 2, KS>;   // 256 threads
+template <int KS>
+using Fwd64K = FwdCfg<64, 8, 16, 2, 2, 3, KS>;     // 128 threads
+template <int KS>
+using Fwd32K = FwdCfg<32, 16, 16, 1, 4, 3, KS>;    // 128 threads
 
 // E: the tensors' element type (float; bf16 for the BF16 kernels).
 template <class E>
@@ -174,12 +240,18 @@ struct FwdArgsOf {
   int n, c, h, w, k, oh, ow, pad, Mp, tiles_x, tiles_y;
   int pairs;        // BF16: x's pixel pairs are 4-byte aligned (w even, x aligned)
   const E* x;
-  const E* wp;      // [c][9][Mp]; BF16 [c / 16][9][Mp][16]
+  const E* wp;      // [c][9][Mp]; BF16 [c / 16][KK][Mp][16]
   const float* bias;
   E* y;
   Act act;
   const E* msrc;    // y = act'(msrc) . (the sum) when mact is not None (backward-data)
   Act mact;
+  int64_t y_img;    // elements of an image of y
+  // phases (the 4x4 stride-2 backward-data): blockIdx.z = phase (pr, pq) = (z / 2, z % 2) runs
+  // the 2x2 kernels at wp + z * w_phase over x padded by (1 - pr, 1 - pq), and its output
+  // (u, v) is y's (2u + pr, 2v + pq), y of dh x dw pixels. Else pad on both sides.
+  int phases, dh, dw;
+  int64_t w_phase;
 };
 
 // BF16 forward: acc += the block's products over every input channel, 16 at a time (the file's
@@ -192,7 +264,7 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   constexpr int UNITS = 8 * XB / 2;  // (channel pair, pixel pair) a stage
   constexpr int RX = (UNITS + THREADS - 1) / THREADS;
   uint16_t* Xs = sm;                        // 2 x [XB][XP16]
-  uint16_t* Ws = sm + 2 * T::X16_STAGE;     // 2 x [9 * BM][16]
+  uint16_t* Ws = sm + 2 * T::X16_STAGE;     // 2 x [KK * BM][16]
   const int hw = a.h * a.w;
   const int shift = ix0 & 1, ix0e = ix0 - shift;  // the tile from an even column
   const int steps = (a.c + 15) / 16;
@@ -253,8 +325,8 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   };
   auto load_w = [&](int buf, int step) {
     uint16_t* ws = Ws + buf * T::W16_STAGE;
-    const bf16* src = a.wp + (static_cast<int64_t>(step) * 9 * a.Mp + m0) * 16;
-    for (int e = tid; e < 9 * BM * 2; e += THREADS) {
+    const bf16* src = a.wp + blockIdx.z * a.w_phase + (static_cast<int64_t>(step) * T::KK * a.Mp + m0) * 16;
+    for (int e = tid; e < T::KK * BM * 2; e += THREADS) {
       const int hh = e & 1, m = (e >> 1) % BM, tap = (e >> 1) / BM;
       cp_async16(ws + swz16(tap * BM + m, hh), src + (static_cast<int64_t>(tap) * a.Mp + m) * 16 + hh * 8,
                  true);
@@ -266,7 +338,7 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
     const uint16_t* ws = Ws + buf * T::W16_STAGE;
 #pragma unroll
     for (int tap = tap0; tap < tap1; ++tap) {
-      const int toff = (tap / 3) * XWB + tap % 3;
+      const int toff = (tap / T::KS) * XWB + tap % T::KS;
       uint32_t af[T::MI][4], bf[T::NI][2];
 #pragma unroll
       for (int mi = 0; mi < T::MI; ++mi) ldmatrix_x4(af[mi], ws + a_lane + (tap * BM + mi * 16) * 16);
@@ -301,12 +373,12 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
       load_w(buf ^ 1, st + 1);
       load_x((st + 1) * 16, 0);
     }
-    compute(buf, 0, 5);
+    compute(buf, 0, (T::KK + 1) / 2);
     if (more) {
       store_x(buf ^ 1, 0);
       load_x((st + 1) * 16, 1);
     }
-    compute(buf, 5, 9);
+    compute(buf, (T::KK + 1) / 2, T::KK);
     if (more) store_x(buf ^ 1, 1);
     cp_async_wait<0>();
     __syncthreads();
@@ -322,14 +394,16 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
   constexpr int CS = T::CS, SA = T::SA, STAGES = T::STAGES, THREADS = T::THREADS;
   extern __shared__ __align__(16) float smem[];
   float* Xs = smem;                           // STAGES x [CK][CS]
-  float* Ws = smem + STAGES * T::X_STAGE;     // STAGES x [9][CK][SA]
+  float* Ws = smem + STAGES * T::X_STAGE;     // STAGES x [KK][CK][SA]
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int tile = blockIdx.x;
   const int img = tile / (a.tiles_x * a.tiles_y);
   const int trest = tile - img * a.tiles_x * a.tiles_y;
   const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
   const int m0 = blockIdx.y * BM;
-  const int iy0 = oy0 - a.pad, ix0 = ox0 - a.pad;
+  const int pr = blockIdx.z >> 1, pq = blockIdx.z & 1;  // the phase, with a.phases
+  const int iy0 = a.phases ? direct::phase_window_start(oy0, pr) : oy0 - a.pad;
+  const int ix0 = a.phases ? direct::phase_window_start(ox0, pq) : ox0 - a.pad;
   const int hw = a.h * a.w;
   const E* xim = a.x + static_cast<int64_t>(img) * a.c * hw;
   const int steps = (a.c + CK - 1) / CK;
@@ -395,8 +469,8 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
         }
     } else {
 #pragma unroll
-      for (int tap = 0; tap < 9; ++tap) {
-        const int toff = (tap / 3) * XW + tap % 3;
+      for (int tap = 0; tap < T::KK; ++tap) {
+        const int toff = (tap / T::KS) * XW + tap % T::KS;
         uint32_t af[T::MI][4], bf[T::NI][2];
 #pragma unroll
         for (int mi = 0; mi < T::MI; ++mi) {
@@ -441,12 +515,18 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
     cp_async_wait<0>();
   }
 
-  const int64_t ohw = static_cast<int64_t>(a.oh) * a.ow;
-  E* yim = a.y + static_cast<int64_t>(img) * a.k * ohw;
+  E* yim = a.y + static_cast<int64_t>(img) * a.y_img;
   auto put = [&](int m, int p, float v) {  // p: pixel of the patch
-    const int oy = oy0 + p / TW, ox = ox0 + p % TW;
+    int oy = oy0 + p / TW, ox = ox0 + p % TW;
     if (m >= a.k || oy >= a.oh || ox >= a.ow) return;
-    const int64_t o = m * ohw + static_cast<int64_t>(oy) * a.ow + ox;
+    int ow = a.ow, oh = a.oh;
+    if (a.phases) {
+      oy = 2 * oy + pr;
+      ox = 2 * ox + pq;
+      oh = a.dh;
+      ow = a.dw;
+    }
+    const int64_t o = (static_cast<int64_t>(m) * oh + oy) * ow + ox;
     v = act_apply(v + bias_of(a.bias, m), a.act);
     if (a.mact.kind != FusedAct::None) v = act_grad(ldg_f32(a.msrc + (yim - a.y) + o), v, a.mact);
     yim[o] = from_f32<E>(v);  // bf16: rounded once, here
@@ -465,9 +545,11 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
 }
 
 // ---- backward-weights ---------------------------------------------------------------------
-template <int BM_, int BC_, int TH_, int TW_, int WM_, int WN_, int STAGES_>
+// KS: the kernel's side (3; 2 for the 4x4 stride-2 kernel's phases, BF16 only), KK its taps.
+template <int BM_, int BC_, int TH_, int TW_, int WM_, int WN_, int STAGES_, int KS_ = 3>
 struct BwwCfg {
   static constexpr int BM = BM_, BC = BC_, TH = TH_, TW = TW_, P = TH * TW, STAGES = STAGES_;
+  static constexpr int KS = KS_, KK = KS * KS;
   static constexpr int THREADS = (BM / 8) * BC;  // FMA: 8 output channels x 1 input channel
   // BF16: two blocks an SM (shared memory allows two), 128 registers a thread at 256 threads.
   template <class Prec>
@@ -475,7 +557,7 @@ struct BwwCfg {
     return Prec::kK == 16 ? 2 : (THREADS >= 256 ? 1 : 2);
   }
   static constexpr int WM = WM_, WN = WN_;       // TF32: a warp 32 output x 8 input channels
-  static constexpr int XW = TW + 2, XR = TH + 2;
+  static constexpr int XW = TW + KS - 1, XR = TH + KS - 1;
   // g rows: 4 mod 32 banks (TF32 A reads: 8 rows g x 4 pixels t); input channel stride: odd
   // for the FMA path (a warp reads 32 channels at one place), 4 mod 32 for the TF32 B reads
   // (8 channels g x 4 pixels t)
@@ -485,10 +567,10 @@ struct BwwCfg {
   static_assert(TW % 8 == 0 && BC <= 32, "tile shape");
   // BF16 (two stages, register-staged; a 16-deep step is one row of the patch): g rows of P
   // pixels padded by 8 (272 bytes: ldmatrix's 8 rows on 8 bank groups); the input patch in
-  // three copies shifted by q, [q][channel][halo row][16 pixels], channels padded by 8 (336
-  // bytes, likewise); the loads read the halo from an even column, XWB wide.
-  static constexpr int XWB = TW + 4, GS16 = P + 8, CQ16 = XR * 16 + 8;
-  static constexpr int G16_STAGE = BM * GS16, X16_STAGE = 3 * BC * CQ16;  // bf16 elements
+  // KS copies shifted by q, [q][channel][halo row][16 pixels], channels padded by 8 (336
+  // bytes; 304 for KS = 2: likewise); the loads read the halo from an even column, XWB wide.
+  static constexpr int XWB = TW + round_up_c(KS, 2), GS16 = P + 8, CQ16 = XR * 16 + 8;
+  static constexpr int G16_STAGE = BM * GS16, X16_STAGE = KS * BC * CQ16;  // bf16 elements
   static_assert(TW == 16, "BF16: a 16-deep step is one row of the patch");
   template <class Prec>
   static size_t smem_bytes(bool mask) {
@@ -496,8 +578,10 @@ struct BwwCfg {
     return sizeof(float) * STAGES * (BM * SG * (mask ? 2 : 1) + BC * (Prec::kMma ? CS_T : CS_F));
   }
 };
-using Bww64 = BwwCfg<64, 32, 8, 16, 2, 4, 2>;  // 256 threads (two stages: 185 KB with y)
-using Bww32 = BwwCfg<32, 32, 8, 16, 1, 4, 3>;  // 128 threads
+template <int KS>
+using Bww64K = BwwCfg<64, 32, 8, 16, 2, 4, 2, KS>;  // 256 threads (two stages: 185 KB with y)
+template <int KS>
+using Bww32K = BwwCfg<32, 32, 8, 16, 1, 4, 3, KS>;  // 128 threads
 
 template <class E>
 struct BwwArgsOf {
@@ -506,9 +590,10 @@ struct BwwArgsOf {
   const E* x;
   const E* dy;
   const E* y;       // with a fused activation
-  float* part;      // (splits, k, c*9)
+  float* part;      // (splits, k, c*KK), each split in w's layout (w_index)
   float* bias_part; // (splits, k) or null
   Act act;
+  int s2d;          // x is a 4x4 stride-2 convolution's space-to-depth input (c = 4 w's channels)
 };
 
 // BF16 backward-weights: acc += the block's products over its split's patches, bias_sum (thread
@@ -524,7 +609,7 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
   constexpr int XU = BC * XR * XWB / 2, RX = (XU + THREADS - 1) / THREADS;  // x pixel pairs
   static_assert(GU % THREADS == 0, "every thread loads as many g pairs");
   uint16_t* Gs = sm;                        // 2 x [BM][GS]
-  uint16_t* Xq = sm + 2 * T::G16_STAGE;     // 2 x [3][BC][CQ]
+  uint16_t* Xq = sm + 2 * T::G16_STAGE;     // 2 x [KS][BC][CQ]
   const int hw = a.h * a.w;
   const int64_t ohw = static_cast<int64_t>(a.oh) * a.ow;
   const int shift = a.pad & 1;  // ix0 = ox0 - pad, ox0 even: the halo's columns from ix0 - shift
@@ -597,7 +682,7 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
         const uint16_t v = static_cast<uint16_t>(rx[i] >> (16 * b));
         // halo column 2 cp + b - shift is pixel j of the copy shifted by q when j + q equals it
 #pragma unroll
-        for (int q = 0; q < 3; ++q) {
+        for (int q = 0; q < T::KS; ++q) {
           const int j = 2 * cp + b - shift - q;
           if (j >= 0 && j < 16) xq[(q * BC + c) * CQ + row * 16 + j] = v;
         }
@@ -619,11 +704,11 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(af[mi], gs + a_lane + mi * 16 * GS + py * 16);
 #pragma unroll
-      for (int tap = 0; tap < 9; ++tap) {
+      for (int tap = 0; tap < T::KK; ++tap) {
         uint32_t bf[2];
-        ldmatrix_x2(bf, xq + b_lane + (tap % 3) * BC * CQ + (py + tap / 3) * 16);
+        ldmatrix_x2(bf, xq + b_lane + (tap % T::KS) * BC * CQ + (py + tap / T::KS) * 16);
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi) BF16::mma(acc + (mi * 9 + tap) * 4, af[mi], bf);
+        for (int mi = 0; mi < 2; ++mi) BF16::mma(acc + (mi * T::KK + tap) * 4, af[mi], bf);
       }
     }
   };
@@ -714,7 +799,7 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
   const int cl = tid % BC, mg = tid / BC;
   // TF32 path
   const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
-  constexpr int kAcc = 72;  // FMA: 8 x 9; TF32: MI 2 x NI 9 x 4
+  constexpr int kAcc = TF32 ? 8 * T::KK : 72;  // FMA: 8 x 9; TF32: MI 2 x NI KK x 4
   float acc[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
@@ -762,12 +847,12 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
         }
         const float* xr = xs + (wn * 8 + gq) * CS + py * XW + px0 + tq;
 #pragma unroll
-        for (int tap = 0; tap < 9; ++tap) {
+        for (int tap = 0; tap < T::KK; ++tap) {
           uint32_t bf[2];
-          bf[0] = __float_as_uint(xr[(tap / 3) * XW + tap % 3]);
-          bf[1] = __float_as_uint(xr[(tap / 3) * XW + tap % 3 + 4]);
+          bf[0] = __float_as_uint(xr[(tap / T::KS) * XW + tap % T::KS]);
+          bf[1] = __float_as_uint(xr[(tap / T::KS) * XW + tap % T::KS + 4]);
 #pragma unroll
-          for (int mi = 0; mi < 2; ++mi) Prec::mma(acc + (mi * 9 + tap) * 4, af[mi], bf);
+          for (int mi = 0; mi < 2; ++mi) Prec::mma(acc + (mi * T::KK + tap) * 4, af[mi], bf);
         }
       }
     }
@@ -798,12 +883,14 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
     cp_async_wait<0>();
   }
 
-  const int N = a.c * 9;
+  const int N = a.c * T::KK;
   float* out = a.part + static_cast<int64_t>(blockIdx.z) * a.k * N;
+  const int cw = a.s2d ? a.c >> 2 : a.c;  // w's channels
+  const Taps taps = a.s2d ? Taps::S2d : Taps::Plain;
   auto put = [&](int m, int ci, int tap, float v) {
-    if (m < a.k && ci < a.c) out[static_cast<int64_t>(m) * N + ci * 9 + tap] = v;
+    if (m < a.k && ci < a.c) out[w_index(taps, m, ci, tap, cw, 0)] = v;
   };
-  if (!TF32) {
+  if constexpr (!TF32) {
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -812,8 +899,8 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-      for (int tap = 0; tap < 9; ++tap)
-        frag_put(acc + (mi * 9 + tap) * 4, m0 + wm * 32 + mi * 16 + gq, c0 + wn * 8 + tq * 2,
+      for (int tap = 0; tap < T::KK; ++tap)
+        frag_put(acc + (mi * T::KK + tap) * 4, m0 + wm * 32 + mi * 16 + gq, c0 + wn * 8 + tq * 2,
                  [&](int m, int ci, float v) { put(m, ci, tap, v); });
   }
   if (want_bias && tid < BM && m0 + tid < a.k)
@@ -854,7 +941,7 @@ bool pairs_aligned(const void* p, int64_t width) {
 template <class T, class E>
 void launch_fwd(const FwdArgsOf<E>& a, CudaExec e) {
   const dim3 grid(static_cast<unsigned>(static_cast<int64_t>(a.n) * a.tiles_x * a.tiles_y),
-                  static_cast<unsigned>((a.k + T::BM - 1) / T::BM));
+                  static_cast<unsigned>((a.k + T::BM - 1) / T::BM), a.phases ? 4 : 1);
   with_precision_of<E>(e, [&](auto p) {
     using P = decltype(p);
     const size_t smem = T::template smem_bytes<P>();
@@ -865,13 +952,22 @@ void launch_fwd(const FwdArgsOf<E>& a, CudaExec e) {
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 convolution");
 }
 
-template <class E>
+// KS: the kernel's side. phase_h > 0: the four output phases (FwdArgsOf::phases) of y (n,
+// out_ch, phase_h, phase_w), oh x ow each, the weights of phase z at wp + z * w_phase.
+template <int KS = 3, class E>
 void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64_t n, const E* x,
              const E* wp, int Mp, const float* b, E* y, Act act, DirectTile tile, CudaExec e,
-             const E* msrc = nullptr, Act mact = {}) {
+             const E* msrc = nullptr, Act mact = {}, int phase_h = 0, int phase_w = 0,
+             int64_t w_phase = 0) {
   FwdArgsOf<E> a{};
   a.msrc = msrc;
   a.mact = mact;
+  a.phases = phase_h > 0;
+  a.dh = phase_h;
+  a.dw = phase_w;
+  a.w_phase = w_phase;
+  a.y_img = static_cast<int64_t>(out_ch) * (a.phases ? static_cast<int64_t>(phase_h) * phase_w
+                                                      : static_cast<int64_t>(oh) * ow);
   a.n = static_cast<int>(n);
   a.c = in_ch;
   a.h = h;
@@ -890,9 +986,9 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
   const int th = tile == DirectTile::M32 ? 16 : 8, tw = 16;
   a.tiles_x = (ow + tw - 1) / tw;
   a.tiles_y = (oh + th - 1) / th;
-  if (tile == DirectTile::M128) launch_fwd<Fwd128>(a, e);
-  else if (tile == DirectTile::M64) launch_fwd<Fwd64>(a, e);
-  else launch_fwd<Fwd32>(a, e);
+  if (tile == DirectTile::M128) launch_fwd<Fwd128K<KS>>(a, e);
+  else if (tile == DirectTile::M64) launch_fwd<Fwd64K<KS>>(a, e);
+  else launch_fwd<Fwd32K<KS>>(a, e);
 }
 
 // The block tile of a forward-kind pass with out_ch output channels at oh x ow, as measured on
@@ -952,11 +1048,12 @@ void launch_bww(const BwwArgsOf<E>& a, int splits, bool mask, CudaExec e) {
   });
 }
 
-// Workspace floats of the re-laid-out weights of a forward-kind pass from in_ch to out_ch.
-size_t prepped_weights_floats(int64_t in_ch, int64_t out_ch, bool is_bf16) {
+// Workspace floats of the re-laid-out weights of a forward-kind pass from in_ch to out_ch, kk
+// taps (a multiple of 64, Mp being one of 128: what follows stays 256-byte aligned).
+size_t prepped_weights_floats(int64_t in_ch, int64_t out_ch, bool is_bf16, int64_t kk = 9) {
   const int64_t Mp = conv3x3::round_up(out_ch, 128);
-  if (is_bf16) return static_cast<size_t>(conv3x3::round_up(in_ch, 16) * 9 * Mp / 2);
-  return static_cast<size_t>(in_ch * 9 * Mp);
+  if (is_bf16) return static_cast<size_t>(conv3x3::round_up(in_ch, 16) * kk * Mp / 2);
+  return static_cast<size_t>(in_ch * kk * Mp);
 }
 
 // The weights re-laid out into ws for a forward-kind pass (flip: backward-data's rotated
@@ -969,11 +1066,18 @@ int prep_weights(const float* w, int64_t k, int64_t c, bool flip, float* ws, Cud
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights");
   return Mp;
 }
-int prep_weights(const bf16* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e) {
-  const int Mp = static_cast<int>(conv3x3::round_up(flip ? c : k, 128));
-  const int64_t total = conv3x3::round_up(flip ? k : c, 16) * 9 * Mp;
+// bf16, the taps of prep_weights_bf16_k (S2d, Phase: a 4x4 stride-2 kernel's 2x2 kernels;
+// Phase: four layouts of prepped_weights_floats(k, c, true, 4) floats each).
+int prep_weights(const bf16* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e,
+                 Taps taps = Taps::Plain) {
+  const int64_t cc = taps == Taps::S2d ? 4 * c : c, kk = taps == Taps::Plain ? 9 : 4;
+  const bool ko_in = flip || taps == Taps::Phase;
+  const int Mp = static_cast<int>(conv3x3::round_up(ko_in ? cc : k, 128));
+  const int64_t total =
+      conv3x3::round_up(ko_in ? k : cc, 16) * kk * Mp * (taps == Taps::Phase ? 4 : 1);
   prep_weights_bf16_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-      static_cast<int>(k), static_cast<int>(c), Mp, flip, w, reinterpret_cast<bf16*>(ws));
+      static_cast<int>(k), static_cast<int>(cc), static_cast<int>(c), static_cast<int>(kk), Mp,
+      flip, taps, w, reinterpret_cast<bf16*>(ws));
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights (bf16)");
   return Mp;
 }
@@ -993,14 +1097,20 @@ void forward(const ConvFwdOf<E, float>& a, float* ws, CudaExec e, DirectTile til
           tile, e);
 }
 
+// Backward-data's operands, for every kernel here: dy already through the activation.
 template <class E>
-void backward_data(const ConvBwdOf<E, float>& a, float* ws, CudaExec e, DirectTile tile) {
-  const ConvGeom& g = a.g;
-  const int64_t n = a.n, k = a.k;
+void check_data_args(const ConvBwdOf<E, float>& a) {
   PDNN_CHECK(a.act.kind == FusedAct::None,
              "conv2d_direct_backward_data: dy must already be through the activation");
   PDNN_CHECK(a.dx_act.kind == FusedAct::None || a.dx_src,
              "conv2d_direct_backward_data: dx through an activation needs its source");
+}
+
+template <class E>
+void backward_data(const ConvBwdOf<E, float>& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  check_data_args(a);
   check_geom(g, n, k);
   if (n * g.c * g.h * g.w == 0) return;
   constexpr bool kBf16 = std::is_same<E, bf16>::value;
@@ -1014,43 +1124,153 @@ void backward_data(const ConvBwdOf<E, float>& a, float* ws, CudaExec e, DirectTi
           Act{}, tile, e, a.dx_src, a.dx_act);
 }
 
-template <class E>
-void backward_weights(const ConvBwdOf<E, float>& c, float* ws, CudaExec e, DirectTile tile) {
+// The weight gradient of a KS x KS stride-1 convolution of x (n, cx, hx, wx) with padding pad
+// to c.g's oh x ow: dw +=, db += (c.dy, c.y, c.act: the pass's). s2d: x is the space-to-depth
+// input of a 4x4 stride-2 convolution (cx = 4 w's channels; the sums land in w's layout).
+template <int KS, class E>
+void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, int64_t wx,
+             int64_t pad, bool s2d, float* ws, CudaExec e, DirectTile tile) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
-  check_geom(g, n, k);
-  if (k * g.c == 0) return;
   PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_direct_backward_weights: act needs y");
   if (tile == DirectTile::Auto) tile = k > 32 ? DirectTile::M64 : DirectTile::M32;
   if (tile == DirectTile::M128) tile = DirectTile::M64;  // the widest weight tile
-  const BwwPlan p = bww_plan(g, n, k, tile);
+  ConvGeom gb = g;  // the plan's: the output pixels, cx channels
+  gb.c = cx;
+  const BwwPlan p = bww_plan(gb, n, k, tile);
   BwwArgsOf<E> a{};
   a.n = static_cast<int>(n);
-  a.c = static_cast<int>(g.c);
-  a.h = static_cast<int>(g.h);
-  a.w = static_cast<int>(g.w);
+  a.c = static_cast<int>(cx);
+  a.h = static_cast<int>(hx);
+  a.w = static_cast<int>(wx);
   a.k = static_cast<int>(k);
   a.oh = static_cast<int>(g.oh);
   a.ow = static_cast<int>(g.ow);
-  a.pad = static_cast<int>(g.ph);
+  a.pad = static_cast<int>(pad);
   a.tiles_x = p.tiles_x;
   a.tiles_y = p.tiles_y;
   a.tiles = p.tiles;
   a.per_split = p.per_split;
-  a.x_pairs = pairs_aligned(c.x, g.w);
+  a.x_pairs = pairs_aligned(x, wx);
   a.g_pairs = pairs_aligned(c.dy, g.ow) && (c.act.kind == FusedAct::None || pairs_aligned(c.y, g.ow));
-  a.x = c.x;
+  a.x = x;
   a.dy = c.dy;
   a.y = c.y;
   a.act = c.act;
+  a.s2d = s2d;
   a.part = ws;
-  const int64_t N = g.c * 9;
+  const int64_t N = cx * KS * KS;
   a.bias_part = c.db ? ws + static_cast<int64_t>(p.splits) * k * N : nullptr;
   const bool mask = c.act.kind != FusedAct::None;
-  if (tile == DirectTile::M64) launch_bww<Bww64>(a, p.splits, mask, e);
-  else launch_bww<Bww32>(a, p.splits, mask, e);
+  if (tile == DirectTile::M64) launch_bww<Bww64K<KS>>(a, p.splits, mask, e);
+  else launch_bww<Bww32K<KS>>(a, p.splits, mask, e);
   sum_splits(p.splits, static_cast<int>(k), static_cast<int>(N), ws, a.bias_part, c.dw, c.db, e,
-             "direct 3x3 backward-weights sum");
+             "direct backward-weights sum");
+}
+
+// Floats of the split partial sums of a weight gradient over cx channels, kk taps (the larger
+// of either tile's split; rounded up to 64: what follows stays 256-byte aligned).
+size_t bww_part_floats(const ConvGeom& g, int64_t cx, int64_t n, int64_t k, int64_t kk) {
+  ConvGeom gb = g;
+  gb.c = cx;
+  const int s = std::max(bww_plan(gb, n, k, DirectTile::M64).splits,
+                         bww_plan(gb, n, k, DirectTile::M32).splits);
+  return static_cast<size_t>(conv3x3::round_up(s * k * (cx * kk + 1), 64));
+}
+
+template <class E>
+void backward_weights(const ConvBwdOf<E, float>& c, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = c.g;
+  check_geom(g, c.n, c.k);
+  if (c.k * g.c == 0) return;
+  run_bww<3>(c, c.x, g.c, g.h, g.w, g.ph, false, ws, e, tile);
+}
+
+// ---- 4x4 stride-2 padding-1 (bf16): the 2x2 kernels over the space-to-depth phases ----------
+// x's phases: 4c channels of hs x ws (ws even: BF16's 4-byte pixel pairs), zero-padded by 1.
+struct S2dDims {
+  int64_t c, h, w;
+};
+S2dDims s2d_dims(const ConvGeom& g) {
+  return {4 * g.c, direct::s2d_rows(g.h), direct::s2d_cols(g.w)};
+}
+size_t s2d_floats(const ConvGeom& g, int64_t n) {
+  const S2dDims d = s2d_dims(g);
+  return static_cast<size_t>(conv3x3::round_up((n * d.c * d.h * d.w + 1) / 2, 64));
+}
+
+void check_k4s2(const ConvGeom& g, int64_t n, int64_t k) {
+  conv4x4s2_check(g, "direct 4x4 stride-2 convolution (GPU, bf16)");
+  const S2dDims d = s2d_dims(g);
+  PDNN_CHECK(d.c * d.h * d.w < INT_MAX && k * g.oh * g.ow < INT_MAX && g.image_size() < INT_MAX &&
+                 k * 4 * d.c < INT_MAX && n < INT_MAX / 4,
+             "direct 4x4 stride-2 convolution: an image of %lld x %lld x %lld is too large for "
+             "its 32-bit indexing within an image", (long long)g.c, (long long)g.h,
+             (long long)g.w);
+}
+
+// xs = x's phases (s2d_dims), in s2d_floats of workspace.
+template <class E>
+void space_to_depth(const E* x, const ConvGeom& g, int64_t n, E* xs, CudaExec e) {
+  const S2dDims d = s2d_dims(g);
+  const int64_t total = n * d.c * d.h * d.w;
+  space_to_depth_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+      total, static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
+      static_cast<int>(d.h), static_cast<int>(d.w), x, xs);
+  PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 space-to-depth");
+}
+
+// ws: the weights [4c / 16][4][Mp][16], then x's phases.
+void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  check_k4s2(g, n, k);
+  if (n * k * g.oh * g.ow == 0) return;
+  const S2dDims d = s2d_dims(g);
+  if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, true);
+  const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::S2d);
+  bf16* xs = reinterpret_cast<bf16*>(ws + prepped_weights_floats(d.c, k, true, 4));
+  space_to_depth(a.x, g, n, xs, e);
+  run_fwd<2>(static_cast<int>(d.c), static_cast<int>(d.h), static_cast<int>(d.w),
+             static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, xs,
+             reinterpret_cast<const bf16*>(ws), Mp, a.b, a.y, a.act, tile, e);
+}
+
+// dx by its four output phases (pr, pq), each the 2x2 stride-1 convolution of dy from row
+// u - 1 + pr, column v - 1 + pq, written to dx's pixels (2u + pr, 2v + pq): one launch, the
+// phase in blockIdx.z, dx_act in the output write. ws: the four phases' weights.
+void k4s2_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  check_data_args(a);
+  check_k4s2(g, n, k);
+  if (n * g.c * g.h * g.w == 0) return;
+  if (tile == DirectTile::Auto) tile = fwd_tile(g.c, g.oh, g.ow, true);
+  const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::Phase);
+  const int64_t per_phase = static_cast<int64_t>(prepped_weights_floats(k, g.c, true, 4)) * 2;
+  run_fwd<2>(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
+             static_cast<int>(g.c), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, a.dy,
+             reinterpret_cast<const bf16*>(ws), Mp, nullptr, a.dx, Act{}, tile, e, a.dx_src,
+             a.dx_act, static_cast<int>(g.h), static_cast<int>(g.w), per_phase);
+}
+
+// ws: the split partial sums (bww_part_floats), then x's phases.
+void k4s2_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = c.g;
+  const int64_t n = c.n, k = c.k;
+  check_k4s2(g, n, k);
+  if (k * g.c == 0) return;
+  const S2dDims d = s2d_dims(g);
+  bf16* xs = reinterpret_cast<bf16*>(ws + bww_part_floats(g, d.c, n, k, 4));
+  space_to_depth(c.x, g, n, xs, e);
+  run_bww<2>(c, xs, d.c, d.h, d.w, 0, true, ws, e, tile);
+}
+
+size_t k4s2_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) {
+  const int64_t cc = 4 * g.c;
+  if (pass == ConvPass::Forward) return prepped_weights_floats(cc, k, true, 4) + s2d_floats(g, n);
+  if (pass == ConvPass::BackwardData) return 4 * prepped_weights_floats(k, g.c, true, 4);
+  return bww_part_floats(g, cc, n, k, 4) + s2d_floats(g, n);
 }
 
 }  // namespace
@@ -1066,12 +1286,8 @@ const char* direct_tile_name(DirectTile t) {
 }
 
 size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, DType dtype) {
-  if (pass == ConvPass::BackwardWeights) {
-    const BwwPlan p = bww_plan(g, n, k, DirectTile::M64);  // the larger of either tile's split
-    const BwwPlan q = bww_plan(g, n, k, DirectTile::M32);
-    const int s = std::max(p.splits, q.splits);
-    return static_cast<size_t>(s) * static_cast<size_t>(k) * static_cast<size_t>(g.c * 9 + 1);
-  }
+  if (dtype == DType::BF16 && conv4x4s2_applies(g)) return k4s2_ws(pass, g, n, k);
+  if (pass == ConvPass::BackwardWeights) return bww_part_floats(g, g.c, n, k, 9);
   // forward: weights [c][9][Mp]; backward-data: [k][9][Mp of c] (bf16: channels by 16)
   const bool is_bf16 = dtype == DType::BF16;
   return pass == ConvPass::Forward ? prepped_weights_floats(g.c, k, is_bf16)
@@ -1082,19 +1298,28 @@ void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e, DirectTile t
   forward(a, ws, e, tile);
 }
 void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
-  forward(a, ws, e, tile);
+  if (conv4x4s2_applies(a.g))
+    k4s2_forward(a, ws, e, tile);
+  else
+    forward(a, ws, e, tile);
 }
 void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e, DirectTile tile) {
   backward_data(a, ws, e, tile);
 }
 void conv2d_direct_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
-  backward_data(a, ws, e, tile);
+  if (conv4x4s2_applies(a.g))
+    k4s2_backward_data(a, ws, e, tile);
+  else
+    backward_data(a, ws, e, tile);
 }
 void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e, DirectTile tile) {
   backward_weights(a, ws, e, tile);
 }
 void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
-  backward_weights(a, ws, e, tile);
+  if (conv4x4s2_applies(a.g))
+    k4s2_backward_weights(a, ws, e, tile);
+  else
+    backward_weights(a, ws, e, tile);
 }
 
 }  // namespace cuda

@@ -15,7 +15,8 @@
 // (inputs rounded to 10-bit mantissas, fp32 sums). The bf16 twins (ConvFwdBf16, ConvBwdBf16:
 // bf16 x, w, y, dy, dx; fp32 b, dw, db) run the products on the tensor cores in bf16 with fp32
 // sums, and round once where they write a bf16 tensor (act'(y) . dy included: it is a bf16
-// operand). Every algorithm takes bf16 (direct: its 3x3 stride-1 shapes).
+// operand). Every algorithm takes bf16 (direct: its 3x3 stride-1 shapes, and in bf16 only the
+// 4x4 stride-2 padding-1 ones: direct_applies).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +24,8 @@
 #include "core/exec.h"
 #include "ops/activation.h"
 #include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_3x3.h"
+#include "ops/conv/conv2d_k4s2.h"
 #include "ops/conv/im2col.h"
 
 namespace pdnn {
@@ -92,7 +95,19 @@ void conv2d_implicit_backward_data(const ConvBwdBf16& a, CudaExec e);
 size_t conv2d_implicit_bf16_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k);
 void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e);
 
-// ---- direct 3x3 stride-1 with halo tiles (conv2d_direct.cu; conv3x3_applies shapes) ------
+// ---- direct, with halo tiles (conv2d_direct.cu): 3x3 stride-1 (conv3x3_applies), and in bf16
+// 4x4 stride-2 padding-1 (conv4x4s2_applies: W5's) as 2x2 stride-1 kernels over the phases --
+// A 4x4 stride-2 padding-1 convolution of x is the 2x2 stride-1 unpadded convolution of x's
+// space-to-depth phases xs[4c + 2pr + pq][u][v] = x[c][2u + pr - 1][2v + pq - 1] (zero outside)
+// with the 2x2 kernels w'[k][4c + 2pr + pq][a][b] = w[k][c][2a + pr][2b + pq]: forward and
+// backward-weights run the 3x3 kernels' code with a 2x2 kernel over xs (made once per call,
+// one pass over x), backward-data as four 2x2 convolutions of dy, one per output phase of dx
+// (the forward kernel, the phase in blockIdx.z), each writing its pixels of dx. Tiling and
+// floors: conv2d_direct.cu's header.
+// True where the direct kernels run the shape for tensors of dtype.
+inline bool direct_applies(const ConvGeom& g, DType dtype) {
+  return conv3x3_applies(g) || (dtype == DType::BF16 && conv4x4s2_applies(g));
+}
 // The block tiles: M rows (output channels; input channels in backward-data) a block. Auto:
 // by the rows, the image size and the precision, as measured (conv2d_direct.cu's fwd_tile;
 // backward-weights: 64 above 32 rows, else 32). Forced by tests and apps/bench_conv_gpu.

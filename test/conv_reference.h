@@ -85,11 +85,10 @@ inline ConvReference conv_reference(const ConvGeom& g, int64_t n, int64_t k, con
   return r;
 }
 
-// The GPU's convolution algorithms a test runs: pdnn's own (no direct kernel in bf16) and cuDNN
-// where it is found (optional, opened at run time).
-inline std::vector<ConvAlgo> gpu_conv_algos(Context& ctx, bool bf16 = false) {
-  std::vector<ConvAlgo> a = {ConvAlgo::Im2col, ConvAlgo::Implicit};
-  if (!bf16) a.push_back(ConvAlgo::Direct);
+// The GPU's convolution algorithms a test runs: pdnn's own (the same in fp32, TF32 and bf16;
+// direct on 3x3 stride-1 shapes) and cuDNN where it is found (optional, opened at run time).
+inline std::vector<ConvAlgo> gpu_conv_algos(Context& ctx) {
+  std::vector<ConvAlgo> a = {ConvAlgo::Im2col, ConvAlgo::Implicit, ConvAlgo::Direct};
   if (ctx.cuda().cudnn() != nullptr) a.push_back(ConvAlgo::Cudnn);
   return a;
 }

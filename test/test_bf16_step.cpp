@@ -218,7 +218,7 @@ TEST(Bf16Step, W4GradientsMatchFp32sWithTheMasksPinnedOnEveryConvolutionPath) {
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   const Batch b = w4_batch();
   Context probe(1, 1, Device::CUDA);
-  const std::vector<ConvAlgo> algos = gpu_conv_algos(probe, /*bf16=*/true);
+  const std::vector<ConvAlgo> algos = gpu_conv_algos(probe);
   constexpr double kU = testing::kBf16U, kBound = (4 * 9 + 2) * kU;  // see the file's comment
   int runs = 0;
   for (ConvAlgo f : algos)

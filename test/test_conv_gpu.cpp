@@ -22,6 +22,7 @@
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/conv/conv2d_k4s2.h"
 #include "optim/sgd.h"
 #include "bf16_testing.h"
 #include "conv_reference.h"
@@ -162,7 +163,9 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
 }
 
 // bf16 (mixed precision): x, w, y, dy, dx bfloat16, b, dw, db float32, through ops:: with each
-// algorithm that takes bf16 (im2col, implicit; cuDNN where found) forced for every pass, against
+// algorithm (im2col, implicit, direct on the 3x3 stride-1 and 4x4 stride-2 padding-1 cases,
+// im2col elsewhere; cuDNN where
+// found) forced for every pass, against
 // the double reference from the same bf16 values within bf16_testing.h's bound: y rounded once;
 // dx once, or twice where the input's LeakyReLU is folded into it (every other case: dx_act,
 // applied in place to the rounded dx); dw and db fp32 sums added to their random start (cuDNN
@@ -175,7 +178,7 @@ TEST(ConvGpu, Bf16EveryAlgorithmAndPassMatchesTheReference) {
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   Context ctx(1, 1, Device::CUDA);
   const Act folded{FusedAct::LeakyReLU, 0.1f};
-  for (ConvAlgo algo : testing::gpu_conv_algos(ctx, /*bf16=*/true)) {
+  for (ConvAlgo algo : testing::gpu_conv_algos(ctx)) {
     int index = 0;
     for (const ConvCase& c : kCases) {
       const bool fold = index++ % 2 == 1;
@@ -331,6 +334,110 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
       }
   }
   EXPECT_EQ(checked, 2 * 3 * 4);  // the four 3x3 stride-1 cases
+#endif
+}
+
+// The direct kernels' block tiles in bf16, each forced on every 3x3 stride-1 case (odd and
+// even widths: the two-byte and the four-byte loads; paddings 0, 1 and 2: halo tiles from an
+// odd and an even column; channel counts past one and two 16-channel steps) and every 4x4
+// stride-2 padding-1 case (2x2 kernels over the space-to-depth phases; backward-data by output
+// phase: odd output widths, 3 input channels = 12 phase channels, past 128 output rows, a
+// batch of one), against the double
+// reference from the same bf16 values within bf16_testing.h's bounds: forward (bias,
+// activation; y rounded once), backward-data from dy already through the activation (as
+// conv2d_backward passes it, rounded to bf16 there) with the input's LeakyReLU folded into the
+// output write (rounded once, after the slope), backward-weights with the activation applied
+// as dy arrives (act'(y) dy rounded to bf16, the operand) and the bias gradient.
+TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  using cuda::DirectTile;
+  const Act folded{FusedAct::LeakyReLU, 0.1f};
+  std::vector<ConvCase> cases;
+  for (const ConvCase& c : kCases)
+    if ((c.kernel == 3 && c.stride == 1) || (c.kernel == 4 && c.stride == 2 && c.pad == 1))
+      cases.push_back(c);
+  // even width with padding 0 and 2, 72 output channels (two 64-row tiles, past 128 padded)
+  cases.push_back({"p0_even_m72", 2, 20, 8, 12, 72, 3, 1, 0, FusedAct::LeakyReLU, true});
+  cases.push_back({"p2_even_c40", 2, 40, 6, 10, 16, 3, 1, 2, FusedAct::ReLU, false});
+  // 4x4 stride 2 padding 1 (kCases' k4s2_leaky too): odd output sizes, W5's first layer's 3
+  // channels, 130 output channels (past one 128-row tile), 40 channels (160 phase channels)
+  cases.push_back({"k4s2_c3_relu_bias", 3, 3, 10, 14, 17, 4, 2, 1, FusedAct::ReLU, true});
+  cases.push_back({"k4s2_m130_batch1", 1, 5, 6, 18, 130, 4, 2, 1, FusedAct::None, false});
+  cases.push_back({"k4s2_c40_leaky", 2, 40, 8, 6, 24, 4, 2, 1, FusedAct::LeakyReLU, true});
+  int checked = 0, k4s2 = 0;
+  for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
+    for (const ConvCase& c : cases) {
+      Inputs in = inputs_of(c);
+      ASSERT_TRUE(cuda::direct_applies(in.g, DType::BF16)) << c.name;
+      k4s2 += conv4x4s2_applies(in.g);
+      SCOPED_TRACE(std::string(c.name) + " tile " + cuda::direct_tile_name(tile) + " bf16");
+      const Device G = Device::CUDA;
+      const Tensor xr = testing::bf16_rounded(in.x), wr = testing::bf16_rounded(in.w),
+                   dyr = testing::bf16_rounded(in.dy);
+      const Tensor x = testing::to_bf16(in.x, G, ctx), w = testing::to_bf16(in.w, G, ctx),
+                   dy = testing::to_bf16(in.dy, G, ctx), b = in.b.to(G, ctx);
+      Tensor y = testing::bf16_poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
+      size_t ws_floats = 0;
+      for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights})
+        ws_floats = std::max(ws_floats, cuda::conv2d_direct_ws(p, in.g, c.n, c.k, DType::BF16));
+      float* ws = ctx.workspace(G, ws_floats);
+      const ConvShape shape{in.g, c.n, c.k};
+      cuda::conv2d_direct_forward(
+          ConvFwdBf16::of(shape, x.data<bf16>(), w.data<bf16>(), c.bias ? b.data() : nullptr,
+                          y.data<bf16>(), in.act),
+          ws, ctx.cuda_exec(), tile);
+      const Tensor yh = testing::widened(y, ctx);
+      testing::ConvReference r = conv_reference(in.g, c.n, c.k, xr, wr, c.bias ? &in.b : nullptr,
+                                                yh, dyr, in.act, /*bf16=*/true);
+      // dy through the activation, read off the kernel's own y and rounded to bf16, as
+      // conv2d_backward passes it to backward-data
+      Tensor gh(in.dy.shape());
+      for (int64_t i = 0; i < gh.numel(); ++i)
+        gh[i] = in.act.kind == FusedAct::None || yh[i] > 0.f
+                    ? dyr[i]
+                    : kit::round_bf16(in.act.kind == FusedAct::ReLU ? 0.f : in.act.slope * dyr[i]);
+      const Tensor gd = testing::to_bf16(gh, G, ctx);
+      Tensor dx = testing::bf16_poisoned(in.x.shape(), G, ctx);
+      ConvBwdBf16 data = ConvBwdBf16::data(shape, w.data<bf16>(), gd.data<bf16>(), dx.data<bf16>());
+      data.dx_act = folded;
+      data.dx_src = x.data<bf16>();
+      cuda::conv2d_direct_backward_data(data, ws, ctx.cuda_exec(), tile);
+      Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
+      ConvBwdBf16 wgt = ConvBwdBf16::of(
+          ConvFwdBf16::of(shape, x.data<bf16>(), w.data<bf16>(), nullptr, y.data<bf16>(), in.act),
+          dy.data<bf16>(), dw.data(), c.bias ? db.data() : nullptr, nullptr);
+      cuda::conv2d_direct_backward_weights(wgt, ws, ctx.cuda_exec(), tile);
+      // dx: the sum, the folded slope in fp32, one rounding (the slope's product bounded as a
+      // second rounding of 2^-24 relative)
+      std::vector<double> dx_round(r.dx.size(), testing::kBf16U);
+      for (size_t i = 0; i < r.dx.size(); ++i)
+        if (!(xr[int64_t(i)] > 0.f)) {
+          r.dx[i] *= folded.slope;
+          r.dx_abs[i] *= folded.slope;
+          dx_round[i] = testing::kBf16U + 0x1.0p-23;
+        }
+      // dx's terms: k x 9 taps (3x3), k x 4 (each output phase of the 4x4 stride-2 kernel)
+      const double kf = double(in.g.col_rows()),
+                   kb = double(c.k * c.kernel * c.kernel / (c.stride * c.stride)),
+                   kw = double(c.n * in.g.oh * in.g.ow);
+      testing::expect_bf16_sum_within(yh, r.y, r.y_abs, nullptr, kf, testing::kBf16U, "y");
+      testing::expect_bf16_sum_within(testing::widened(dx, ctx), r.dx, r.dx_abs, nullptr, kb,
+                                      dx_round, "dx");
+      testing::expect_bf16_sum_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, 0.0,
+                                      "dw");
+      if (c.bias)
+        testing::expect_bf16_sum_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, 0.0,
+                                        "db");
+      ++checked;
+    }
+  // kCases' four 3x3 stride-1 cases and its 4x4 stride-2 one, and the five above
+  EXPECT_EQ(checked, 3 * 10);
+  EXPECT_EQ(k4s2, 3 * 4);
 #endif
 }
 

@@ -15,7 +15,8 @@
 //     parameter gradient against the CPU's step.
 //   - the same in bf16 (issue 32: bf16 activations and weights, fp32 bias and gradients) through
 //     the ops a layer calls (the layers take bf16 after the graph model lands), every triple in
-//     {im2col, implicit, cudnn}^3 (no bf16 direct kernel), within bf16_testing.h's bounds.
+//     {im2col, implicit, direct, cudnn}^3 (direct on the 3x3 stride-1 layers and the 4x4
+//     stride-2 padding-1 Conv2d and ConvTranspose2d), within bf16_testing.h's bounds.
 // ConvTranspose2d has no fused activation (its output goes through BatchNorm in the DCGAN).
 #include <cmath>
 #include <limits>
@@ -295,15 +296,27 @@ TEST(ConvGpuPasses, Bf16EveryMixOfAlgorithmsThroughTheLayersOps) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   Context ctx(1, 1, Device::CUDA);
-  const std::vector<ConvAlgo> algos = gpu_conv_algos(ctx, /*bf16=*/true);
+  const std::vector<ConvAlgo> algos = gpu_conv_algos(ctx);
+  int direct_runs = 0;
   const int mixes = for_every_mix(ctx, algos, [&](ConvAlgo f, ConvAlgo d, ConvAlgo w) {
     for (const LayerCase& c : kLayers) {
+      // direct runs 3x3 stride-1 layers and, in bf16, 4x4 stride-2 padding-1 ones (of even
+      // size: kLayers' are) only (elsewhere it is no candidate)
+      const bool uses_direct =
+          f == ConvAlgo::Direct || d == ConvAlgo::Direct || w == ConvAlgo::Direct;
+      const bool k4s2 = c.kernel == 4 && c.stride == 2 && c.pad == 1;
+      if (uses_direct && !(c.kernel == 3 && c.stride == 1) && !k4s2) continue;
+      direct_runs += uses_direct;
       SCOPED_TRACE(std::string(c.name) + " " + policy_of(f, d, w) + " bf16");
       // a transposed layer's forward is the convolution's backward-data
       check_layer_bf16(ctx, c, c.transposed ? d : f, w);
     }
   });
   EXPECT_EQ(mixes, int(algos.size() * algos.size() * algos.size()));
+  // the 3x3 stride-1 layers (three Conv2d, one ConvTranspose2d) and the 4x4 stride-2 ones (one
+  // of each) under every triple with direct
+  const int n = int(algos.size());
+  EXPECT_EQ(direct_runs, 6 * (n * n * n - (n - 1) * (n - 1) * (n - 1)));
   // Every choice was the forced one, under bf16's own keys: nothing was timed.
   EXPECT_FALSE(ctx.tuning().made().empty());
   for (const auto& made : ctx.tuning().made()) {

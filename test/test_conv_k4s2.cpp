@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "layers/conv_transpose2d.h"
 #include "model/sequential.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_k4s2.h"
+#include "ops/conv/direct_taps.h"
 #include "conv_testing.h"
 #include "testing.h"
 
@@ -489,4 +491,116 @@ TEST(ConvK4s2, RejectsOtherGeometries) {
   Tensor x(Shape{1, 2, 8, 8}), y(conv.output_shape(x.shape()));
   conv.set_algo(ConvAlgo::Winograd);
   pt::expect_error_mentions([&] { conv.forward(ctx, x, y); }, {"winograd", "stride"});
+}
+
+// The GPU's bf16 direct kernels run a 4x4 stride-2 padding-1 convolution as 2x2 kernels over the
+// input's space-to-depth phases (forward, backward-weights) and its backward-data as four 2x2
+// convolutions of dy, one per output phase (ops/conv/direct_taps.h). That index algebra, run
+// here in double on the host exactly as the kernels index, against the 4x4 stride-2 sums
+// themselves, on odd channel counts and a non-square input: no GPU needed. Every weight and
+// every dx element is reached exactly once.
+TEST(ConvK4s2, GpuDirectPhaseIndexingMatchesTheStridedSums) {
+  using direct::Taps;
+  const int n = 2, c = 3, h = 6, w = 10, k = 5, oh = h / 2, ow = w / 2;
+  Rng rng(41);
+  auto fill = [&](size_t size) {
+    std::vector<double> v(size);
+    for (double& e : v) e = rng.uniform(-1.f, 1.f);
+    return v;
+  };
+  const std::vector<double> x = fill(size_t(n) * c * h * w), wt = fill(size_t(k) * c * 16),
+                            dy = fill(size_t(n) * k * oh * ow);
+  auto X = [&](int i, int ci, int iy, int ix) {
+    return iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0
+                                                  : x[((size_t(i) * c + ci) * h + iy) * w + ix];
+  };
+  auto DY = [&](int i, int ko, int oy, int ox) {
+    return oy < 0 || oy >= oh || ox < 0 || ox >= ow
+               ? 0.0
+               : dy[((size_t(i) * k + ko) * oh + oy) * ow + ox];
+  };
+  // The strided sums: y, dx, dw of the 4x4 stride-2 padding-1 convolution.
+  std::vector<double> y(size_t(n) * k * oh * ow), dx(x.size()), dw(wt.size());
+  for (int i = 0; i < n; ++i)
+    for (int ko = 0; ko < k; ++ko)
+      for (int oy = 0; oy < oh; ++oy)
+        for (int ox = 0; ox < ow; ++ox)
+          for (int ci = 0; ci < c; ++ci)
+            for (int r = 0; r < 4; ++r)
+              for (int q = 0; q < 4; ++q) {
+                const int iy = 2 * oy - 1 + r, ix = 2 * ox - 1 + q;
+                const size_t wi = (size_t(ko) * c + ci) * 16 + r * 4 + q;
+                y[((size_t(i) * k + ko) * oh + oy) * ow + ox] += wt[wi] * X(i, ci, iy, ix);
+                dw[wi] += DY(i, ko, oy, ox) * X(i, ci, iy, ix);
+                if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                  dx[((size_t(i) * c + ci) * h + iy) * w + ix] += wt[wi] * DY(i, ko, oy, ox);
+              }
+  // The phases xs, as space_to_depth_k makes them.
+  const int cc = 4 * c, hs = int(direct::s2d_rows(h)), ws = int(direct::s2d_cols(w));
+  ASSERT_EQ(ws % 2, 0);
+  std::vector<double> xs(size_t(n) * cc * hs * ws);
+  for (int i = 0; i < n; ++i)
+    for (int p = 0; p < cc; ++p)
+      for (int u = 0; u < hs; ++u)
+        for (int v = 0; v < ws; ++v) {
+          int iy, ix;
+          const int ci = direct::s2d_source(p, u, v, &iy, &ix);
+          xs[((size_t(i) * cc + p) * hs + u) * ws + v] = X(i, ci, iy, ix);
+        }
+  auto XS = [&](int i, int p, int u, int v) {
+    return xs[((size_t(i) * cc + p) * hs + u) * ws + v];
+  };
+  std::vector<int> w_seen(wt.size(), 0);
+  for (int ko = 0; ko < k; ++ko)
+    for (int p = 0; p < cc; ++p)
+      for (int tap = 0; tap < 4; ++tap) ++w_seen[direct::w_index(Taps::S2d, ko, p, tap, c, 0)];
+  for (size_t j = 0; j < w_seen.size(); ++j) ASSERT_EQ(w_seen[j], 1) << "weight " << j;
+  double y_err = 0, dw_err = 0, dx_err = 0;
+  // forward: the unpadded 2x2 convolution of xs
+  for (int i = 0; i < n; ++i)
+    for (int ko = 0; ko < k; ++ko)
+      for (int oy = 0; oy < oh; ++oy)
+        for (int ox = 0; ox < ow; ++ox) {
+          double s = 0;
+          for (int p = 0; p < cc; ++p)
+            for (int tap = 0; tap < 4; ++tap)
+              s += wt[direct::w_index(Taps::S2d, ko, p, tap, c, 0)] *
+                   XS(i, p, oy + tap / 2, ox + tap % 2);
+          y_err = std::max(y_err, std::abs(s - y[((size_t(i) * k + ko) * oh + oy) * ow + ox]));
+        }
+  // backward-weights: the 2x2 kernel's gradient over xs, put in w's layout
+  for (int ko = 0; ko < k; ++ko)
+    for (int p = 0; p < cc; ++p)
+      for (int tap = 0; tap < 4; ++tap) {
+        double s = 0;
+        for (int i = 0; i < n; ++i)
+          for (int oy = 0; oy < oh; ++oy)
+            for (int ox = 0; ox < ow; ++ox)
+              s += DY(i, ko, oy, ox) * XS(i, p, oy + tap / 2, ox + tap % 2);
+        dw_err = std::max(dw_err, std::abs(s - dw[direct::w_index(Taps::S2d, ko, p, tap, c, 0)]));
+      }
+  // backward-data: four 2x2 convolutions of dy, one per output phase
+  std::vector<int> dx_seen(dx.size(), 0);
+  for (int phase = 0; phase < 4; ++phase) {
+    const int pr = phase >> 1, pq = phase & 1;
+    for (int i = 0; i < n; ++i)
+      for (int ci = 0; ci < c; ++ci)
+        for (int u = 0; u < oh; ++u)
+          for (int v = 0; v < ow; ++v) {
+            double s = 0;
+            for (int ko = 0; ko < k; ++ko)
+              for (int tap = 0; tap < 4; ++tap)
+                s += wt[direct::w_index(Taps::Phase, ko, ci, tap, c, phase)] *
+                     DY(i, ko, direct::phase_window_start(u, pr) + tap / 2,
+                        direct::phase_window_start(v, pq) + tap % 2);
+            const size_t o = ((size_t(i) * c + ci) * h + 2 * u + pr) * w + 2 * v + pq;
+            ++dx_seen[o];
+            dx_err = std::max(dx_err, std::abs(s - dx[o]));
+          }
+  }
+  for (size_t j = 0; j < dx_seen.size(); ++j) ASSERT_EQ(dx_seen[j], 1) << "dx element " << j;
+  // the same products in another order: double rounding only
+  EXPECT_LT(y_err, 1e-12);
+  EXPECT_LT(dw_err, 1e-12);
+  EXPECT_LT(dx_err, 1e-12);
 }

@@ -22,7 +22,6 @@
 #include "core/cuda_state.h"
 #include "ops/cast.h"
 #include "ops/conv/conv2d.h"
-#include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
 #include "ops/dense.h"
@@ -202,8 +201,8 @@ int run(int argc, char** argv) {
                  "128x128, 64x128, 32x256, 32x128, 32x32), direct:TILE (m128, m64, m32)")
       ->capture_default_str();
   app.add_option("--precisions", precisions,
-                 "comma list of fp32, tf32, bf16 (bf16: the im2col, implicit and cudnn "
-                 "algorithms; forced tiles and direct do not run it)")
+                 "comma list of fp32, tf32, bf16 (bf16: every algorithm and direct:TILE, "
+                 "which runs W5's 4x4 stride-2 layers there too; implicit:TILE does not run it)")
       ->capture_default_str();
   app.add_option("--repeat", repeat, "timed runs per pass")->check(CLI::Range(3, 1000))->capture_default_str();
   if (const int st = parse_flags(app, "bench_conv_gpu", argc, argv); st >= 0) return st;
@@ -353,6 +352,11 @@ int run(int argc, char** argv) {
     t_data16.y = nullptr;
     t_data16.act = Act{};
     bool b16 = false;  // the passes run on the bf16 operands
+    // the direct kernels' workspace for a pass at the current precision (direct:TILE)
+    auto direct_ws = [&](ConvPass p) {
+      return ctx.workspace(Device::CUDA,
+                           cuda::conv2d_direct_ws(p, g, n, k, b16 ? DType::BF16 : DType::F32));
+    };
     auto with_algo = [&](const auto& t32, const auto& t16, ConvAlgo a) {
       auto t = b16 ? t16 : t32;
       t.algo = a;
@@ -360,14 +364,20 @@ int run(int argc, char** argv) {
     };
     auto act_read = [&] { return cact.kind == FusedAct::None ? 0.0 : fy(); };
     passes.push_back({"forward", 0.0, [&](const Algo& a) {
-                        if (L.transposed)
-                          ops::conv2d_backward(ctx, with_algo(t_data, t_data16, a.a));
-                        else if (a.dtile != cuda::DirectTile::Auto)
-                          cuda::conv2d_direct_forward(
-                              ops::conv_ptrs(fwd),
-                              ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
-                                                              ConvPass::Forward, g, n, k)),
+                        if (L.transposed && a.dtile != cuda::DirectTile::Auto && b16)
+                          cuda::conv2d_direct_backward_data(  // the kernel alone
+                              ops::conv_ptrs_bf16(t_data16), direct_ws(ConvPass::BackwardData),
                               ctx.cuda_exec(), a.dtile);
+                        else if (L.transposed)
+                          ops::conv2d_backward(ctx, with_algo(t_data, t_data16, a.a));
+                        else if (a.dtile != cuda::DirectTile::Auto && b16)
+                          cuda::conv2d_direct_forward(ops::conv_ptrs_bf16(fwd16),
+                                                      direct_ws(ConvPass::Forward), ctx.cuda_exec(),
+                                                      a.dtile);
+                        else if (a.dtile != cuda::DirectTile::Auto)
+                          cuda::conv2d_direct_forward(ops::conv_ptrs(fwd),
+                                                      direct_ws(ConvPass::Forward), ctx.cuda_exec(),
+                                                      a.dtile);
                         else if (a.tile != cuda::ConvTile::Auto)
                           cuda::conv2d_implicit_forward(ops::conv_ptrs(fwd), ctx.cuda_exec(), a.tile);
                         else
@@ -376,23 +386,31 @@ int run(int argc, char** argv) {
     if (L.need_dx)
       passes.push_back({"backward-data", 0.0,
                         [&](const Algo& a) {
-                          if (L.transposed)
+                          if (L.transposed && a.dtile != cuda::DirectTile::Auto && b16)
+                            cuda::conv2d_direct_forward(ops::conv_ptrs_bf16(t_fwd16),
+                                                        direct_ws(ConvPass::Forward),
+                                                        ctx.cuda_exec(), a.dtile);
+                          else if (L.transposed)
                             ops::conv2d_forward(ctx, with_algo(t_fwd, t_fwd16, a.a));
-                          else if (a.dtile != cuda::DirectTile::Auto)
+                          else if (a.dtile != cuda::DirectTile::Auto && b16)
                             cuda::conv2d_direct_backward_data(  // the kernel alone, on dy as is
-                                ops::conv_ptrs(t_data),
-                                ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
-                                                                ConvPass::BackwardData, g, n, k)),
+                                ops::conv_ptrs_bf16(t_data16), direct_ws(ConvPass::BackwardData),
+                                ctx.cuda_exec(), a.dtile);
+                          else if (a.dtile != cuda::DirectTile::Auto)
+                            cuda::conv2d_direct_backward_data(
+                                ops::conv_ptrs(t_data), direct_ws(ConvPass::BackwardData),
                                 ctx.cuda_exec(), a.dtile);
                           else
                             ops::conv2d_backward(ctx, with_algo(data, data16, a.a));
                         }});
     passes.push_back({"backward-weights", 0.0, [&](const Algo& a) {
-                        if (a.dtile != cuda::DirectTile::Auto) {
+                        if (a.dtile != cuda::DirectTile::Auto && b16) {
                           cuda::conv2d_direct_backward_weights(
-                              ops::conv_ptrs(wgrad),
-                              ctx.workspace(Device::CUDA, cuda::conv2d_direct_ws(
-                                                              ConvPass::BackwardWeights, g, n, k)),
+                              ops::conv_ptrs_bf16(wgrad16), direct_ws(ConvPass::BackwardWeights),
+                              ctx.cuda_exec(), a.dtile);
+                        } else if (a.dtile != cuda::DirectTile::Auto) {
+                          cuda::conv2d_direct_backward_weights(
+                              ops::conv_ptrs(wgrad), direct_ws(ConvPass::BackwardWeights),
                               ctx.cuda_exec(), a.dtile);
                         } else if (a.tile != cuda::ConvTile::Auto) {
                           float* ws = ctx.workspace(
@@ -424,8 +442,9 @@ int run(int argc, char** argv) {
         for (const Algo& a : algos) {
           if ((a.tile != cuda::ConvTile::Auto &&
                (b16 || L.transposed || std::string(p.name) == "backward-data")) ||
-              (a.dtile != cuda::DirectTile::Auto && (b16 || L.transposed || !conv3x3_applies(g))) ||
-              (b16 && a.a == ConvAlgo::Direct)) {
+              (a.dtile != cuda::DirectTile::Auto &&
+               ((L.transposed && !b16) ||
+                !cuda::direct_applies(g, b16 ? DType::BF16 : DType::F32)))) {
             std::printf(" %18s", "-");  // a forced tile where its kernel does not run
             continue;
           }

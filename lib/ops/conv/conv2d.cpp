@@ -500,13 +500,13 @@ bool conv_is_bf16(const char* op, std::initializer_list<const Tensor*> acts,
 }
 
 #if PDNN_HAVE_CUDA
-// The workspace a GPU algorithm needs for a pass (floats). bf16: no direct kernel, the
+// The workspace a GPU algorithm needs for a pass (floats). bf16: direct's weights in bf16, the
 // register-staged implicit kernel (no flipped weights; its own split for the weight gradient).
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
                             int64_t k, Act act, bool is_bf16) {
-  if (!is_bf16 && a == ConvAlgo::Direct && conv3x3_applies(g))
+  if (a == ConvAlgo::Direct && cuda::direct_applies(g, is_bf16 ? DType::BF16 : DType::F32))
     return (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
-           cuda::conv2d_direct_ws(pass, g, n, k);
+           cuda::conv2d_direct_ws(pass, g, n, k, is_bf16 ? DType::BF16 : DType::F32);
   if (a == ConvAlgo::Implicit && is_bf16)
     return pass == ConvPass::Forward
                ? 1

@@ -327,9 +327,12 @@ void conv2d_forward(const ConvFwd& a, float* ws, CudaExec e) {
     im2col_forward(a, ws, e);
 }
 
-// bf16: no direct kernel (its halo tiles are fp32); Direct and the CPU's algorithms mean im2col.
+// bf16: the same algorithms (implicit on the register-staged kernel; direct for 4x4 stride-2
+// padding-1 too).
 void conv2d_forward(const ConvFwdBf16& a, float* ws, CudaExec e) {
-  if (a.algo == ConvAlgo::Implicit)
+  if (a.algo == ConvAlgo::Direct && direct_applies(a.g, DType::BF16))
+    conv2d_direct_forward(a, ws, e);
+  else if (a.algo == ConvAlgo::Implicit)
     conv2d_implicit_forward(a, e);
   else if (a.algo == ConvAlgo::Cudnn)
     conv2d_cudnn_forward(a, ws, e);
@@ -415,12 +418,14 @@ void backward_by_algo(const ConvBwd& a, float* ws, CudaExec e) {
   dx_through_act(g, n, m.dx_src, m.dx, m.dx_act, e);
 }
 
-// bf16: im2col, cuDNN, or the register-staged implicit GEMM (every stride: no flipped-weights
-// forward for stride 1; its forward kernel is the same kernel).
+// bf16: im2col, cuDNN, direct (4x4 stride-2 padding-1 too), or the register-staged implicit
+// GEMM (every stride: no flipped-weights forward for stride 1; its forward kernel is the same
+// kernel).
 void backward_by_algo(const ConvBwdBf16& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  if (a.algo != ConvAlgo::Implicit) {
+  const bool direct = a.algo == ConvAlgo::Direct && direct_applies(g, DType::BF16);
+  if (a.algo != ConvAlgo::Implicit && !direct) {
     if (a.algo == ConvAlgo::Cudnn)
       conv2d_cudnn_backward(a, ws, e);
     else
@@ -428,9 +433,12 @@ void backward_by_algo(const ConvBwdBf16& a, float* ws, CudaExec e) {
     if (a.dx) dx_through_act(g, n, a.dx_src, a.dx, a.dx_act, e);
     return;
   }
-  PDNN_CHECK(a.dw || !a.db, "conv2d_backward (implicit, bf16): the bias gradient comes with dw");
+  PDNN_CHECK(a.dw || !a.db, "conv2d_backward (%s, bf16): the bias gradient comes with dw",
+             conv_algo_name(a.algo));
   if (!a.dx) {
-    if (a.dw) conv2d_implicit_backward_weights(a, ws, e);
+    // the weight gradient alone: y read beside dy, through the activation there
+    if (a.dw && direct) conv2d_direct_backward_weights(a, ws, e);
+    if (a.dw && !direct) conv2d_implicit_backward_weights(a, ws, e);
     return;
   }
   ConvBwdBf16 m = a;
@@ -442,6 +450,11 @@ void backward_by_algo(const ConvBwdBf16& a, float* ws, CudaExec e) {
     ws += masked;
   }
   m.act = Act{};
+  if (direct) {  // dx through the input's activation in the kernel's own output write
+    if (m.dw) conv2d_direct_backward_weights(m, ws, e);
+    conv2d_direct_backward_data(m, ws, e);
+    return;
+  }
   if (m.dw) conv2d_implicit_backward_weights(m, ws, e);
   conv2d_implicit_backward_data(m, e);
   dx_through_act(g, n, m.dx_src, m.dx, m.dx_act, e);

@@ -8,6 +8,7 @@
 #include "core/cuda_state.h"
 #include "core/error.h"
 #include "ops/conv/conv2d_3x3.h"
+#include "ops/conv/conv2d_k4s2.h"
 
 namespace pdnn {
 
@@ -82,13 +83,15 @@ bool own_algo(ConvAlgo a) {
 
 std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                           const std::string& policy, bool have_cudnn,
-                                          bool is_bf16) {
+                                          DType dtype) {
   (void)pass;
   std::vector<ConvAlgo> all{ConvAlgo::Im2col};
   if (implicit_fits(g, n, k)) all.push_back(ConvAlgo::Implicit);
-  // the halo-tile kernels of 3x3 stride-1 layers (conv2d_direct.cu; fp32 and TF32 only)
-  if (!is_bf16 && conv3x3_applies(g) && g.c * g.h * g.w < INT_MAX &&
-      k * g.oh * g.ow < INT_MAX)
+  // the halo-tile kernels (conv2d_direct.cu): 3x3 stride-1 layers in fp32, TF32 and bf16, 4x4
+  // stride-2 padding-1 layers in bf16 (over their space-to-depth phases: 4c channels)
+  const bool k4s2 = dtype == DType::BF16 && conv4x4s2_applies(g) &&
+                    4 * g.c * (g.h / 2 + 1) * (g.w / 2 + 2) < INT_MAX;  // its phases' indexing
+  if ((conv3x3_applies(g) || k4s2) && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
     all.push_back(ConvAlgo::Direct);
   if (have_cudnn) all.push_back(ConvAlgo::Cudnn);
   std::vector<ConvAlgo> out;
@@ -167,8 +170,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
     std::printf("conv algorithm: %s: cudnn left out: it allocates device memory outside the "
                 "memory plan (--conv-algo cudnn forces it)\n", key.c_str());
   const std::vector<ConvAlgo> cands =
-      gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr,
-                          is_bf16);
+      gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr, dtype);
   if (cands.size() == 1 && policy != "auto" && policy != "own") {
     // Forced, and able to run the pass: no timing (ms 0 in the summary says so).
     tune.put(key, conv_algo_name(cands.front()), 0.0);

@@ -31,11 +31,12 @@ bool valid_gpu_conv_policy(const std::string& policy);
 // The policy of one pass under a (per-pass) policy string: "auto", "own" or an algorithm.
 std::string gpu_conv_pass_policy(const std::string& policy, ConvPass pass);
 
-// The algorithms that can run `pass` of this shape on the GPU under `policy`, in a fixed order
-// (bf16 tensors: no direct kernel).
+// The algorithms that can run `pass` of this shape on the GPU under `policy` for tensors of
+// dtype, in a fixed order (every algorithm takes bf16; direct runs 4x4 stride-2 padding-1
+// shapes in bf16 only).
 std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                           const std::string& policy, bool have_cudnn,
-                                          bool is_bf16 = false);
+                                          DType dtype = DType::F32);
 
 // The tuning cache's key of a pass: "conv2d fwd n64 c3x224x224 k32 3x3 s1 p1 relu fp32";
 // precision: "fp32", "tf32" or "bf16".

@@ -34,16 +34,73 @@
 //     input values, for 288 FMAs.
 //   - TF32: warp (wm, wn) computes 32 output channels x 8 input channels x 9 taps (MI = 2, NI =
 //     9 mma tiles, one per tap); an 8-deep step is 8 pixels of a row of the patch.
+// BF16 (mma.sync m16n8k16, bf16 tensors, fp32 sums; the same block tiles and warp tiles as
+// TF32, a k step of 16 instead of 8). The fragments come from shared memory by ldmatrix (one
+// instruction per 16x16 A fragment or two 8-wide B fragments), so the operands sit there with
+// their k elements contiguous (channel-minor for the forward, pixel-minor for the weight
+// gradient), in rows of 16 bf16 swizzled or padded so that ldmatrix's 8 rows a phase fall on 8
+// different 16-byte bank groups. cp.async moves 4 bytes at the least and NCHW puts a pixel's
+// channels a plane apart, so the input tiles are staged through registers (the next step's
+// loads in flight while the block computes the current one, as conv2d_implicit_staged.cu):
+// two consecutive pixels of a row as one 4-byte load where the width is even (the halo tile
+// then starts at an even column: one more column when the padding is odd), two 2-byte loads
+// otherwise.
+//   - forward: a stage is 16 input channels, xs[pixel of the halo][16 channels] and
+//     ws[tap][m][16 channels] (weights re-laid out once per call in bf16 as
+//     [channel / 16][tap][Mp][channel % 16], copied by cp.async 16 bytes at a time). A thread
+//     loads two channels x two pixels (two 4-byte loads) and stores two channel pairs (byte
+//     permutes). Per tap a warp issues MI ldmatrix.x4 (A) and NI/2 ldmatrix.x4 (B: the halo
+//     row's 8 pixels at the tap's offset) for MI*NI mma: on Fwd64 (warp 32 x 64) 6 ldmatrix
+//     (3 KB) per 16 mma (32 K multiply-adds), 0.09 bytes of shared memory a multiply-add, so
+//     the 128 bytes a clock an SM reads from shared memory carry about 1400 multiply-adds a
+//     clock, near mma.sync's bf16 rate on the H100: the floor of a pass is its FLOPs at
+//     mma.sync's rate or its bytes (x, y once; 2 bytes an element) at the copy rate.
+//   - backward-weights: an 8-deep step becomes 16 pixels, one row of the 8 x 16 patch. A stage
+//     holds gs[m][128 pixels] (act'(y) dy, rounded to bf16 as it is stored: the operand every
+//     path rounds) and the input patch in three copies shifted by the kernel column q,
+//     xq[q][channel][halo row][16], so that tap (r, q)'s 16 pixels of a row are one aligned
+//     16-element row (ldmatrix wants 16-byte aligned rows). Per row of the patch a warp issues
+//     2 ldmatrix.x4 (A) and 9 ldmatrix.x2 (B, one per tap) for 18 mma.
+// 4x4 stride-2 padding-1 convolutions in BF16 (W5: every layer of D but the last, and every
+// ConvTranspose2d of G but the first, whose passes are these with forward and backward-data
+// swapped) run the same kernels with a 2x2 kernel (KS = 2: KK = 4 taps, halo of one pixel):
+//   - forward: x's space-to-depth phases xs (n, 4c, h/2 + 1, w/2 + 1 rounded up to even),
+//     xs[4c + 2pr + pq][u][v] = x[c][2u + pr - 1][2v + pq - 1], are made by one pass
+//     (space_to_depth_k), then the forward kernel runs the unpadded 2x2 convolution of xs with
+//     w'[k][4c + 2pr + pq][a][b] = w[k][c][2a + pr][2b + pq] (laid out by prep_weights_bf16_k):
+//     block = BM output channels x TH x TW output pixels of one image, the reduction 16 phase
+//     channels x 4 taps a stage; a warp's tile and a thread's accumulators as in 3x3 (Fwd64:
+//     32 x 64 outputs a warp, 64 fp32 sums a thread), 4 instead of 9 taps a stage.
+//   - backward-data: by output phase (pr, pq) (the CPU's conv2d_k4s2.h): dx[c][2u + pr][2v + pq]
+//     is the 2x2 stride-1 convolution of dy from row u - 1 + pr, column v - 1 + pq, with
+//     tap (a, b) = w[k][c][3 - 2a - pr][3 - 2b - pq]: the forward kernel with blockIdx.z = the
+//     phase (its weights, its halo offset), each block's outputs written to its phase's pixels
+//     of dx (dx_act there too); no zero taps, no col2im, no phase tensor.
+//   - backward-weights: the 2x2 kernel's gradient over xs (made again, one pass), block = BM
+//     output channels x 32 phase channels x 4 taps, two column-shifted copies of the patch;
+//     per 16-pixel row a warp issues 2 ldmatrix.x4 (A) + 4 ldmatrix.x2 (B) for 8 mma; the
+//     split partial sums are written in w's layout (w_index), so the fixed-order split sum
+//     adds them straight into dw.
+//   Floors on the H100 (990 TFLOP/s dense bf16, ~3 TB/s), W5 at batch 64 (bf16 x, y, w; the
+//   weight gradient fp32 read and written): layers 64 -> 128 at 32x32, 128 -> 256 at 16x16 and
+//   256 -> 512 at 8x8: 4.29 GFLOP every pass (4.3 us) against 3-20 MB (1-7 us); 3 -> 64 at
+//   64x64: 0.40 GFLOP against 10 MB (3.3 us). The phases cost one more pass over x (write xs,
+//   read it again: +6 us on 64 -> 128's 8.4 MB x). Known waste: one image a block, so outputs
+//   of 8x8 and 4x4 (the two smallest layers, every pass) fill a half and an eighth of an
+//   8 x 16 patch; a 3-channel input is 12 phase channels of a 16-deep step.
 // Shared-memory strides are padded so that a warp's reads fall on different banks (noted at
 // each). Index arithmetic: 64-bit image offsets, 32-bit within an image.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_gpu.h"
+#include "ops/conv/conv2d_k4s2.h"
+#include "ops/conv/direct_taps.h"
 #include "ops/kit/mma.h"
 #include "ops/kit/split_k.h"
 #include "ops/kit/tile.h"
@@ -54,6 +111,16 @@ namespace cuda {
 namespace {
 
 using namespace kit;
+using direct::Taps;
+using direct::w_index;
+
+// v, which the compiler must assume changed here: the BF16 loaders' index arithmetic is then
+// recomputed at each stage instead of being kept in registers for the whole loop (hoisted, it
+// cost more registers than the tiles' accumulators).
+__device__ __forceinline__ int fresh(int v) {
+  asm volatile("" : "+r"(v));
+  return v;
+}
 
 constexpr int round_up_c(int a, int m) { return (a + m - 1) / m * m; }
 
@@ -75,68 +142,285 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, cons
   }
 }
 
+// bf16: out[i / 16][tap][o][i % 16] (i < round_up(in_ch, 16), o < Mp; zero past the channels),
+// rows of 16 input channels for the A fragments (k = input channel) of the bf16 forward; KK
+// taps; cc: the kernel's channels (4c with S2d; c: w's). The pass's input channels are w's
+// output channels k when flip (backward-data: the kernel rotated by 180 degrees) or Phase
+// (then one such layout per phase, phase-major).
+__global__ void prep_weights_bf16_k(int k, int cc, int c, int KK, int Mp, bool flip, Taps taps,
+                                    const bf16* __restrict__ w, bf16* __restrict__ out) {
+  const bool ko_in = flip || taps == Taps::Phase;  // the pass's input channel is w's k
+  const int in_ch = ko_in ? k : cc, out_ch = ko_in ? cc : k;
+  const int64_t per = static_cast<int64_t>((in_ch + 15) / 16) * KK * Mp * 16;
+  const int64_t total = per * (taps == Taps::Phase ? 4 : 1);
+  PDNN_GRID_LOOP(e, total) {
+    const int phase = static_cast<int>(e / per);
+    const int64_t f = e % per;
+    const int j = static_cast<int>(f % 16);
+    const int o = static_cast<int>((f / 16) % Mp);
+    const int tap = static_cast<int>((f / (16 * Mp)) % KK);
+    const int i = static_cast<int>(f / (16 * static_cast<int64_t>(Mp) * KK)) * 16 + j;
+    bf16 v{0};
+    if (i < in_ch && o < out_ch)
+      v = w[w_index(taps, ko_in ? i : o, ko_in ? o : i, flip ? KK - 1 - tap : tap, c, phase)];
+    out[e] = v;
+  }
+}
+
+// xs (n, 4c, hs, ws) = the phases of x (n, c, h, w) zero-padded by 1: xs[4 ci + 2 pr + pq][u][v]
+// = x[ci][2u + pr - 1][2v + pq - 1] (zero outside x). A 4x4 stride-2 padding-1 convolution of x
+// is the 2x2 stride-1 convolution of xs without padding (conv2d_gpu.h).
+template <class E>
+__global__ void space_to_depth_k(int64_t total, int c, int h, int w, int hs, int ws,
+                                 const E* __restrict__ x, E* __restrict__ xs) {
+  PDNN_GRID_LOOP(e, total) {
+    const int v = static_cast<int>(e % ws);
+    int64_t r = e / ws;
+    const int u = static_cast<int>(r % hs);
+    r /= hs;
+    const int cc = static_cast<int>(r % (4 * c));
+    const int64_t img = r / (4 * c);
+    int iy, ix;
+    const int ci = direct::s2d_source(cc, u, v, &iy, &ix);
+    E val = from_f32<E>(0.f);
+    if (static_cast<unsigned>(iy) < static_cast<unsigned>(h) &&
+        static_cast<unsigned>(ix) < static_cast<unsigned>(w))
+      val = x[((img * c + ci) * h + iy) * static_cast<int64_t>(w) + ix];
+    xs[e] = val;
+  }
+}
+
 // ---- forward --------------------------------------------------------------------------------
-template <int BM_, int TH_, int TW_, int WM_, int WN_, int STAGES_>
+// KS: the kernel's side (3; 2 for the 4x4 stride-2 kernel's phases, BF16 only), KK its taps.
+template <int BM_, int TH_, int TW_, int WM_, int WN_, int STAGES_, int KS_ = 3>
 struct FwdCfg {
   static constexpr int BM = BM_, TH = TH_, TW = TW_, BN = TH * TW, CK = 8, STAGES = STAGES_;
+  static constexpr int KS = KS_, KK = KS * KS;
   static constexpr int THREADS = (BM / 8) * (BN / 8);  // FMA: 8 x 8 outputs a thread
-  // Blocks an SM must hold (registers capped to fit): two warps a scheduler at least.
-  static constexpr int MIN_BLOCKS = THREADS >= 256 ? 1 : 2;
+  // Blocks an SM must hold (registers capped to fit): two warps a scheduler at least. BF16
+  // (less shared memory a block): 12 or 16 warps an SM, at most 168 or 128 registers a thread
+  // (ptxas -v, sm_90: 64 x 8 x 16 spilled 56 bytes under 128).
+  template <class P>
+  static constexpr int min_blocks() {
+    return P::kK == 16 ? (THREADS >= 256 ? 2 : 3) : (THREADS >= 256 ? 1 : 2);
+  }
   static constexpr int WM = WM_, WN = WN_, MI = BM / WM / 16, NI = BN / WN / 8;
-  static constexpr int XW = TW + 2, XR = TH + 2;
+  static constexpr int XW = TW + KS - 1, XR = TH + KS - 1;
   // input channel stride: 8 mod 32 banks, so the TF32 B reads (8 channels t x 8 pixels g) and
   // the FMA row reads spread over the banks
   static constexpr int CS = round_up_c(XR * XW, 32) + 8;
   static constexpr int SA = BM + 8;  // weight rows: 8 mod 32 banks for the A fragments
-  static constexpr int X_STAGE = CK * CS, W_STAGE = 9 * CK * SA;
+  static constexpr int X_STAGE = CK * CS, W_STAGE = KK * CK * SA;
   static_assert(WM * WN * 32 == THREADS, "the warps cover the block on the tensor-core path");
   static_assert(TW % 8 == 0 && BM % 16 == 0 && MI >= 1 && NI >= 1, "tile shape");
-  static size_t smem_bytes() { return sizeof(float) * STAGES * (X_STAGE + W_STAGE); }
+  // BF16 (two stages, register-staged): the halo tile from an even column, XB pixels of 16
+  // channels (swizzled rows, kit::swz16), and the weights, KK x BM rows of 16 channels.
+  // Pixels of the halo tile padded to 24 channels (48 bytes: 8 consecutive pixels on 8 bank
+  // groups, at any tap's offset, with no per-tap swizzle arithmetic).
+  static constexpr int XWB = TW + round_up_c(KS, 2), XB = XR * XWB, XP16 = 24;
+  static constexpr int X16_STAGE = XB * XP16, W16_STAGE = KK * BM * 16;  // bf16 elements
+  static_assert(NI % 2 == 0, "BF16: B fragments by ldmatrix.x4, two n tiles at a time");
+  static_assert((BN / WN) % TW == 0 && BM / WM % 16 == 0, "BF16: a warp's pixels are whole rows");
+  template <class P>
+  static size_t smem_bytes() {
+    return P::kK == 16 ? 2 * 2 * static_cast<size_t>(X16_STAGE + W16_STAGE)
+                       : sizeof(float) * STAGES * (X_STAGE + W_STAGE);
+  }
 };
-using Fwd128 = FwdCfg<128, 8, 16, 2, 4, 2>;   // 256 threads
-using Fwd64 = FwdCfg<64, 8, 16, 2, 2, 3>;     // 128 threads
-using Fwd32 = FwdCfg<32, 16, 16, 1, 4, 3>;    // 128 threads
+template <int KS>
+using Fwd128K = FwdCfg<128, 8, 16, 2, 4, 2, KS>;   // 256 threads
+template <int KS>
+using Fwd64K = FwdCfg<64, 8, 16, 2, 2, 3, KS>;     // 128 threads
+template <int KS>
+using Fwd32K = FwdCfg<32, 16, 16, 1, 4, 3, KS>;    // 128 threads
 
-struct FwdArgs {
+// E: the tensors' element type (float; bf16 for the BF16 kernels).
+template <class E>
+struct FwdArgsOf {
   int n, c, h, w, k, oh, ow, pad, Mp, tiles_x, tiles_y;
-  const float* x;
-  const float* wp;  // [c][9][Mp]
+  int pairs;        // BF16: x's pixel pairs are 4-byte aligned (w even, x aligned)
+  const E* x;
+  const E* wp;      // [c][9][Mp]; BF16 [c / 16][KK][Mp][16]
   const float* bias;
-  float* y;
+  E* y;
   Act act;
-  const float* msrc;  // y = act'(msrc) . (the sum) when mact is not None (backward-data)
+  const E* msrc;    // y = act'(msrc) . (the sum) when mact is not None (backward-data)
   Act mact;
+  int64_t y_img;    // elements of an image of y
+  // phases (the 4x4 stride-2 backward-data): blockIdx.z = phase (pr, pq) = (z / 2, z % 2) runs
+  // the 2x2 kernels at wp + z * w_phase over x padded by (1 - pr, 1 - pq), and its output
+  // (u, v) is y's (2u + pr, 2v + pq), y of dh x dw pixels. Else pad on both sides.
+  int phases, dh, dw;
+  int64_t w_phase;
 };
+
+// BF16 forward: acc += the block's products over every input channel, 16 at a time (the file's
+// comment). sm: the dynamic shared memory; (iy0, ix0) the halo's first input pixel.
+template <class T>
+__device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* acc, uint16_t* sm,
+                                               const bf16* xim, int iy0, int ix0, int m0, int tid,
+                                               int lane, int wm, int wn) {
+  constexpr int BM = T::BM, TW = T::TW, XWB = T::XWB, XB = T::XB, THREADS = T::THREADS;
+  constexpr int UNITS = 8 * XB / 2;  // (channel pair, pixel pair) a stage
+  constexpr int RX = (UNITS + THREADS - 1) / THREADS;
+  uint16_t* Xs = sm;                        // 2 x [XB][XP16]
+  uint16_t* Ws = sm + 2 * T::X16_STAGE;     // 2 x [KK * BM][16]
+  const int hw = a.h * a.w;
+  const int shift = ix0 & 1, ix0e = ix0 - shift;  // the tile from an even column
+  const int steps = (a.c + 15) / 16;
+  const bool pairs = a.pairs != 0;
+  // A warp's pixels are whole rows of the patch (static_assert in FwdCfg), so every fragment
+  // address is this lane's base plus a compile-time offset (the tap, the tile): the loops below
+  // keep two base registers, not one address per fragment.
+  // A: matrix j = lane / 8 of ldmatrix.x4 is (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15),
+  // (m 8-15, k 8-15) of a 16 x 16 tile; the swizzle of row tap * BM + m0 + mi * 16 + r is r's.
+  const int a_lane = swz16(wm * (BM / T::WM) + (lane & 15), lane >> 4);
+  // B: matrices (tile ni, k 0-7), (ni, k 8-15), (ni + 1, k 0-7), (ni + 1, k 8-15): lane's pixel
+  // (tile ni + lane / 16: 8 pixels further along the row), its half of the 16 channels.
+  const int pn0 = wn * (T::BN / T::WN);
+  const int b_lane = ((pn0 / TW) * XWB + shift + (lane >> 4) * 8 + (lane & 7)) * T::XP16 +
+                     ((lane >> 3) & 1) * 8;
+  // The next stage's loads in two halves, each in flight while the block computes half of the
+  // taps (half the staging registers).
+  constexpr int RH = (RX + 1) / 2;
+  uint32_t rx[RH][2];  // channel c's and c + 1's pixel pair
+  // unit e: channel pair q + 4 hh of the stage (lanes: 4 pairs x 8 pixel pairs), pixel pair pp
+  auto load_x = [&](int ci0, int half) {
+    const int t = fresh(tid);
+#pragma unroll
+    for (int i = 0; i < RH; ++i) {
+      const int e = t + (half * RH + i) * THREADS;
+      const int q = e & 3, pp = (e >> 2) % (XB / 2), hh = (e >> 2) / (XB / 2);
+      const int pix = 2 * pp, row = pix / XWB, col = pix - row * XWB;
+      const int c = ci0 + 2 * (hh * 4 + q), iy = iy0 + row, ix = ix0e + col;
+      const bool in_y = e < UNITS && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h);
+      const bf16* p = xim + static_cast<int64_t>(c) * hw + iy * a.w + ix;
+      if (pairs) {  // ix even, w even: both pixels in the image or neither
+        const bool ok = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
+        rx[i][0] = ok && c < a.c ? ldg_bits32(p) : 0u;
+        rx[i][1] = ok && c + 1 < a.c ? ldg_bits32(p + hw) : 0u;
+      } else {
+        const bool ok0 = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
+        const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(a.w);
+        rx[i][0] = (ok0 && c < a.c ? ldg_bits16(p) : 0u) |
+                   (ok1 && c < a.c ? ldg_bits16(p + 1) : 0u) << 16;
+        rx[i][1] = (ok0 && c + 1 < a.c ? ldg_bits16(p + hw) : 0u) |
+                   (ok1 && c + 1 < a.c ? ldg_bits16(p + hw + 1) : 0u) << 16;
+      }
+    }
+  };
+  auto store_x = [&](int buf, int half) {
+    uint16_t* xs = Xs + buf * T::X16_STAGE;
+    const int t = fresh(tid);
+#pragma unroll
+    for (int i = 0; i < RH; ++i) {
+      const int e = t + (half * RH + i) * THREADS;
+      if (e >= UNITS) break;
+      const int q = e & 3, pp = (e >> 2) % (XB / 2), hh = (e >> 2) / (XB / 2);
+      // (c, c + 1) at pixel 2 pp, then at 2 pp + 1
+      uint32_t* dst = reinterpret_cast<uint32_t*>(xs + 2 * pp * T::XP16 + hh * 8 + 2 * q);
+      dst[0] = __byte_perm(rx[i][0], rx[i][1], 0x5410);
+      dst[T::XP16 / 2] = __byte_perm(rx[i][0], rx[i][1], 0x7632);
+    }
+  };
+  auto load_w = [&](int buf, int step) {
+    uint16_t* ws = Ws + buf * T::W16_STAGE;
+    const bf16* src = a.wp + blockIdx.z * a.w_phase + (static_cast<int64_t>(step) * T::KK * a.Mp + m0) * 16;
+    for (int e = tid; e < T::KK * BM * 2; e += THREADS) {
+      const int hh = e & 1, m = (e >> 1) % BM, tap = (e >> 1) / BM;
+      cp_async16(ws + swz16(tap * BM + m, hh), src + (static_cast<int64_t>(tap) * a.Mp + m) * 16 + hh * 8,
+                 true);
+    }
+    cp_async_commit();
+  };
+  auto compute = [&](int buf, int tap0, int tap1) {
+    const uint16_t* xs = Xs + buf * T::X16_STAGE;
+    const uint16_t* ws = Ws + buf * T::W16_STAGE;
+#pragma unroll
+    for (int tap = tap0; tap < tap1; ++tap) {
+      const int toff = (tap / T::KS) * XWB + tap % T::KS;
+      uint32_t af[T::MI][4], bf[T::NI][2];
+#pragma unroll
+      for (int mi = 0; mi < T::MI; ++mi) ldmatrix_x4(af[mi], ws + a_lane + (tap * BM + mi * 16) * 16);
+#pragma unroll
+      for (int nj = 0; nj < T::NI; nj += 2) {
+        // tile nj's first pixel: row nj * 8 / TW of the warp's rows, column nj * 8 % TW
+        uint32_t r[4];
+        ldmatrix_x4(r, xs + b_lane + ((nj * 8 / TW) * XWB + nj * 8 % TW + toff) * T::XP16);
+        bf[nj][0] = r[0];
+        bf[nj][1] = r[1];
+        bf[nj + 1][0] = r[2];
+        bf[nj + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < T::NI; ++ni) BF16::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
+    }
+  };
+
+  load_w(0, 0);
+  for (int half = 0; half < 2; ++half) {
+    load_x(0, half);
+    store_x(0, half);
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  for (int st = 0; st < steps; ++st) {
+    const int buf = st & 1;
+    const bool more = st + 1 < steps;
+    if (more) {
+      load_w(buf ^ 1, st + 1);
+      load_x((st + 1) * 16, 0);
+    }
+    compute(buf, 0, (T::KK + 1) / 2);
+    if (more) {
+      store_x(buf ^ 1, 0);
+      load_x((st + 1) * 16, 1);
+    }
+    compute(buf, (T::KK + 1) / 2, T::KK);
+    if (more) store_x(buf ^ 1, 1);
+    cp_async_wait<0>();
+    __syncthreads();
+  }
+}
 
 template <class T, class P>
-__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const FwdArgs a) {
-  constexpr bool TF32 = P::kMma;
+__global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
+    direct_fwd(const FwdArgsOf<typename P::Data> a) {
+  using E = typename P::Data;
+  constexpr bool TF32 = P::kMma;  // the tensor cores (TF32 or BF16)
   constexpr int BM = T::BM, TH = T::TH, TW = T::TW, CK = T::CK, XW = T::XW, XR = T::XR;
   constexpr int CS = T::CS, SA = T::SA, STAGES = T::STAGES, THREADS = T::THREADS;
   extern __shared__ __align__(16) float smem[];
   float* Xs = smem;                           // STAGES x [CK][CS]
-  float* Ws = smem + STAGES * T::X_STAGE;     // STAGES x [9][CK][SA]
+  float* Ws = smem + STAGES * T::X_STAGE;     // STAGES x [KK][CK][SA]
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int tile = blockIdx.x;
   const int img = tile / (a.tiles_x * a.tiles_y);
   const int trest = tile - img * a.tiles_x * a.tiles_y;
   const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
   const int m0 = blockIdx.y * BM;
-  const int iy0 = oy0 - a.pad, ix0 = ox0 - a.pad;
+  const int pr = blockIdx.z >> 1, pq = blockIdx.z & 1;  // the phase, with a.phases
+  const int iy0 = a.phases ? direct::phase_window_start(oy0, pr) : oy0 - a.pad;
+  const int ix0 = a.phases ? direct::phase_window_start(ox0, pq) : ox0 - a.pad;
   const int hw = a.h * a.w;
-  const float* xim = a.x + static_cast<int64_t>(img) * a.c * hw;
+  const E* xim = a.x + static_cast<int64_t>(img) * a.c * hw;
   const int steps = (a.c + CK - 1) / CK;
 
   auto load = [&](int s, int ci0) {
-    load_halo_tile<CK, XR, XW, CS, THREADS, true>(Xs + s * T::X_STAGE, xim, a.x, ci0, a.c, a.h, a.w, iy0,
-                                            ix0, tid);
-    float* ws = Ws + s * T::W_STAGE;
-    for (int e = tid; e < 9 * CK * (BM / 4); e += THREADS) {
-      const int m4 = e % (BM / 4), ct = e / (BM / 4);  // ct = ci * 9 + tap
-      const int ci = ct / 9, tap = ct - ci * 9;
-      const bool ok = ci0 + ci < a.c;
-      cp_async16(ws + (tap * CK + ci) * SA + m4 * 4,
-                 ok ? a.wp + (static_cast<int64_t>(ci0 + ci) * 9 + tap) * a.Mp + m0 + m4 * 4 : a.wp, ok);
+    if constexpr (P::kK != 16) {  // fp32 tiles (BF16: fwd_bf16_steps)
+      load_halo_tile<CK, XR, XW, CS, THREADS, true>(Xs + s * T::X_STAGE, xim, a.x, ci0, a.c, a.h,
+                                                    a.w, iy0, ix0, tid);
+      float* ws = Ws + s * T::W_STAGE;
+      for (int e = tid; e < 9 * CK * (BM / 4); e += THREADS) {
+        const int m4 = e % (BM / 4), ct = e / (BM / 4);  // ct = ci * 9 + tap
+        const int ci = ct / 9, tap = ct - ci * 9;
+        const bool ok = ci0 + ci < a.c;
+        cp_async16(ws + (tap * CK + ci) * SA + m4 * 4,
+                   ok ? a.wp + (static_cast<int64_t>(ci0 + ci) * 9 + tap) * a.Mp + m0 + m4 * 4 : a.wp,
+                   ok);
+      }
     }
   };
   // TF32: the input tile rounded in place, each thread the elements it copied.
@@ -185,8 +469,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
         }
     } else {
 #pragma unroll
-      for (int tap = 0; tap < 9; ++tap) {
-        const int toff = (tap / 3) * XW + tap % 3;
+      for (int tap = 0; tap < T::KK; ++tap) {
+        const int toff = (tap / T::KS) * XW + tap % T::KS;
         uint32_t af[T::MI][4], bf[T::NI][2];
 #pragma unroll
         for (int mi = 0; mi < T::MI; ++mi) {
@@ -211,31 +495,41 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
     }
   };
 
+  if constexpr (P::kK == 16) {
+    fwd_bf16_steps<T>(a, acc, reinterpret_cast<uint16_t*>(smem), xim, iy0, ix0, m0, tid, lane, wm, wn);
+  } else {
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < steps) load(s, s * CK);
-    cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < steps) load(s, s * CK);
+      cp_async_commit();
+    }
+    for (int st = 0; st < steps; ++st) {
+      const int s = st % STAGES;
+      cp_async_wait<STAGES - 2>();
+      if (TF32) round_tile(s);
+      __syncthreads();
+      if (st + STAGES - 1 < steps) load((st + STAGES - 1) % STAGES, (st + STAGES - 1) * CK);
+      cp_async_commit();
+      compute(s);
+    }
+    cp_async_wait<0>();
   }
-  for (int st = 0; st < steps; ++st) {
-    const int s = st % STAGES;
-    cp_async_wait<STAGES - 2>();
-    if (TF32) round_tile(s);
-    __syncthreads();
-    if (st + STAGES - 1 < steps) load((st + STAGES - 1) % STAGES, (st + STAGES - 1) * CK);
-    cp_async_commit();
-    compute(s);
-  }
-  cp_async_wait<0>();
 
-  const int64_t ohw = static_cast<int64_t>(a.oh) * a.ow;
-  float* yim = a.y + static_cast<int64_t>(img) * a.k * ohw;
+  E* yim = a.y + static_cast<int64_t>(img) * a.y_img;
   auto put = [&](int m, int p, float v) {  // p: pixel of the patch
-    const int oy = oy0 + p / TW, ox = ox0 + p % TW;
+    int oy = oy0 + p / TW, ox = ox0 + p % TW;
     if (m >= a.k || oy >= a.oh || ox >= a.ow) return;
-    const int64_t o = m * ohw + static_cast<int64_t>(oy) * a.ow + ox;
+    int ow = a.ow, oh = a.oh;
+    if (a.phases) {
+      oy = 2 * oy + pr;
+      ox = 2 * ox + pq;
+      oh = a.dh;
+      ow = a.dw;
+    }
+    const int64_t o = (static_cast<int64_t>(m) * oh + oy) * ow + ox;
     v = act_apply(v + bias_of(a.bias, m), a.act);
-    if (a.mact.kind != FusedAct::None) v = act_grad(__ldg(a.msrc + (yim - a.y) + o), v, a.mact);
-    yim[o] = v;
+    if (a.mact.kind != FusedAct::None) v = act_grad(ldg_f32(a.msrc + (yim - a.y) + o), v, a.mact);
+    yim[o] = from_f32<E>(v);  // bf16: rounded once, here
   };
   if (!TF32) {
 #pragma unroll
@@ -251,13 +545,19 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_fwd(const Fw
 }
 
 // ---- backward-weights ---------------------------------------------------------------------
-template <int BM_, int BC_, int TH_, int TW_, int WM_, int WN_, int STAGES_>
+// KS: the kernel's side (3; 2 for the 4x4 stride-2 kernel's phases, BF16 only), KK its taps.
+template <int BM_, int BC_, int TH_, int TW_, int WM_, int WN_, int STAGES_, int KS_ = 3>
 struct BwwCfg {
   static constexpr int BM = BM_, BC = BC_, TH = TH_, TW = TW_, P = TH * TW, STAGES = STAGES_;
+  static constexpr int KS = KS_, KK = KS * KS;
   static constexpr int THREADS = (BM / 8) * BC;  // FMA: 8 output channels x 1 input channel
-  static constexpr int MIN_BLOCKS = THREADS >= 256 ? 1 : 2;
+  // BF16: two blocks an SM (shared memory allows two), 128 registers a thread at 256 threads.
+  template <class Prec>
+  static constexpr int min_blocks() {
+    return Prec::kK == 16 ? 2 : (THREADS >= 256 ? 1 : 2);
+  }
   static constexpr int WM = WM_, WN = WN_;       // TF32: a warp 32 output x 8 input channels
-  static constexpr int XW = TW + 2, XR = TH + 2;
+  static constexpr int XW = TW + KS - 1, XR = TH + KS - 1;
   // g rows: 4 mod 32 banks (TF32 A reads: 8 rows g x 4 pixels t); input channel stride: odd
   // for the FMA path (a warp reads 32 channels at one place), 4 mod 32 for the TF32 B reads
   // (8 channels g x 4 pixels t)
@@ -265,26 +565,187 @@ struct BwwCfg {
   static constexpr int CS_F = round_up_c(XR * XW, 32) + 1, CS_T = round_up_c(XR * XW, 32) + 4;
   static_assert(WM * 32 == BM && WN * 8 == BC && WM * WN * 32 == THREADS, "warps cover the block");
   static_assert(TW % 8 == 0 && BC <= 32, "tile shape");
-  static size_t smem_bytes(bool mask, bool tf32) {
-    return sizeof(float) * STAGES * (BM * SG * (mask ? 2 : 1) + BC * (tf32 ? CS_T : CS_F));
+  // BF16 (two stages, register-staged; a 16-deep step is one row of the patch): g rows of P
+  // pixels padded by 8 (272 bytes: ldmatrix's 8 rows on 8 bank groups); the input patch in
+  // KS copies shifted by q, [q][channel][halo row][16 pixels], channels padded by 8 (336
+  // bytes; 304 for KS = 2: likewise); the loads read the halo from an even column, XWB wide.
+  static constexpr int XWB = TW + round_up_c(KS, 2), GS16 = P + 8, CQ16 = XR * 16 + 8;
+  static constexpr int G16_STAGE = BM * GS16, X16_STAGE = KS * BC * CQ16;  // bf16 elements
+  static_assert(TW == 16, "BF16: a 16-deep step is one row of the patch");
+  template <class Prec>
+  static size_t smem_bytes(bool mask) {
+    if (Prec::kK == 16) return 2 * 2 * static_cast<size_t>(G16_STAGE + X16_STAGE);
+    return sizeof(float) * STAGES * (BM * SG * (mask ? 2 : 1) + BC * (Prec::kMma ? CS_T : CS_F));
   }
 };
-using Bww64 = BwwCfg<64, 32, 8, 16, 2, 4, 2>;  // 256 threads (two stages: 185 KB with y)
-using Bww32 = BwwCfg<32, 32, 8, 16, 1, 4, 3>;  // 128 threads
+template <int KS>
+using Bww64K = BwwCfg<64, 32, 8, 16, 2, 4, 2, KS>;  // 256 threads (two stages: 185 KB with y)
+template <int KS>
+using Bww32K = BwwCfg<32, 32, 8, 16, 1, 4, 3, KS>;  // 128 threads
 
-struct BwwArgs {
+template <class E>
+struct BwwArgsOf {
   int n, c, h, w, k, oh, ow, pad, tiles_x, tiles_y, tiles, per_split;
-  const float* x;
-  const float* dy;
-  const float* y;   // with a fused activation
-  float* part;      // (splits, k, c*9)
+  int x_pairs, g_pairs;  // BF16: x's (dy's and y's) pixel pairs are 4-byte aligned
+  const E* x;
+  const E* dy;
+  const E* y;       // with a fused activation
+  float* part;      // (splits, k, c*KK), each split in w's layout (w_index)
   float* bias_part; // (splits, k) or null
   Act act;
+  int s2d;          // x is a 4x4 stride-2 convolution's space-to-depth input (c = 4 w's channels)
 };
 
+// BF16 backward-weights: acc += the block's products over its split's patches, bias_sum (thread
+// tid < BM) += the sums of its row of g (the file's comment).
+template <class T, bool MASK>
+__device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* acc, float& bias_sum,
+                                               bool want_bias, uint16_t* sm, int c0, int m0,
+                                               int t_begin, int steps, int tid, int lane, int wm,
+                                               int wn) {
+  constexpr int BM = T::BM, BC = T::BC, TH = T::TH, TW = T::TW, P = T::P, XR = T::XR;
+  constexpr int XWB = T::XWB, GS = T::GS16, CQ = T::CQ16, THREADS = T::THREADS;
+  constexpr int GU = BM * P / 2, RG = GU / THREADS;  // g pixel pairs a stage, a thread
+  constexpr int XU = BC * XR * XWB / 2, RX = (XU + THREADS - 1) / THREADS;  // x pixel pairs
+  static_assert(GU % THREADS == 0, "every thread loads as many g pairs");
+  uint16_t* Gs = sm;                        // 2 x [BM][GS]
+  uint16_t* Xq = sm + 2 * T::G16_STAGE;     // 2 x [KS][BC][CQ]
+  const int hw = a.h * a.w;
+  const int64_t ohw = static_cast<int64_t>(a.oh) * a.ow;
+  const int shift = a.pad & 1;  // ix0 = ox0 - pad, ox0 even: the halo's columns from ix0 - shift
+  const bool xp = a.x_pairs != 0, gp = a.g_pairs != 0;
+  // The next stage's loads in two halves, each in flight while the block computes half of the
+  // rows of the patch (half the staging registers).
+  constexpr int GH = RG / 2, XH = (RX + 1) / 2;
+  static_assert(RG % 2 == 0, "g loads in two halves");
+  uint32_t rg[GH], ry[MASK ? GH : 1], rx[XH];
+
+  auto load = [&](int t, int half) {  // half of patch t into rg, ry, rx
+    const int img = t / (a.tiles_x * a.tiles_y), trest = t - img * a.tiles_x * a.tiles_y;
+    const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
+    const int64_t goff = static_cast<int64_t>(img) * a.k * ohw;
+    const int tt = fresh(tid);
+#pragma unroll
+    for (int i = 0; i < GH; ++i) {  // unit e: row m, pixels 2 pr, 2 pr + 1 of the patch
+      const int e = tt + (half * GH + i) * THREADS, pr = e % (P / 2), m = e / (P / 2);
+      const int oy = oy0 + (2 * pr) / TW, ox = ox0 + (2 * pr) % TW;
+      const bool ok = m0 + m < a.k && oy < a.oh;
+      const int64_t idx = goff + (m0 + m) * ohw + static_cast<int64_t>(oy) * a.ow + ox;
+      if (gp) {  // ow even: both pixels in the image or neither
+        rg[i] = ok && ox < a.ow ? ldg_bits32(a.dy + idx) : 0u;
+        if (MASK) ry[i] = ok && ox < a.ow ? ldg_bits32(a.y + idx) : 0u;
+      } else {
+        const bool ok0 = ok && ox < a.ow, ok1 = ok && ox + 1 < a.ow;
+        rg[i] = (ok0 ? ldg_bits16(a.dy + idx) : 0u) | (ok1 ? ldg_bits16(a.dy + idx + 1) : 0u) << 16;
+        if (MASK)
+          ry[i] = (ok0 ? ldg_bits16(a.y + idx) : 0u) | (ok1 ? ldg_bits16(a.y + idx + 1) : 0u) << 16;
+      }
+    }
+    const bf16* xim = a.x + static_cast<int64_t>(img) * a.c * hw;
+    const int iy0 = oy0 - a.pad, ix0e = ox0 - a.pad - shift;
+#pragma unroll
+    for (int i = 0; i < XH; ++i) {  // unit e: channel c, halo row, columns 2 cp, 2 cp + 1
+      const int e = tt + (half * XH + i) * THREADS;
+      const int cp = e % (XWB / 2), rest = e / (XWB / 2), row = rest % XR, c = rest / XR;
+      const int iy = iy0 + row, ix = ix0e + 2 * cp;
+      const bool ok = e < XU && c0 + c < a.c && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h);
+      const bf16* p = xim + static_cast<int64_t>(c0 + c) * hw + iy * a.w + ix;
+      if (xp) {
+        rx[i] = ok && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w) ? ldg_bits32(p) : 0u;
+      } else {
+        const bool ok0 = ok && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
+        const bool ok1 = ok && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(a.w);
+        rx[i] = (ok0 ? ldg_bits16(p) : 0u) | (ok1 ? ldg_bits16(p + 1) : 0u) << 16;
+      }
+    }
+  };
+  auto store = [&](int buf, int half) {
+    uint16_t* gs = Gs + buf * T::G16_STAGE;
+    const int tt = fresh(tid);
+#pragma unroll
+    for (int i = 0; i < GH; ++i) {
+      const int e = tt + (half * GH + i) * THREADS, pr = e % (P / 2), m = e / (P / 2);
+      uint32_t v = rg[i];
+      if (MASK)  // act'(y) dy, rounded to bf16 (the operand)
+        v = bf16x2_bits(act_grad(bf16_float(ry[i] & 0xffffu), bf16_float(v & 0xffffu), a.act),
+                        act_grad(bf16_float(ry[i] >> 16), bf16_float(v >> 16), a.act));
+      *reinterpret_cast<uint32_t*>(gs + m * GS + 2 * pr) = v;
+    }
+    uint16_t* xq = Xq + buf * T::X16_STAGE;
+#pragma unroll
+    for (int i = 0; i < XH; ++i) {
+      const int e = tt + (half * XH + i) * THREADS;
+      if (e >= XU) break;
+      const int cp = e % (XWB / 2), rest = e / (XWB / 2), row = rest % XR, c = rest / XR;
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const uint16_t v = static_cast<uint16_t>(rx[i] >> (16 * b));
+        // halo column 2 cp + b - shift is pixel j of the copy shifted by q when j + q equals it
+#pragma unroll
+        for (int q = 0; q < T::KS; ++q) {
+          const int j = 2 * cp + b - shift - q;
+          if (j >= 0 && j < 16) xq[(q * BC + c) * CQ + row * 16 + j] = v;
+        }
+      }
+    }
+  };
+  // Fragment addresses: this lane's base plus compile-time offsets (row of the patch, tile, tap).
+  // A: matrices (m 0-7, pixels 0-7), (m 8-15, 0-7), (m 0-7, 8-15), (m 8-15, 8-15);
+  // B: matrices (channels 0-7, pixels 0-7), (channels 0-7, pixels 8-15) of the copy shifted by
+  // q, halo row py + r (lanes 16-31 give addresses x2 does not read).
+  const int a_lane = (wm * 32 + (lane & 15)) * GS + (lane >> 4) * 8;
+  const int b_lane = (wn * 8 + (lane & 7)) * CQ + ((lane >> 3) & 1) * 8;
+  auto compute = [&](int buf, int py0, int py1) {
+    const uint16_t* gs = Gs + buf * T::G16_STAGE;
+    const uint16_t* xq = Xq + buf * T::X16_STAGE;
+#pragma unroll
+    for (int py = py0; py < py1; ++py) {
+      uint32_t af[2][4];
+#pragma unroll
+      for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(af[mi], gs + a_lane + mi * 16 * GS + py * 16);
+#pragma unroll
+      for (int tap = 0; tap < T::KK; ++tap) {
+        uint32_t bf[2];
+        ldmatrix_x2(bf, xq + b_lane + (tap % T::KS) * BC * CQ + (py + tap / T::KS) * 16);
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi) BF16::mma(acc + (mi * T::KK + tap) * 4, af[mi], bf);
+      }
+    }
+  };
+
+  if (steps > 0)
+    for (int half = 0; half < 2; ++half) {
+      load(t_begin, half);
+      store(0, half);
+    }
+  __syncthreads();
+  for (int st = 0; st < steps; ++st) {
+    const int buf = st & 1;
+    const bool more = st + 1 < steps;
+    if (more) load(t_begin + st + 1, 0);
+    if (want_bias && tid < BM) {  // this row's g, as stored (bf16), in a fixed order
+      const uint4* gr = reinterpret_cast<const uint4*>(Gs + buf * T::G16_STAGE + tid * GS);
+#pragma unroll 4
+      for (int j = 0; j < P / 8; ++j) {
+        const uint4 v = gr[j];
+        for (uint32_t u : {v.x, v.y, v.z, v.w}) bias_sum += bf16_float(u & 0xffffu) + bf16_float(u >> 16);
+      }
+    }
+    compute(buf, 0, TH / 2);
+    if (more) {
+      store(buf ^ 1, 0);
+      load(t_begin + st + 1, 1);
+    }
+    compute(buf, TH / 2, TH);
+    if (more) store(buf ^ 1, 1);
+    __syncthreads();
+  }
+}
+
 template <class T, class Prec, bool MASK>
-__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const BwwArgs a) {
-  constexpr bool TF32 = Prec::kMma;
+__global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
+    direct_bww(const BwwArgsOf<typename Prec::Data> a) {
+  constexpr bool TF32 = Prec::kMma;  // the tensor cores (TF32 or BF16)
   constexpr int BM = T::BM, BC = T::BC, TH = T::TH, TW = T::TW, P = T::P, XW = T::XW, XR = T::XR;
   constexpr int SG = T::SG, CS = TF32 ? T::CS_T : T::CS_F, STAGES = T::STAGES, THREADS = T::THREADS;
   constexpr int G_STAGE = BM * SG, X_STAGE = BC * CS;
@@ -299,21 +760,24 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
   const int hw = a.h * a.w;
   const int64_t ohw = static_cast<int64_t>(a.oh) * a.ow;
 
-  auto load = [&](int s, int t) {  // pixel tile t
-    const int img = t / (a.tiles_x * a.tiles_y), trest = t - img * a.tiles_x * a.tiles_y;
-    const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
-    const int64_t goff = static_cast<int64_t>(img) * a.k * ohw;
-    float* gs = Gs + s * G_STAGE;
-    for (int e = tid; e < BM * P; e += THREADS) {
-      const int m = e / P, p = e - m * P;
-      const int oy = oy0 + p / TW, ox = ox0 + p % TW;
-      const bool ok = m0 + m < a.k && oy < a.oh && ox < a.ow;
-      const int64_t idx = goff + (m0 + m) * ohw + static_cast<int64_t>(oy) * a.ow + ox;
-      cp_async4(gs + m * SG + p, ok ? a.dy + idx : a.dy, ok);
-      if (MASK) cp_async4(Ys + s * G_STAGE + m * SG + p, ok ? a.y + idx : a.y, ok);
+  auto load = [&](int s, int t) {  // pixel tile t (fp32 tiles; BF16: bww_bf16_steps)
+    if constexpr (Prec::kK != 16) {
+      const int img = t / (a.tiles_x * a.tiles_y), trest = t - img * a.tiles_x * a.tiles_y;
+      const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
+      const int64_t goff = static_cast<int64_t>(img) * a.k * ohw;
+      float* gs = Gs + s * G_STAGE;
+      for (int e = tid; e < BM * P; e += THREADS) {
+        const int m = e / P, p = e - m * P;
+        const int oy = oy0 + p / TW, ox = ox0 + p % TW;
+        const bool ok = m0 + m < a.k && oy < a.oh && ox < a.ow;
+        const int64_t idx = goff + (m0 + m) * ohw + static_cast<int64_t>(oy) * a.ow + ox;
+        cp_async4(gs + m * SG + p, ok ? a.dy + idx : a.dy, ok);
+        if (MASK) cp_async4(Ys + s * G_STAGE + m * SG + p, ok ? a.y + idx : a.y, ok);
+      }
+      load_halo_tile<BC, XR, XW, CS, THREADS, false>(Xs + s * X_STAGE,
+                                                     a.x + static_cast<int64_t>(img) * a.c * hw, a.x,
+                                                     c0, a.c, a.h, a.w, oy0 - a.pad, ox0 - a.pad, tid);
     }
-    load_halo_tile<BC, XR, XW, CS, THREADS, false>(Xs + s * X_STAGE, a.x + static_cast<int64_t>(img) * a.c * hw,
-                                            a.x, c0, a.c, a.h, a.w, oy0 - a.pad, ox0 - a.pad, tid);
   };
   // After the wait: act' applied to the g elements this thread copied; TF32 rounding of both
   // tiles' elements it copied.
@@ -335,7 +799,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
   const int cl = tid % BC, mg = tid / BC;
   // TF32 path
   const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
-  constexpr int kAcc = 72;  // FMA: 8 x 9; TF32: MI 2 x NI 9 x 4
+  constexpr int kAcc = TF32 ? 8 * T::KK : 72;  // FMA: 8 x 9; TF32: MI 2 x NI KK x 4
   float acc[kAcc];
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
@@ -383,43 +847,50 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
         }
         const float* xr = xs + (wn * 8 + gq) * CS + py * XW + px0 + tq;
 #pragma unroll
-        for (int tap = 0; tap < 9; ++tap) {
+        for (int tap = 0; tap < T::KK; ++tap) {
           uint32_t bf[2];
-          bf[0] = __float_as_uint(xr[(tap / 3) * XW + tap % 3]);
-          bf[1] = __float_as_uint(xr[(tap / 3) * XW + tap % 3 + 4]);
+          bf[0] = __float_as_uint(xr[(tap / T::KS) * XW + tap % T::KS]);
+          bf[1] = __float_as_uint(xr[(tap / T::KS) * XW + tap % T::KS + 4]);
 #pragma unroll
-          for (int mi = 0; mi < 2; ++mi) Prec::mma(acc + (mi * 9 + tap) * 4, af[mi], bf);
+          for (int mi = 0; mi < 2; ++mi) Prec::mma(acc + (mi * T::KK + tap) * 4, af[mi], bf);
         }
       }
     }
   };
 
+  if constexpr (Prec::kK == 16) {
+    bww_bf16_steps<T, MASK>(a, acc, bias_sum, want_bias, reinterpret_cast<uint16_t*>(smem), c0, m0,
+                            t_begin, steps, tid, lane, wm, wn);
+  } else {
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < steps) load(s, t_begin + s);
-    cp_async_commit();
-  }
-  for (int st = 0; st < steps; ++st) {
-    const int s = st % STAGES;
-    cp_async_wait<STAGES - 2>();
-    fix(s);
-    __syncthreads();
-    if (st + STAGES - 1 < steps) load((st + STAGES - 1) % STAGES, t_begin + st + STAGES - 1);
-    cp_async_commit();
-    if (want_bias && tid < BM) {
-      const float* gr = Gs + s * G_STAGE + tid * SG;
-      for (int p = 0; p < P; ++p) bias_sum += gr[p];
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < steps) load(s, t_begin + s);
+      cp_async_commit();
     }
-    compute(s);
+    for (int st = 0; st < steps; ++st) {
+      const int s = st % STAGES;
+      cp_async_wait<STAGES - 2>();
+      fix(s);
+      __syncthreads();
+      if (st + STAGES - 1 < steps) load((st + STAGES - 1) % STAGES, t_begin + st + STAGES - 1);
+      cp_async_commit();
+      if (want_bias && tid < BM) {
+        const float* gr = Gs + s * G_STAGE + tid * SG;
+        for (int p = 0; p < P; ++p) bias_sum += gr[p];
+      }
+      compute(s);
+    }
+    cp_async_wait<0>();
   }
-  cp_async_wait<0>();
 
-  const int N = a.c * 9;
+  const int N = a.c * T::KK;
   float* out = a.part + static_cast<int64_t>(blockIdx.z) * a.k * N;
+  const int cw = a.s2d ? a.c >> 2 : a.c;  // w's channels
+  const Taps taps = a.s2d ? Taps::S2d : Taps::Plain;
   auto put = [&](int m, int ci, int tap, float v) {
-    if (m < a.k && ci < a.c) out[static_cast<int64_t>(m) * N + ci * 9 + tap] = v;
+    if (m < a.k && ci < a.c) out[w_index(taps, m, ci, tap, cw, 0)] = v;
   };
-  if (!TF32) {
+  if constexpr (!TF32) {
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -428,8 +899,8 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) direct_bww(const Bw
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
-      for (int tap = 0; tap < 9; ++tap)
-        frag_put(acc + (mi * 9 + tap) * 4, m0 + wm * 32 + mi * 16 + gq, c0 + wn * 8 + tq * 2,
+      for (int tap = 0; tap < T::KK; ++tap)
+        frag_put(acc + (mi * T::KK + tap) * 4, m0 + wm * 32 + mi * 16 + gq, c0 + wn * 8 + tq * 2,
                  [&](int m, int ci, float v) { put(m, ci, tap, v); });
   }
   if (want_bias && tid < BM && m0 + tid < a.k)
@@ -451,14 +922,29 @@ void check_geom(const ConvGeom& g, int64_t n, int64_t k) {
              "32-bit indexing within an image", (long long)g.c, (long long)g.h, (long long)g.w);
 }
 
+// Calls f(P{}) with the precision of tensors of type E: BF16 for bf16, else F32 or TF32 by the
+// run's precision.
+template <class E, class F>
+void with_precision_of(CudaExec e, F&& f) {
+  if constexpr (std::is_same<E, bf16>::value)
+    f(BF16{});
+  else
+    with_precision(e.tf32, f);
+}
+
+// BF16's 4-byte loads of pixel pairs: a row of even width in a 4-byte aligned tensor.
+bool pairs_aligned(const void* p, int64_t width) {
+  return width % 2 == 0 && reinterpret_cast<uintptr_t>(p) % 4 == 0;
+}
+
 // y (n, out_ch, oh, ow) = conv3x3 of x (n, in_ch, h, w) with re-laid-out weights wp.
-template <class T>
-void launch_fwd(const FwdArgs& a, CudaExec e) {
+template <class T, class E>
+void launch_fwd(const FwdArgsOf<E>& a, CudaExec e) {
   const dim3 grid(static_cast<unsigned>(static_cast<int64_t>(a.n) * a.tiles_x * a.tiles_y),
-                  static_cast<unsigned>((a.k + T::BM - 1) / T::BM));
-  const size_t smem = T::smem_bytes();
-  with_precision(e.tf32, [&](auto p) {
+                  static_cast<unsigned>((a.k + T::BM - 1) / T::BM), a.phases ? 4 : 1);
+  with_precision_of<E>(e, [&](auto p) {
     using P = decltype(p);
+    const size_t smem = T::template smem_bytes<P>();
     static bool once = (ensure_smem(direct_fwd<T, P>, smem), true);
     (void)once;
     direct_fwd<T, P><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
@@ -466,12 +952,22 @@ void launch_fwd(const FwdArgs& a, CudaExec e) {
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 convolution");
 }
 
-void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64_t n,
-             const float* x, const float* wp, int Mp, const float* b, float* y, Act act,
-             DirectTile tile, CudaExec e, const float* msrc = nullptr, Act mact = {}) {
-  FwdArgs a{};
+// KS: the kernel's side. phase_h > 0: the four output phases (FwdArgsOf::phases) of y (n,
+// out_ch, phase_h, phase_w), oh x ow each, the weights of phase z at wp + z * w_phase.
+template <int KS = 3, class E>
+void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64_t n, const E* x,
+             const E* wp, int Mp, const float* b, E* y, Act act, DirectTile tile, CudaExec e,
+             const E* msrc = nullptr, Act mact = {}, int phase_h = 0, int phase_w = 0,
+             int64_t w_phase = 0) {
+  FwdArgsOf<E> a{};
   a.msrc = msrc;
   a.mact = mact;
+  a.phases = phase_h > 0;
+  a.dh = phase_h;
+  a.dw = phase_w;
+  a.w_phase = w_phase;
+  a.y_img = static_cast<int64_t>(out_ch) * (a.phases ? static_cast<int64_t>(phase_h) * phase_w
+                                                      : static_cast<int64_t>(oh) * ow);
   a.n = static_cast<int>(n);
   a.c = in_ch;
   a.h = h;
@@ -481,6 +977,7 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
   a.ow = ow;
   a.pad = pad;
   a.Mp = Mp;
+  a.pairs = pairs_aligned(x, w);
   a.x = x;
   a.wp = wp;
   a.bias = b;
@@ -489,9 +986,9 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
   const int th = tile == DirectTile::M32 ? 16 : 8, tw = 16;
   a.tiles_x = (ow + tw - 1) / tw;
   a.tiles_y = (oh + th - 1) / th;
-  if (tile == DirectTile::M128) launch_fwd<Fwd128>(a, e);
-  else if (tile == DirectTile::M64) launch_fwd<Fwd64>(a, e);
-  else launch_fwd<Fwd32>(a, e);
+  if (tile == DirectTile::M128) launch_fwd<Fwd128K<KS>>(a, e);
+  else if (tile == DirectTile::M64) launch_fwd<Fwd64K<KS>>(a, e);
+  else launch_fwd<Fwd32K<KS>>(a, e);
 }
 
 // The block tile of a forward-kind pass with out_ch output channels at oh x ow, as measured on
@@ -500,9 +997,10 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
 // (conv4 forward 1.53 ms against 1.62 for 64 rows), the 64-row tile at 56 x 56 and for 128
 // channels (conv5 0.97 against 1.05 for 128 rows); on the tensor cores the tile of the channel
 // count wins (conv4 0.78 ms on 64 rows against 0.89 on 32, conv6 0.75 on 128 against 0.79).
-DirectTile fwd_tile(int64_t out_ch, int64_t oh, int64_t ow, bool tf32) {
+// BF16 takes the tensor cores' rule (not yet measured).
+DirectTile fwd_tile(int64_t out_ch, int64_t oh, int64_t ow, bool tensor_cores) {
   if (out_ch <= 32) return DirectTile::M32;
-  if (tf32) return out_ch <= 64 ? DirectTile::M64 : DirectTile::M128;
+  if (tensor_cores) return out_ch <= 64 ? DirectTile::M64 : DirectTile::M128;
   return out_ch <= 64 && oh * ow >= 112 * 112 ? DirectTile::M32 : DirectTile::M64;
 }
 
@@ -532,8 +1030,8 @@ BwwPlan bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile) {
 }
 
 template <class T, class P, bool MASK>
-void launch_bww_one(const BwwArgs& a, int splits, CudaExec e) {
-  const size_t smem = T::smem_bytes(MASK, P::kMma);
+void launch_bww_one(const BwwArgsOf<typename P::Data>& a, int splits, CudaExec e) {
+  const size_t smem = T::template smem_bytes<P>(MASK);
   static bool once = (ensure_smem(direct_bww<T, P, MASK>, smem), true);
   (void)once;
   const dim3 grid(static_cast<unsigned>((a.c + T::BC - 1) / T::BC),
@@ -542,12 +1040,237 @@ void launch_bww_one(const BwwArgs& a, int splits, CudaExec e) {
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 backward-weights");
 }
 
-template <class T>
-void launch_bww(const BwwArgs& a, int splits, bool mask, CudaExec e) {
-  with_precision(e.tf32, [&](auto p) {
+template <class T, class E>
+void launch_bww(const BwwArgsOf<E>& a, int splits, bool mask, CudaExec e) {
+  with_precision_of<E>(e, [&](auto p) {
     if (mask) launch_bww_one<T, decltype(p), true>(a, splits, e);
     else launch_bww_one<T, decltype(p), false>(a, splits, e);
   });
+}
+
+// Workspace floats of the re-laid-out weights of a forward-kind pass from in_ch to out_ch, kk
+// taps (a multiple of 64, Mp being one of 128: what follows stays 256-byte aligned).
+size_t prepped_weights_floats(int64_t in_ch, int64_t out_ch, bool is_bf16, int64_t kk = 9) {
+  const int64_t Mp = conv3x3::round_up(out_ch, 128);
+  if (is_bf16) return static_cast<size_t>(conv3x3::round_up(in_ch, 16) * kk * Mp / 2);
+  return static_cast<size_t>(in_ch * kk * Mp);
+}
+
+// The weights re-laid out into ws for a forward-kind pass (flip: backward-data's rotated
+// kernels); returns Mp.
+int prep_weights(const float* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e) {
+  const int Mp = static_cast<int>(conv3x3::round_up(flip ? c : k, 128));
+  const int64_t total = (flip ? k : c) * 9 * Mp;
+  prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+      static_cast<int>(k), static_cast<int>(c), Mp, flip, e.tf32, w, ws);
+  PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights");
+  return Mp;
+}
+// bf16, the taps of prep_weights_bf16_k (S2d, Phase: a 4x4 stride-2 kernel's 2x2 kernels;
+// Phase: four layouts of prepped_weights_floats(k, c, true, 4) floats each).
+int prep_weights(const bf16* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e,
+                 Taps taps = Taps::Plain) {
+  const int64_t cc = taps == Taps::S2d ? 4 * c : c, kk = taps == Taps::Plain ? 9 : 4;
+  const bool ko_in = flip || taps == Taps::Phase;
+  const int Mp = static_cast<int>(conv3x3::round_up(ko_in ? cc : k, 128));
+  const int64_t total =
+      conv3x3::round_up(ko_in ? k : cc, 16) * kk * Mp * (taps == Taps::Phase ? 4 : 1);
+  prep_weights_bf16_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+      static_cast<int>(k), static_cast<int>(cc), static_cast<int>(c), static_cast<int>(kk), Mp,
+      flip, taps, w, reinterpret_cast<bf16*>(ws));
+  PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights (bf16)");
+  return Mp;
+}
+
+template <class E>
+void forward(const ConvFwdOf<E, float>& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  check_geom(g, n, k);
+  if (n * k * g.oh * g.ow == 0) return;
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
+  if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, e.tf32 || kBf16);
+  const int Mp = prep_weights(a.w, k, g.c, false, ws, e);
+  run_fwd(static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
+          static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
+          static_cast<int>(g.ph), n, a.x, reinterpret_cast<const E*>(ws), Mp, a.b, a.y, a.act,
+          tile, e);
+}
+
+// Backward-data's operands, for every kernel here: dy already through the activation.
+template <class E>
+void check_data_args(const ConvBwdOf<E, float>& a) {
+  PDNN_CHECK(a.act.kind == FusedAct::None,
+             "conv2d_direct_backward_data: dy must already be through the activation");
+  PDNN_CHECK(a.dx_act.kind == FusedAct::None || a.dx_src,
+             "conv2d_direct_backward_data: dx through an activation needs its source");
+}
+
+template <class E>
+void backward_data(const ConvBwdOf<E, float>& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  check_data_args(a);
+  check_geom(g, n, k);
+  if (n * g.c * g.h * g.w == 0) return;
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
+  if (tile == DirectTile::Auto) tile = fwd_tile(g.c, g.h, g.w, e.tf32 || kBf16);
+  const int Mp = prep_weights(a.w, k, g.c, true, ws, e);
+  // dx = conv3x3(dy, rotated weights) with padding 2 - p: from k channels at oh x ow to c
+  // channels at h x w.
+  run_fwd(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
+          static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
+          static_cast<int>(2 - g.ph), n, a.dy, reinterpret_cast<const E*>(ws), Mp, nullptr, a.dx,
+          Act{}, tile, e, a.dx_src, a.dx_act);
+}
+
+// The weight gradient of a KS x KS stride-1 convolution of x (n, cx, hx, wx) with padding pad
+// to c.g's oh x ow: dw +=, db += (c.dy, c.y, c.act: the pass's). s2d: x is the space-to-depth
+// input of a 4x4 stride-2 convolution (cx = 4 w's channels; the sums land in w's layout).
+template <int KS, class E>
+void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, int64_t wx,
+             int64_t pad, bool s2d, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = c.g;
+  const int64_t n = c.n, k = c.k;
+  PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_direct_backward_weights: act needs y");
+  if (tile == DirectTile::Auto) tile = k > 32 ? DirectTile::M64 : DirectTile::M32;
+  if (tile == DirectTile::M128) tile = DirectTile::M64;  // the widest weight tile
+  ConvGeom gb = g;  // the plan's: the output pixels, cx channels
+  gb.c = cx;
+  const BwwPlan p = bww_plan(gb, n, k, tile);
+  BwwArgsOf<E> a{};
+  a.n = static_cast<int>(n);
+  a.c = static_cast<int>(cx);
+  a.h = static_cast<int>(hx);
+  a.w = static_cast<int>(wx);
+  a.k = static_cast<int>(k);
+  a.oh = static_cast<int>(g.oh);
+  a.ow = static_cast<int>(g.ow);
+  a.pad = static_cast<int>(pad);
+  a.tiles_x = p.tiles_x;
+  a.tiles_y = p.tiles_y;
+  a.tiles = p.tiles;
+  a.per_split = p.per_split;
+  a.x_pairs = pairs_aligned(x, wx);
+  a.g_pairs = pairs_aligned(c.dy, g.ow) && (c.act.kind == FusedAct::None || pairs_aligned(c.y, g.ow));
+  a.x = x;
+  a.dy = c.dy;
+  a.y = c.y;
+  a.act = c.act;
+  a.s2d = s2d;
+  a.part = ws;
+  const int64_t N = cx * KS * KS;
+  a.bias_part = c.db ? ws + static_cast<int64_t>(p.splits) * k * N : nullptr;
+  const bool mask = c.act.kind != FusedAct::None;
+  if (tile == DirectTile::M64) launch_bww<Bww64K<KS>>(a, p.splits, mask, e);
+  else launch_bww<Bww32K<KS>>(a, p.splits, mask, e);
+  sum_splits(p.splits, static_cast<int>(k), static_cast<int>(N), ws, a.bias_part, c.dw, c.db, e,
+             "direct backward-weights sum");
+}
+
+// Floats of the split partial sums of a weight gradient over cx channels, kk taps (the larger
+// of either tile's split; rounded up to 64: what follows stays 256-byte aligned).
+size_t bww_part_floats(const ConvGeom& g, int64_t cx, int64_t n, int64_t k, int64_t kk) {
+  ConvGeom gb = g;
+  gb.c = cx;
+  const int s = std::max(bww_plan(gb, n, k, DirectTile::M64).splits,
+                         bww_plan(gb, n, k, DirectTile::M32).splits);
+  return static_cast<size_t>(conv3x3::round_up(s * k * (cx * kk + 1), 64));
+}
+
+template <class E>
+void backward_weights(const ConvBwdOf<E, float>& c, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = c.g;
+  check_geom(g, c.n, c.k);
+  if (c.k * g.c == 0) return;
+  run_bww<3>(c, c.x, g.c, g.h, g.w, g.ph, false, ws, e, tile);
+}
+
+// ---- 4x4 stride-2 padding-1 (bf16): the 2x2 kernels over the space-to-depth phases ----------
+// x's phases: 4c channels of hs x ws (ws even: BF16's 4-byte pixel pairs), zero-padded by 1.
+struct S2dDims {
+  int64_t c, h, w;
+};
+S2dDims s2d_dims(const ConvGeom& g) {
+  return {4 * g.c, direct::s2d_rows(g.h), direct::s2d_cols(g.w)};
+}
+size_t s2d_floats(const ConvGeom& g, int64_t n) {
+  const S2dDims d = s2d_dims(g);
+  return static_cast<size_t>(conv3x3::round_up((n * d.c * d.h * d.w + 1) / 2, 64));
+}
+
+void check_k4s2(const ConvGeom& g, int64_t n, int64_t k) {
+  conv4x4s2_check(g, "direct 4x4 stride-2 convolution (GPU, bf16)");
+  const S2dDims d = s2d_dims(g);
+  PDNN_CHECK(d.c * d.h * d.w < INT_MAX && k * g.oh * g.ow < INT_MAX && g.image_size() < INT_MAX &&
+                 k * 4 * d.c < INT_MAX && n < INT_MAX / 4,
+             "direct 4x4 stride-2 convolution: an image of %lld x %lld x %lld is too large for "
+             "its 32-bit indexing within an image", (long long)g.c, (long long)g.h,
+             (long long)g.w);
+}
+
+// xs = x's phases (s2d_dims), in s2d_floats of workspace.
+template <class E>
+void space_to_depth(const E* x, const ConvGeom& g, int64_t n, E* xs, CudaExec e) {
+  const S2dDims d = s2d_dims(g);
+  const int64_t total = n * d.c * d.h * d.w;
+  space_to_depth_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+      total, static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
+      static_cast<int>(d.h), static_cast<int>(d.w), x, xs);
+  PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 space-to-depth");
+}
+
+// ws: the weights [4c / 16][4][Mp][16], then x's phases.
+void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  check_k4s2(g, n, k);
+  if (n * k * g.oh * g.ow == 0) return;
+  const S2dDims d = s2d_dims(g);
+  if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, true);
+  const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::S2d);
+  bf16* xs = reinterpret_cast<bf16*>(ws + prepped_weights_floats(d.c, k, true, 4));
+  space_to_depth(a.x, g, n, xs, e);
+  run_fwd<2>(static_cast<int>(d.c), static_cast<int>(d.h), static_cast<int>(d.w),
+             static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, xs,
+             reinterpret_cast<const bf16*>(ws), Mp, a.b, a.y, a.act, tile, e);
+}
+
+// dx by its four output phases (pr, pq), each the 2x2 stride-1 convolution of dy from row
+// u - 1 + pr, column v - 1 + pq, written to dx's pixels (2u + pr, 2v + pq): one launch, the
+// phase in blockIdx.z, dx_act in the output write. ws: the four phases' weights.
+void k4s2_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = a.g;
+  const int64_t n = a.n, k = a.k;
+  check_data_args(a);
+  check_k4s2(g, n, k);
+  if (n * g.c * g.h * g.w == 0) return;
+  if (tile == DirectTile::Auto) tile = fwd_tile(g.c, g.oh, g.ow, true);
+  const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::Phase);
+  const int64_t per_phase = static_cast<int64_t>(prepped_weights_floats(k, g.c, true, 4)) * 2;
+  run_fwd<2>(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
+             static_cast<int>(g.c), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, a.dy,
+             reinterpret_cast<const bf16*>(ws), Mp, nullptr, a.dx, Act{}, tile, e, a.dx_src,
+             a.dx_act, static_cast<int>(g.h), static_cast<int>(g.w), per_phase);
+}
+
+// ws: the split partial sums (bww_part_floats), then x's phases.
+void k4s2_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e, DirectTile tile) {
+  const ConvGeom& g = c.g;
+  const int64_t n = c.n, k = c.k;
+  check_k4s2(g, n, k);
+  if (k * g.c == 0) return;
+  const S2dDims d = s2d_dims(g);
+  bf16* xs = reinterpret_cast<bf16*>(ws + bww_part_floats(g, d.c, n, k, 4));
+  space_to_depth(c.x, g, n, xs, e);
+  run_bww<2>(c, xs, d.c, d.h, d.w, 0, true, ws, e, tile);
+}
+
+size_t k4s2_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) {
+  const int64_t cc = 4 * g.c;
+  if (pass == ConvPass::Forward) return prepped_weights_floats(cc, k, true, 4) + s2d_floats(g, n);
+  if (pass == ConvPass::BackwardData) return 4 * prepped_weights_floats(k, g.c, true, 4);
+  return bww_part_floats(g, cc, n, k, 4) + s2d_floats(g, n);
 }
 
 }  // namespace
@@ -562,92 +1285,41 @@ const char* direct_tile_name(DirectTile t) {
   return "?";
 }
 
-size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) {
-  if (pass == ConvPass::BackwardWeights) {
-    const BwwPlan p = bww_plan(g, n, k, DirectTile::M64);  // the larger of either tile's split
-    const BwwPlan q = bww_plan(g, n, k, DirectTile::M32);
-    const int s = std::max(p.splits, q.splits);
-    return static_cast<size_t>(s) * static_cast<size_t>(k) * static_cast<size_t>(g.c * 9 + 1);
-  }
-  // forward: weights [c][9][Mp]; backward-data: [k][9][Mp of c]
-  const int64_t in_ch = pass == ConvPass::Forward ? g.c : k;
-  const int64_t out_ch = pass == ConvPass::Forward ? k : g.c;
-  return static_cast<size_t>(in_ch * 9 * conv3x3::round_up(out_ch, 128));
+size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, DType dtype) {
+  if (dtype == DType::BF16 && conv4x4s2_applies(g)) return k4s2_ws(pass, g, n, k);
+  if (pass == ConvPass::BackwardWeights) return bww_part_floats(g, g.c, n, k, 9);
+  // forward: weights [c][9][Mp]; backward-data: [k][9][Mp of c] (bf16: channels by 16)
+  const bool is_bf16 = dtype == DType::BF16;
+  return pass == ConvPass::Forward ? prepped_weights_floats(g.c, k, is_bf16)
+                                   : prepped_weights_floats(k, g.c, is_bf16);
 }
 
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e, DirectTile tile) {
-  const ConvGeom& g = a.g;
-  const int64_t n = a.n, k = a.k;
-  check_geom(g, n, k);
-  if (n * k * g.oh * g.ow == 0) return;
-  if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, e.tf32);
-  const int Mp = static_cast<int>(conv3x3::round_up(k, 128));
-  const int64_t total = g.c * 9 * Mp;
-  prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-      static_cast<int>(k), static_cast<int>(g.c), Mp, false, e.tf32, a.w, ws);
-  PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights");
-  run_fwd(static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
-          static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
-          static_cast<int>(g.ph), n, a.x, ws, Mp, a.b, a.y, a.act, tile, e);
+  forward(a, ws, e, tile);
 }
-
+void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+  if (conv4x4s2_applies(a.g))
+    k4s2_forward(a, ws, e, tile);
+  else
+    forward(a, ws, e, tile);
+}
 void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e, DirectTile tile) {
-  const ConvGeom& g = a.g;
-  const int64_t n = a.n, k = a.k;
-  PDNN_CHECK(a.act.kind == FusedAct::None,
-             "conv2d_direct_backward_data: dy must already be through the activation");
-  PDNN_CHECK(a.dx_act.kind == FusedAct::None || a.dx_src,
-             "conv2d_direct_backward_data: dx through an activation needs its source");
-  check_geom(g, n, k);
-  if (n * g.c * g.h * g.w == 0) return;
-  if (tile == DirectTile::Auto) tile = fwd_tile(g.c, g.h, g.w, e.tf32);
-  const int Mp = static_cast<int>(conv3x3::round_up(g.c, 128));
-  const int64_t total = k * 9 * Mp;
-  prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-      static_cast<int>(k), static_cast<int>(g.c), Mp, true, e.tf32, a.w, ws);
-  PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights (rotated)");
-  // dx = conv3x3(dy, rotated weights) with padding 2 - p: from k channels at oh x ow to c
-  // channels at h x w.
-  run_fwd(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
-          static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
-          static_cast<int>(2 - g.ph), n, a.dy, ws, Mp, nullptr, a.dx, Act{}, tile, e, a.dx_src,
-          a.dx_act);
+  backward_data(a, ws, e, tile);
 }
-
-void conv2d_direct_backward_weights(const ConvBwd& c, float* ws, CudaExec e, DirectTile tile) {
-  const ConvGeom& g = c.g;
-  const int64_t n = c.n, k = c.k;
-  check_geom(g, n, k);
-  if (k * g.c == 0) return;
-  PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_direct_backward_weights: act needs y");
-  if (tile == DirectTile::Auto) tile = k > 32 ? DirectTile::M64 : DirectTile::M32;
-  if (tile == DirectTile::M128) tile = DirectTile::M64;  // the widest weight tile
-  const BwwPlan p = bww_plan(g, n, k, tile);
-  BwwArgs a{};
-  a.n = static_cast<int>(n);
-  a.c = static_cast<int>(g.c);
-  a.h = static_cast<int>(g.h);
-  a.w = static_cast<int>(g.w);
-  a.k = static_cast<int>(k);
-  a.oh = static_cast<int>(g.oh);
-  a.ow = static_cast<int>(g.ow);
-  a.pad = static_cast<int>(g.ph);
-  a.tiles_x = p.tiles_x;
-  a.tiles_y = p.tiles_y;
-  a.tiles = p.tiles;
-  a.per_split = p.per_split;
-  a.x = c.x;
-  a.dy = c.dy;
-  a.y = c.y;
-  a.act = c.act;
-  a.part = ws;
-  const int64_t N = g.c * 9;
-  a.bias_part = c.db ? ws + static_cast<int64_t>(p.splits) * k * N : nullptr;
-  const bool mask = c.act.kind != FusedAct::None;
-  if (tile == DirectTile::M64) launch_bww<Bww64>(a, p.splits, mask, e);
-  else launch_bww<Bww32>(a, p.splits, mask, e);
-  sum_splits(p.splits, static_cast<int>(k), static_cast<int>(N), ws, a.bias_part, c.dw, c.db, e,
-             "direct 3x3 backward-weights sum");
+void conv2d_direct_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+  if (conv4x4s2_applies(a.g))
+    k4s2_backward_data(a, ws, e, tile);
+  else
+    backward_data(a, ws, e, tile);
+}
+void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e, DirectTile tile) {
+  backward_weights(a, ws, e, tile);
+}
+void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+  if (conv4x4s2_applies(a.g))
+    k4s2_backward_weights(a, ws, e, tile);
+  else
+    backward_weights(a, ws, e, tile);
 }
 
 }  // namespace cuda

@@ -15,7 +15,8 @@
 // (inputs rounded to 10-bit mantissas, fp32 sums). The bf16 twins (ConvFwdBf16, ConvBwdBf16:
 // bf16 x, w, y, dy, dx; fp32 b, dw, db) run the products on the tensor cores in bf16 with fp32
 // sums, and round once where they write a bf16 tensor (act'(y) . dy included: it is a bf16
-// operand). There is no bf16 direct kernel; im2col, implicit and cuDNN take bf16.
+// operand). Every algorithm takes bf16 (direct: its 3x3 stride-1 shapes, and in bf16 only the
+// 4x4 stride-2 padding-1 ones: direct_applies).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +24,8 @@
 #include "core/exec.h"
 #include "ops/activation.h"
 #include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_3x3.h"
+#include "ops/conv/conv2d_k4s2.h"
 #include "ops/conv/im2col.h"
 
 namespace pdnn {
@@ -92,24 +95,46 @@ void conv2d_implicit_backward_data(const ConvBwdBf16& a, CudaExec e);
 size_t conv2d_implicit_bf16_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k);
 void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e);
 
-// ---- direct 3x3 stride-1 with halo tiles (conv2d_direct.cu; conv3x3_applies shapes) ------
+// ---- direct, with halo tiles (conv2d_direct.cu): 3x3 stride-1 (conv3x3_applies), and in bf16
+// 4x4 stride-2 padding-1 (conv4x4s2_applies: W5's) as 2x2 stride-1 kernels over the phases --
+// A 4x4 stride-2 padding-1 convolution of x is the 2x2 stride-1 unpadded convolution of x's
+// space-to-depth phases xs[4c + 2pr + pq][u][v] = x[c][2u + pr - 1][2v + pq - 1] (zero outside)
+// with the 2x2 kernels w'[k][4c + 2pr + pq][a][b] = w[k][c][2a + pr][2b + pq]: forward and
+// backward-weights run the 3x3 kernels' code with a 2x2 kernel over xs (made once per call,
+// one pass over x), backward-data as four 2x2 convolutions of dy, one per output phase of dx
+// (the forward kernel, the phase in blockIdx.z), each writing its pixels of dx. Tiling and
+// floors: conv2d_direct.cu's header.
+// True where the direct kernels run the shape for tensors of dtype.
+inline bool direct_applies(const ConvGeom& g, DType dtype) {
+  return conv3x3_applies(g) || (dtype == DType::BF16 && conv4x4s2_applies(g));
+}
 // The block tiles: M rows (output channels; input channels in backward-data) a block. Auto:
 // by the rows, the image size and the precision, as measured (conv2d_direct.cu's fwd_tile;
 // backward-weights: 64 above 32 rows, else 32). Forced by tests and apps/bench_conv_gpu.
 enum class DirectTile { Auto, M128, M64, M32 };
 const char* direct_tile_name(DirectTile t);
-// Workspace floats of a pass: the re-laid-out weights (forward, backward-data) or the split
-// partial sums (backward-weights).
-size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
+// Workspace floats of a pass: the re-laid-out weights (forward, backward-data; dtype: the
+// tensors', bf16 weights are laid out in bf16) or the split partial sums (backward-weights,
+// fp32 in either).
+size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                        DType dtype = DType::F32);
+// The bf16 twins (ConvFwdBf16, ConvBwdBf16) run the same tiles on bf16 mma.sync with fp32 sums,
+// rounding once where they write a bf16 tensor (y, dx; act'(y) . dy as the operand it is).
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e,
+                           DirectTile tile = DirectTile::Auto);
+void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e,
                            DirectTile tile = DirectTile::Auto);
 // dx = written, dy already through the activation (a.act must be None); with a.dx_act,
 // dx = act'(a.dx_src) . dL/dx in the output write (dx_src: the convolution's input, made by a
 // layer with that activation).
 void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e,
                                  DirectTile tile = DirectTile::Auto);
+void conv2d_direct_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e,
+                                 DirectTile tile = DirectTile::Auto);
 // dw +=, db += (when given); with an activation, dy goes through act'(y) as it arrives.
 void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
+                                    DirectTile tile = DirectTile::Auto);
+void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e,
                                     DirectTile tile = DirectTile::Auto);
 
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---

@@ -30,7 +30,8 @@ enum class ConvAlgo {
   Winograd,  // F(4x4, 3x3) for 3x3 stride-1 kernels (ops/conv/conv2d_winograd.h), images in parallel
   Direct,    // 3x3 stride-1 only. CPU: register-blocked direct kernels for few input channels
              // (ops/conv/conv2d_direct.h), images in parallel; GPU: halo tiles in shared
-             // memory, any channel count (conv2d_direct.cu)
+             // memory, any channel count (conv2d_direct.cu), and in bf16 4x4 stride-2
+             // padding-1 layers too
   Im2col,    // GPU: batched im2col + cuBLAS in chunks of bounded memory
   Implicit,  // GPU: implicit GEMM, the im2col tile formed in shared memory (conv2d_gpu.h)
   Cudnn,     // GPU: cuDNN, opened at run time where present (conv2d_cudnn.h)

@@ -149,6 +149,24 @@ __device__ __forceinline__ float ldg_f32(const bf16* p) {
   return bf16_float(__ldg(reinterpret_cast<const unsigned short*>(p)));
 }
 
+// A tensor's bf16 bits, raw: one element (low half) or two consecutive ones (the lower address
+// in the low half; the address 4-byte aligned), through the read-only cache.
+__device__ __forceinline__ uint32_t ldg_bits16(const bf16* p) {
+  return __ldg(reinterpret_cast<const unsigned short*>(p));
+}
+__device__ __forceinline__ uint32_t ldg_bits32(const bf16* p) {
+  return __ldg(reinterpret_cast<const unsigned int*>(p));
+}
+
+// ---- bf16 rows of 16 k-elements for ldmatrix -----------------------------------------------
+// A shared-memory tile of rows of 16 bf16 (32 bytes, two 16-byte halves, no padding): row r's
+// half h is stored at half h ^ ((r >> 2) & 1). An ldmatrix phase reads one half of 8
+// consecutive rows; unswizzled those would fall on 4 of the 8 16-byte bank groups (2-way
+// conflicts), swizzled on all 8, wherever the 8 rows start. Returns the element offset.
+__device__ __forceinline__ int swz16(int row, int half) {
+  return row * 16 + (((half ^ (row >> 2)) & 1) << 3);
+}
+
 // ---- the accumulator fragment ---------------------------------------------------------------
 // put(row, col, value) for the four values of one m16n8 accumulator c whose lane's first
 // element is at (m, n) = (g, 2t) of the tile, in the order c0..c3.

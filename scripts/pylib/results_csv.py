@@ -22,6 +22,16 @@ class HeaderMismatch(Exception):
     pass
 
 
+# The columns of results/scale/*.csv: PyTorch's rows (twins/torch_ddp_bench.py) and pdnn's
+# (report/scale_rows.py) side by side. allreduce_ms / exposed_ms: pdnn on the CPU only (its
+# "all-reduce per step" line): the time rank 0 spent in the gradient all-reduce per step, and
+# the part of it backward did not hide.
+SCALE_COLUMNS = ["app", "workload", "model", "device", "gpu", "ranks", "threads_per_rank",
+                 "global_batch", "mode", "steps", "median_ms", "min_ms", "max_ms",
+                 "images_per_s", "allreduce_ms", "exposed_ms", "versions", "git_rev", "host",
+                 "timestamp"]
+
+
 def write_rows(path, header, rows, append=True):
     """Writes header + (existing rows when append) + rows to path, atomically."""
     header = list(header)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""One row of results/scale/*.csv (the columns of torch_ddp_bench.py's SCALE_COLUMNS) from the
+"""One row of results/scale/*.csv (the columns of pylib/results_csv.py's SCALE_COLUMNS) from the
 last row of a pdnn --bench-csv file, for the data-parallel scripts (scripts/gpu/runners/dist.sh,
 host-dist-cpu.sh):
 
@@ -17,8 +17,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from results_csv import write_rows  # noqa: E402
-from torch_ddp_bench import SCALE_COLUMNS  # noqa: E402
+from results_csv import SCALE_COLUMNS, write_rows  # noqa: E402
 
 
 def main():

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The 1-vs-2-GPU table of a data-parallel run (scripts/gpu/runners/dist.sh): from the rows of
-results/scale/*.csv (torch_ddp_bench.py's SCALE_COLUMNS; pdnn's through scale_rows.py), per
+results/scale/*.csv (pylib/results_csv.py's SCALE_COLUMNS; pdnn's through scale_rows.py), per
 workload, framework and mode, the step time on 1 rank and on N at the same per-rank batch (weak
 scaling), the weak-scaling efficiency t(1) / t(N), and the best N-rank pdnn step against
 PyTorch DDP's. pdnn's N-rank modes with "+overlap" are paired with the 1-rank mode without it

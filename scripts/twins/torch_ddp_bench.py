@@ -35,15 +35,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from results_csv import write_rows, git_rev, utc_now  # noqa: E402
+from results_csv import SCALE_COLUMNS, write_rows, git_rev, utc_now  # noqa: E402
 from torch_gpu_bench import WORKLOADS, build, optimizer  # noqa: E402
 
-# allreduce_ms / exposed_ms: pdnn on the CPU only (its "all-reduce per step" line): the time
-# rank 0 spent in the gradient all-reduce per step, and the part of it backward did not hide.
-SCALE_COLUMNS = ["app", "workload", "model", "device", "gpu", "ranks", "threads_per_rank",
-                 "global_batch", "mode", "steps", "median_ms", "min_ms", "max_ms",
-                 "images_per_s", "allreduce_ms", "exposed_ms", "versions", "git_rev", "host",
-                 "timestamp"]
 
 
 def gan_setup(torch, args, rows, dev, nz=100, ngf=64, ndf=64, counts=None):

@@ -76,6 +76,8 @@ class StepShell {
   void reset_graph() { graph_.reset(); }
   int64_t graph_replays() const { return graph_.replays(); }
   int64_t graph_captures() const { return graph_.captures(); }
+  // Whether a GPU step is captured and replayed (cuda_graph on).
+  bool captures() const { return use_graph_; }
 
  private:
   // Saves the step's RNG position (host, and the device counter's copy on the GPU); rewinds to it.

@@ -64,7 +64,10 @@ void GanTrainer::set_defer_g(DeferG d) {
 }
 
 bool GanTrainer::defers_g() const {
-  if (defer_ == DeferG::kAuto) return sync_g_ && sync_g_->overlapped();
+  // Eagerly, on 2 H200s, deferring made the 2-GPU step slower (9.97 ms against 8.32 without
+  // overlap); captured, it is as fast or faster (results/scale/w5-defer-h200x2/).
+  if (defer_ == DeferG::kAuto)
+    return sync_g_ && sync_g_->overlapped() && g_.device() == Device::CUDA && shell_.captures();
   return defer_ == DeferG::kAlways;
 }
 

@@ -27,8 +27,9 @@
 // D's after its fake-batch backward, which holds the real batch's gradients too, G's after its
 // backward); BatchNorm normalises each rank's rows by their own statistics.
 //
-// Deferred G update (data-parallel with --overlap on, or set_defer_g(kAlways)). G's gradient
-// sum is the one all-reduce nothing inside an iteration hides: G's backward ends the iteration,
+// Deferred G update (data-parallel with --overlap on, on the GPU as a CUDA graph; or
+// set_defer_g(kAlways)). G's gradient sum is the one all-reduce nothing inside an iteration
+// hides: G's backward ends the iteration,
 // its last bucket (G's first two layers: 11.7 of its 14.3 MB at W5's widths) can only start
 // when that backward ends, and Adam on G waits for it. Nothing of the next iteration reads G
 // before g_.forward(z), though: D's real-batch forward and backward do not. So an iteration
@@ -45,7 +46,9 @@
 // between steps (samples, checkpoints, weight hashes, finiteness checks) or changes opt_g's
 // learning rate calls it first, on every rank (it sums over them). The first step, and the
 // first after a flush, has no update to finish: not the captured step, it runs eagerly. One
-// process has no sum to hide: by default only a data-parallel trainer defers.
+// process has no sum to hide: by default only a data-parallel trainer on the GPU whose step is a
+// CUDA graph defers (eagerly, with the sum's kernels beside D's real pass launched one by one,
+// the 2-GPU step measured slower, not faster).
 // D's sum cannot move: Adam on D needs it and the G step needs the updated D (the algorithm).
 // Summing D's real-batch gradient apart, under G's forward and D's fake pass, would double D's
 // bytes on a stream G's sum then occupies, and change the float sums (the ranks' real and fake
@@ -96,7 +99,8 @@ class GanTrainer {
   // Data-parallel from now on: the gradient all-reduce of both models (before the first step).
   void distribute(Communicator& comm, Context& ctx);
   // Whether G's update waits for the next step (the header): kAuto when data-parallel with
-  // overlap on; kAlways also on one process (tests: the reordering alone); kNever. Set while
+  // overlap on, on the GPU, with the step captured as a CUDA graph; kAlways whenever (also on
+  // one process: tests of the reordering alone, and data-parallel on the CPU); kNever. Set while
   // no update is pending.
   enum class DeferG { kAuto, kNever, kAlways };
   void set_defer_g(DeferG d);

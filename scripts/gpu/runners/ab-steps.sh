@@ -10,7 +10,8 @@
 # -> $RESULTS/steps.csv (the apps' --bench-csv rows, the bundle named in the log), ab.tsv
 # (build, workload, policy, precision, round, median ms) and the printed table of medians.
 # Knobs: BEFORE (the old bundle, required), POLICIES ("own auto"), PRECISIONS ("fp32 tf32"),
-# WORKLOADS ("W4 W5"), ROUNDS (2), STEPS_W4 (60), STEPS_W5 (100).
+# WORKLOADS ("W4 W5"), ROUNDS (2), STEPS_W4 (60), STEPS_W5 (100), W4_ARGS (more caltech101 flags for
+# both builds, e.g. "--loader-threads 8" where their defaults differ).
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
 need_bin caltech101 dcgan || exit 1
@@ -32,7 +33,7 @@ run() {  # build dir workload policy precision round
   log="$RESULTS/${build}_${w}_${policy}_${prec}_r$r.log"
   case $w in
     W4) timeout 150 "$dir/caltech101" --device cuda --steps "${STEPS_W4:-60}" --threads 8 \
-          --conv-algo "$policy" "${tf[@]}" --bench-csv "$RESULTS/steps.csv" > "$log" 2>&1 ;;
+          --conv-algo "$policy" "${tf[@]}" ${W4_ARGS:-} --bench-csv "$RESULTS/steps.csv" > "$log" 2>&1 ;;
     W5) timeout 150 "$dir/dcgan" --device cuda --dataset caltech --images-per-epoch 2560 \
           --steps "${STEPS_W5:-100}" --threads 8 --conv-algo "$policy" "${tf[@]}" \
           --bench-csv "$RESULTS/steps.csv" > "$log" 2>&1 ;;

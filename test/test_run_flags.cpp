@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -163,7 +164,9 @@ TEST(AppHelp, SaysWhatDataAndMachineDependentDefaultsBecome) {
       {"mnist", {"0 = all cores: " + here, "larger than the training set: one batch of all"}},
       {"caltech101",
        {"0 = all cores: " + here, "W4's 1,280 when the training split has that many, else all",
-        "larger than an epoch: one batch of all of it", "default 1 on the CPU, 4 with"}},
+        "larger than an epoch: one batch of all of it",
+        "with --device cuda half the cores, 4 to 8: " +
+            std::to_string(std::clamp(omp_get_num_procs() / 2, 4, 8)) + " here"}},
       {"dcgan",
        {"0 = all cores: " + here, "2,944 = 46 iterations of 64 when the set has that many, else "
         "the whole set", "larger than an epoch: one batch of all of it"}},

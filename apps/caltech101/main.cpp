@@ -201,9 +201,14 @@ int run(int argc, char** argv) {
          "train: each channel by the training split's mean and std (default); half: (v - 0.5) "
          "/ 0.5, the dcgan app's [-1, 1] (the photo judge's inputs)")
       ->check(CLI::IsMember({"train", "half"}));
+  // On an H100 a bf16 W4 step (11.6 ms) outruns 4 threads packing its augmented batches
+  // (12.7 ms a batch on the GPU host's cores): the step waited for them (results/README.md,
+  // bench/bf16-direct-h100). 8 pack one in about 6.4 ms.
+  const int gpu_loader_threads = std::clamp(omp_get_num_procs() / 2, 4, 8);
   app.add_option("--loader-threads", o.loader_threads,
-                 "threads packing batches on the loader's background thread (default 1 on the "
-                 "CPU; with --device cuda half the cores, 4 to 8: a bf16 step of W4 outruns 4)")
+                 strprintf("threads packing batches on the loader's background thread (default 1 "
+                           "on the CPU; with --device cuda half the cores, 4 to 8: %d here)",
+                           gpu_loader_threads))
       ->check(CLI::Range(1, 256));
   app.add_option("--split-seed", o.split_seed,
                  "seed of the per-class train/test split (kept apart from --seed so that every "
@@ -218,11 +223,7 @@ int run(int argc, char** argv) {
   PDNN_CHECK(o.size % 8 == 0, "--size %d: must be a multiple of 8 (W4 pools three times)",
              o.size);
   const bool gpu = rc.device == "cuda";
-  // On an H100 a bf16 W4 step (11.6 ms) outruns 4 threads packing its augmented batches
-  // (12.7 ms a batch on the GPU host's cores): the step waited for them (results/README.md,
-  // bench/bf16-direct-h100). 8 pack one in about 6.4 ms.
-  if (o.loader_threads == 0)
-    o.loader_threads = gpu ? std::clamp(omp_get_num_procs() / 2, 4, 8) : 1;
+  if (o.loader_threads == 0) o.loader_threads = gpu ? gpu_loader_threads : 1;
   const int threads = o.threads > 0 ? o.threads : omp_get_num_procs();
   const std::string classes_note = choose_classes(o, app.count("--classes") > 0);
 

@@ -657,7 +657,8 @@ TEST(Bf16Gpu, LossesReadBf16InFp32AndWriteBf16Gradients) {
   Tensor dz = pt::bf16_poisoned(Shape{n, k}, G, ctx);
   ops::softmax_cross_entropy_backward(ctx, scale, probs, labels, dz);
   Tensor acc = Tensor::zeros(Shape{3}, DType::F64).to(G, ctx);
-  ops::classifier_metrics(ctx, z, labels, row, acc);
+  Tensor metric_parts = Tensor::empty(Shape{ops::metric_parts(n)}, DType::F64, G, ctx);
+  ops::classifier_metrics(ctx, z, labels, row, metric_parts, acc);
   const Tensor ph = probs.to(Device::CPU, ctx), rh = row.to(Device::CPU, ctx);
   const Tensor acch = acc.to(Device::CPU, ctx);
   std::vector<double> pr(n * k), lr(n), la(n), dr(n * k), da(n * k);

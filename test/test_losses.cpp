@@ -11,6 +11,7 @@
 #include "losses/binary_cross_entropy.h"
 #include "losses/dice_loss.h"
 #include "losses/softmax_cross_entropy.h"
+#include "ops/loss.h"
 #include "ops/metrics.h"
 #include "testing.h"
 
@@ -388,6 +389,45 @@ TEST(PixelCrossEntropy, MatchesTheFormulaAndFiniteDifferences) {
   ce.forward(ctx, z, labels);
   ce.backward(ctx, half, 4);
   for (int64_t i = 0; i < dz.numel(); ++i) ASSERT_EQ(half[i], dz[i] * 0.5f) << i;
+}
+
+// A map of 3 x 50 x 50 pixels: its metrics are summed in two chunks of kLossChunk rows (the
+// second partial); the totals are the naive sums, and the same at one and two threads.
+TEST(PixelCrossEntropy, MetricsOverSeveralChunksEqualTheNaiveSums) {
+  Rng r(5);
+  const Shape s{3, 3, 50, 50};
+  const int64_t rows = 3 * 50 * 50, plane = 50 * 50;
+  ASSERT_GT(rows, kLossChunk);
+  ASSERT_LT(rows, 2 * kLossChunk);
+  const Tensor z = pt::random_tensor(s, r, -3.f, 3.f);
+  const Tensor labels = random_labels(Shape{3, 50, 50}, 3, r);
+  double want_loss = 0, want_correct = 0;
+  double got[2][3];
+  for (int t = 0; t < 2; ++t) {
+    Context ctx(t + 1);
+    SoftmaxCrossEntropy ce;
+    ce.forward(ctx, z, labels);
+    Tensor acc = Tensor::zeros(Shape{3}, DType::F64);
+    ce.accumulate_metrics(ctx, z, acc);
+    for (int i = 0; i < 3; ++i) got[t][i] = acc.data<double>()[i];
+  }
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t q = 0; q < plane; ++q) {
+      const std::vector<double> p = softmax_at(z, b, q);
+      const int32_t l = labels.data<int32_t>()[b * plane + q];
+      want_loss -= std::log(p[static_cast<size_t>(l)]);
+      size_t best = 0;
+      for (size_t j = 1; j < 3; ++j)
+        if (z[(b * 3 + static_cast<int64_t>(j)) * plane + q] >
+            z[(b * 3 + static_cast<int64_t>(best)) * plane + q])
+          best = j;
+      want_correct += static_cast<int32_t>(best) == l ? 1 : 0;
+    }
+  // Each row's loss is a float32 (log-sum-exp less a logit: within 1e-6 as the test above).
+  EXPECT_NEAR(got[0][0], want_loss, 1e-6 * want_loss);
+  EXPECT_EQ(got[0][1], want_correct);
+  EXPECT_EQ(got[0][2], static_cast<double>(rows));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[1][i], got[0][i]) << "1 vs 2 threads, slot " << i;
 }
 
 // 1 - (1/K) sum_c (2 I_c + s) / (P_c + G_c + s), in double.

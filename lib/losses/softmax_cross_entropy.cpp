@@ -1,6 +1,8 @@
 // Softmax cross-entropy: buffers and shapes; the kernels are in ops/loss.
 #include "losses/softmax_cross_entropy.h"
 
+#include <vector>
+
 #include "core/error.h"
 #include "ops/loss.h"
 
@@ -17,6 +19,7 @@ void SoftmaxCrossEntropy::forward(Context& ctx, const Tensor& logits, const Tens
   probs_.resize(rows == n ? Shape{n, k} : s, DType::F32, d, ctx);
   row_loss_.resize(Shape{rows}, DType::F32, d, ctx);
   labels_.resize(Shape{rows}, DType::I32, d, ctx);
+  metric_parts_.resize(Shape{ops::metric_parts(rows)}, DType::F64, d, ctx);
   ops::softmax_cross_entropy_forward(ctx, logits, labels, probs_, row_loss_);
   copy_into(labels_, labels.reshape(Shape{rows}), ctx);
 }
@@ -55,7 +58,7 @@ void SoftmaxCrossEntropy::accumulate_metrics(Context& ctx, const Tensor& logits,
   PDNN_CHECK(!labels_.empty() && logits.shape() == in_shape_,
              "softmax_cross_entropy: metrics for logits %s, the last forward saw %s",
              logits.shape().str().c_str(), in_shape_.str().c_str());
-  ops::classifier_metrics(ctx, logits, labels_, row_loss_, acc);
+  ops::classifier_metrics(ctx, logits, labels_, row_loss_, metric_parts_, acc);
 }
 
 int64_t count_correct(const Tensor& logits, const int32_t* labels) {
@@ -70,7 +73,9 @@ int64_t count_correct(const Tensor& logits, const int32_t* labels) {
                "outside [0,%lld)", labels[i], static_cast<long long>(i), static_cast<long long>(k));
   const Tensor zero_loss = Tensor::zeros(Shape{n});
   double acc[3] = {0, 0, 0};
-  cpu::classifier_metrics(n, k, 1, logits.data(), labels, zero_loss.data(), acc, CpuExec{1});
+  std::vector<double> parts(static_cast<size_t>(ops::metric_parts(n)));
+  cpu::classifier_metrics(n, k, 1, logits.data(), labels, zero_loss.data(), parts.data(), acc,
+                          CpuExec{1});
   return static_cast<int64_t>(acc[1]);
 }
 

@@ -43,6 +43,8 @@ class SoftmaxCrossEntropy {
   Tensor probs_;
   Tensor row_loss_;  // (N*H*W): per-row loss, summed in order so the mean is thread-independent
   Tensor labels_;
+  // accumulate_metrics' per-chunk sums (ops::metric_parts), sized by forward: scratch.
+  mutable Tensor metric_parts_;
   Shape in_shape_;
 };
 

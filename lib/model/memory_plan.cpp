@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "layers/merge.h"
 #include "model/model.h"
+#include "ops/loss.h"
 #include "optim/optimizer.h"
 
 namespace pdnn {
@@ -1141,10 +1142,11 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
   const int64_t labels = s.numel() / std::max<int64_t>(1, s.rank() >= 2 ? s[0] * s[1] : s[0]);
   m.input_bytes = block(m.batch_rows * row * f) +
                   block(m.batch_rows * labels * static_cast<int64_t>(sizeof(int32_t)));
-  // The loss's softmax, dL/dlogits, per-row (per-pixel) losses and labels
-  // (softmax_cross_entropy.h).
+  // The loss's softmax, dL/dlogits, per-row (per-pixel) losses and labels, and its metrics'
+  // per-chunk sums (softmax_cross_entropy.h).
   m.loss_bytes = 2 * block(s.numel() * f) + block(s.n() * labels * f) +
-                 block(s.n() * labels * static_cast<int64_t>(sizeof(int32_t)));
+                 block(s.n() * labels * static_cast<int64_t>(sizeof(int32_t))) +
+                 block(ops::metric_parts(s.n() * labels) * static_cast<int64_t>(sizeof(double)));
   // The optimizer's step count, the RNG position, the recomputations' RNG slots, the metric
   // sums; and a reserve of 1 MiB the description does not itemise: the allocator rounds every
   // tensor to 512 bytes, where a layer's scratch above is rounded once for all its tensors

@@ -6,6 +6,7 @@
 
 #include "core/parallel.h"
 #include "ops/dice_formula.h"
+#include "ops/loss_formula.h"
 #include "ops/dispatch.h"
 
 namespace pdnn {
@@ -25,11 +26,6 @@ void chunk_sums(CpuExec e, float* parts, int64_t n, F f) {
   });
 }
 }  // namespace
-
-// Row i of logits (n, k, plane): a sample (plane 1) or a pixel, its k values `plane` apart.
-inline int64_t row_start(int64_t i, int64_t k, int64_t plane) {
-  return (i / plane) * k * plane + i % plane;
-}
 
 // pi = softmax(zi) over the row; returns the sum of exp(z - m) (in double) and sets *m.
 inline double softmax_row(int64_t k, int64_t plane, const float* zi, float* pi, float* m_out) {
@@ -73,21 +69,19 @@ void softmax_cross_entropy_backward(int64_t n, int64_t k, int64_t plane, float s
 }
 
 void classifier_metrics(int64_t n, int64_t k, int64_t plane, const float* z,
-                        const int32_t* labels, const float* row_loss, double* acc, CpuExec) {
-  const int64_t rows = n * plane;
-  double loss = 0.0;
-  int64_t correct = 0;
-  for (int64_t i = 0; i < rows; ++i) {
-    loss += row_loss[i];
-    const float* zi = z + row_start(i, k, plane);
-    int64_t best = 0;
-    for (int64_t j = 1; j < k; ++j)
-      if (zi[j * plane] > zi[best * plane]) best = j;  // strict: ties keep the lowest index
-    correct += best == labels[i];
-  }
-  acc[0] += loss;
-  acc[1] += static_cast<double>(correct);
-  acc[2] += static_cast<double>(rows);
+                        const int32_t* labels, const float* row_loss, double* parts, double* acc,
+                        CpuExec e) {
+  const int64_t rows = n * plane, chunks = loss_chunks(rows);
+  parallel_for(e, chunks, PDNN_PAR(rows * k), [=](int64_t c) {
+    double loss = 0.0, correct = 0.0;
+    for (int64_t i = c * kLossChunk; i < std::min(rows, (c + 1) * kLossChunk); ++i) {
+      loss += row_loss[i];
+      correct += argmax_is(k, plane, z + row_start(i, k, plane), labels[i]) ? 1.0 : 0.0;
+    }
+    parts[2 * c] = loss;
+    parts[2 * c + 1] = correct;
+  });
+  metrics_finish(chunks, rows, parts, acc);
 }
 
 void dice_forward(int64_t n, int64_t k, int64_t plane, const float* z, const int32_t* labels,
@@ -250,16 +244,18 @@ void softmax_cross_entropy_backward(Context& ctx, float scale, const Tensor& pro
 }
 
 void classifier_metrics(Context& ctx, const Tensor& z, const Tensor& labels,
-                        const Tensor& row_loss, Tensor& acc) {
+                        const Tensor& row_loss, Tensor& parts, Tensor& acc) {
   const char* op = "classifier_metrics";
   int64_t plane = 1;
   const int64_t k = classes(op, z, labels, &plane), n = z.shape(0);
-  PDNN_CHECK(row_loss.numel() == n * plane && acc.dtype() == DType::F64 && acc.numel() >= 3,
-             "%s: row_loss (%lld) / acc (float64, >= 3) sizes", op,
-             static_cast<long long>(n * plane));
-  const Device d = op_device(op, {&z, &labels, &row_loss, &acc});
+  PDNN_CHECK(row_loss.numel() == n * plane && acc.dtype() == DType::F64 && acc.numel() >= 3 &&
+                 parts.dtype() == DType::F64 && parts.numel() >= metric_parts(n * plane),
+             "%s: row_loss (%lld) / parts (float64, >= %lld) / acc (float64, >= 3) sizes", op,
+             static_cast<long long>(n * plane), static_cast<long long>(metric_parts(n * plane)));
+  const Device d = op_device(op, {&z, &labels, &row_loss, &parts, &acc});
   PDNN_DISPATCH_TYPED(ctx, d, z.dtype(), classifier_metrics, n, k, plane, z.data<E>(),
-                      labels.data<int32_t>(), row_loss.data(), acc.data<double>());
+                      labels.data<int32_t>(), row_loss.data(), parts.data<double>(),
+                      acc.data<double>());
 }
 
 void dice_forward(Context& ctx, float smooth, const Tensor& z, const Tensor& labels,

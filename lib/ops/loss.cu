@@ -9,6 +9,7 @@
 #include "ops/dice_formula.h"
 #include "ops/kit/round.h"
 #include "ops/loss.h"
+#include "ops/loss_formula.h"
 
 namespace pdnn {
 namespace cuda {
@@ -16,11 +17,6 @@ namespace cuda {
 namespace {
 using kit::from_f32;
 using kit::to_f32;
-
-// Row i of logits (n, k, plane): a sample (plane 1) or a pixel, its k values `plane` apart.
-__device__ __forceinline__ int64_t row_start(int64_t i, int64_t k, int64_t plane) {
-  return (i / plane) * k * plane + i % plane;
-}
 
 // pi = softmax(zi) over the row; returns the sum of exp(z - m) (in double) and sets *m.
 template <class Z>
@@ -65,27 +61,29 @@ __global__ void sce_b(int64_t n, int64_t k, int64_t plane, float scale, const fl
   }
 }
 
+// Block c: the loss and correct count of rows [c kLossChunk, (c+1) kLossChunk), tree-summed.
 template <class Z>
-__global__ void metrics_k(int64_t rows, int64_t k, int64_t plane, const Z* z,
-                          const int32_t* labels, const float* row_loss, double* acc) {
+__global__ void metrics_parts_k(int64_t rows, int64_t k, int64_t plane, const Z* z,
+                                const int32_t* labels, const float* row_loss, double* parts) {
   __shared__ double sh[kThreads];
+  const int64_t c = blockIdx.x, lo = c * kLossChunk, hi = min(rows, lo + kLossChunk);
   double loss = 0.0, correct = 0.0;
-  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) {
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     loss += row_loss[i];
-    const Z* zi = z + row_start(i, k, plane);
-    int64_t best = 0;
-    for (int64_t j = 1; j < k; ++j)
-      if (to_f32(zi[j * plane]) > to_f32(zi[best * plane])) best = j;
-    correct += best == labels[i] ? 1.0 : 0.0;
+    correct += argmax_is(k, plane, z + row_start(i, k, plane), labels[i]) ? 1.0 : 0.0;
   }
   const double l = block_sum(loss, sh);
   __syncthreads();
-  const double c = block_sum(correct, sh);
+  const double cc = block_sum(correct, sh);
   if (threadIdx.x == 0) {
-    acc[0] += l;
-    acc[1] += c;
-    acc[2] += static_cast<double>(rows);
+    parts[2 * c] = l;
+    parts[2 * c + 1] = cc;
   }
+}
+
+// One thread: the chunks' sums in order (a few hundred for a 512x512 batch of 4).
+__global__ void metrics_finish_k(int64_t chunks, int64_t rows, const double* parts, double* acc) {
+  metrics_finish(chunks, rows, parts, acc);
 }
 
 __global__ void softmax_k(int64_t rows, int64_t k, int64_t plane, const float* z, float* probs) {
@@ -216,8 +214,13 @@ void softmax_cross_entropy_backward(int64_t n, int64_t k, int64_t plane, float s
 
 template <class Z>
 void classifier_metrics(int64_t n, int64_t k, int64_t plane, const Z* z,
-                        const int32_t* labels, const float* row_loss, double* acc, CudaExec e) {
-  metrics_k<<<1, kThreads, 0, stream_of(e)>>>(n * plane, k, plane, z, labels, row_loss, acc);
+                        const int32_t* labels, const float* row_loss, double* parts, double* acc,
+                        CudaExec e) {
+  const int64_t rows = n * plane, chunks = loss_chunks(rows);
+  metrics_parts_k<<<static_cast<unsigned>(chunks), kThreads, 0, stream_of(e)>>>(
+      rows, k, plane, z, labels, row_loss, parts);
+  PDNN_CUDA_LAUNCH_CHECK("classifier_metrics (chunks)");
+  metrics_finish_k<<<1, 1, 0, stream_of(e)>>>(chunks, rows, parts, acc);
   PDNN_CUDA_LAUNCH_CHECK("classifier_metrics");
 }
 
@@ -280,7 +283,7 @@ void bce_with_logits_backward(int64_t n, float scale, const Z* z, const float* t
   template void softmax_cross_entropy_backward(int64_t, int64_t, int64_t, float,              \
                                                const float*, const int32_t*, Z*, CudaExec);   \
   template void classifier_metrics(int64_t, int64_t, int64_t, const Z*, const int32_t*,       \
-                                   const float*, double*, CudaExec);                          \
+                                   const float*, double*, double*, CudaExec);                 \
   template void binary_cross_entropy_forward(int64_t, const Z*, const float*, float*,         \
                                              CudaExec);                                       \
   template void binary_cross_entropy_backward(int64_t, float, const Z*, const float*, Z*,     \

@@ -12,7 +12,11 @@
 //     (kLossChunk elements each, summed in double in index order), so the total is the same at
 //     any thread count; dp = scale (p - t) / max(p (1-p), 1e-12); dz = scale (sigmoid(z) - t).
 //   classifier_metrics: acc[0] += sum of row_loss, acc[1] += rows whose argmax (ties: lowest
-//     index) is the label, acc[2] += rows  (acc: float64 on the device).
+//     index) is the label, acc[2] += rows  (acc: float64 on the device); both sums per chunk of
+//     kLossChunk rows into parts (float64, 2 per chunk), then over the chunks in order: a
+//     segmentation's million pixels a step are summed by a block per chunk on the GPU, not by
+//     one block (which took ~4 ms of a 512x512 U-Net step), and the total does not depend on the
+//     thread count.
 //   sum_into: acc[0] += scale * sum(x) (in double, fixed order).
 // Labels outside [0,K) are refused on the CPU; on the GPU they give a NaN loss (the run then
 // stops as diverged): loaders check labels before they reach the device.
@@ -34,7 +38,8 @@ void softmax_cross_entropy_forward(int64_t n, int64_t k, int64_t plane, const fl
 void softmax_cross_entropy_backward(int64_t n, int64_t k, int64_t plane, float scale,
                                     const float* probs, const int32_t* labels, float* dz, CpuExec e);
 void classifier_metrics(int64_t n, int64_t k, int64_t plane, const float* z,
-                        const int32_t* labels, const float* row_loss, double* acc, CpuExec e);
+                        const int32_t* labels, const float* row_loss, double* parts, double* acc,
+                        CpuExec e);
 // Dice: probs (n,k,plane) = softmax(z); parts (chunks, k, 3) = per chunk of pixels, I, P, G.
 void dice_forward(int64_t n, int64_t k, int64_t plane, const float* z, const int32_t* labels,
                   float* probs, double* parts, CpuExec e);
@@ -68,7 +73,8 @@ void softmax_cross_entropy_backward(int64_t n, int64_t k, int64_t plane, float s
                                     const float* probs, const int32_t* labels, Z* dz, CudaExec e);
 template <class Z>
 void classifier_metrics(int64_t n, int64_t k, int64_t plane, const Z* z,
-                        const int32_t* labels, const float* row_loss, double* acc, CudaExec e);
+                        const int32_t* labels, const float* row_loss, double* parts, double* acc,
+                        CudaExec e);
 // Dice reads and writes float32 only (the model's output is cast back to float32).
 void dice_forward(int64_t n, int64_t k, int64_t plane, const float* z, const int32_t* labels,
                   float* probs, double* parts, CudaExec e);
@@ -101,9 +107,10 @@ void softmax_cross_entropy_forward(Context& ctx, const Tensor& z, const Tensor& 
 // probs: as forward wrote them, with z's shape (or (n,k) for (n,k,1,1) logits).
 void softmax_cross_entropy_backward(Context& ctx, float scale, const Tensor& probs,
                                     const Tensor& labels, Tensor& dz);
-// acc: float64 (>= 3).
+// acc: float64 (>= 3); parts: float64 scratch of >= metric_parts(rows) (rows: n, or n*h*w).
+inline int64_t metric_parts(int64_t rows) { return 2 * loss_chunks(rows); }
 void classifier_metrics(Context& ctx, const Tensor& z, const Tensor& labels,
-                        const Tensor& row_loss, Tensor& acc);
+                        const Tensor& row_loss, Tensor& parts, Tensor& acc);
 // The soft Dice of logits z (n,k,h,w) (or (n,k)) against labels (n*h*w int32): probs (z's
 // shape), parts (float64, loss_chunks(n*h*w) * k * 3) scratch, stats (float64, 3k + 1), loss
 // (float32, 1).

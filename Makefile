@@ -117,15 +117,23 @@ check-readme: build
 # Conv3x3's shape tests leave out their W4-sized shapes (test_conv3x3.cpp says why). It builds
 # pdnn_tests and what its tests run (the apps but the bench_* ones, the test drivers), as
 # make test-avx2 does; the apps' own sources at -O0 (CMakeLists.txt says why).
+# SANITIZE_ARCH: the -march of this build (native by default). CI gives x86-64-v3: the 8-lane
+# (AVX2) kernels under the sanitizers, which is also what make test-avx2 checks, so CI runs no
+# separate AVX2 build (-ffp-contract=off and no fast-math: the numbers do not depend on -O, so
+# an -O1 build checks what an -O2 one computes; DESIGN.md rule 14, results/ci-time.md). -g1:
+# line tables only, enough for the sanitizers' stack traces, and about a third less compile.
 SANITIZE_BUILD ?= build-sanitize
+SANITIZE_ARCH ?= native
 # allocator_may_return_null: pdnn checks every allocation and turns a failed one into an error
 # naming the tensor's role (MemoryPlanExecution.OutOfMemoryNamesTheTensorsRole asks for 2^60
 # bytes to see it); by default ASan aborts on such a request instead of returning null.
 SANITIZE_ENV := ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:allocator_may_return_null=1 \
                 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 test-sanitize: deps
-	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
-	  -DPDNN_SANITIZE=address,undefined -DPDNN_CUDA=OFF $(CMAKE_FLAGS)
+	@[ "$(SANITIZE_ARCH)" != x86-64-v3 ] || { grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; } || \
+	  { echo "test-sanitize: SANITIZE_ARCH=x86-64-v3 but this CPU lacks AVX2 or FMA"; exit 1; }
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
+	  -DPDNN_ARCH=$(SANITIZE_ARCH) -DPDNN_SANITIZE=address,undefined -DPDNN_CUDA=OFF $(CMAKE_FLAGS)
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target pdnn_tests
 	cd $(SANITIZE_BUILD) && $(SANITIZE_ENV) ctest --output-on-failure -j $(JOBS) --timeout 600
 

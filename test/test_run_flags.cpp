@@ -122,31 +122,23 @@ TEST(RunFlags, PrecisionAndItsTf32AliasGiveTheSameConfig) {
   expect_refused({"--tf32", "--precision", "tf32"}, "excludes");
 }
 
-// bf16 has its GPU ops but no layer path yet, and no CPU path at all: refused in one line on
-// either device, when the flags are read (before any data, model or output file).
-// bf16 runs on the GPU only, and not under a memory plan yet (--gpu-memory-limit, or its
-// printout --memory-plan): refused in one line when the flags are read (never a silent fp32
-// run); a plain GPU run parses.
-TEST(RunFlags, Bf16IsRefusedInOneLineOnTheCpuAndUnderAMemoryPlan) {
+// bf16 runs on the GPU only: refused in one line on the CPU when the flags are read (never a
+// silent fp32 run); a GPU run parses, under a memory plan too (--gpu-memory-limit, or its
+// printout --memory-plan: the plan counts bf16 bytes, test_memory_plan.cpp).
+TEST(RunFlags, Bf16IsRefusedInOneLineOnTheCpuAndRunsUnderAMemoryPlan) {
   const Parsed cpu = parse({"--precision", "bf16"});
   EXPECT_FALSE(cpu.ok);
   EXPECT_NE(cpu.error.find("--precision bf16: the CPU has no bf16 path"), std::string::npos)
       << cpu.error;
+  EXPECT_EQ(cpu.error.find('\n'), std::string::npos) << cpu.error;
+  EXPECT_LT(cpu.error.size(), 160u) << cpu.error;
   const Parsed planned =
       parse({"--precision", "bf16", "--device", "cuda", "--gpu-memory-limit", "1G"});
-  EXPECT_FALSE(planned.ok);
-  EXPECT_NE(planned.error.find("--precision bf16 with --gpu-memory-limit: not implemented yet"),
-            std::string::npos)
-      << planned.error;
+  EXPECT_TRUE(planned.ok) << planned.error;
+  EXPECT_EQ(planned.cfg.gpu_memory_limit, int64_t{1} << 30);
   const Parsed printed = parse({"--precision", "bf16", "--device", "cuda", "--memory-plan"});
-  EXPECT_FALSE(printed.ok);
-  EXPECT_NE(printed.error.find("--precision bf16 with --memory-plan: not implemented yet"),
-            std::string::npos)
-      << printed.error;
-  for (const Parsed* p : {&cpu, &planned, &printed}) {
-    EXPECT_EQ(p->error.find('\n'), std::string::npos) << p->error;
-    EXPECT_LT(p->error.size(), 160u) << p->error;
-  }
+  EXPECT_TRUE(printed.ok) << printed.error;
+  EXPECT_TRUE(printed.cfg.memory_plan);
   const Parsed gpu = parse({"--precision", "bf16", "--device", "cuda"});
   EXPECT_TRUE(gpu.ok) << gpu.error;
   EXPECT_EQ(gpu.cfg.precision, Precision::Bf16);

@@ -39,8 +39,10 @@ class BatchNorm2d : public Layer {
   // yet: forward again would update the running statistics a second time (a replay from the
   // saved statistics would be one cheap pass).
   // Its statistics are the batch's: no micro-batches.
-  BackwardNeeds backward_needs(const Shape& in) const override {
+  // The statistics are float32 in bf16 too.
+  BackwardNeeds backward_needs(const Shape& in, DType act) const override {
     (void)in;
+    (void)act;
     BackwardNeeds b{true, true, 2 * c_ * static_cast<int64_t>(sizeof(float)), false, 0};
     b.batch_coupled = training_;
     return b;

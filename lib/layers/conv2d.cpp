@@ -123,7 +123,7 @@ double Conv2d::flops(const Shape& in) const {
   return 2.0 * out * g.col_rows() + (has_bias_ ? out : 0.0);
 }
 
-BackwardNeeds Conv2d::backward_needs(const Shape& in) const {
+BackwardNeeds Conv2d::backward_needs(const Shape& in, DType act) const {
   const ConvGeom g = geom(in);
   const int64_t n = in.n(), f = static_cast<int64_t>(sizeof(float));
   BackwardNeeds b;
@@ -131,7 +131,7 @@ BackwardNeeds Conv2d::backward_needs(const Shape& in) const {
   const bool through_act = act_.kind != FusedAct::None && !grad_through_act_;
   b.output = through_act;
   if (keep_columns_ && cuda_conv_chunk(g, n, out_ch_) == n)
-    b.scratch_bytes = g.col_rows() * n * g.col_cols() * f;
+    b.scratch_bytes = g.col_rows() * n * g.col_cols() * static_cast<int64_t>(dtype_size(act));
   b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(g, n, out_ch_)) * f;
   // cuDNN's algorithms are picked among those needing at most 1 GiB (conv2d_cudnn.cu), and
   // its and the implicit GEMM's backward put dy through the activation into the workspace

@@ -27,10 +27,11 @@ class Conv2d : public Layer {
   std::vector<Param> params() override;
   double flops(const Shape& in) const override;  // 2*N*K*C*k*k*OH*OW (+ N*K*OH*OW bias)
   // x for the weight gradient, y with a fused activation; scratch: the columns the GPU's
-  // im2col forward keeps for backward when the batch is one chunk; workspace: the GPU's im2col
-  // scheme (runs in any budget), and at most dy through the activation plus cuDNN's cap for
-  // the faster algorithms (implicit GEMM, cuDNN).
-  BackwardNeeds backward_needs(const Shape& in) const override;
+  // im2col forward keeps for backward when the batch is one chunk (in the activations' type);
+  // workspace: the GPU's im2col scheme (runs in any budget), and at most dy through the
+  // activation plus cuDNN's cap for the faster algorithms (implicit GEMM, cuDNN). The workspace
+  // is counted in floats for bf16 too, as the passes ask for it (ops/conv/conv2d.cpp).
+  BackwardNeeds backward_needs(const Shape& in, DType act) const override;
   // On the GPU, put dy through the fused activation's derivative in place (dy is the model's
   // own gradient buffer, Layer::dy_writable) before the convolution's backward, so that no
   // algorithm needs a copy of it in the workspace (a memory plan turns it on: the copy is as

@@ -25,8 +25,10 @@ class Dropout : public Layer {
   double flops(const Shape& in) const override { return static_cast<double>(in.numel()); }
   float p() const { return p_; }
   float fusable_dropout() const override { return p_; }
-  // Only its mask; forward again with the same RNG position draws the same one.
-  BackwardNeeds backward_needs(const Shape& in) const override {
+  // Only its mask (float32 in bf16 too); forward again with the same RNG position draws the
+  // same one.
+  BackwardNeeds backward_needs(const Shape& in, DType act) const override {
+    (void)act;
     return {false, false, training_ ? in.numel() * static_cast<int64_t>(sizeof(float)) : 0, true, 0};
   }
   // The last training forward's mask (0 or 1/(1-p) per element, on x's device), for tests.

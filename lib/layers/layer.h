@@ -68,10 +68,14 @@ class Layer {
   virtual std::vector<Param> buffers() { return {}; }
   // Forward floating-point operations for one batch of input shape `in` (multiply-add = 2).
   virtual double flops(const Shape& in) const { (void)in; return 0.0; }
-  // What backward needs kept from a training forward on input shape `in` (default: x and y,
-  // nothing of its own, not recomputable: right, if wasteful, for any layer).
-  virtual BackwardNeeds backward_needs(const Shape& in) const {
+  // What backward needs kept from a training forward on input shape `in` with activations of
+  // type `act` (bfloat16 under --precision bf16, float32 otherwise): what the layer keeps or asks
+  // in the activations' type scales with it; masks, argmax records and BatchNorm's statistics
+  // keep their own types. Default: x and y, nothing of its own, not recomputable (right, if
+  // wasteful, for any layer).
+  virtual BackwardNeeds backward_needs(const Shape& in, DType act) const {
     (void)in;
+    (void)act;
     return {};
   }
   // Re-draw the parameters with the layer's default initialisation (PyTorch's per-layer one).

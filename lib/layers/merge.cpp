@@ -23,8 +23,9 @@ void MergeLayer::backward(Context& ctx, const Tensor& x, const Tensor& y, const 
   backward_all(ctx, dy, {dx});
 }
 
-BackwardNeeds MergeLayer::backward_needs(const Shape& in) const {
+BackwardNeeds MergeLayer::backward_needs(const Shape& in, DType act) const {
   (void)in;
+  (void)act;
   BackwardNeeds b;
   b.input = false;
   b.output = false;

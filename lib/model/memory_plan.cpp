@@ -342,6 +342,8 @@ FixedBytes fixed_of(const Walk& w, const Choice& c, const StatePlan& st) {
   f.eval = m.eval_bytes;
   f.small = m.small_bytes;
   f.staging = st.device_bytes;
+  f.weight_copy = m.weight_copy_bytes;
+  f.casts = m.cast_bytes;
   return f;
 }
 
@@ -502,6 +504,10 @@ void check_description(const StepMem& m, const PlanOptions& o) {
   PDNN_CHECK(o.limit_bytes >= 0, "memory plan: negative limit");
   PDNN_CHECK(!m.layers.empty() && !m.layers.front().absorbed,
              "memory plan: a step needs layers, the first not fused into another");
+  PDNN_CHECK(m.act_elem_bytes > 0 && m.weight_copy_bytes >= 0 && m.cast_bytes >= 0,
+             "memory plan: activation elements of %lld bytes, a weight copy of %lld, casts of %lld",
+             static_cast<long long>(m.act_elem_bytes), static_cast<long long>(m.weight_copy_bytes),
+             static_cast<long long>(m.cast_bytes));
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const LayerMem& l = m.layers[i];
     bool good = !(l.absorbed && l.inputs.size() > 1);
@@ -751,16 +757,17 @@ MemoryPlan plan_as_run(const StepMem& m, int micro, const PlanOptions& o) {
 
 int64_t arena_bytes(const StepMem& m, const MemoryPlan& p) {
   std::vector<Placement> where;
-  std::vector<int64_t> floats;
+  std::vector<int64_t> elems;
   std::vector<int> dropped, back;
   for (const SavedPlan& s : p.saved) {
     where.push_back(s.where);
-    floats.push_back(m.layers[static_cast<size_t>(s.layer)].out_bytes / static_cast<int64_t>(sizeof(float)));
+    const int64_t bytes = m.layers[static_cast<size_t>(s.layer)].out_bytes;
+    elems.push_back((bytes + m.act_elem_bytes - 1) / m.act_elem_bytes);  // (odd made-up sizes: up)
     dropped.push_back(s.dropped_after);
     back.push_back(s.back_at);
   }
-  return layout_arena(floats, where, dropped, back, exec_graph(m, exec_indices(m))).floats *
-         static_cast<int64_t>(sizeof(float));
+  return layout_arena(elems, where, dropped, back, exec_graph(m, exec_indices(m))).elements *
+         m.act_elem_bytes;
 }
 
 MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& describe,
@@ -904,6 +911,8 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
                    format_bytes(f.input).c_str(), format_bytes(f.loss).c_str());
   if (f.eval) out += ", evaluation batch " + format_bytes(f.eval);
   if (f.staging) out += ", streamed update's chunks " + format_bytes(f.staging);
+  if (f.weight_copy) out += ", the weights' bf16 copy " + format_bytes(f.weight_copy);
+  if (f.casts) out += ", bf16/float32 casts at the model's edges " + format_bytes(f.casts);
   if (f.cublas) out += ", cuBLAS workspace " + format_bytes(f.cublas);
   if (f.small) out += ", small buffers " + format_bytes(f.small);
   if (f.context) out += ", CUDA context (measured) " + format_bytes(f.context);
@@ -943,7 +952,7 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
 namespace {
 
 struct Interval {
-  int64_t floats;
+  int64_t elems;
   int start, end;  // positions, inclusive
   int64_t* offset;
 };
@@ -952,33 +961,33 @@ struct Interval {
 // no buffer placed before it that it overlaps in time.
 int64_t pack(std::vector<Interval>& v) {
   std::stable_sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
-    return a.floats > b.floats;
+    return a.elems > b.elems;
   });
   int64_t top = 0;
   for (size_t i = 0; i < v.size(); ++i) {
     std::vector<std::pair<int64_t, int64_t>> used;  // [offset, end) of time-overlapping ones
     for (size_t j = 0; j < i; ++j)
       if (v[j].start <= v[i].end && v[i].start <= v[j].end)
-        used.emplace_back(*v[j].offset, *v[j].offset + v[j].floats);
+        used.emplace_back(*v[j].offset, *v[j].offset + v[j].elems);
     std::sort(used.begin(), used.end());
     int64_t at = 0;
     for (const auto& u : used) {
-      if (u.first >= at + v[i].floats) break;
+      if (u.first >= at + v[i].elems) break;
       at = std::max(at, u.second);
     }
     *v[i].offset = at;
-    top = std::max(top, at + v[i].floats);
+    top = std::max(top, at + v[i].elems);
   }
   return top;
 }
 
 }  // namespace
 
-ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where,
+ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vector<Placement>& where,
                          const std::vector<int>& dropped_after, const std::vector<int>& back_at,
                          const ExecGraph& graph) {
-  const int L = static_cast<int>(out_floats.size());
-  PDNN_CHECK(L > 0 && where.size() == out_floats.size() && where.back() == Placement::Keep,
+  const int L = static_cast<int>(out_elems.size());
+  PDNN_CHECK(L > 0 && where.size() == out_elems.size() && where.back() == Placement::Keep,
              "arena layout: %zu placements for %d layers, the last must be kept", where.size(), L);
   ExecGraph g = graph;
   if (g.inputs.empty())  // a chain
@@ -1031,12 +1040,14 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
       if (b >= 0) a.back_at[u] = std::min(a.back_at[u], std::max(b, L));
     }
   }
-  constexpr int64_t kAlign = 128;  // 512 bytes, as the caching allocator's blocks
+  // 512 bytes in float32, as the caching allocator's blocks; 256 in bf16 (the kernels' widest
+  // loads are 16 bytes).
+  constexpr int64_t kAlign = 128;
   auto round = [](int64_t n) { return (std::max<int64_t>(n, 1) + kAlign - 1) / kAlign * kAlign; };
   std::vector<Interval> v;
   for (int k = 0; k < L; ++k) {
     const size_t u = static_cast<size_t>(k);
-    const int64_t f = round(out_floats[u]);
+    const int64_t f = round(out_elems[u]);
     v.push_back({f, k, fwd_end[u], &a.out_offset[u]});
     if (where[u] != Placement::Keep) {
       a.back_offset[u] = 0;
@@ -1048,7 +1059,7 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
     for (size_t j = 0; j < in.size(); ++j) {
       const int p = in[j];
       if (p < 0) continue;
-      const int64_t pf = round(out_floats[static_cast<size_t>(p)]);
+      const int64_t pf = round(out_elems[static_cast<size_t>(p)]);
       if (r.temp[u][j]) {
         a.temp_offset[u][j] = 0;
         v.push_back({pf, bwd(k), bwd(k), &a.temp_offset[u][j]});
@@ -1058,14 +1069,14 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
       }
     }
   }
-  a.floats = pack(v);
+  a.elements = pack(v);
   a.reuse_at.assign(static_cast<size_t>(L), -1);
   for (int k = 0; k < L; ++k) {
     const size_t u = static_cast<size_t>(k);
     if (where[u] != Placement::Offload) continue;
-    const int64_t lo = a.out_offset[u], hi = lo + round(out_floats[u]);
+    const int64_t lo = a.out_offset[u], hi = lo + round(out_elems[u]);
     for (const Interval& x : v)
-      if (x.start > fwd_end[u] && *x.offset < hi && lo < *x.offset + x.floats &&
+      if (x.start > fwd_end[u] && *x.offset < hi && lo < *x.offset + x.elems &&
           (a.reuse_at[u] < 0 || x.start < a.reuse_at[u]))
         a.reuse_at[u] = x.start;
   }
@@ -1073,12 +1084,16 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vect
 }
 
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
-                      int64_t batch_rows, double device_gb_s) {
+                      int64_t batch_rows, double device_gb_s, Precision precision) {
   PDNN_CHECK(gflops_per_s > 0 && std::isfinite(gflops_per_s),
              "memory plan: compute rate %g GFLOP/s must be positive", gflops_per_s);
   PDNN_CHECK(in.rank() >= 1 && in.n() >= 1, "memory plan: input %s has no rows", in.str().c_str());
   model.prepare_fusion();
   const int64_t f = static_cast<int64_t>(sizeof(float));
+  // The activations' type (the Model is the autocast boundary: model/model.h).
+  const bool bf16 = precision == Precision::Bf16;
+  const DType act = bf16 ? DType::BF16 : DType::F32;
+  const int64_t a = static_cast<int64_t>(dtype_size(act));
   // The optimizer keeps state_slots floats per parameter (AdaGrad 1, Adam 2).
   int slots = 0;
   if (opt) {
@@ -1089,6 +1104,7 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
   }
   StepMem m;
   m.state_slots = slots;
+  m.act_elem_bytes = a;
   m.rows = in.n();
   m.batch_rows = batch_rows > 0 ? batch_rows : in.n();
   // Parameters in ParamSet order (layer by layer), each owned by its layer.
@@ -1112,12 +1128,12 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
     const Shape s = first < 0 ? in : shapes[static_cast<size_t>(first)];  // its (first) input
     const Shape& out = shapes[i];
     lm.out_shape = out.str();
-    lm.out_bytes = lm.absorbed ? 0 : out.numel() * f;
+    lm.out_bytes = lm.absorbed ? 0 : out.numel() * a;
     for (const Param& p : l.params()) lm.param_bytes += p.value->numel() * f;
     lm.grad_bytes = lm.param_bytes;
     lm.opt_state_bytes = slots * lm.param_bytes;
     if (!lm.absorbed) {
-      const BackwardNeeds b = l.backward_needs(s);
+      const BackwardNeeds b = l.backward_needs(s, act);
       lm.restores_inputs = dynamic_cast<MergeLayer*>(&l) == nullptr || b.input;
       lm.bwd_reads_input = b.input;
       lm.bwd_reads_output = b.output;
@@ -1147,6 +1163,14 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
   m.loss_bytes = 2 * block(s.numel() * f) + block(s.n() * labels * f) +
                  block(s.n() * labels * static_cast<int64_t>(sizeof(int32_t))) +
                  block(ops::metric_parts(s.n() * labels) * static_cast<int64_t>(sizeof(double)));
+  if (bf16) {
+    // The flat parameter buffer's bf16 copy (its 64-byte gaps included), and Model::forward's
+    // and backward's casts: the input to bf16, the output to float32 (what the loss reads),
+    // dL/d(output) to bf16. (A caller asking for the input's gradient, a GAN's, would add one
+    // more in bf16 and the float32 result; a classifier's step does not.)
+    m.weight_copy_bytes = block(model.parameters().numel() * a);
+    m.cast_bytes = block(in.numel() * a) + block(s.numel() * f) + block(s.numel() * a);
+  }
   // The optimizer's step count, the RNG position, the recomputations' RNG slots, the metric
   // sums; and a reserve of 1 MiB the description does not itemise: the allocator rounds every
   // tensor to 512 bytes, where a layer's scratch above is rounded once for all its tensors

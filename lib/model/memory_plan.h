@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.h"
 #include "core/shape.h"
 
 namespace pdnn {
@@ -68,7 +69,8 @@ struct LayerMem {
   // of one input gets x in backward, so it does; Concat and Add only where they read them).
   bool restores_inputs = true;
   std::string out_shape;          // "(64,32,224,224)" (describe_step)
-  int64_t out_bytes = 0;          // its output (the next layer's input)
+  int64_t out_bytes = 0;          // its output (the next layer's input), in StepMem's
+                                  // act_elem_bytes per element
   int64_t scratch_bytes = 0;      // its own tensors kept for backward (argmax, masks): the
                                   // layer holds them for the whole run (fixed bytes)
   bool bwd_reads_input = false;   // its backward reads x (the layer before's output)
@@ -89,7 +91,8 @@ struct ParamMem {
   int index = 0;         // in the model's ParamSet
   int layer = 0;         // index into StepMem::layers
   std::string name;      // "16.weight"
-  int64_t bytes = 0;     // its float32 values (its gradient, and each state slot, the same)
+  int64_t bytes = 0;     // its float32 values (its gradient, and each state slot, the same; in
+                         // bf16 too: master weights, gradients and state stay float32)
 };
 
 struct StepMem {
@@ -107,6 +110,15 @@ struct StepMem {
   // cuDNN's handles; measured), cuBLAS's workspace, the evaluation's batch buffers, and the
   // small buffers (step count, RNG position, metric sums, each a 512-byte block).
   int64_t context_bytes = 0, cublas_bytes = 0, eval_bytes = 0, small_bytes = 0;
+  // The bytes of one activation element: 4 (float32), 2 under --precision bf16, whose
+  // activations and their gradients are bfloat16. The layers' out_bytes are in it, and the
+  // step's one buffer (layout_arena) is laid out in these elements.
+  int64_t act_elem_bytes = 4;
+  // bf16 only (0 otherwise), held the whole step: the bfloat16 copy of the flat parameter
+  // buffer the convolutions and dense layers run on (refreshed at each forward), and the casts
+  // at the model's edges (the input to bf16, the output to float32 for the loss, dL/d(output)
+  // back to bf16).
+  int64_t weight_copy_bytes = 0, cast_bytes = 0;
 };
 
 struct PlanOptions {
@@ -156,9 +168,10 @@ struct StatePlan {
 struct FixedBytes {
   int64_t params = 0, grads = 0, state = 0, scratch = 0, workspace = 0, input = 0, loss = 0;
   int64_t context = 0, cublas = 0, eval = 0, small = 0, staging = 0;
+  int64_t weight_copy = 0, casts = 0;  // bf16 (StepMem::weight_copy_bytes, cast_bytes)
   int64_t total() const {
     return params + grads + state + scratch + workspace + input + loss + context + cublas +
-           eval + small + staging;
+           eval + small + staging + weight_copy + casts;
   }
 };
 
@@ -252,7 +265,9 @@ std::string position_name(const StepMem& m, const MemoryPlan& p, int pos);
 // logits, to the end), or to its last reader's forward and again from where it is brought back
 // (offloaded or recomputed: before the backward that first needs it) to its own backward; the
 // gradient w.r.t. an output from its last reader's backward to its own, and a temporary for
-// each other reader at that reader's backward. Units: floats.
+// each other reader at that reader's backward. Units: elements of the activations' type (float32,
+// or bfloat16 under --precision bf16; the buffer is of that type), each buffer starting on a
+// multiple of 128 of them.
 struct ArenaLayout {
   std::vector<int64_t> out_offset;   // per executed layer: its output in forward
   std::vector<int64_t> back_offset;  // ... back for backward (-1: kept at out_offset)
@@ -264,7 +279,7 @@ struct ArenaLayout {
   // Offloaded: the first position at which a buffer sharing its forward slot's memory starts
   // (the copy out must be done by then; -1: none does).
   std::vector<int> reuse_at;
-  int64_t floats = 0;                // the buffer's size
+  int64_t elements = 0;              // the buffer's size
 };
 // The executed layers as a graph: each one's inputs (indices among the executed layers, -1:
 // the step's input) and whether its backward brings them back (LayerMem::restores_inputs).
@@ -273,22 +288,26 @@ struct ExecGraph {
   std::vector<std::vector<int>> inputs;
   std::vector<char> restores_inputs;
 };
-// out_floats[k], where[k]: executed layer k's output size and placement (the last one Keep).
+// out_elems[k], where[k]: executed layer k's output size and placement (the last one Keep).
 // Optionally, from the plan (SavedPlan): dropped_after[k], the position an offloaded output's
 // forward slot is kept through (its copy out still running: at least its last reader's
 // forward), and back_at[k], where it is brought back (at most where the model itself would, at
 // least the start of backward); empty or -1: as early as the model allows.
-ArenaLayout layout_arena(const std::vector<int64_t>& out_floats, const std::vector<Placement>& where,
+ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vector<Placement>& where,
                          const std::vector<int>& dropped_after = {},
                          const std::vector<int>& back_at = {}, const ExecGraph& graph = {});
 
 // The description of one training step of `model` on input `in` (the rows each forward sees)
-// in training mode, float32; opt (nullable) gives the optimizer state; batch_rows (0: in's
-// rows) the rows of the whole batch on the device. Layer times are estimated from FLOPs at
-// gflops_per_s when no measurement is at hand (fwd = flops / rate, bwd = 2x that), plus, where
-// device_gb_s > 0, reading the layer's weights (forward once; backward reads them and reads
-// and writes their gradient); the caller may overwrite them with measured ones.
+// in training mode at `precision` (the context's: bf16 makes the activations, their gradients
+// and what the layers keep in their type 2-byte and adds the weights' bf16 copy and the casts
+// at the model's edges; fp32 and tf32 are float32 throughout); opt (nullable) gives the
+// optimizer state; batch_rows (0: in's rows) the rows of the whole batch on the device. Layer
+// times are estimated from FLOPs at gflops_per_s when no measurement is at hand (fwd = flops /
+// rate, bwd = 2x that), plus, where device_gb_s > 0, reading the layer's weights (forward
+// once; backward reads them and reads and writes their gradient); the caller may overwrite
+// them with measured ones.
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
-                      int64_t batch_rows = 0, double device_gb_s = 0);
+                      int64_t batch_rows = 0, double device_gb_s = 0,
+                      Precision precision = Precision::Fp32);
 
 }  // namespace pdnn

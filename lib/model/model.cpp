@@ -220,9 +220,6 @@ void Model::refresh_bf16(Context& ctx) {
   PDNN_CHECK(device() == Device::CUDA,
              "model: --precision bf16 on the %s: the CPU has no bf16 path (pdnn's bf16 "
              "kernels run on the GPU); use fp32", device_name(device()));
-  PDNN_CHECK(!has_placements(),
-             "model: --precision bf16 under a memory plan (--gpu-memory-limit) is not "
-             "implemented yet: the plan's buffer holds float32 activations; run bf16 uncapped");
   ParamSet& ps = parameters();
   ops::refresh_bf16_copy(ctx, ps.values(), w16_);
   if (w16_.raw_data() == w16_given_) return;
@@ -280,7 +277,7 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
       x_in_ = x16_;
     }
   }
-  if (planned_step_) prepare_arena(ctx, x.shape());
+  if (planned_step_) prepare_arena(ctx, x.shape(), act_dtype);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& nd = nodes_[i];
     if (absorbed_[i]) {  // its input node applied it: that node's output is this node's output
@@ -303,7 +300,7 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
       if (where_[i] == Placement::Recompute) save_rng(ctx, k);
       present_[i] = 1;
     } else if (has_placements() && !arena_.empty() && arena_.device() == x.device() &&
-               out.numel() <= slot_floats_[k]) {
+               arena_.dtype() == act_dtype && out.numel() <= slot_elems_[k]) {
       // Evaluation under a plan: the training forward's slot (two outputs alive at once here
       // are alive at once in training too, so their slots never overlap), so evaluation
       // allocates nothing either.
@@ -506,11 +503,13 @@ void Model::set_placements(std::vector<Placement> where, std::vector<int> droppe
 
 void Model::offload_output(Context& ctx, size_t i) {
   const Tensor& a = acts_[i];
-  // Grows only (pinned memory is costly to get), so a step of a known shape allocates nothing.
-  if (host_copy_[i].numel() < a.numel()) {
+  // Grows only (pinned memory is costly to get), so a step of a known shape allocates nothing;
+  // of the output's type (bf16 under --precision bf16).
+  if (host_copy_[i].numel() < a.numel() || host_copy_[i].dtype() != a.dtype()) {
     MemoryRole role(ctx, [this, i] { return "the host copy of the offloaded output of " + who(i); });
     try {
-      host_copy_[i] = Tensor(Shape{a.numel()}, DType::F32,
+      host_copy_[i] = Tensor();
+      host_copy_[i] = Tensor(Shape{a.numel()}, a.dtype(),
                              a.device() == Device::CPU ? host_allocator() : ctx.staging_allocator());
     } catch (const Error& e) {
       PDNN_FAIL("%s: %s", ctx.memory_role().c_str(), e.what());
@@ -538,17 +537,17 @@ void Model::drop_output(size_t i) {
   if (!present_.empty()) present_[i] = 0;
 }
 
-void Model::prepare_arena(Context& ctx, const Shape& in) {
-  if (in == layout_key_ && !arena_.empty()) return;
+void Model::prepare_arena(Context& ctx, const Shape& in, DType dtype) {
+  if (in == layout_key_ && !arena_.empty() && arena_.dtype() == dtype) return;
   const std::vector<Shape> shapes = node_shapes(in);
-  std::vector<int64_t> floats;
+  std::vector<int64_t> elems;
   std::vector<Placement> where;
   std::vector<int> dropped, back;
   ExecGraph graph;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     shapes_[i] = shapes[i];
     if (absorbed_[i]) continue;
-    floats.push_back(shapes[i].numel());
+    elems.push_back(shapes[i].numel());
     where.push_back(where_[i]);
     dropped.push_back(plan_dropped_.empty() ? -1 : plan_dropped_[i]);
     back.push_back(plan_back_.empty() ? -1 : plan_back_[i]);
@@ -558,28 +557,30 @@ void Model::prepare_arena(Context& ctx, const Shape& in) {
     // A layer of one input gets x in backward, so it is brought back; a merge only when read.
     const int q = nodes_[i].inputs[0];
     restores_[i] = !nodes_[i].merge ||
-                   nodes_[i].layer->backward_needs(q < 0 ? in : shapes[static_cast<size_t>(q)]).input;
+                   nodes_[i].layer->backward_needs(q < 0 ? in : shapes[static_cast<size_t>(q)], dtype).input;
     graph.restores_inputs.push_back(restores_[i]);
   }
-  layout_ = layout_arena(floats, where, dropped, back, graph);
-  slot_floats_ = floats;
-  prefetched_.assign(floats.size(), 0);
+  layout_ = layout_arena(elems, where, dropped, back, graph);
+  slot_elems_ = elems;
+  prefetched_.assign(elems.size(), 0);
   layout_key_ = in;
   const Device dev = x_in_.device();
-  // Grows only: a smaller batch (the last of an epoch) lays out inside the same buffer.
-  if (arena_.empty() || arena_.numel() < layout_.floats || arena_.device() != dev) {
+  // Grows only: a smaller batch (the last of an epoch) lays out inside the same buffer. Of the
+  // activations' type: bf16 outputs and gradients are views of a bf16 buffer.
+  if (arena_.empty() || arena_.numel() < layout_.elements || arena_.device() != dev ||
+      arena_.dtype() != dtype) {
     MemoryRole role(ctx, "the step's activations and their gradients (the memory plan's one "
                          "buffer, laid out by lifetime)");
     arena_ = Tensor();
-    arena_ = Tensor::empty(Shape{layout_.floats}, DType::F32, dev, ctx);
+    arena_ = Tensor::empty(Shape{layout_.elements}, dtype, dev, ctx);
   }
-  if (dev == Device::CUDA && (rng_slots_.empty() || rng_slots_.numel() < static_cast<int64_t>(floats.size()) + 1)) {
+  if (dev == Device::CUDA && (rng_slots_.empty() || rng_slots_.numel() < static_cast<int64_t>(elems.size()) + 1)) {
     MemoryRole role(ctx, "the recomputations' RNG positions");
-    rng_slots_ = Tensor::empty(Shape{static_cast<int64_t>(floats.size()) + 1}, DType::I64, dev, ctx);
+    rng_slots_ = Tensor::empty(Shape{static_cast<int64_t>(elems.size()) + 1}, DType::I64, dev, ctx);
   }
   const bool offloads = std::find(where.begin(), where.end(), Placement::Offload) != where.end();
-  if (dev == Device::CUDA && offloads && (!lane_ || lane_->d2h.size() != floats.size()))
-    lane_ = std::make_shared<CopyLane>(floats.size());
+  if (dev == Device::CUDA && offloads && (!lane_ || lane_->d2h.size() != elems.size()))
+    lane_ = std::make_shared<CopyLane>(elems.size());
 }
 
 void Model::copies_at(Context& ctx, int p) {

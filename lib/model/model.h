@@ -105,7 +105,9 @@ class Model {
   // after every optimizer update; Concat copies bf16 channels, Add and the gradient sums of an
   // output read twice add in fp32 and round once), and the output is cast back to float32: the
   // losses, the metrics and the caller see float32, and backward's dy (float32) is cast to bf16
-  // once. Parameters, their gradients and the optimizer's state stay float32.
+  // once. Parameters, their gradients and the optimizer's state stay float32. Under a memory
+  // plan (set_placements) the same: the plan's buffer, its host copies and its recomputations
+  // hold and make bf16 outputs and gradients.
   const Tensor& forward(Context& ctx, const Tensor& x);
   // dy = dL/d(output of the last forward). Accumulates parameter gradients (+=).
   // dL/d(input) is computed only when want_input_grad (e.g. a GAN's discriminator feeding G).
@@ -141,8 +143,8 @@ class Model {
   // after its last reader's forward and comes back before the first backward that needs it; a
   // Recompute node's output is dropped then and made again by running its forward once more,
   // at the RNG position of the first time (the same dropout mask), so the step computes the
-  // same numbers. Outputs and gradients live in one buffer laid out for the step
-  // (model/memory_plan.h's layout_arena), so nothing is allocated inside it and it can still
+  // same numbers. Outputs and gradients live in one buffer of their type (bf16 in bf16) laid
+  // out for the step (model/memory_plan.h's layout_arena), so nothing is allocated inside it and it can still
   // be one CUDA graph. On the GPU the copies run on a stream of their own, ordered by events
   // (no host waits): an output goes out once written, and its slot is reused only once the
   // copy is done; it comes back from back_at[i] on (the plan's SavedPlan::back_at, a position;
@@ -195,7 +197,7 @@ class Model {
   std::string who(size_t i) const;  // "layer 3 (Conv2d(32->32, k3 s1 p1) + ReLU)"
   void fuse_activations();
   // bf16 forward: refreshes w16_ from the flat buffer (and hands the layers their views when
-  // its storage is new); refuses what has no bf16 path (the CPU, a memory plan).
+  // its storage is new); refuses what has no bf16 path (the CPU).
   void refresh_bf16(Context& ctx);
   // The executed node that holds node i's output (i itself unless absorbed; -1: the input).
   int res(int i) const { return i < 0 ? -1 : host_[static_cast<size_t>(i)]; }
@@ -213,8 +215,9 @@ class Model {
   void offload_output(Context& ctx, size_t i);
   void drop_output(size_t i);
   void restore_output(Context& ctx, size_t i);
-  // The arena for a training step on input shape `in` (laid out again when it changes).
-  void prepare_arena(Context& ctx, const Shape& in);
+  // The arena for a training step on input shape `in` with activations of type `dtype` (laid
+  // out again when the shape changes, made again for another type).
+  void prepare_arena(Context& ctx, const Shape& in, DType dtype);
   void save_rng(Context& ctx, size_t k);
   // GPU: at the start of position p of a planned step, the compute stream waits for copies out
   // whose slot is reused from p on, and prefetches due at p are queued on the copy stream.
@@ -256,12 +259,13 @@ class Model {
                                     // forward replaced before their backward
   std::function<void(Context&, size_t)> hook_, grads_hook_;
   std::vector<Placement> where_;   // per node, from set_placements (empty: no plan)
-  std::vector<Tensor> host_copy_;  // offloaded outputs (pinned on a GPU), kept across steps
+  std::vector<Tensor> host_copy_;  // offloaded outputs (pinned on a GPU, of their type), kept
+                                   // across steps
   std::vector<Shape> shapes_;      // each output's shape in the last training forward
   std::vector<uint64_t> rng_at_;   // the RNG position each node's forward started at
   std::vector<char> present_;      // whether the output is on the device now
   ArenaLayout layout_;             // where outputs and gradients live in arena_
-  std::vector<int64_t> slot_floats_;  // per executed node: its output's floats in layout_
+  std::vector<int64_t> slot_elems_;  // per executed node: its output's elements in layout_
   Shape layout_key_;               // the input shape layout_ is for
   Tensor arena_;                   // every planned output and gradient, one device buffer
   Tensor rng_slots_;               // GPU: RNG positions of recomputed nodes' forwards, (L+1)

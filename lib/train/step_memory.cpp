@@ -217,11 +217,12 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   const bool measured = !cfg.layer_times.empty();
   StepMem timed;  // the profile's times, at the whole batch
   if (measured) {
-    timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s);
+    timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision());
     read_layer_times(timed, cfg.layer_times);
   }
   auto describe = [&](int64_t rows) {
-    StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, n, o.device_gb_s);
+    StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, n, o.device_gb_s,
+                              ctx.precision());
     int64_t state = 0;
     for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
     m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
@@ -254,8 +255,9 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   if (cfg.memory_plan) {
     const std::string times = measured ? "layer times from " + cfg.layer_times
                                        : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
-    std::printf("memory plan of a training step, input %s, on %s (%s; copy bandwidth %s%s):\n%s",
-                batch.str().c_str(), gpu ? "the GPU" : "a GPU (planned on the CPU)",
+    std::printf("memory plan of a training step, input %s, %s, on %s (%s; copy bandwidth %s%s):\n%s",
+                batch.str().c_str(), precision_name(ctx.precision()),
+                gpu ? "the GPU" : "a GPU (planned on the CPU)",
                 times.c_str(), gpu ? "measured" : "assumed",
                 gpu ? strprintf(", device %.0f GB/s, host update %.1f GB/s measured", o.device_gb_s,
                                 o.host_update_gb_s).c_str()

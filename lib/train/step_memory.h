@@ -15,9 +15,12 @@
 // laid out by lifetime (Model::set_placements), offloaded on a copy stream or recomputed,
 // pools' argmax found again where planned, the batch in micro-batches where planned
 // (Model::set_micro_batch); convolutions put dy through their activation in place; the
-// step still one CUDA graph computing the same numbers. The caching allocator is then capped at
-// the limit less the context's own bytes, so a step that needs more than planned fails as out
-// of memory, naming the tensor's role, rather than quietly taking more.
+// step still one CUDA graph computing the same numbers. Under --precision bf16 the plan counts
+// each tensor in its type: bf16 activations, gradients and host copies, the weights' bf16 copy
+// and the casts at the model's edges beside float32 parameters, gradients, optimizer state,
+// BatchNorm statistics and loss. The caching allocator is then capped at the limit less the
+// context's own bytes, so a step that needs more than planned fails as out of memory, naming
+// the tensor's role, rather than quietly taking more.
 #pragma once
 #include "core/context.h"
 #include "core/shape.h"

@@ -6,6 +6,7 @@ build/bin/segment, the U-Net of issue 34 on an image/mask pair folder (datasets/
                              [--optimizer NAME] [--lr X] [--augment on|off] [--threads T]
                              [--seed S] [--device cpu|cuda] [--precision fp32|tf32|bf16]
                              [--out CSV] [--init-checkpoint F] [--compare-checkpoint F]
+                             [--eval-checkpoint F]
                              [--steps N [--mode eager|graph] [--bench-csv CSV]]
 
 What is pdnn's, for a given seed (the flags and defaults are the app's):
@@ -30,6 +31,12 @@ What is pdnn's, for a given seed (the flags and defaults are the app's):
   * the CSV row per epoch: pdnn's columns (train loss and pixel accuracy; test loss, pixel
     accuracy, IoU and Dice per class from the confusion counts, -1 for a class neither in the
     masks nor predicted, and the means over the others; peak memory), app "torch". No overlays.
+--eval-checkpoint F, after the epochs (--epochs 0: none), scores a pdnn checkpoint of the same
+network (segment --checkpoint or --save-weights) on the test split: its parameters (and
+BatchNorm's running statistics) loaded, the evaluation of every epoch run once and printed as
+"eval <F>: ..." (no CSV row): with pdnn's final weights, its numbers are pdnn's last row's up to
+the forward's rounding, so a gap between the two frameworks' scores is in the training, not in
+the metric.
 --steps N times training steps instead (no data, no pdnn weights: random pixels and labels of
 the run's shapes, torch's own initialisation; the values do not change the time), by
 torch_gpu_bench.py's clock: blocks of 10 steps after 2 warm-up blocks, each ended by a
@@ -256,6 +263,29 @@ def unet_init(torch, model, rng):
                         p.copy_(torch.from_numpy(rng.uniform_float(tuple(p.shape), -bound, bound)))
 
 
+def load_checkpoint_weights(torch, model, path):
+    """A pdnn checkpoint's parameters and running statistics into the model (names as
+    unet_param_names, "buffer:<node>.running_mean" and "running_var")."""
+    ck = ref.read_pdnn_checkpoint(path)
+    pairs = unet_param_names(model)
+    for name in model.names:
+        for kind, b in model.layer(name).named_buffers(recurse=False):
+            if kind in ("running_mean", "running_var"):
+                pairs.append((f"buffer:{name}.{kind}", b))
+    extra = sorted(set(n for n in ck if n.startswith(("param:", "buffer:"))) -
+                   set(n for n, _ in pairs))
+    if extra:
+        fail(f"--eval-checkpoint {path}: {extra[0]} is not in the network (another network?)")
+    with torch.no_grad():
+        for name, t in pairs:
+            if name not in ck:
+                fail(f"--eval-checkpoint {path}: no tensor {name} (another network?)")
+            if ck[name].shape != tuple(t.shape):
+                fail(f"--eval-checkpoint {path}: {name} is {ck[name].shape}, the network's "
+                     f"{tuple(t.shape)}")
+            t.copy_(torch.from_numpy(ck[name].copy()))
+
+
 def unet_param_names(model):
     """(pdnn checkpoint name, parameter) pairs: "param:<node>.weight", "param:<node>.bias"."""
     out = []
@@ -276,6 +306,12 @@ def segment_columns(classes):
             [f"test_iou_{c}" for c in safe] + [f"test_dice_{c}" for c in safe] +
             ["test_mean_iou", "test_mean_dice", "peak_rss_mb", "peak_device_mb"] +
             ref.RESULT_COLUMNS[12:])
+
+
+def confusion(torch, logits, y, k):
+    """ops::segmentation_confusion: counts (k * k,) int64 of (truth, argmax class) pairs, row
+    truth * k + predicted, over the pixels of logits (N, k, H, W) and labels y (N, H, W)."""
+    return torch.bincount((y * k + logits.argmax(1)).flatten(), minlength=k * k)
 
 
 def scores(conf):
@@ -324,6 +360,8 @@ def mode_segment(args):
     d = load_pairs(args)
     n_train, n_test = len(d["train"]), len(d["test"])
     per_epoch = args.images_per_epoch or n_train
+    if args.epochs < 0:
+        fail(f"--epochs {args.epochs}: 0 or more")
     if per_epoch > n_train:
         fail(f"--images-per-epoch {per_epoch}: the training split of {d['folder']} has {n_train}")
     batch = min(args.batch, per_epoch)  # fit_batch
@@ -369,6 +407,22 @@ def mode_segment(args):
             logits = model(x)
             return logits, loss_fn(logits, y)
 
+    def evaluate():
+        """(test loss, pixel accuracy, confusion counts (k, k)) of the model as it is."""
+        model.eval()
+        conf = torch.zeros(k * k, dtype=torch.int64, device=dev)
+        test_loss, test_pixels = 0.0, 0
+        with torch.no_grad():
+            for b0 in range(0, n_test, eval_batch):
+                x, y = batch_of("test", np.arange(b0, min(b0 + eval_batch, n_test)), None)
+                logits, loss = forward_loss(x, y)
+                test_loss += float(loss) * y.numel()
+                test_pixels += y.numel()
+                conf += confusion(torch, logits, y, k)
+        conf = conf.view(k, k).cpu().numpy()
+        return (test_loss / max(test_pixels, 1), float(np.trace(conf)) / max(test_pixels, 1),
+                conf)
+
     for epoch in range(args.epochs):
         order = pdnn_rng.epoch_rng(data_seed, epoch).permutation(n_train)[:per_epoch]
         model.train()
@@ -385,21 +439,9 @@ def mode_segment(args):
             correct += int((logits.argmax(1) == y).sum())
             pixels += y.numel()
         secs = time.perf_counter() - t0
-        model.eval()
-        conf = torch.zeros(k * k, dtype=torch.int64, device=dev)
-        test_loss, test_pixels = 0.0, 0
-        with torch.no_grad():
-            for b0 in range(0, n_test, eval_batch):
-                x, y = batch_of("test", np.arange(b0, min(b0 + eval_batch, n_test)), None)
-                logits, loss = forward_loss(x, y)
-                test_loss += float(loss) * y.numel()
-                test_pixels += y.numel()
-                conf += torch.bincount((y * k + logits.argmax(1)).flatten(), minlength=k * k)
-        conf = conf.view(k, k).cpu().numpy()
+        te_loss, te_acc, conf = evaluate()
         iou, dice, m_iou, m_dice = scores(conf)
         tr_loss, tr_acc = loss_sum / pixels, correct / pixels
-        te_loss = test_loss / max(test_pixels, 1)
-        te_acc = float(np.trace(conf)) / max(test_pixels, 1)
         rss, dev_mb = ref.peak_mb(torch, dev)
         print(f"epoch {epoch + 1}/{args.epochs}  {dataset}  train loss {tr_loss:.4f} pixel_acc "
               f"{tr_acc:.4f}  test loss {te_loss:.4f} pixel_acc {te_acc:.4f} mean_iou {m_iou:.4f} "
@@ -410,9 +452,19 @@ def mode_segment(args):
             [cell(v) for v in iou + dice + [m_iou, m_dice]] +
             [f"{rss:.6f}", f"{dev_mb:.6f}", f"{secs:.3f}", f"{per_epoch / secs:.1f}", rev, host,
              utc_now()]])
-    print(f"results in {out}")
+    if args.epochs > 0:
+        print(f"results in {out}")
     if args.compare_checkpoint:
         ref.compare_with_checkpoint(torch, model, args.compare_checkpoint, "final weights", names)
+    if args.eval_checkpoint:
+        load_checkpoint_weights(torch, model, args.eval_checkpoint)
+        te_loss, te_acc, conf = evaluate()
+        iou, dice, m_iou, m_dice = scores(conf)
+        safe = [ref.column_safe(c) for c in d["classes"]]
+        print(f"eval {args.eval_checkpoint}: {dataset}  test loss {te_loss:.6f} pixel_acc "
+              f"{te_acc:.6f} " + " ".join(f"iou_{c} {cell(v)}" for c, v in zip(safe, iou)) + " " +
+              " ".join(f"dice_{c} {cell(v)}" for c, v in zip(safe, dice)) +
+              f" mean_iou {cell(m_iou)} mean_dice {cell(m_dice)}", flush=True)
 
 
 def segment_steps(args):
@@ -481,7 +533,8 @@ def add_segment_args(p):
     p.add_argument("--batchnorm", choices=["on", "off"], default="off")
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--images-per-epoch", type=int, default=0, help="0: the whole training split")
-    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--epochs", type=int, default=20,
+                   help="0: no training (with --eval-checkpoint: only its scores)")
     p.add_argument("--optimizer", choices=["adam", "adadelta", "adagrad", "sgd"], default="")
     p.add_argument("--lr", type=float, default=-1.0, help="default: the optimizer's (adam 1e-3)")
     p.add_argument("--augment", choices=["on", "off"], default="on")
@@ -500,5 +553,8 @@ def add_segment_args(p):
     p.add_argument("--bench-csv", default="", help="with --steps: append pdnn's step-time row")
     p.add_argument("--init-checkpoint", default="",
                    help="pdnn checkpoint of the initial weights (segment --save-init) to verify")
+    p.add_argument("--eval-checkpoint", default="",
+                   help="after the epochs, score this pdnn checkpoint (segment --checkpoint or "
+                        "--save-weights) on the test split")
     p.add_argument("--compare-checkpoint", default="",
                    help="pdnn checkpoint to compare the final weights with")

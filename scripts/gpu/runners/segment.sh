@@ -17,7 +17,9 @@
 #   accuracy  seeds SEEDS x (pdnn, then the twin) on DATA at the GPU study's settings (make
 #             segment with a GPU: base 64, depth 4, batch 4, Adam 1e-3, fp32, EPOCHS 30) except the
 #             side, SIZE 128 instead of 256 so that the runner fits its visit -> $RESULTS/accuracy/
-#             {pdnn,torch}-cuda_unet_s<seed>.csv, pdnn's overlays, logs; then the tables of the
+#             {pdnn,torch}-cuda_unet_s<seed>.csv, pdnn's overlays (first seed), logs, and the
+#             twin's scores of pdnn's final weights (the metric on the same predictions, to
+#             compare with pdnn's last row); then the tables of the
 #             final test Dice (person, and the mean over both classes) over seeds: mean, sample
 #             std, per seed, pdnn - PyTorch in points, and each framework's seconds per epoch
 #             (scripts/report/accuracy_summary.py --columns), the plots. SIZE=256 is the study
@@ -37,8 +39,12 @@
 # seed, ~3.3 min. Both parts with the bundle's unpacking: ~6-6.5 minutes.
 # Knobs: PARTS, DATA (datasets/ccp-200), SPEED_SIZE (512), STEPS (80), PRECISIONS ("fp32 tf32
 # bf16"), ROUNDS (2), SEEDS ("1 2 3"), EPOCHS (30), SIZE (128), BASE (64), DEPTH (4), BATCH (4),
-# THREADS (8), TORCH (1; 0 leaves the twin out), PDNN (1; 0 leaves pdnn out: the twin draws
-# pdnn's initial weights itself, so seeds a visit cut short can be finished alone).
+# THREADS (8), OVERLAYS (1: test images drawn per epoch, first seed only; 4 for every seed made
+# a tarball over the device tool's return limit), TORCH (1; 0 leaves the twin out), PDNN (1; 0
+# leaves pdnn out: the twin draws pdnn's initial weights itself, so seeds a visit cut short can
+# be finished alone). Seeds: from the same initial weights the two runs part beyond rounding
+# within about 100 Adam steps (results/README.md), so each seed is one draw per framework:
+# SEEDS="1 2 3 4 5" (PARTS=accuracy: ~75 s a seed with the scoring, ~6.5 min) narrows it.
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
 PARTS=${PARTS:-speed accuracy}
@@ -51,14 +57,17 @@ SEEDS=${SEEDS:-1 2 3}
 EPOCHS=${EPOCHS:-30}
 SIZE=${SIZE:-128}
 NET=(--base "${BASE:-64}" --depth "${DEPTH:-4}" --batch "${BATCH:-4}" --threads "${THREADS:-8}")
+OVERLAYS=${OVERLAYS:-1}
 ACC=$RESULTS/accuracy
+# pdnn's final weights for the twin to score (124 MB a seed at base 64: not in the tarball).
+WEIGHTS=${TMPDIR:-/tmp}/segment-weights
 for part in $PARTS; do
   case $part in speed|accuracy) ;; *) echo "segment: unknown part $part (speed, accuracy)" >&2; exit 2 ;; esac
 done
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 [ "${PDNN:-1}" = 1 ] && { need_bin segment || exit 1; }
 [ -d "$DATA" ] || { echo "segment: no $DATA" >&2; exit 1; }
-mkdir -p "$ACC"
+mkdir -p "$ACC" "$WEIGHTS"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
 py -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' ||
   echo "segment: no torch for $PYTHON: the twin's runs will fail" >&2
@@ -105,10 +114,13 @@ if has accuracy; then
   stage "accuracy: $EPOCHS epochs at ${SIZE}x$SIZE x seeds $SEEDS, pdnn then PyTorch (about 3.5 minutes at 128)"
   for s in $SEEDS; do
     if [ "${PDNN:-1}" = 1 ]; then
-      rm -f "$ACC/pdnn-cuda_unet_s$s.csv"
+      rm -f "$ACC/pdnn-cuda_unet_s$s.csv" "$WEIGHTS/pdnn_s$s.ckpt"
+      # Overlays for the first seed only: 90 epochs of them made the tarball too large to return.
       timeout 300 "$BIN/segment" --device cuda --data "$DATA" --size "$SIZE" "${NET[@]}" \
         --epochs "$EPOCHS" --seed "$s" --out "$ACC/pdnn-cuda_unet_s$s.csv" \
-        --overlay-dir "$ACC/overlays_pdnn_s$s" > "$RESULTS/accuracy_pdnn_s$s.log" 2>&1 ||
+        --overlays "$([ "$s" = "${SEEDS%% *}" ] && echo "$OVERLAYS" || echo 0)" \
+        --overlay-dir "$ACC/overlays_pdnn_s$s" --save-weights "$WEIGHTS/pdnn_s$s.ckpt" \
+        > "$RESULTS/accuracy_pdnn_s$s.log" 2>&1 ||
         echo "segment: pdnn seed $s failed (see $RESULTS/accuracy_pdnn_s$s.log)"
       grep -E "^epoch $EPOCHS/$EPOCHS  " "$RESULTS/accuracy_pdnn_s$s.log" | grep -v '  batch ' | cut -c1-200
       stage "pdnn seed $s done"
@@ -119,8 +131,18 @@ if has accuracy; then
         --out "$ACC/torch-cuda_unet_s$s.csv" > "$RESULTS/accuracy_torch_s$s.log" 2>&1 ||
         echo "segment: PyTorch seed $s failed (see $RESULTS/accuracy_torch_s$s.log)"
       grep -E "^epoch $EPOCHS/$EPOCHS  " "$RESULTS/accuracy_torch_s$s.log" | cut -c1-200
+      grep -o "decoded to .*" "$RESULTS/accuracy_torch_s$s.log" | head -1 | sed 's/^/torch /'
       stage "PyTorch seed $s done"
+      # The metric on the same predictions: the twin scores pdnn's final weights; its numbers
+      # are pdnn's final row's up to the forward's rounding (a pixel or two of Dice).
+      if [ -f "$WEIGHTS/pdnn_s$s.ckpt" ]; then
+        timeout 120 "${TWIN[@]}" --size "$SIZE" --seed "$s" --epochs 0 --eval-checkpoint \
+          "$WEIGHTS/pdnn_s$s.ckpt" > "$RESULTS/accuracy_torch_eval_pdnn_s$s.log" 2>&1 ||
+          echo "segment: PyTorch scoring pdnn's seed $s failed (see $RESULTS/accuracy_torch_eval_pdnn_s$s.log)"
+        grep "^eval " "$RESULTS/accuracy_torch_eval_pdnn_s$s.log" | sed 's/^eval [^:]*:/torch scoring pdnn'"'"'s final weights:/' | cut -c1-240
+      fi
     fi
+    rm -f "$WEIGHTS/pdnn_s$s.ckpt"
   done
   py scripts/report/accuracy_summary.py "$ACC" --columns test_dice_person,test_mean_dice
   py scripts/report/plot.py --results "$ACC" --out "$ACC/plots" || echo "segment: no plots"

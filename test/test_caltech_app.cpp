@@ -257,6 +257,11 @@ TEST_F(CaltechApp, StepsTimeTrainingAndWriteNoResults) {
   EXPECT_NE(r.output.find("step_ms model=caltech9 batch=8 threads=1 steps=3 median="),
             std::string::npos)
       << r.output;
+  // Where the time went: set-up before the first step, the first block, the rest (on the CPU
+  // a block is a step).
+  EXPECT_NE(r.output.find("bench time: the first step began "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the first block "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(1 step), the other 4 steps "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("peak resident memory"), std::string::npos) << r.output;
   EXPECT_FALSE(exists(dir_ + "/runs"));
 }

@@ -1,7 +1,9 @@
 // Timing statistics shared by the benchmarks, and the app guard.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "core/error.h"
 #include "run/timing.h"
@@ -24,4 +26,15 @@ TEST(RunApp, ExceptionsBecomeExitStatusOne) {
   EXPECT_EQ(run_app("t", [](int, char**) -> int { throw std::runtime_error("boom"); }, 0, nullptr),
             1);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "t: error: boom\n");
+}
+
+// The process's age (Linux): not negative, and it grows as the wall clock does (both readings
+// are in 10 ms ticks: a 200 ms sleep shows as 0.18 s or more).
+TEST(ProcessSeconds, GrowsWithTheWallClock) {
+  const double a = process_seconds();
+  ASSERT_GE(a, 0.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const double b = process_seconds();
+  EXPECT_GE(b - a, 0.18);
+  EXPECT_LT(b - a, 60.0);  // a loaded machine may deschedule the test, not for a minute
 }

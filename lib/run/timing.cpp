@@ -4,6 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/error.h"
 #include "dist/communicator.h"
@@ -17,6 +22,24 @@ TimingStats timing_stats(std::vector<double> v) {
   const size_t m = v.size();
   const double med = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
   return {med, v.front(), v.back(), m};
+}
+
+double process_seconds() {
+  std::ifstream stat("/proc/self/stat"), uptime("/proc/uptime");
+  std::string line;
+  double up = -1;
+  if (!std::getline(stat, line) || !(uptime >> up)) return -1;
+  // Field 2, the command, is in parentheses and may hold spaces: count from the last ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i)
+    if (i == 22) {
+      const long ticks = sysconf(_SC_CLK_TCK);
+      return ticks > 0 ? up - std::stod(field) / static_cast<double>(ticks) : -1;
+    }
+  return -1;
 }
 
 int run_app(const char* name, int (*body)(int, char**), int argc, char** argv) {

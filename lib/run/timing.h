@@ -13,6 +13,11 @@ struct TimingStats {
 // Median (mean of the middle two for an even count), min and max; throws on no samples.
 TimingStats timing_stats(std::vector<double> samples);
 
+// Seconds since this process started (Linux: /proc/self/stat's start time against
+// /proc/uptime, 10 ms ticks; a re-execution for the OpenBLAS core keeps the first start);
+// negative where they cannot be read. Benchmarks say with it how long a run took to set up.
+double process_seconds();
+
 // Runs an app's body: any exception becomes one line "<name>: error: <what>" on stderr and
 // exit status 1, so bad input never ends in a crash or a core dump. Before the body, the
 // process may execute itself again for the right OpenBLAS kernels (ensure_blas_core).

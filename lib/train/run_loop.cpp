@@ -293,6 +293,11 @@ struct RunLoop::Session {
   int64_t in_block = 0;
   bool partial_in_block = false;
   std::vector<std::string> last_row;  // the row write_row wrote last
+  // bench: where the run's time went (report_bench): the process's age at the first step, the
+  // first block (steps and, on a GPU, the algorithms' timing and the graph's capture).
+  double process_s_at_first = -1, first_block_s = -1;
+  int64_t first_block_steps = 0;
+  Clock::time_point first_step;
 };
 
 // One epoch as it trains.
@@ -394,6 +399,10 @@ void RunLoop::train_steps(Session& s, Epoch& e) {
   s.partial_in_block = false;
   for (int64_t b = 0; b < e.batches; ++b) {
     if (cfg_.profile) s.profiler.begin_step(ctx_);
+    if (s.steps == 0) {
+      s.process_s_at_first = process_seconds();
+      s.first_step = Clock::now();
+    }
     int64_t rows = 0;
     {
       Communicator::Watch w(cfg_.comm.get(), "a training step");
@@ -419,9 +428,13 @@ void RunLoop::train_steps(Session& s, Epoch& e) {
 void RunLoop::end_block(Session& s) {
   Communicator::Watch w(cfg_.comm.get(), "a training step");  // on the GPU the step's wait is here
   ctx_.synchronize();
-  const double ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - s.block_start).count() /
-      static_cast<double>(s.in_block);
+  const double block_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - s.block_start).count();
+  const double ms = block_ms / static_cast<double>(s.in_block);
+  if (s.first_block_s < 0) {
+    s.first_block_s = block_ms / 1e3;
+    s.first_block_steps = s.in_block;
+  }
   // An epoch's smaller last batch is a shorter step, not a faster one: timed with the
   // full steps it was the "min" of every W2 b128 benchmark (64 of 128 images on
   // MNIST-npm10k's 8,000: 1.8 ms against 3.5), which read as a bimodal step time.
@@ -606,6 +619,21 @@ void RunLoop::report_bench(Session& s) {
               timed.size(), st.median, st.min, st.max,
               ctx_.has_cuda() ? (" device=cuda mode=" + mode + " precision=" + precision).c_str()
                               : "");
+  // Where the run's time went: a benchmark command that must fit a time limit (a GPU visit's
+  // memory table, issue 33) is set up mostly before its steady steps.
+  const double all_s = std::chrono::duration<double>(Clock::now() - s.first_step).count();
+  std::printf("bench time: %s; the first block %.1f s (%lld step%s%s), the other %lld steps "
+              "%.1f s\n",
+              s.process_s_at_first < 0
+                  ? "the process's start unknown"
+                  : strprintf("the first step began %.1f s after the process started (data, "
+                              "model, plan)", s.process_s_at_first).c_str(),
+              s.first_block_s, static_cast<long long>(s.first_block_steps),
+              s.first_block_steps == 1 ? "" : "s",
+              ctx_.has_cuda() ? "; on a GPU also the algorithms' timing and the graph's capture"
+                              : "",
+              static_cast<long long>(s.steps - s.first_block_steps),
+              std::max(0.0, all_s - s.first_block_s));
   if (bench_csv_)
     bench_csv_->row({"pdnn", cfg_.model, cfg_.dataset, device_name(ctx_.device()), s.info.gpu,
                      mode, precision, s.threads, s.batch, std::to_string(timed.size()),

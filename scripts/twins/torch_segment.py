@@ -348,8 +348,17 @@ def setup(args):
              f"pools {args.depth} times)")
     if dev.type == "cuda":
         torch_gpu_bench.set_precision(torch, args.precision)
+        if args.cudnn == "deterministic":
+            # cudnn.benchmark picks each shape's fastest algorithm, FFT and Winograd included,
+            # whose rounding differs from a direct convolution's: the accuracy runs can ask
+            # for cuDNN's deterministic algorithms instead (issue 34: is the twin's slower
+            # escape from the loss plateau its algorithms?).
+            torch.backends.cudnn.benchmark = False
+            torch.backends.cudnn.deterministic = True
     elif args.precision != "fp32":
         fail(f"--precision {args.precision}: the CPU runs fp32 (as pdnn's)")
+    elif args.cudnn != "benchmark":
+        fail(f"--cudnn {args.cudnn}: the CPU has no cuDNN")
     return torch, threads, dev
 
 
@@ -543,6 +552,9 @@ def add_segment_args(p):
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32",
                    help="on a GPU: fp32 (TF32 off, pdnn's default), tf32, bf16 (autocast)")
+    p.add_argument("--cudnn", choices=["benchmark", "deterministic"], default="benchmark",
+                   help="on a GPU: cuDNN's fastest algorithm per shape (benchmark, PyTorch's "
+                        "usual setting) or its deterministic ones")
     p.add_argument("--out", default="",
                    help="CSV (default runs/segment/torch_<model>_<dataset>.csv)")
     p.add_argument("--steps", type=int, default=0,

@@ -39,7 +39,9 @@
 # seed, ~3.3 min. Both parts with the bundle's unpacking: ~6-6.5 minutes.
 # Knobs: PARTS, DATA (datasets/ccp-200), SPEED_SIZE (512), STEPS (80), PRECISIONS ("fp32 tf32
 # bf16"), ROUNDS (2), SEEDS ("1 2 3"), EPOCHS (30), SIZE (128), BASE (64), DEPTH (4), BATCH (4),
-# THREADS (8), OVERLAYS (1: test images drawn per epoch, first seed only; 4 for every seed made
+# THREADS (8), PDNN_ARGS and TWIN_ARGS (more flags for the accuracy runs of each side, e.g.
+# PDNN_ARGS="--conv-algo cudnn" TWIN_ARGS="--cudnn deterministic"),
+# OVERLAYS (1: test images drawn per epoch, first seed only; 4 for every seed made
 # a tarball over the device tool's return limit), TORCH (1; 0 leaves the twin out), PDNN (1; 0
 # leaves pdnn out: the twin draws pdnn's initial weights itself, so seeds a visit cut short can
 # be finished alone). Seeds: from the same initial weights the two runs part beyond rounding
@@ -119,7 +121,7 @@ if has accuracy; then
       timeout 300 "$BIN/segment" --device cuda --data "$DATA" --size "$SIZE" "${NET[@]}" \
         --epochs "$EPOCHS" --seed "$s" --out "$ACC/pdnn-cuda_unet_s$s.csv" \
         --overlays "$([ "$s" = "${SEEDS%% *}" ] && echo "$OVERLAYS" || echo 0)" \
-        --overlay-dir "$ACC/overlays_pdnn_s$s" --save-weights "$WEIGHTS/pdnn_s$s.ckpt" \
+        --overlay-dir "$ACC/overlays_pdnn_s$s" --save-weights "$WEIGHTS/pdnn_s$s.ckpt" ${PDNN_ARGS:-} \
         > "$RESULTS/accuracy_pdnn_s$s.log" 2>&1 ||
         echo "segment: pdnn seed $s failed (see $RESULTS/accuracy_pdnn_s$s.log)"
       grep -E "^epoch $EPOCHS/$EPOCHS  " "$RESULTS/accuracy_pdnn_s$s.log" | grep -v '  batch ' | cut -c1-200
@@ -127,7 +129,7 @@ if has accuracy; then
     fi
     if [ "${TORCH:-1}" = 1 ]; then
       rm -f "$ACC/torch-cuda_unet_s$s.csv"
-      timeout 300 "${TWIN[@]}" --size "$SIZE" --epochs "$EPOCHS" --seed "$s" \
+      timeout 300 "${TWIN[@]}" --size "$SIZE" --epochs "$EPOCHS" --seed "$s" ${TWIN_ARGS:-} \
         --out "$ACC/torch-cuda_unet_s$s.csv" > "$RESULTS/accuracy_torch_s$s.log" 2>&1 ||
         echo "segment: PyTorch seed $s failed (see $RESULTS/accuracy_torch_s$s.log)"
       grep -E "^epoch $EPOCHS/$EPOCHS  " "$RESULTS/accuracy_torch_s$s.log" | cut -c1-200

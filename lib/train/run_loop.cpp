@@ -654,4 +654,17 @@ void RunLoop::end_run(Session& s) {
   if (csv_) std::printf("results in %s\n", csv_->path().c_str());
 }
 
+void SingleModelTask::save_checkpoint(const std::string& path, int64_t epoch,
+                                      const std::map<std::string, int64_t>& values) {
+  pdnn::save_checkpoint(path, model_, &opt_, epoch, values, &ctx_);
+}
+
+CheckpointInfo SingleModelTask::load_checkpoint(const std::string& path) {
+  return pdnn::load_checkpoint(path, model_, &opt_, &ctx_);
+}
+
+void SingleModelTask::save_weights(const std::string& path) {
+  pdnn::save_checkpoint(path, model_, nullptr, 0, {}, &ctx_);
+}
+
 }  // namespace pdnn

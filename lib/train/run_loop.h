@@ -193,4 +193,25 @@ bool all_finite(Context& ctx, Model& model, Optimizer* opt);
 // A hash of the same values (state_hash() of a task with this model and optimizer).
 uint64_t state_hash_of(Context& ctx, Model& model, Optimizer* opt, uint64_t seed = 0);
 
+// A task that trains one model with one optimizer (the classifier, the segmentation): its
+// divergence check, checkpoint, weights and state hash, written once. The GAN (two models and
+// two optimizers) has its own.
+class SingleModelTask : public TrainTask {
+ public:
+  // All three must outlive the task; opt built over model.parameters().
+  SingleModelTask(Context& ctx, Model& model, Optimizer& opt)
+      : ctx_(ctx), model_(model), opt_(opt) {}
+  bool state_finite(Context& ctx) override { return all_finite(ctx, model_, &opt_); }
+  void save_checkpoint(const std::string& path, int64_t epoch,
+                       const std::map<std::string, int64_t>& values) override;
+  CheckpointInfo load_checkpoint(const std::string& path) override;
+  void save_weights(const std::string& path) override;
+  uint64_t state_hash(Context& ctx) override { return state_hash_of(ctx, model_, &opt_); }
+
+ protected:
+  Context& ctx_;
+  Model& model_;
+  Optimizer& opt_;
+};
+
 }  // namespace pdnn

@@ -53,9 +53,7 @@ size_t peak_resident_bytes() {
 ClassifierTask::ClassifierTask(Context& ctx, Model& model, Optimizer& opt,
                                const Dataset& train, const Dataset& test,
                                const ClassifierTaskOptions& options)
-    : ctx_(ctx),
-      model_(model),
-      opt_(opt),
+    : SingleModelTask(ctx, model, opt),
       train_(train),
       test_(test),
       o_(options),
@@ -181,19 +179,6 @@ std::vector<double> ClassifierTask::evaluate(Context& ctx) {
     v.push_back(epoch_stats_.wait_s);
   }
   return v;
-}
-
-void ClassifierTask::save_checkpoint(const std::string& path, int64_t epoch,
-                                     const std::map<std::string, int64_t>& values) {
-  pdnn::save_checkpoint(path, model_, &opt_, epoch, values, &ctx_);
-}
-
-CheckpointInfo ClassifierTask::load_checkpoint(const std::string& path) {
-  return pdnn::load_checkpoint(path, model_, &opt_, &ctx_);
-}
-
-void ClassifierTask::save_weights(const std::string& path) {
-  pdnn::save_checkpoint(path, model_, nullptr, 0, {}, &ctx_);
 }
 
 void ClassifierTask::distribute(Context& ctx, Communicator& comm) {

@@ -54,7 +54,7 @@ struct ClassifierTaskOptions {
   bool resources = false;     // peak_rss_mb, peak_device_mb, loader_hidden_s, loader_exposed_s
 };
 
-class ClassifierTask : public TrainTask {
+class ClassifierTask : public SingleModelTask {
  public:
   // All references must outlive the task; opt built over model.parameters(), the model on the
   // device it trains on; train and test have the same sample shape and classes.
@@ -69,14 +69,8 @@ class ClassifierTask : public TrainTask {
   std::vector<double> train_metrics(Context& ctx) override;
   std::string step_mode() const override;
   std::vector<double> evaluate(Context& ctx) override;
-  bool state_finite(Context& ctx) override { return all_finite(ctx, model_, &opt_); }
-  void save_checkpoint(const std::string& path, int64_t epoch,
-                       const std::map<std::string, int64_t>& values) override;
-  CheckpointInfo load_checkpoint(const std::string& path) override;
-  void save_weights(const std::string& path) override;
   void distribute(Context& ctx, Communicator& comm) override;
   std::vector<std::pair<std::string, std::string>> fingerprint(Context& ctx) override;
-  uint64_t state_hash(Context& ctx) override { return state_hash_of(ctx, model_, &opt_); }
   std::string distributed_summary() const override;
   std::string distributed_stats() const override;
 
@@ -90,9 +84,6 @@ class ClassifierTask : public TrainTask {
   const Dataset& test_data() const { return test_; }
 
  private:
-  Context& ctx_;
-  Model& model_;
-  Optimizer& opt_;
   const Dataset& train_;
   const Dataset& test_;
   ClassifierTaskOptions o_;

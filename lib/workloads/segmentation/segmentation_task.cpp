@@ -28,9 +28,7 @@ double score_cell(double v) { return std::isnan(v) ? -1.0 : v; }
 SegmentationTask::SegmentationTask(Context& ctx, Model& model, Optimizer& opt,
                                    const Dataset& train, const Dataset& test,
                                    const SegmentationTaskOptions& options)
-    : ctx_(ctx),
-      model_(model),
-      opt_(opt),
+    : SingleModelTask(ctx, model, opt),
       train_(train),
       test_(test),
       o_(options),
@@ -101,19 +99,6 @@ std::vector<double> SegmentationTask::evaluate(Context& ctx) {
   v.push_back(static_cast<double>(peak_resident_bytes()) / 1e6);
   v.push_back(static_cast<double>(ctx.device_alloc_stats().peak_in_use) / 1e6);
   return v;
-}
-
-void SegmentationTask::save_checkpoint(const std::string& path, int64_t epoch,
-                                       const std::map<std::string, int64_t>& values) {
-  pdnn::save_checkpoint(path, model_, &opt_, epoch, values, &ctx_);
-}
-
-CheckpointInfo SegmentationTask::load_checkpoint(const std::string& path) {
-  return pdnn::load_checkpoint(path, model_, &opt_, &ctx_);
-}
-
-void SegmentationTask::save_weights(const std::string& path) {
-  pdnn::save_checkpoint(path, model_, nullptr, 0, {}, &ctx_);
 }
 
 std::string SegmentationTask::overlay_path(int epoch) const {

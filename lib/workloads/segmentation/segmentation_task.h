@@ -46,7 +46,7 @@ struct SegmentationTaskOptions {
   std::string title;          // the overlays' title ("unet_b8_d3 on ccp-person-200-64px")
 };
 
-class SegmentationTask : public TrainTask {
+class SegmentationTask : public SingleModelTask {
  public:
   // All references must outlive the task; opt built over model.parameters(), the model on the
   // device it trains on; train and test have per-pixel targets, the same shapes and classes.
@@ -63,11 +63,6 @@ class SegmentationTask : public TrainTask {
   std::vector<double> train_metrics(Context& ctx) override;
   std::string step_mode() const override;
   std::vector<double> evaluate(Context& ctx) override;
-  bool state_finite(Context& ctx) override { return all_finite(ctx, model_, &opt_); }
-  void save_checkpoint(const std::string& path, int64_t epoch,
-                       const std::map<std::string, int64_t>& values) override;
-  CheckpointInfo load_checkpoint(const std::string& path) override;
-  void save_weights(const std::string& path) override;
   void end_epoch(Context& ctx, int epoch) override;
 
   // overlay_dir/epoch_NNN.png (epoch 1-based).
@@ -77,9 +72,6 @@ class SegmentationTask : public TrainTask {
   LoaderStats loader_stats() const;
 
  private:
-  Context& ctx_;
-  Model& model_;
-  Optimizer& opt_;
   const Dataset& train_;
   const Dataset& test_;
   SegmentationTaskOptions o_;

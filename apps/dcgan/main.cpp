@@ -46,7 +46,7 @@ struct Options {
   int64_t batch = 64, images_per_epoch = 2944, samples = 0;
   std::vector<int> samples_epochs;
   int bn_shards = 1;
-  std::string defer_g = "auto";
+  GanTrainer::DeferG defer_g = GanTrainer::DeferG::kAuto;
   float lr = 2e-4f, beta1 = 0.5f;
   DcganConfig model;
   std::string samples_dir, iterations_out, samples_out;
@@ -212,7 +212,12 @@ int run(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
   app.add_option_function<std::string>(
-         "--defer-g", [&o](const std::string& v) { o.defer_g = v; },
+         "--defer-g",
+         [&o](const std::string& v) {
+           o.defer_g = v == "on"    ? GanTrainer::DeferG::kAlways
+                       : v == "off" ? GanTrainer::DeferG::kNever
+                                    : GanTrainer::DeferG::kAuto;
+         },
          "with --distributed and --overlap on: sum G's gradient under the next iteration's "
          "real-batch pass of D and apply G's update after it (the same weights, G's all-reduce "
          "hidden), or right after G's backward. auto (default): deferred on the GPU with the "

@@ -58,11 +58,7 @@ DcganTask::DcganTask(Context& ctx, Model& g, Model& d, Optimizer& opt_g,
   PDNN_CHECK(opt_.samples_dir.empty(),
              "dcgan: this pdnn was built without OpenCV: no sample grids (PNG) can be written");
 #endif
-  PDNN_CHECK(opt_.defer_g == "auto" || opt_.defer_g == "on" || opt_.defer_g == "off",
-             "dcgan: defer_g must be auto, on or off (got \"%s\")", opt_.defer_g.c_str());
-  if (opt_.defer_g != "auto")
-    trainer_.set_defer_g(opt_.defer_g == "on" ? GanTrainer::DeferG::kAlways
-                                              : GanTrainer::DeferG::kNever);
+  trainer_.set_defer_g(opt_.defer_g);
   // Checked here, before any output is touched; written by rank 0 alone (data-parallel).
   if (!opt_.iterations_csv.empty())
     iterations_ = std::make_unique<CsvWriter>(opt_.iterations_csv, kIterationColumns);

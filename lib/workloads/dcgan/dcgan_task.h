@@ -57,9 +57,8 @@ struct DcganTaskOptions {
   int64_t images_per_epoch = 2944;  // 0: the whole set
   int64_t nz = 100;
   bool cuda_graph = true;
-  // Data-parallel: G's update under the next D step (gan_trainer.h): "auto" (on the GPU with
-  // the CUDA graph), "on" (whenever G's sum overlaps), "off".
-  std::string defer_g = "auto";
+  // Data-parallel: G's update under the next D step (gan_trainer.h's set_defer_g).
+  GanTrainer::DeferG defer_g = GanTrainer::DeferG::kAuto;
   std::string model = "dcgan", dataset;  // the identifying columns of the iteration rows
   std::string samples_dir;     // epoch_NNN.png grids; "" writes none
   std::string iterations_csv;  // one row per iteration; "" writes none

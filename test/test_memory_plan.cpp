@@ -768,8 +768,8 @@ TEST(MemoryPlan, MicroBatchesWhenALayersBackwardDoesNotFit) {
 // Fixed, float32 where autocast keeps it: parameters (108 + 4 + 320 + 5 floats = 1748 bytes),
 // their gradients and AdaGrad's sums the same; the conv's kept columns in bf16 (27 x 128 x 2 =
 // 6912, one 512-byte block rounding: 7168) and the pool's one-byte argmax (128: 512); the batch
-// and its labels (1536 + 512) and the loss (softmax and dL/dlogits 512 each, per-row loss and
-// labels 512 each) float32 as in fp32; the flat buffer's bf16 copy (464 elements with its
+// and its labels (1536 + 512) and the loss (softmax and dL/dlogits 512 each, per-row loss,
+// labels and the metrics' per-chunk sums 512 each) float32 as in fp32; the flat buffer's bf16 copy (464 elements with its
 // 64-byte gaps, 928 bytes: 1024); the casts: the input in bf16 (768: 1024), the output in float32
 // (40: 512), dy in bf16 (20: 512).
 Sequential small_bf16_model() {

@@ -3,7 +3,9 @@
 # per-kernel analysis: throughput against the SM's ceilings, occupancy, warp stall reasons,
 # shared-memory bank conflicts, pipe use) -> $RESULTS/<name>.txt, one per profile.
 # Prepare: BINS="bench_conv_gpu" DATA= scripts/gpu/prepare.sh
-# Knobs: PROFILES: space-separated NAME=LAYER/ALGO/PRECISION/SKIP items, e.g.
+# Knobs: PROFILES: space-separated NAME=LAYER/ALGO/PRECISION/SKIP[/KERNEL] items (KERNEL: a
+#   regex of the kernel's name, default igemm; the direct kernels are direct_fwd, which runs the
+#   forward and backward-data, and direct_bww), e.g.
 #   "w4c2_fwd=W4_conv2/implicit:32x256/fp32/3" (_ for a space): the launch after SKIP launches of kernels named
 #   igemm while bench_conv_gpu runs LAYER with ALGO in PRECISION (3 warm-up and 3 timed calls a
 #   pass: SKIP 3 is the forward's fourth call, 9 the backward-weights' fourth when the pass
@@ -19,9 +21,10 @@ sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --
 for item in ${PROFILES:-}; do
   name=${item%%=*}
   spec=${item#*=}
-  IFS=/ read -r layer algo prec skip <<< "${spec//_/ }"
-  stage "$name: $layer $algo $prec (skip $skip)"
-  timeout 240 "$NCU" --target-processes all -k regex:igemm --launch-skip "$skip" --launch-count 1 \
+  IFS=/ read -r layer algo prec skip kernel <<< "${spec//_/ }"
+  kernel=${kernel:-igemm}
+  stage "$name: $layer $algo $prec (kernel $kernel, skip $skip)"
+  timeout 240 "$NCU" --target-processes all -k "regex:$kernel" --launch-skip "$skip" --launch-count 1 \
     "${sections[@]}" "$BIN/bench_conv_gpu" --filter "$layer" --algos "$algo" --precisions "$prec" \
     --repeat 3 --out "$RESULTS/$name.csv" > "$RESULTS/$name.txt" 2>&1 || echo "$name: FAILED"
   grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Bank Conflicts|Executed Ipc" "$RESULTS/$name.txt" | head -14

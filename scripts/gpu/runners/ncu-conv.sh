@@ -21,7 +21,8 @@ sections=(--section SpeedOfLight --section Occupancy --section WarpStateStats --
 for item in ${PROFILES:-}; do
   name=${item%%=*}
   spec=${item#*=}
-  IFS=/ read -r layer algo prec skip kernel <<< "${spec//_/ }"
+  IFS=/ read -r layer algo prec skip kernel <<< "$spec"
+  layer=${layer//_/ }  # "_" stands for a space in the layer's name only (kernel names have "_")
   kernel=${kernel:-igemm}
   stage "$name: $layer $algo $prec (kernel $kernel, skip $skip)"
   timeout 240 "$NCU" --target-processes all -k "regex:$kernel" --launch-skip "$skip" --launch-count 1 \

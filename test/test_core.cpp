@@ -8,6 +8,7 @@
 #include <string>
 #include <set>
 
+#include "core/allocator.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/param.h"
@@ -28,6 +29,27 @@ TEST(Shape, AccessorsAndErrors) {
   EXPECT_EQ(s.with_n(2), (Shape{2, 3, 5, 7}));
   EXPECT_THROW(s[4], Error);
   EXPECT_THROW((Shape{4, 10}).h(), Error);
+}
+
+// Large host blocks come from the system (core/allocator.cpp): zero on arrival, so zeros() does
+// not write them, aligned to huge pages, and freed back whole; smaller ones are written. Under
+// AddressSanitizer every block is an aligned_alloc one (it watches those), and zeros() writes.
+TEST(Tensor, LargeHostBlocksArriveZeroAndAligned) {
+  const std::shared_ptr<Allocator>& host = host_allocator();
+  EXPECT_FALSE(host->fresh_is_zero(1 << 20));
+  for (int round = 0; round < 3; ++round) {  // freed and mapped again: zero every time
+    Tensor t = Tensor::zeros(Shape{(int64_t{9} << 20) / 4 + 3});  // 9 MiB and 12 bytes
+#if !defined(__SANITIZE_ADDRESS__)
+    EXPECT_TRUE(host->fresh_is_zero(t.nbytes()));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % (uintptr_t{2} << 20), 0u);
+#endif
+    for (int64_t i = 0; i < t.numel(); i += 4093) ASSERT_EQ(t[i], 0.f) << i;
+    ASSERT_EQ(t[t.numel() - 1], 0.f);
+    for (int64_t i = 0; i < t.numel(); i += 1021) t.data()[i] = 1.f;  // dirty it for the next round
+    t.data()[t.numel() - 1] = 2.f;
+  }
+  Tensor small = Tensor::zeros(Shape{1000});
+  for (int64_t i = 0; i < small.numel(); ++i) ASSERT_EQ(small[i], 0.f) << i;
 }
 
 TEST(Tensor, AlignedReshapeIsAViewToCopies) {
@@ -137,8 +159,10 @@ TEST(Context, ThreadsAndWorkspace) {
   Context ctx(2);
   EXPECT_EQ(ctx.threads(), 2);
   EXPECT_EQ(ctx.cpu_exec().threads, 2);
+  EXPECT_EQ(ctx.rng().threads(), 2);  // its bulk draws (initial weights) on the same threads
   ctx.set_threads(1);
   EXPECT_EQ(ctx.cpu_exec().threads, 1);
+  EXPECT_EQ(ctx.rng().threads(), 1);
   // The count is the context's own: the process's OpenMP setting is left alone.
   EXPECT_EQ(omp_get_max_threads(), process);
   float* w = ctx.workspace(1000);

@@ -174,3 +174,28 @@ TEST(Init, UniformAndNormalRoundOnceInEveryBuild) {
     ASSERT_EQ(w[i], static_cast<float>(0.25L + static_cast<long double>(0.02f) * z)) << i;
   }
 }
+
+// The bulk draws (Rng::fill_uniform / fill_normal, behind init::uniform / normal) on several
+// threads give, bit for bit, the values and the stream position of one-at-a-time draws on one
+// thread: the initial weights do not depend on the thread count. 3 x 2^15 + 5 values, so that
+// the draws do run in parallel (core/parallel.h: PDNN_PAR) and the threads' shares are uneven.
+TEST(Init, BulkDrawsOnThreadsEqualOneAtATime) {
+  const int64_t n = 3 * (int64_t{1} << 15) + 5;
+  for (int threads : {1, 2, 3, 4}) {
+    Rng one(11), bulk(11);
+    bulk.set_threads(threads);
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) a[static_cast<size_t>(i)] = one.uniform(-0.2f, 0.3f);
+    bulk.fill_uniform(b.data(), n, -0.2f, 0.3f);
+    ASSERT_EQ(bulk.counter(), one.counter()) << threads << " threads, uniform";
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(b[static_cast<size_t>(i)], a[static_cast<size_t>(i)]) << threads << " threads, uniform " << i;
+    // Then normals from where the uniforms left the stream.
+    for (int64_t i = 0; i < n; ++i)
+      a[static_cast<size_t>(i)] = std::fmaf(0.05f, static_cast<float>(one.normal()), -1.f);
+    bulk.fill_normal(b.data(), n, -1.f, 0.05f);
+    ASSERT_EQ(bulk.counter(), one.counter()) << threads << " threads, normal";
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(b[static_cast<size_t>(i)], a[static_cast<size_t>(i)]) << threads << " threads, normal " << i;
+  }
+}

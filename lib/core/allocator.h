@@ -29,6 +29,9 @@ class Allocator {
   // Never returns nullptr: throws pdnn::Error saying how much was asked for and why it failed.
   virtual void* allocate(size_t bytes) = 0;
   virtual void deallocate(void* p, size_t bytes) noexcept = 0;
+  // Whether a block of `bytes` from allocate() always arrives filled with zeros (the host's
+  // large blocks: fresh pages from the system), so that a zero tensor need not be written.
+  virtual bool fresh_is_zero(size_t bytes) const { (void)bytes; return false; }
   virtual AllocStats stats() const { return {}; }
   // Caps the bytes this allocator holds from the system (--gpu-memory-limit; 0: no cap). An
   // allocation past it fails as running out of memory does, naming the cap. Allocators that
@@ -40,7 +43,9 @@ class Allocator {
   virtual void trim() {}
 };
 
-// 64-byte aligned host memory (AVX-512 loads never split a cache line). Stateless, shared.
+// 64-byte aligned host memory (AVX-512 loads never split a cache line). Blocks of 8 MiB and
+// more come straight from the system, 2 MiB aligned and advised to use transparent huge pages,
+// and are zero when they arrive (allocator.cpp says why). Stateless, shared.
 const std::shared_ptr<Allocator>& host_allocator();
 
 }  // namespace pdnn

@@ -40,7 +40,10 @@ Context::~Context() = default;
 
 // Only this Context's count: every parallel region and BLAS call takes it from the CpuExec it
 // is given (core/parallel.h), so the process's OpenMP and OpenBLAS settings stay as they were.
-void Context::set_threads(int n) { threads_ = n > 0 ? n : omp_get_num_procs(); }
+void Context::set_threads(int n) {
+  threads_ = n > 0 ? n : omp_get_num_procs();
+  rng_.set_threads(threads_);  // its bulk draws (initial weights) on this context's threads
+}
 
 void Context::set_precision(Precision p) {
   precision_ = p;

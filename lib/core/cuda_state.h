@@ -87,6 +87,9 @@ int cuda_device_count();
 void cuda_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes,
                CUstream_st* stream, bool wait);
 
+// Sets `bytes` of device memory at dst to zero, on `stream` (no wait).
+void cuda_zero(void* dst, size_t bytes, CUstream_st* stream);
+
 // Timing with events on a stream (the profiler's time_mark/ms_since on the GPU).
 CUevent_st* cuda_event_record(CUstream_st* stream);
 // Milliseconds between two recorded events (waits for `end`); destroys both.

@@ -15,16 +15,10 @@ Fans fans(const Shape& w) {
   return {w[1] * field, w[0] * field};
 }
 
-void uniform(Tensor& t, float lo, float hi, Rng& rng) {
-  float* p = t.data();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = rng.uniform(lo, hi);
-}
+void uniform(Tensor& t, float lo, float hi, Rng& rng) { rng.fill_uniform(t.data(), t.numel(), lo, hi); }
 
 void normal(Tensor& t, float mean, float stddev, Rng& rng) {
-  float* p = t.data();
-  // An explicit fused multiply-add, the same in every build (see Rng::uniform).
-  for (int64_t i = 0; i < t.numel(); ++i)
-    p[i] = std::fmaf(stddev, static_cast<float>(rng.normal()), mean);
+  rng.fill_normal(t.data(), t.numel(), mean, stddev);
 }
 
 void constant(Tensor& t, float v) { t.fill(v); }

@@ -22,6 +22,10 @@ void cuda_copy(void*, Device, const void*, Device, size_t, CUstream_st*, bool) {
   PDNN_FAIL("copy to or from a GPU: this pdnn was built without CUDA");
 }
 
+void cuda_zero(void*, size_t, CUstream_st*) {
+  PDNN_FAIL("zeroing GPU memory: this pdnn was built without CUDA");
+}
+
 CUevent_st* cuda_event_record(CUstream_st*) {
   PDNN_FAIL("GPU timing: this pdnn was built without CUDA");
 }

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "core/cuda_state.h"
 #include "core/error.h"
 
 namespace pdnn {
@@ -49,8 +50,12 @@ void ParamSet::to(Device dev, Context& ctx) {
     values_ = values_.to(dev, ctx);
   }
   MemoryRole role(ctx, "the parameters' gradients (one flat buffer)");
-  grads_ = Tensor::zeros(values_.shape());
-  if (dev != Device::CPU) grads_ = grads_.to(dev, ctx);
+  if (dev == Device::CPU) {
+    grads_ = Tensor::zeros(values_.shape());
+  } else {  // zeroed where they live: no host buffer of zeros to copy (14.8 GB at W4's 1344 px)
+    grads_ = Tensor::empty(values_.shape(), DType::F32, dev, ctx);
+    cuda_zero(grads_.raw_data(), grads_.nbytes(), ctx.cuda().stream());
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
     const Shape s = params_[i].value->shape();
     *params_[i].value = values_.slice(offsets_[i], s);

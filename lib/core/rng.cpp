@@ -6,14 +6,31 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace pdnn {
 
 double Rng::normal() {
-  // 1 - u keeps the log argument in (0, 1].
-  const double u1 = 1.0 - uniform();
-  const double u2 = uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  const double z = normal_at(seed_, counter_);
+  counter_ += 2;
+  return z;
+}
+
+void Rng::fill_uniform(float* p, int64_t n, float lo, float hi) {
+  const uint64_t base = reserve(static_cast<uint64_t>(n)), s = seed_;
+  const float span = hi - lo;
+  parallel_for(CpuExec{threads_}, n, PDNN_PAR(n), [=](int64_t i) {
+    p[i] = std::fmaf(span, static_cast<float>(to_unit(at(s, base + i + 1))), lo);
+  });
+}
+
+void Rng::fill_normal(float* p, int64_t n, float mean, float stddev) {
+  const uint64_t base = reserve(2 * static_cast<uint64_t>(n)), s = seed_;
+  // An explicit fused multiply-add, the same in every build (see uniform(lo, hi)).
+  parallel_for(CpuExec{threads_}, n, PDNN_PAR(n), [=](int64_t i) {
+    const double z = normal_at(s, base + 2 * static_cast<uint64_t>(i));
+    p[i] = std::fmaf(stddev, static_cast<float>(z), mean);
+  });
 }
 
 std::vector<int64_t> Rng::permutation(int64_t n) {

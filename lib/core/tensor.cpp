@@ -44,7 +44,9 @@ Tensor::Tensor(const Shape& shape, DType dtype, std::shared_ptr<Allocator> alloc
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t(shape, dtype);
-  if (t.nbytes() > 0) std::memset(t.raw_data(), 0, t.nbytes());
+  // Large host blocks arrive zero (allocator.h): writing them would only touch their pages.
+  if (t.nbytes() > 0 && !t.allocator()->fresh_is_zero(t.storage_->bytes()))
+    std::memset(t.raw_data(), 0, t.nbytes());
   return t;
 }
 

@@ -151,6 +151,10 @@ void cuda_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_
   if (wait) PDNN_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+void cuda_zero(void* dst, size_t bytes, CUstream_st* stream) {
+  if (bytes > 0) PDNN_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream));
+}
+
 CUevent_st* cuda_event_record(CUstream_st* stream) {
   cudaEvent_t e;
   PDNN_CUDA_CHECK(cudaEventCreate(&e));

@@ -18,11 +18,7 @@ void normal_fill(int64_t n, float mean, float stddev, uint64_t seed, const int64
   const uint64_t b = static_cast<uint64_t>(*base);
   // A log, a cos and a sqrt per element: threads pay off early.
   parallel_for(e, n, PDNN_PAR(n / 16), [=](int64_t i) {
-    const uint64_t k = b + 2 * static_cast<uint64_t>(i);
-    // As Rng::normal(): 1 - u keeps the log argument in (0, 1].
-    const double u1 = 1.0 - Rng::to_unit(Rng::at(seed, k + 1));
-    const double u2 = Rng::to_unit(Rng::at(seed, k + 2));
-    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    const double z = Rng::normal_at(seed, b + 2 * static_cast<uint64_t>(i));
     y[i] = std::fmaf(stddev, static_cast<float>(z), mean);
   });
 }

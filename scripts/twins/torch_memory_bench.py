@@ -51,23 +51,28 @@ VARIANTS = ["plain", "save_on_cpu", "checkpoint"]
 GIB = float(1 << 30)
 
 
-def build(torch, side, classes=6):
-    """W4 as three conv blocks and the dense head (so checkpoint can wrap the blocks)."""
+def build(torch, side, dev, classes=6):
+    """W4 as three conv blocks and the dense head (so checkpoint can wrap the blocks), made and
+    initialised on `dev`: on the host, the 3.7 G-parameter Dense layer at 1344 took longer to
+    initialise than the steps (as pdnn's did before its host draws ran on all cores)."""
     nn = torch.nn
     blocks, c = [], 3
     for k in (32, 64, 128):
-        blocks.append(nn.Sequential(nn.Conv2d(c, k, 3, padding=1), nn.ReLU(),
-                                    nn.Conv2d(k, k, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)))
+        blocks.append(nn.Sequential(nn.Conv2d(c, k, 3, padding=1, device=dev), nn.ReLU(),
+                                    nn.Conv2d(k, k, 3, padding=1, device=dev), nn.ReLU(),
+                                    nn.MaxPool2d(2)))
         c = k
     f = 128 * (side // 8) * (side // 8)
-    head = nn.Sequential(nn.Flatten(), nn.Linear(f, 1024), nn.ReLU(), nn.Dropout(0.5),
-                         nn.Linear(1024, 1024), nn.ReLU(), nn.Dropout(0.5),
-                         nn.Linear(1024, classes))
+    head = nn.Sequential(nn.Flatten(), nn.Linear(f, 1024, device=dev), nn.ReLU(), nn.Dropout(0.5),
+                         nn.Linear(1024, 1024, device=dev), nn.ReLU(), nn.Dropout(0.5),
+                         nn.Linear(1024, classes, device=dev))
     return nn.ModuleList(blocks), head
 
 
 def run_one(variant, side, batch, steps):
-    """One (variant, side) in this process: a dict for the row."""
+    """One (variant, side) in this process: a dict for the row, with the seconds its parts took
+    (import, model, warm-up steps, timed steps)."""
+    t_start = time.perf_counter()
     import torch
     import torch.utils.checkpoint as cp
     torch.backends.cudnn.benchmark = True
@@ -78,9 +83,13 @@ def run_one(variant, side, batch, steps):
     out = {"gpu": torch.cuda.get_device_name(0),
            "versions": "torch %s, CUDA %s, cuDNN %s" % (torch.__version__, torch.version.cuda,
                                                         torch.backends.cudnn.version())}
+    parts = {"import_s": time.perf_counter() - t_start}
+    out["parts"] = parts
     try:
-        blocks, head = build(torch, side)
-        blocks, head = blocks.to(dev), head.to(dev)
+        t0 = time.perf_counter()
+        blocks, head = build(torch, side, dev)
+        torch.cuda.synchronize()
+        parts["model_s"] = time.perf_counter() - t0
         params = list(blocks.parameters()) + list(head.parameters())
         opt = torch.optim.Adagrad(params, lr=0.01)
         loss_fn = torch.nn.CrossEntropyLoss()
@@ -103,9 +112,11 @@ def run_one(variant, side, batch, steps):
             loss.backward()
             opt.step()
 
+        t0 = time.perf_counter()
         for _ in range(2):
             step()
         torch.cuda.synchronize()
+        parts["warmup_s"] = time.perf_counter() - t0
         torch.cuda.reset_peak_memory_stats()
         times = []
         for _ in range(steps):
@@ -114,6 +125,7 @@ def run_one(variant, side, batch, steps):
             step()
             torch.cuda.synchronize()
             times.append((time.perf_counter() - t0) * 1e3)
+        parts["steps_s"] = sum(times) / 1e3
         out.update(status="ok", peak_gib=torch.cuda.max_memory_allocated() / GIB,
                    peak_reserved_gib=torch.cuda.max_memory_reserved() / GIB,
                    median_ms=statistics.median(times), min_ms=min(times), max_ms=max(times),
@@ -177,9 +189,10 @@ def main():
                 if r["status"] in ("oom", "timeout"):
                     stopped[v] = "%s at %d" % (r["status"], side)
             fmt = lambda k, f="%.3f": (f % r[k]) if k in r else ""  # noqa: E731
-            print("torch %-11s %4d: %s, peak %s GiB (reserved %s), median %s ms"
+            parts = ", ".join("%s %.1f s" % (k[:-2], t) for k, t in r.get("parts", {}).items())
+            print("torch %-11s %4d: %s, peak %s GiB (reserved %s), median %s ms%s"
                   % (v, side, r["status"], fmt("peak_gib"), fmt("peak_reserved_gib"),
-                     fmt("median_ms", "%.1f")), flush=True)
+                     fmt("median_ms", "%.1f"), " (%s)" % parts if parts else ""), flush=True)
             # Each row as it ends: a command that ends early keeps the ones done.
             write_rows(a.out, COLUMNS, [["caltech9", "pytorch", v, side, a.batch, "fp32", "", fmt("peak_gib"),
                          fmt("peak_reserved_gib"), fmt("median_ms"), fmt("min_ms"),

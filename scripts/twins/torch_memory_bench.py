@@ -15,7 +15,9 @@ AdaGrad lr 0.01, softmax cross-entropy, on a synthetic batch already on the devi
 measures the step, not the loader). cuDNN's autotuner on.
 
 Each (variant, side) runs in a fresh process (an out-of-memory error, or the caching
-allocator's state after one, must not spill into the next). A step's time is timed alone
+allocator's state after one, must not spill into the next): a child forked from this one after
+it has imported torch, before any CUDA call, so that each pays for its own CUDA context,
+allocator and autotuner but not for the import (seconds each on the GPU host, times 18). A step's time is timed alone
 (synchronised before and after); the median over --steps steps after 2 warm-up steps, with min
 and max. Peak memory: torch.cuda.max_memory_allocated() (tensors) and max_memory_reserved()
 (what the caching allocator held) over the timed steps, in GiB. A run that does not fit writes
@@ -35,9 +37,10 @@ cap or plan).
 import argparse
 import json
 import os
+import select
+import signal
 import socket
 import statistics
-import subprocess
 import sys
 import time
 
@@ -138,20 +141,49 @@ def run_one(variant, side, batch, steps):
 
 
 def run_child(a, v, side):
-    """One (variant, side) in a fresh process, within --timeout: the row's dict."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--one", "%s,%d" % (v, side),
-           "--batch", str(a.batch), "--steps", str(a.steps)]
+    """One (variant, side) in a fresh process, within --timeout: the row's dict. The child is
+    forked from this process (torch imported, CUDA not yet touched: forking is safe then) and
+    sends its dict back through a pipe."""
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one run, its dict down the pipe, no Python exit handlers
+        os.close(rd)
+        code = 0
+        try:
+            data = json.dumps(run_one(v, side, a.batch, a.steps))
+        except BaseException as e:  # noqa: BLE001 - reported as the row's error
+            data = json.dumps({"status": "error", "error": "%s: %s" % (type(e).__name__, e)})
+            code = 1
+        with os.fdopen(wr, "w") as f:
+            f.write(data)
+        os._exit(code)
+    os.close(wr)
+    deadline = time.monotonic() + a.timeout if a.timeout else None
+    chunks = []
+    with os.fdopen(rd, "rb") as f:
+        while True:
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                print("torch %-11s %4d: past --timeout %g s, killed" % (v, side, a.timeout),
+                      file=sys.stderr)
+                return {"status": "timeout", "gpu": "", "versions": "", "steps": 0}
+            if not select.select([f], [], [], wait)[0]:
+                continue
+            b = os.read(f.fileno(), 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+    _, status = os.waitpid(pid, 0)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout or None)
-    except subprocess.TimeoutExpired:
-        print("torch %-11s %4d: past --timeout %g s, killed" % (v, side, a.timeout), file=sys.stderr)
-        return {"status": "timeout", "gpu": "", "versions": "", "steps": 0}
-    try:
-        return json.loads(p.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        err = (p.stderr.strip().splitlines() or ["no output"])[-1]
-        print("torch %-11s %4d: failed: %s" % (v, side, err), file=sys.stderr)
-        return {"status": "error", "gpu": "", "versions": "", "steps": 0}
+        r = json.loads(b"".join(chunks).decode())
+    except ValueError:
+        r = {"status": "error", "error": "the child ended with status %d and no row" % status}
+    if r.get("status") == "error":
+        print("torch %-11s %4d: failed: %s" % (v, side, r.get("error", "")), file=sys.stderr)
+        r.update(gpu="", versions="", steps=0)
+    return r
 
 
 def main():
@@ -179,6 +211,7 @@ def main():
     for v in variants:
         if v not in VARIANTS:
             sys.exit("torch_memory_bench.py: --variants %s: not one of %s" % (v, ",".join(VARIANTS)))
+    import torch  # noqa: F401 - once, here: the children forked below inherit it
     stopped = {}  # variant -> "oom at N" / "timeout at N": its larger sides are not tried
     for side in sides:
         for v in variants:

@@ -436,7 +436,6 @@ __device__ __forceinline__ void fwd_bf16_put_pairs(const FwdArgsOf<bf16>& a, con
   constexpr int TW = T::TW, NI = T::NI;
   const Act act{A, a.act.slope}, mact{M, a.mact.slope};
   const int ohw = a.oh * a.ow, ox = ox0 + 2 * tq, oyw = oy0 + pn0 / TW;
-  const bf16* mim = a.msrc + (yim - a.y);  // read only with M
 #pragma unroll
   for (int mi = 0; mi < T::MI; ++mi)
 #pragma unroll
@@ -453,7 +452,7 @@ __device__ __forceinline__ void fwd_bf16_put_pairs(const FwdArgsOf<bf16>& a, con
         const float* c = acc + (mi * NI + ni) * 4 + 2 * h;
         float v0 = act_apply(c[0] + b, act), v1 = act_apply(c[1] + b, act);
         if (M != FusedAct::None) {
-          const uint32_t s = ldg_bits32(mim + o);
+          const uint32_t s = ldg_bits32(a.msrc + (yim - a.y) + o);
           v0 = act_grad(bf16_float(s & 0xffffu), v0, mact);
           v1 = act_grad(bf16_float(s >> 16), v1, mact);
         }

@@ -345,9 +345,14 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
 // batch of one), against the double
 // reference from the same bf16 values within bf16_testing.h's bounds: forward (bias,
 // activation; y rounded once), backward-data from dy already through the activation (as
-// conv2d_backward passes it, rounded to bf16 there) with the input's LeakyReLU folded into the
-// output write (rounded once, after the slope), backward-weights with the activation applied
-// as dy arrives (act'(y) dy rounded to bf16, the operand) and the bias gradient.
+// conv2d_backward passes it, rounded to bf16 there) with the input's LeakyReLU or ReLU folded
+// into the output write (rounded once, after the slope), backward-weights with the activation applied
+// as dy arrives (act'(y) dy rounded to bf16, the operand) and the bias gradient. Even output
+// widths take the forward kind's pair-store epilogue (one bf16x2 store a pixel pair; warps
+// inside y unmasked, warps past k, oh or ow masked): the cases below have both kinds of warp in
+// one launch (sizes past one tile and no multiple of it, k of one warp's rows), no activation,
+// ReLU and LeakyReLU forward, and ReLU and LeakyReLU folded into backward-data (by case);
+// odd widths and the 4x4 stride-2 backward-data's phases take the element-wise one.
 TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
 #if !PDNN_HAVE_CUDA
   GTEST_SKIP() << "needs a CUDA build";
@@ -356,11 +361,16 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   Context ctx(1, 1, Device::CUDA);
   using cuda::DirectTile;
-  const Act folded{FusedAct::LeakyReLU, 0.1f};
   std::vector<ConvCase> cases;
   for (const ConvCase& c : kCases)
     if ((c.kernel == 3 && c.stride == 1) || (c.kernel == 4 && c.stride == 2 && c.pad == 1))
       cases.push_back(c);
+  // even widths past a tile: interior and edge warps (34 x 36: 16-row tiles 16 + 16 + 2, 8-row
+  // tiles 4 x 8 + 2, columns 16 + 16 + 4; k = 32 fills the 32-row warps of M32 and M64), without
+  // an activation (20 x 32), with LeakyReLU (18 x 32)
+  cases.push_back({"even_34x36_m32", 1, 32, 34, 36, 32, 3, 1, 1, FusedAct::ReLU, true});
+  cases.push_back({"even_20x32_none", 2, 32, 20, 32, 32, 3, 1, 1, FusedAct::None, true});
+  cases.push_back({"even_18x32_leaky", 1, 32, 18, 32, 32, 3, 1, 1, FusedAct::LeakyReLU, false});
   // even width with padding 0 and 2, 72 output channels (two 64-row tiles, past 128 padded)
   cases.push_back({"p0_even_m72", 2, 20, 8, 12, 72, 3, 1, 0, FusedAct::LeakyReLU, true});
   cases.push_back({"p2_even_c40", 2, 40, 6, 10, 16, 3, 1, 2, FusedAct::ReLU, false});
@@ -369,13 +379,19 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
   cases.push_back({"k4s2_c3_relu_bias", 3, 3, 10, 14, 17, 4, 2, 1, FusedAct::ReLU, true});
   cases.push_back({"k4s2_m130_batch1", 1, 5, 6, 18, 130, 4, 2, 1, FusedAct::None, false});
   cases.push_back({"k4s2_c40_leaky", 2, 40, 8, 6, 24, 4, 2, 1, FusedAct::LeakyReLU, true});
+  // an even output width (8): the 2x2 forward's pair-store epilogue
+  cases.push_back({"k4s2_even_out", 2, 8, 12, 16, 32, 4, 2, 1, FusedAct::None, true});
   int checked = 0, k4s2 = 0;
   for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
-    for (const ConvCase& c : cases) {
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      const ConvCase& c = cases[ci];
+      // backward-data's folded activation: LeakyReLU and ReLU by turns
+      const Act folded = ci % 2 == 0 ? Act{FusedAct::LeakyReLU, 0.1f} : Act{FusedAct::ReLU, 0.f};
       Inputs in = inputs_of(c);
       ASSERT_TRUE(cuda::direct_applies(in.g, DType::BF16)) << c.name;
       k4s2 += conv4x4s2_applies(in.g);
-      SCOPED_TRACE(std::string(c.name) + " tile " + cuda::direct_tile_name(tile) + " bf16");
+      SCOPED_TRACE(std::string(c.name) + " tile " + cuda::direct_tile_name(tile) + " bf16 dx_act " +
+                   fused_act_name(folded.kind));
       const Device G = Device::CUDA;
       const Tensor xr = testing::bf16_rounded(in.x), wr = testing::bf16_rounded(in.w),
                    dyr = testing::bf16_rounded(in.dy);
@@ -435,9 +451,9 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
                                         "db");
       ++checked;
     }
-  // kCases' four 3x3 stride-1 cases and its 4x4 stride-2 one, and the five above
-  EXPECT_EQ(checked, 3 * 10);
-  EXPECT_EQ(k4s2, 3 * 4);
+  // kCases' four 3x3 stride-1 cases and its 4x4 stride-2 one, and the nine above
+  EXPECT_EQ(checked, 3 * 14);
+  EXPECT_EQ(k4s2, 3 * 5);
 #endif
 }
 

@@ -55,6 +55,20 @@
 //     the 128 bytes a clock an SM reads from shared memory carry about 1400 multiply-adds a
 //     clock, near mma.sync's bf16 rate on the H100: the floor of a pass is its FLOPs at
 //     mma.sync's rate or its bytes (x, y once; 2 bytes an element) at the copy rate.
+//     Epilogue: where y's width is even (and no phases), a lane's two accumulators of a row
+//     (pixels 2t, 2t + 1) are one bf16x2 store, the activations compile-time, and warps whose
+//     tile lies inside y check no bounds (fwd_bf16_put_pairs). Instruction counts of sm_90 SASS
+//     (issue 32; W4 conv2, Fwd32, 2 stages of 16 channels): the element-wise epilogue was 4259
+//     instructions a warp of the 6650 ncu counted (64 % of the kernel: 66 an output, 14.8 a
+//     mma), the pair stores about 350 (ReLU; about 540 with backward-data's act'(msrc)).
+//     Staging: thread t copies channel pairs t % 4 (+ 4) at pixel pairs t / 4 + j THREADS / 4,
+//     so that a unit's pixel follows the previous one's by a compile-time step and its shared
+//     address is the thread's plus a constant: a unit's loads cost ~20 instructions (they
+//     cost ~41 when each unit's place was re-derived from tid by two divisions, with 64-bit
+//     sums and the pairs branch inside) and its stores 4 (~16). A Fwd32 stage a warp (SASS):
+//     144 HMMA, 45 ldmatrix, ~236 staging loads (was ~490), ~84 permutes and shared stores
+//     (~190), ~140 weight cp.async, ~60 barrier and loop: ~4.9 instructions a mma (~7.5);
+//     W4 conv2's forward ~2000 a warp against 6650 (the floor's 288 HMMA + 90 ldmatrix).
 //   - backward-weights: an 8-deep step becomes 16 pixels, one row of the 8 x 16 patch. A stage
 //     holds gs[m][128 pixels] (act'(y) dy, rounded to bf16 as it is stored: the operand every
 //     path rounds) and the input patch in three copies shifted by the kernel column q,
@@ -239,6 +253,7 @@ template <class E>
 struct FwdArgsOf {
   int n, c, h, w, k, oh, ow, pad, Mp, tiles_x, tiles_y;
   int pairs;        // BF16: x's pixel pairs are 4-byte aligned (w even, x aligned)
+  int y_pairs;      // BF16: y's (and msrc's) pixel pairs are 4-byte aligned (ow even), no phases
   const E* x;
   const E* wp;      // [c][9][Mp]; BF16 [c / 16][KK][Mp][16]
   const float* bias;
@@ -261,8 +276,12 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
                                                const bf16* xim, int iy0, int ix0, int m0, int tid,
                                                int lane, int wm, int wn) {
   constexpr int BM = T::BM, TW = T::TW, XWB = T::XWB, XB = T::XB, THREADS = T::THREADS;
-  constexpr int UNITS = 8 * XB / 2;  // (channel pair, pixel pair) a stage
-  constexpr int RX = (UNITS + THREADS - 1) / THREADS;
+  // The input's units, a (channel pair, pixel pair) each: thread t copies channel pairs
+  // t % 4 and t % 4 + 4 (the two halves of a stage) at pixel pairs t / 4 + j * PPT, j < RJ, so
+  // that a unit's place in the tile follows from the previous one's by compile-time steps (no
+  // division a unit) and its shared-memory address from the thread's by a compile-time offset.
+  constexpr int NPP = XB / 2, PPT = THREADS / 4, RJ = (NPP + PPT - 1) / PPT;
+  constexpr int DROW = 2 * PPT / XWB, DCOL = 2 * PPT % XWB;  // the step, in halo rows/columns
   uint16_t* Xs = sm;                        // 2 x [XB][XP16]
   uint16_t* Ws = sm + 2 * T::X16_STAGE;     // 2 x [KK * BM][16]
   const int hw = a.h * a.w;
@@ -280,47 +299,63 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   const int pn0 = wn * (T::BN / T::WN);
   const int b_lane = ((pn0 / TW) * XWB + shift + (lane >> 4) * 8 + (lane & 7)) * T::XP16 +
                      ((lane >> 3) & 1) * 8;
-  // The next stage's loads in two halves, each in flight while the block computes half of the
-  // taps (half the staging registers).
-  constexpr int RH = (RX + 1) / 2;
-  uint32_t rx[RH][2];  // channel c's and c + 1's pixel pair
-  // unit e: channel pair q + 4 hh of the stage (lanes: 4 pairs x 8 pixel pairs), pixel pair pp
-  auto load_x = [&](int ci0, int half) {
-    const int t = fresh(tid);
+  // The next stage's loads in two halves (hh: channel pairs 0-3, 4-7), each in flight while the
+  // block computes half of the taps (half the staging registers).
+  uint32_t rx[RJ][2];  // channel c's and c + 1's pixel pair
+  auto load_x = [&](int ci0, int hh) {
+    const int t = fresh(tid), pp0 = t >> 2, r0 = 2 * pp0 / XWB;
+    int iy = iy0 + r0, ix = ix0e + 2 * pp0 - r0 * XWB;  // unit j's first pixel in x
+    const int ix_end = ix0e + XWB;
+    const int c = ci0 + 2 * (hh * 4 + (t & 3));
+    const bool c0 = c < a.c, c1 = c + 1 < a.c;
+    // read only where c0 (c1): offsets within an image are 32-bit
+    const bf16* xc = xim + static_cast<int64_t>(c) * hw;
+    const bf16* xc1 = xc + hw;
+    auto next = [&] {
+      ix += DCOL;
+      iy += DROW;
+      if (ix >= ix_end) {
+        ix -= XWB;
+        ++iy;
+      }
+    };
+    if (pairs) {  // ix even, w even: both pixels in the image or neither
 #pragma unroll
-    for (int i = 0; i < RH; ++i) {
-      const int e = t + (half * RH + i) * THREADS;
-      const int q = e & 3, pp = (e >> 2) % (XB / 2), hh = (e >> 2) / (XB / 2);
-      const int pix = 2 * pp, row = pix / XWB, col = pix - row * XWB;
-      const int c = ci0 + 2 * (hh * 4 + q), iy = iy0 + row, ix = ix0e + col;
-      const bool in_y = e < UNITS && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h);
-      const bf16* p = xim + static_cast<int64_t>(c) * hw + iy * a.w + ix;
-      if (pairs) {  // ix even, w even: both pixels in the image or neither
-        const bool ok = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
-        rx[i][0] = ok && c < a.c ? ldg_bits32(p) : 0u;
-        rx[i][1] = ok && c + 1 < a.c ? ldg_bits32(p + hw) : 0u;
-      } else {
+      for (int j = 0; j < RJ; ++j) {
+        const bool ok = (j < RJ - 1 || pp0 + j * PPT < NPP) &&
+                        static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
+                        static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
+        const int off = iy * a.w + ix;
+        rx[j][0] = ok && c0 ? ldg_bits32(xc + off) : 0u;
+        rx[j][1] = ok && c1 ? ldg_bits32(xc1 + off) : 0u;
+        next();
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < RJ; ++j) {
+        const bool in_y = (j < RJ - 1 || pp0 + j * PPT < NPP) &&
+                          static_cast<unsigned>(iy) < static_cast<unsigned>(a.h);
         const bool ok0 = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
         const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(a.w);
-        rx[i][0] = (ok0 && c < a.c ? ldg_bits16(p) : 0u) |
-                   (ok1 && c < a.c ? ldg_bits16(p + 1) : 0u) << 16;
-        rx[i][1] = (ok0 && c + 1 < a.c ? ldg_bits16(p + hw) : 0u) |
-                   (ok1 && c + 1 < a.c ? ldg_bits16(p + hw + 1) : 0u) << 16;
+        const int off = iy * a.w + ix;
+        rx[j][0] = (ok0 && c0 ? ldg_bits16(xc + off) : 0u) |
+                   (ok1 && c0 ? ldg_bits16(xc + off + 1) : 0u) << 16;
+        rx[j][1] = (ok0 && c1 ? ldg_bits16(xc1 + off) : 0u) |
+                   (ok1 && c1 ? ldg_bits16(xc1 + off + 1) : 0u) << 16;
+        next();
       }
     }
   };
-  auto store_x = [&](int buf, int half) {
-    uint16_t* xs = Xs + buf * T::X16_STAGE;
+  auto store_x = [&](int buf, int hh) {
     const int t = fresh(tid);
+    // (c, c + 1) at pixel 2 pp, then at 2 pp + 1
+    uint16_t* xs = Xs + buf * T::X16_STAGE + 2 * (t >> 2) * T::XP16 + hh * 8 + 2 * (t & 3);
 #pragma unroll
-    for (int i = 0; i < RH; ++i) {
-      const int e = t + (half * RH + i) * THREADS;
-      if (e >= UNITS) break;
-      const int q = e & 3, pp = (e >> 2) % (XB / 2), hh = (e >> 2) / (XB / 2);
-      // (c, c + 1) at pixel 2 pp, then at 2 pp + 1
-      uint32_t* dst = reinterpret_cast<uint32_t*>(xs + 2 * pp * T::XP16 + hh * 8 + 2 * q);
-      dst[0] = __byte_perm(rx[i][0], rx[i][1], 0x5410);
-      dst[T::XP16 / 2] = __byte_perm(rx[i][0], rx[i][1], 0x7632);
+    for (int j = 0; j < RJ; ++j) {
+      if (j == RJ - 1 && (t >> 2) + j * PPT >= NPP) break;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(xs + 2 * j * PPT * T::XP16);
+      dst[0] = __byte_perm(rx[j][0], rx[j][1], 0x5410);
+      dst[T::XP16 / 2] = __byte_perm(rx[j][0], rx[j][1], 0x7632);
     }
   };
   auto load_w = [&](int buf, int step) {
@@ -360,9 +395,9 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   };
 
   load_w(0, 0);
-  for (int half = 0; half < 2; ++half) {
-    load_x(0, half);
-    store_x(0, half);
+  for (int hh = 0; hh < 2; ++hh) {
+    load_x(0, hh);
+    store_x(0, hh);
   }
   cp_async_wait<0>();
   __syncthreads();
@@ -383,6 +418,64 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
     cp_async_wait<0>();
     __syncthreads();
   }
+}
+
+// BF16 forward epilogue where y's rows are pixel pairs 4-byte aligned (FwdArgsOf::y_pairs): an
+// accumulator's two values of a row (pixels 2t, 2t + 1 of channel m: 8 pixels of a row are one
+// m16n8 tile, so both lie in the patch's row, and with an even width both in y or neither)
+// written as one bf16x2 store at the lane's base plus the tile's row and column. The values
+// are those of `put` in direct_fwd, rounded alike (cvt.rn.bf16x2 is two cvt.rn.bf16); the
+// activations are compile-time (A: act, M: mact; at most one of them not None, y_pairs says)
+// and kEdge masks the stores of a warp whose tile reaches past k, oh or ow: interior warps
+// check nothing (measured in SASS: 133 instructions an output pair with the general `put`,
+// per element, against about 8 here). mw: the warp's first output channel, pn0 its first pixel.
+template <class T, bool kEdge, FusedAct A, FusedAct M>
+__device__ __forceinline__ void fwd_bf16_put_pairs(const FwdArgsOf<bf16>& a, const float* acc,
+                                                   bf16* yim, int mw, int oy0, int ox0, int pn0,
+                                                   int gq, int tq) {
+  constexpr int TW = T::TW, NI = T::NI;
+  const Act act{A, a.act.slope}, mact{M, a.mact.slope};
+  const int ohw = a.oh * a.ow, ox = ox0 + 2 * tq, oyw = oy0 + pn0 / TW;
+#pragma unroll
+  for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // rows gq and gq + 8 of the m16 tile: c0, c1 and c2, c3
+      const int m = mw + mi * 16 + h * 8 + gq;
+      if (kEdge && m >= a.k) continue;
+      const float b = bias_of(a.bias, m);
+      const int base = m * ohw + oyw * a.ow + ox;
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) {
+        const int r = ni * 8 / TW, col = ni * 8 % TW;
+        if (kEdge && (oyw + r >= a.oh || ox + col >= a.ow)) continue;
+        const int o = base + r * a.ow + col;
+        const float* c = acc + (mi * NI + ni) * 4 + 2 * h;
+        float v0 = act_apply(c[0] + b, act), v1 = act_apply(c[1] + b, act);
+        if (M != FusedAct::None) {
+          const uint32_t s = ldg_bits32(a.msrc + (yim - a.y) + o);
+          v0 = act_grad(bf16_float(s & 0xffffu), v0, mact);
+          v1 = act_grad(bf16_float(s >> 16), v1, mact);
+        }
+        *reinterpret_cast<uint32_t*>(yim + o) = bf16x2_bits(v0, v1);
+      }
+    }
+}
+// fwd_bf16_put_pairs with the run's activations.
+template <class T, bool kEdge>
+__device__ __forceinline__ void fwd_bf16_put_pairs_of(const FwdArgsOf<bf16>& a, const float* acc,
+                                                      bf16* yim, int mw, int oy0, int ox0,
+                                                      int pn0, int gq, int tq) {
+  constexpr FusedAct N = FusedAct::None, R = FusedAct::ReLU, L = FusedAct::LeakyReLU;
+  if (a.mact.kind == R)
+    fwd_bf16_put_pairs<T, kEdge, N, R>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+  else if (a.mact.kind == L)
+    fwd_bf16_put_pairs<T, kEdge, N, L>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+  else if (a.act.kind == R)
+    fwd_bf16_put_pairs<T, kEdge, R, N>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+  else if (a.act.kind == L)
+    fwd_bf16_put_pairs<T, kEdge, L, N>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+  else
+    fwd_bf16_put_pairs<T, kEdge, N, N>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
 }
 
 template <class T, class P>
@@ -516,6 +609,16 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
   }
 
   E* yim = a.y + static_cast<int64_t>(img) * a.y_img;
+  if constexpr (P::kK == 16) {
+    if (a.y_pairs) {
+      const int mw = m0 + wm * (BM / T::WM), pn0 = wn * (T::BN / T::WN);
+      if (mw + BM / T::WM > a.k || oy0 + (pn0 + T::BN / T::WN) / TW > a.oh || ox0 + TW > a.ow)
+        fwd_bf16_put_pairs_of<T, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+      else
+        fwd_bf16_put_pairs_of<T, false>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+      return;
+    }
+  }
   auto put = [&](int m, int p, float v) {  // p: pixel of the patch
     int oy = oy0 + p / TW, ox = ox0 + p % TW;
     if (m >= a.k || oy >= a.oh || ox >= a.ow) return;
@@ -978,6 +1081,9 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
   a.pad = pad;
   a.Mp = Mp;
   a.pairs = pairs_aligned(x, w);
+  // (fwd_bf16_put_pairs: at most one activation, compile-time)
+  a.y_pairs = !a.phases && pairs_aligned(y, ow) && (msrc == nullptr || pairs_aligned(msrc, ow)) &&
+              (act.kind == FusedAct::None || mact.kind == FusedAct::None);
   a.x = x;
   a.wp = wp;
   a.bias = b;

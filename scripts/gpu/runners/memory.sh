@@ -61,7 +61,7 @@ if has bench; then
     stage "W4 at ${side}x$side, caps $caps"
     BIN=$BIN PYTHON=$PYTHON SIDES=$side CAPS="$caps" TORCH_STEPS=${TORCH_STEPS:-3} \
       TORCH=${TORCH:-1} STEPS=${STEPS:-20} OUT="$RESULTS/memory_r2.csv" \
-      scripts/bench/bench_memory.sh 2>&1 | grep -v "^epoch"
+      scripts/bench/bench_memory.sh 2>&1 | grep --line-buffered -v "^epoch"
   done
   [ -f "$RESULTS/memory_r2.csv" ] && py scripts/report/memory_table.py "$RESULTS/memory_r2.csv"
 fi
@@ -71,7 +71,7 @@ if has table; then
   stage "the memory table: W4 at $sides"
   BIN=$BIN PYTHON=$PYTHON SIDES="$sides" CAPS= PLAN="${TABLE_PLAN:-224:2G 448:8G 672:20G 896:40G 1120:77G 1344:77G}" \
     STEPS=${STEPS:-20} TORCH_STEPS=${TORCH_STEPS:-3} TORCH=${TORCH:-1} PDNN_TIMEOUT=${PDNN_TIMEOUT:-120} \
-    TORCH_TIMEOUT=${TORCH_TIMEOUT:-90} OUT="$RESULTS/memory_r2.csv" scripts/bench/bench_memory.sh 2>&1 | grep -v "^epoch"
+    TORCH_TIMEOUT=${TORCH_TIMEOUT:-90} OUT="$RESULTS/memory_r2.csv" scripts/bench/bench_memory.sh 2>&1 | grep --line-buffered -v "^epoch"
   stage "table"
   [ -f "$RESULTS/memory_r2.csv" ] && py scripts/report/memory_table.py "$RESULTS/memory_r2.csv"
 fi

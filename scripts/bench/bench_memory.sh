@@ -23,8 +23,9 @@
 # PDNN_TIMEOUT / TORCH_TIMEOUT (0: none): seconds one pdnn run / one PyTorch process may take;
 # a run past it is killed, status "timeout". Memory grows with the side: once a configuration
 # (uncapped, a cap, a PyTorch variant) runs out of memory, does not fit, or times out at a side,
-# its larger sides are not run (status "skipped: ..."), so the whole table fits one command of a
-# lent GPU (scripts/gpu/runners/memory.sh PARTS=table, about 9 minutes on an H100). One or two
+# its larger sides are not run (status "skipped: ..."), which bounds the whole table
+# (scripts/gpu/runners/memory.sh PARTS=table; on an H100 about 15 minutes so far, more than one
+# 10-minute command of the device tool). One or two
 # sides at a time also work, e.g.  make bench-memory SIDES=672 CAPS="20G 28G"
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -20,7 +20,10 @@
 #             a configuration that ran out of memory, did not fit or timed out at a side is not
 #             run at the larger ones. Steady-state steps: pdnn times the blocks after the one
 #             that times the algorithms, PyTorch the steps after 2 warm-up ones (cuDNN's
-#             autotuner). -> $RESULTS/memory_r2.csv, memory_logs/, memory_table.md (~9 min)
+#             autotuner). -> $RESULTS/memory_r2.csv, memory_logs/, memory_table.md
+#             (on an H100, 2026-11-28: pdnn's 12 runs 215 s, PyTorch's 18 ~10 min by the 10 it
+#             finished in 323 s: not yet one command of the device tool, see
+#             results/scale/memory-table-h100/one-command-try-2026-11-28/)
 #   torch     PyTorch alone at TORCH_SIDES (1120): plain, save_on_cpu, checkpoint
 #             -> $RESULTS/memory_r2.csv, torch_memory.log (a line per variant as it ends)
 #   accuracy  ACC_EPOCHS (30) epochs of W4 at ACC_SIDE (448) under ACC_CAP (10G), seed 1, the

@@ -20,6 +20,7 @@
 # (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch, THREADS (8: the host threads that prepare
 # the batches; at 1 they, not the GPU, bound the step), APP_ARGS (more caltech101 flags, e.g.
 # "--conv-algo implicit"), UNCAPPED (1; 0 leaves the uncapped run out, e.g. where it cannot fit).
+# TORCH_BENCHMARK_LIMIT (PyTorch's default): torch.backends.cudnn.benchmark_limit for the twin.
 # PDNN_TIMEOUT / TORCH_TIMEOUT (0: none): seconds one pdnn run / one PyTorch process may take;
 # a run past it is killed, status "timeout". Memory grows with the side: once a configuration
 # (uncapped, a cap, a PyTorch variant) runs out of memory, does not fit, or times out at a side,
@@ -114,6 +115,7 @@ env -u LD_LIBRARY_PATH python3 scripts/pylib/results_csv.py append "$OUT" "$COLU
 if [ "$TORCH" = 1 ]; then
   # Without the bundle's LD_LIBRARY_PATH: PyTorch brings its own CUDA libraries.
   env -u LD_LIBRARY_PATH "$PYTHON" scripts/twins/torch_memory_bench.py --sides "$(echo $SIDES | tr ' ' ',')" \
-    --steps "$TORCH_STEPS" --timeout "${TORCH_TIMEOUT:-0}" --out "$OUT" || echo "bench_memory: PyTorch run failed" >&2
+    --steps "$TORCH_STEPS" --timeout "${TORCH_TIMEOUT:-0}" ${TORCH_BENCHMARK_LIMIT:+--benchmark-limit "$TORCH_BENCHMARK_LIMIT"} \
+    --out "$OUT" || echo "bench_memory: PyTorch run failed" >&2
 fi
 echo "rows appended to $OUT; plot: python3 scripts/report/plot_memory.py $OUT; table: python3 scripts/report/memory_table.py $OUT"

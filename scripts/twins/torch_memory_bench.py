@@ -72,13 +72,15 @@ def build(torch, side, dev, classes=6):
     return nn.ModuleList(blocks), head
 
 
-def run_one(variant, side, batch, steps):
+def run_one(variant, side, batch, steps, benchmark_limit=None):
     """One (variant, side) in this process: a dict for the row, with the seconds its parts took
     (import, model, warm-up steps, timed steps)."""
     t_start = time.perf_counter()
     import torch
     import torch.utils.checkpoint as cp
     torch.backends.cudnn.benchmark = True
+    if benchmark_limit is not None:  # how many algorithms the autotuner times per shape
+        torch.backends.cudnn.benchmark_limit = benchmark_limit
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device("cuda")
@@ -150,7 +152,7 @@ def run_child(a, v, side):
         os.close(rd)
         code = 0
         try:
-            data = json.dumps(run_one(v, side, a.batch, a.steps))
+            data = json.dumps(run_one(v, side, a.batch, a.steps, a.benchmark_limit))
         except BaseException as e:  # noqa: BLE001 - reported as the row's error
             data = json.dumps({"status": "error", "error": "%s: %s" % (type(e).__name__, e)})
             code = 1
@@ -196,12 +198,16 @@ def main():
     ap.add_argument("--steps", type=int, default=5, help="timed steps after 2 warm-up ones")
     ap.add_argument("--timeout", type=float, default=0,
                     help="seconds each (variant, side) process may take (0: no limit)")
+    ap.add_argument("--benchmark-limit", type=int, default=None,
+                    help="torch.backends.cudnn.benchmark_limit: the algorithms cuDNN's autotuner "
+                         "times per shape (default: PyTorch's, 10; 0: all): bounds its time; a "
+                         "table made with it says the value")
     ap.add_argument("--out", default="runs/scale/memory_r2.csv")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # "variant,side": child process mode
     a = ap.parse_args()
     if a.one:
         variant, side = a.one.split(",")
-        print(json.dumps(run_one(variant, int(side), a.batch, a.steps)))
+        print(json.dumps(run_one(variant, int(side), a.batch, a.steps, a.benchmark_limit)))
         return 0
     sides = [int(s) for s in a.sides.split(",") if s]
     variants = [v for v in a.variants.split(",") if v]

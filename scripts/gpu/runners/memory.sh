@@ -30,7 +30,8 @@
 #             plan carried out (448 does not fit 10G uncapped) -> $RESULTS/accuracy/
 #             pdnn-cuda_caltech9-448px-cap10G_s1.csv and its log (about 4 minutes); plot it
 #             beside the 224 curve with scripts/report/plot_memory_accuracy.py
-# Knobs: PLAN ("672:20G"), TORCH_STEPS (3), TORCH (1), STEPS (20), ACC_SIDE, ACC_CAP,
+# Knobs: PLAN ("672:20G"), TORCH_STEPS (3), TORCH (1), TORCH_BENCHMARK_LIMIT (cuDNN's autotuner's
+# algorithms per shape in the twin; PyTorch's default), STEPS (20), ACC_SIDE, ACC_CAP,
 # ACC_EPOCHS, APP_ARGS (more caltech101 flags for the bench runs).
 # The proofs, one visit each:
 #   PARTS=tests                                   (the GPU tests)

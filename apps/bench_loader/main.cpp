@@ -30,10 +30,6 @@ using namespace pdnn;
 namespace {
 
 #ifdef PDNN_HAVE_OPENCV
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 int run(int argc, char** argv) {
   CLI::App app{"bench_loader: images/s of decoding and of batch packing (augmented and plain)"};
   std::string data = "datasets/caltech101-6", csv_path, masks;

@@ -244,7 +244,7 @@ int run(int argc, char** argv) {
   if (!o.augment) fo.augment = AugmentOptions::none();
   const auto t_load = Clock::now();
   const ImageFolder folder = load_image_folder(o.data, fo);
-  const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
+  const double load_s = seconds_since(t_load);
   const std::string dataset = dataset_name(o, folder);
   std::string epoch_note, batch_note;
   if (app.count("--images-per-epoch") == 0)
@@ -261,24 +261,21 @@ int run(int argc, char** argv) {
 
   // The set-up's parts are timed: at large sides (W4 at 1344 has a 3.7 G-parameter Dense
   // layer) they took longer than the steps (issue 33's memory table).
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
   auto t_part = Clock::now();
   // --device cuda without a GPU (or a CUDA build) fails here, in one line.
   Context ctx(threads, rc.seed, run_device(rc), run_gpu(rc));
   apply_device_flags(ctx, rc);
-  const double context_s = since(t_part);
+  const double context_s = seconds_since(t_part);
   const int classes = static_cast<int>(folder.classes.size());
   t_part = Clock::now();
   Sequential model = zoo.build(o.size, classes);
   model.reset_parameters(ctx.rng());  // initial weights: the first draws of the seed's stream
-  const double init_s = since(t_part);
+  const double init_s = seconds_since(t_part);
   t_part = Clock::now();
   model.to(ctx.device(), ctx);
   std::unique_ptr<Optimizer> opt =
       make_model_optimizer(o.model, o.optimizer, model.parameters(), o.lr);
-  const double to_device_s = since(t_part);
+  const double to_device_s = seconds_since(t_part);
 
   rc.model = o.model;
   rc.dataset = dataset;
@@ -340,7 +337,7 @@ int run(int argc, char** argv) {
                    rc.steps > 0 ? 0 : to.eval.batch);
   std::printf("set-up: context %.2f s, weights drawn %.2f s, moved to the %s with the "
               "optimizer %.2f s, memory plan %.2f s\n",
-              context_s, init_s, gpu ? "GPU" : "CPU", to_device_s, since(t_part));
+              context_s, init_s, gpu ? "GPU" : "CPU", to_device_s, seconds_since(t_part));
   std::fflush(stdout);
   const int status = loop.run();
   const LoaderStats ls = task.loader_stats();

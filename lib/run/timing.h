@@ -1,6 +1,7 @@
 // Summary statistics of repeated timings, as every benchmark reports them (median, min, max),
 // and the guard every app's main() runs in.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
@@ -17,6 +18,11 @@ TimingStats timing_stats(std::vector<double> samples);
 // /proc/uptime, 10 ms ticks; a re-execution for the OpenBLAS core keeps the first start);
 // negative where they cannot be read. Benchmarks say with it how long a run took to set up.
 double process_seconds();
+
+// Seconds of the steady clock since t0 (the apps' set-up and load timings).
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // Runs an app's body: any exception becomes one line "<name>: error: <what>" on stderr and
 // exit status 1, so bad input never ends in a crash or a core dump. Before the body, the

@@ -17,7 +17,7 @@ measures the step, not the loader). cuDNN's autotuner on.
 Each (variant, side) runs in a fresh process (an out-of-memory error, or the caching
 allocator's state after one, must not spill into the next): a child forked from this one after
 it has imported torch, before any CUDA call, so that each pays for its own CUDA context,
-allocator and autotuner but not for the import (seconds each on the GPU host, times 18). A step's time is timed alone
+allocator and autotuner but not for the import (6 s on the 2-core CI machine; the GPU host's not measured). A step's time is timed alone
 (synchronised before and after); the median over --steps steps after 2 warm-up steps, with min
 and max. Peak memory: torch.cuda.max_memory_allocated() (tensors) and max_memory_reserved()
 (what the caching allocator held) over the timed steps, in GiB. A run that does not fit writes
@@ -203,12 +203,7 @@ def main():
                          "times per shape (default: PyTorch's, 10; 0: all): bounds its time; a "
                          "table made with it says the value")
     ap.add_argument("--out", default="runs/scale/memory_r2.csv")
-    ap.add_argument("--one", help=argparse.SUPPRESS)  # "variant,side": child process mode
     a = ap.parse_args()
-    if a.one:
-        variant, side = a.one.split(",")
-        print(json.dumps(run_one(variant, int(side), a.batch, a.steps, a.benchmark_limit)))
-        return 0
     sides = [int(s) for s in a.sides.split(",") if s]
     variants = [v for v in a.variants.split(",") if v]
     for s in sides:

@@ -450,26 +450,31 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
         testing::expect_bf16_sum_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, 0.0,
                                         "db");
       // Backward-weights stages x and g = act'(y) dy each by 4-byte pixel pairs where its rows
-      // are 4-byte aligned and by 2-byte loads otherwise, independently: with an even output
-      // width (both aligned above), once more with x and once with dy and y one element off
-      // 4-byte alignment (the 4x4 stride-2 kernel reads its own aligned phases of x).
+      // are 4-byte aligned and by 2-byte loads otherwise, independently, and g by 16-byte octets
+      // where dy's and y's rows are whole aligned octets (widths 32 and 8 above): with an even
+      // output width (both aligned above), once more with x one element off alignment (the
+      // 4x4 stride-2 kernel reads its own aligned phases of x), once with dy and y one element
+      // off (2-byte loads), and where the width is a multiple of 8 once with dy and y two
+      // elements off (4-byte aligned, not 16: pairs).
       if (in.g.ow % 2 == 0)
-        for (int odd : {0, 1}) {
-          SCOPED_TRACE(odd == 0 ? "x off alignment" : "dy, y off alignment");
-          auto off_by_one = [&](const Tensor& f) {  // f's values from the second element on
-            Tensor p(Shape{f.numel() + 1});
-            p[0] = 0.f;
-            for (int64_t i = 0; i < f.numel(); ++i) p[i + 1] = f[i];
+        for (int off : {0, 1, 2}) {
+          if (off == 2 && in.g.ow % 8 != 0) continue;
+          SCOPED_TRACE(off == 0 ? "x off by one"
+                                : (off == 1 ? "dy, y off by one" : "dy, y off by two"));
+          auto shifted = [&](const Tensor& f, int by) {  // f's values after `by` zeros
+            Tensor p(Shape{f.numel() + by});
+            for (int i = 0; i < by; ++i) p[i] = 0.f;
+            for (int64_t i = 0; i < f.numel(); ++i) p[i + by] = f[i];
             return testing::to_bf16(p, G, ctx);
           };
-          const Tensor xo = off_by_one(xr), dyo = off_by_one(dyr);
-          Tensor yo = off_by_one(yh);  // the forward's output type, as y
+          const int xby = off == 0 ? 1 : 0, gby = off;
+          const Tensor xo = shifted(xr, xby), dyo = shifted(dyr, gby);
+          Tensor yo = shifted(yh, gby);  // the forward's output type, as y
           Tensor dw2 = in.dw0.to(G, ctx);
           ConvBwdBf16 w2 = ConvBwdBf16::of(
-              ConvFwdBf16::of(shape, odd == 0 ? xo.data<bf16>() + 1 : x.data<bf16>(),
-                              w.data<bf16>(), nullptr,
-                              odd == 1 ? yo.data<bf16>() + 1 : y.data<bf16>(), in.act),
-              odd == 1 ? dyo.data<bf16>() + 1 : dy.data<bf16>(), dw2.data(), nullptr, nullptr);
+              ConvFwdBf16::of(shape, xo.data<bf16>() + xby, w.data<bf16>(),
+                              nullptr, yo.data<bf16>() + gby, in.act),
+              dyo.data<bf16>() + gby, dw2.data(), nullptr, nullptr);
           cuda::conv2d_direct_backward_weights(w2, ws, ctx.cuda_exec(), tile);
           testing::expect_bf16_sum_within(dw2.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw,
                                           0.0, "dw");

@@ -79,14 +79,18 @@
 //     stored by three predicated 2-byte stores, until issue 32). Each half of a stage (4 rows of
 //     the patch) reads its 6 halo rows once (ldmatrix.x4.trans: shifts 0 and 1; .x2.trans: shift
 //     2), each for the 3 rows of the patch that use it: per row of the patch 2 ldmatrix.x4 (A)
-//     and 3 (B) for 18 mma. Staging: g's units (row, pixel pair) keep the thread's pixel pair
-//     for the whole stage, rows THREADS / 64 apart (a 32-bit step a unit); x's are the forward's
-//     (kit::HaloPairsBf16, two channel groups a half). Instruction counts of sm_90 SASS (issue
-//     32; the stage loop a warp, the 4-byte arms): Bww32 with the activation mask (W4 conv2)
-//     3835 -> 1341 (144 HMMA, 40 ldmatrix, 64 LDG, 64 STS + 34 PRMT, ~100 act' FP, the rest
-//     integer: mostly the loads' 64-bit addresses); Bww64 2863 -> 1256 (mask), 2416 -> 894.
-//     Shared memory a block: Bww32 80 -> 48 KB (three blocks an SM: 168 registers a thread),
-//     Bww64 97 -> 65 KB (still two: 128 registers at 256 threads).
+//     and 3 (B) for 18 mma. Staging: g's units (row, 8 pixels) where dy's and y's rows are
+//     whole 16-byte aligned octets (ow % 8 == 0: every W4 layer), else (row, pixel pair), keep
+//     the thread's pixels for the whole stage, rows THREADS / 16 (/ 64) apart (a 32-bit step a
+//     unit); x's are the forward's (kit::HaloPairsBf16, two channel groups a half).
+//     Instruction counts of sm_90 SASS (issue 32; the stage loop a warp along the path taken:
+//     4-byte x pairs, one activation, no bias row): Bww32 with the activation mask (W4 conv2)
+//     ~3240 (static 3835) -> 942 with g octets (1126 with pairs): 144 HMMA, 40 ldmatrix, 40
+//     LDG (8 of them 16-byte), 36 STS + 32 PRMT, ~140 act' instructions, the rest the x
+//     loads' predicates and 64-bit addresses; Bww64 with the mask (static 2863) -> 863.
+//     Shared memory a block: Bww32 80 -> 48 KB (three blocks an SM: 168 registers a thread,
+//     165 used), Bww64 97 -> 65 KB (still two: 128 registers at 256 threads, ~100 bytes
+//     spilled).
 // 4x4 stride-2 padding-1 convolutions in BF16 (W5: every layer of D but the last, and every
 // ConvTranspose2d of G but the first, whose passes are these with forward and backward-data
 // swapped) run the same kernels with a 2x2 kernel (KS = 2: KK = 4 taps, halo of one pixel):
@@ -648,6 +652,7 @@ template <class E>
 struct BwwArgsOf {
   int n, c, h, w, k, oh, ow, pad, tiles_x, tiles_y, tiles, per_split;
   int x_pairs, g_pairs;  // BF16: x's (dy's and y's) pixel pairs are 4-byte aligned
+  int g_octets;          // BF16: dy's (and y's) rows are whole 16-byte groups of 8 pixels
   const E* x;
   const E* dy;
   const E* y;       // with a fused activation
@@ -682,24 +687,48 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
   // harmlessly; those read are below k ohw < INT_MAX (check_geom)
   const unsigned gstep = static_cast<unsigned>(MS * ohw);
   const int shift = a.pad & 1;  // ix0 = ox0 - pad, ox0 even: the halo's columns from ix0 - shift
-  const bool xp = a.x_pairs != 0, gp = a.g_pairs != 0;
+  const bool xp = a.x_pairs != 0, gp = a.g_pairs != 0, go = a.g_octets != 0;
+  // Where dy's (and y's) rows are whole aligned octets, g's units are (row m, pixel octet): one
+  // 16-byte load and store each, 4 times fewer than pairs; thread t's octet t % PO, rows
+  // t / PO + i MO.
+  constexpr int PO = P / 8, MO = THREADS / PO, NO = GH / 4;  // NO: octets a half
+  static_assert(THREADS % PO == 0 && GH % 4 == 0 && NO * MO * 2 == BM, "g octets: rows, halves");
   // The next stage's loads in two halves, each in flight while the block computes half of the
   // rows of the patch (half the staging registers).
   uint32_t rg[GH], ry[MASK ? GH : 1];
   Halo rx;
+  // g's unit in shared memory, from (row, first pixel) in the patch
+  auto g_at = [&](int buf, int m, int p) { return Gs + buf * T::G16_STAGE + m * GS + p; };
 
   auto load = [&](int t, int half) {  // half of patch t into rg, ry, rx
     const int img = t / (a.tiles_x * a.tiles_y), trest = t - img * a.tiles_x * a.tiles_y;
     const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
-    const int tt = fresh(tid), pp = tt % PP, m = tt / PP + half * GH * MS;
-    const int oy = oy0 + 2 * pp / TW, ox = ox0 + 2 * pp % TW;
+    const int tt = fresh(tid);
+    // the thread's first unit: row m, first pixel p of the patch
+    const int m = go ? tt / PO + half * NO * MO : tt / PP + half * GH * MS;
+    const int p = go ? 8 * (tt % PO) : 2 * (tt % PP);
+    const int oy = oy0 + p / TW, ox = ox0 + p % TW;
     const int64_t g0 =
         (static_cast<int64_t>(img) * a.k + m0 + m) * ohw + static_cast<int64_t>(oy) * a.ow + ox;
     const bf16* pd = a.dy + g0;
     const bf16* pyv = MASK ? a.y + g0 : nullptr;
-    const int mleft = a.k - m0 - m;  // units i with i MS < mleft are rows of dy
+    const int mleft = a.k - m0 - m;  // units i with i MS (MO) < mleft are rows of dy
     const bool in_oy = oy < a.oh;
-    if (gp) {  // ow even: both pixels in the image or neither
+    if (go) {  // ow a multiple of 8, ox too: the 8 pixels in the image or none
+      const bool ok = in_oy && ox < a.ow;
+      const unsigned ostep = static_cast<unsigned>(MO * ohw);  // wraps as gstep
+#pragma unroll
+      for (int i = 0; i < NO; ++i) {
+        const bool oki = ok && i * MO < mleft;
+        const unsigned o = i * ostep;
+        const uint4 z{0u, 0u, 0u, 0u}, d = oki ? ldg_bits128(pd + o) : z;
+        rg[4 * i] = d.x, rg[4 * i + 1] = d.y, rg[4 * i + 2] = d.z, rg[4 * i + 3] = d.w;
+        if (MASK) {
+          const uint4 v = oki ? ldg_bits128(pyv + o) : z;
+          ry[4 * i] = v.x, ry[4 * i + 1] = v.y, ry[4 * i + 2] = v.z, ry[4 * i + 3] = v.w;
+        }
+      }
+    } else if (gp) {  // ow even: both pixels in the image or neither
       const bool ok = in_oy && ox < a.ow;
 #pragma unroll
       for (int i = 0; i < GH; ++i) {
@@ -724,14 +753,24 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
   };
   auto store = [&](int buf, int half) {
     const int tt = fresh(tid);
-    uint16_t* gs = Gs + buf * T::G16_STAGE + (tt / PP + half * GH * MS) * GS + 2 * (tt % PP);
+    uint32_t v[GH];
 #pragma unroll
     for (int i = 0; i < GH; ++i) {
-      uint32_t v = rg[i];
+      v[i] = rg[i];
       if (MASK)  // act'(y) dy, rounded to bf16 (the operand)
-        v = bf16x2_bits(act_grad(bf16_float(ry[i] & 0xffffu), bf16_float(v & 0xffffu), a.act),
-                        act_grad(bf16_float(ry[i] >> 16), bf16_float(v >> 16), a.act));
-      *reinterpret_cast<uint32_t*>(gs + i * MS * GS) = v;
+        v[i] = bf16x2_bits(act_grad(bf16_float(ry[i] & 0xffffu), bf16_float(v[i] & 0xffffu), a.act),
+                           act_grad(bf16_float(ry[i] >> 16), bf16_float(v[i] >> 16), a.act));
+    }
+    if (go) {
+      uint16_t* gs = g_at(buf, tt / PO + half * NO * MO, 8 * (tt % PO));
+#pragma unroll
+      for (int i = 0; i < NO; ++i)
+        *reinterpret_cast<uint4*>(gs + i * MO * GS) =
+            uint4{v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]};
+    } else {
+      uint16_t* gs = g_at(buf, tt / PP + half * GH * MS, 2 * (tt % PP));
+#pragma unroll
+      for (int i = 0; i < GH; ++i) *reinterpret_cast<uint32_t*>(gs + i * MS * GS) = v[i];
     }
     rx.store(Xs + buf * T::X16_STAGE + half * (BC / 2), tt);
   };
@@ -1000,6 +1039,10 @@ void with_precision_of(CudaExec e, F&& f) {
 bool pairs_aligned(const void* p, int64_t width) {
   return width % 2 == 0 && reinterpret_cast<uintptr_t>(p) % 4 == 0;
 }
+// ... in whole 16-byte groups of 8 (BF16 backward-weights' g loads)
+bool octets_aligned(const void* p, int64_t width) {
+  return width % 8 == 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 // y (n, out_ch, oh, ow) = conv3x3 of x (n, in_ch, h, w) with re-laid-out weights wp.
 template <class T, class E>
@@ -1220,6 +1263,8 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
   a.per_split = p.per_split;
   a.x_pairs = pairs_aligned(x, wx);
   a.g_pairs = pairs_aligned(c.dy, g.ow) && (c.act.kind == FusedAct::None || pairs_aligned(c.y, g.ow));
+  a.g_octets = octets_aligned(c.dy, g.ow) &&
+               (c.act.kind == FusedAct::None || octets_aligned(c.y, g.ow));
   a.x = x;
   a.dy = c.dy;
   a.y = c.y;

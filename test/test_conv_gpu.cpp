@@ -381,7 +381,7 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
   cases.push_back({"k4s2_c40_leaky", 2, 40, 8, 6, 24, 4, 2, 1, FusedAct::LeakyReLU, true});
   // an even output width (8): the 2x2 forward's pair-store epilogue
   cases.push_back({"k4s2_even_out", 2, 8, 12, 16, 32, 4, 2, 1, FusedAct::None, true});
-  int checked = 0, k4s2 = 0;
+  int checked = 0, k4s2 = 0, unaligned = 0;
   for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const ConvCase& c = cases[ci];
@@ -449,11 +449,43 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
       if (c.bias)
         testing::expect_bf16_sum_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, 0.0,
                                         "db");
+      // Backward-weights stages x and g = act'(y) dy each by 4-byte pixel pairs where its rows
+      // are 4-byte aligned and by 2-byte loads otherwise, independently, and g by 16-byte octets
+      // where dy's and y's rows are whole aligned octets (widths 32 and 8 above): with an even
+      // output width (both aligned above), once more with x one element off alignment (the
+      // 4x4 stride-2 kernel reads its own aligned phases of x), once with dy and y one element
+      // off (2-byte loads), and where the width is a multiple of 8 once with dy and y two
+      // elements off (4-byte aligned, not 16: pairs).
+      if (in.g.ow % 2 == 0)
+        for (int off : {0, 1, 2}) {
+          if (off == 2 && in.g.ow % 8 != 0) continue;
+          SCOPED_TRACE(off == 0 ? "x off by one"
+                                : (off == 1 ? "dy, y off by one" : "dy, y off by two"));
+          auto shifted = [&](const Tensor& f, int by) {  // f's values after `by` zeros
+            Tensor p(Shape{f.numel() + by});
+            for (int i = 0; i < by; ++i) p[i] = 0.f;
+            for (int64_t i = 0; i < f.numel(); ++i) p[i + by] = f[i];
+            return testing::to_bf16(p, G, ctx);
+          };
+          const int xby = off == 0 ? 1 : 0, gby = off;
+          const Tensor xo = shifted(xr, xby), dyo = shifted(dyr, gby);
+          Tensor yo = shifted(yh, gby);  // the forward's output type, as y
+          Tensor dw2 = in.dw0.to(G, ctx);
+          ConvBwdBf16 w2 = ConvBwdBf16::of(
+              ConvFwdBf16::of(shape, xo.data<bf16>() + xby, w.data<bf16>(),
+                              nullptr, yo.data<bf16>() + gby, in.act),
+              dyo.data<bf16>() + gby, dw2.data(), nullptr, nullptr);
+          cuda::conv2d_direct_backward_weights(w2, ws, ctx.cuda_exec(), tile);
+          testing::expect_bf16_sum_within(dw2.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw,
+                                          0.0, "dw");
+          ++unaligned;
+        }
       ++checked;
     }
   // kCases' four 3x3 stride-1 cases and its 4x4 stride-2 one, and the nine above
   EXPECT_EQ(checked, 3 * 14);
   EXPECT_EQ(k4s2, 3 * 5);
+  EXPECT_GT(unaligned, 0);
 #endif
 }
 

@@ -28,7 +28,7 @@
 //   kernel). Block = BM output channels x BC input channels (x 9 taps); the reduction walks
 //   TH x TW patches of output pixels, split over blockIdx.z (each split writes its partial sums,
 //   added in split order afterwards: deterministic). A stage holds gs[BM][TH*TW] and the input
-//   patch with its halo xs[BC][TH+2][TW+2].
+//   patch with its halo xs[BC][TH+2][TW+2] (BF16: pixel-major, below).
 //   - fp32: thread computes 8 output channels x 1 input channel x 9 taps (72 sums); per row of
 //     the patch and 4 pixels: 8 float4 of g (the same for the whole warp: broadcast) and 3 x 6
 //     input values, for 288 FMAs.
@@ -61,20 +61,36 @@
 //     (issue 32; W4 conv2, Fwd32, 2 stages of 16 channels): the element-wise epilogue was 4259
 //     instructions a warp of the 6650 ncu counted (64 % of the kernel: 66 an output, 14.8 a
 //     mma), the pair stores about 350 (ReLU; about 540 with backward-data's act'(msrc)).
-//     Staging: thread t copies channel pairs t % 4 (+ 4) at pixel pairs t / 4 + j THREADS / 4,
-//     so that a unit's pixel follows the previous one's by a compile-time step and its shared
-//     address is the thread's plus a constant: a unit's loads cost ~20 instructions (they
+//     Staging (kit::HaloPairsBf16, which backward-weights shares): thread t copies channel
+//     pairs t % 4 (+ 4) at pixel pairs t / 4 + j THREADS / 4, so that a unit's pixel follows
+//     the previous one's by a compile-time step and its shared address is the thread's plus a
+//     constant: a unit's loads cost ~20 instructions (they
 //     cost ~41 when each unit's place was re-derived from tid by two divisions, with 64-bit
 //     sums and the pairs branch inside) and its stores 4 (~16). A Fwd32 stage a warp (SASS):
 //     144 HMMA, 45 ldmatrix, ~236 staging loads (was ~490), ~84 permutes and shared stores
 //     (~190), ~140 weight cp.async, ~60 barrier and loop: ~4.9 instructions a mma (~7.5);
 //     W4 conv2's forward ~2000 a warp against 6650 (the floor's 288 HMMA + 90 ldmatrix).
-//   - backward-weights: an 8-deep step becomes 16 pixels, one row of the 8 x 16 patch. A stage
-//     holds gs[m][128 pixels] (act'(y) dy, rounded to bf16 as it is stored: the operand every
-//     path rounds) and the input patch in three copies shifted by the kernel column q,
-//     xq[q][channel][halo row][16], so that tap (r, q)'s 16 pixels of a row are one aligned
-//     16-element row (ldmatrix wants 16-byte aligned rows). Per row of the patch a warp issues
-//     2 ldmatrix.x4 (A) and 9 ldmatrix.x2 (B, one per tap) for 18 mma.
+//   - backward-weights: a 16-deep step is 16 pixels, one row of the 8 x 16 patch. A stage holds
+//     gs[m][128 pixels] (act'(y) dy, rounded to bf16 as it is stored: the operand every path
+//     rounds) and the input patch with its halo once, pixel-major, xs[halo pixel][32 channels]
+//     (80 bytes a pixel: 8 consecutive pixels on 8 bank groups): tap (r, q)'s 16 pixels of a
+//     row are 16 rows of 16 bytes (a warp's 8 channels) at any column shift q, which
+//     ldmatrix.trans reads as the k x n B fragment (three column-shifted copies, each element
+//     stored by three predicated 2-byte stores, until issue 32). Each half of a stage (4 rows of
+//     the patch) reads its 6 halo rows once (ldmatrix.x4.trans: shifts 0 and 1; .x2.trans: shift
+//     2), each for the 3 rows of the patch that use it: per row of the patch 2 ldmatrix.x4 (A)
+//     and 3 (B) for 18 mma. Staging: g's units (row, 8 pixels) where dy's and y's rows are
+//     whole 16-byte aligned octets (ow % 8 == 0: every W4 layer), else (row, pixel pair), keep
+//     the thread's pixels for the whole stage, rows THREADS / 16 (/ 64) apart (a 32-bit step a
+//     unit); x's are the forward's (kit::HaloPairsBf16, two channel groups a half).
+//     Instruction counts of sm_90 SASS (issue 32; the stage loop a warp along the path taken:
+//     4-byte x pairs, one activation, no bias row): Bww32 with the activation mask (W4 conv2)
+//     ~3240 (static 3835) -> 942 with g octets (1126 with pairs): 144 HMMA, 40 ldmatrix, 40
+//     LDG (8 of them 16-byte), 36 STS + 32 PRMT, ~140 act' instructions, the rest the x
+//     loads' predicates and 64-bit addresses; Bww64 with the mask (static 2863) -> 863.
+//     Shared memory a block: Bww32 80 -> 48 KB (three blocks an SM: 168 registers a thread,
+//     165 used), Bww64 97 -> 65 KB (still two: 128 registers at 256 threads, ~100 bytes
+//     spilled).
 // 4x4 stride-2 padding-1 convolutions in BF16 (W5: every layer of D but the last, and every
 // ConvTranspose2d of G but the first, whose passes are these with forward and backward-data
 // swapped) run the same kernels with a 2x2 kernel (KS = 2: KK = 4 taps, halo of one pixel):
@@ -91,10 +107,10 @@
 //     phase (its weights, its halo offset), each block's outputs written to its phase's pixels
 //     of dx (dx_act there too); no zero taps, no col2im, no phase tensor.
 //   - backward-weights: the 2x2 kernel's gradient over xs (made again, one pass), block = BM
-//     output channels x 32 phase channels x 4 taps, two column-shifted copies of the patch;
-//     per 16-pixel row a warp issues 2 ldmatrix.x4 (A) + 4 ldmatrix.x2 (B) for 8 mma; the
-//     split partial sums are written in w's layout (w_index), so the fixed-order split sum
-//     adds them straight into dw.
+//     output channels x 32 phase channels x 4 taps, the patch pixel-major as in 3x3; per
+//     16-pixel row a warp issues 2 ldmatrix.x4 (A) + 1 ldmatrix.x4.trans (B: the next halo
+//     row at shifts 0 and 1) for 8 mma; the split partial sums are written in w's layout
+//     (w_index), so the fixed-order split sum adds them straight into dw.
 //   Floors on the H100 (990 TFLOP/s dense bf16, ~3 TB/s), W5 at batch 64 (bf16 x, y, w; the
 //   weight gradient fp32 read and written): layers 64 -> 128 at 32x32, 128 -> 256 at 16x16 and
 //   256 -> 512 at 8x8: 4.29 GFLOP every pass (4.3 us) against 3-20 MB (1-7 us); 3 -> 64 at
@@ -276,15 +292,11 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
                                                const bf16* xim, int iy0, int ix0, int m0, int tid,
                                                int lane, int wm, int wn) {
   constexpr int BM = T::BM, TW = T::TW, XWB = T::XWB, XB = T::XB, THREADS = T::THREADS;
-  // The input's units, a (channel pair, pixel pair) each: thread t copies channel pairs
-  // t % 4 and t % 4 + 4 (the two halves of a stage) at pixel pairs t / 4 + j * PPT, j < RJ, so
-  // that a unit's place in the tile follows from the previous one's by compile-time steps (no
-  // division a unit) and its shared-memory address from the thread's by a compile-time offset.
-  constexpr int NPP = XB / 2, PPT = THREADS / 4, RJ = (NPP + PPT - 1) / PPT;
-  constexpr int DROW = 2 * PPT / XWB, DCOL = 2 * PPT % XWB;  // the step, in halo rows/columns
+  // The input's units (kit::HaloPairsBf16): channel pairs t % 4 and t % 4 + 4 (the two halves
+  // of a stage), a group of 8 channels each.
+  using Halo = HaloPairsBf16<XWB, XB, T::XP16, THREADS, 1>;
   uint16_t* Xs = sm;                        // 2 x [XB][XP16]
   uint16_t* Ws = sm + 2 * T::X16_STAGE;     // 2 x [KK * BM][16]
-  const int hw = a.h * a.w;
   const int shift = ix0 & 1, ix0e = ix0 - shift;  // the tile from an even column
   const int steps = (a.c + 15) / 16;
   const bool pairs = a.pairs != 0;
@@ -301,63 +313,11 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
                      ((lane >> 3) & 1) * 8;
   // The next stage's loads in two halves (hh: channel pairs 0-3, 4-7), each in flight while the
   // block computes half of the taps (half the staging registers).
-  uint32_t rx[RJ][2];  // channel c's and c + 1's pixel pair
+  Halo rx;
   auto load_x = [&](int ci0, int hh) {
-    const int t = fresh(tid), pp0 = t >> 2, r0 = 2 * pp0 / XWB;
-    int iy = iy0 + r0, ix = ix0e + 2 * pp0 - r0 * XWB;  // unit j's first pixel in x
-    const int ix_end = ix0e + XWB;
-    const int c = ci0 + 2 * (hh * 4 + (t & 3));
-    const bool c0 = c < a.c, c1 = c + 1 < a.c;
-    // read only where c0 (c1): offsets within an image are 32-bit
-    const bf16* xc = xim + static_cast<int64_t>(c) * hw;
-    const bf16* xc1 = xc + hw;
-    auto next = [&] {
-      ix += DCOL;
-      iy += DROW;
-      if (ix >= ix_end) {
-        ix -= XWB;
-        ++iy;
-      }
-    };
-    if (pairs) {  // ix even, w even: both pixels in the image or neither
-#pragma unroll
-      for (int j = 0; j < RJ; ++j) {
-        const bool ok = (j < RJ - 1 || pp0 + j * PPT < NPP) &&
-                        static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
-                        static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
-        const int off = iy * a.w + ix;
-        rx[j][0] = ok && c0 ? ldg_bits32(xc + off) : 0u;
-        rx[j][1] = ok && c1 ? ldg_bits32(xc1 + off) : 0u;
-        next();
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < RJ; ++j) {
-        const bool in_y = (j < RJ - 1 || pp0 + j * PPT < NPP) &&
-                          static_cast<unsigned>(iy) < static_cast<unsigned>(a.h);
-        const bool ok0 = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
-        const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(a.w);
-        const int off = iy * a.w + ix;
-        rx[j][0] = (ok0 && c0 ? ldg_bits16(xc + off) : 0u) |
-                   (ok1 && c0 ? ldg_bits16(xc + off + 1) : 0u) << 16;
-        rx[j][1] = (ok0 && c1 ? ldg_bits16(xc1 + off) : 0u) |
-                   (ok1 && c1 ? ldg_bits16(xc1 + off + 1) : 0u) << 16;
-        next();
-      }
-    }
+    rx.load(xim, a.c, a.h, a.w, ci0 + hh * 8, iy0, ix0e, pairs, fresh(tid));
   };
-  auto store_x = [&](int buf, int hh) {
-    const int t = fresh(tid);
-    // (c, c + 1) at pixel 2 pp, then at 2 pp + 1
-    uint16_t* xs = Xs + buf * T::X16_STAGE + 2 * (t >> 2) * T::XP16 + hh * 8 + 2 * (t & 3);
-#pragma unroll
-    for (int j = 0; j < RJ; ++j) {
-      if (j == RJ - 1 && (t >> 2) + j * PPT >= NPP) break;
-      uint32_t* dst = reinterpret_cast<uint32_t*>(xs + 2 * j * PPT * T::XP16);
-      dst[0] = __byte_perm(rx[j][0], rx[j][1], 0x5410);
-      dst[T::XP16 / 2] = __byte_perm(rx[j][0], rx[j][1], 0x7632);
-    }
-  };
+  auto store_x = [&](int buf, int hh) { rx.store(Xs + buf * T::X16_STAGE + hh * 8, fresh(tid)); };
   auto load_w = [&](int buf, int step) {
     uint16_t* ws = Ws + buf * T::W16_STAGE;
     const bf16* src = a.wp + blockIdx.z * a.w_phase + (static_cast<int64_t>(step) * T::KK * a.Mp + m0) * 16;
@@ -654,10 +614,11 @@ struct BwwCfg {
   static constexpr int BM = BM_, BC = BC_, TH = TH_, TW = TW_, P = TH * TW, STAGES = STAGES_;
   static constexpr int KS = KS_, KK = KS * KS;
   static constexpr int THREADS = (BM / 8) * BC;  // FMA: 8 output channels x 1 input channel
-  // BF16: two blocks an SM (shared memory allows two), 128 registers a thread at 256 threads.
+  // BF16: 12 warps an SM at 128 threads (168 registers a thread; shared memory would allow
+  // four blocks), 16 at 256 (128 registers).
   template <class Prec>
   static constexpr int min_blocks() {
-    return Prec::kK == 16 ? 2 : (THREADS >= 256 ? 1 : 2);
+    return Prec::kK == 16 ? (THREADS >= 256 ? 2 : 3) : (THREADS >= 256 ? 1 : 2);
   }
   static constexpr int WM = WM_, WN = WN_;       // TF32: a warp 32 output x 8 input channels
   static constexpr int XW = TW + KS - 1, XR = TH + KS - 1;
@@ -669,11 +630,12 @@ struct BwwCfg {
   static_assert(WM * 32 == BM && WN * 8 == BC && WM * WN * 32 == THREADS, "warps cover the block");
   static_assert(TW % 8 == 0 && BC <= 32, "tile shape");
   // BF16 (two stages, register-staged; a 16-deep step is one row of the patch): g rows of P
-  // pixels padded by 8 (272 bytes: ldmatrix's 8 rows on 8 bank groups); the input patch in
-  // KS copies shifted by q, [q][channel][halo row][16 pixels], channels padded by 8 (336
-  // bytes; 304 for KS = 2: likewise); the loads read the halo from an even column, XWB wide.
-  static constexpr int XWB = TW + round_up_c(KS, 2), GS16 = P + 8, CQ16 = XR * 16 + 8;
-  static constexpr int G16_STAGE = BM * GS16, X16_STAGE = KS * BC * CQ16;  // bf16 elements
+  // pixels padded by 8 (272 bytes: ldmatrix's 8 rows on 8 bank groups); the input patch with
+  // its halo pixel-major, [halo pixel][BC channels], read from an even column (XWB wide), a
+  // pixel's channels padded by 8 (80 bytes: 5 bank groups, so any 8 consecutive pixels fall on
+  // 8 different groups).
+  static constexpr int XWB = TW + round_up_c(KS, 2), XB = XR * XWB, GS16 = P + 8, XP16 = BC + 8;
+  static constexpr int G16_STAGE = BM * GS16, X16_STAGE = XB * XP16;  // bf16 elements
   static_assert(TW == 16, "BF16: a 16-deep step is one row of the patch");
   template <class Prec>
   static size_t smem_bytes(bool mask) {
@@ -690,6 +652,7 @@ template <class E>
 struct BwwArgsOf {
   int n, c, h, w, k, oh, ow, pad, tiles_x, tiles_y, tiles, per_split;
   int x_pairs, g_pairs;  // BF16: x's (dy's and y's) pixel pairs are 4-byte aligned
+  int g_octets;          // BF16: dy's (and y's) rows are whole 16-byte groups of 8 pixels
   const E* x;
   const E* dy;
   const E* y;       // with a fused activation
@@ -706,113 +669,150 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
                                                bool want_bias, uint16_t* sm, int c0, int m0,
                                                int t_begin, int steps, int tid, int lane, int wm,
                                                int wn) {
-  constexpr int BM = T::BM, BC = T::BC, TH = T::TH, TW = T::TW, P = T::P, XR = T::XR;
-  constexpr int XWB = T::XWB, GS = T::GS16, CQ = T::CQ16, THREADS = T::THREADS;
-  constexpr int GU = BM * P / 2, RG = GU / THREADS;  // g pixel pairs a stage, a thread
-  constexpr int XU = BC * XR * XWB / 2, RX = (XU + THREADS - 1) / THREADS;  // x pixel pairs
-  static_assert(GU % THREADS == 0, "every thread loads as many g pairs");
+  constexpr int BM = T::BM, BC = T::BC, TH = T::TH, TW = T::TW, P = T::P, KS = T::KS;
+  constexpr int XWB = T::XWB, XP = T::XP16, GS = T::GS16, THREADS = T::THREADS;
+  // g's units, a (row m, pixel pair) each: thread t loads pixel pair t % PP of rows t / PP +
+  // i MS, so that its pixel is the same for the whole stage and a unit's place in dy (y) and in
+  // shared memory is the first unit's plus i times a row step (32-bit offsets, no division a
+  // unit).
+  constexpr int PP = P / 2, MS = THREADS / PP, RG = BM / MS, GH = RG / 2;
+  static_assert(THREADS % PP == 0 && BM % MS == 0 && RG % 2 == 0, "g units: rows, two halves");
+  static_assert(BC % 16 == 0 && (KS == 2 || KS == 3), "x: halves of whole groups of 8 channels");
+  // x's units (kit::HaloPairsBf16): half the channels a half, in groups of 8.
+  using Halo = HaloPairsBf16<XWB, T::XB, XP, THREADS, BC / 16>;
   uint16_t* Gs = sm;                        // 2 x [BM][GS]
-  uint16_t* Xq = sm + 2 * T::G16_STAGE;     // 2 x [KS][BC][CQ]
-  const int hw = a.h * a.w;
+  uint16_t* Xs = sm + 2 * T::G16_STAGE;     // 2 x [XB][XP]
   const int64_t ohw = static_cast<int64_t>(a.oh) * a.ow;
+  // a unit's row step in dy: unsigned, so that the offsets of units past k (never read) wrap
+  // harmlessly; those read are below k ohw < INT_MAX (check_geom)
+  const unsigned gstep = static_cast<unsigned>(MS * ohw);
   const int shift = a.pad & 1;  // ix0 = ox0 - pad, ox0 even: the halo's columns from ix0 - shift
-  const bool xp = a.x_pairs != 0, gp = a.g_pairs != 0;
+  const bool xp = a.x_pairs != 0, gp = a.g_pairs != 0, go = a.g_octets != 0;
+  // Where dy's (and y's) rows are whole aligned octets, g's units are (row m, pixel octet): one
+  // 16-byte load and store each, 4 times fewer than pairs; thread t's octet t % PO, rows
+  // t / PO + i MO.
+  constexpr int PO = P / 8, MO = THREADS / PO, NO = GH / 4;  // NO: octets a half
+  static_assert(THREADS % PO == 0 && GH % 4 == 0 && NO * MO * 2 == BM, "g octets: rows, halves");
   // The next stage's loads in two halves, each in flight while the block computes half of the
   // rows of the patch (half the staging registers).
-  constexpr int GH = RG / 2, XH = (RX + 1) / 2;
-  static_assert(RG % 2 == 0, "g loads in two halves");
-  uint32_t rg[GH], ry[MASK ? GH : 1], rx[XH];
+  uint32_t rg[GH], ry[MASK ? GH : 1];
+  Halo rx;
+  // g's unit in shared memory, from (row, first pixel) in the patch
+  auto g_at = [&](int buf, int m, int p) { return Gs + buf * T::G16_STAGE + m * GS + p; };
 
   auto load = [&](int t, int half) {  // half of patch t into rg, ry, rx
     const int img = t / (a.tiles_x * a.tiles_y), trest = t - img * a.tiles_x * a.tiles_y;
     const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
-    const int64_t goff = static_cast<int64_t>(img) * a.k * ohw;
     const int tt = fresh(tid);
+    // the thread's first unit: row m, first pixel p of the patch
+    const int m = go ? tt / PO + half * NO * MO : tt / PP + half * GH * MS;
+    const int p = go ? 8 * (tt % PO) : 2 * (tt % PP);
+    const int oy = oy0 + p / TW, ox = ox0 + p % TW;
+    const int64_t g0 =
+        (static_cast<int64_t>(img) * a.k + m0 + m) * ohw + static_cast<int64_t>(oy) * a.ow + ox;
+    const bf16* pd = a.dy + g0;
+    const bf16* pyv = MASK ? a.y + g0 : nullptr;
+    const int mleft = a.k - m0 - m;  // units i with i MS (MO) < mleft are rows of dy
+    const bool in_oy = oy < a.oh;
+    if (go) {  // ow a multiple of 8, ox too: the 8 pixels in the image or none
+      const bool ok = in_oy && ox < a.ow;
+      const unsigned ostep = static_cast<unsigned>(MO * ohw);  // wraps as gstep
 #pragma unroll
-    for (int i = 0; i < GH; ++i) {  // unit e: row m, pixels 2 pr, 2 pr + 1 of the patch
-      const int e = tt + (half * GH + i) * THREADS, pr = e % (P / 2), m = e / (P / 2);
-      const int oy = oy0 + (2 * pr) / TW, ox = ox0 + (2 * pr) % TW;
-      const bool ok = m0 + m < a.k && oy < a.oh;
-      const int64_t idx = goff + (m0 + m) * ohw + static_cast<int64_t>(oy) * a.ow + ox;
-      if (gp) {  // ow even: both pixels in the image or neither
-        rg[i] = ok && ox < a.ow ? ldg_bits32(a.dy + idx) : 0u;
-        if (MASK) ry[i] = ok && ox < a.ow ? ldg_bits32(a.y + idx) : 0u;
-      } else {
-        const bool ok0 = ok && ox < a.ow, ok1 = ok && ox + 1 < a.ow;
-        rg[i] = (ok0 ? ldg_bits16(a.dy + idx) : 0u) | (ok1 ? ldg_bits16(a.dy + idx + 1) : 0u) << 16;
-        if (MASK)
-          ry[i] = (ok0 ? ldg_bits16(a.y + idx) : 0u) | (ok1 ? ldg_bits16(a.y + idx + 1) : 0u) << 16;
-      }
-    }
-    const bf16* xim = a.x + static_cast<int64_t>(img) * a.c * hw;
-    const int iy0 = oy0 - a.pad, ix0e = ox0 - a.pad - shift;
-#pragma unroll
-    for (int i = 0; i < XH; ++i) {  // unit e: channel c, halo row, columns 2 cp, 2 cp + 1
-      const int e = tt + (half * XH + i) * THREADS;
-      const int cp = e % (XWB / 2), rest = e / (XWB / 2), row = rest % XR, c = rest / XR;
-      const int iy = iy0 + row, ix = ix0e + 2 * cp;
-      const bool ok = e < XU && c0 + c < a.c && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h);
-      const bf16* p = xim + static_cast<int64_t>(c0 + c) * hw + iy * a.w + ix;
-      if (xp) {
-        rx[i] = ok && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w) ? ldg_bits32(p) : 0u;
-      } else {
-        const bool ok0 = ok && static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
-        const bool ok1 = ok && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(a.w);
-        rx[i] = (ok0 ? ldg_bits16(p) : 0u) | (ok1 ? ldg_bits16(p + 1) : 0u) << 16;
-      }
-    }
-  };
-  auto store = [&](int buf, int half) {
-    uint16_t* gs = Gs + buf * T::G16_STAGE;
-    const int tt = fresh(tid);
-#pragma unroll
-    for (int i = 0; i < GH; ++i) {
-      const int e = tt + (half * GH + i) * THREADS, pr = e % (P / 2), m = e / (P / 2);
-      uint32_t v = rg[i];
-      if (MASK)  // act'(y) dy, rounded to bf16 (the operand)
-        v = bf16x2_bits(act_grad(bf16_float(ry[i] & 0xffffu), bf16_float(v & 0xffffu), a.act),
-                        act_grad(bf16_float(ry[i] >> 16), bf16_float(v >> 16), a.act));
-      *reinterpret_cast<uint32_t*>(gs + m * GS + 2 * pr) = v;
-    }
-    uint16_t* xq = Xq + buf * T::X16_STAGE;
-#pragma unroll
-    for (int i = 0; i < XH; ++i) {
-      const int e = tt + (half * XH + i) * THREADS;
-      if (e >= XU) break;
-      const int cp = e % (XWB / 2), rest = e / (XWB / 2), row = rest % XR, c = rest / XR;
-#pragma unroll
-      for (int b = 0; b < 2; ++b) {
-        const uint16_t v = static_cast<uint16_t>(rx[i] >> (16 * b));
-        // halo column 2 cp + b - shift is pixel j of the copy shifted by q when j + q equals it
-#pragma unroll
-        for (int q = 0; q < T::KS; ++q) {
-          const int j = 2 * cp + b - shift - q;
-          if (j >= 0 && j < 16) xq[(q * BC + c) * CQ + row * 16 + j] = v;
+      for (int i = 0; i < NO; ++i) {
+        const bool oki = ok && i * MO < mleft;
+        const unsigned o = i * ostep;
+        const uint4 z{0u, 0u, 0u, 0u}, d = oki ? ldg_bits128(pd + o) : z;
+        rg[4 * i] = d.x, rg[4 * i + 1] = d.y, rg[4 * i + 2] = d.z, rg[4 * i + 3] = d.w;
+        if (MASK) {
+          const uint4 v = oki ? ldg_bits128(pyv + o) : z;
+          ry[4 * i] = v.x, ry[4 * i + 1] = v.y, ry[4 * i + 2] = v.z, ry[4 * i + 3] = v.w;
         }
       }
+    } else if (gp) {  // ow even: both pixels in the image or neither
+      const bool ok = in_oy && ox < a.ow;
+#pragma unroll
+      for (int i = 0; i < GH; ++i) {
+        const bool oki = ok && i * MS < mleft;
+        const unsigned o = i * gstep;
+        rg[i] = oki ? ldg_bits32(pd + o) : 0u;
+        if (MASK) ry[i] = oki ? ldg_bits32(pyv + o) : 0u;
+      }
+    } else {
+      const bool ok0 = in_oy && ox < a.ow, ok1 = in_oy && ox + 1 < a.ow;
+#pragma unroll
+      for (int i = 0; i < GH; ++i) {
+        const bool in_k = i * MS < mleft, oki0 = ok0 && in_k, oki1 = ok1 && in_k;
+        const unsigned o = i * gstep;
+        rg[i] = (oki0 ? ldg_bits16(pd + o) : 0u) | (oki1 ? ldg_bits16(pd + o + 1) : 0u) << 16;
+        if (MASK)
+          ry[i] = (oki0 ? ldg_bits16(pyv + o) : 0u) | (oki1 ? ldg_bits16(pyv + o + 1) : 0u) << 16;
+      }
     }
+    rx.load(a.x + static_cast<int64_t>(img) * a.c * (a.h * a.w), a.c, a.h, a.w,
+            c0 + half * (BC / 2), oy0 - a.pad, ox0 - a.pad - shift, xp, tt);
+  };
+  auto store = [&](int buf, int half) {
+    const int tt = fresh(tid);
+    uint32_t v[GH];
+#pragma unroll
+    for (int i = 0; i < GH; ++i) {
+      v[i] = rg[i];
+      if (MASK)  // act'(y) dy, rounded to bf16 (the operand)
+        v[i] = bf16x2_bits(act_grad(bf16_float(ry[i] & 0xffffu), bf16_float(v[i] & 0xffffu), a.act),
+                           act_grad(bf16_float(ry[i] >> 16), bf16_float(v[i] >> 16), a.act));
+    }
+    if (go) {
+      uint16_t* gs = g_at(buf, tt / PO + half * NO * MO, 8 * (tt % PO));
+#pragma unroll
+      for (int i = 0; i < NO; ++i)
+        *reinterpret_cast<uint4*>(gs + i * MO * GS) =
+            uint4{v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]};
+    } else {
+      uint16_t* gs = g_at(buf, tt / PP + half * GH * MS, 2 * (tt % PP));
+#pragma unroll
+      for (int i = 0; i < GH; ++i) *reinterpret_cast<uint32_t*>(gs + i * MS * GS) = v[i];
+    }
+    rx.store(Xs + buf * T::X16_STAGE + half * (BC / 2), tt);
   };
   // Fragment addresses: this lane's base plus compile-time offsets (row of the patch, tile, tap).
   // A: matrices (m 0-7, pixels 0-7), (m 8-15, 0-7), (m 0-7, 8-15), (m 8-15, 8-15);
-  // B: matrices (channels 0-7, pixels 0-7), (channels 0-7, pixels 8-15) of the copy shifted by
-  // q, halo row py + r (lanes 16-31 give addresses x2 does not read).
+  // B (ldmatrix.trans: the tile's rows are pixels, k): matrices (pixels 0-7, the warp's 8
+  // channels), (pixels 8-15) of a halo row at column shift q = 0, then the same at q = 1 (lanes
+  // 16-31; x2 at two columns on: q = 2).
   const int a_lane = (wm * 32 + (lane & 15)) * GS + (lane >> 4) * 8;
-  const int b_lane = (wn * 8 + (lane & 7)) * CQ + ((lane >> 3) & 1) * 8;
-  auto compute = [&](int buf, int py0, int py1) {
+  const int b_lane = ((lane & 15) + (lane >> 4) + shift) * XP + wn * 8;
+  auto compute = [&](int buf, int py0) {  // rows py0 .. py0 + TH / 2 - 1 of the patch
     const uint16_t* gs = Gs + buf * T::G16_STAGE;
-    const uint16_t* xq = Xq + buf * T::X16_STAGE;
+    const uint16_t* xs = Xs + buf * T::X16_STAGE;
+    constexpr int R = TH / 2;
+    // halo row py0 + h at shift q: read once, used by the KS rows of the patch that need it
+    uint32_t bx[R + KS - 1][KS][2];
+    auto load_b = [&](int h) {
+      const uint16_t* p = xs + b_lane + (py0 + h) * XWB * XP;
+      uint32_t r4[4];
+      ldmatrix_x4_trans(r4, p);
+      bx[h][0][0] = r4[0];
+      bx[h][0][1] = r4[1];
+      bx[h][1][0] = r4[2];
+      bx[h][1][1] = r4[3];
+      if constexpr (KS == 3) ldmatrix_x2_trans(bx[h][KS - 1], p + 2 * XP);
+    };
 #pragma unroll
-    for (int py = py0; py < py1; ++py) {
+    for (int h = 0; h < KS - 1; ++h) load_b(h);
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      load_b(i + KS - 1);
       uint32_t af[2][4];
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(af[mi], gs + a_lane + mi * 16 * GS + py * 16);
+      for (int mi = 0; mi < 2; ++mi)
+        ldmatrix_x4(af[mi], gs + a_lane + mi * 16 * GS + (py0 + i) * 16);
 #pragma unroll
-      for (int tap = 0; tap < T::KK; ++tap) {
-        uint32_t bf[2];
-        ldmatrix_x2(bf, xq + b_lane + (tap % T::KS) * BC * CQ + (py + tap / T::KS) * 16);
+      for (int r = 0; r < KS; ++r)
 #pragma unroll
-        for (int mi = 0; mi < 2; ++mi) BF16::mma(acc + (mi * T::KK + tap) * 4, af[mi], bf);
-      }
+        for (int q = 0; q < KS; ++q)
+#pragma unroll
+          for (int mi = 0; mi < 2; ++mi)
+            BF16::mma(acc + (mi * T::KK + r * KS + q) * 4, af[mi], bx[i + r][q]);
     }
   };
 
@@ -834,12 +834,12 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
         for (uint32_t u : {v.x, v.y, v.z, v.w}) bias_sum += bf16_float(u & 0xffffu) + bf16_float(u >> 16);
       }
     }
-    compute(buf, 0, TH / 2);
+    compute(buf, 0);
     if (more) {
       store(buf ^ 1, 0);
       load(t_begin + st + 1, 1);
     }
-    compute(buf, TH / 2, TH);
+    compute(buf, TH / 2);
     if (more) store(buf ^ 1, 1);
     __syncthreads();
   }
@@ -1038,6 +1038,10 @@ void with_precision_of(CudaExec e, F&& f) {
 // BF16's 4-byte loads of pixel pairs: a row of even width in a 4-byte aligned tensor.
 bool pairs_aligned(const void* p, int64_t width) {
   return width % 2 == 0 && reinterpret_cast<uintptr_t>(p) % 4 == 0;
+}
+// ... in whole 16-byte groups of 8 (BF16 backward-weights' g loads)
+bool octets_aligned(const void* p, int64_t width) {
+  return width % 8 == 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
 // y (n, out_ch, oh, ow) = conv3x3 of x (n, in_ch, h, w) with re-laid-out weights wp.
@@ -1259,6 +1263,8 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
   a.per_split = p.per_split;
   a.x_pairs = pairs_aligned(x, wx);
   a.g_pairs = pairs_aligned(c.dy, g.ow) && (c.act.kind == FusedAct::None || pairs_aligned(c.y, g.ow));
+  a.g_octets = octets_aligned(c.dy, g.ow) &&
+               (c.act.kind == FusedAct::None || octets_aligned(c.y, g.ow));
   a.x = x;
   a.dy = c.dy;
   a.y = c.y;

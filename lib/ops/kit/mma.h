@@ -149,13 +149,17 @@ __device__ __forceinline__ float ldg_f32(const bf16* p) {
   return bf16_float(__ldg(reinterpret_cast<const unsigned short*>(p)));
 }
 
-// A tensor's bf16 bits, raw: one element (low half) or two consecutive ones (the lower address
-// in the low half; the address 4-byte aligned), through the read-only cache.
+// A tensor's bf16 bits, raw: one element (low half), two consecutive ones (the lower address
+// in the low half; the address 4-byte aligned) or eight (16-byte aligned), through the
+// read-only cache.
 __device__ __forceinline__ uint32_t ldg_bits16(const bf16* p) {
   return __ldg(reinterpret_cast<const unsigned short*>(p));
 }
 __device__ __forceinline__ uint32_t ldg_bits32(const bf16* p) {
   return __ldg(reinterpret_cast<const unsigned int*>(p));
+}
+__device__ __forceinline__ uint4 ldg_bits128(const bf16* p) {
+  return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
 // ---- bf16 rows of 16 k-elements for ldmatrix -----------------------------------------------

@@ -192,5 +192,94 @@ __device__ __forceinline__ void round_halo_tile(float* xs, int tid) {
   }
 }
 
+// ---- bf16 halo tiles, pixel-major (the direct kernels' BF16 paths) --------------------------
+// G groups of 8 channels of a halo tile of x (NCHW bf16) staged through registers into shared
+// memory as [pixel of the tile][channel] (XP elements a pixel: rows of channels for ldmatrix),
+// XB pixels in rows XWB (even) wide from an even column. The units are (channel pair, pixel
+// pair): thread t copies channel pairs t % 4 + 4 g at pixel pairs t / 4 + j THREADS / 4, so that
+// a unit's place in the tile follows from the previous one's by compile-time steps (no division
+// a unit, 32-bit offsets) and its shared address from the thread's by a compile-time offset; the
+// two channels' pixel pairs become two channel pairs by byte permutes (a 4-byte store each).
+// Where x's pixel pairs are 4-byte aligned (`pairs`: w even, x aligned, the tile from an even
+// column) a unit's channel is one 4-byte load, else two 2-byte loads. Zeros outside the image
+// and past its channels.
+template <int XWB, int XB, int XP, int THREADS, int G>
+struct HaloPairsBf16 {
+  static constexpr int NPP = XB / 2, PPT = THREADS / 4, RJ = (NPP + PPT - 1) / PPT;
+  static constexpr int DROW = 2 * PPT / XWB, DCOL = 2 * PPT % XWB;  // the step, rows/columns
+  static_assert(XWB % 2 == 0 && XB % XWB == 0 && THREADS % 4 == 0 && XP % 2 == 0, "pixel pairs");
+  uint32_t r[G][RJ][2];  // group g: channel c's and c + 1's pixel pair
+
+  // Channels cb + 8 g + 2 (tid % 4) (and + 1) of xim (nch channels of h x w), the tile's first
+  // pixel (iy0, ix0e), ix0e even.
+  __device__ __forceinline__ void load(const bf16* xim, int nch, int h, int w, int cb, int iy0,
+                                       int ix0e, bool pairs, int tid) {
+    const int pp0 = tid >> 2, r0 = 2 * pp0 / XWB;
+    int iy = iy0 + r0, ix = ix0e + 2 * pp0 - r0 * XWB;  // unit j's first pixel in x
+    const int ix_end = ix0e + XWB, hw = h * w;
+    const int c = cb + 2 * (tid & 3);
+    // read only where the channel exists: offsets within an image are 32-bit
+    const bf16* xc = xim + static_cast<int64_t>(c) * hw;
+    auto next = [&] {
+      ix += DCOL;
+      iy += DROW;
+      if (ix >= ix_end) {
+        ix -= XWB;
+        ++iy;
+      }
+    };
+    if (pairs) {  // ix even, w even: both pixels in the image or neither
+#pragma unroll
+      for (int j = 0; j < RJ; ++j) {
+        const bool ok = (j < RJ - 1 || pp0 + j * PPT < NPP) &&
+                        static_cast<unsigned>(iy) < static_cast<unsigned>(h) &&
+                        static_cast<unsigned>(ix) < static_cast<unsigned>(w);
+        const int off = iy * w + ix;
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const bf16* p = xc + static_cast<int64_t>(8 * g) * hw + off;
+          r[g][j][0] = ok && c + 8 * g < nch ? ldg_bits32(p) : 0u;
+          r[g][j][1] = ok && c + 8 * g + 1 < nch ? ldg_bits32(p + hw) : 0u;
+        }
+        next();
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < RJ; ++j) {
+        const bool in_y = (j < RJ - 1 || pp0 + j * PPT < NPP) &&
+                          static_cast<unsigned>(iy) < static_cast<unsigned>(h);
+        const bool ok0 = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(w);
+        const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(w);
+        const int off = iy * w + ix;
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const bf16* p = xc + static_cast<int64_t>(8 * g) * hw + off;
+          const bool c0 = c + 8 * g < nch, c1 = c + 8 * g + 1 < nch;
+          r[g][j][0] =
+              (ok0 && c0 ? ldg_bits16(p) : 0u) | (ok1 && c0 ? ldg_bits16(p + 1) : 0u) << 16;
+          r[g][j][1] = (ok0 && c1 ? ldg_bits16(p + hw) : 0u) |
+                       (ok1 && c1 ? ldg_bits16(p + hw + 1) : 0u) << 16;
+        }
+        next();
+      }
+    }
+  }
+  // The loaded units into xs (the stage's tile, at channel cb's column): (c, c + 1) at pixel
+  // 2 pp, then at 2 pp + 1.
+  __device__ __forceinline__ void store(uint16_t* xs, int tid) const {
+    uint16_t* base = xs + 2 * (tid >> 2) * XP + 2 * (tid & 3);
+#pragma unroll
+    for (int j = 0; j < RJ; ++j) {
+      if (j == RJ - 1 && (tid >> 2) + j * PPT >= NPP) break;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        uint32_t* dst = reinterpret_cast<uint32_t*>(base + 2 * j * PPT * XP + 8 * g);
+        dst[0] = __byte_perm(r[g][j][0], r[g][j][1], 0x5410);
+        dst[XP / 2] = __byte_perm(r[g][j][0], r[g][j][1], 0x7632);
+      }
+    }
+  }
+};
+
 }  // namespace kit
 }  // namespace pdnn

@@ -538,6 +538,12 @@ TEST(MemoryPlan, DescribesW4FromTheModel) {
   EXPECT_EQ(m.layers[18].scratch_bytes, 4 * 1024 * 4);
   EXPECT_TRUE(m.layers[18].recomputable);
   EXPECT_EQ(m.input_bytes, 4 * 3 * 32 * 32 * 4 + 512);  // the labels in a 512-byte block
+  // The step shell's overlapped copy (GPU) keeps the batch in staging buffers too: the images
+  // and the labels twice, each in its own blocks.
+  const StepMem twice = describe_step(model, in, opt.get(), 1000.0, 0, 0, Precision::Fp32, 2);
+  EXPECT_EQ(twice.input_bytes, 2 * m.input_bytes);
+  EXPECT_EQ(plan_memory(twice, PlanOptions{}).peak_bytes,
+            plan_memory(m, PlanOptions{}).peak_bytes + m.input_bytes);
   const MemoryPlan p = plan_memory(m, PlanOptions{});
   EXPECT_TRUE(p.fits);
   const std::string table = format_plan(m, p, PlanOptions{});
@@ -1343,7 +1349,8 @@ GpuRun train_w4_gpu(bool capped, const std::vector<Placement>& forced = {},
   const Shape in{16, 3, 64, 64};
   GpuRun run;
   if (capped) {
-    const StepMem m = describe_step(model, in, opt.get(), 25000.0, 0, 0, prec);
+    // (The trainer's batch copy is overlapped: the batch twice, step_shell.h.)
+    const StepMem m = describe_step(model, in, opt.get(), 25000.0, 0, 0, prec, 2);
     const MemoryPlan free_plan = plan_memory(m, PlanOptions{});
     PlanOptions o;
     o.limit_bytes = free_plan.min_limit_bytes + (free_plan.peak_bytes - free_plan.min_limit_bytes) / 2;
@@ -1423,9 +1430,11 @@ namespace {
 
 // ---- issue 26 on the GPU (skipped without one) ----------------------------------------------
 
-// W4 at 64x64, batch 16, AdaGrad, on the GPU, in fp32 or bf16; the trainer's CUDA graph on.
+// W4 at 64x64, batch 16, AdaGrad, on the GPU, in fp32 or bf16; the trainer's CUDA graph on,
+// its batch copy overlapped unless overlap is set off.
 struct GpuW4 {
   Context ctx{4, 7, Device::CUDA};
+  bool overlap = true;
   Sequential model = make_caltech_model(64, 6);
   std::unique_ptr<Optimizer> opt;
   explicit GpuW4(const std::string& policy = "im2col", Precision prec = Precision::Fp32) {
@@ -1437,7 +1446,7 @@ struct GpuW4 {
     opt = make_optimizer("adagrad", model.parameters(), 0.01f);
   }
   void train(int steps, bool graph = true) {
-    ClassifierTrainer trainer(model, *opt, graph);
+    ClassifierTrainer trainer(model, *opt, graph, overlap);
     Rng data(99);
     Tensor x(Shape{16, 3, 64, 64}, DType::F32, ctx.staging_allocator()), y(Shape{16}, DType::I32);
     for (int step = 0; step < steps; ++step) {
@@ -1458,13 +1467,16 @@ struct GpuW4 {
 // context the plan measured) is within 3% of the plan's, and no limit the plan accepts ends in
 // out of memory; a limit below the smallest is refused before training, naming it. In bf16 the
 // plan's bf16 activations, host copies, weight copy and casts are what the step allocates.
-void expect_measured_peak_is_the_plans(Precision prec) {
+// overlap: the step shell's batch copy overlapped (the batch twice on the device) or serial.
+void expect_measured_peak_is_the_plans(Precision prec, bool overlap = true) {
   SCOPED_TRACE(precision_name(prec));
+  SCOPED_TRACE(overlap ? "batch copy overlapped" : "batch copy serial");
   MemoryPlan free_plan;
   {
     GpuW4 probe("auto", prec);
     RunConfig rc;
     rc.memory_plan = true;
+    rc.overlap_batch_copy = overlap;
     plan_step_memory(probe.ctx, probe.model, *probe.opt, Shape{16, 3, 64, 64}, rc, 0, &free_plan);
   }
   const int64_t lo = free_plan.min_limit_bytes + free_plan.fixed.context;
@@ -1472,8 +1484,10 @@ void expect_measured_peak_is_the_plans(Precision prec) {
   for (double f : {0.0, 0.25, 0.5, 1.0}) {
     const int64_t cap = lo + static_cast<int64_t>(f * static_cast<double>(hi - lo));
     GpuW4 w("auto", prec);
+    w.overlap = overlap;
     RunConfig rc;
     rc.gpu_memory_limit = cap;
+    rc.overlap_batch_copy = overlap;
     MemoryPlan p;
     const std::string at = "cap " + format_bytes(cap);
     try {
@@ -1505,6 +1519,12 @@ TEST(MemoryPlanGpu, MeasuredPeakIsThePlansUnderEveryCap) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   expect_measured_peak_is_the_plans(Precision::Fp32);
+}
+
+TEST(MemoryPlanGpu, MeasuredPeakIsThePlansWithTheSerialBatchCopy) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  expect_measured_peak_is_the_plans(Precision::Fp32, false);
 }
 
 TEST(MemoryPlanGpu, Bf16MeasuredPeakIsThePlansUnderEveryCap) {

@@ -122,6 +122,20 @@ TEST(RunFlags, PrecisionAndItsTf32AliasGiveTheSameConfig) {
   expect_refused({"--tf32", "--precision", "tf32"}, "excludes");
 }
 
+// --batch-copy: overlapped by default (train/step_shell.h), serial when asked, in the run header.
+TEST(RunFlags, BatchCopyIsOverlappedUnlessAskedSerial) {
+  const Parsed d = parse({"--device", "cuda"});
+  ASSERT_TRUE(d.ok) << d.error;
+  EXPECT_TRUE(d.cfg.overlap_batch_copy);
+  EXPECT_NE(run_device_text(d.cfg, "G").find("batch copy overlapped"), std::string::npos);
+  const Parsed s = parse({"--device", "cuda", "--batch-copy", "serial"});
+  ASSERT_TRUE(s.ok) << s.error;
+  EXPECT_FALSE(s.cfg.overlap_batch_copy);
+  EXPECT_NE(run_device_text(s.cfg, "G").find("batch copy serial"), std::string::npos);
+  EXPECT_TRUE(parse({"--batch-copy", "overlapped"}).cfg.overlap_batch_copy);
+  expect_refused({"--batch-copy", "on"}, "--batch-copy: on not in {overlapped,serial}");
+}
+
 // bf16 runs on the GPU only: refused in one line on the CPU when the flags are read (never a
 // silent fp32 run); a GPU run parses, under a memory plan too (--gpu-memory-limit, or its
 // printout --memory-plan: the plan counts bf16 bytes, test_memory_plan.cpp).

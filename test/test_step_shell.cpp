@@ -1,12 +1,17 @@
 // The step shell (train/step_shell.h) under every task's step: a classifier's (whole batch and
 // micro-batches, with dropout), a U-Net's (per-pixel labels, BatchNorm) and the DCGAN's
-// iteration. On the CPU each trainer's weights, optimizer state and metrics after a few steps
+// iteration. On the GPU (StepShellGpu) the batch's copy overlapped with the step before and the
+// serial copy give the same weights, bit for bit, and every step sees its own batch. On the CPU
+// each trainer's weights, optimizer state and metrics after a few steps
 // are bit for bit those of the same step written out here with the model's, the loss's and the
 // optimizer's calls (the shell adds no arithmetic and moves none; issue 34, item 5).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "core/cuda_state.h"
 #include "layers/activation.h"
 #include "layers/conv2d.h"
 #include "layers/dense.h"
@@ -252,6 +257,167 @@ TEST(StepShell, GanIterationIsTheIterationWrittenOut) {
   const GanHashes got = gan_trainer_hashes(), ref = gan_reference_hashes();
   EXPECT_EQ(got.g, ref.g);
   EXPECT_EQ(got.d, ref.d);
+}
+
+// The GPU: the overlapped batch copy (a copy stream into staging buffers, then a device copy
+// into the step's buffers) against the serial one (step_shell.cpp's ordering). Every step's
+// batch differs and is packed into the same pinned host buffer as soon as step() returns (a
+// loader's pattern: the copy fence), and the compute stream is held busy before each step so
+// the host runs ahead of the device, where a copy ordered wrongly would overwrite a batch not yet
+// read or read one not yet written.
+constexpr int kGpuSteps = 6;
+constexpr int kDelayUs = 3000;
+
+std::vector<float> device_values(Context& ctx, Model& m) {
+  std::vector<float> w;
+  for (const Param& p : m.params()) {
+    const Tensor h = p.value->to(Device::CPU, ctx);
+    w.insert(w.end(), h.data(), h.data() + h.numel());
+  }
+  return w;
+}
+
+struct GpuRun {
+  std::vector<float> weights;
+  std::vector<double> losses;  // per step, where read
+  size_t peak = 0;             // the allocator's peak in use
+};
+
+// The classifier (dropout included) for kGpuSteps steps; rows: the batch's rows per step (a
+// smaller batch, then a larger one: the staging buffer reallocated); per_step: read the loss
+// after every step (the host then waits for each step).
+GpuRun classifier_on_gpu(bool graph, bool overlap, const std::vector<int64_t>& rows,
+                         bool per_step) {
+  Context ctx(1, 7, Device::CUDA);
+  Sequential m = small_cnn();
+  m.reset_parameters(ctx.rng());
+  m.to(Device::CUDA, ctx);
+  Adam opt(m.parameters(), 1e-2);
+  ClassifierTrainer tr(m, opt, graph, overlap);
+  const int64_t most = *std::max_element(rows.begin(), rows.end());
+  Tensor x(Shape{most, 3, 8, 8}, DType::F32, ctx.staging_allocator());
+  Tensor y(Shape{most}, DType::I32, ctx.staging_allocator());
+  Rng data(5);
+  GpuRun run;
+  // No cached block for the staging buffers to take: the blocks the two paths allocate after
+  // them are then the same (the peaks differ by the staging buffers' blocks exactly).
+  ctx.allocator(Device::CUDA)->trim();
+  for (int step = 0; step < kGpuSteps; ++step) {
+    const int64_t n = rows[static_cast<size_t>(step) % rows.size()];
+    const Tensor xs = x.slice(0, Shape{n, 3, 8, 8}), ys = y.slice(0, Shape{n});
+    for (int64_t i = 0; i < n * 3 * 8 * 8; ++i)
+      x.data()[i] = static_cast<float>(Rng::to_unit(data.next()) - 0.5);
+    for (int64_t i = 0; i < n; ++i) y.data<int32_t>()[i] = static_cast<int32_t>((step * 3 + i) % 5);
+    cuda_delay(ctx.cuda().stream(), kDelayUs);
+    tr.step(ctx, xs, ys);
+    if (per_step) {
+      run.losses.push_back(tr.metrics(ctx).loss_sum);
+      tr.reset_metrics(ctx);
+    }
+  }
+  ctx.synchronize();
+  if (!per_step) run.losses.push_back(tr.metrics(ctx).loss_sum);
+  run.weights = device_values(ctx, m);
+  run.peak = ctx.device_alloc_stats().peak_in_use;
+  return run;
+}
+
+#define PDNN_NEEDS_GPU()                                           \
+  do {                                                             \
+    std::string why;                                               \
+    if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why; \
+  } while (0)
+
+TEST(StepShellGpu, OverlappedCopyGivesTheSerialClassifierSteps) {
+  PDNN_NEEDS_GPU();
+  const std::vector<int64_t> rows{6, 6, 4, 8, 8, 6};
+  for (bool graph : {true, false}) {
+    SCOPED_TRACE(graph ? "CUDA graph" : "eager");
+    for (bool per_step : {false, true}) {
+      const GpuRun a = classifier_on_gpu(graph, true, rows, per_step);
+      const GpuRun b = classifier_on_gpu(graph, false, rows, per_step);
+      ASSERT_EQ(a.weights.size(), b.weights.size());
+      EXPECT_EQ(0, std::memcmp(a.weights.data(), b.weights.data(), a.weights.size() * sizeof(float)));
+      ASSERT_EQ(a.losses.size(), b.losses.size());
+      for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_EQ(bits(a.losses[i]), bits(b.losses[i])) << i;
+      if (per_step)  // every step its own batch
+        for (size_t i = 1; i < a.losses.size(); ++i) EXPECT_NE(a.losses[i], a.losses[i - 1]) << i;
+    }
+  }
+}
+
+// The staging buffers are the batch once more, and nothing else: the peak in use differs by the
+// images' and the labels' blocks (what the memory plan counts, describe_step's batch_copies).
+TEST(StepShellGpu, OverlappedCopyTakesTheBatchOnceMore) {
+  PDNN_NEEDS_GPU();
+  const GpuRun a = classifier_on_gpu(true, true, {6}, false);
+  const GpuRun b = classifier_on_gpu(true, false, {6}, false);
+  auto block = [](size_t bytes) { return (bytes + 511) / 512 * 512; };
+  EXPECT_EQ(a.peak - b.peak, block(6 * 3 * 8 * 8 * 4) + block(6 * 4));
+}
+
+// The DCGAN: a real batch from the host, noise drawn on the device; G's and D's weights and
+// every iteration's losses (the history, read once at the end).
+struct GanRun {
+  std::vector<float> g, d;
+  std::vector<double> losses;
+};
+GanRun gan_on_gpu(bool graph, bool overlap) {
+  const DcganConfig c = small_gan();
+  Context ctx(1, 31, Device::CUDA);
+  Sequential g = make_dcgan_generator(c), d = make_dcgan_discriminator(c);
+  dcgan_init(g, ctx.rng());
+  dcgan_init(d, ctx.rng());
+  g.to(Device::CUDA, ctx);
+  d.to(Device::CUDA, ctx);
+  Adam opt_g(g.parameters(), 2e-4, 0.5), opt_d(d.parameters(), 2e-4, 0.5);
+  GanTrainer tr(g, d, opt_g, opt_d, c.nz, kGpuSteps, graph, overlap);
+  Tensor real(Shape{4, 3, 64, 64}, DType::F32, ctx.staging_allocator());
+  Rng data(12);
+  for (int step = 0; step < kGpuSteps; ++step) {
+    for (int64_t i = 0; i < real.numel(); ++i)
+      real.data()[i] = static_cast<float>(2 * Rng::to_unit(data.next()) - 1);
+    cuda_delay(ctx.cuda().stream(), kDelayUs);
+    tr.step(ctx, real);
+  }
+  ctx.synchronize();
+  GanRun run{device_values(ctx, g), device_values(ctx, d), {}};
+  for (const GanIteration& it : tr.history(ctx)) {
+    run.losses.push_back(it.d_loss);
+    run.losses.push_back(it.g_loss);
+  }
+  return run;
+}
+
+TEST(StepShellGpu, OverlappedCopyGivesTheSerialGanIterations) {
+  PDNN_NEEDS_GPU();
+  for (bool graph : {true, false}) {
+    SCOPED_TRACE(graph ? "CUDA graph" : "eager");
+    const GanRun a = gan_on_gpu(graph, true), b = gan_on_gpu(graph, false);
+    ASSERT_EQ(a.g.size(), b.g.size());
+    ASSERT_EQ(a.d.size(), b.d.size());
+    EXPECT_EQ(0, std::memcmp(a.g.data(), b.g.data(), a.g.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(a.d.data(), b.d.data(), a.d.size() * sizeof(float)));
+    ASSERT_EQ(a.losses.size(), static_cast<size_t>(2 * kGpuSteps));
+    ASSERT_EQ(a.losses.size(), b.losses.size());
+    for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_EQ(bits(a.losses[i]), bits(b.losses[i])) << i;
+  }
+}
+
+// The CPU reads the caller's tensors in place, whichever copy is asked for.
+TEST(StepShell, CpuStepIgnoresTheCopyChoice) {
+  const Batch b = classifier_batch();
+  auto hash = [&](bool overlap) {
+    Context ctx(1, 7);
+    Sequential m = small_cnn();
+    m.reset_parameters(ctx.rng());
+    Adam opt(m.parameters(), 1e-2);
+    ClassifierTrainer tr(m, opt, true, overlap);
+    for (int s = 0; s < kSteps; ++s) tr.step(ctx, b.x, b.y);
+    const ClassifierMetrics mt = tr.metrics(ctx);
+    return hash_of(ctx, m, opt, {mt.loss_sum, mt.correct, mt.count});
+  };
+  EXPECT_EQ(hash(true), hash(false));
 }
 
 }  // namespace

@@ -307,6 +307,7 @@ int run(int argc, char** argv) {
   to.eval.threads = o.loader_threads;
   to.eval.prefetch = 1;
   to.cuda_graph = rc.cuda_graph;
+  to.overlap_batch_copy = rc.overlap_batch_copy;
   to.per_class = true;
   to.resources = true;
   CaltechTask task(ctx, model, *opt, folder, to, o.confusion, o.model + " on " + dataset);

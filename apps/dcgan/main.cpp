@@ -301,6 +301,7 @@ int run(int argc, char** argv) {
   to.images_per_epoch = o.images_per_epoch;
   to.nz = o.model.nz;
   to.cuda_graph = rc.cuda_graph;
+  to.overlap_batch_copy = rc.overlap_batch_copy;
   to.defer_g = o.defer_g;
   to.model = rc.model;
   to.dataset = gd.name;

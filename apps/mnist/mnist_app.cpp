@@ -138,6 +138,7 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   to.eval.batch =
       std::min(std::max<int64_t>(o.batch, 128), std::max<int64_t>(data.test.size(), 1));
   to.cuda_graph = rc.cuda_graph;
+  to.overlap_batch_copy = rc.overlap_batch_copy;
   ClassifierTask task(ctx, model, *opt, train_set, test_set, to);
   RunLoop loop(ctx, rc, task);  // checks the outputs and resumes before anything is printed
   const RunInfo info = run_info(ctx);

@@ -236,6 +236,7 @@ int run(int argc, char** argv) {
   to.eval.threads = o.loader_threads;
   to.eval.prefetch = 1;
   to.cuda_graph = rc.cuda_graph;
+  to.overlap_batch_copy = rc.overlap_batch_copy;
   to.overlay_images = o.overlays;
   to.overlay_dir = o.overlays > 0 ? o.overlay_dir : "";
   to.norm = folder.norm;

@@ -1084,7 +1084,10 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
 }
 
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
-                      int64_t batch_rows, double device_gb_s, Precision precision) {
+                      int64_t batch_rows, double device_gb_s, Precision precision,
+                      int batch_copies) {
+  PDNN_CHECK(batch_copies == 1 || batch_copies == 2, "memory plan: %d copies of the batch",
+             batch_copies);
   PDNN_CHECK(gflops_per_s > 0 && std::isfinite(gflops_per_s),
              "memory plan: compute rate %g GFLOP/s must be positive", gflops_per_s);
   PDNN_CHECK(in.rank() >= 1 && in.n() >= 1, "memory plan: input %s has no rows", in.str().c_str());
@@ -1156,8 +1159,8 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
   // The loss's labels: one per row of logits (N,K), one per pixel of a map (N,K,H,W).
   const Shape& s = shapes.back();
   const int64_t labels = s.numel() / std::max<int64_t>(1, s.rank() >= 2 ? s[0] * s[1] : s[0]);
-  m.input_bytes = block(m.batch_rows * row * f) +
-                  block(m.batch_rows * labels * static_cast<int64_t>(sizeof(int32_t)));
+  m.input_bytes = batch_copies * (block(m.batch_rows * row * f) +
+                                  block(m.batch_rows * labels * static_cast<int64_t>(sizeof(int32_t))));
   // The loss's softmax, dL/dlogits, per-row (per-pixel) losses and labels, and its metrics'
   // per-chunk sums (softmax_cross_entropy.h).
   m.loss_bytes = 2 * block(s.numel() * f) + block(s.n() * labels * f) +

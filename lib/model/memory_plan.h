@@ -97,7 +97,7 @@ struct ParamMem {
 
 struct StepMem {
   std::vector<LayerMem> layers;
-  int64_t input_bytes = 0;  // the batch and its labels on the device (the whole batch)
+  int64_t input_bytes = 0;  // the batch and its labels on the device (the whole batch, each copy)
   int64_t loss_bytes = 0;   // the loss's own buffers (dL/dlogits, accumulators)
   double update_ms = 0;     // the optimizer step (all parameters, on the device)
   // The parameters (whose bytes are also in their layers' param_bytes) and the optimizer's
@@ -305,9 +305,11 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
 // times are estimated from FLOPs at gflops_per_s when no measurement is at hand (fwd = flops /
 // rate, bwd = 2x that), plus, where device_gb_s > 0, reading the layer's weights (forward
 // once; backward reads them and reads and writes their gradient); the caller may overwrite
-// them with measured ones.
+// them with measured ones. batch_copies: the batch's copies on the device (2 on the GPU where
+// the step shell overlaps the batch's copy with the step before: its staging buffers and the
+// step's own, train/step_shell.h; else 1).
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows = 0, double device_gb_s = 0,
-                      Precision precision = Precision::Fp32);
+                      Precision precision = Precision::Fp32, int batch_copies = 1);
 
 }  // namespace pdnn

@@ -55,10 +55,13 @@ struct RunConfig {
   // Text columns with one value for the whole run, after the timing ones in every row (the
   // run's metadata beside git_rev, host, timestamp: caltech101's skipped_files).
   std::vector<std::pair<std::string, std::string>> run_columns;
-  // The device flags (--device, --cuda-graph, --precision or its alias --tf32): the app makes
+  // The device flags (--device, --cuda-graph, --batch-copy, --precision or its alias --tf32): the app makes
   // its Context from them.
   std::string device = "cpu";
   bool cuda_graph = true;
+  // --batch-copy: on the GPU, the batch's copy from the host beside the step before
+  // (overlapped, the default) or on the compute stream after it (serial); train/step_shell.h.
+  bool overlap_batch_copy = true;
   Precision precision = Precision::Fp32;
   // --conv-algo (ops/conv/conv2d_algo.h's policies) and --conv-algo-cache (the file that keeps
   // the GPU's per-shape choices: "" for the default under the user's cache folder, "none").

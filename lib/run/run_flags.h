@@ -146,6 +146,13 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
          "on the GPU, capture the whole training step as one CUDA graph and replay it "
          "(default on)")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option_function<std::string>(
+         "--batch-copy",
+         [&cfg](const std::string& v) { cfg.overlap_batch_copy = v == "overlapped"; },
+         "on the GPU, copy the next batch from the host on a copy stream while the step before "
+         "runs (overlapped, default; the batch then takes its device memory twice) or on the "
+         "compute stream after it (serial)")
+      ->check(CLI::IsMember({"overlapped", "serial"}));
   auto* precision =
       app.add_option_function<std::string>(
              "--precision", [&cfg](const std::string& v) { parse_precision(v, &cfg.precision); },
@@ -317,14 +324,16 @@ inline void apply_device_flags(Context& ctx, const RunConfig& cfg) {
   ctx.tuning().set_cache_file(cache, ctx.cuda().info().name);
 }
 
-// The run header's device part: "cpu", or "cuda: <GPU> | fp32, CUDA graph on".
+// The run header's device part: "cpu", or "cuda: <GPU> | fp32, CUDA graph on, batch copy
+// overlapped, ...".
 inline std::string run_device_text(const RunConfig& cfg, const std::string& gpu) {
   if (cfg.device != "cuda") return "cpu";
-  return strprintf("cuda: %s | %s, CUDA graph %s, convolutions %s | %s", gpu.c_str(),
+  return strprintf("cuda: %s | %s, CUDA graph %s, batch copy %s, convolutions %s | %s",
+                   gpu.c_str(),
                    cfg.precision == Precision::Tf32   ? "TF32"
                    : cfg.precision == Precision::Bf16 ? "bf16 (autocast)"
                                                       : "fp32",
-                   cfg.cuda_graph ? "on" : "off",
+                   cfg.cuda_graph ? "on" : "off", cfg.overlap_batch_copy ? "overlapped" : "serial",
                    cfg.conv_algo.c_str(), cudnn_status().c_str());
 }
 

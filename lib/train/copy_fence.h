@@ -7,7 +7,8 @@ namespace pdnn {
 
 // Copies out of host memory are asynchronous (from pinned memory): before the host may refill
 // a batch buffer, the copies queued from it must have run. record() marks the stream after the
-// copies; wait() (or the destructor, on an error path) waits for that mark only, not for the
+// copies (on the context's stream, or on the stream they were queued on: the step shell's copy
+// stream); wait() (or the destructor, on an error path) waits for that mark only, not for the
 // work queued after it.
 class CopyFence {
  public:
@@ -20,7 +21,8 @@ class CopyFence {
     } catch (...) {  // already unwinding from the error that matters
     }
   }
-  void record(Context& ctx) { event_ = cuda_event_record(ctx.cuda().stream()); }
+  void record(Context& ctx) { record(ctx.cuda().stream()); }
+  void record(CUstream_st* stream) { event_ = cuda_event_record(stream); }
   void wait() {
     if (!event_) return;
     CUevent_st* e = event_;

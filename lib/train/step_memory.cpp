@@ -220,9 +220,11 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision());
     read_layer_times(timed, cfg.layer_times);
   }
+  // The step shell's staging buffers hold the batch a second time (train/step_shell.h).
+  const int batch_copies = gpu && cfg.overlap_batch_copy ? 2 : 1;
   auto describe = [&](int64_t rows) {
     StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, n, o.device_gb_s,
-                              ctx.precision());
+                              ctx.precision(), batch_copies);
     int64_t state = 0;
     for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
     m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);

@@ -3,8 +3,12 @@
 // that a task writes only its forwards, losses, backwards, updates and metrics:
 //   - stage(): the batch's tensors into the shell's buffers on the model's device, under the
 //     memory role "the training batch". On the GPU they are always copied (the only transfer
-//     of a step), so that a captured graph reads the same addresses every step; on the CPU the
-//     caller's tensors are read where they are (no data moved);
+//     of a step), so that a captured graph reads the same addresses every step: by default
+//     (overlap_copy) the host's tensors go to a staging buffer on the shell's copy stream, beside
+//     the step still running, then on the compute stream into the step's buffers (a device
+//     copy, ~3 TB/s), the batch thus on the device twice; serially (overlap_copy off) straight
+//     into them on the compute stream, after the step before. On the CPU the caller's tensors
+//     are read where they are (no data moved);
 //   - run(): the task's step once, as a replayed CUDA graph (StepGraph, keyed by the first
 //     tensor's shape and the data-parallel row shard) or eagerly (the CPU, cuda_graph off, or a
 //     profiler attached: it times layers one by one); then the copy fence: run() returns once
@@ -15,11 +19,14 @@
 //     step's RNG position, so every row draws its dropout mask and gets its loss gradient bit
 //     for bit as in one pass.
 // Nothing here computes: the shell adds no kernel to a step and moves no data but the batch.
+// The memory plan counts the batch twice where the copy overlaps (describe_step's
+// batch_copies).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 #include "core/context.h"
@@ -45,8 +52,10 @@ class StepShell {
 
   // opts: the optimizers the step updates (StepGraph keeps their host step counts right); they
   // must outlive the shell. what: the step's name in messages ("trainer", "dcgan trainer").
-  // cuda_graph: capture and replay the step on the GPU.
-  StepShell(std::vector<Optimizer*> opts, const char* what, bool cuda_graph);
+  // cuda_graph: capture and replay the step on the GPU. overlap_copy: on the GPU, copy the next
+  // batch from the host beside the step before (above; off: on the compute stream, serially).
+  StepShell(std::vector<Optimizer*> opts, const char* what, bool cuda_graph,
+            bool overlap_copy = true);
   StepShell(const StepShell&) = delete;
   StepShell& operator=(const StepShell&) = delete;
 
@@ -78,17 +87,26 @@ class StepShell {
   int64_t graph_captures() const { return graph_.captures(); }
   // Whether a GPU step is captured and replayed (cuda_graph on).
   bool captures() const { return use_graph_; }
+  // Whether a GPU batch from the host is copied beside the step before (overlap_copy on).
+  bool overlaps_copy() const { return overlap_copy_; }
 
  private:
   // Saves the step's RNG position (host, and the device counter's copy on the GPU); rewinds to it.
   void save_rng(Context& ctx, bool gpu);
   void rewind_rng(Context& ctx, bool gpu);
 
+  // stage() on the GPU with overlap_copy, a tensor from the host (the ordering: step_shell.cpp).
+  void stage_overlapped(Context& ctx, std::initializer_list<Input> batch);
+
+  struct CopyLane;
   bool use_graph_;
+  bool overlap_copy_;
   StepGraph graph_;
   std::vector<Tensor> buf_;         // the batch on the device (GPU: the graph's fixed inputs)
   std::vector<const Tensor*> use_;  // what the step reads: buf_[i], or the caller's CPU tensor
-  CopyFence fence_;
+  std::vector<Tensor> staging_;     // GPU, overlap_copy: tensor i as copied from the host
+  std::shared_ptr<CopyLane> lane_;  // GPU, overlap_copy: the copy stream and its events
+  CopyFence fence_;                 // (after lane_: waits on its stream's copies first)
   uint64_t rng_start_ = 0;
   Tensor rng_start_dev_;            // GPU: the step's RNG position, each slice starts from it
 };

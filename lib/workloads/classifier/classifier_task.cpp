@@ -57,7 +57,7 @@ ClassifierTask::ClassifierTask(Context& ctx, Model& model, Optimizer& opt,
       train_(train),
       test_(test),
       o_(options),
-      trainer_(model, opt, options.cuda_graph),
+      trainer_(model, opt, options.cuda_graph, options.overlap_batch_copy),
       batches_(train, options.train, options.prefetch, "classifier task"),
       evaluator_(std::make_unique<Evaluator>(ctx, test, eval_options(options))) {
   PDNN_CHECK(o_.train.batch >= 1, "classifier task: batch %lld must be >= 1",

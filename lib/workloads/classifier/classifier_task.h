@@ -50,6 +50,7 @@ struct ClassifierTaskOptions {
   int prefetch = 0;           // training batches packed ahead (PrefetchLoader depth); 0: none
   EvalOptions eval;           // the test set's batches (confusion is set by per_class)
   bool cuda_graph = true;     // replay the step as a CUDA graph on the GPU
+  bool overlap_batch_copy = true;  // the batch's copy beside the step before (GPU)
   bool per_class = false;     // test_acc_<class> columns and confusion()
   bool resources = false;     // peak_rss_mb, peak_device_mb, loader_hidden_s, loader_exposed_s
 };

@@ -16,8 +16,9 @@
 
 namespace pdnn {
 
-ClassifierTrainer::ClassifierTrainer(Model& model, Optimizer& opt, bool cuda_graph)
-    : model_(model), opt_(opt), shell_({&opt}, "trainer", cuda_graph) {
+ClassifierTrainer::ClassifierTrainer(Model& model, Optimizer& opt, bool cuda_graph,
+                                     bool overlap_copy)
+    : model_(model), opt_(opt), shell_({&opt}, "trainer", cuda_graph, overlap_copy) {
   PDNN_CHECK(opt.updates(model.parameters()),
              "classifier trainer: the optimizer was not built over this model's parameters "
              "(make it from model.parameters())");

@@ -40,8 +40,9 @@ class ClassifierTrainer {
  public:
   // `opt` must have been built over model.parameters(); both must outlive the trainer.
   // cuda_graph: capture and replay the step on the GPU (ignored on the CPU, and while a
-  // profiler is attached, which times layers one by one).
-  ClassifierTrainer(Model& model, Optimizer& opt, bool cuda_graph = true);
+  // profiler is attached, which times layers one by one). overlap_copy: on the GPU, copy the
+  // batch from the host beside the step before (train/step_shell.h; off: serially).
+  ClassifierTrainer(Model& model, Optimizer& opt, bool cuda_graph = true, bool overlap_copy = true);
   ~ClassifierTrainer();
 
   // One step on a batch: x (N,...) float32 and labels (N) (or (N,H,W)) int32, on the host (pinned memory

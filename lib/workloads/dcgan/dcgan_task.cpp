@@ -36,7 +36,7 @@ DcganTask::DcganTask(Context& ctx, Model& g, Model& d, Optimizer& opt_g,
       trainer_(g, d, opt_g, opt_d, opt_.nz,
                opt_.images_per_epoch > 0 ? (opt_.images_per_epoch + opt_.batch - 1) / opt_.batch
                                          : (data.size() + opt_.batch - 1) / opt_.batch,
-               opt_.cuda_graph),
+               opt_.cuda_graph, opt_.overlap_batch_copy),
       x_(data.sample_shape().numel() > 0 ? Shape{opt_.batch, data.sample_shape()[0],
                                                  data.sample_shape()[1], data.sample_shape()[2]}
                                          : Shape{},

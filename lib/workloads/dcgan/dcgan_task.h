@@ -57,6 +57,7 @@ struct DcganTaskOptions {
   int64_t images_per_epoch = 2944;  // 0: the whole set
   int64_t nz = 100;
   bool cuda_graph = true;
+  bool overlap_batch_copy = true;  // the real batch's copy beside the iteration before (GPU)
   // Data-parallel: G's update under the next D step (gan_trainer.h's set_defer_g).
   GanTrainer::DeferG defer_g = GanTrainer::DeferG::kAuto;
   std::string model = "dcgan", dataset;  // the identifying columns of the iteration rows

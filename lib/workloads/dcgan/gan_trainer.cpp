@@ -11,9 +11,9 @@
 namespace pdnn {
 
 GanTrainer::GanTrainer(Model& g, Model& d, Optimizer& opt_g, Optimizer& opt_d,
-                       int64_t nz, int64_t history_rows, bool cuda_graph)
+                       int64_t nz, int64_t history_rows, bool cuda_graph, bool overlap_copy)
     : g_(g), d_(d), opt_g_(opt_g), opt_d_(opt_d), nz_(nz), history_rows_(history_rows),
-      shell_({&opt_d, &opt_g}, "dcgan trainer", cuda_graph) {
+      shell_({&opt_d, &opt_g}, "dcgan trainer", cuda_graph, overlap_copy) {
   PDNN_CHECK(nz >= 1 && history_rows >= 1, "GanTrainer: nz %lld and history rows %lld must be >= 1",
              static_cast<long long>(nz), static_cast<long long>(history_rows));
   PDNN_CHECK(g.device() == d.device(), "GanTrainer: G is on %s, D on %s",

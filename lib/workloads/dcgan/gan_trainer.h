@@ -85,9 +85,10 @@ class GanTrainer {
  public:
   // g: z (N,nz,1,1) -> image; d: image -> probability (N,1,1,1). opt_g / opt_d built over their
   // models' parameters; all must outlive the trainer, the models on the device they train on.
-  // history_rows: steps kept per reset for history() (the epoch's iterations).
+  // history_rows: steps kept per reset for history() (the epoch's iterations). overlap_copy: on
+  // the GPU, copy the real batch from the host beside the iteration before (train/step_shell.h).
   GanTrainer(Model& g, Model& d, Optimizer& opt_g, Optimizer& opt_d, int64_t nz,
-             int64_t history_rows, bool cuda_graph = true);
+             int64_t history_rows, bool cuda_graph = true, bool overlap_copy = true);
   ~GanTrainer();
 
   // One iteration on a batch of real images (N,C,H,W) float32: on the host (pinned memory

@@ -32,7 +32,7 @@ SegmentationTask::SegmentationTask(Context& ctx, Model& model, Optimizer& opt,
       train_(train),
       test_(test),
       o_(options),
-      trainer_(model, opt, options.cuda_graph),
+      trainer_(model, opt, options.cuda_graph, options.overlap_batch_copy),
       batches_(train, options.train, options.prefetch, "segmentation task") {
   PDNN_CHECK(o_.train.batch >= 1 && o_.prefetch >= 0 && o_.overlay_images >= 0,
              "segmentation task: batch %lld, prefetch %d, %d overlay images (need >= 1, >= 0, "

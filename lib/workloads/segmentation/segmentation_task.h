@@ -40,6 +40,7 @@ struct SegmentationTaskOptions {
   int prefetch = 1;           // training batches packed ahead (0: on the training thread)
   EvalOptions eval;           // the test split's batches (confusion: set by the task)
   bool cuda_graph = true;     // replay the step as a CUDA graph on the GPU
+  bool overlap_batch_copy = true;  // the batch's copy beside the step before (GPU)
   std::string overlay_dir;    // "": no overlays
   int overlay_images = 4;     // the first this many test images (fewer when it has fewer)
   Normalization norm;         // the images' normalisation, to draw them

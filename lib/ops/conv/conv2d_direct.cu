@@ -27,7 +27,8 @@
 //   tap], g = act'(y) dy (y copied beside dy and applied in shared memory, as in the implicit
 //   kernel). Block = BM output channels x BC input channels (x 9 taps); the reduction walks
 //   TH x TW patches of output pixels, split over blockIdx.z (each split writes its partial sums,
-//   added in split order afterwards: deterministic). A stage holds gs[BM][TH*TW] and the input
+//   added in split order afterwards: deterministic); the splits fill whole waves of the blocks
+//   resident on the multiprocessors, at most four blocks each (bww_plan). A stage holds gs[BM][TH*TW] and the input
 //   patch with its halo xs[BC][TH+2][TW+2] (BF16: pixel-major, below).
 //   - fp32: thread computes 8 output channels x 1 input channel x 9 taps (72 sums); per row of
 //     the patch and 4 pixels: 8 float4 of g (the same for the whole warp: broadcast) and 3 x 6
@@ -1124,15 +1125,21 @@ int sm_count() {
 struct BwwPlan {
   int bm, tiles_x, tiles_y, tiles, splits, per_split;
 };
-BwwPlan bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile) {
+// resident: blocks of the kernel that fit on a multiprocessor at once (its registers and shared
+// memory); 0: unknown, the bound the workspace is sized by (bww_part_floats).
+BwwPlan bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile, int resident) {
   BwwPlan p{};
   p.bm = tile == DirectTile::M32 ? 32 : 64;
   p.tiles_x = static_cast<int>((g.ow + 15) / 16);
   p.tiles_y = static_cast<int>((g.oh + 7) / 8);
   p.tiles = static_cast<int>(n) * p.tiles_x * p.tiles_y;
   const int64_t blocks = ((k + p.bm - 1) / p.bm) * ((g.c + 31) / 32);
-  // about four blocks a multiprocessor, at least 8 patches a split
-  const int64_t want = std::max<int64_t>(1, 4 * sm_count() / blocks);
+  // At most four blocks a multiprocessor, in whole waves of the resident blocks, at least 8
+  // patches a split. Every block does the same work, so a last wave partly full costs a whole
+  // one: with three resident (Bww32 in bf16, 48 KB) four a multiprocessor ran as 1.33 waves,
+  // two rounds of 48 patches where one round of 64 does (W4 conv2 on an H200: 0.67 ms).
+  const int per_sm = resident <= 0 ? 4 : std::min(4, resident * std::max(1, 4 / resident));
+  const int64_t want = std::max<int64_t>(1, per_sm * sm_count() / blocks);
   const int64_t splits = std::max<int64_t>(1, std::min<int64_t>(want, p.tiles / 8));
   p.per_split = static_cast<int>((p.tiles + splits - 1) / splits);
   p.splits = (p.tiles + p.per_split - 1) / p.per_split;
@@ -1148,6 +1155,28 @@ void launch_bww_one(const BwwArgsOf<typename P::Data>& a, int splits, CudaExec e
                   static_cast<unsigned>((a.k + T::BM - 1) / T::BM), static_cast<unsigned>(splits));
   direct_bww<T, P, MASK><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 backward-weights");
+}
+
+template <class T, class P, bool MASK>
+int bww_resident_one() {
+  static const int r = [] {  // a property of the kernel and the device: asked once
+    const size_t smem = T::template smem_bytes<P>(MASK);
+    ensure_smem(direct_bww<T, P, MASK>, smem);
+    int b = 0;
+    PDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, direct_bww<T, P, MASK>,
+                                                                  T::THREADS, smem));
+    return std::max(b, 1);
+  }();
+  return r;
+}
+
+template <class T, class E>
+int bww_resident(bool mask, CudaExec e) {
+  int r = 1;
+  with_precision_of<E>(e, [&](auto p) {
+    r = mask ? bww_resident_one<T, decltype(p), true>() : bww_resident_one<T, decltype(p), false>();
+  });
+  return r;
 }
 
 template <class T, class E>
@@ -1247,7 +1276,10 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
   if (tile == DirectTile::M128) tile = DirectTile::M64;  // the widest weight tile
   ConvGeom gb = g;  // the plan's: the output pixels, cx channels
   gb.c = cx;
-  const BwwPlan p = bww_plan(gb, n, k, tile);
+  const bool mask = c.act.kind != FusedAct::None;
+  const int resident = tile == DirectTile::M64 ? bww_resident<Bww64K<KS>, E>(mask, e)
+                                               : bww_resident<Bww32K<KS>, E>(mask, e);
+  const BwwPlan p = bww_plan(gb, n, k, tile, resident);
   BwwArgsOf<E> a{};
   a.n = static_cast<int>(n);
   a.c = static_cast<int>(cx);
@@ -1273,7 +1305,6 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
   a.part = ws;
   const int64_t N = cx * KS * KS;
   a.bias_part = c.db ? ws + static_cast<int64_t>(p.splits) * k * N : nullptr;
-  const bool mask = c.act.kind != FusedAct::None;
   if (tile == DirectTile::M64) launch_bww<Bww64K<KS>>(a, p.splits, mask, e);
   else launch_bww<Bww32K<KS>>(a, p.splits, mask, e);
   sum_splits(p.splits, static_cast<int>(k), static_cast<int>(N), ws, a.bias_part, c.dw, c.db, e,
@@ -1285,8 +1316,8 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
 size_t bww_part_floats(const ConvGeom& g, int64_t cx, int64_t n, int64_t k, int64_t kk) {
   ConvGeom gb = g;
   gb.c = cx;
-  const int s = std::max(bww_plan(gb, n, k, DirectTile::M64).splits,
-                         bww_plan(gb, n, k, DirectTile::M32).splits);
+  const int s = std::max(bww_plan(gb, n, k, DirectTile::M64, 0).splits,
+                         bww_plan(gb, n, k, DirectTile::M32, 0).splits);
   return static_cast<size_t>(conv3x3::round_up(s * k * (cx * kk + 1), 64));
 }
 

@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bf16_testing.h"
@@ -396,6 +398,114 @@ TEST(Bf16Gpu, MaxPoolForwardAndBackwardByTheArgmaxRule) {
       // the product in fp32 rounded once: the reference rounds as the kernel
       pt::expect_within(pt::widened(dx, ctx), r, 0.0, {}, "dx through LeakyReLU");
     }
+  }
+}
+
+// The 2x2 stride-2 pooling kernels (4 outputs a thread, vector accesses; maxpool2d.cu) against
+// the general ones on the same data, in fp32 and bf16: every output, argmax byte, mask float and
+// dx element bit for bit (NaN as NaN). A tensor one element off its 16-byte alignment takes
+// the general kernel (x in forward, dx in backward), so both run on the same shape; the data has
+// ties in most windows and NaNs in some.
+template <class E>
+void expect_2x2_kernels_equal_general_ones(Context& ctx) {
+  const CudaExec e = ctx.cuda_exec();
+  const int64_t n = 2, c = 3, h = 12, w = 16, oh = 6, ow = 8;
+  const Pool2d g{n * c, h, w, oh, ow, 2, 2};
+  const int64_t in = g.planes * h * w, out = g.planes * oh * ow;
+  constexpr DType dt = std::is_same_v<E, bf16> ? DType::BF16 : DType::F32;
+  Rng rng(41);
+  // x at offset 0 (aligned) and 1 (not) of one buffer; dy, y (the pool's, for the activation)
+  Tensor xf(Shape{in + 8});
+  for (int64_t i = 0; i < xf.numel(); ++i)
+    xf[i] = i % 37 == 5 ? std::numeric_limits<float>::quiet_NaN()
+                        : std::round(static_cast<float>(Rng::to_unit(rng.next()) * 8.0 - 4.0)) / 2.f;
+  Tensor xs(Shape{in + 8});
+  for (int64_t i = 0; i + 1 < xs.numel(); ++i) xs[i + 1] = xf[i];
+  const Tensor dyf = pt::bf16_rounded(pt::random_tensor(Shape{out}, rng));
+  const auto dev = [&](const Tensor& f) {
+    return dt == DType::BF16 ? pt::to_bf16(f, Device::CUDA, ctx) : f.to(Device::CUDA, ctx);
+  };
+  const Tensor x = dev(xf), x_off = dev(xs), dy = dev(dyf);
+  const E* xa = x.data<E>();
+  const E* xb = x_off.data<E>() + 1;
+  const auto host_bytes = [&](const Tensor& t) {
+    const Tensor hcpy = t.to(Device::CPU, ctx);
+    const uint8_t* b = hcpy.data<uint8_t>();
+    return std::vector<uint8_t>(b, b + hcpy.nbytes());
+  };
+  const auto expect_same = [&](const Tensor& a, const Tensor& b, const char* what) {
+    if (a.dtype() == DType::U8) {
+      ASSERT_EQ(host_bytes(a), host_bytes(b)) << what;
+      return;
+    }
+    const Tensor fa = a.dtype() == DType::BF16 ? pt::widened(a, ctx) : a.to(Device::CPU, ctx);
+    const Tensor fb = b.dtype() == DType::BF16 ? pt::widened(b, ctx) : b.to(Device::CPU, ctx);
+    ASSERT_EQ(fa.numel(), fb.numel()) << what;
+    for (int64_t i = 0; i < fa.numel(); ++i) {
+      if (std::isnan(fa[i]) && std::isnan(fb[i])) continue;
+      uint32_t ba, bb;
+      std::memcpy(&ba, &fa.data()[i], 4);
+      std::memcpy(&bb, &fb.data()[i], 4);
+      ASSERT_EQ(ba, bb) << what << " at " << i << ": " << fa[i] << " vs " << fb[i];
+    }
+  };
+  const auto fresh = [&](int64_t len, DType t) { return Tensor::empty(Shape{len}, t, Device::CUDA, ctx); };
+  // forward, with and without the argmax, and with the fused dropout
+  Tensor y2 = fresh(out, dt), yg = fresh(out, dt), a2 = fresh(out, DType::U8), ag = fresh(out, DType::U8);
+  cuda::maxpool2d_forward(g, xa, y2.data<E>(), a2.data<uint8_t>(), e);
+  cuda::maxpool2d_forward(g, xb, yg.data<E>(), ag.data<uint8_t>(), e);
+  expect_same(y2, yg, "y");
+  expect_same(a2, ag, "argmax");
+  Tensor y2n = fresh(out, dt);
+  cuda::maxpool2d_forward(g, xa, y2n.data<E>(), static_cast<uint8_t*>(nullptr), e);
+  expect_same(y2n, yg, "y without the argmax");
+  Tensor& counter = ctx.device_rng_counter();
+  Tensor yd2 = fresh(out, dt), ydg = fresh(out, dt), m2 = fresh(out, DType::F32), mg = fresh(out, DType::F32);
+  Tensor ad2 = fresh(out, DType::U8), adg = fresh(out, DType::U8);
+  cuda::maxpool2d_dropout_forward(g, 0.4f, 99, counter.data<int64_t>(), 3, xa, yd2.data<E>(),
+                                  ad2.data<uint8_t>(), m2.data(), e);
+  cuda::maxpool2d_dropout_forward(g, 0.4f, 99, counter.data<int64_t>(), 3, xb, ydg.data<E>(),
+                                  adg.data<uint8_t>(), mg.data(), e);
+  expect_same(yd2, ydg, "y with dropout");
+  expect_same(m2, mg, "dropout mask");
+  expect_same(ad2, adg, "argmax with dropout");
+  // backward: dx one element off its alignment takes the general kernel
+  const Act leaky{FusedAct::LeakyReLU, 0.1f}, none{};
+  for (const bool recorded : {true, false})
+    for (const bool through_act : {false, true}) {
+      SCOPED_TRACE(std::string(recorded ? "recorded argmax" : "argmax from x") +
+                   (through_act ? ", through LeakyReLU" : ""));
+      Tensor d2 = fresh(in, dt), dgb = fresh(in + 8, dt);
+      const E* yp = through_act ? y2.data<E>() : nullptr;
+      const uint8_t* ap = recorded ? a2.data<uint8_t>() : nullptr;
+      cuda::maxpool2d_backward(g, recorded ? nullptr : xa, dy.data<E>(), ap, yp,
+                               through_act ? leaky : none, d2.data<E>(), e);
+      cuda::maxpool2d_backward(g, recorded ? nullptr : xa, dy.data<E>(), ap, yp,
+                               through_act ? leaky : none, dgb.data<E>() + 1, e);
+      expect_same(d2, dgb.slice(1, Shape{in}), "dx");
+      Tensor dm2 = fresh(in, dt), dmg = fresh(in + 8, dt);
+      cuda::maxpool2d_dropout_backward(g, recorded ? nullptr : xa, dy.data<E>(),
+                                       recorded ? ad2.data<uint8_t>() : nullptr, m2.data(),
+                                       through_act ? yd2.data<E>() : nullptr,
+                                       through_act ? leaky : none, dm2.data<E>(), e);
+      cuda::maxpool2d_dropout_backward(g, recorded ? nullptr : xa, dy.data<E>(),
+                                       recorded ? ad2.data<uint8_t>() : nullptr, m2.data(),
+                                       through_act ? yd2.data<E>() : nullptr,
+                                       through_act ? leaky : none, dmg.data<E>() + 1, e);
+      expect_same(dm2, dmg.slice(1, Shape{in}), "dx with dropout");
+    }
+}
+
+TEST(Bf16Gpu, MaxPool2x2KernelsEqualTheGeneralOnesBitForBit) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 1, Device::CUDA);
+  {
+    SCOPED_TRACE("fp32");
+    expect_2x2_kernels_equal_general_ones<float>(ctx);
+  }
+  {
+    SCOPED_TRACE("bf16");
+    expect_2x2_kernels_equal_general_ones<bf16>(ctx);
   }
 }
 

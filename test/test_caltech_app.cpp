@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -455,6 +456,87 @@ TEST_F(CaltechApp, TorchReferenceFollowsTheRun) {
       EXPECT_NEAR(b, a, gamma * a) << rows[0][c] << " of epoch " << p[7];
     }
   }
+}
+
+// The twin's --precision bf16 is torch.autocast("cuda"): on the CPU it is refused in one line,
+// before the photos are read.
+TEST_F(CaltechApp, TorchReferenceRefusesBf16OnTheCpu) {
+  const testing::CommandResult r =
+      run_command("/usr/bin/python3 " + std::string(PDNN_SOURCE_DIR) +
+                  "/scripts/twins/torch_reference.py caltech --data " + data_ +
+                  " --precision bf16 --out " + dir_ + "/r.csv");
+  if (r.output.find("torch_reference: no torch for") == 0)  // its own line without torch
+    GTEST_SKIP() << r.output;
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output, "torch_reference: --precision bf16: the CPU runs fp32, as pdnn's (tf32 and "
+                      "bf16 are for --device cuda: bf16 is torch.autocast(\"cuda\"), which "
+                      "needs a GPU)\n");
+  EXPECT_FALSE(exists(dir_ + "/r.csv"));
+}
+
+// scripts/report/accuracy_summary.py on W4-like runs of two precisions (issue 32): grouped by
+// framework and the precision the file name carries, with pdnn bf16 - pdnn fp32 and pdnn bf16 -
+// PyTorch bf16 in points, of the means and paired over the seeds, against the 1-point target;
+// a twin's file whose name and gpu column disagree on the precision, and a seed in two folders,
+// are refused.
+TEST_F(CaltechApp, AccuracySummaryComparesBf16WithFp32AndPyTorch) {
+  const std::string acc = dir_ + "/accuracy", old = dir_ + "/old";
+  ASSERT_EQ(std::system(("mkdir -p '" + acc + "' '" + old + "'").c_str()), 0);
+  auto write = [](const std::string& path, const std::string& app, const std::string& gpu,
+                  double final_acc) {
+    std::ofstream f(path);
+    f << "app,model,dataset,device,gpu,batch,epoch,test_acc,seconds\n"
+      << app << ",caltech9,photos,cuda,\"" << gpu << "\",64,1,0.5,0.5\n"
+      << app << ",caltech9,photos,cuda,\"" << gpu << "\",64,2," << final_acc << ",0.5\n";
+  };
+  const std::string bf16 = "H100, cc 9.0 | bf16, autocast bfloat16 + channels_last";
+  write(old + "/pdnn-cuda_caltech9_s1.csv", "pdnn", "H100", 0.900);
+  write(old + "/pdnn-cuda_caltech9_s2.csv", "pdnn", "H100", 0.920);
+  write(acc + "/pdnn-cuda-bf16_caltech9_s1.csv", "pdnn", "H100", 0.890);
+  write(acc + "/pdnn-cuda-bf16_caltech9_s2.csv", "pdnn", "H100", 0.900);
+  write(acc + "/torch-cuda-bf16_caltech9_s1.csv", "torch", bf16, 0.890);
+  write(acc + "/torch-cuda-bf16_caltech9_s2.csv", "torch", bf16, 0.894);
+  const std::string summary = "/usr/bin/python3 " + std::string(PDNN_SOURCE_DIR) +
+                              "/scripts/report/accuracy_summary.py " + acc + " " + old;
+  testing::CommandResult r = run_command(summary);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("caltech9 on photos, 2 epochs, cuda: pdnn bf16 - pdnn fp32: -1.50 "
+                          "points (means 89.50 +- 0.71 over seeds 1 2, 91.00 +- 1.41 over 1 2); "
+                          "paired over seeds 1 2: -1.50 +- 0.71 (-1.00 -2.00); target "
+                          "|difference| <= 1: missed"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("caltech9 on photos, 2 epochs, cuda: pdnn bf16 - PyTorch bf16: +0.30 "
+                          "points (means 89.50 +- 0.71 over seeds 1 2, 89.20 +- 0.28 over 1 2); "
+                          "paired over seeds 1 2: +0.30 +- 0.42 (+0.00 +0.60); target "
+                          "|difference| <= 1: met"),
+            std::string::npos)
+      << r.output;
+  const auto rows = read_csv(acc + "/summary.csv");  // into the first folder
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0][6], "precision");
+  EXPECT_EQ(rows[1][4] + " " + rows[1][6] + " " + rows[1][8], "pdnn bf16 89.50");
+  EXPECT_EQ(rows[1][11], "bf16-fp32 -1.50");
+  EXPECT_EQ(rows[2][4] + " " + rows[2][6] + " " + rows[2][8], "pdnn fp32 91.00");
+  EXPECT_EQ(rows[3][4] + " " + rows[3][6] + " " + rows[3][8], "torch bf16 89.20");
+  EXPECT_EQ(rows[3][11], "pdnn-torch +0.30");
+  // A bf16 twin run under an fp32 name, and pdnn fp32's seed 1 in both folders.
+  write(acc + "/torch-cuda_caltech9_s3.csv", "torch", bf16, 0.9);
+  r = run_command(summary);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("torch-cuda_caltech9_s3.csv: its name says fp32, its gpu column bf16: "
+                          "rename the file (<app>-<device>-bf16_...)"),
+            std::string::npos)
+      << r.output;
+  std::remove((acc + "/torch-cuda_caltech9_s3.csv").c_str());
+  write(acc + "/pdnn-cuda_caltech9_s1.csv", "pdnn", "H100", 0.9);
+  r = run_command(summary);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("accuracy_summary: pdnn cuda fp32 seed 1 twice: " + acc +
+                          "/pdnn-cuda_caltech9_s1.csv and " + old +
+                          "/pdnn-cuda_caltech9_s1.csv (summarise one of them)"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -402,7 +402,27 @@ TEST_F(DcganApp, DcganQualityOnPhotosTabulatesBothFrameworksOverSeeds) {
   EXPECT_EQ(t.back()[1], "real-test");
   for (const char* s : {"1", "2"})
     EXPECT_TRUE(exists(o + "/progression_discs_s" + std::string(s) + ".png")) << s;
+  EXPECT_TRUE(exists(o + "/curves_discs.png")) << r.output;  // the training curves over seeds
   EXPECT_EQ(run("ls " + o + " | grep -c '\\.idx'").output, "0\n");  // samples deleted
+}
+
+// PRECISION (issue 32) is pdnn's: the twin's dcgan mode has no bf16, and the CPU runs fp32;
+// both are refused in one line before anything runs or is written.
+TEST_F(DcganApp, DcganQualityRefusesBf16ForTheTwinAndOnTheCpu) {
+  const std::string o = dir_ + "/quality";
+  const std::string env = "BIN=" + std::string(PDNN_BIN_DIR) + " OUT=" + o + " DATA=" + data_ +
+                          " PRECISION=bf16 ";
+  const std::string script = " " PDNN_SOURCE_DIR "/scripts/study/dcgan_quality_photos.sh";
+  Result r = run(env + "DEVICE=cuda PARTS='pdnn torch'" + script);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output, "dcgan_quality: PRECISION=bf16: the PyTorch twin's dcgan mode has no bf16: "
+                      "PARTS without torch (pdnn's bf16 is summarised beside pdnn's and "
+                      "PyTorch's fp32 scores through QUALITY)\n");
+  r = run(env + "DEVICE=cpu PARTS=pdnn" + script);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output, "dcgan_quality: PRECISION=bf16: the CPU runs fp32 (bf16 and tf32 are for "
+                      "DEVICE=cuda)\n");
+  EXPECT_FALSE(exists(o));
 }
 
 // The table's verdict on pdnn's FID analogue against PyTorch's speaks only of a run as long as
@@ -442,6 +462,46 @@ TEST_F(DcganApp, QualitySummaryGivesAVerdictOnlyForTheStudysLength) {
   EXPECT_NE(r.output.find("(target <= 1.10: missed; 1 seed(s) of the study's 3)"),
             std::string::npos)
       << r.output;
+}
+
+// pdnn's bf16 runs (sets pdnn-bf16-s<seed>-e<epoch>) are tabulated beside its fp32 ones and
+// PyTorch's: their mean FID analogue over pdnn fp32's per epoch (issue 32: within 10%), with
+// the verdict at the study's length; no pdnn/PyTorch ratio without PyTorch's bf16.
+TEST_F(DcganApp, QualitySummaryComparesPdnnBf16WithItsFp32) {
+  const std::string q = dir_ + "/q.csv", out = dir_ + "/summary.csv";
+  std::ofstream f(q);
+  f << "app,set,file,dataset,classifier,images,accuracy,class_entropy,mean_confidence,"
+       "inception_score,fid,min_class_fraction,class_fractions,git_rev,host,timestamp\n";
+  const double fid[3][3] = {{20, 22, 24}, {21, 24, 24}, {40, 40, 40}};  // pdnn, pdnn-bf16, torch
+  const char* sets[3] = {"pdnn", "pdnn-bf16", "torch"};
+  for (int k = 0; k < 3; ++k)
+    for (int s = 1; s <= 3; ++s)
+      f << "gan_score," << sets[k] << "-s" << s << "-e300,x,photos,j,500,,0.5,0.5,1.5,"
+        << fid[k][s - 1] << ",,,r,h,t\n";
+  f.close();
+  const Result r = run("/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/report/dcgan_quality_summary.py " +
+                       q + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("epoch 300: pdnn's FID analogue is 0.550x PyTorch's (target <= 1.10: "
+                          "met)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("epoch 300: pdnn-bf16's FID analogue is 1.045x pdnn fp32's (target <= "
+                          "1.10: met)"),
+            std::string::npos)
+      << r.output;
+  const auto t = csv_rows(out);
+  ASSERT_EQ(t.size(), 4u) << slurp(out);
+  EXPECT_EQ(t[0][14], "fid_ratio_pdnn_torch");
+  EXPECT_EQ(t[0][15], "fid_ratio_to_fp32");
+  EXPECT_EQ(t[1][1], "pdnn");
+  EXPECT_EQ(t[1][14], "0.5500");
+  EXPECT_EQ(t[1][15], "");
+  EXPECT_EQ(t[2][1], "pdnn-bf16");
+  EXPECT_EQ(t[2][3], "1 2 3");
+  EXPECT_EQ(t[2][14], "");  // no PyTorch bf16 to compare with
+  EXPECT_EQ(t[2][15], "1.0455");  // 23 / 22
+  EXPECT_EQ(t[3][1], "torch");
 }
 
 // The photo judge end to end: trained by the caltech101 app (--model photo64, the DCGAN's

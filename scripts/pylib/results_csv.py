@@ -3,7 +3,8 @@
 rewriting the whole file under a temporary name in the same folder and renaming it (a crash
 never leaves a half-written file), after checking that an existing file has the same header.
 
-As a module: write_rows(path, header, rows, append=True), git_rev(), utc_now().
+As a module: write_rows(path, header, rows, append=True), git_rev(), utc_now(),
+file_precision(path).
 As a command (for shell scripts): results_csv.py append FILE HEADER < rows
   HEADER is the comma-separated header; standard input holds the rows, one per line, already
   comma-separated.
@@ -57,6 +58,19 @@ def write_rows(path, header, rows, append=True):
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+# The arithmetic of a GPU run, as pdnn's --precision and the twins' --precision name it.
+PRECISIONS = ("fp32", "tf32", "bf16")
+
+
+def file_precision(path):
+    """The precision a run file's name carries: the last '-' part of the name's first '_' part
+    (<app>-<device>-<precision>_..., e.g. pdnn-cuda-bf16_caltech9_s1.csv, as the GPU runners
+    name them), "fp32" when it is none of PRECISIONS (pdnn-cuda_caltech9_s1.csv): pdnn's epoch
+    rows have no precision column, so the name says it."""
+    head = os.path.basename(path).split("_", 1)[0].split("-")[-1]
+    return head if head in PRECISIONS else "fp32"
 
 
 def git_rev():

@@ -36,6 +36,17 @@ def grids(folder):
     return out
 
 
+def write_png(fig, path, dpi):
+    """fig laid out and written to path atomically (a temporary name, then renamed), closed."""
+    fig.tight_layout()
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=dpi)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", action="append", required=True, metavar="LABEL=FOLDER",
@@ -89,14 +100,7 @@ def main():
     if a.title:
         # Wrapped to the figure's width (about 30 characters per column at this size).
         fig.suptitle(textwrap.fill(a.title, max(30, 30 * cols)), fontsize=10)
-    fig.tight_layout()
-    out_dir = os.path.dirname(a.out)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    tmp = a.out + ".tmp.png"
-    fig.savefig(tmp, dpi=150)
-    plt.close(fig)
-    os.replace(tmp, a.out)
+    write_png(fig, a.out, 150)
     print("dcgan_progression: wrote %s (%s)" % (a.out, "; ".join(
         "%s epochs %s" % (label, ",".join(str(e) for e, _ in shown)) for label, shown in rows)))
 

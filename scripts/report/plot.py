@@ -16,7 +16,8 @@ Finds every *.csv under --results and recognises it by its columns:
   W6 drift       (steps, max_abs_dx, max_abs_x_ref, ...) -> <name>.png: relative distance to the
                  float64 CPU run against T
   accuracy runs  (a folder named accuracy/ of training-run CSVs, one per framework and seed)
-                 -> accuracy_<model>_<dataset>.png: test accuracy per epoch, pdnn vs PyTorch
+                 -> accuracy_<model>_<dataset>.png: test accuracy per epoch, pdnn vs PyTorch,
+                 each precision its own series (<app>-<device>-<precision>_... file names)
   GAN iterations (iteration, d_loss, g_loss, ...)       -> <name>_losses.png: G and D loss per
                  iteration (the DCGAN paper's figure 2), one line per run (pdnn, PyTorch)
   GAN epochs     (epoch, train_d_loss, train_g_loss, ...) -> <name>_gan.png: losses, D(x), D(G(z))
@@ -39,6 +40,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from results_csv import file_precision  # noqa: E402
 
 DPI = 120
 
@@ -700,25 +704,28 @@ KINDS = [
 
 
 def plot_accuracy(runs, out_dir):
-    """runs: [(app, rows)] from an accuracy/ folder. One figure per (model, dataset): test
-    accuracy (a segmentation's: mean Dice) and loss per epoch, a thin line per seed and a thick
-    one for the mean, per app."""
+    """runs: [(app, precision, rows)] from an accuracy/ folder (the precision from the file's
+    name: results_csv.file_precision). One figure per (model, dataset): test accuracy (a
+    segmentation's: mean Dice) and loss per epoch, a thin line per seed and a thick one for the
+    mean, per app, device and precision."""
     groups = OrderedDict()
-    for app, rows in runs:
+    for app, prec, rows in runs:
         if not rows:
             continue
         key = (rows[0].get("model", "?"), rows[0].get("dataset", "?"), rows[0].get("batch", "?"))
-        series = (app, rows[0].get("device", "?"))  # pdnn on the CPU and on the GPU apart
+        series = (app, rows[0].get("device", "?"), prec)  # pdnn on the CPU and GPU apart
         groups.setdefault(key, OrderedDict()).setdefault(series, []).append(rows)
     made = []
-    colors = {("pdnn", "cpu"): "C0", ("pdnn", "cuda"): "C2", ("torch", "cpu"): "C3",
-              ("torch", "cuda"): "C1"}
+    colors = {("pdnn", "cpu", "fp32"): "C0", ("pdnn", "cuda", "fp32"): "C2",
+              ("torch", "cpu", "fp32"): "C3", ("torch", "cuda", "fp32"): "C1",
+              ("pdnn", "cuda", "bf16"): "C4", ("torch", "cuda", "bf16"): "C5",
+              ("pdnn", "cuda", "tf32"): "C6", ("torch", "cuda", "tf32"): "C7"}
     for (model, dataset, batch), apps in groups.items():
         fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(11, 4.2))
         score = "test_acc" if "test_acc" in next(iter(apps.values()))[0][0] else "test_mean_dice"
-        for (app, device), seeds in sorted(apps.items()):
-            color = colors.get((app, device), "C4")
-            devices = [device]
+        for (app, device, prec), seeds in sorted(apps.items()):
+            color = colors.get((app, device, prec), "C8")
+            where = device if prec == "fp32" else f"{device}, {prec}"
             n_ep = min(len(rows) for rows in seeds)
             for col, ax, scale in ((score, ax_acc, 100.0), ("test_loss", ax_loss, 1.0)):
                 for rows in seeds:
@@ -728,8 +735,7 @@ def plot_accuracy(runs, out_dir):
                         for e in range(n_ep)]
                 ax.plot(range(1, n_ep + 1), mean, "-o", ms=3, lw=2, color=color,
                         label="%s (%s), mean of %d seeds; final %.2f" % (
-                            "PyTorch" if app == "torch" else app, "/".join(devices), len(seeds),
-                            mean[-1]))
+                            "PyTorch" if app == "torch" else app, where, len(seeds), mean[-1]))
         what = "accuracy" if score == "test_acc" else "mean Dice"
         ax_acc.set(title=f"Test {what} per epoch", xlabel="epoch", ylabel=f"test {what} (%)")
         ax_loss.set(title="Test loss per epoch", xlabel="epoch", ylabel="cross-entropy loss")
@@ -765,7 +771,7 @@ def main():
             for f in sorted(files):
                 rows = read_csv(os.path.join(root, f)) if f.endswith(".csv") else []
                 if rows and ("test_acc" in rows[0] or "test_mean_dice" in rows[0]):
-                    runs.append((rows[0].get("app", "?"), rows))
+                    runs.append((rows[0].get("app", "?"), file_precision(f), rows))
             made += plot_accuracy(runs, args.out)
             continue
         for f in sorted(files):

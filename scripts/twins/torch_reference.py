@@ -11,7 +11,8 @@ One mode per experiment; each takes the flags of the pdnn app it mirrors:
   torch_reference.py caltech [--data DIR] [--classes a,b,...] [--size S] [--batch B]
                            [--images-per-epoch N] [--epochs N] [--lr X] [--augment on|off]
                            [--split-seed S] [--threads T] [--seed S] [--device cpu|cuda]
-                           [--out CSV] [--steps N] [--init-checkpoint F] [--compare-checkpoint F]
+                           [--precision fp32|tf32|bf16] [--out CSV] [--steps N]
+                           [--init-checkpoint F] [--compare-checkpoint F]
   torch_reference.py dcgan [--dataset fashion-mnist|mnist|caltech] [--data DIR] [--epochs N]
                            [--batch B] [--images-per-epoch N] [--threads T] [--seed S]
                            [--device cpu|cuda] [--tf32] [--out CSV] [--iterations-out CSV]
@@ -44,6 +45,12 @@ OpenCV in pdnn and by OpenCV or PIL here, and resampled in another rounding orde
     x, y, angle, brightness, contrast) turned into pdnn's affine map from output pixels to
     the cache, sampled bilinearly with edges clamped (grid_sample, border padding), then
     brightness, contrast about the mean grey, normalisation; the test split without it.
+  On a GPU, --precision fp32 (the default) turns TF32 off as pdnn's fp32 (before the flag the
+  twin ran PyTorch's default, cuDNN convolutions in TF32); bf16 is what a PyTorch user runs on
+  an H100 (issue 32): torch.autocast("cuda", bfloat16) around forward and loss (training and
+  test), the model and its inputs in channels_last, fp32 weights and AdaGrad state, cuDNN's TF32
+  on for what autocast leaves in fp32 (torch_gpu_bench.set_precision). The header says the
+  precision, and a GPU row's gpu column ends in "| <precision>". The CPU runs fp32 only.
 --init-checkpoint compares the regenerated initial weights with a pdnn checkpoint written by
 `build/bin/mnist --save-init F`; --compare-checkpoint compares the final weights with pdnn's
 (F from `build/bin/mnist --checkpoint F`), so a run can be checked against pdnn's in one line.
@@ -62,6 +69,7 @@ cuDNN's autotuner. The photos' CSV rows end with skipped_files, as pdnn's do.
 """
 import argparse
 import concurrent.futures
+import contextlib
 import gzip
 import io
 import math
@@ -76,6 +84,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import pdnn_rng  # noqa: E402
+import torch_gpu_bench  # noqa: E402
 from results_csv import HeaderMismatch, git_rev, utc_now, write_rows  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -110,6 +119,32 @@ def torch_setup(args):
     if dev.type == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_reference: --device cuda, but torch sees no GPU")
     return torch, torch.get_num_threads(), dev
+
+
+def set_gpu_precision(torch, dev, precision):
+    """--precision: on a GPU, fp32 (TF32 off, pdnn's default), tf32, or bf16 (autocast: what
+    an H100 user runs), by torch_gpu_bench.set_precision's switches (cuDNN's autotuner on); on
+    the CPU fp32 alone, as pdnn's (bf16 is torch.autocast("cuda"), which needs a GPU)."""
+    if dev.type == "cuda":
+        torch_gpu_bench.set_precision(torch, precision)
+    elif precision != "fp32":
+        sys.exit(f"torch_reference: --precision {precision}: the CPU runs fp32, as pdnn's "
+                 f"(tf32 and bf16 are for --device cuda: bf16 is torch.autocast(\"cuda\"), "
+                 f"which needs a GPU)")
+
+
+def autocast(torch, bf16):
+    """bf16 autocast on the GPU, else nothing (torch 1.13's autocast asks for a GPU even when
+    disabled)."""
+    return torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+
+
+def precision_text(dev, precision):
+    """The precision as the run header and a GPU row's gpu column say it ("" on the CPU)."""
+    if dev.type != "cuda":
+        return ""
+    return {"fp32": "fp32, TF32 off", "tf32": "tf32",
+            "bf16": "bf16, autocast bfloat16 + channels_last"}[precision]
 
 
 # ---- shared: data, results, pdnn checkpoints ------------------------------------------------
@@ -769,6 +804,7 @@ def column_safe(name):
 
 def mode_caltech(args):
     torch, threads, dev = torch_setup(args)
+    set_gpu_precision(torch, dev, args.precision)
     if args.size % 8:
         sys.exit(f"torch_reference: --size {args.size}: must be a multiple of 8")
     if args.steps:
@@ -795,7 +831,11 @@ def mode_caltech(args):
     model = caltech_model(torch, args.size, len(d["classes"]), rng)
     if not args.steps:
         pdnn_init(torch, model, rng)
-    model.to(dev)
+    # bf16 as a PyTorch user runs it: autocast around forward and loss, the model and its
+    # inputs in channels_last; the weights and AdaGrad's sums stay fp32.
+    bf16 = args.precision == "bf16"
+    fmt = torch.channels_last if bf16 else torch.contiguous_format
+    model.to(dev, memory_format=fmt)
     if args.init_checkpoint:
         worst = compare_with_checkpoint(torch, model, args.init_checkpoint, "initial weights")
         if worst != 0.0:
@@ -807,12 +847,17 @@ def mode_caltech(args):
     cache = torch.from_numpy(d["cache"]).to(dev)
     labels = torch.from_numpy(d["labels"]).to(dev)
     side, out_px, batch = d["side"], args.size, args.batch
+    # A GPU row's gpu column ends in "| <precision>" (pdnn's rows have no precision column:
+    # accuracy_summary.py reads it from the file name and checks it against this).
+    gpu = gpu_name(torch, dev) + (f" | {precision_text(dev, args.precision)}" if dev.type == "cuda"
+                                  else "")
     print(f"torch caltech101: model caltech9, dataset {d['name']} ({d['folder']}: {n_train:,} "
           f"train / {len(d['test']):,} test, {len(d['classes'])} classes, {out_px}x{out_px}), "
           f"batch {batch}, {per_epoch} images/epoch, {opt_name} lr {opt.defaults['lr']:g}, "
           f"augmentation "
           f"{args.augment}, {threads} threads, seed {args.seed}, torch {torch.__version__}, "
-          f"device {dev}", flush=True)
+          f"device {dev}" + (f" ({precision_text(dev, args.precision)})" if gpu else ""),
+          flush=True)
     out = args.out or os.path.join(ROOT, "runs", "caltech101", f"caltech9_{d['name']}.csv")
     rev, host = git_rev(), socket.gethostname()
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -821,7 +866,13 @@ def mode_caltech(args):
         rows = torch.from_numpy(d[split][idx]).to(dev)
         prm = affine_params(keys if keys is not None else [None] * len(idx),
                             keys is not None and augment, side, out_px)
-        return render(torch, cache[rows], prm, side, out_px, d["mean"], d["std"]), labels[rows]
+        x = render(torch, cache[rows], prm, side, out_px, d["mean"], d["std"])
+        return x.contiguous(memory_format=fmt), labels[rows]
+
+    def forward_loss(x, y):
+        with autocast(torch, bf16):
+            logits = model(x)
+            return logits, loss_fn(logits, y)
 
     steps, step_ms = 0, []
     for epoch in range(args.epochs if not args.steps else 1 << 30):
@@ -837,8 +888,7 @@ def mode_caltech(args):
             ts = time.perf_counter()
             prep_s += ts - tp
             opt.zero_grad()
-            logits = model(x)
-            loss = loss_fn(logits, y)
+            logits, loss = forward_loss(x, y)
             loss.backward()
             opt.step()
             sync()
@@ -862,8 +912,8 @@ def mode_caltech(args):
             for b0 in range(0, len(d["test"]), batch):
                 idx = np.arange(b0, min(b0 + batch, len(d["test"])))
                 x, y = batch_of("test", idx, None)
-                logits = model(x)
-                test_loss += float(loss_fn(logits, y)) * len(idx)
+                logits, loss = forward_loss(x, y)
+                test_loss += float(loss) * len(idx)
                 np.add.at(conf, (y.cpu().numpy(), logits.argmax(1).cpu().numpy()), 1)
         model.train()
         n_test = len(d["test"])
@@ -875,7 +925,7 @@ def mode_caltech(args):
               f"{train_acc:.4f}  test loss {test_loss / n_test:.4f} acc {test_acc:.4f}  "
               f"{secs:.1f} s  {seen / secs:.0f} img/s", flush=True)
         write_rows(out, caltech_columns(d["classes"]), [
-            ["torch", "caltech9", d["name"], dev.type, gpu_name(torch, dev), threads, batch,
+            ["torch", "caltech9", d["name"], dev.type, gpu, threads, batch,
              epoch + 1, f"{train_loss:.6f}", f"{train_acc:.6f}", f"{test_loss / n_test:.6f}",
              f"{test_acc:.6f}"] + [f"{a:.6f}" for a in per_class] +
             [f"{rss:.6f}", f"{dev_mb:.6f}", "0.000000", f"{prep_s:.6f}", f"{secs:.3f}",
@@ -900,6 +950,10 @@ def add_caltech_args(p):
     p.add_argument("--threads", type=int, default=0, help="0: torch's default")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32",
+                   help="on a GPU: fp32 (TF32 off, pdnn's default), tf32, bf16 (autocast "
+                        "bfloat16 around forward and loss, channels_last, fp32 weights and "
+                        "optimizer state); the CPU: fp32")
     p.add_argument("--out", default="",
                    help="CSV (default runs/caltech101/caltech9_<dataset>.csv)")
     p.add_argument("--steps", type=int, default=0,

@@ -48,7 +48,6 @@ channels_last, what an H100 user runs). The step_ms line has the fields of pdnn'
 appends pdnn's --bench-csv row (kBenchColumns of lib/train/run_loop.cpp).
 """
 import concurrent.futures
-import contextlib
 import math
 import os
 import socket
@@ -335,19 +334,13 @@ def cell(v):
 
 # ---- the modes ------------------------------------------------------------------------------
 
-def autocast(torch, bf16):
-    """bf16 autocast on the GPU, else nothing (torch 1.13's autocast asks for a GPU even when
-    disabled)."""
-    return torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
-
-
 def setup(args):
     torch, threads, dev = ref.torch_setup(args)
     if args.size % (1 << args.depth) or args.size < (1 << args.depth):
         fail(f"--size {args.size}: must be a multiple of {1 << args.depth} (2^depth: the U-Net "
              f"pools {args.depth} times)")
+    ref.set_gpu_precision(torch, dev, args.precision)
     if dev.type == "cuda":
-        torch_gpu_bench.set_precision(torch, args.precision)
         if args.cudnn == "deterministic":
             # cudnn.benchmark picks each shape's fastest algorithm, FFT and Winograd included,
             # whose rounding differs from a direct convolution's: the accuracy runs can ask
@@ -355,8 +348,6 @@ def setup(args):
             # escape from the loss plateau its algorithms?).
             torch.backends.cudnn.benchmark = False
             torch.backends.cudnn.deterministic = True
-    elif args.precision != "fp32":
-        fail(f"--precision {args.precision}: the CPU runs fp32 (as pdnn's)")
     elif args.cudnn != "benchmark":
         fail(f"--cudnn {args.cudnn}: the CPU has no cuDNN")
     return torch, threads, dev
@@ -412,7 +403,7 @@ def mode_segment(args):
         return x.contiguous(memory_format=fmt), torch.from_numpy(y).to(dev)
 
     def forward_loss(x, y):
-        with autocast(torch, bf16):
+        with ref.autocast(torch, bf16):
             logits = model(x)
             return logits, loss_fn(logits, y)
 
@@ -507,7 +498,7 @@ def segment_steps(args):
 
     def step():
         opt.zero_grad(set_to_none=not graph)
-        with autocast(torch, bf16):
+        with ref.autocast(torch, bf16):
             loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()

@@ -24,20 +24,41 @@
 # the GPU, so a command costs about the sum of its runs' GPU work: 3 x 12,300 iterations x
 # 7.3 ms = 4.5 min for pdnn, x ~8 ms = 5 min for PyTorch, plus start-up, samples and scoring.
 # Knobs: PARTS (above), SEEDS (1 2 3), EPOCHS (300), SCORE_EPOCHS (50,150,300), SAMPLES
-# (10000), JOBS (3), THREADS (12: 4 per run), and PYTHON, BIN as host.sh sets them.
+# (10000), JOBS (3), THREADS (12: 4 per run), PRECISION (fp32; bf16 or tf32: pdnn's --precision,
+# tf32 also the twin's; bf16 is pdnn's alone), and PYTHON, BIN as host.sh sets them.
+# Issue 32's bf16 quality, beside the fp32 runs of results/dcgan/quality-caltech-h200/ (same
+# seeds, so the same initial weights, data order and noise):
+#   PRECISION=bf16 PARTS="pdnn score" scripts/gpu/visit.sh dcgan-quality
+# about 5-6 minutes on an H100 (pdnn fp32's took 308 s on an H200; bf16 steps are shorter, the
+# grids, samples and scoring the same) -> quality_caltech101-6_bf16_pdnn_score.csv (sets
+# pdnn-bf16-s<seed>-e<epoch>), dcgan_caltech101-6_bf16_s<seed>.csv and _iterations.csv,
+# pdnn-bf16_caltech101-6_s<seed>.log, samples/caltech101-6_bf16_s<seed>/. Here, with the visit's
+# files copied into results/dcgan/quality-caltech-bf16/:
+#   PRECISION=bf16 PARTS=summary OUT=results/dcgan/quality-caltech-bf16 \
+#     QUALITY="results/dcgan/quality-caltech-h200/quality_caltech101-6_pdnn_score.csv
+#       results/dcgan/quality-caltech-h200/quality_caltech101-6_torch_score.csv
+#       results/dcgan/quality-caltech-bf16/quality_caltech101-6_bf16_pdnn_score.csv" \
+#     RUNS="results/dcgan/quality-caltech-bf16 results/dcgan/quality-caltech-h200" \
+#     scripts/study/dcgan_quality_photos.sh
+# writes quality_caltech101-6_bf16_summary.csv (pdnn-bf16's FID analogue over pdnn fp32's per
+# epoch, column fid_ratio_to_fp32, and the verdict at epoch 300: <= 1.10), curves_caltech101-6_
+# bf16.png (losses and D outputs per epoch over seeds: pdnn fp32, pdnn bf16, PyTorch) and
+# progression_caltech101-6_bf16_s<seed>.png (pdnn bf16's grids; fp32's grids were not kept, its
+# progressions are the folder's progression_caltech101-6_s<seed>.png, the same fixed noise).
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
 OUT=$RESULTS
 PARTS=${PARTS:-pdnn score}
+PRECISION=${PRECISION:-fp32}
 JOBS=${JOBS:-3}
 THREADS=${THREADS:-12}
 need_bin dcgan gan_score || exit 1
 work=/tmp/dcgan-quality
 mkdir -p "$work/grids" "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-tag=$(echo "$PARTS" | tr ' ' '_')
-stage "dcgan_quality_photos.sh PARTS=\"$PARTS\" SEEDS=\"${SEEDS:-1 2 3}\" JOBS=$JOBS"
-BIN="$BIN" PYTHON="$PYTHON" DEVICE=cuda THREADS="$THREADS" JOBS="$JOBS" PARTS="$PARTS" \
+tag=$([ "$PRECISION" = fp32 ] || echo "${PRECISION}_")$(echo "$PARTS" | tr ' ' '_')
+stage "dcgan_quality_photos.sh PARTS=\"$PARTS\" PRECISION=$PRECISION SEEDS=\"${SEEDS:-1 2 3}\" JOBS=$JOBS"
+BIN="$BIN" PYTHON="$PYTHON" DEVICE=cuda THREADS="$THREADS" JOBS="$JOBS" PARTS="$PARTS" PRECISION="$PRECISION" \
   OUT="$OUT" WORK="$work" GRIDS="$work/grids" QUALITY_CSV="$OUT/quality_caltech101-6_$tag.csv" \
   scripts/study/dcgan_quality_photos.sh
 status=$?

@@ -171,8 +171,8 @@ TEST(AppHelp, SaysWhatDataAndMachineDependentDefaultsBecome) {
       {"caltech101",
        {"0 = all cores: " + here, "W4's 1,280 when the training split has that many, else all",
         "larger than an epoch: one batch of all of it",
-        "with --device cuda half the cores, 4 to 8: " +
-            std::to_string(std::clamp(omp_get_num_procs() / 2, 4, 8)) + " here"}},
+        "with --device cuda all cores but two, 4 to 32: " +
+            std::to_string(std::clamp(omp_get_num_procs() - 2, 4, 32)) + " here"}},
       {"dcgan",
        {"0 = all cores: " + here, "2,944 = 46 iterations of 64 when the set has that many, else "
         "the whole set", "larger than an epoch: one batch of all of it"}},

@@ -201,13 +201,15 @@ int run(int argc, char** argv) {
          "train: each channel by the training split's mean and std (default); half: (v - 0.5) "
          "/ 0.5, the dcgan app's [-1, 1] (the photo judge's inputs)")
       ->check(CLI::IsMember({"train", "half"}));
-  // On an H100 a bf16 W4 step (11.6 ms) outruns 4 threads packing its augmented batches
-  // (12.7 ms a batch on the GPU host's cores): the step waited for them (results/README.md,
-  // bench/bf16-direct-h100). 8 pack one in about 6.4 ms.
-  const int gpu_loader_threads = std::clamp(omp_get_num_procs() / 2, 4, 8);
+  // On a GPU the packing of augmented batches is the host's main work, and a bf16 W4 step
+  // outruns it: 4 threads took 12.7 ms a batch against an 11.6 ms step on an H100
+  // (results/README.md, bench/bf16-direct-h100); at 7 ms a step on an H200, 8 threads (6.3-9.3
+  // ms a batch) left the step waiting 0.2-0.46 s of 60 steps (bench/bww-overlap-h200). So all
+  // cores but two (the training thread and the loader's own), 4 to 32.
+  const int gpu_loader_threads = std::clamp(omp_get_num_procs() - 2, 4, 32);
   app.add_option("--loader-threads", o.loader_threads,
                  strprintf("threads packing batches on the loader's background thread (default 1 "
-                           "on the CPU; with --device cuda half the cores, 4 to 8: %d here)",
+                           "on the CPU; with --device cuda all cores but two, 4 to 32: %d here)",
                            gpu_loader_threads))
       ->check(CLI::Range(1, 256));
   app.add_option("--split-seed", o.split_seed,

@@ -181,8 +181,14 @@ if [ ${#jobs_run[@]} -gt 0 ]; then
     csv=$OUT/dcgan_${name}${ftag}_s$s.csv
     [ "$fw" = torch ] && csv=$OUT/torch_dcgan_${name}${ftag}_s$s.csv
     echo "  $fw$ptag seed $s: $(grep -E '^epoch [0-9]+/[0-9]+ ' "$OUT/${fw}${ptag}_${name}_s$s.log" | tail -n1 | cut -c1-110)"
-    [ -f "$csv" ] && awk -F, -v fw="$fw" 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "seconds") c = i }
-      NR > 1 { s += $c; n++ } END { if (n) printf "    %d epochs, %.1f s of training (%.3f s per epoch; the PyCUDA study: 9.11 s)\n", n, s, s / n }' "$csv"
+    # a CSV reader, not awk -F,: the gpu column is quoted and holds commas
+    [ -f "$csv" ] && env -u LD_LIBRARY_PATH "$PY" - "$csv" <<'PYEOF'
+import csv, sys
+s = [float(r["seconds"]) for r in csv.DictReader(open(sys.argv[1])) if r.get("seconds")]
+if s:
+    print("    %d epochs, %.1f s of training (%.3f s per epoch; the PyCUDA study: 9.11 s)"
+          % (len(s), sum(s), sum(s) / len(s)))
+PYEOF
     grep -E "rror|WARNING" "$OUT/${fw}${ptag}_${name}_s$s.log" | tail -n 3 || true
   done
   [ "$failed" = 0 ] || { echo "dcgan_quality: a run failed (logs $OUT/*_${name}_s*.log)" >&2; exit 1; }

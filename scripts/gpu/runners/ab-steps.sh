@@ -16,7 +16,10 @@
 # W5_ARGS (the same for dcgan), W5_IMAGES (2560: W5's images an epoch). Where the tree cannot
 # carry all the photos: W4_ARGS="--data datasets/caltech-w4sub --images-per-epoch 448"
 # W5_ARGS="--data datasets/caltech-w4sub" W5_IMAGES=960 (a subset; whole batches an epoch, as
-# the full set's 1,280 and 2,560: a block of steps with a partial batch is not timed), ALT_ARGS
+# the full set's 1,280 and 2,560: a block of steps with a partial batch is not timed; made here
+# by: for c in datasets/caltech101-6/*/; do d=datasets/caltech-w4sub/$(basename "$c");
+# mkdir -p "$d"; ls "$c" | head -170 | while read -r f; do cp "$c/$f" "$d/"; done; done; carried
+# with `carry`, datasets/*/ being git-ignored), ALT_ARGS
 # (flags for a third variant, `alt`: the new build run with them, e.g. "--batch-copy serial" to
 # split one change of two out of the same binary).
 set -uo pipefail

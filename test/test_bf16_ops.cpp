@@ -401,6 +401,7 @@ TEST(Bf16Gpu, MaxPoolForwardAndBackwardByTheArgmaxRule) {
   }
 }
 
+#if PDNN_HAVE_CUDA  // calls cuda:: kernels directly: only CUDA builds have them
 // The 2x2 stride-2 pooling kernels (4 outputs a thread, vector accesses; maxpool2d.cu) against
 // the general ones on the same data, in fp32 and bf16: every output, argmax byte, mask float and
 // dx element bit for bit (NaN as NaN). A tensor one element off its 16-byte alignment takes
@@ -508,6 +509,7 @@ TEST(Bf16Gpu, MaxPool2x2KernelsEqualTheGeneralOnesBitForBit) {
     expect_2x2_kernels_equal_general_ones<bf16>(ctx);
   }
 }
+#endif
 
 // Dropout and max pooling with its fused dropout on bf16: the mask is fp32's bit for bit (the
 // same counter draw), and y, dx are the fp32 products rounded once: round_bf16(x * mask), exactly.

@@ -334,8 +334,11 @@ class GuardedBytes {
     base_ = static_cast<uint8_t*>(m);
     data_ = base_ + page + (guard_after ? inner - bytes.size() : 0);
     std::memcpy(data_, bytes.data(), bytes.size());
-    if (mprotect(base_, page, PROT_NONE) != 0 || mprotect(base_ + page + inner, page, PROT_NONE) != 0)
+    if (mprotect(base_, page, PROT_NONE) != 0 ||
+        mprotect(base_ + page + inner, page, PROT_NONE) != 0) {
+      munmap(base_, size_);
       throw std::runtime_error("mprotect failed");
+    }
   }
   GuardedBytes(const GuardedBytes&) = delete;
   GuardedBytes& operator=(const GuardedBytes&) = delete;
@@ -351,7 +354,8 @@ class GuardedBytes {
 // Every kernel on every draw reads only the source's bytes: its first right after a page that
 // faults, its last right before one.
 TEST(AugmentKernels, ReadNothingOutsideTheSource) {
-  for (const auto& [h, w] : std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 3}, {3, 5}, {37, 41}}) {
+  for (const auto& [h, w] :
+       std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 3}, {3, 5}, {37, 41}}) {
     const auto src = pattern(h, w, 6);
     for (const bool guard_after : {false, true}) {
       const GuardedBytes guarded(src, guard_after);

@@ -247,8 +247,8 @@ typedef float vf __attribute__((vector_size(kLanes * 4)));
 typedef int32_t vi __attribute__((vector_size(kLanes * 4)));
 typedef uint32_t vu __attribute__((vector_size(kLanes * 4)));
 typedef double vd __attribute__((vector_size(kLanes * 4)));  // kLanes / 2 doubles
-typedef float hf __attribute__((vector_size(kLanes * 2)));   // kLanes / 2 floats
-typedef int32_t hi __attribute__((vector_size(kLanes * 2)));
+typedef float vf_half __attribute__((vector_size(kLanes * 2)));  // kLanes / 2 floats
+typedef int32_t vi_half __attribute__((vector_size(kLanes * 2)));
 
 inline vd floor(vd x) {  // std::floor, lane by lane
 #if defined(__AVX512F__)
@@ -289,8 +289,10 @@ inline void gather_pair(const uint8_t* base, vi offset, vi* low, vi* high) {
   *high = (vi)_mm512_permutex2var_epi32(a, (__m512i)(even + 1), b);
 #else
   const auto* p = reinterpret_cast<const long long*>(base);
-  const __m256 a = _mm256_castsi256_ps(_mm256_i32gather_epi64(p, _mm256_castsi256_si128((__m256i)offset), 1));
-  const __m256 b = _mm256_castsi256_ps(_mm256_i32gather_epi64(p, _mm256_extracti128_si256((__m256i)offset, 1), 1));
+  const __m128i lo_offset = _mm256_castsi256_si128((__m256i)offset);
+  const __m128i hi_offset = _mm256_extracti128_si256((__m256i)offset, 1);
+  const __m256 a = _mm256_castsi256_ps(_mm256_i32gather_epi64(p, lo_offset, 1));
+  const __m256 b = _mm256_castsi256_ps(_mm256_i32gather_epi64(p, hi_offset, 1));
   // Per 128-bit half: a's two qwords' dwords, then b's; the qword permute puts lanes in order.
   const __m256 lo = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
   const __m256 hi = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
@@ -474,12 +476,14 @@ double resample(const SampleMap& m, float brightness, int src_h, int src_w, cons
         const vd y_lo = yr + m.dyu * u_lo, y_hi = yr + m.dyu * u_hi;
         const vd xf_lo = floor(x_lo), xf_hi = floor(x_hi);
         const vd yf_lo = floor(y_lo), yf_hi = floor(y_hi);
-        const vf ax = join<vf>(__builtin_convertvector(x_lo - xf_lo, hf),
-                               __builtin_convertvector(x_hi - xf_hi, hf));
-        const vf ay = join<vf>(__builtin_convertvector(y_lo - yf_lo, hf),
-                               __builtin_convertvector(y_hi - yf_hi, hf));
-        const vi xi = join<vi>(__builtin_convertvector(xf_lo, hi), __builtin_convertvector(xf_hi, hi));
-        const vi yi = join<vi>(__builtin_convertvector(yf_lo, hi), __builtin_convertvector(yf_hi, hi));
+        const vf ax = join<vf>(__builtin_convertvector(x_lo - xf_lo, vf_half),
+                               __builtin_convertvector(x_hi - xf_hi, vf_half));
+        const vf ay = join<vf>(__builtin_convertvector(y_lo - yf_lo, vf_half),
+                               __builtin_convertvector(y_hi - yf_hi, vf_half));
+        const vi xi = join<vi>(__builtin_convertvector(xf_lo, vi_half),
+                               __builtin_convertvector(xf_hi, vi_half));
+        const vi yi = join<vi>(__builtin_convertvector(yf_lo, vi_half),
+                               __builtin_convertvector(yf_hi, vi_half));
         const vi x0 = clamp_index(xi, src_w) * 3, x1 = clamp_index(xi + 1, src_w) * 3;
         const vi y0 = clamp_index(yi, src_h) * row_bytes;
         const vi y1 = clamp_index(yi + 1, src_h) * row_bytes;

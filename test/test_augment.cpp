@@ -1,13 +1,20 @@
 // Augmentation (lib/data/augment.h): the resampler against exact expectations (identity copy,
 // mirror, integer crop, quarter turn, brightness/contrast against a naive reference), the
 // draws within their ranges and a function of the key alone, and the output always of the
-// requested shape with nothing written outside it.
+// requested shape with nothing written outside it; its kernels (per pixel, vectors with 8- or
+// 4-byte gathers) the same bit for bit, and the values those of the per-pixel resampler.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -203,6 +210,181 @@ TEST(Augment, BadOptionsAreErrors) {
   std::vector<uint8_t> src(3);
   std::vector<float> out(3);
   EXPECT_THROW(augment_image(d, Normalization{}, 1, 1, src.data(), 1, 1, out.data()), Error);
+}
+
+
+// ---- The kernels (AugmentKernel) give the same floats bit for bit -------------------------
+
+// Hand-made draws that take every branch of the kernels on an h x w source, then drawn ones
+// (W4's options, and wider ones: rotations to 40 degrees, crops down to a tenth).
+std::vector<AugmentDraw> kernel_draws(int h, int w) {
+  std::vector<AugmentDraw> ds;
+  ds.push_back(identity_draw(h, w));
+  AugmentDraw d = identity_draw(h, w);
+  d.flip = true;
+  d.contrast = 1.1f;
+  ds.push_back(d);
+  d = identity_draw(h, w);  // inside the image with a margin: a row's taps always neighbours
+  d.crop_x = 0.3f * w, d.crop_y = 0.25f * h, d.crop_w = 0.5f * w, d.crop_h = 0.45f * h;
+  d.brightness = 1.15f;
+  ds.push_back(d);
+  d.angle_deg = 7.5f;
+  d.contrast = 0.85f;
+  ds.push_back(d);
+  d = identity_draw(h, w);  // corners outside the source: clamped rows and columns
+  d.angle_deg = 45;
+  d.contrast = 1.2f;
+  ds.push_back(d);
+  d = identity_draw(h, w);
+  d.angle_deg = -180;
+  d.flip = true;
+  d.brightness = 0.8f;
+  ds.push_back(d);
+  d = identity_draw(h, w);  // magnified bottom-right corner: taps on the image's last bytes
+  d.crop_x = 0.8f * w, d.crop_y = 0.75f * h, d.crop_w = 0.2f * w, d.crop_h = 0.25f * h;
+  d.angle_deg = 3;
+  d.contrast = 0.9f;
+  ds.push_back(d);
+  d.contrast = 1;
+  ds.push_back(d);
+  AugmentOptions wide;
+  wide.rotate_deg = 40, wide.scale_min = 0.1f, wide.contrast = 0.5f;
+  for (int64_t i = 0; i < 6; ++i) {
+    ds.push_back(draw_augment(AugmentOptions{}, augment_key(11, 2, i), h, w));
+    ds.push_back(draw_augment(wide, augment_key(12, 0, i), h, w));
+  }
+  return ds;
+}
+
+// FNV-1a over the floats' bytes.
+uint64_t hash_floats(const std::vector<float>& v, uint64_t h = 1469598103934665603ull) {
+  const auto* b = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+// The sample of every kernel, with NaN sentinels after it that must survive.
+std::vector<float> run_kernel(AugmentKernel k, const AugmentDraw& d, int h, int w,
+                              const std::vector<uint8_t>& src, int oh, int ow) {
+  const size_t n = static_cast<size_t>(3) * oh * ow;
+  std::vector<float> out(n + 40, std::numeric_limits<float>::quiet_NaN());
+  augment_image(d, Normalization::imagenet(), h, w, src.data(), oh, ow, out.data(), k);
+  for (size_t i = n; i < out.size(); ++i) EXPECT_TRUE(std::isnan(out[i])) << "wrote past the end";
+  out.resize(n);
+  return out;
+}
+
+void expect_kernels_agree(int h, int w, int oh, int ow) {
+  const auto src = pattern(h, w, static_cast<uint64_t>(h * 1000 + w));
+  const auto draws = kernel_draws(h, w);
+  for (size_t i = 0; i < draws.size(); ++i) {
+    SCOPED_TRACE("source " + std::to_string(h) + "x" + std::to_string(w) + ", output " +
+                 std::to_string(oh) + "x" + std::to_string(ow) + ", draw " + std::to_string(i));
+    const auto want = run_kernel(AugmentKernel::PerPixel, draws[i], h, w, src, oh, ow);
+    for (const AugmentKernel k : {AugmentKernel::Vector, AugmentKernel::VectorWords,
+                                  AugmentKernel::Auto}) {
+      const auto got = run_kernel(k, draws[i], h, w, src, oh, ow);
+      // memcmp: bits, so that -0 against 0 or one NaN against another would fail too.
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+          << "kernel " << static_cast<int>(k);
+    }
+  }
+}
+
+// Sources down to one pixel (the 8- and 4-byte loads' fallbacks at the image's end), outputs of
+// widths that leave every remainder of a vector, square and not.
+TEST(AugmentKernels, AgreeBitForBitOnEveryDraw) {
+  if (augment_vector_lanes() == 0) GTEST_SKIP() << "this build has no vector kernel (-march)";
+  for (const auto& [h, w] : std::vector<std::pair<int, int>>{
+           {1, 1}, {1, 2}, {2, 1}, {2, 3}, {3, 5}, {37, 41}, {50, 31}})
+    for (const auto& [oh, ow] : std::vector<std::pair<int, int>>{
+             {1, 1}, {7, 5}, {16, 16}, {13, 17}, {9, 33}})
+      expect_kernels_agree(h, w, oh, ow);
+}
+
+// W4's shape: 224 x 224 from the 256 x 256 cache, its draws and the plain resize.
+TEST(AugmentKernels, AgreeBitForBitAtW4sSize) {
+  if (augment_vector_lanes() == 0) GTEST_SKIP() << "this build has no vector kernel (-march)";
+  const auto src = pattern(256, 256, 4);
+  std::vector<AugmentDraw> draws = {identity_draw(256, 256)};
+  for (int64_t i = 0; i < 3; ++i)
+    draws.push_back(draw_augment(AugmentOptions{}, augment_key(1, 0, i), 256, 256));
+  for (size_t i = 0; i < draws.size(); ++i) {
+    SCOPED_TRACE("draw " + std::to_string(i));
+    const auto want = run_kernel(AugmentKernel::PerPixel, draws[i], 256, 256, src, 224, 224);
+    for (const AugmentKernel k : {AugmentKernel::Vector, AugmentKernel::VectorWords}) {
+      const auto got = run_kernel(k, draws[i], 256, 256, src, 224, 224);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+          << "kernel " << static_cast<int>(k);
+    }
+  }
+}
+
+// A copy of some bytes with a page that may not be touched right before or right after them
+// (a read outside is a fault, where a sanitizer would not see it: the vector kernels' gathers
+// are not instrumented).
+class GuardedBytes {
+ public:
+  GuardedBytes(const std::vector<uint8_t>& bytes, bool guard_after) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t inner = (bytes.size() + page - 1) / page * page;
+    size_ = inner + 2 * page;
+    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::runtime_error("mmap failed");
+    base_ = static_cast<uint8_t*>(m);
+    data_ = base_ + page + (guard_after ? inner - bytes.size() : 0);
+    std::memcpy(data_, bytes.data(), bytes.size());
+    if (mprotect(base_, page, PROT_NONE) != 0 ||
+        mprotect(base_ + page + inner, page, PROT_NONE) != 0) {
+      munmap(base_, size_);
+      throw std::runtime_error("mprotect failed");
+    }
+  }
+  GuardedBytes(const GuardedBytes&) = delete;
+  GuardedBytes& operator=(const GuardedBytes&) = delete;
+  ~GuardedBytes() { munmap(base_, size_); }
+  const uint8_t* data() const { return data_; }
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Every kernel on every draw reads only the source's bytes: its first right after a page that
+// faults, its last right before one.
+TEST(AugmentKernels, ReadNothingOutsideTheSource) {
+  for (const auto& [h, w] :
+       std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 3}, {3, 5}, {37, 41}}) {
+    const auto src = pattern(h, w, 6);
+    for (const bool guard_after : {false, true}) {
+      const GuardedBytes guarded(src, guard_after);
+      for (const AugmentDraw& d : kernel_draws(h, w))
+        for (const AugmentKernel k : {AugmentKernel::PerPixel, AugmentKernel::Vector,
+                                      AugmentKernel::VectorWords}) {
+          std::vector<float> out(static_cast<size_t>(3) * 11 * 19);
+          augment_image(d, Normalization::imagenet(), h, w, guarded.data(), 11, 19, out.data(), k);
+        }
+    }
+  }
+}
+
+// The values themselves: a hash of every kernel's samples for kernel_draws, as the per-pixel
+// resampler computed them before there were vector kernels (8c7606f; the same from builds for
+// x86-64, x86-64-v3 and native AVX-512). A change here changes what every run trained on.
+TEST(AugmentKernels, ValuesAreThoseOfThePerPixelResampler) {
+  const int h = 37, w = 45, oh = 29, ow = 35;
+  const auto src = pattern(h, w, 8);
+  for (const AugmentKernel k : {AugmentKernel::PerPixel, AugmentKernel::Vector,
+                                AugmentKernel::VectorWords}) {
+    uint64_t all = 1469598103934665603ull;
+    for (const AugmentDraw& d : kernel_draws(h, w)) {
+      std::vector<float> out(static_cast<size_t>(3) * oh * ow);
+      augment_image(d, Normalization::imagenet(), h, w, src.data(), oh, ow, out.data(), k);
+      all = (all ^ hash_floats(out)) * 1099511628211ull;
+    }
+    EXPECT_EQ(all, 0xb232c62d45edd5b3ull) << "kernel " << static_cast<int>(k);
+  }
 }
 
 }  // namespace

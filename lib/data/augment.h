@@ -65,8 +65,21 @@ AugmentDraw draw_augment(const AugmentOptions& o, uint64_t key, int src_h, int s
 // value /255 is multiplied by brightness and clamped to [0,1], then contrast is applied
 // around the image's mean grey (0.299 R + 0.587 G + 0.114 B) and clamped again, then
 // normalised. The identity draw with out = src copies the pixels (x 1/255) exactly.
+// Reads only the source's bytes and writes only dst's 3 x out_h x out_w floats.
+//
+// kernel: how the resampling runs. Every kernel gives the same floats bit for bit, so that a
+// run's batches do not depend on the machine's vector width; the choice is for tests, which
+// force each. Auto: Vector where the build has it, else PerPixel. PerPixel: one output pixel
+// at a time. Vector: augment_vector_lanes() output pixels of a row at a time where the build
+// targets AVX2 (8) or AVX-512 (16) (-march, PDNN_ARCH), else PerPixel; a row's two taps in one
+// 8-byte gather where they are neighbours. VectorWords: Vector with a 4-byte gather per tap
+// everywhere (what Vector does at clamped columns and the image's last bytes).
+enum class AugmentKernel { Auto, PerPixel, Vector, VectorWords };
 void augment_image(const AugmentDraw& d, const Normalization& norm, int src_h, int src_w,
-                   const uint8_t* src, int out_h, int out_w, float* dst);
+                   const uint8_t* src, int out_h, int out_w, float* dst,
+                   AugmentKernel kernel = AugmentKernel::Auto);
+// The Vector kernels' lanes in this build: 16, 8, or 0 where they are PerPixel.
+int augment_vector_lanes();
 
 // The map of class ids that goes with an image augmented by augment_image(d, ..., src_h,
 // src_w, ..., out_h, out_w, ...): d is drawn for the image's src_h x src_w frame, and the map

@@ -14,7 +14,6 @@
 // kernels moved 2-byte scalars: W4's pools in bf16 ran at 3-5x their copy floor (0.5 ms of
 // 1.0 in forward and backward of the first pool on an H200). Both are the same rule and the
 // same float operations as the general kernels, so their results are bit for bit equal.
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -271,10 +270,6 @@ Grid2x2 grid_2x2(const Pool2d& g) {
   const int q_row = static_cast<int>(g.ow / 4);
   return {static_cast<int>(g.planes * g.oh * q_row), FastDiv(static_cast<uint32_t>(q_row)), q_row,
           static_cast<int>(g.w), static_cast<int>(g.ow)};
-}
-
-dim3 blocks_for(int64_t n, int threads) {
-  return dim3(static_cast<unsigned>(std::min<int64_t>((n + threads - 1) / threads, 1 << 20)));
 }
 
 Pool32 pool32(const Pool2d& g) {

@@ -255,7 +255,8 @@ TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
                                       ctx.cuda_exec(), tile);
         Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
         float* ws = ctx.workspace(
-            G, cuda::conv2d_implicit_backward_weights_ws(in.g, c.n, c.k, tile));
+            G, cuda::conv2d_implicit_backward_weights_ws(in.g, c.n, c.k,
+                                                         ctx.cuda().info().sm_count, tile));
         cuda::conv2d_implicit_backward_weights(
             bwd_args<float>(in, c, x.data(), nullptr, dy.data(), y.data(), dw.data(), db.data(),
                             nullptr),
@@ -299,7 +300,8 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
         Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
         size_t ws_floats = 0;
         for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights})
-          ws_floats = std::max(ws_floats, cuda::conv2d_direct_ws(p, in.g, c.n, c.k));
+          ws_floats = std::max(ws_floats, cuda::conv2d_direct_ws(p, in.g, c.n, c.k, DType::F32,
+                                                                  ctx.cuda().info().sm_count));
         float* ws = ctx.workspace(G, ws_floats);
         cuda::conv2d_direct_forward(fwd_args<float>(in, c, x.data(), w.data(), b.data(), y.data()),
                                     ws, ctx.cuda_exec(), tile);
@@ -400,7 +402,8 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
       Tensor y = testing::bf16_poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
       size_t ws_floats = 0;
       for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights})
-        ws_floats = std::max(ws_floats, cuda::conv2d_direct_ws(p, in.g, c.n, c.k, DType::BF16));
+        ws_floats = std::max(ws_floats, cuda::conv2d_direct_ws(p, in.g, c.n, c.k, DType::BF16,
+                                                                ctx.cuda().info().sm_count));
       float* ws = ctx.workspace(G, ws_floats);
       const ConvShape shape{in.g, c.n, c.k};
       cuda::conv2d_direct_forward(

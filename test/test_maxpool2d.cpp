@@ -276,8 +276,8 @@ TEST(MaxPool2d, ArgmaxFoundAgainInBackwardGivesTheSameGradient) {
         ASSERT_TRUE(again.fuse_dropout(c.drop));
       }
       const Shape ys = kept.output_shape(c.g.in);
-      const BackwardNeeds nk = kept.backward_needs(c.g.in, DType::F32),
-                          na = again.backward_needs(c.g.in, DType::F32);
+      const BackwardNeeds nk = kept.backward_needs(c.g.in, PlanFor{}),
+                          na = again.backward_needs(c.g.in, PlanFor{});
       const int64_t mask = c.drop >= 0 ? ys.numel() * 4 : 0;
       EXPECT_EQ(nk.scratch_bytes, ys.numel() + mask) << at;  // one byte per output
       EXPECT_EQ(na.scratch_bytes, mask) << at;

@@ -508,6 +508,55 @@ TEST(GraphMemoryPlan, DescribesAUNet) {
       [](const LayerMem& l) { return !l.absorbed; })));
 }
 
+// The U-Net at batch 1 (issue 35): the convolutions' column buffer was the plan's minimum at
+// high resolution (the paper's U-Net at 1024 x 1024, batch 1: 4.75 GiB of its smallest limit,
+// 7.08 GiB). Each convolution now says what its column-free algorithms ask (the implicit GEMM,
+// the direct kernels), and the smallest limit holds no columns: here a small U-Net at
+// 512 x 512 whose dec1.conv1 columns alone (144 MiB) are more than its whole smallest limit.
+// Under a cap at that limit the plan fits and its printout says that im2col is left out.
+TEST(GraphMemoryPlan, UNetAtBatch1PlansNoColumnBuffer) {
+  UNetOptions uo;
+  uo.base = 8;
+  uo.depth = 2;
+  Model m = make_unet(uo);
+  auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
+  for (size_t i = 0; i < m.size(); ++i)  // as a capped plan has them (train/step_memory.cpp)
+    if (auto* c = dynamic_cast<Conv2d*>(&m.layer(i))) {
+      c->set_mask_dy_in_place(true);
+      c->set_keep_columns(false);
+    }
+  const Shape in{1, 3, 512, 512};
+  auto describe = [&](int64_t rows) { return describe_step(m, in.with_n(rows), opt.get(), 25000.0, 1); };
+  const StepMem s = describe(1);
+  int64_t least = 0, convs = 0;
+  for (const LayerMem& l : s.layers) {
+    if (l.columns_bytes == 0) continue;
+    ++convs;
+    EXPECT_LT(l.workspace_bytes, l.columns_bytes) << l.label;
+    EXPECT_GE(l.fast_workspace_bytes, l.columns_bytes) << l.label;
+    least = std::max(least, l.workspace_bytes);
+  }
+  EXPECT_EQ(convs, 13);  // 10 3x3 convolutions, 2 up-convolutions, the 1x1 head
+  const int64_t p = 512 * 512;
+  const int64_t dec1 = s.layers[m.index_of("dec1.conv1")].columns_bytes;
+  EXPECT_EQ(dec1, ((16 * 9 * p + 15) / 16 * 16 + 8 * p + 2 + 64 * 8) * 4);
+  PlanOptions lowest;
+  lowest.limit_bytes = 1;
+  const MemoryPlan floor = plan_training_step(describe, 1, lowest);
+  EXPECT_FALSE(floor.fits);
+  EXPECT_LT(floor.min_limit_bytes, dec1) << format_plan(s, floor, lowest);
+  PlanOptions o;
+  o.limit_bytes = floor.min_limit_bytes;
+  const MemoryPlan at = plan_training_step(describe, 1, o);
+  ASSERT_TRUE(at.fits) << format_plan(s, at, o);
+  EXPECT_GE(at.fixed.workspace, least);
+  EXPECT_LT(at.fixed.workspace, dec1);
+  const std::string t = format_plan(s, at, o);
+  EXPECT_NE(t.find("im2col excluded where its columns exceed it"), std::string::npos) << t;
+  const std::string u = format_plan(s, plan_memory(s, PlanOptions{}), PlanOptions{});
+  EXPECT_NE(u.find("without a limit the plan counts the least"), std::string::npos) << u;
+}
+
 // W4 at 32x32, batch 4: what the real layers say they keep.
 TEST(MemoryPlan, DescribesW4FromTheModel) {
   Sequential model = make_caltech_model(32, 6);
@@ -807,9 +856,15 @@ TEST(MemoryPlan, Bf16StepCountsEachTensorInItsType) {
   EXPECT_EQ(f.layers[0].scratch_bytes, 27 * 128 * 4);  // 13824: 27 blocks exactly
   EXPECT_EQ(m.layers[2].scratch_bytes, 512);
   EXPECT_EQ(f.layers[2].scratch_bytes, 512);
-  // The convolution's workspace is asked in floats in either type; the dense layer's bf16
-  // forward puts its float32 product (2 x 5) there, which fp32's without an activation does not.
-  EXPECT_EQ(m.layers[0].workspace_bytes, f.layers[0].workspace_bytes);
+  // The convolution's least workspace is its cheapest GPU algorithms' per pass, by hand (the
+  // ReLU's derivative folded into the pool: no dy through it in the workspace): in fp32 the
+  // implicit GEMM's backward-data keeps its flipped weights, 4 x 3 x 9 floats rounded to 128
+  // (512 bytes); bf16's register-staged backward-data keeps none, so its least is the weight
+  // gradient's one split, 4 x (27 + 1) floats (448 bytes; fp32's too, under the 512). The dense
+  // layer's bf16 forward puts its float32 product (2 x 5) there, which fp32's without an
+  // activation does not.
+  EXPECT_EQ(f.layers[0].workspace_bytes, 512);
+  EXPECT_EQ(m.layers[0].workspace_bytes, 448);
   EXPECT_EQ(m.layers[4].workspace_bytes, 40);
   EXPECT_EQ(f.layers[4].workspace_bytes, 0);
   EXPECT_EQ(m.weight_copy_bytes, 1024);
@@ -846,13 +901,13 @@ TEST(MemoryPlan, Bf16StepCountsEachTensorInItsType) {
     EXPECT_NE(t.find(part), std::string::npos) << part << "\n" << t;
 
   // fp32's activations are twice bf16's at every position, its buffer twice as large; the rest
-  // of the fixed bytes the same but for what bf16 adds and the halved columns.
+  // of the fixed bytes the same but for what bf16 adds, the halved columns and the workspace.
   const MemoryPlan q = plan_memory(f, PlanOptions{});
   ASSERT_EQ(q.live_bytes.size(), p.live_bytes.size());
   for (size_t i = 0; i < p.live_bytes.size(); ++i) EXPECT_EQ(q.live_bytes[i], 2 * p.live_bytes[i]) << i;
   EXPECT_EQ(arena_bytes(f, q), 2 * arena_bytes(m, p));
-  EXPECT_EQ(q.fixed_bytes - f.layers[0].scratch_bytes,
-            p.fixed_bytes - m.layers[0].scratch_bytes - 1024 - 2048);
+  EXPECT_EQ(q.fixed_bytes - f.layers[0].scratch_bytes - 512,
+            p.fixed_bytes - m.layers[0].scratch_bytes - 448 - 1024 - 2048);
 }
 
 // W4 at 64x64 (batch 64, the study's) in bf16 against fp32: every output and the peak of the
@@ -1531,6 +1586,72 @@ TEST(MemoryPlanGpu, Bf16MeasuredPeakIsThePlansUnderEveryCap) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   expect_measured_peak_is_the_plans(Precision::Bf16);
+}
+
+// A U-Net at batch 1 under its smallest limit (issue 35), in fp32 and bf16: the plan's
+// workspace holds no im2col columns, the GPU's chooser runs only the column-free algorithms
+// that fit it (auto), the step trains, and its measured peak is the plan's (within 3%) and
+// under the cap.
+void expect_unet_runs_at_its_smallest_limit(Precision prec) {
+  SCOPED_TRACE(precision_name(prec));
+  UNetOptions uo;
+  uo.base = 8;
+  uo.depth = 2;
+  const Shape in{1, 3, 256, 256};
+  auto make = [&](Context& ctx, std::unique_ptr<Optimizer>* opt) {
+    ctx.set_precision(prec);
+    testing::share_conv_choices(ctx);
+    Model m = make_unet(uo);
+    m.reset_parameters(ctx.rng());
+    m.to(Device::CUDA, ctx);
+    *opt = make_optimizer("adam", m.parameters(), 1e-3f);
+    return m;
+  };
+  MemoryPlan floor;
+  {
+    Context ctx(2, 7, Device::CUDA);
+    std::unique_ptr<Optimizer> opt;
+    Model m = make(ctx, &opt);
+    RunConfig rc;
+    rc.gpu_memory_limit = 1;
+    EXPECT_THROW(plan_step_memory(ctx, m, *opt, in, rc, 0, &floor), Error);
+  }
+  Context ctx(2, 7, Device::CUDA);
+  std::unique_ptr<Optimizer> opt;
+  Model m = make(ctx, &opt);
+  RunConfig rc;
+  rc.gpu_memory_limit = floor.min_limit_bytes + floor.fixed.context;
+  MemoryPlan p;
+  ASSERT_NO_THROW(plan_step_memory(ctx, m, *opt, in, rc, 0, &p));
+  const StepMem s = describe_step(m, in, opt.get(), 25000.0, 1, 0, prec, 2,
+                                  ctx.cuda().info().sm_count);
+  EXPECT_LT(p.fixed.workspace, s.layers[m.index_of("dec1.conv1")].columns_bytes);
+  ClassifierTrainer tr(m, *opt);
+  Rng r(5);
+  for (int step = 0; step < 3; ++step) {
+    const Tensor x = testing::random_tensor(in, r);
+    Tensor y(Shape{1, 256, 256}, DType::I32);
+    for (int64_t i = 0; i < y.numel(); ++i) y.data<int32_t>()[i] = static_cast<int32_t>(r.next() % 2);
+    tr.step(ctx, x, y);
+  }
+  ctx.synchronize();
+  for (const auto& [key, choice] : ctx.tuning().made()) EXPECT_NE(choice.choice, "im2col") << key;
+  const double measured = static_cast<double>(ctx.device_alloc_stats().peak_in_use) +
+                          static_cast<double>(p.fixed.context);
+  const double planned = static_cast<double>(p.peak_bytes);
+  std::printf("[ info ] U-Net 256x256 batch 1 %s at its smallest limit %s: planned %.1f MiB "
+              "(workspace %.1f MiB), measured %.1f MiB\n",
+              precision_name(prec), format_bytes(rc.gpu_memory_limit).c_str(), planned / 1048576,
+              static_cast<double>(p.fixed.workspace) / 1048576, measured / 1048576);
+  EXPECT_LE(std::fabs(measured - planned), 0.03 * planned);
+  EXPECT_LE(measured, static_cast<double>(rc.gpu_memory_limit));
+}
+
+TEST(MemoryPlanGpu, UNetBatch1TrainsAtItsSmallestLimit) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  expect_unet_runs_at_its_smallest_limit(Precision::Fp32);
+  expect_unet_runs_at_its_smallest_limit(Precision::Bf16);
 }
 
 // Optimizer state on the host, streamed through the GPU or updated by the host's cores, inside

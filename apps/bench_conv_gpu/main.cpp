@@ -355,7 +355,8 @@ int run(int argc, char** argv) {
     // the direct kernels' workspace for a pass at the current precision (direct:TILE)
     auto direct_ws = [&](ConvPass p) {
       return ctx.workspace(Device::CUDA,
-                           cuda::conv2d_direct_ws(p, g, n, k, b16 ? DType::BF16 : DType::F32));
+                           cuda::conv2d_direct_ws(p, g, n, k, b16 ? DType::BF16 : DType::F32,
+                                                  ctx.cuda().info().sm_count));
     };
     auto with_algo = [&](const auto& t32, const auto& t16, ConvAlgo a) {
       auto t = b16 ? t16 : t32;
@@ -415,7 +416,8 @@ int run(int argc, char** argv) {
                         } else if (a.tile != cuda::ConvTile::Auto) {
                           float* ws = ctx.workspace(
                               Device::CUDA,
-                              cuda::conv2d_implicit_backward_weights_ws(g, n, k, a.tile));
+                              cuda::conv2d_implicit_backward_weights_ws(
+                                  g, n, k, ctx.cuda().info().sm_count, a.tile));
                           cuda::conv2d_implicit_backward_weights(ops::conv_ptrs(wgrad), ws,
                                                                  ctx.cuda_exec(), a.tile);
                         } else {

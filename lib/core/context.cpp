@@ -59,7 +59,8 @@ CudaState& Context::cuda() const {
 
 CudaExec Context::cuda_exec() const {
   return CudaExec{work_stream_ ? work_stream_ : cuda().stream(), cuda().cublas(), 0,
-                  precision_ == Precision::Tf32, cuda().cudnn_if_open()};
+                  precision_ == Precision::Tf32, cuda().cudnn_if_open(),
+                  ws_limit_[1] * sizeof(float)};
 }
 
 std::shared_ptr<Allocator> Context::allocator(Device dev) const {

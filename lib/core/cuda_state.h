@@ -27,6 +27,11 @@ struct CudaDeviceInfo {
   std::string str() const;
 };
 
+// The multiprocessors of the GPU a description of GPU work made without one assumes (a memory
+// plan made on the CPU: the convolutions' split weight gradients size their workspace by them):
+// an H100 SXM's; an H200 has as many.
+constexpr int kPlanGpuSms = 132;
+
 class CudaState {
  public:
   // Opens device `index`; throws pdnn::Error saying why it cannot (no device, driver too old).

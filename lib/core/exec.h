@@ -3,6 +3,8 @@
 // (cudaStream_t == CUstream_st*, cublasHandle_t == cublasContext*), declared here so CPU
 // headers stay free of CUDA headers.
 #pragma once
+#include <cstddef>
+
 struct CUstream_st;
 struct cublasContext;
 namespace pdnn {
@@ -17,5 +19,8 @@ struct CudaExec {
   int threads = 0;
   bool tf32 = false;
   void* cudnn = nullptr;  // a cuda::CudnnContext, when cuDNN was opened (cuda/cudnn.h)
+  // The shared workspace's limit (a memory plan's budget; 0: none): cuDNN picks its own
+  // algorithms among those that fit it (ops/conv/conv2d_cudnn.cu).
+  size_t workspace_limit_bytes = 0;
 };
 }  // namespace pdnn

@@ -21,9 +21,9 @@ class Elementwise : public Layer {
                 Tensor* dx) override;
   double flops(const Shape& in) const override { return static_cast<double>(in.numel()); }
   // One of x or y (reads_output()), and one pass to make y again.
-  BackwardNeeds backward_needs(const Shape& in, DType act) const override {
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override {
     (void)in;
-    (void)act;
+    (void)p;
     return {!reads_output(), reads_output(), 0, true, 0};
   }
 

@@ -40,9 +40,9 @@ class BatchNorm2d : public Layer {
   // saved statistics would be one cheap pass).
   // Its statistics are the batch's: no micro-batches.
   // The statistics are float32 in bf16 too.
-  BackwardNeeds backward_needs(const Shape& in, DType act) const override {
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override {
     (void)in;
-    (void)act;
+    (void)p;
     BackwardNeeds b{true, true, 2 * c_ * static_cast<int64_t>(sizeof(float)), false, 0};
     b.batch_coupled = training_;
     return b;

@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/init.h"
 #include "ops/activation.h"
+#include "ops/conv/conv2d_algo.h"
 
 namespace pdnn {
 
@@ -123,23 +124,26 @@ double Conv2d::flops(const Shape& in) const {
   return 2.0 * out * g.col_rows() + (has_bias_ ? out : 0.0);
 }
 
-BackwardNeeds Conv2d::backward_needs(const Shape& in, DType act) const {
+BackwardNeeds Conv2d::backward_needs(const Shape& in, const PlanFor& p) const {
   const ConvGeom g = geom(in);
-  const int64_t n = in.n(), f = static_cast<int64_t>(sizeof(float));
+  const int64_t n = in.n();
   BackwardNeeds b;
   b.input = true;
   const bool through_act = act_.kind != FusedAct::None && !grad_through_act_;
   b.output = through_act;
   if (keep_columns_ && cuda_conv_chunk(g, n, out_ch_) == n)
-    b.scratch_bytes = g.col_rows() * n * g.col_cols() * static_cast<int64_t>(dtype_size(act));
-  b.workspace_bytes = static_cast<int64_t>(cuda_conv_workspace_floats(g, n, out_ch_)) * f;
-  // cuDNN's algorithms are picked among those needing at most 1 GiB (conv2d_cudnn.cu), and
-  // its and the implicit GEMM's backward put dy through the activation into the workspace
-  // first, unless it is done in place (or the next layer folded it).
-  constexpr int64_t kCudnnMaxWorkspace = int64_t{1} << 30;
-  const int64_t masked =
-      through_act && !mask_dy_in_place_ ? n * out_ch_ * g.oh * g.ow * f : 0;
-  b.fast_workspace_bytes = masked + kCudnnMaxWorkspace;
+    b.scratch_bytes = g.col_rows() * n * g.col_cols() * static_cast<int64_t>(dtype_size(p.act));
+  // The GPU's algorithms for its three passes (ops/conv/conv2d_algo.h): under auto and own the
+  // least is what the implicit GEMM or the direct kernels ask (no columns) wherever one of them
+  // can run the pass, the most im2col's columns; a policy or the layer may force one. The
+  // backward passes of all but im2col put dy through the activation into the workspace first,
+  // unless it is done in place (or the next layer folded it).
+  const Act in_ws = through_act && !mask_dy_in_place_ ? act_ : Act{};
+  const ConvWorkspaceBounds w =
+      gpu_conv_workspace_bounds(g, n, out_ch_, in_ws, p.act, p.gpu_sms, p.conv_policy, algo_);
+  b.workspace_bytes = w.least;
+  b.fast_workspace_bytes = w.most;
+  b.columns_bytes = w.columns;
   return b;
 }
 

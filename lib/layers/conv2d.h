@@ -28,10 +28,12 @@ class Conv2d : public Layer {
   double flops(const Shape& in) const override;  // 2*N*K*C*k*k*OH*OW (+ N*K*OH*OW bias)
   // x for the weight gradient, y with a fused activation; scratch: the columns the GPU's
   // im2col forward keeps for backward when the batch is one chunk (in the activations' type);
-  // workspace: the GPU's im2col scheme (runs in any budget), and at most dy through the
-  // activation plus cuDNN's cap for the faster algorithms (implicit GEMM, cuDNN). The workspace
-  // is counted in floats for bf16 too, as the passes ask for it (ops/conv/conv2d.cpp).
-  BackwardNeeds backward_needs(const Shape& in, DType act) const override;
+  // workspace: at least what the GPU's algorithms asking the least ask for the three passes at
+  // p's precision and multiprocessors (the implicit GEMM and direct kernels keep no columns),
+  // at most im2col's columns or cuDNN's cap, each with dy through the activation where it is
+  // not done in place (ops/conv/conv2d_algo.h: gpu_conv_workspace_bounds). Counted in floats,
+  // as the passes ask for it (ops/conv/conv2d.cpp), in bf16 too.
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override;
   // On the GPU, put dy through the fused activation's derivative in place (dy is the model's
   // own gradient buffer, Layer::dy_writable) before the convolution's backward, so that no
   // algorithm needs a copy of it in the workspace (a memory plan turns it on: the copy is as

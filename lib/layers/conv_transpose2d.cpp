@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/init.h"
+#include "ops/conv/conv2d_algo.h"
 
 namespace pdnn {
 
@@ -116,6 +117,28 @@ double ConvTranspose2d::flops(const Shape& in) const {
   const ConvGeom g = geom(in);
   const double macs = static_cast<double>(in.n()) * in_ch_ * g.col_rows() * g.oh * g.ow;
   return 2.0 * macs + (has_bias_ ? static_cast<double>(in.n()) * out_ch_ * g.h * g.w : 0.0);
+}
+
+BackwardNeeds ConvTranspose2d::backward_needs(const Shape& in, const PlanFor& p) const {
+  const ConvGeom g = geom(in);
+  BackwardNeeds b;
+  b.input = true;  // x, for the weight gradient
+  // y is never read, but said to be: the step's buffer keeps an output placed on the device
+  // until its own backward (model/memory_plan.h, layout_arena), so only a placement (offload)
+  // frees a U-Net's up-convolution output over the decoder; said unread, the plan could not
+  // move it, and the U-Net's smallest limit at 1024 x 1024, batch 1, rose from 2.36 to 2.58 GiB.
+  b.output = true;
+  // The three passes of the convolution it swaps (forward as backward-data, dx as forward, the
+  // weight gradient as backward-weights), without an activation. The U-Net's 2x2 stride-2
+  // up-convolutions: the implicit GEMM runs all three with no columns (backward-data on its
+  // strided kernel, no flipped weights), so the least is its weight gradient's split sums;
+  // im2col's columns are the size of the output.
+  const ConvWorkspaceBounds w =
+      gpu_conv_workspace_bounds(g, in.n(), in_ch_, Act{}, p.act, p.gpu_sms, p.conv_policy, algo_);
+  b.workspace_bytes = w.least;
+  b.fast_workspace_bytes = w.most;
+  b.columns_bytes = w.columns;
+  return b;
 }
 
 void ConvTranspose2d::reset_parameters(Rng& rng) {

@@ -26,6 +26,9 @@ class ConvTranspose2d : public Layer {
                 Tensor* dx) override;
   std::vector<Param> params() override;
   double flops(const Shape& in) const override;  // 2*N*Cin*Cout*k*k*H*W (+ N*Cout*OH*OW bias)
+  // x (for the weight gradient) and y (unread, conv_transpose2d.cpp says why); the workspace
+  // of the GPU's algorithms for its passes.
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override;
   // PyTorch's default: U(+-1/sqrt(fan_in)), fan_in = weight dim 1 * k*k = Cout*k*k.
   void reset_parameters(Rng& rng) override;
   void set_bf16_params(const std::vector<Tensor>& copies) override;

@@ -25,11 +25,12 @@ class Dense : public Layer {
   double flops(const Shape& in) const override;
   // x for the weight gradient, y with a fused activation (dy through it in the workspace). In
   // bf16 the forward's product is float32 in the workspace too (ops/dense.cpp), activation or
-  // not, and backward's act'(y) dy takes half of that.
-  BackwardNeeds backward_needs(const Shape& in, DType act) const override {
+  // not, and backward's act'(y) dy takes half of that. One way to run it (cuBLAS), so the
+  // least workspace is the most.
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override {
     const bool fused = act_.kind != FusedAct::None;
     const int64_t product = in.n() * out_ * static_cast<int64_t>(sizeof(float));
-    return {true, fused, 0, false, act == DType::BF16 || fused ? product : 0};
+    return {true, fused, 0, false, p.act == DType::BF16 || fused ? product : 0};
   }
   // A following ReLU/LeakyReLU applied in the output write (see Layer::fuse_activation).
   bool fuse_activation(const Act& a) override;

@@ -27,8 +27,8 @@ class Dropout : public Layer {
   float fusable_dropout() const override { return p_; }
   // Only its mask (float32 in bf16 too); forward again with the same RNG position draws the
   // same one.
-  BackwardNeeds backward_needs(const Shape& in, DType act) const override {
-    (void)act;
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override {
+    (void)p;
     return {false, false, training_ ? in.numel() * static_cast<int64_t>(sizeof(float)) : 0, true, 0};
   }
   // The last training forward's mask (0 or 1/(1-p) per element, on x's device), for tests.

@@ -19,9 +19,9 @@ class Flatten : public Layer {
   void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;
   // Nothing: dx is dy reshaped.
-  BackwardNeeds backward_needs(const Shape& in, DType act) const override {
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override {
     (void)in;
-    (void)act;
+    (void)p;
     return {false, false, 0, true, 0};
   }
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/cuda_state.h"
 #include "core/error.h"
 #include "core/param.h"
 #include "core/tensor.h"
@@ -23,15 +24,34 @@ struct BackwardNeeds {
   // Output and scratch are cheap to make again from x by running forward again (with the same
   // dropout counters): pooling, dropout, elementwise activations, BatchNorm, Flatten.
   bool recomputable = false;
-  int64_t workspace_bytes = 0;  // the shared GPU workspace its passes take at most
+  // The shared GPU workspace its passes can be held to: what its algorithms asking the least
+  // ask (a convolution's implicit GEMM or direct kernels, which keep no columns: ops/conv/
+  // conv2d_algo.h, gpu_conv_workspace_bounds).
+  int64_t workspace_bytes = 0;
   // Of scratch_bytes (when kept), a record backward can find again in x instead (MaxPool2d's
   // argmax, MaxPool2d::set_keep_argmax): the plan may trade it for reading x in backward.
   int64_t argmax_bytes = 0;
-  // The most a faster algorithm may ask of the workspace (0: workspace_bytes is all).
+  // The most a faster algorithm may ask of the workspace (0: workspace_bytes is all): im2col's
+  // columns, cuDNN's capped request.
   int64_t fast_workspace_bytes = 0;
   // Its output depends on the batch's other rows (BatchNorm's statistics): the batch cannot be
   // run in micro-batches.
   bool batch_coupled = false;
+  // Of fast_workspace_bytes, what the column-based algorithm (im2col) asks (0: none): a
+  // workspace below it leaves that algorithm out (the plan's printout says so).
+  int64_t columns_bytes = 0;
+};
+
+// What a layer's backward_needs is asked for: the activations' type (bfloat16 under
+// --precision bf16, float32 otherwise), the GPU the step is planned for, by its
+// multiprocessors (a convolution's split weight gradients size their workspace by them; a plan
+// made without a device assumes kPlanGpuSms, core/cuda_state.h), and
+// the run's --conv-algo policy (the algorithms a convolution may run: a forced one's workspace
+// is what it needs at least).
+struct PlanFor {
+  DType act = DType::F32;
+  int gpu_sms = kPlanGpuSms;
+  std::string conv_policy = "auto";
 };
 
 // The weight a layer's product runs on: w for a float32 input x, its bf16 copy w16 for a
@@ -68,14 +88,13 @@ class Layer {
   virtual std::vector<Param> buffers() { return {}; }
   // Forward floating-point operations for one batch of input shape `in` (multiply-add = 2).
   virtual double flops(const Shape& in) const { (void)in; return 0.0; }
-  // What backward needs kept from a training forward on input shape `in` with activations of
-  // type `act` (bfloat16 under --precision bf16, float32 otherwise): what the layer keeps or asks
-  // in the activations' type scales with it; masks, argmax records and BatchNorm's statistics
-  // keep their own types. Default: x and y, nothing of its own, not recomputable (right, if
-  // wasteful, for any layer).
-  virtual BackwardNeeds backward_needs(const Shape& in, DType act) const {
+  // What backward needs kept from a training forward on input shape `in` for `p` (p.act: the
+  // activations' type): what the layer keeps or asks in the activations' type scales with it;
+  // masks, argmax records and BatchNorm's statistics keep their own types. Default: x and y,
+  // nothing of its own, not recomputable (right, if wasteful, for any layer).
+  virtual BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const {
     (void)in;
-    (void)act;
+    (void)p;
     return {};
   }
   // Re-draw the parameters with the layer's default initialisation (PyTorch's per-layer one).

@@ -55,8 +55,8 @@ double MaxPool2d::flops(const Shape& in) const {
   return static_cast<double>(g.planes * g.oh * g.ow * g.k * g.k);
 }
 
-BackwardNeeds MaxPool2d::backward_needs(const Shape& in, DType act) const {
-  (void)act;  // the argmax is one byte and a fused dropout's mask float32 in any precision
+BackwardNeeds MaxPool2d::backward_needs(const Shape& in, const PlanFor& p) const {
+  (void)p;  // the argmax is one byte and a fused dropout's mask float32 in any precision
   const int64_t n = output_shape(in).numel();
   const bool mask = drop_p_ >= 0.f && training_;
   BackwardNeeds b;

@@ -37,7 +37,7 @@ class MaxPool2d : public Layer {
   bool fold_input_activation(const Act& a) override;
   // The one-byte argmax (or, without it, x) and a fused dropout's mask (the output y with a
   // folded activation); forward again rebuilds them.
-  BackwardNeeds backward_needs(const Shape& in, DType act) const override;
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override;
   // Whether forward records the argmax (true, the default) or backward finds it again in x.
   void set_keep_argmax(bool keep) override { keep_argmax_ = keep; }
   bool keeps_argmax() const { return keep_argmax_; }

@@ -23,9 +23,9 @@ void MergeLayer::backward(Context& ctx, const Tensor& x, const Tensor& y, const 
   backward_all(ctx, dy, {dx});
 }
 
-BackwardNeeds MergeLayer::backward_needs(const Shape& in, DType act) const {
+BackwardNeeds MergeLayer::backward_needs(const Shape& in, const PlanFor& p) const {
   (void)in;
-  (void)act;
+  (void)p;
   BackwardNeeds b;
   b.input = false;
   b.output = false;

@@ -28,7 +28,7 @@ class MergeLayer : public Layer {
   void forward(Context& ctx, const Tensor& x, Tensor& y) override { forward_all(ctx, {&x}, y); }
   void backward(Context& ctx, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;
-  BackwardNeeds backward_needs(const Shape& in, DType act) const override;
+  BackwardNeeds backward_needs(const Shape& in, const PlanFor& p) const override;
 };
 
 class Concat : public MergeLayer {

@@ -267,7 +267,8 @@ void add_layer_memory(const Walk& w, const std::vector<int>& out_last,
   add_range(s.live, sp.back_at, last_out, ob);
 }
 
-// The workspace every layer can run in, and the most a faster algorithm may ask.
+// The workspace every layer can run in (each layer's algorithms asking the least), and the
+// most a faster algorithm may ask.
 int64_t min_workspace(const StepMem& m) {
   int64_t ws = 0;
   for (const LayerMem& l : m.layers) ws = std::max(ws, l.workspace_bytes);
@@ -557,8 +558,9 @@ MemoryPlan make_plan(const Walk& w, const Choice& c, const Sim& s, const PlanOpt
   }
   plan.min_limit_bytes = floor;
   // Under a limit the workspace takes what the limit leaves, up to what the fastest algorithms
-  // may ask (without one the algorithms' choice is not bounded: the plan counts what every
-  // layer runs in, the GPU convolutions' im2col scheme).
+  // may ask, and the GPU's chooser runs only what fits it (without one the algorithms' choice
+  // is not bounded: the plan counts what every layer runs in, the algorithms asking the
+  // least, which keep no columns where the implicit GEMM or the direct kernels run a pass).
   if (o.limit_bytes > 0) {
     const int64_t ws_min = min_workspace(w.m), ws_max = max_workspace(w.m);
     const int64_t extra = std::min(std::max<int64_t>(0, o.limit_bytes - plan.peak_bytes), ws_max - ws_min);
@@ -868,6 +870,45 @@ std::string format_bytes(int64_t b) {
 namespace {
 // A layer's name in the plan's tables: its profiler label, or its index.
 std::string name_of(const LayerMem& l) { return l.label.empty() ? std::to_string(l.index) : l.label; }
+
+// What the workspace the plan counts means for the GPU's convolutions: the least every layer
+// runs in and the most the fastest algorithms may ask; under a limit, which convolutions the
+// workspace leaves without im2col (the chooser runs only what fits: a capped run may be
+// slower for it); without one, that the run's choice may take more than the plan counts.
+std::string workspace_note(const StepMem& m, const MemoryPlan& p, const PlanOptions& o) {
+  const int64_t ws = p.fixed.workspace, least = min_workspace(m), most = max_workspace(m);
+  int convs = 0, excluded = 0;
+  int64_t columns = 0;
+  const LayerMem* sets = nullptr;  // the layer whose least is the least
+  for (const LayerMem& l : m.layers) {
+    if (l.absorbed) continue;
+    if (!sets && l.workspace_bytes == least) sets = &l;
+    if (l.columns_bytes <= 0) continue;
+    ++convs;
+    columns = std::max(columns, l.columns_bytes);
+    excluded += l.columns_bytes > ws;
+  }
+  std::string s = strprintf("workspace %s: every layer runs in %s", format_bytes(ws).c_str(),
+                            format_bytes(least).c_str());
+  if (sets && least > 0) {
+    s += " (set by " + name_of(*sets) + ")";
+    if (sets->columns_bytes > 0 && least == sets->columns_bytes)
+      s += ", im2col's columns: nothing else runs all its passes (the implicit GEMM and the "
+           "direct kernels index an image in 32 bits; or im2col forced)";
+  }
+  s += ", the fastest algorithms may ask " + format_bytes(most);
+  if (o.limit_bytes <= 0) {
+    s += "; without a limit the plan counts the least, and an uncapped run's choice, which "
+         "times every algorithm the free memory holds (cuDNN's too), may grow it past that";
+  } else if (excluded > 0) {
+    s += strprintf("; im2col excluded where its columns exceed it (%d of %d convolutions, columns "
+                   "up to %s): the implicit GEMM or the direct kernels run those passes",
+                   excluded, convs, format_bytes(columns).c_str());
+  } else if (convs > 0) {
+    s += "; im2col's columns fit it in every convolution";
+  }
+  return s + "\n";
+}
 }  // namespace
 
 std::string position_name(const StepMem& m, const MemoryPlan& p, int pos) {
@@ -916,7 +957,7 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
   if (f.cublas) out += ", cuBLAS workspace " + format_bytes(f.cublas);
   if (f.small) out += ", small buffers " + format_bytes(f.small);
   if (f.context) out += ", CUDA context (measured) " + format_bytes(f.context);
-  out += "\n";
+  out += "\n" + workspace_note(m, p, o);
   if (p.micro_batches > 1)
     out += strprintf("micro-batches: %d of %lld rows (the batch %lld): gradients summed over them, "
                      "one update\n",
@@ -1085,7 +1126,7 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
 
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows, double device_gb_s, Precision precision,
-                      int batch_copies) {
+                      int batch_copies, int gpu_sms, const std::string& conv_policy) {
   PDNN_CHECK(batch_copies == 1 || batch_copies == 2, "memory plan: %d copies of the batch",
              batch_copies);
   PDNN_CHECK(gflops_per_s > 0 && std::isfinite(gflops_per_s),
@@ -1136,7 +1177,7 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
     lm.grad_bytes = lm.param_bytes;
     lm.opt_state_bytes = slots * lm.param_bytes;
     if (!lm.absorbed) {
-      const BackwardNeeds b = l.backward_needs(s, act);
+      const BackwardNeeds b = l.backward_needs(s, PlanFor{act, gpu_sms, conv_policy});
       lm.restores_inputs = dynamic_cast<MergeLayer*>(&l) == nullptr || b.input;
       lm.bwd_reads_input = b.input;
       lm.bwd_reads_output = b.output;
@@ -1144,6 +1185,7 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
       lm.recomputable = b.recomputable;
       lm.workspace_bytes = b.workspace_bytes;
       lm.fast_workspace_bytes = b.fast_workspace_bytes;
+      lm.columns_bytes = b.columns_bytes;
       lm.argmax_bytes = std::min(b.argmax_bytes, lm.scratch_bytes);
       lm.batch_coupled = b.batch_coupled;
       lm.fwd_ms = l.flops(s) / (gflops_per_s * 1e6);

@@ -26,7 +26,11 @@
 //   the number of micro-batches (plan_training_step): the batch's rows in k slices, each
 //   forward and backward in turn with the gradients summed, the update once; the activations
 //   are those of one slice, the weights are read k times.
-// The workspace gets what the limit leaves, up to what the fastest algorithms may ask.
+// The workspace gets at least what every layer's algorithms asking the least need (the GPU's
+// convolutions on their implicit GEMM or direct kernels, which keep no columns: the minimum at
+// batch 1 is then the activations', not im2col's column buffer), and what the limit leaves, up
+// to what the fastest algorithms may ask; the GPU's chooser runs only the algorithms that fit
+// what it got (ops/conv/conv2d_algo.h), and the printout says which it leaves out.
 // Plain C++ over the description, no device: the decisions are unit-tested on the CPU with
 // made-up budgets and times (test/test_memory_plan.cpp); describe_step() makes the description
 // of a real Model.
@@ -49,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_state.h"
 #include "core/precision.h"
 #include "core/shape.h"
 
@@ -77,8 +82,10 @@ struct LayerMem {
   bool bwd_reads_output = false;  // its backward reads y (its own output: fused activations)
   bool recomputable = false;      // output and scratch are cheap to make again from x
   bool absorbed = false;          // fused into the layer before: no buffers, no pass of its own
-  int64_t workspace_bytes = 0;    // scratch its passes need at least (the shared workspace)
+  int64_t workspace_bytes = 0;    // scratch its passes need at least (the shared workspace:
+                                  // the GPU's algorithms asking the least)
   int64_t fast_workspace_bytes = 0;  // ... and the most a faster algorithm may ask (0: as above)
+  int64_t columns_bytes = 0;      // ... of which the column-based algorithm's (im2col's; 0: none)
   int64_t argmax_bytes = 0;       // of scratch_bytes, what backward can find again in x instead
   bool batch_coupled = false;     // its output depends on the other rows (BatchNorm's batch
                                   // statistics): no micro-batches
@@ -307,9 +314,12 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
 // once; backward reads them and reads and writes their gradient); the caller may overwrite
 // them with measured ones. batch_copies: the batch's copies on the device (2 on the GPU where
 // the step shell overlaps the batch's copy with the step before: its staging buffers and the
-// step's own, train/step_shell.h; else 1).
+// step's own, train/step_shell.h; else 1). gpu_sms, conv_policy: the multiprocessors of the
+// GPU planned for (the device's on a GPU) and the run's --conv-algo: the convolutions'
+// workspace depends on them (Layer::backward_needs, PlanFor).
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows = 0, double device_gb_s = 0,
-                      Precision precision = Precision::Fp32, int batch_copies = 1);
+                      Precision precision = Precision::Fp32, int batch_copies = 1,
+                      int gpu_sms = kPlanGpuSms, const std::string& conv_policy = "auto");
 
 }  // namespace pdnn

@@ -556,8 +556,8 @@ void Model::prepare_arena(Context& ctx, const Shape& in, DType dtype) {
     graph.inputs.push_back(std::move(ins));
     // A layer of one input gets x in backward, so it is brought back; a merge only when read.
     const int q = nodes_[i].inputs[0];
-    restores_[i] = !nodes_[i].merge ||
-                   nodes_[i].layer->backward_needs(q < 0 ? in : shapes[static_cast<size_t>(q)], dtype).input;
+    const Shape& qs = q < 0 ? in : shapes[static_cast<size_t>(q)];
+    restores_[i] = !nodes_[i].merge || nodes_[i].layer->backward_needs(qs, PlanFor{dtype}).input;
     graph.restores_inputs.push_back(restores_[i]);
   }
   layout_ = layout_arena(elems, where, dropped, back, graph);

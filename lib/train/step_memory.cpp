@@ -191,11 +191,12 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   const bool capped = cfg.gpu_memory_limit > 0;
   const double rate = gpu ? kGpuGflops : kCpuGflopsPerThread * ctx.threads();
   // Under a limit, convolutions put dy through their activation in place (on the GPU: no
-  // algorithm then needs a copy of it in the workspace), and keep no columns for backward.
+  // algorithm then needs a copy of it in the workspace; the CPU's backward ignores it, and a
+  // plan made there counts the GPU's step), and keep no columns for backward.
   if (capped)
     for (size_t i = 0; i < model.size(); ++i)
       if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) {
-        c->set_mask_dy_in_place(gpu);
+        c->set_mask_dy_in_place(true);
         c->set_keep_columns(false);
       }
   PlanOptions o;
@@ -214,17 +215,23 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     ctx.allocator(Device::CUDA)->trim();
   }
   const int64_t n = batch.n();
+  // The convolutions' workspace depends on the GPU's multiprocessors and the algorithms the
+  // policy lets them run (Layer::backward_needs).
+  const int sms = gpu ? ctx.cuda().info().sm_count : kPlanGpuSms;
+  // (A CPU context keeps no policy: a plan made there takes the flag's.)
+  const std::string policy = gpu ? ctx.tuning().policy() : cfg.conv_algo;
   const bool measured = !cfg.layer_times.empty();
   StepMem timed;  // the profile's times, at the whole batch
   if (measured) {
-    timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision());
+    timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision(), 1, sms,
+                          policy);
     read_layer_times(timed, cfg.layer_times);
   }
   // The step shell's staging buffers hold the batch a second time (train/step_shell.h).
   const int batch_copies = gpu && cfg.overlap_batch_copy ? 2 : 1;
   auto describe = [&](int64_t rows) {
     StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, n, o.device_gb_s,
-                              ctx.precision(), batch_copies);
+                              ctx.precision(), batch_copies, sms, policy);
     int64_t state = 0;
     for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
     m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
@@ -259,7 +266,8 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
                                        : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
     std::printf("memory plan of a training step, input %s, %s, on %s (%s; copy bandwidth %s%s):\n%s",
                 batch.str().c_str(), precision_name(ctx.precision()),
-                gpu ? "the GPU" : "a GPU (planned on the CPU)",
+                gpu ? "the GPU"
+                    : strprintf("a GPU of %d multiprocessors (planned on the CPU)", sms).c_str(),
                 times.c_str(), gpu ? "measured" : "assumed",
                 gpu ? strprintf(", device %.0f GB/s, host update %.1f GB/s measured", o.device_gb_s,
                                 o.host_update_gb_s).c_str()

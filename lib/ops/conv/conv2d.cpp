@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/cuda_state.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/activation.h"
@@ -500,31 +501,14 @@ bool conv_is_bf16(const char* op, std::initializer_list<const Tensor*> acts,
 }
 
 #if PDNN_HAVE_CUDA
-// The workspace a GPU algorithm needs for a pass (floats). bf16: direct's weights in bf16, the
-// register-staged implicit kernel (no flipped weights; its own split for the weight gradient).
+// The workspace a GPU algorithm needs for a pass (floats): pdnn's own by conv2d_gpu_ws.h's
+// arithmetic for this device, cuDNN's by its pick.
 size_t gpu_workspace_floats(Context& ctx, ConvPass pass, ConvAlgo a, const ConvGeom& g, int64_t n,
                             int64_t k, Act act, bool is_bf16) {
-  if (a == ConvAlgo::Direct && cuda::direct_applies(g, is_bf16 ? DType::BF16 : DType::F32))
-    return (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
-           cuda::conv2d_direct_ws(pass, g, n, k, is_bf16 ? DType::BF16 : DType::F32);
-  if (a == ConvAlgo::Implicit && is_bf16)
-    return pass == ConvPass::Forward
-               ? 1
-               : cuda::conv2d_act_grad_floats(g, n, k, act) +
-                     (pass == ConvPass::BackwardWeights
-                          ? cuda::conv2d_implicit_bf16_backward_weights_ws(g, n, k)
-                          : 1);
-  if (a == ConvAlgo::Implicit)
-    return pass == ConvPass::Forward
-               ? 1
-               : cuda::conv2d_act_grad_floats(g, n, k, act) +
-                     (pass == ConvPass::BackwardWeights
-                          ? cuda::conv2d_implicit_backward_weights_ws(g, n, k)
-                          : cuda::conv2d_implicit_backward_data_ws(g, n, k));
+  const DType dtype = is_bf16 ? DType::BF16 : DType::F32;
   if (a == ConvAlgo::Cudnn)
-    return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec(),
-                                               is_bf16 ? DType::BF16 : DType::F32);
-  return cuda_conv_workspace_floats(g, n, k);
+    return cuda::conv2d_cudnn_workspace_floats(pass, g, n, k, act, ctx.cuda_exec(), dtype);
+  return gpu_conv_own_ws_floats(pass, a, g, n, k, act, dtype, ctx.cuda().info().sm_count);
 }
 #endif
 

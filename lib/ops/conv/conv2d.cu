@@ -268,18 +268,6 @@ __global__ void flip_weights_k(int64_t total, int k, int c, int taps, const floa
   }
 }
 
-bool backward_data_as_forward(const ConvGeom& g) {
-  return g.sh == 1 && g.sw == 1 && g.ph < g.kh && g.pw < g.kw;
-}
-}  // namespace
-
-size_t conv2d_implicit_backward_data_ws(const ConvGeom& g, int64_t n, int64_t k) {
-  (void)n;
-  return backward_data_as_forward(g) ? static_cast<size_t>((k * g.c * g.kh * g.kw + 63) / 64 * 64)
-                                     : 1;
-}
-
-namespace {
 // A stride-1 backward-data is the forward convolution of dy (k channels at oh x ow) with the
 // flipped weights and padding kh-1-ph: it runs on the forward kernel, whose gathers are the
 // cheaper ones (measured on the H100, W4 conv2: 8.1 ms as a backward-data kernel, 3.9 ms as a
@@ -287,7 +275,7 @@ namespace {
 void implicit_backward_data(const ConvBwd& a, float* ws, CudaExec e) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
-  if (!backward_data_as_forward(g)) {
+  if (!conv2d_implicit_data_as_forward(g)) {
     conv2d_implicit_backward_data(a, e);
     return;
   }

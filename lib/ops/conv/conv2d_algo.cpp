@@ -1,6 +1,7 @@
 // The GPU's per-shape convolution algorithm choice (conv2d_algo.h).
 #include "ops/conv/conv2d_algo.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <limits>
@@ -8,6 +9,7 @@
 #include "core/cuda_state.h"
 #include "core/error.h"
 #include "ops/conv/conv2d_3x3.h"
+#include "ops/conv/conv2d_gpu_ws.h"
 #include "ops/conv/conv2d_k4s2.h"
 
 namespace pdnn {
@@ -112,6 +114,42 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
   return out;
 }
 
+ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int64_t k, Act act,
+                                              DType dtype, int sms, const std::string& policy,
+                                              ConvAlgo forced) {
+  ConvWorkspaceBounds b;
+  const int64_t f = static_cast<int64_t>(sizeof(float));
+  b.columns = static_cast<int64_t>(cuda_conv_workspace_floats(g, n, k)) * f;
+  const bool by_layer =
+      forced != ConvAlgo::Auto && forced != ConvAlgo::PerImage && forced != ConvAlgo::Batched;
+  for (ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights}) {
+    // The chooser's candidates under a plan (gpu_conv_choose): cuDNN only where named.
+    const std::string pp = gpu_conv_pass_policy(policy, pass);
+    const std::vector<ConvAlgo> cands =
+        by_layer ? std::vector<ConvAlgo>{forced}
+                 : gpu_conv_candidates(pass, g, n, k, pp, pp == "cudnn", dtype);
+    int64_t least = std::numeric_limits<int64_t>::max();
+    for (ConvAlgo a : cands) {
+      int64_t lo = 0, hi = 0;
+      if (a == ConvAlgo::Cudnn) {
+        // dy through the activation and bf16's weight gradient beside its own algorithm, which
+        // asks at most the cap and at least none
+        const size_t beside =
+            (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
+            cuda::conv2d_cudnn_dw16_floats(pass, g, k, dtype == DType::BF16) + 1;
+        lo = static_cast<int64_t>(beside) * f;
+        hi = lo + static_cast<int64_t>(cuda::kCudnnMaxWorkspaceBytes);
+      } else {
+        lo = hi = static_cast<int64_t>(gpu_conv_own_ws_floats(pass, a, g, n, k, act, dtype, sms)) * f;
+      }
+      least = std::min(least, lo);
+      b.most = std::max(b.most, hi);
+    }
+    b.least = std::max(b.least, least);
+  }
+  return b;
+}
+
 std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
                          const char* precision) {
   char s[256];
@@ -123,17 +161,53 @@ std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
   return s;
 }
 
+namespace {
+
+double mib(size_t floats) { return static_cast<double>(floats) * 4.0 / 1048576.0; }
+
+// "conv2d fwd n1 c128x1024x1024 ... (in dec1.conv1 forward)": the pass's key and, inside a
+// model's step, the layer it runs for (the context's memory role).
+std::string who(Context& ctx, const std::string& key) {
+  const std::string role = ctx.memory_role();
+  return role.empty() ? key : key + " (in " + role + ")";
+}
+
+// A forced algorithm that asks more than the shared workspace's limit: a clear error, before
+// anything is asked of the workspace.
+[[noreturn]] void fail_too_big(Context& ctx, const std::string& key, ConvAlgo a, size_t need,
+                               size_t limit, const char* how) {
+  PDNN_FAIL("%s: convolution algorithm %s (%s) needs %.1f MiB of workspace, but the memory "
+            "plan's shared workspace is %.1f MiB (--gpu-memory-limit): choose an algorithm that "
+            "fits (--conv-algo own or auto choose among those that do) or raise the limit",
+            who(ctx, key).c_str(), conv_algo_name(a), how, mib(need), mib(limit));
+}
+
+}  // namespace
+
 ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                          Act act, DType dtype, ConvAlgo requested,
                          const std::function<size_t(ConvAlgo)>& ws_floats,
                          const std::function<void(ConvAlgo, bool timing)>& run) {
   CudaState& cs = ctx.cuda();
+  // One rule for every way an algorithm is chosen (forced by the layer or by --conv-algo, read
+  // from the tuning, or timed): under a memory plan the shared workspace has a limit
+  // (Context::set_workspace_limit, the plan's budget), and an algorithm asking more than it is
+  // not run. cuDNN's own algorithms are picked within it too (conv2d_cudnn.cu).
+  const size_t limit = ctx.workspace_limit(Device::CUDA);
+  const bool is_bf16 = dtype == DType::BF16;
+  const char* prec = is_bf16 ? "bf16" : ctx.precision() == Precision::Tf32 ? "tf32" : "fp32";
   // cuDNN's handle is made on first use: a choice of cuDNN (forced, or read from a cache file)
   // opens it here, before the pass asks the context for its handle.
   if (requested != ConvAlgo::Auto && requested != ConvAlgo::PerImage &&
       requested != ConvAlgo::Batched) {
     PDNN_CHECK(requested != ConvAlgo::Cudnn || cs.cudnn() != nullptr,
                "convolution algorithm cudnn: %s", cudnn_status().c_str());
+    if (limit > 0) {
+      const size_t need = ws_floats(requested);
+      if (need > limit)
+        fail_too_big(ctx, gpu_conv_key(pass, g, n, k, act, prec), requested, need, limit,
+                     "the layer's");
+    }
     return requested;
   }
   Tuning& tune = ctx.tuning();
@@ -143,11 +217,9 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
   // plan (W4 at 1120 under 77G: its forward failed with
   // CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED on the H100). Forced by name it still
   // runs: the user's choice.
-  const bool planned = ctx.workspace_limit(Device::CUDA) > 0 && policy == "auto";
+  const bool planned = limit > 0 && policy == "auto";
   // The pass's policy is part of the key: "own" must not reuse a cuDNN choice "auto" made (nor
   // a planned run one an unplanned run made).
-  const bool is_bf16 = dtype == DType::BF16;
-  const char* prec = is_bf16 ? "bf16" : ctx.precision() == Precision::Tf32 ? "tf32" : "fp32";
   const std::string key =
       gpu_conv_key(pass, g, n, k, act, prec) + " " + policy + (planned ? "-planned" : "");
   if (const Tuning::Choice* c = tune.lookup(key)) {
@@ -159,7 +231,11 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
                "algorithm cache %s chose cudnn for %s, but %s: remove the file or pass "
                "--conv-algo-cache none", tune.cache_file().c_str(), key.c_str(),
                cudnn_status().c_str());
-    return a;
+    // A choice made under a larger workspace (another cap, or none) is made again here.
+    if (limit == 0 || ws_floats(a) <= limit) return a;
+    std::printf("conv algorithm: %s: %s, chosen before, needs %.1f MiB of workspace, past the "
+                "memory plan's %.1f MiB: chosen again\n",
+                key.c_str(), conv_algo_name(a), mib(ws_floats(a)), mib(limit));
   }
   PDNN_CHECK(!cuda_stream_capturing(cs.stream()),
              "%s: no algorithm chosen before the CUDA graph capture (run the step eagerly once "
@@ -173,29 +249,43 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
       gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr, dtype);
   if (cands.size() == 1 && policy != "auto" && policy != "own") {
     // Forced, and able to run the pass: no timing (ms 0 in the summary says so).
+    if (limit > 0 && ws_floats(cands.front()) > limit)
+      fail_too_big(ctx, key, cands.front(), ws_floats(cands.front()), limit, "--conv-algo");
     tune.put(key, conv_algo_name(cands.front()), 0.0);
     std::printf("conv algorithm: %s -> %s (forced)\n", key.c_str(), conv_algo_name(cands.front()));
     return cands.front();
   }
-  // Workspace beyond what the context holds must come out of the free device memory (with a
-  // margin for the allocator's rounding and cuBLAS).
+  // Without a limit, workspace beyond what the context holds must come out of the free device
+  // memory (with a margin for the allocator's rounding and cuBLAS).
   const size_t have = ctx.workspace_size(Device::CUDA) * sizeof(float);
   const size_t free_bytes = cs.free_memory();
   ConvAlgo best = cands.front();
   double best_ms = std::numeric_limits<double>::infinity();
-  std::string tried;
+  std::string tried, left_out;
   for (ConvAlgo a : cands) {
     double ms = std::numeric_limits<double>::infinity();
     try {
-      const size_t need = ws_floats(a) * sizeof(float);
-      if (cands.size() > 1 && need > have && need - have + (size_t{64} << 20) > free_bytes) {
+      const size_t need_floats = ws_floats(a), need = need_floats * sizeof(float);
+      if (limit > 0 && need_floats > limit) {
+        std::printf("conv algorithm: %s: %s left out: its workspace (%.1f MiB) is past the "
+                    "memory plan's (%.1f MiB)\n", key.c_str(), conv_algo_name(a), mib(need_floats),
+                    mib(limit));
+        left_out += strprintf("%s%s %.1f MiB", left_out.empty() ? "" : ", ", conv_algo_name(a),
+                              mib(need_floats));
+        continue;
+      }
+      if (limit == 0 && cands.size() > 1 && need > have &&
+          need - have + (size_t{64} << 20) > free_bytes) {
         std::printf("conv algorithm: %s: %s left out: its workspace (%.0f MB) does not fit the "
                     "free device memory\n", key.c_str(), conv_algo_name(a), need / 1e6);
+        left_out += strprintf("%s%s %.0f MB (free memory)", left_out.empty() ? "" : ", ",
+                              conv_algo_name(a), need / 1e6);
         continue;
       }
       run(a, true);  // warm-up: loads the kernels, sizes the workspace
     } catch (const Error& e) {  // e.g. cuDNN has no algorithm for the shape: not a candidate
       std::printf("conv algorithm: %s: %s left out: %s\n", key.c_str(), conv_algo_name(a), e.what());
+      left_out += strprintf("%s%s (%s)", left_out.empty() ? "" : ", ", conv_algo_name(a), e.what());
       continue;
     }
     for (int rep = 0; rep < 3; ++rep) {
@@ -211,6 +301,12 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
     char t[64];
     std::snprintf(t, sizeof t, "%s%s %.3f", tried.empty() ? "" : ", ", conv_algo_name(a), ms);
     tried += t;
+  }
+  if (tried.empty()) {
+    const std::string in =
+        limit > 0 ? strprintf(" in the memory plan's workspace of %.1f MiB", mib(limit)) : "";
+    PDNN_FAIL("%s: no convolution algorithm can run this pass%s: %s%s", who(ctx, key).c_str(),
+              in.c_str(), left_out.c_str(), limit > 0 ? " (raise --gpu-memory-limit)" : "");
   }
   tune.put(key, conv_algo_name(best), best_ms);
   // One line per choice, at the first step of each shape: the run's log says what ran.

@@ -38,6 +38,30 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
                                           const std::string& policy, bool have_cudnn,
                                           DType dtype = DType::F32);
 
+// What one convolution's three passes on the GPU ask of the shared workspace (bytes) under a
+// memory plan, for the plan (Layer::backward_needs): tensors of dtype (F32: fp32 or TF32, the
+// same sizes), dy through `act` in the workspace in backward where it is not None, on a device
+// of `sms` multiprocessors (conv2d_gpu_ws.h), the algorithms those the chooser may run under a
+// plan: the pass's policy's candidates (`auto` leaves cuDNN out there, as `own` does), or the
+// layer's `forced` algorithm (not Auto, PerImage or Batched).
+//   least    the largest over the passes of what the pass's candidate asking the least asks:
+//            under auto and own, the implicit GEMM's or the direct kernels' (no columns: their
+//            weights or split sums) wherever one of them runs the pass; im2col's columns where
+//            it alone does (a shape past their 32-bit indexing within an image: 2^31 elements)
+//            or is forced; for cuDNN (forced) what it keeps beside its own algorithm, which it
+//            picks within what the workspace leaves;
+//   most     the most a candidate may ask (cuDNN at its cap, kCudnnMaxWorkspaceBytes);
+//   columns  im2col's (a chunk's columns and product): a workspace below it leaves im2col out.
+// Under a workspace limit the chooser runs only what fits: least is what every pass can be
+// held to, and a workspace between least and most leaves the faster algorithms out.
+struct ConvWorkspaceBounds {
+  int64_t least = 0, most = 0, columns = 0;
+};
+ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int64_t k, Act act,
+                                              DType dtype, int sms,
+                                              const std::string& policy = "auto",
+                                              ConvAlgo forced = ConvAlgo::Auto);
+
 // The tuning cache's key of a pass: "conv2d fwd n64 c3x224x224 k32 3x3 s1 p1 relu fp32";
 // precision: "fp32", "tf32" or "bf16".
 std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
@@ -48,6 +72,11 @@ std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
 // queues the pass with algorithm a on the context's stream (writing only what timing may
 // overwrite: the caller points accumulating outputs at scratch while timing). dtype: the
 // tensors' (F32: fp32 or TF32 by the context; BF16).
+// Under a workspace limit (Context::set_workspace_limit: a memory plan's budget) one rule holds
+// for every path: no algorithm asking more is run. Timing leaves it out (and says so), a tuned
+// choice that does not fit is made again, a forced one (by the layer or --conv-algo) fails
+// naming the pass, the layer (the context's memory role), the algorithm, its bytes and the
+// workspace's; no candidate fitting fails alike.
 ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                          Act act, DType dtype, ConvAlgo requested,
                          const std::function<size_t(ConvAlgo)>& ws_floats,

@@ -4,7 +4,10 @@
 // PyTorch's cudnn.benchmark; its heuristic first choice measured up to 2.2x slower, W4 conv2's
 // weight gradient 8.5 ms against 3.8) that is deterministic, strict fp32 (summation only: no
 // FFT or Winograd, see sums_directly) unless TF32 is on
-// (CUDNN_FMA_MATH, else its default math, which allows TF32), and needs at most kMaxWorkspace.
+// (CUDNN_FMA_MATH, else its default math, which allows TF32), and needs at most
+// kCudnnMaxWorkspaceBytes (conv2d_gpu_ws.h) and, under a memory plan, at most what the shared
+// workspace's limit leaves beside dy through the activation (the rule every algorithm keeps:
+// conv2d_algo.h).
 // It is found once per shape and context, at the call that sizes the workspace (before a
 // capture), so the workspace and the algorithm agree with the call that runs. The fused bias and
 // activation run as a pass of pdnn's own after the forward; in backward, dy goes through the
@@ -32,8 +35,6 @@ namespace cuda {
 
 #if PDNN_CUDNN_HEADER
 namespace {
-
-constexpr size_t kMaxWorkspace = size_t{1} << 30;
 
 // y (n, k, p) = act(y + b[c]) in place (bf16: in fp32, rounded once).
 template <class E>
@@ -118,38 +119,40 @@ bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
 // only (fp32; and bf16, whose fp32 sums are all its tests' bounds allow beyond the roundings
 // to bf16; TF32's own rounding is larger than FFT's or Winograd's).
 template <class Perf, class Query>
-Pick pick_from(const Descs& d, bool strict, bool direct, Query query, const char* what) {
+Pick pick_from(const Descs& d, bool strict, bool direct, size_t cap, Query query,
+               const char* what) {
   Perf perf[16];
   int count = 0;
   d.a.check(query(perf, &count), what);
   for (int i = 0; i < count; ++i) {
     const Perf& p = perf[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC ||
-        p.memory > kMaxWorkspace || (strict && p.mathType != CUDNN_FMA_MATH) ||
+        p.memory > cap || (strict && p.mathType != CUDNN_FMA_MATH) ||
         (direct && !sums_directly(p.algo)))
       continue;
     d.a.check(d.a.set_math(d.conv, p.mathType), "cudnnSetConvolutionMathType");
     return Pick{static_cast<int>(p.algo), static_cast<int>(p.mathType), p.memory};
   }
-  PDNN_FAIL("convolution algorithm cudnn: no deterministic %s algorithm of cuDNN fits (%s)",
-            strict ? "strict fp32" : "", what);
+  PDNN_FAIL("convolution algorithm cudnn: no deterministic %s%salgorithm of cuDNN asks at most "
+            "%.1f MiB of workspace (%s)", strict ? "strict fp32" : "", strict ? " " : "",
+            static_cast<double>(cap) / 1048576.0, what);
 }
 
-Pick query(ConvPass pass, const Descs& d, bool strict, bool direct, cudnnHandle_t h) {
+Pick query(ConvPass pass, const Descs& d, bool strict, bool direct, size_t cap, cudnnHandle_t h) {
   d.a.check(d.a.set_math(d.conv, strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
             "cudnnSetConvolutionMathType");
   if (pass == ConvPass::Forward)
     return pick_from<cudnnConvolutionFwdAlgoPerf_t>(
-        d, strict, direct, [&](cudnnConvolutionFwdAlgoPerf_t* p, int* n) {
+        d, strict, direct, cap, [&](cudnnConvolutionFwdAlgoPerf_t* p, int* n) {
           return d.a.fwd_algos(h, d.x, d.w, d.conv, d.y, 16, n, p);
         }, "forward");
   if (pass == ConvPass::BackwardData)
     return pick_from<cudnnConvolutionBwdDataAlgoPerf_t>(
-        d, strict, direct, [&](cudnnConvolutionBwdDataAlgoPerf_t* p, int* n) {
+        d, strict, direct, cap, [&](cudnnConvolutionBwdDataAlgoPerf_t* p, int* n) {
           return d.a.bwd_data_algos(h, d.w, d.y, d.conv, d.x, 16, n, p);
         }, "backward-data");
   return pick_from<cudnnConvolutionBwdFilterAlgoPerf_t>(
-      d, strict, direct, [&](cudnnConvolutionBwdFilterAlgoPerf_t* p, int* n) {
+      d, strict, direct, cap, [&](cudnnConvolutionBwdFilterAlgoPerf_t* p, int* n) {
         return d.a.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, 16, n, p);
       }, "backward-weights");
 }
@@ -160,17 +163,21 @@ CudnnContext& cudnn_of(CudaExec e) {
 }
 cudnnHandle_t handle_of(CudaExec e) { return cudnn_of(e).handle; }
 
-// The pick for this shape and pass, queried once per context (and the descriptor's math type
-// set to it). bf16: the descriptors' type.
+// The pick for this shape and pass among the algorithms asking at most cap bytes (cudnn_cap),
+// queried once per context (and the descriptor's math type set to it). bf16: the descriptors'
+// type.
 Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d, CudaExec e,
-          bool is_bf16 = false) {
-  // The algorithm choice's key less the activation (applied outside cuDNN's call).
+          size_t cap, bool is_bf16 = false) {
+  // The algorithm choice's key less the activation (applied outside cuDNN's call), with the cap
+  // where a workspace limit lowers it.
   const char* prec = is_bf16 ? "bf16" : e.tf32 ? "tf32" : "fp32";
-  const std::string key = gpu_conv_key(pass, g, n, k, Act{}, prec);
+  std::string key = gpu_conv_key(pass, g, n, k, Act{}, prec);
+  if (cap < kCudnnMaxWorkspaceBytes) key += " ws<=" + std::to_string(cap);
   CudnnContext& c = cudnn_of(e);
   auto it = c.picks.find(key);
   if (it == c.picks.end())
-    it = c.picks.emplace(key, query(pass, d, !is_bf16 && !e.tf32, is_bf16 || !e.tf32, c.handle))
+    it = c.picks.emplace(key, query(pass, d, !is_bf16 && !e.tf32, is_bf16 || !e.tf32, cap,
+                                    c.handle))
              .first;
   d.a.check(d.a.set_math(d.conv, static_cast<cudnnMathType_t>(it->second.math)),
             "cudnnSetConvolutionMathType");
@@ -190,10 +197,21 @@ int64_t slice_of(const ConvGeom& g, int64_t n, int64_t k, CudaExec e) {
 }  // namespace
 
 namespace {
-// bf16: floats of the weight gradient's bf16 scratch (backward-weights), 64-float aligned.
-size_t dw16_floats(ConvPass pass, const ConvGeom& g, int64_t k, bool is_bf16) {
-  if (!is_bf16 || pass != ConvPass::BackwardWeights) return 0;
-  return static_cast<size_t>((k * g.col_rows() + 127) / 128 * 64);
+// Floats a pass keeps in the workspace besides cuDNN's own: dy through the activation in
+// backward, bf16's weight gradient (conv2d_cudnn_dw16_floats), one float of margin.
+size_t beside_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
+                     bool is_bf16) {
+  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) +
+         conv2d_cudnn_dw16_floats(pass, g, k, is_bf16) + 1;
+}
+// The most cuDNN's own algorithm may ask for the pass: kCudnnMaxWorkspaceBytes, and under a
+// workspace limit what the limit leaves beside the rest.
+size_t cudnn_cap(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act, bool is_bf16,
+                 CudaExec e) {
+  if (e.workspace_limit_bytes == 0) return kCudnnMaxWorkspaceBytes;
+  const size_t rest = 4 * beside_floats(pass, g, n, k, act, is_bf16);
+  return std::min(kCudnnMaxWorkspaceBytes,
+                  e.workspace_limit_bytes > rest ? (e.workspace_limit_bytes - rest) / 4 * 4 : 0);
 }
 }  // namespace
 
@@ -201,14 +219,14 @@ size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n
                                      Act act, CudaExec e, DType dtype) {
   const bool is_bf16 = dtype == DType::BF16;
   const int64_t s = slice_of(g, n, k, e);
+  const size_t cap = cudnn_cap(pass, g, n, k, act, is_bf16, e);
   size_t ws = 0;
   for (int64_t m : {s, n % s}) {  // the slices, and the last one's when it is shorter
     if (m == 0) continue;
     Descs d(g, m, k, is_bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT);
-    ws = std::max(ws, pick(pass, g, m, k, d, e, is_bf16).ws);
+    ws = std::max(ws, pick(pass, g, m, k, d, e, cap, is_bf16).ws);
   }
-  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) +
-         dw16_floats(pass, g, k, is_bf16) + (ws + 3) / 4 + 1;
+  return beside_floats(pass, g, n, k, act, is_bf16) + (ws + 3) / 4;
 }
 
 namespace {
@@ -219,10 +237,11 @@ void forward(const ConvFwdOf<E, float>& a, float* ws, CudaExec e) {
   constexpr bool kBf16 = std::is_same<E, bf16>::value;
   cudnnHandle_t h = handle_of(e);
   const int64_t s = slice_of(g, n, k, e);
+  const size_t cap = cudnn_cap(ConvPass::Forward, g, n, k, Act{}, kBf16, e);
   for (int64_t i0 = 0; i0 < n; i0 += s) {
     const int64_t m = std::min(s, n - i0);
     Descs d(g, m, k, data_type<E>());
-    const Pick p = pick(ConvPass::Forward, g, m, k, d, e, kBf16);
+    const Pick p = pick(ConvPass::Forward, g, m, k, d, e, cap, kBf16);
     const float one = 1.f, zero = 0.f;
     d.a.check(d.a.forward(h, &one, d.x, a.x + i0 * g.image_size(), d.w, a.w, d.conv,
                           static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, &zero, d.y,
@@ -255,7 +274,10 @@ void backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
   // bf16: cuDNN's weight gradient (of the filter's type) lands at dw16, then is added to dw;
   // the backward-data call after it (on the same stream) may reuse that memory.
   bf16* dw16 = reinterpret_cast<bf16*>(rest);
-  float* rest_w = rest + (a.dw ? dw16_floats(ConvPass::BackwardWeights, g, k, kBf16) : 0);
+  float* rest_w =
+      rest + (a.dw ? conv2d_cudnn_dw16_floats(ConvPass::BackwardWeights, g, k, kBf16) : 0);
+  const size_t cap_w = cudnn_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e);
+  const size_t cap_d = cudnn_cap(ConvPass::BackwardData, g, n, k, a.act, kBf16, e);
   const float one = 1.f, zero = 0.f;
   if (a.db) bias_backward(n, k, g.oh * g.ow, gy, a.db, e);
   const int64_t s = slice_of(g, n, k, e), per_y = k * g.oh * g.ow;
@@ -263,7 +285,7 @@ void backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
     const int64_t m = std::min(s, n - i0);
     Descs d(g, m, k, data_type<E>());
     if (a.dw) {
-      const Pick p = pick(ConvPass::BackwardWeights, g, m, k, d, e, kBf16);
+      const Pick p = pick(ConvPass::BackwardWeights, g, m, k, d, e, cap_w, kBf16);
       void* dw_out = kBf16 ? static_cast<void*>(dw16) : static_cast<void*>(a.dw);
       d.a.check(d.a.backward_filter(h, &one, d.x, a.x + i0 * g.image_size(), d.y, gy + i0 * per_y,
                                     d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo),
@@ -276,7 +298,7 @@ void backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
       }
     }
     if (a.dx) {
-      const Pick p = pick(ConvPass::BackwardData, g, m, k, d, e, kBf16);
+      const Pick p = pick(ConvPass::BackwardData, g, m, k, d, e, cap_d, kBf16);
       d.a.check(d.a.backward_data(h, &one, d.w, a.w, d.y, gy + i0 * per_y, d.conv,
                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), rest, p.ws,
                                   &zero, d.x, a.dx + i0 * g.image_size()),

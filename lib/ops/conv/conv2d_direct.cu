@@ -1115,35 +1115,11 @@ DirectTile fwd_tile(int64_t out_ch, int64_t oh, int64_t ow, bool tensor_cores) {
   return out_ch <= 64 && oh * ow >= 112 * 112 ? DirectTile::M32 : DirectTile::M64;
 }
 
-int sm_count() {
-  int dev = 0, sms = 0;
-  PDNN_CUDA_CHECK(cudaGetDevice(&dev));
-  PDNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
-
-struct BwwPlan {
-  int bm, tiles_x, tiles_y, tiles, splits, per_split;
-};
-// resident: blocks of the kernel that fit on a multiprocessor at once (its registers and shared
-// memory); 0: unknown, the bound the workspace is sized by (bww_part_floats).
-BwwPlan bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile, int resident) {
-  BwwPlan p{};
-  p.bm = tile == DirectTile::M32 ? 32 : 64;
-  p.tiles_x = static_cast<int>((g.ow + 15) / 16);
-  p.tiles_y = static_cast<int>((g.oh + 7) / 8);
-  p.tiles = static_cast<int>(n) * p.tiles_x * p.tiles_y;
-  const int64_t blocks = ((k + p.bm - 1) / p.bm) * ((g.c + 31) / 32);
-  // At most four blocks a multiprocessor, in whole waves of the resident blocks, at least 8
-  // patches a split. Every block does the same work, so a last wave partly full costs a whole
-  // one: with three resident (Bww32 in bf16, 48 KB) four a multiprocessor ran as 1.33 waves,
-  // two rounds of 48 patches where one round of 64 does (W4 conv2 on an H200: 0.67 ms).
-  const int per_sm = resident <= 0 ? 4 : std::min(4, resident * std::max(1, 4 / resident));
-  const int64_t want = std::max<int64_t>(1, per_sm * sm_count() / blocks);
-  const int64_t splits = std::max<int64_t>(1, std::min<int64_t>(want, p.tiles / 8));
-  p.per_split = static_cast<int>((p.tiles + splits - 1) / splits);
-  p.splits = (p.tiles + p.per_split - 1) / p.per_split;
-  return p;
+// Backward-weights' walk and split on this device (conv2d_gpu_ws.h, which sizes its partial
+// sums by the same plan with resident = 0). resident: blocks of the kernel that fit on a
+// multiprocessor at once (its registers and shared memory).
+DirectBwwPlan bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile, int resident) {
+  return conv2d_direct_bww_plan(g, n, k, tile, kit::device_sms(), resident);
 }
 
 template <class T, class P, bool MASK>
@@ -1187,14 +1163,6 @@ void launch_bww(const BwwArgsOf<E>& a, int splits, bool mask, CudaExec e) {
   });
 }
 
-// Workspace floats of the re-laid-out weights of a forward-kind pass from in_ch to out_ch, kk
-// taps (a multiple of 64, Mp being one of 128: what follows stays 256-byte aligned).
-size_t prepped_weights_floats(int64_t in_ch, int64_t out_ch, bool is_bf16, int64_t kk = 9) {
-  const int64_t Mp = conv3x3::round_up(out_ch, 128);
-  if (is_bf16) return static_cast<size_t>(conv3x3::round_up(in_ch, 16) * kk * Mp / 2);
-  return static_cast<size_t>(in_ch * kk * Mp);
-}
-
 // The weights re-laid out into ws for a forward-kind pass (flip: backward-data's rotated
 // kernels); returns Mp.
 int prep_weights(const float* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e) {
@@ -1206,7 +1174,7 @@ int prep_weights(const float* w, int64_t k, int64_t c, bool flip, float* ws, Cud
   return Mp;
 }
 // bf16, the taps of prep_weights_bf16_k (S2d, Phase: a 4x4 stride-2 kernel's 2x2 kernels;
-// Phase: four layouts of prepped_weights_floats(k, c, true, 4) floats each).
+// Phase: four layouts of conv2d_direct_weights_floats(k, c, true, 4) floats each).
 int prep_weights(const bf16* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e,
                  Taps taps = Taps::Plain) {
   const int64_t cc = taps == Taps::S2d ? 4 * c : c, kk = taps == Taps::Plain ? 9 : 4;
@@ -1279,7 +1247,7 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
   const bool mask = c.act.kind != FusedAct::None;
   const int resident = tile == DirectTile::M64 ? bww_resident<Bww64K<KS>, E>(mask, e)
                                                : bww_resident<Bww32K<KS>, E>(mask, e);
-  const BwwPlan p = bww_plan(gb, n, k, tile, resident);
+  const DirectBwwPlan p = bww_plan(gb, n, k, tile, resident);
   BwwArgsOf<E> a{};
   a.n = static_cast<int>(n);
   a.c = static_cast<int>(cx);
@@ -1311,16 +1279,6 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
              "direct backward-weights sum");
 }
 
-// Floats of the split partial sums of a weight gradient over cx channels, kk taps (the larger
-// of either tile's split; rounded up to 64: what follows stays 256-byte aligned).
-size_t bww_part_floats(const ConvGeom& g, int64_t cx, int64_t n, int64_t k, int64_t kk) {
-  ConvGeom gb = g;
-  gb.c = cx;
-  const int s = std::max(bww_plan(gb, n, k, DirectTile::M64, 0).splits,
-                         bww_plan(gb, n, k, DirectTile::M32, 0).splits);
-  return static_cast<size_t>(conv3x3::round_up(s * k * (cx * kk + 1), 64));
-}
-
 template <class E>
 void backward_weights(const ConvBwdOf<E, float>& c, float* ws, CudaExec e, DirectTile tile) {
   const ConvGeom& g = c.g;
@@ -1330,21 +1288,9 @@ void backward_weights(const ConvBwdOf<E, float>& c, float* ws, CudaExec e, Direc
 }
 
 // ---- 4x4 stride-2 padding-1 (bf16): the 2x2 kernels over the space-to-depth phases ----------
-// x's phases: 4c channels of hs x ws (ws even: BF16's 4-byte pixel pairs), zero-padded by 1.
-struct S2dDims {
-  int64_t c, h, w;
-};
-S2dDims s2d_dims(const ConvGeom& g) {
-  return {4 * g.c, direct::s2d_rows(g.h), direct::s2d_cols(g.w)};
-}
-size_t s2d_floats(const ConvGeom& g, int64_t n) {
-  const S2dDims d = s2d_dims(g);
-  return static_cast<size_t>(conv3x3::round_up((n * d.c * d.h * d.w + 1) / 2, 64));
-}
-
 void check_k4s2(const ConvGeom& g, int64_t n, int64_t k) {
   conv4x4s2_check(g, "direct 4x4 stride-2 convolution (GPU, bf16)");
-  const S2dDims d = s2d_dims(g);
+  const S2dDims d = conv2d_direct_s2d_dims(g);
   PDNN_CHECK(d.c * d.h * d.w < INT_MAX && k * g.oh * g.ow < INT_MAX && g.image_size() < INT_MAX &&
                  k * 4 * d.c < INT_MAX && n < INT_MAX / 4,
              "direct 4x4 stride-2 convolution: an image of %lld x %lld x %lld is too large for "
@@ -1352,10 +1298,10 @@ void check_k4s2(const ConvGeom& g, int64_t n, int64_t k) {
              (long long)g.w);
 }
 
-// xs = x's phases (s2d_dims), in s2d_floats of workspace.
+// xs = x's phases (conv2d_direct_s2d_dims), in conv2d_direct_s2d_floats of workspace.
 template <class E>
 void space_to_depth(const E* x, const ConvGeom& g, int64_t n, E* xs, CudaExec e) {
-  const S2dDims d = s2d_dims(g);
+  const S2dDims d = conv2d_direct_s2d_dims(g);
   const int64_t total = n * d.c * d.h * d.w;
   space_to_depth_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
       total, static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
@@ -1369,10 +1315,10 @@ void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile) 
   const int64_t n = a.n, k = a.k;
   check_k4s2(g, n, k);
   if (n * k * g.oh * g.ow == 0) return;
-  const S2dDims d = s2d_dims(g);
+  const S2dDims d = conv2d_direct_s2d_dims(g);
   if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, true);
   const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::S2d);
-  bf16* xs = reinterpret_cast<bf16*>(ws + prepped_weights_floats(d.c, k, true, 4));
+  bf16* xs = reinterpret_cast<bf16*>(ws + conv2d_direct_weights_floats(d.c, k, true, 4));
   space_to_depth(a.x, g, n, xs, e);
   run_fwd<2>(static_cast<int>(d.c), static_cast<int>(d.h), static_cast<int>(d.w),
              static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, xs,
@@ -1390,52 +1336,28 @@ void k4s2_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile 
   if (n * g.c * g.h * g.w == 0) return;
   if (tile == DirectTile::Auto) tile = fwd_tile(g.c, g.oh, g.ow, true);
   const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::Phase);
-  const int64_t per_phase = static_cast<int64_t>(prepped_weights_floats(k, g.c, true, 4)) * 2;
+  const int64_t per_phase =
+      static_cast<int64_t>(conv2d_direct_weights_floats(k, g.c, true, 4)) * 2;
   run_fwd<2>(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
              static_cast<int>(g.c), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, a.dy,
              reinterpret_cast<const bf16*>(ws), Mp, nullptr, a.dx, Act{}, tile, e, a.dx_src,
              a.dx_act, static_cast<int>(g.h), static_cast<int>(g.w), per_phase);
 }
 
-// ws: the split partial sums (bww_part_floats), then x's phases.
+// ws: the split partial sums (conv2d_direct_bww_part_floats), then x's phases.
 void k4s2_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e, DirectTile tile) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
   check_k4s2(g, n, k);
   if (k * g.c == 0) return;
-  const S2dDims d = s2d_dims(g);
-  bf16* xs = reinterpret_cast<bf16*>(ws + bww_part_floats(g, d.c, n, k, 4));
+  const S2dDims d = conv2d_direct_s2d_dims(g);
+  bf16* xs = reinterpret_cast<bf16*>(
+      ws + conv2d_direct_bww_part_floats(g, d.c, n, k, 4, kit::device_sms()));
   space_to_depth(c.x, g, n, xs, e);
   run_bww<2>(c, xs, d.c, d.h, d.w, 0, true, ws, e, tile);
 }
 
-size_t k4s2_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) {
-  const int64_t cc = 4 * g.c;
-  if (pass == ConvPass::Forward) return prepped_weights_floats(cc, k, true, 4) + s2d_floats(g, n);
-  if (pass == ConvPass::BackwardData) return 4 * prepped_weights_floats(k, g.c, true, 4);
-  return bww_part_floats(g, cc, n, k, 4) + s2d_floats(g, n);
-}
-
 }  // namespace
-
-const char* direct_tile_name(DirectTile t) {
-  switch (t) {
-    case DirectTile::Auto: return "auto";
-    case DirectTile::M128: return "m128";
-    case DirectTile::M64: return "m64";
-    case DirectTile::M32: return "m32";
-  }
-  return "?";
-}
-
-size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, DType dtype) {
-  if (dtype == DType::BF16 && conv4x4s2_applies(g)) return k4s2_ws(pass, g, n, k);
-  if (pass == ConvPass::BackwardWeights) return bww_part_floats(g, g.c, n, k, 9);
-  // forward: weights [c][9][Mp]; backward-data: [k][9][Mp of c] (bf16: channels by 16)
-  const bool is_bf16 = dtype == DType::BF16;
-  return pass == ConvPass::Forward ? prepped_weights_floats(g.c, k, is_bf16)
-                                   : prepped_weights_floats(k, g.c, is_bf16);
-}
 
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e, DirectTile tile) {
   forward(a, ws, e, tile);

@@ -25,6 +25,7 @@
 #include "ops/activation.h"
 #include "ops/conv/conv2d.h"
 #include "ops/conv/conv2d_3x3.h"
+#include "ops/conv/conv2d_gpu_ws.h"
 #include "ops/conv/conv2d_k4s2.h"
 #include "ops/conv/im2col.h"
 
@@ -58,33 +59,18 @@ void conv2d_act_grad(int64_t total, const float* y, const float* dy, Act act, fl
                      CudaExec e);
 void conv2d_act_grad(int64_t total, const bf16* y, const bf16* dy, Act act, bf16* g,
                      CudaExec e);
-// Floats of that workspace (0 without an activation), rounded up to keep what follows aligned.
-inline size_t conv2d_act_grad_floats(const ConvGeom& g, int64_t n, int64_t k, Act act) {
-  return act.kind == FusedAct::None ? 0 : static_cast<size_t>((n * k * g.oh * g.ow + 63) / 64 * 64);
-}
+// (Its floats: conv2d_act_grad_floats, conv2d_gpu_ws.h, with every algorithm's workspace.)
 
 // ---- implicit GEMM (conv2d_implicit_gemm.cu; strided backward-data and the bf16 passes in
-// conv2d_implicit_staged.cu) ----------------------------------------------------------------
-// The block tiles (outputs a block: rows = the pass's M, output or input channels; columns = N)
-// the forward and backward-weights kernels are built in. Auto: conv_implicit_tile's choice for
-// the shape; tests and apps/bench_conv_gpu force each.
-enum class ConvTile { Auto, T128x128, T64x128, T32x256, T32x128, T32x32 };
-const char* conv_tile_name(ConvTile t);
-ConvTile conv_implicit_tile(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k);
-
+// conv2d_implicit_staged.cu; the block tiles, ConvTile, and the workspace: conv2d_gpu_ws.h) ---
 void conv2d_implicit_forward(const ConvFwd& a, CudaExec e, ConvTile tile = ConvTile::Auto);
 // Strided layers' kernel: dx = (dy through act'(y)) (the dx_act fields are not read).
 void conv2d_implicit_backward_data(const ConvBwd& a, CudaExec e);
-// ws: conv2d_implicit_backward_weights_ws() floats (the split-K partial sums). With an
-// activation, dy goes through act'(y) as its tiles arrive (y read beside dy).
+// ws: conv2d_implicit_backward_weights_ws() floats (the split-K partial sums; the split is
+// chosen to fill the current device's multiprocessors). With an activation, dy goes through
+// act'(y) as its tiles arrive (y read beside dy).
 void conv2d_implicit_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
                                       ConvTile tile = ConvTile::Auto);
-// The split over the reduction is chosen to fill the current device's multiprocessors.
-size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k,
-                                           ConvTile tile = ConvTile::Auto);
-// A stride-1 backward-data runs as the forward kernel over flipped weights (conv2d.cu), kept
-// in this many floats of workspace.
-size_t conv2d_implicit_backward_data_ws(const ConvGeom& g, int64_t n, int64_t k);
 
 // bf16, all three passes on the register-staged kernel (conv2d_implicit_staged.cu; its tile by
 // M, as its strided backward-data): forward y = act(conv(x, w) + b); backward-data
@@ -92,7 +78,6 @@ size_t conv2d_implicit_backward_data_ws(const ConvGeom& g, int64_t n, int64_t k)
 // db += with ws = conv2d_implicit_bf16_backward_weights_ws() floats of split partial sums.
 void conv2d_implicit_forward(const ConvFwdBf16& a, CudaExec e);
 void conv2d_implicit_backward_data(const ConvBwdBf16& a, CudaExec e);
-size_t conv2d_implicit_bf16_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k);
 void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e);
 
 // ---- direct, with halo tiles (conv2d_direct.cu): 3x3 stride-1 (conv3x3_applies), and in bf16
@@ -104,20 +89,8 @@ void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec 
 // one pass over x), backward-data as four 2x2 convolutions of dy, one per output phase of dx
 // (the forward kernel, the phase in blockIdx.z), each writing its pixels of dx. Tiling and
 // floors: conv2d_direct.cu's header.
-// True where the direct kernels run the shape for tensors of dtype.
-inline bool direct_applies(const ConvGeom& g, DType dtype) {
-  return conv3x3_applies(g) || (dtype == DType::BF16 && conv4x4s2_applies(g));
-}
-// The block tiles: M rows (output channels; input channels in backward-data) a block. Auto:
-// by the rows, the image size and the precision, as measured (conv2d_direct.cu's fwd_tile;
-// backward-weights: 64 above 32 rows, else 32). Forced by tests and apps/bench_conv_gpu.
-enum class DirectTile { Auto, M128, M64, M32 };
-const char* direct_tile_name(DirectTile t);
-// Workspace floats of a pass: the re-laid-out weights (forward, backward-data; dtype: the
-// tensors', bf16 weights are laid out in bf16) or the split partial sums (backward-weights,
-// fp32 in either).
-size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
-                        DType dtype = DType::F32);
+// Where they apply (direct_applies), their block tiles (DirectTile) and their workspace
+// (conv2d_direct_ws): conv2d_gpu_ws.h.
 // The bf16 twins (ConvFwdBf16, ConvBwdBf16) run the same tiles on bf16 mma.sync with fp32 sums,
 // rounding once where they write a bf16 tensor (y, dx; act'(y) . dy as the operand it is).
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e,
@@ -140,7 +113,8 @@ void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e,
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
 // The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward (and,
 // in bf16, cuDNN's bf16 weight gradient before it is added to the fp32 dw). dtype: the
-// tensors' (F32 or BF16).
+// tensors' (F32 or BF16). cuDNN's own part is its fastest deterministic algorithm asking at
+// most kCudnnMaxWorkspaceBytes and what e.workspace_limit_bytes leaves beside the rest.
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                      Act act, CudaExec e, DType dtype = DType::F32);
 void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e);

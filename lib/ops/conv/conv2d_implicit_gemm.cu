@@ -364,53 +364,23 @@ void launch_tile(ConvTile t, const Args& a, int z, CudaExec e) {
   PDNN_CHECK(false, "implicit-GEMM convolution: no tile chosen");
 }
 
-void tile_dims(ConvTile t, int* bm, int* bn, int* bk) {
-  switch (t) {
-    case ConvTile::T128x128: *bm = 128, *bn = 128, *bk = 16; return;
-    case ConvTile::T64x128: *bm = 64, *bn = 128, *bk = 16; return;
-    case ConvTile::T32x256: *bm = 32, *bn = 256, *bk = 16; return;
-    case ConvTile::T32x128: *bm = 32, *bn = 128, *bk = 16; return;
-    case ConvTile::T32x32: *bm = 32, *bn = 32, *bk = 8; return;
-    case ConvTile::Auto: break;
-  }
-  *bm = *bn = 128, *bk = 16;
+// The host's tile sizes (conv2d_gpu_ws.h, which the workspace is sized by) are the kernels'.
+template <class C>
+constexpr bool dims_are(ConvTile t) {
+  return conv_tile_dims(t).bm == C::BM && conv_tile_dims(t).bn == C::BN &&
+         conv_tile_dims(t).bk == C::BK;
 }
+static_assert(dims_are<C128x128>(ConvTile::T128x128) && dims_are<C64x128>(ConvTile::T64x128) &&
+                  dims_are<C32x256>(ConvTile::T32x256) && dims_are<C32x128>(ConvTile::T32x128) &&
+                  dims_are<C32x32>(ConvTile::T32x32),
+              "conv_tile_dims must match the kernels' configurations");
 
-// Backward-weights: the split of the reduction (kit::split_k).
+// Backward-weights: the split of the reduction on this device (conv2d_gpu_ws.h).
 KSplit split_of(ConvTile t, int64_t M, int64_t N, int64_t K) {
-  int bm, bn, bk;
-  tile_dims(t, &bm, &bn, &bk);
-  return split_k(((M + bm - 1) / bm) * ((N + bn - 1) / bn), K, bk);
+  return conv2d_implicit_backward_weights_split(t, M, N, K, device_sms());
 }
 
 }  // namespace
-
-const char* conv_tile_name(ConvTile t) {
-  switch (t) {
-    case ConvTile::Auto: return "auto";
-    case ConvTile::T128x128: return "128x128";
-    case ConvTile::T64x128: return "64x128";
-    case ConvTile::T32x256: return "32x256";
-    case ConvTile::T32x128: return "32x128";
-    case ConvTile::T32x32: return "32x32";
-  }
-  return "?";
-}
-
-ConvTile conv_implicit_tile(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) {
-  (void)n;
-  const int64_t M = k;
-  if (pass == ConvPass::Forward) {
-    if (M > 64) return ConvTile::T128x128;
-    if (M > 32) return ConvTile::T64x128;
-    return ConvTile::T32x256;
-  }
-  const int64_t N = g.c * g.kh * g.kw;  // backward-weights: the taps
-  if (M <= 32 && N <= 32) return ConvTile::T32x32;
-  if (M <= 32) return ConvTile::T32x128;
-  if (M <= 64) return ConvTile::T64x128;
-  return ConvTile::T128x128;
-}
 
 void conv2d_implicit_forward(const ConvFwd& c, CudaExec e, ConvTile tile) {
   const ConvGeom& g = c.g;
@@ -423,14 +393,6 @@ void conv2d_implicit_forward(const ConvFwd& c, CudaExec e, ConvTile tile) {
   a.out = c.y;
   if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::Forward, g, n, k);
   launch_tile<kForward, false>(tile, a, 1, e);
-}
-
-size_t conv2d_implicit_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k,
-                                           ConvTile tile) {
-  if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::BackwardWeights, g, n, k);
-  const int64_t N = g.c * g.kh * g.kw;
-  const KSplit s = split_of(tile, k, N, n * g.oh * g.ow);
-  return static_cast<size_t>(s.splits) * static_cast<size_t>(k) * static_cast<size_t>(N + 1);
 }
 
 void conv2d_implicit_backward_weights(const ConvBwd& c, float* ws, CudaExec e, ConvTile tile) {

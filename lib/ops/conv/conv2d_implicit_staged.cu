@@ -429,13 +429,15 @@ void launch(const ConvArgsOf<typename P::Data>& a, int M, int N, int z, CudaExec
   PDNN_CUDA_LAUNCH_CHECK("implicit-GEMM convolution");
 }
 
-// The tile for a product with M rows (the narrower side).
-int tile_rows(int M) {
-  return M > 64 ? 128 : M > 32 ? 64 : M > 16 ? 32 : 16;
-}
+// The tile for a product with M rows (the narrower side): conv2d_implicit_staged_rows
+// (conv2d_gpu_ws.h), whose bf16 weight-gradient split takes BN 128 for 128 and 64 rows, 256 for
+// the others, and BK 16.
+static_assert(Tile128x128::BN == 128 && Tile64x128::BN == 128 && Tile32x256::BN == 256 &&
+                  Tile16x256::BN == 256 && Tile16x256::BK == 16,
+              "conv2d_implicit_bf16_backward_weights_split must see the kernels' tiles");
 template <int PASS, class P>
 void launch_for(const ConvArgsOf<typename P::Data>& a, int M, int N, int z, CudaExec e) {
-  switch (tile_rows(M)) {
+  switch (conv2d_implicit_staged_rows(M)) {
     case 128: return launch<Tile128x128, PASS, P>(a, M, N, z, e);
     case 64: return launch<Tile64x128, PASS, P>(a, M, N, z, e);
     case 32: return launch<Tile32x256, PASS, P>(a, M, N, z, e);
@@ -460,11 +462,10 @@ void backward_data(const C& c, CudaExec e) {
   launch_for<kBackwardData, P>(a, a.c, a.n * hp * wp, a.sh * a.sw, e);
 }
 
-// bf16 backward-weights: the split of the reduction over the tile the launch will choose.
+// bf16 backward-weights: the split of the reduction over the tile the launch will choose, on
+// this device.
 KSplit bf16_split(const ConvGeom& g, int64_t n, int64_t k) {
-  const int64_t N = g.c * g.kh * g.kw, bm = tile_rows(static_cast<int>(k));
-  const int64_t bn = bm == 128 || bm == 64 ? 128 : 256;
-  return split_k(((k + bm - 1) / bm) * ((N + bn - 1) / bn), n * g.oh * g.ow, 16);
+  return conv2d_implicit_bf16_backward_weights_split(g, n, k, device_sms());
 }
 
 }  // namespace
@@ -484,12 +485,6 @@ void conv2d_implicit_forward(const ConvFwdBf16& c, CudaExec e) {
   a.bias = c.b;
   a.out = c.y;
   launch_for<kForward, BF16>(a, a.k, a.n * a.oh * a.ow, 1, e);
-}
-
-size_t conv2d_implicit_bf16_backward_weights_ws(const ConvGeom& g, int64_t n, int64_t k) {
-  const int64_t N = g.c * g.kh * g.kw;
-  return static_cast<size_t>(bf16_split(g, n, k).splits) * static_cast<size_t>(k) *
-         static_cast<size_t>(N + 1);
 }
 
 void conv2d_implicit_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e) {

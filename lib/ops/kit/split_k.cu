@@ -29,19 +29,14 @@ __global__ void sum_splits_k(int splits, int M, int N, const float* __restrict__
 }
 }  // namespace
 
-KSplit split_k(int64_t tiles, int64_t K, int bk) {
+int device_sms() {
   int dev = 0, sms = 0;
   PDNN_CUDA_CHECK(cudaGetDevice(&dev));
   PDNN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const int64_t want = std::max<int64_t>(1, 4 * sms / std::max<int64_t>(1, tiles));
-  const int64_t steps = (K + bk - 1) / bk;
-  const int64_t splits = std::max<int64_t>(1, std::min<int64_t>(want, steps / 16));
-  const int64_t per = (steps + splits - 1) / splits;
-  KSplit s;
-  s.k_chunk = static_cast<int>(per * bk);
-  s.splits = static_cast<int>((K + s.k_chunk - 1) / s.k_chunk);
-  return s;
+  return sms;
 }
+
+KSplit split_k(int64_t tiles, int64_t K, int bk) { return split_k_for(tiles, K, bk, device_sms()); }
 
 void sum_splits(int splits, int M, int N, const float* part, const float* bias_part, float* dw,
                 float* db, CudaExec e, const char* what) {

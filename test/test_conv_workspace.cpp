@@ -1,0 +1,384 @@
+// The GPU convolutions' workspace (ops/conv/conv2d_gpu_ws.h, conv2d_algo.h): what each pass's
+// cheapest algorithm asks, computed on the host and checked here by hand on the U-Net's layers
+// at batch 1 (no device needed), and, on a GPU, the chooser holding every way of choosing (auto,
+// own, forced by --conv-algo, per pass, by the layer, a tuned choice) to the workspace a memory
+// plan left.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/cuda_state.h"
+#include "layers/conv2d.h"
+#include "layers/conv_transpose2d.h"
+#include "model/sequential.h"
+#include "ops/conv/conv2d.h"
+#include "ops/conv/conv2d_algo.h"
+#include "ops/conv/conv2d_gpu_ws.h"
+#include "bf16_testing.h"
+#include "testing.h"
+
+namespace pdnn {
+namespace {
+
+constexpr int64_t kMi = int64_t{1} << 20;
+
+ConvGeom conv3x3(int64_t c, int64_t side) {
+  return conv_geom("test", c, side, side, 3, 3, 1, 1, 1, 1);
+}
+
+// im2col's workspace at batch 1 (one chunk: one image): the columns c*9 x p, padded to 16
+// floats, the product k x p, the bias's partial sums (2 + 64 k floats), in bytes.
+int64_t im2col_bytes(int64_t c, int64_t k, int64_t p) {
+  return ((c * 9 * p + 15) / 16 * 16 + k * p + 2 + 64 * k) * 4;
+}
+
+// The paper U-Net's dec1.conv1 (128 -> 64, 3x3, 1024 x 1024, batch 1): the minimum plan's
+// workspace was this layer's im2col columns, 4.75 GiB. Its three passes have column-free
+// algorithms, and the least is the largest of their cheapest, by hand on an H100's 132
+// multiprocessors:
+//   forward        implicit GEMM: none (1 float);
+//   backward-data  implicit GEMM's flipped weights, 64 x 128 x 9 = 73728 floats (direct's
+//                  re-laid-out weights, 64 x 9 x 128 rounded to 128, as many);
+//   backward-weights  implicit GEMM, tile 64x128 (64 rows): 1 x 9 tiles, 4 x 132 / 9 = 58
+//                  splits wanted, 65536 steps of 16 allow them, 1130 steps a split, 58 splits:
+//                  58 x 64 x (1152 + 1) floats = 16.3 MiB; direct's split is 131 (M64: 4
+//                  blocks, 132 wanted, 8192 patches of 63).
+TEST(ConvWorkspace, UNetLayerAtBatch1NeedsNoColumns) {
+  const ConvGeom g = conv3x3(128, 1024);
+  const int64_t p = 1024 * 1024;
+  const ConvWorkspaceBounds b = gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132);
+  EXPECT_EQ(b.columns, im2col_bytes(128, 64, p));
+  EXPECT_NEAR(static_cast<double>(b.columns) / double(kMi << 10), 4.75, 0.005);
+  EXPECT_EQ(b.least, 58 * 64 * 1153 * 4);
+  EXPECT_EQ(b.most, b.columns);  // im2col's columns are more than cuDNN's 1 GiB cap
+  EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::Forward, ConvAlgo::Implicit, g, 1, 64, Act{},
+                                   DType::F32, 132), 1u);
+  EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::BackwardData, ConvAlgo::Implicit, g, 1, 64, Act{},
+                                   DType::F32, 132), 73728u);
+  EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::BackwardData, ConvAlgo::Direct, g, 1, 64, Act{},
+                                   DType::F32, 132), 73728u);
+  EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::BackwardWeights, ConvAlgo::Direct, g, 1, 64, Act{},
+                                   DType::F32, 132), 131u * 64 * 1153);
+  // The split follows the multiprocessors: on 114 (an H100 PCIe) 456 / 9 = 50 splits.
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 114).least, 50 * 64 * 1153 * 4);
+  // dy through the ReLU in the workspace (not done in place): every column-free backward pass
+  // keeps it first, 64 x 2^20 floats.
+  const Act relu{FusedAct::ReLU, 0.f};
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, relu, DType::F32, 132).least,
+            (64 * p + 58 * 64 * 1153) * 4);
+  // bf16: the register-staged implicit backward-data needs no flipped weights; its weight
+  // gradient splits as fp32's (64-row tile, 9 tiles); direct's weights are bf16, half.
+  EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::BackwardData, ConvAlgo::Implicit, g, 1, 64, Act{},
+                                   DType::BF16, 132), 1u);
+  EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::BackwardData, ConvAlgo::Direct, g, 1, 64, Act{},
+                                   DType::BF16, 132), 73728u / 2);
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::BF16, 132).least,
+            58 * 64 * 1153 * 4);
+  // Forced (--conv-algo im2col, or by the layer), im2col's columns are the least; cuDNN forced
+  // keeps one float beside its own algorithm, which it picks within what the workspace leaves
+  // (at most its cap).
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "im2col").least,
+            b.columns);
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "auto", ConvAlgo::Im2col)
+                .least,
+            b.columns);
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "own,bwd-weights=im2col")
+                .least,
+            b.columns);
+  const ConvWorkspaceBounds cudnn = gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "cudnn");
+  EXPECT_EQ(cudnn.least, 4);
+  EXPECT_EQ(cudnn.most, 4 + (int64_t{1} << 30));
+  // The layer says so to the plan (the ReLU's derivative in place, as under a plan).
+  Conv2d conv(128, 64, 3, 1, 1);
+  conv.set_mask_dy_in_place(true);
+  const BackwardNeeds n = conv.backward_needs(Shape{1, 128, 1024, 1024}, PlanFor{});
+  EXPECT_EQ(n.workspace_bytes, b.least);
+  EXPECT_EQ(n.fast_workspace_bytes, b.most);
+  EXPECT_EQ(n.columns_bytes, b.columns);
+}
+
+// Where the implicit GEMM and the direct kernels cannot index an image in 32 bits (128
+// channels of 4096 x 4096: 2^31 elements), im2col alone runs the passes: the least is its
+// columns, 76 GiB, and the code says so rather than pretending otherwise.
+TEST(ConvWorkspace, PastThe32BitKernelsOnlyIm2colRemains) {
+  const ConvGeom g = conv3x3(128, 4096);
+  const ConvWorkspaceBounds b = gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132);
+  EXPECT_EQ(b.least, b.columns);
+  EXPECT_EQ(b.columns, im2col_bytes(128, 64, int64_t{4096} * 4096));
+  // One multiple of 16 less on each side, and they index it again.
+  const ConvGeom h = conv3x3(128, 4080);
+  EXPECT_LT(gpu_conv_workspace_bounds(h, 1, 64, Act{}, DType::F32, 132).least, 64 * kMi);
+}
+
+// The U-Net's 2x2 stride-2 up-convolution (ConvTranspose2d 128 -> 64 to 1024 x 1024): forward
+// is the convolution's backward-data, strided (the implicit GEMM's phase kernel: no flipped
+// weights, 1 float), dx its forward (1 float), the weight gradient its backward-weights: 64 x 4
+// = 256 taps by 128 rows, tile 128x128, 2 tiles, 264 splits wanted, 16384 steps of 16 allow
+// 1024: 63 steps a split, 261 splits of 128 x 257 floats. im2col's columns are the output's
+// size (256 x 512^2 floats) and its product.
+TEST(ConvWorkspace, UNetUpConvolutionNeedsNoColumns) {
+  ConvTranspose2d up(128, 64, 2, 2, 0);
+  const BackwardNeeds n = up.backward_needs(Shape{1, 128, 512, 512}, PlanFor{});
+  EXPECT_EQ(n.workspace_bytes, 261 * 128 * 257 * 4);
+  const int64_t p = 512 * 512;
+  EXPECT_EQ(n.columns_bytes, ((256 * p + 15) / 16 * 16 + 128 * p + 2 + 64 * 128) * 4);
+  EXPECT_LT(n.workspace_bytes, n.columns_bytes);
+  EXPECT_TRUE(n.input);
+}
+
+// bf16's 4x4 stride-2 padding-1 layers (W5's) have the direct kernels too: their forward keeps
+// the weights and the input's space-to-depth phases, no columns.
+TEST(ConvWorkspace, K4s2Bf16HasTheDirectKernels) {
+  const ConvGeom g = conv_geom("test", 64, 32, 32, 4, 4, 2, 2, 1, 1);
+  const std::vector<ConvAlgo> c =
+      gpu_conv_candidates(ConvPass::Forward, g, 64, 128, "own", false, DType::BF16);
+  EXPECT_NE(std::find(c.begin(), c.end(), ConvAlgo::Direct), c.end());
+  const size_t direct = gpu_conv_own_ws_floats(ConvPass::Forward, ConvAlgo::Direct, g, 64, 128,
+                                               Act{}, DType::BF16, 132);
+  // weights: 256 phase channels x 4 taps x 128 rows / 2 (bf16); phases: 64 x 256 x 17 x 18 / 2
+  EXPECT_EQ(direct, 256u * 4 * 128 / 2 + (64u * 256 * 17 * 18 + 1) / 2);
+  EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::Forward, ConvAlgo::Direct, g, 64, 128, Act{},
+                                   DType::F32, 132),
+            cuda_conv_workspace_floats(g, 64, 128));  // not in fp32: runs as im2col
+}
+
+}  // namespace
+}  // namespace pdnn
+
+namespace pdnn {
+namespace {
+
+// ---- the chooser on the GPU (skipped without one) -------------------------------------------
+
+// A 3x3 layer of 32 -> 32 channels at 64 x 64, batch 2: im2col's columns (10 MiB) far above
+// what its column-free algorithms ask.
+struct Case {
+  ConvGeom g = conv3x3(32, 64);
+  int64_t n = 2, k = 32;
+  Tensor x, w, b, dy;
+  Case() {
+    Rng r(3);
+    x = testing::random_tensor(Shape{n, 32, 64, 64}, r);
+    w = testing::random_tensor(Shape{k, 32, 3, 3}, r);
+    b = testing::random_tensor(Shape{k}, r);
+    dy = testing::random_tensor(Shape{n, k, 64, 64}, r);
+  }
+  // The least workspace on this device, in floats.
+  size_t least(Context& ctx, DType dt = DType::F32) const {
+    return static_cast<size_t>(
+        gpu_conv_workspace_bounds(g, n, k, Act{}, dt, ctx.cuda().info().sm_count).least / 4);
+  }
+};
+
+// The context's policy, and its workspace held to the case's least (as a plan at its smallest
+// limit holds it); the limit in floats.
+size_t hold_to_least(Context& ctx, const Case& c, const std::string& policy,
+                     DType dt = DType::F32) {
+  ctx.tuning().set_policy(policy);
+  const size_t limit = c.least(ctx, dt);
+  ctx.set_workspace_limit(Device::CUDA, limit);
+  return limit;
+}
+
+// The case's forward and backward (dw, db, dx) on the GPU in dt; y and dx back on the host
+// (float32).
+struct Outs {
+  Tensor y, dx, dw;
+};
+Outs run_case(Context& ctx, const Case& c, DType dt = DType::F32) {
+  const Device G = Device::CUDA;
+  auto dev = [&](const Tensor& t) {
+    return dt == DType::BF16 ? testing::to_bf16(t, G, ctx) : t.to(G, ctx);
+  };
+  const Tensor x = dev(c.x), w = dev(c.w), dy = dev(c.dy), b = c.b.to(G, ctx);
+  Tensor y = Tensor::empty(Shape{c.n, c.k, 64, 64}, dt, G, ctx);
+  Tensor dx = Tensor::empty(c.x.shape(), dt, G, ctx);
+  Tensor dw = Tensor::zeros(c.w.shape()).to(G, ctx), db = Tensor::zeros(Shape{c.k}).to(G, ctx);
+  const ConvShape s{c.g, c.n, c.k};
+  ops::conv2d_forward(ctx, ConvFwdTensors::of(s, &x, &w, &b, &y));
+  ops::conv2d_backward(
+      ctx, ConvBwdTensors::of(ConvFwdTensors::of(s, &x, &w, &b, &y), &dy, &dw, &db, &dx));
+  ctx.synchronize();
+  auto host = [&](const Tensor& t) {
+    return dt == DType::BF16 ? testing::widened(t, ctx) : t.to(Device::CPU, ctx);
+  };
+  return Outs{host(y), host(dx), dw.to(Device::CPU, ctx)};
+}
+
+// Every choice the context made fits `limit` (floats), none is im2col, and the workspace never
+// grew past it.
+void expect_all_fit(Context& ctx, const Case& c, size_t limit, DType dt) {
+  ASSERT_FALSE(ctx.tuning().made().empty());
+  for (const auto& [key, choice] : ctx.tuning().made()) {
+    ConvAlgo a;
+    ASSERT_TRUE(parse_conv_algo(choice.choice, &a)) << key;
+    const ConvPass pass = key.rfind("conv2d fwd", 0) == 0        ? ConvPass::Forward
+                          : key.rfind("conv2d bwd-data", 0) == 0 ? ConvPass::BackwardData
+                                                                 : ConvPass::BackwardWeights;
+    EXPECT_NE(a, ConvAlgo::Im2col) << key;
+    EXPECT_LE(gpu_conv_own_ws_floats(pass, a, c.g, c.n, c.k, Act{}, dt, ctx.cuda().info().sm_count),
+              limit) << key << " -> " << choice.choice;
+  }
+  EXPECT_LE(ctx.workspace_size(Device::CUDA), limit);
+}
+
+// auto and own under a workspace of exactly the least: the choice leaves im2col out (its
+// columns do not fit), runs only what fits, and computes the convolution (against the same
+// passes without a limit, within fp32's and bf16's rounding of different summation orders).
+void expect_policy_fits(const std::string& policy, DType dt) {
+  SCOPED_TRACE(policy + (dt == DType::BF16 ? " bf16" : " fp32"));
+  const Case c;
+  Context free_ctx(1, 1, Device::CUDA);
+  free_ctx.tuning().set_policy("im2col");
+  const Outs want = run_case(free_ctx, c, dt);
+  Context ctx(1, 1, Device::CUDA);
+  const size_t limit = hold_to_least(ctx, c, policy, dt);
+  ASSERT_LT(limit, cuda_conv_workspace_floats(c.g, c.n, c.k));
+  const Outs got = run_case(ctx, c, dt);
+  expect_all_fit(ctx, c, limit, dt);
+  const double tol = dt == DType::BF16 ? 2e-2 : 1e-5;
+  EXPECT_LT(testing::rel_error(got.y, want.y), tol);
+  EXPECT_LT(testing::rel_error(got.dx, want.dx), tol);
+  EXPECT_LT(testing::rel_error(got.dw, want.dw), tol);
+}
+
+TEST(ConvWorkspaceGpu, AutoRunsOnlyWhatFitsThePlansWorkspace) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  expect_policy_fits("auto", DType::F32);
+  expect_policy_fits("auto", DType::BF16);
+}
+
+TEST(ConvWorkspaceGpu, OwnRunsOnlyWhatFitsThePlansWorkspace) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  expect_policy_fits("own", DType::F32);
+  expect_policy_fits("own", DType::BF16);
+}
+
+// Forced by --conv-algo (for every pass, or one pass), an algorithm past the workspace fails in
+// one line naming the pass, the algorithm, its bytes and the workspace's, before it runs.
+TEST(ConvWorkspaceGpu, ForcedPastTheWorkspaceFailsNamingIt) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  const Case c;
+  {
+    Context ctx(1, 1, Device::CUDA);
+    hold_to_least(ctx, c, "im2col");
+    testing::expect_error_mentions([&] { run_case(ctx, c); },
+                                   {"conv2d fwd", "algorithm im2col", "--conv-algo", "needs",
+                                    "MiB of workspace", "shared workspace is"});
+    EXPECT_EQ(ctx.workspace_size(Device::CUDA), 0u);  // nothing asked of it
+  }
+  {
+    Context ctx(1, 1, Device::CUDA);
+    hold_to_least(ctx, c, "own,bwd-weights=im2col");
+    testing::expect_error_mentions([&] { run_case(ctx, c); },
+                                   {"conv2d bwd-weights", "algorithm im2col", "needs"});
+    ASSERT_FALSE(ctx.tuning().made().empty());
+    EXPECT_EQ(ctx.tuning().made()[0].first.rfind("conv2d fwd", 0), 0u);  // forward ran
+  }
+}
+
+// Forced by the layer (Conv2d::set_algo), inside a model: the error names the layer.
+TEST(ConvWorkspaceGpu, LayerForcedPastTheWorkspaceNamesTheLayer) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  const Case c;
+  Context ctx(1, 1, Device::CUDA);
+  Sequential m;
+  m.emplace<Conv2d>(32, 32, 3, 1, 1).set_algo(ConvAlgo::Im2col);
+  m.reset_parameters(ctx.rng());
+  m.to(Device::CUDA, ctx);
+  hold_to_least(ctx, c, "auto");
+  const Tensor x = c.x.to(Device::CUDA, ctx);
+  testing::expect_error_mentions([&] { m.forward(ctx, x); },
+                                 {"layer 0 (Conv2d(32->32, k3 s1 p1))", "algorithm im2col",
+                                  "the layer's", "needs"});
+}
+
+// A choice made before under a larger workspace (a cache file, another cap) that does not fit
+// this one is made again among those that do.
+TEST(ConvWorkspaceGpu, TunedChoicePastTheWorkspaceIsMadeAgain) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  const Case c;
+  Context ctx(1, 1, Device::CUDA);
+  for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights})
+    ctx.tuning().put(gpu_conv_key(p, c.g, c.n, c.k, Act{}, "fp32") + " own", "im2col", 0.0);
+  const size_t limit = hold_to_least(ctx, c, "own");
+  run_case(ctx, c);
+  EXPECT_EQ(ctx.tuning().made().size(), 3u);
+  expect_all_fit(ctx, c, limit, DType::F32);
+}
+
+// No algorithm fits: one line naming the pass and the workspace, and what each would ask.
+TEST(ConvWorkspaceGpu, NothingFitsFailsNamingTheWorkspace) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  const Case c;
+  Context ctx(1, 1, Device::CUDA);
+  ctx.tuning().set_policy("own");
+  // the implicit forward's 1 float fits; no weight gradient does
+  ctx.set_workspace_limit(Device::CUDA, 16);
+  testing::expect_error_mentions(
+      [&] { run_case(ctx, c); },
+      {"conv2d bwd-weights", "no convolution algorithm can run this pass",
+       "in the memory plan's workspace of", "im2col", "implicit", "direct",
+       "raise --gpu-memory-limit"});
+}
+
+// cuDNN forced under a workspace limit picks among its own algorithms those that fit what the
+// limit leaves (the same rule), or fails saying so; it never asks more.
+TEST(ConvWorkspaceGpu, CudnnForcedPicksWithinTheWorkspace) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context probe(1, 1, Device::CUDA);
+  if (!probe.cuda().cudnn()) GTEST_SKIP() << "needs cuDNN: " << cudnn_status();
+  const Case c;
+  for (size_t limit : {c.least(probe), size_t{16} << 20}) {
+    SCOPED_TRACE(limit);
+    Context ctx(1, 1, Device::CUDA);
+    ctx.tuning().set_policy("cudnn");
+    ctx.set_workspace_limit(Device::CUDA, limit);
+    try {
+      run_case(ctx, c);
+      EXPECT_LE(ctx.workspace_size(Device::CUDA), limit);
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_TRUE(m.find("cuDNN asks at most") != std::string::npos ||
+                  m.find("needs") != std::string::npos) << m;
+    }
+  }
+}
+
+// The U-Net's up-convolution under its least workspace: its three passes run on the implicit
+// GEMM (im2col's columns do not fit).
+TEST(ConvWorkspaceGpu, UpConvolutionRunsInItsLeastWorkspace) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  Sequential m;  // (moves the layer's parameters to the device)
+  ConvTranspose2d& up = m.emplace<ConvTranspose2d>(64, 32, 2, 2, 0);
+  m.reset_parameters(ctx.rng());
+  m.to(Device::CUDA, ctx);
+  const Shape in{1, 64, 64, 64};
+  const BackwardNeeds need = up.backward_needs(in, PlanFor{DType::F32, ctx.cuda().info().sm_count});
+  ctx.set_workspace_limit(Device::CUDA, static_cast<size_t>(need.workspace_bytes / 4));
+  Rng r(4);
+  const Tensor x = testing::random_tensor(in, r).to(Device::CUDA, ctx);
+  Tensor y = Tensor::empty(up.output_shape(in), DType::F32, Device::CUDA, ctx);
+  up.forward(ctx, x, y);
+  const Tensor dy = testing::random_tensor(y.shape(), r).to(Device::CUDA, ctx);
+  Tensor dx = Tensor::empty(in, DType::F32, Device::CUDA, ctx);
+  up.backward(ctx, x, y, dy, &dx);
+  ctx.synchronize();
+  ASSERT_EQ(ctx.tuning().made().size(), 3u);
+  for (const auto& [key, choice] : ctx.tuning().made()) EXPECT_EQ(choice.choice, "implicit") << key;
+  EXPECT_LE(ctx.workspace_size(Device::CUDA), static_cast<size_t>(need.workspace_bytes / 4));
+}
+
+}  // namespace
+}  // namespace pdnn

@@ -35,6 +35,7 @@
 #include "conv_reference.h"
 #include "core/context.h"
 #include "core/cuda_state.h"
+#include "layers/activation.h"
 #include "layers/dropout.h"
 #include "layers/dense.h"
 #include "layers/layer.h"
@@ -47,6 +48,7 @@
 #include "testing.h"
 #include "workloads/classifier/classifier_trainer.h"
 #include "workloads/classifier/caltech_models.h"
+#include "workloads/dcgan/dcgan_models.h"
 
 namespace pdnn {
 namespace {
@@ -319,6 +321,13 @@ TEST(Bf16Step, TheCpuRefusesABf16ForwardInOneLine) {
 // out = 2 [r(x), r(x)] (r: bf16 rounding), float32, bit for bit. Backward from a float32 dy:
 // dcat = 2 r(dy) (exact), dx = 2 r(dy)[:, :6] + 2 r(dy)[:, 6:] rounded once to bf16 (2^-8) and
 // returned as float32; dW = dd^T r(x) summed in fp32 on the tensor cores (4 + 2) 2^-23 S.
+// A square Dense's weights made the identity (its products exact in any precision).
+void set_identity(Dense& dense, int64_t n) {
+  Tensor& w = *dense.params()[0].value;
+  w.fill(0.f);
+  for (int64_t i = 0; i < n; ++i) w[i * n + i] = 1.f;
+}
+
 TEST(Bf16Step, AGraphModelIsTheAutocastBoundaryToo) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
@@ -328,9 +337,7 @@ TEST(Bf16Step, AGraphModelIsTheAutocastBoundaryToo) {
   Dense& dense = m.node<Dense>("d", {Model::kInput}, 6, 6, /*bias=*/false);
   m.node<Concat>("cat", {"d", Model::kInput});
   m.node<Add>("out", {"cat", "cat"});
-  Tensor& w = *dense.params()[0].value;
-  w.fill(0.f);
-  for (int64_t i = 0; i < 6; ++i) w[i * 6 + i] = 1.f;
+  set_identity(dense, 6);
   m.to(Device::CUDA, ctx);
   m.zero_grad(ctx);
   Rng r(23);
@@ -376,6 +383,61 @@ TEST(Bf16Step, TheCpuRefusesABf16GraphForwardInOneLine) {
   Rng r(2);
   m.reset_parameters(r);
   expect_bf16_refused(m, ctx, testing::random_tensor(Shape{2, 6}, r));
+}
+
+// A last Sigmoid runs on the float32 side of the output cast (Layer::fp32_under_bf16; autocast
+// computes BCEWithLogitsLoss's sigmoid in float32). In bf16 the sigmoid of any logit above ~6.2
+// is 1 and its derivative y (1 - y) 0: a GAN's discriminator that rates a fake 1 got no gradient
+// from it (issue 32's DCGAN seed that collapsed). Dense(6 -> 6, identity, no bias) then Sigmoid,
+// logits up to 12: the logits are r(x) exactly (r: bf16 rounding; identity sums are exact).
+// Forward: y = sigmoid(r(x)) in float32: expf (2 ulp), 1 + e and the division (1 ulp each):
+// within 4 ulp = 8 u32 relative. Backward from float32 dy: dz = dy y (1 - y) in float32, then
+// rounded to bf16 once; the Dense's dx = r(dz) exactly. dz's error: y's 8 u32 y, through
+// (1 - y) and y, plus the two products' rounding; then bf16's rounding (u = 2^-8).
+TEST(Bf16Step, ALastSigmoidRunsInFloat32SoItsGradientDoesNotVanishAtLargeLogits) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  ctx.set_precision(Precision::Bf16);
+  Sequential m;
+  Dense& dense = m.emplace<Dense>(6, 6, /*bias=*/false);
+  m.emplace<Sigmoid>();
+  ASSERT_TRUE(m.fp32_tail());
+  set_identity(dense, 6);
+  m.to(Device::CUDA, ctx);
+  m.zero_grad(ctx);
+  Rng r(29);
+  const Tensor x = testing::random_tensor(Shape{8, 6}, r, -12.f, 12.f);
+  const Tensor dy = testing::random_tensor(Shape{8, 6}, r, 0.5f, 2.f);
+  const Tensor rx = testing::bf16_rounded(x);
+  const Tensor& y = m.forward(ctx, x.to(Device::CUDA, ctx));
+  ASSERT_EQ(y.dtype(), DType::F32);
+  const Tensor hy = y.to(Device::CPU, ctx);
+  m.backward(ctx, dy.to(Device::CUDA, ctx), /*want_input_grad=*/true);
+  const Tensor dx = m.input_grad().to(Device::CPU, ctx);
+  const double u32 = testing::kFp32U;
+  std::vector<double> y_ref(48), dx_ref(48), dx_abs(48);
+  int saturated = 0;
+  for (int64_t i = 0; i < 48; ++i) {
+    const double yr = 1.0 / (1.0 + std::exp(-double(rx[i])));
+    y_ref[size_t(i)] = yr;
+    dx_ref[size_t(i)] = double(dy[i]) * yr * (1.0 - yr);
+    dx_abs[size_t(i)] = (std::fabs(double(dy[i])) * 8 * u32 * yr + 8 * u32 * std::fabs(dx_ref[size_t(i)])) * 1.01;
+    if (rx[i] > 6.5f) {  // bf16's sigmoid would be 1 here, its gradient 0
+      ++saturated;
+      EXPECT_LT(hy[i], 1.f) << "element " << i << ", logit " << rx[i];
+      EXPECT_GT(dx[i], 0.f) << "element " << i << ", logit " << rx[i];
+    }
+  }
+  ASSERT_GE(saturated, 4);
+  testing::expect_within(hy, y_ref, 8 * u32, {}, "the float32 sigmoid");
+  testing::expect_within(dx, dx_ref, testing::kBf16U * 1.01, dx_abs, "the input gradient");
+}
+
+// The DCGAN's discriminator ends in such a Sigmoid; a classifier's last layer (logits) does not.
+TEST(Bf16Step, TheDiscriminatorsSigmoidIsAFloat32Tail) {
+  EXPECT_TRUE(make_dcgan_discriminator().fp32_tail());
+  EXPECT_FALSE(make_caltech_model(kSide, kClasses).fp32_tail());
 }
 
 }  // namespace

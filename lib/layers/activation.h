@@ -69,9 +69,13 @@ class LeakyReLU : public Elementwise {
 };
 
 // y = 1 / (1 + exp(-x)); dx = dy * y * (1 - y).
+// Under bf16 a model's last Sigmoid runs in float32 (Layer::fp32_under_bf16): in bf16, y rounds
+// to 1 from x ~ 6.2 on (float32: ~16.6), where y (1 - y) and so every gradient through it is 0;
+// a GAN's discriminator saturated there on fakes learns nothing from them (issue 32).
 class Sigmoid : public Elementwise {
  public:
   std::string kind() const override { return "Sigmoid"; }
+  bool fp32_under_bf16() const override { return true; }
 
  protected:
   bool reads_output() const override { return true; }

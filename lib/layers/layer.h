@@ -105,6 +105,11 @@ class Layer {
   // on its weight's copy when its input is bf16; the others ignore them (biases, BatchNorm's
   // parameters and every gradient stay float32).
   virtual void set_bf16_params(const std::vector<Tensor>& copies) { (void)copies; }
+  // Whether, as the model's last layer under bf16, this layer runs on the float32 side of the
+  // output cast (autocast's rule for what feeds a loss: PyTorch refuses BCELoss under autocast
+  // and computes BCEWithLogitsLoss's sigmoid in float32). Such a layer is elementwise and
+  // differentiates from its output only: the model runs it in place on its float32 output.
+  virtual bool fp32_under_bf16() const { return false; }
 
   // Fusion (the model does it, model/model.h): an elementwise activation layer says which activation it is
   // (kind None: not fusable), and a layer that can apply one in its own output write takes it

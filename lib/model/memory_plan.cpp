@@ -1211,10 +1211,12 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
   if (bf16) {
     // The flat parameter buffer's bf16 copy (its 64-byte gaps included), and Model::forward's
     // and backward's casts: the input to bf16, the output to float32 (what the loss reads),
-    // dL/d(output) to bf16. (A caller asking for the input's gradient, a GAN's, would add one
+    // dL/d(output) to bf16 (a float32 last layer, Model::fp32_tail: its input's gradient in
+    // float32 instead). (A caller asking for the input's gradient, a GAN's, would add one
     // more in bf16 and the float32 result; a classifier's step does not.)
     m.weight_copy_bytes = block(model.parameters().numel() * a);
-    m.cast_bytes = block(in.numel() * a) + block(s.numel() * f) + block(s.numel() * a);
+    m.cast_bytes = block(in.numel() * a) + block(s.numel() * f) +
+                   block(s.numel() * (model.fp32_tail() ? f : a));
   }
   // The optimizer's step count, the RNG position, the recomputations' RNG slots, the metric
   // sums; and a reserve of 1 MiB the description does not itemise: the allocator rounds every

@@ -135,7 +135,7 @@ void Model::to(Device dev, Context& ctx) {
   grad_busy_.clear();
   grad_.assign(grad_.size(), Tensor());
   x_in_ = dx_in_ = Tensor();
-  w16_ = x16_ = dx16_ = out32_ = dy16_ = Tensor();
+  w16_ = x16_ = dx16_ = out32_ = dy16_ = d32_ = Tensor();
   w16_given_ = nullptr;
   arena_ = rng_slots_ = Tensor();  // a memory plan's buffers, likewise
   layout_key_ = Shape();
@@ -247,12 +247,20 @@ void Model::run_forward(Context& ctx, size_t i, const Shape& out) {
     std::vector<const Tensor*> ins;
     for (size_t j = 0; j < nd.inputs.size(); ++j) ins.push_back(&input_of(i, j));
     nd.merge->forward_all(ctx, ins, acts_[i]);
+  } else if (static_cast<int>(i) == tail_) {  // in place on its input cast to float32
+    l.forward(ctx, acts_[i], acts_[i]);
   } else {
     l.forward(ctx, input_of(i, 0), acts_[i]);
   }
   if (prof)
     prof->end_forward(ctx, {&l, label(i), l.kind(), l.describe(), out,
                             l.flops(input_of(i, 0).shape())});
+}
+
+bool Model::fp32_tail() const {
+  if (nodes_.empty()) return false;
+  const Node& nd = nodes_.back();  // (an fp32_under_bf16 layer takes no fusion: it is out_)
+  return !nd.merge && nd.inputs.size() == 1 && nd.inputs[0] >= 0 && nd.layer->fp32_under_bf16();
 }
 
 const Tensor& Model::forward(Context& ctx, const Tensor& x) {
@@ -268,6 +276,8 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
   const DType act_dtype = bf16 ? DType::BF16 : DType::F32;
   in_dtype_ = x.dtype();
   x_in_ = x;
+  bf16_ = bf16;
+  tail_ = bf16 && fp32_tail() ? out_ : -1;
   if (bf16) {
     refresh_bf16(ctx);
     if (x.dtype() != DType::BF16) {
@@ -293,7 +303,12 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
       out = nd.layer->output_shape(input_of(i, 0).shape());
     }
     const size_t k = static_cast<size_t>(order_[i]);
-    if (planned_step_) {  // its place in the arena; the RNG position, for recomputation
+    if (static_cast<int>(i) == tail_) {  // float32, after the output cast (forward's header)
+      MemoryRole role(ctx, "the model's output in float32");
+      out32_.resize(out, DType::F32, x.device(), ctx);
+      ops::cast(ctx, input_of(i, 0), out32_);
+      acts_[i] = out32_;
+    } else if (planned_step_) {  // its place in the arena; the RNG position, for recomputation
       copies_at(ctx, order_[i]);
       acts_[i] = arena_.slice(layout_.out_offset[k], out);
       rng_at_[i] = ctx.rng().counter();
@@ -324,7 +339,7 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
       }
   }
   have_forward_ = true;
-  if (!bf16) return acts_.back();
+  if (!bf16 || tail_ >= 0) return acts_[static_cast<size_t>(out_)];
   MemoryRole role(ctx, "the model's output in float32");
   out32_.resize(acts_.back().shape(), DType::F32, x.device(), ctx);
   ops::cast(ctx, acts_.back(), out32_);
@@ -360,10 +375,10 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
   const size_t n = nodes_.size();
   // bf16 (see forward): dy comes in float32 and is cast once; the input's gradient is written
   // in bf16 (dx16_) and cast back to the input's type at the end.
-  const DType act_dtype = acts_.back().dtype();
-  const bool bf16 = act_dtype == DType::BF16;
+  const bool bf16 = bf16_;
+  const DType act_dtype = bf16 ? DType::BF16 : DType::F32;
   const Tensor* dy_in = &dy;
-  if (bf16 && dy.dtype() != DType::BF16) {
+  if (bf16 && tail_ < 0 && dy.dtype() != DType::BF16) {
     MemoryRole role(ctx, "the gradient of the model's output in bf16");
     dy16_.resize(dy.shape(), DType::BF16, dy.device(), ctx);
     ops::cast(ctx, dy, dy16_);
@@ -438,6 +453,13 @@ void Model::backward(Context& ctx, const Tensor& dy, bool want_input_grad,
       if (prof) prof->begin_pass(ctx);
       if (nd.merge) {
         nd.merge->backward_all(ctx, g, dx);
+      } else if (static_cast<int>(i) == tail_) {  // in float32, then its input's gradient to bf16
+        if (dx[0]) {
+          MemoryRole role32(ctx, "the gradient w.r.t. the model's float32 last layer's input");
+          d32_.resize(acts_[i].shape(), DType::F32, acts_[i].device(), ctx);
+          l.backward(ctx, acts_[i], acts_[i], g, &d32_);
+          ops::cast(ctx, d32_, *dx[0]);
+        }
       } else {
         l.backward(ctx, input_of(i, 0), acts_[i], g, dx[0]);
       }

@@ -105,7 +105,9 @@ class Model {
   // after every optimizer update; Concat copies bf16 channels, Add and the gradient sums of an
   // output read twice add in fp32 and round once), and the output is cast back to float32: the
   // losses, the metrics and the caller see float32, and backward's dy (float32) is cast to bf16
-  // once. Parameters, their gradients and the optimizer's state stay float32. Under a memory
+  // once. A last layer that asks for it (Layer::fp32_under_bf16: a Sigmoid, as autocast runs
+  // BCEWithLogitsLoss's) runs after the cast, in float32, and its input's gradient is cast to
+  // bf16 instead of dy. Parameters, their gradients and the optimizer's state stay float32. Under a memory
   // plan (set_placements) the same: the plan's buffer, its host copies and its recomputations
   // hold and make bf16 outputs and gradients.
   const Tensor& forward(Context& ctx, const Tensor& x);
@@ -154,6 +156,8 @@ class Model {
   void set_placements(std::vector<Placement> where, std::vector<int> dropped_after = {},
                       std::vector<int> back_at = {});
   bool has_placements() const { return !where_.empty(); }
+  // Whether under bf16 the last layer runs in float32, after the output cast (forward's header).
+  bool fp32_tail() const;
   // A memory plan's micro-batch: training steps run the batch in slices of this many rows
   // (ClassifierTrainer), evaluation too (0: the whole batch at once).
   void set_micro_batch(int64_t rows) { micro_rows_ = rows; }
@@ -249,6 +253,9 @@ class Model {
   // bf16 (see forward): the parameters' copy, the input and the input gradient in bf16, the
   // output and dy's float32/bf16 twins; the input's type (dx_in_ takes it).
   Tensor w16_, x16_, dx16_, out32_, dy16_;
+  Tensor d32_;      // a float32 last layer's input gradient, before its cast to bf16
+  int tail_ = -1;   // the last forward's float32 last node (fp32_under_bf16), or -1
+  bool bf16_ = false;  // the last forward ran in bf16
   const void* w16_given_ = nullptr;  // w16_'s storage the layers hold views of
   DType in_dtype_ = DType::F32;
   bool have_forward_ = false;

@@ -1589,9 +1589,11 @@ TEST(MemoryPlanGpu, Bf16MeasuredPeakIsThePlansUnderEveryCap) {
 }
 
 // A U-Net at batch 1 under its smallest limit (issue 35), in fp32 and bf16: the plan's
-// workspace holds no im2col columns, the GPU's chooser runs only the column-free algorithms
-// that fit it (auto), the step trains, and its measured peak is the plan's (within 3%) and
-// under the cap.
+// workspace holds no im2col columns of the largest layer (dec1.conv1), the GPU's chooser runs
+// only what fits it (auto: im2col of a small layer may, dec1.conv1's may not), the step trains,
+// and its measured peak is the plan's (within 3%) and under the cap. The limit is the plan's
+// smallest, which counts the CUDA context (on an H200 the first run added the context once
+// more: 623 MiB of room, which the plan gave the workspace, up to dec1.conv1's columns).
 void expect_unet_runs_at_its_smallest_limit(Precision prec) {
   SCOPED_TRACE(precision_name(prec));
   UNetOptions uo;
@@ -1620,7 +1622,7 @@ void expect_unet_runs_at_its_smallest_limit(Precision prec) {
   std::unique_ptr<Optimizer> opt;
   Model m = make(ctx, &opt);
   RunConfig rc;
-  rc.gpu_memory_limit = floor.min_limit_bytes + floor.fixed.context;
+  rc.gpu_memory_limit = floor.min_limit_bytes;
   MemoryPlan p;
   ASSERT_NO_THROW(plan_step_memory(ctx, m, *opt, in, rc, 0, &p));
   const StepMem s = describe_step(m, in, opt.get(), 25000.0, 1, 0, prec, 2,
@@ -1635,7 +1637,16 @@ void expect_unet_runs_at_its_smallest_limit(Precision prec) {
     tr.step(ctx, x, y);
   }
   ctx.synchronize();
-  for (const auto& [key, choice] : ctx.tuning().made()) EXPECT_NE(choice.choice, "im2col") << key;
+  // dec1.conv1: the concatenation's 2 base channels at full resolution into base.
+  const std::string dec1 = "c" + std::to_string(2 * uo.base) + "x256x256 k" +
+                           std::to_string(uo.base) + " 3x3";
+  int dec1_choices = 0;
+  for (const auto& [key, choice] : ctx.tuning().made()) {
+    if (key.find(dec1) == std::string::npos) continue;
+    ++dec1_choices;
+    EXPECT_NE(choice.choice, "im2col") << key;
+  }
+  EXPECT_GE(dec1_choices, 3) << "dec1.conv1's three passes (" << dec1 << ") chosen";
   const double measured = static_cast<double>(ctx.device_alloc_stats().peak_in_use) +
                           static_cast<double>(p.fixed.context);
   const double planned = static_cast<double>(p.peak_bytes);

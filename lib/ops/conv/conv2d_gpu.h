@@ -113,6 +113,12 @@ inline bool direct_applies(const ConvGeom& g, DType dtype) {
 // backward-weights: 64 above 32 rows, else 32). Forced by tests and apps/bench_conv_gpu.
 enum class DirectTile { Auto, M128, M64, M32 };
 const char* direct_tile_name(DirectTile t);
+// Several images a block where an image's outputs are smaller than a block's patch of pixels
+// (bf16, the 4x4 stride-2 layers: W5's at 4x4 and 8x8 outputs; conv2d_direct.cu's header).
+// Auto: where two images or more fit the patch; Many: wherever one fits (else an error); One:
+// one image a block, as the 3x3 kernels always run. Forced by tests and apps/bench_conv_gpu.
+enum class DirectImages { Auto, One, Many };
+const char* direct_images_name(DirectImages m);
 // Workspace floats of a pass: the re-laid-out weights (forward, backward-data; dtype: the
 // tensors', bf16 weights are laid out in bf16) or the split partial sums (backward-weights,
 // fp32 in either).
@@ -123,19 +129,22 @@ size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e,
                            DirectTile tile = DirectTile::Auto);
 void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e,
-                           DirectTile tile = DirectTile::Auto);
+                           DirectTile tile = DirectTile::Auto,
+                           DirectImages imgs = DirectImages::Auto);
 // dx = written, dy already through the activation (a.act must be None); with a.dx_act,
 // dx = act'(a.dx_src) . dL/dx in the output write (dx_src: the convolution's input, made by a
 // layer with that activation).
 void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e,
                                  DirectTile tile = DirectTile::Auto);
 void conv2d_direct_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e,
-                                 DirectTile tile = DirectTile::Auto);
+                                 DirectTile tile = DirectTile::Auto,
+                                 DirectImages imgs = DirectImages::Auto);
 // dw +=, db += (when given); with an activation, dy goes through act'(y) as it arrives.
 void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
                                     DirectTile tile = DirectTile::Auto);
 void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e,
-                                    DirectTile tile = DirectTile::Auto);
+                                    DirectTile tile = DirectTile::Auto,
+                                    DirectImages imgs = DirectImages::Auto);
 
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
 // The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward (and,

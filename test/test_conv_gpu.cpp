@@ -355,6 +355,11 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
 // one launch (sizes past one tile and no multiple of it, k of one warp's rows), no activation,
 // ReLU and LeakyReLU forward, and ReLU and LeakyReLU folded into backward-data (by case);
 // odd widths and the 4x4 stride-2 backward-data's phases take the element-wise one.
+// The 4x4 stride-2 cases run twice, forced to one image a block and to several (the images'
+// halos side by side, the steps split, the splits' sums added by a second kernel; backward-
+// weights: several images a patch): outputs of 4x4 and 8x8 (W5's), 6x6, 3x5 (odd: g's pixel
+// pairs cross images) and the kCases' ones, batches of 1, 3, 5, 7 and 11 (no multiple of the
+// images a block), 16 steps (split) and fewer.
 TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
 #if !PDNN_HAVE_CUDA
   GTEST_SKIP() << "needs a CUDA build";
@@ -383,17 +388,28 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
   cases.push_back({"k4s2_c40_leaky", 2, 40, 8, 6, 24, 4, 2, 1, FusedAct::LeakyReLU, true});
   // an even output width (8): the 2x2 forward's pair-store epilogue
   cases.push_back({"k4s2_even_out", 2, 8, 12, 16, 32, 4, 2, 1, FusedAct::None, true});
+  // several images a block: W5's 4x4 and 8x8 outputs, 6x6, odd 3x5, a batch of one past 128 rows
+  cases.push_back({"k4s2_4x4_n11_split", 11, 64, 8, 8, 40, 4, 2, 1, FusedAct::LeakyReLU, true});
+  cases.push_back({"k4s2_8x8_n3", 3, 24, 16, 16, 72, 4, 2, 1, FusedAct::ReLU, false});
+  cases.push_back({"k4s2_6x6_n5", 5, 20, 12, 12, 24, 4, 2, 1, FusedAct::None, true});
+  cases.push_back({"k4s2_3x5_n7", 7, 8, 6, 10, 16, 4, 2, 1, FusedAct::ReLU, true});
+  cases.push_back({"k4s2_4x4_n1_m130", 1, 36, 8, 8, 130, 4, 2, 1, FusedAct::LeakyReLU, false});
   int checked = 0, k4s2 = 0, unaligned = 0;
+  using cuda::DirectImages;
   for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
-    for (size_t ci = 0; ci < cases.size(); ++ci) {
-      const ConvCase& c = cases[ci];
+    for (size_t cj = 0; cj < 2 * cases.size(); ++cj) {
+      const ConvCase& c = cases[cj % cases.size()];
+      const size_t ci = cj % cases.size();
+      const bool k4s2_case = c.kernel == 4;
+      if (cj >= cases.size() && !k4s2_case) continue;  // 3x3: one image a block, always
+      const DirectImages imgs = cj < cases.size() ? DirectImages::One : DirectImages::Many;
       // backward-data's folded activation: LeakyReLU and ReLU by turns
       const Act folded = ci % 2 == 0 ? Act{FusedAct::LeakyReLU, 0.1f} : Act{FusedAct::ReLU, 0.f};
       Inputs in = inputs_of(c);
       ASSERT_TRUE(cuda::direct_applies(in.g, DType::BF16)) << c.name;
       k4s2 += conv4x4s2_applies(in.g);
-      SCOPED_TRACE(std::string(c.name) + " tile " + cuda::direct_tile_name(tile) + " bf16 dx_act " +
-                   fused_act_name(folded.kind));
+      SCOPED_TRACE(std::string(c.name) + " tile " + cuda::direct_tile_name(tile) + " images " +
+                   cuda::direct_images_name(imgs) + " bf16 dx_act " + fused_act_name(folded.kind));
       const Device G = Device::CUDA;
       const Tensor xr = testing::bf16_rounded(in.x), wr = testing::bf16_rounded(in.w),
                    dyr = testing::bf16_rounded(in.dy);
@@ -409,7 +425,7 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
       cuda::conv2d_direct_forward(
           ConvFwdBf16::of(shape, x.data<bf16>(), w.data<bf16>(), c.bias ? b.data() : nullptr,
                           y.data<bf16>(), in.act),
-          ws, ctx.cuda_exec(), tile);
+          ws, ctx.cuda_exec(), tile, imgs);
       const Tensor yh = testing::widened(y, ctx);
       testing::ConvReference r = conv_reference(in.g, c.n, c.k, xr, wr, c.bias ? &in.b : nullptr,
                                                 yh, dyr, in.act, /*bf16=*/true);
@@ -425,12 +441,12 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
       ConvBwdBf16 data = ConvBwdBf16::data(shape, w.data<bf16>(), gd.data<bf16>(), dx.data<bf16>());
       data.dx_act = folded;
       data.dx_src = x.data<bf16>();
-      cuda::conv2d_direct_backward_data(data, ws, ctx.cuda_exec(), tile);
+      cuda::conv2d_direct_backward_data(data, ws, ctx.cuda_exec(), tile, imgs);
       Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
       ConvBwdBf16 wgt = ConvBwdBf16::of(
           ConvFwdBf16::of(shape, x.data<bf16>(), w.data<bf16>(), nullptr, y.data<bf16>(), in.act),
           dy.data<bf16>(), dw.data(), c.bias ? db.data() : nullptr, nullptr);
-      cuda::conv2d_direct_backward_weights(wgt, ws, ctx.cuda_exec(), tile);
+      cuda::conv2d_direct_backward_weights(wgt, ws, ctx.cuda_exec(), tile, imgs);
       // dx: the sum, the folded slope in fp32, one rounding (the slope's product bounded as a
       // second rounding of 2^-24 relative)
       std::vector<double> dx_round(r.dx.size(), testing::kBf16U);
@@ -478,16 +494,17 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
               ConvFwdBf16::of(shape, xo.data<bf16>() + xby, w.data<bf16>(),
                               nullptr, yo.data<bf16>() + gby, in.act),
               dyo.data<bf16>() + gby, dw2.data(), nullptr, nullptr);
-          cuda::conv2d_direct_backward_weights(w2, ws, ctx.cuda_exec(), tile);
+          cuda::conv2d_direct_backward_weights(w2, ws, ctx.cuda_exec(), tile, imgs);
           testing::expect_bf16_sum_within(dw2.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw,
                                           0.0, "dw");
           ++unaligned;
         }
       ++checked;
     }
-  // kCases' four 3x3 stride-1 cases and its 4x4 stride-2 one, and the nine above
-  EXPECT_EQ(checked, 3 * 14);
-  EXPECT_EQ(k4s2, 3 * 5);
+  // kCases' four 3x3 stride-1 cases and its 4x4 stride-2 one, and the fourteen above (the ten
+  // 4x4 stride-2 ones twice)
+  EXPECT_EQ(checked, 3 * (9 + 2 * 10));
+  EXPECT_EQ(k4s2, 3 * 2 * 10);
   EXPECT_GT(unaligned, 0);
 #endif
 }

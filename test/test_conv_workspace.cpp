@@ -137,8 +137,11 @@ TEST(ConvWorkspace, K4s2Bf16HasTheDirectKernels) {
   EXPECT_NE(std::find(c.begin(), c.end(), ConvAlgo::Direct), c.end());
   const size_t direct = gpu_conv_own_ws_floats(ConvPass::Forward, ConvAlgo::Direct, g, 64, 128,
                                                Act{}, DType::BF16, 132);
-  // weights: 256 phase channels x 4 taps x 128 rows / 2 (bf16); phases: 64 x 256 x 17 x 18 / 2
-  EXPECT_EQ(direct, 256u * 4 * 128 / 2 + (64u * 256 * 17 * 18 + 1) / 2);
+  // weights: 256 phase channels x 4 taps x 128 rows / 2 (bf16); phases: 64 x 256 x 17 x 18 / 2;
+  // the split sums of several images a block (16 x 16 outputs: one image fits the 256-pixel
+  // patch, which --direct-images many may ask for): 16 steps in at most 4 splits of 64 x 128 x
+  // 256 floats
+  EXPECT_EQ(direct, 256u * 4 * 128 / 2 + (64u * 256 * 17 * 18 + 1) / 2 + 4u * 64 * 128 * 256);
   EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::Forward, ConvAlgo::Direct, g, 64, 128, Act{},
                                    DType::F32, 132),
             cuda_conv_workspace_floats(g, 64, 128));  // not in fp32: runs as im2col

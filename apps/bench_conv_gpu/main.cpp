@@ -204,8 +204,21 @@ int run(int argc, char** argv) {
                  "comma list of fp32, tf32, bf16 (bf16: every algorithm and direct:TILE, "
                  "which runs W5's 4x4 stride-2 layers there too; implicit:TILE does not run it)")
       ->capture_default_str();
+  std::string images_text = "auto";
+  app.add_option("--direct-images", images_text,
+                 "bf16 direct:TILE at small outputs: auto, one (one image a block) or many "
+                 "(several images a block; an error where an image's outputs exceed a patch)")
+      ->capture_default_str();
   app.add_option("--repeat", repeat, "timed runs per pass")->check(CLI::Range(3, 1000))->capture_default_str();
   if (const int st = parse_flags(app, "bench_conv_gpu", argc, argv); st >= 0) return st;
+  cuda::DirectImages dimgs = cuda::DirectImages::Auto;
+  {
+    bool found = false;
+    for (cuda::DirectImages m : {cuda::DirectImages::Auto, cuda::DirectImages::One,
+                                 cuda::DirectImages::Many})
+      if (images_text == cuda::direct_images_name(m)) dimgs = m, found = true;
+    PDNN_CHECK(found, "--direct-images: '%s' is not auto, one or many", images_text.c_str());
+  }
 
   struct Algo {
     ConvAlgo a;
@@ -368,13 +381,13 @@ int run(int argc, char** argv) {
                         if (L.transposed && a.dtile != cuda::DirectTile::Auto && b16)
                           cuda::conv2d_direct_backward_data(  // the kernel alone
                               ops::conv_ptrs_bf16(t_data16), direct_ws(ConvPass::BackwardData),
-                              ctx.cuda_exec(), a.dtile);
+                              ctx.cuda_exec(), a.dtile, dimgs);
                         else if (L.transposed)
                           ops::conv2d_backward(ctx, with_algo(t_data, t_data16, a.a));
                         else if (a.dtile != cuda::DirectTile::Auto && b16)
                           cuda::conv2d_direct_forward(ops::conv_ptrs_bf16(fwd16),
                                                       direct_ws(ConvPass::Forward), ctx.cuda_exec(),
-                                                      a.dtile);
+                                                      a.dtile, dimgs);
                         else if (a.dtile != cuda::DirectTile::Auto)
                           cuda::conv2d_direct_forward(ops::conv_ptrs(fwd),
                                                       direct_ws(ConvPass::Forward), ctx.cuda_exec(),
@@ -390,13 +403,13 @@ int run(int argc, char** argv) {
                           if (L.transposed && a.dtile != cuda::DirectTile::Auto && b16)
                             cuda::conv2d_direct_forward(ops::conv_ptrs_bf16(t_fwd16),
                                                         direct_ws(ConvPass::Forward),
-                                                        ctx.cuda_exec(), a.dtile);
+                                                        ctx.cuda_exec(), a.dtile, dimgs);
                           else if (L.transposed)
                             ops::conv2d_forward(ctx, with_algo(t_fwd, t_fwd16, a.a));
                           else if (a.dtile != cuda::DirectTile::Auto && b16)
                             cuda::conv2d_direct_backward_data(  // the kernel alone, on dy as is
                                 ops::conv_ptrs_bf16(t_data16), direct_ws(ConvPass::BackwardData),
-                                ctx.cuda_exec(), a.dtile);
+                                ctx.cuda_exec(), a.dtile, dimgs);
                           else if (a.dtile != cuda::DirectTile::Auto)
                             cuda::conv2d_direct_backward_data(
                                 ops::conv_ptrs(t_data), direct_ws(ConvPass::BackwardData),
@@ -408,7 +421,7 @@ int run(int argc, char** argv) {
                         if (a.dtile != cuda::DirectTile::Auto && b16) {
                           cuda::conv2d_direct_backward_weights(
                               ops::conv_ptrs_bf16(wgrad16), direct_ws(ConvPass::BackwardWeights),
-                              ctx.cuda_exec(), a.dtile);
+                              ctx.cuda_exec(), a.dtile, dimgs);
                         } else if (a.dtile != cuda::DirectTile::Auto) {
                           cuda::conv2d_direct_backward_weights(
                               ops::conv_ptrs(wgrad), direct_ws(ConvPass::BackwardWeights),

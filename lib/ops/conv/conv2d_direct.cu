@@ -116,9 +116,47 @@
 //   weight gradient fp32 read and written): layers 64 -> 128 at 32x32, 128 -> 256 at 16x16 and
 //   256 -> 512 at 8x8: 4.29 GFLOP every pass (4.3 us) against 3-20 MB (1-7 us); 3 -> 64 at
 //   64x64: 0.40 GFLOP against 10 MB (3.3 us). The phases cost one more pass over x (write xs,
-//   read it again: +6 us on 64 -> 128's 8.4 MB x). Known waste: one image a block, so outputs
-//   of 8x8 and 4x4 (the two smallest layers, every pass) fill a half and an eighth of an
-//   8 x 16 patch; a 3-channel input is 12 phase channels of a 16-deep step.
+//   read it again: +6 us on 64 -> 128's 8.4 MB x). Known waste: a 3-channel input is 12 phase
+//   channels of a 16-deep step.
+// Several images a block (DirectImages; Auto where two or more fit the patch: W5's 8x8 and 4x4
+// outputs, every pass of the two smallest layers). One image a block filled a half and an
+// eighth of the 8 x 16 patch there, and worse: on the H200 a 16-channel step took 2.2-3.5 us
+// a block whatever its fill (W5 at n = 64: 128->256 forward 72 us for 32 steps at half fill,
+// 64->128 62 us for 16 steps at full fill, 256->512 165 us for 64 steps at an eighth), so a
+// block's time is its steps' latency (two global round trips and a barrier a step), not its
+// multiply-adds, and filling the patch alone would leave the time as it is. So:
+//   - a block's patch holds the outputs of imgs = patch / (oh ow) images (pixel p: image
+//     p / (oh ow), its pixel p % (oh ow)), and the halo tile their halos side by side
+//     (kit::HaloImagesBf16: image i's halo row r at tile pixel i is + r rs; each halo its own
+//     image's pixels and zeros, never a neighbour's). ldmatrix takes a row address a lane, so
+//     a B fragment's 8 pixels need not be 8 consecutive pixels of a halo row: each lane keeps
+//     its pixel's place (NI / 2 registers forward, TH backward-weights), the tap adds a column
+//     (compile-time) or the row stride (a register). The strides are chosen on the host
+//     (imgs_layout) so that consecutive output pixels land on consecutive tile pixels modulo 8
+//     (an ldmatrix phase on 8 bank groups) where that fits the tile (CAP pixels: 512 forward,
+//     448 / 368 backward-weights), else packed (4x4 outputs in backward-weights: rows 6 apart,
+//     2-way conflicts on the B reads).
+//   - forward and backward-data (forward-kind, direct_fwd_imgs): the 16-channel steps split
+//     over blockIdx.z (with the phase), as many splits as keep the grid within one wave of the
+//     resident blocks, 4 steps a split at least; each split writes its raw fp32 sums
+//     [split][phase][image][k][oh ow], and fwd_imgs_finish_k adds them in split order and
+//     applies bias, activation, act'(msrc), the phases' places and the one rounding:
+//     deterministic. W5 (n = 64, H200's 132 SMs): 256 -> 512 forward 8 groups of 8 images x 4
+//     (M128) = 32 blocks -> 8 splits of 8 steps (256 blocks); its backward-data (phases of 4x4,
+//     256 channels out) 8 x 2 x 4 phases -> 4 splits of 8 steps; 128 -> 256 forward (8x8: 2
+//     images) 32 x 2 -> 4 splits of 8 steps; its backward-data 32 x 1 x 4 -> 2 splits of 8.
+//     The sums cost 2 x 4 bytes an output a split (8-16 MB a pass: ~4-8 us at the copy rate).
+//   - backward-weights: a stage is one patch of imgs images (8 of 4x4, 2 of 8x8), so the
+//     reduction walks n / imgs stages instead of n (8 instead of 64 at 256 -> 512; at
+//     128 -> 256 8 a block either way, but 4 splits of 256 blocks, one wave, instead of 8 of
+//     512), the split over blockIdx.z unchanged (bww_plan); per 16-pixel step a warp reads
+//     both tap rows' B (2 ldmatrix.x4.trans) for 8 mma, as no halo row is shared between steps.
+//   Predicted (H200, from the per-step latency above: ~2.5 us a forward step and ~3.6-5 us a
+//   backward-weights stage a block, one wave resident; + ~5 us of weights and phases, + the
+//   split sums): 256 -> 512 and its transposed twin: forward and backward-data 0.165 ->
+//   ~0.03 ms (8 steps a block, 16 MB of sums), backward-weights 0.229 -> ~0.035 (8 stages);
+//   128 -> 256 and twin: forward / backward-data 0.072 / 0.053 -> ~0.035 (8 steps), backward-
+//   weights 0.087 -> ~0.045 (one wave of 8 stages instead of two). Measured: not yet.
 // Shared-memory strides are padded so that a warp's reads fall on different banks (noted at
 // each). Index arithmetic: 64-bit image offsets, 32-bit within an image.
 #include <algorithm>
@@ -250,6 +288,10 @@ struct FwdCfg {
   // groups, at any tap's offset, with no per-tap swizzle arithmetic).
   static constexpr int XWB = TW + round_up_c(KS, 2), XB = XR * XWB, XP16 = 24;
   static constexpr int X16_STAGE = XB * XP16, W16_STAGE = KK * BM * 16;  // bf16 elements
+  // Several images a block (direct_fwd_imgs): the halos of the patch's images, CAP pixels at
+  // most (imgs_layout), RJ pixel pairs a thread.
+  static constexpr int CAP = 512, XI16_STAGE = CAP * XP16;
+  static constexpr int RJI = (CAP / 2 + THREADS / 4 - 1) / (THREADS / 4);
   static_assert(NI % 2 == 0, "BF16: B fragments by ldmatrix.x4, two n tiles at a time");
   static_assert((BN / WN) % TW == 0 && BM / WM % 16 == 0, "BF16: a warp's pixels are whole rows");
   template <class P>
@@ -257,6 +299,7 @@ struct FwdCfg {
     return P::kK == 16 ? 2 * 2 * static_cast<size_t>(X16_STAGE + W16_STAGE)
                        : sizeof(float) * STAGES * (X_STAGE + W_STAGE);
   }
+  static size_t smem_bytes_imgs() { return 2 * 2 * static_cast<size_t>(XI16_STAGE + W16_STAGE); }
 };
 template <int KS>
 using Fwd128K = FwdCfg<128, 8, 16, 2, 4, 2, KS>;   // 256 threads
@@ -284,22 +327,33 @@ struct FwdArgsOf {
   // (u, v) is y's (2u + pr, 2v + pq), y of dh x dw pixels. Else pad on both sides.
   int phases, dh, dw;
   int64_t w_phase;
+  // Several images a block (direct_fwd_imgs; imgs > 0): blockIdx.x = images x imgs ... + imgs - 1,
+  // their halos side by side (hal), output pixel p of the patch being image p / (oh ow)'s pixel
+  // p % (oh ow); the 16-channel steps split over blockIdx.z / (phases ? 4 : 1), per_split a
+  // split, each split's raw sums to part[split][phase][image][k][oh ow] (fwd_imgs_finish_k).
+  int imgs, per_split;
+  ImgHalo hal;
+  float* part;
 };
 
-// BF16 forward: acc += the block's products over every input channel, 16 at a time (the file's
-// comment). sm: the dynamic shared memory; (iy0, ix0) the halo's first input pixel.
-template <class T>
+// BF16 forward: acc += the block's products over the input channels of steps [st0, st1), 16
+// at a time (the file's comment). sm: the dynamic shared memory; (iy0, ix0) the halo's first
+// input pixel; wp: the weights of the block's phase. IMGS: several images a block (a.imgs, a.hal;
+// xim the first of them), their halos side by side, each lane's B pixel gathered by address.
+template <class T, bool IMGS = false>
 __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* acc, uint16_t* sm,
-                                               const bf16* xim, int iy0, int ix0, int m0, int tid,
-                                               int lane, int wm, int wn) {
+                                               const bf16* xim, int iy0, int ix0, int m0, int st0,
+                                               int st1, const bf16* wp, int tid, int lane, int wm,
+                                               int wn, int left = 0) {
   constexpr int BM = T::BM, TW = T::TW, XWB = T::XWB, XB = T::XB, THREADS = T::THREADS;
-  // The input's units (kit::HaloPairsBf16): channel pairs t % 4 and t % 4 + 4 (the two halves
-  // of a stage), a group of 8 channels each.
-  using Halo = HaloPairsBf16<XWB, XB, T::XP16, THREADS, 1>;
-  uint16_t* Xs = sm;                        // 2 x [XB][XP16]
-  uint16_t* Ws = sm + 2 * T::X16_STAGE;     // 2 x [KK * BM][16]
+  constexpr int XSTAGE = IMGS ? T::XI16_STAGE : T::X16_STAGE;
+  // The input's units (kit::HaloPairsBf16, kit::HaloImagesBf16): channel pairs t % 4 and
+  // t % 4 + 4 (the two halves of a stage), a group of 8 channels each.
+  using Halo = std::conditional_t<IMGS, HaloImagesBf16<T::XP16, THREADS, 1, T::RJI>,
+                                  HaloPairsBf16<XWB, XB, T::XP16, THREADS, 1>>;
+  uint16_t* Xs = sm;                   // 2 x [XB (CAP)][XP16]
+  uint16_t* Ws = sm + 2 * XSTAGE;      // 2 x [KK * BM][16]
   const int shift = ix0 & 1, ix0e = ix0 - shift;  // the tile from an even column
-  const int steps = (a.c + 15) / 16;
   const bool pairs = a.pairs != 0;
   // A warp's pixels are whole rows of the patch (static_assert in FwdCfg), so every fragment
   // address is this lane's base plus a compile-time offset (the tap, the tile): the loops below
@@ -312,16 +366,42 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   const int pn0 = wn * (T::BN / T::WN);
   const int b_lane = ((pn0 / TW) * XWB + shift + (lane >> 4) * 8 + (lane & 7)) * T::XP16 +
                      ((lane >> 3) & 1) * 8;
+  // IMGS: the lane's pixel of each pair of n tiles as its place in the halos (pixels past the
+  // patch's images read image 0's first: their sums are never written), and the tap row's step.
+  int boff[IMGS ? T::NI / 2 : 1];
+  int i0 = 0, r0 = 0, c0 = 0;  // IMGS: the thread's first unit of the halos
+  const int rsx = a.hal.rs * T::XP16;
+  if constexpr (IMGS) {
+    const int hw = a.oh * a.ow;
+#pragma unroll
+    for (int nj = 0; nj < T::NI; nj += 2) {
+      const int n = pn0 + nj * 8 + (lane >> 4) * 8 + (lane & 7);
+      int pix = 0;
+      if (n < a.imgs * hw) {
+        const int i = n / hw, p = n - i * hw, oy = p / a.ow;
+        pix = i * a.hal.is + oy * a.hal.rs + p - oy * a.ow;
+      }
+      boff[nj / 2] = (pix + shift) * T::XP16 + ((lane >> 3) & 1) * 8;
+    }
+    const int per_img = a.hal.hr * a.hal.hwp, pp0 = tid >> 2;
+    i0 = pp0 / per_img;
+    r0 = (pp0 - i0 * per_img) / a.hal.hwp;
+    c0 = pp0 - i0 * per_img - r0 * a.hal.hwp;
+  }
   // The next stage's loads in two halves (hh: channel pairs 0-3, 4-7), each in flight while the
   // block computes half of the taps (half the staging registers).
   Halo rx;
   auto load_x = [&](int ci0, int hh) {
-    rx.load(xim, a.c, a.h, a.w, ci0 + hh * 8, iy0, ix0e, pairs, fresh(tid));
+    if constexpr (IMGS)
+      rx.load(xim, static_cast<int64_t>(a.c) * a.h * a.w, left, a.c, a.h, a.w, ci0 + hh * 8, iy0,
+              ix0e, pairs, a.hal, i0, r0, c0, fresh(tid));
+    else
+      rx.load(xim, a.c, a.h, a.w, ci0 + hh * 8, iy0, ix0e, pairs, fresh(tid));
   };
-  auto store_x = [&](int buf, int hh) { rx.store(Xs + buf * T::X16_STAGE + hh * 8, fresh(tid)); };
+  auto store_x = [&](int buf, int hh) { rx.store(Xs + buf * XSTAGE + hh * 8, fresh(tid)); };
   auto load_w = [&](int buf, int step) {
     uint16_t* ws = Ws + buf * T::W16_STAGE;
-    const bf16* src = a.wp + blockIdx.z * a.w_phase + (static_cast<int64_t>(step) * T::KK * a.Mp + m0) * 16;
+    const bf16* src = wp + (static_cast<int64_t>(step) * T::KK * a.Mp + m0) * 16;
     for (int e = tid; e < T::KK * BM * 2; e += THREADS) {
       const int hh = e & 1, m = (e >> 1) % BM, tap = (e >> 1) / BM;
       cp_async16(ws + swz16(tap * BM + m, hh), src + (static_cast<int64_t>(tap) * a.Mp + m) * 16 + hh * 8,
@@ -330,7 +410,7 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
     cp_async_commit();
   };
   auto compute = [&](int buf, int tap0, int tap1) {
-    const uint16_t* xs = Xs + buf * T::X16_STAGE;
+    const uint16_t* xs = Xs + buf * XSTAGE;
     const uint16_t* ws = Ws + buf * T::W16_STAGE;
 #pragma unroll
     for (int tap = tap0; tap < tap1; ++tap) {
@@ -340,9 +420,11 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
       for (int mi = 0; mi < T::MI; ++mi) ldmatrix_x4(af[mi], ws + a_lane + (tap * BM + mi * 16) * 16);
 #pragma unroll
       for (int nj = 0; nj < T::NI; nj += 2) {
-        // tile nj's first pixel: row nj * 8 / TW of the warp's rows, column nj * 8 % TW
         uint32_t r[4];
-        ldmatrix_x4(r, xs + b_lane + ((nj * 8 / TW) * XWB + nj * 8 % TW + toff) * T::XP16);
+        if constexpr (IMGS)
+          ldmatrix_x4(r, xs + boff[nj / 2] + (tap / T::KS) * rsx + (tap % T::KS) * T::XP16);
+        else  // tile nj's first pixel: row nj * 8 / TW of the warp's rows, column nj * 8 % TW
+          ldmatrix_x4(r, xs + b_lane + ((nj * 8 / TW) * XWB + nj * 8 % TW + toff) * T::XP16);
         bf[nj][0] = r[0];
         bf[nj][1] = r[1];
         bf[nj + 1][0] = r[2];
@@ -355,16 +437,17 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
     }
   };
 
-  load_w(0, 0);
+  if (st0 >= st1) return;
+  load_w(0, st0);
   for (int hh = 0; hh < 2; ++hh) {
-    load_x(0, hh);
+    load_x(st0 * 16, hh);
     store_x(0, hh);
   }
   cp_async_wait<0>();
   __syncthreads();
-  for (int st = 0; st < steps; ++st) {
-    const int buf = st & 1;
-    const bool more = st + 1 < steps;
+  for (int st = st0; st < st1; ++st) {
+    const int buf = (st - st0) & 1;
+    const bool more = st + 1 < st1;
     if (more) {
       load_w(buf ^ 1, st + 1);
       load_x((st + 1) * 16, 0);
@@ -550,7 +633,8 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
   };
 
   if constexpr (P::kK == 16) {
-    fwd_bf16_steps<T>(a, acc, reinterpret_cast<uint16_t*>(smem), xim, iy0, ix0, m0, tid, lane, wm, wn);
+    fwd_bf16_steps<T>(a, acc, reinterpret_cast<uint16_t*>(smem), xim, iy0, ix0, m0, 0,
+                      (a.c + 15) / 16, a.wp + blockIdx.z * a.w_phase, tid, lane, wm, wn);
   } else {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -608,6 +692,82 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
   }
 }
 
+// BF16 forward-kind pass with several images a block (FwdArgsOf::imgs; the 2x2 kernels of the
+// 4x4 stride-2 layers at small outputs): block = BM output channels x the outputs of a.imgs
+// images (blockIdx.x: the group of images; blockIdx.y: the channels; blockIdx.z: split x phase),
+// the reduction over its split's 16-channel steps; its raw sums to a.part (fwd_imgs_finish_k
+// adds the splits in order and writes y).
+template <class T>
+__global__ void __launch_bounds__(T::THREADS, T::template min_blocks<BF16>())
+    direct_fwd_imgs(const FwdArgsOf<bf16> a) {
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
+  const int img0 = blockIdx.x * a.imgs, m0 = blockIdx.y * T::BM;
+  const int ph = a.phases ? 4 : 1, z = blockIdx.z % ph, split = blockIdx.z / ph;
+  const int iy0 = a.phases ? direct::phase_window_start(0, z >> 1) : -a.pad;
+  const int ix0 = a.phases ? direct::phase_window_start(0, z & 1) : -a.pad;
+  const int st0 = split * a.per_split, st1 = min((a.c + 15) / 16, st0 + a.per_split);
+  float acc[T::MI * T::NI * 4];
+#pragma unroll
+  for (int i = 0; i < T::MI * T::NI * 4; ++i) acc[i] = 0.f;
+  fwd_bf16_steps<T, true>(a, acc, reinterpret_cast<uint16_t*>(smem),
+                          a.x + static_cast<int64_t>(img0) * a.c * a.h * a.w, iy0, ix0, m0, st0,
+                          st1, a.wp + z * a.w_phase, tid, lane, wm, wn, a.n - img0);
+  // this lane's outputs n = pn0 + ni * 8 + 2 tq (+ 1): their image's place in part, -1 past the
+  // patch's images or the batch
+  const int hw = a.oh * a.ow, pn0 = wn * (T::BN / T::WN), mw = m0 + wm * (T::BM / T::WM);
+  const int64_t khw = static_cast<int64_t>(a.k) * hw;
+  float* part = a.part + static_cast<int64_t>(split * ph + z) * a.n * khw;
+  int64_t off[T::NI][2];
+#pragma unroll
+  for (int ni = 0; ni < T::NI; ++ni)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int n = pn0 + ni * 8 + 2 * tq + e, i = n / hw;
+      off[ni][e] = n < a.imgs * hw && img0 + i < a.n ? (img0 + i) * khw + n - i * hw : -1;
+    }
+#pragma unroll
+  for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // rows gq and gq + 8 of the m16 tile: c0, c1 and c2, c3
+      const int m = mw + mi * 16 + h * 8 + gq;
+      if (m >= a.k) continue;
+#pragma unroll
+      for (int ni = 0; ni < T::NI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          if (off[ni][e] >= 0)
+            part[off[ni][e] + static_cast<int64_t>(m) * hw] =
+                acc[(mi * T::NI + ni) * 4 + 2 * h + e];
+    }
+}
+
+// y from direct_fwd_imgs's split sums, added in split order: the epilogue of direct_fwd's
+// `put` (bias, activation, act'(msrc); phases: output (u, v) is y's (2u + pr, 2v + pq)),
+// rounded once. total = phases x n x k x oh x ow, an element a thread.
+__global__ void fwd_imgs_finish_k(const FwdArgsOf<bf16> a, int splits) {
+  const int ph = a.phases ? 4 : 1, hw = a.oh * a.ow;
+  const int64_t total = static_cast<int64_t>(ph) * a.n * a.k * hw;
+  PDNN_GRID_LOOP(e, total) {
+    const int p = static_cast<int>(e % hw);
+    const int m = static_cast<int>((e / hw) % a.k);
+    const int64_t zi = e / (static_cast<int64_t>(hw) * a.k);  // phase * n + image
+    const int img = static_cast<int>(zi % a.n), z = static_cast<int>(zi / a.n);
+    float v = 0.f;
+    for (int s = 0; s < splits; ++s) v += a.part[s * total + e];
+    int64_t o = (static_cast<int64_t>(img) * a.k + m) * hw + p;
+    if (a.phases) {
+      const int oy = p / a.ow, ox = p - oy * a.ow;
+      o = img * a.y_img + (static_cast<int64_t>(m) * a.dh + 2 * oy + (z >> 1)) * a.dw + 2 * ox +
+          (z & 1);
+    }
+    v = act_apply(v + bias_of(a.bias, m), a.act);
+    if (a.mact.kind != FusedAct::None) v = act_grad(ldg_f32(a.msrc + o), v, a.mact);
+    a.y[o] = from_f32<bf16>(v);
+  }
+}
+
 // ---- backward-weights ---------------------------------------------------------------------
 // KS: the kernel's side (3; 2 for the 4x4 stride-2 kernel's phases, BF16 only), KK its taps.
 template <int BM_, int BC_, int TH_, int TW_, int WM_, int WN_, int STAGES_, int KS_ = 3>
@@ -638,9 +798,15 @@ struct BwwCfg {
   static constexpr int XWB = TW + round_up_c(KS, 2), XB = XR * XWB, GS16 = P + 8, XP16 = BC + 8;
   static constexpr int G16_STAGE = BM * GS16, X16_STAGE = XB * XP16;  // bf16 elements
   static_assert(TW == 16, "BF16: a 16-deep step is one row of the patch");
+  // Several images a stage (IMGS): the halos of the patch's images, CAP pixels at most (two
+  // stages fit min_blocks blocks an SM: 104 KB at 256 threads, 74.5 KB at 128), RJI pixel pairs a
+  // thread.
+  static constexpr int CAP = THREADS >= 256 ? 448 : 368, XI16_STAGE = CAP * XP16;
+  static constexpr int RJI = (CAP / 2 + THREADS / 4 - 1) / (THREADS / 4);
   template <class Prec>
-  static size_t smem_bytes(bool mask) {
-    if (Prec::kK == 16) return 2 * 2 * static_cast<size_t>(G16_STAGE + X16_STAGE);
+  static size_t smem_bytes(bool mask, bool imgs = false) {
+    if (Prec::kK == 16)
+      return 2 * 2 * static_cast<size_t>(G16_STAGE + (imgs ? XI16_STAGE : X16_STAGE));
     return sizeof(float) * STAGES * (BM * SG * (mask ? 2 : 1) + BC * (Prec::kMma ? CS_T : CS_F));
   }
 };
@@ -661,11 +827,17 @@ struct BwwArgsOf {
   float* bias_part; // (splits, k) or null
   Act act;
   int s2d;          // x is a 4x4 stride-2 convolution's space-to-depth input (c = 4 w's channels)
+  // Several images a stage (IMGS; imgs > 0): patch t = the outputs of images t imgs ...
+  // t imgs + imgs - 1, pixel p of the patch image p / (oh ow)'s pixel p % (oh ow), their halos
+  // side by side (hal); tiles = the groups of images.
+  int imgs;
+  ImgHalo hal;
 };
 
 // BF16 backward-weights: acc += the block's products over its split's patches, bias_sum (thread
-// tid < BM) += the sums of its row of g (the file's comment).
-template <class T, bool MASK>
+// tid < BM) += the sums of its row of g (the file's comment). IMGS: a patch is the outputs of
+// a.imgs images (BwwArgsOf::imgs), each lane's B pixel gathered by address.
+template <class T, bool MASK, bool IMGS = false>
 __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* acc, float& bias_sum,
                                                bool want_bias, uint16_t* sm, int c0, int m0,
                                                int t_begin, int steps, int tid, int lane, int wm,
@@ -679,10 +851,13 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
   constexpr int PP = P / 2, MS = THREADS / PP, RG = BM / MS, GH = RG / 2;
   static_assert(THREADS % PP == 0 && BM % MS == 0 && RG % 2 == 0, "g units: rows, two halves");
   static_assert(BC % 16 == 0 && (KS == 2 || KS == 3), "x: halves of whole groups of 8 channels");
-  // x's units (kit::HaloPairsBf16): half the channels a half, in groups of 8.
-  using Halo = HaloPairsBf16<XWB, T::XB, XP, THREADS, BC / 16>;
+  // x's units (kit::HaloPairsBf16, kit::HaloImagesBf16): half the channels a half, in groups of 8.
+  using Halo = std::conditional_t<IMGS, HaloImagesBf16<XP, THREADS, BC / 16, T::RJI>,
+                                  HaloPairsBf16<XWB, T::XB, XP, THREADS, BC / 16>>;
+  static_assert(!IMGS || KS == 2, "several images a stage: the 2x2 kernels");
+  constexpr int XSTAGE = IMGS ? T::XI16_STAGE : T::X16_STAGE;
   uint16_t* Gs = sm;                        // 2 x [BM][GS]
-  uint16_t* Xs = sm + 2 * T::G16_STAGE;     // 2 x [XB][XP]
+  uint16_t* Xs = sm + 2 * T::G16_STAGE;     // 2 x [XB (CAP)][XP]
   const int64_t ohw = static_cast<int64_t>(a.oh) * a.ow;
   // a unit's row step in dy: unsigned, so that the offsets of units past k (never read) wrap
   // harmlessly; those read are below k ohw < INT_MAX (check_geom)
@@ -698,25 +873,48 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
   // rows of the patch (half the staging registers).
   uint32_t rg[GH], ry[MASK ? GH : 1];
   Halo rx;
+  int ui0 = 0, ur0 = 0, uc0 = 0;  // IMGS: the thread's first unit of the halos
+  if constexpr (IMGS) {
+    const int per_img = a.hal.hr * a.hal.hwp, pp0 = tid >> 2;
+    ui0 = pp0 / per_img;
+    ur0 = (pp0 - ui0 * per_img) / a.hal.hwp;
+    uc0 = pp0 - ui0 * per_img - ur0 * a.hal.hwp;
+  }
   // g's unit in shared memory, from (row, first pixel) in the patch
   auto g_at = [&](int buf, int m, int p) { return Gs + buf * T::G16_STAGE + m * GS + p; };
 
   auto load = [&](int t, int half) {  // half of patch t into rg, ry, rx
-    const int img = t / (a.tiles_x * a.tiles_y), trest = t - img * a.tiles_x * a.tiles_y;
-    const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
     const int tt = fresh(tid);
     // the thread's first unit: row m, first pixel p of the patch
     const int m = go ? tt / PO + half * NO * MO : tt / PP + half * GH * MS;
     const int p = go ? 8 * (tt % PO) : 2 * (tt % PP);
-    const int oy = oy0 + p / TW, ox = ox0 + p % TW;
-    const int64_t g0 =
-        (static_cast<int64_t>(img) * a.k + m0 + m) * ohw + static_cast<int64_t>(oy) * a.ow + ox;
+    int64_t g0, g1;  // the unit's first and second pixel in dy
+    bool ok0, ok1;   // ... in dy (IMGS: pairs and octets lie in one image where g_pairs, g_octets)
+    int img, oy0 = 0, ox0 = 0;
+    if constexpr (IMGS) {
+      img = t * a.imgs;
+      const int hw = a.oh * a.ow, i0 = p / hw, i1 = (p + 1) / hw;
+      ok0 = p < a.imgs * hw && img + i0 < a.n;
+      ok1 = p + 1 < a.imgs * hw && img + i1 < a.n;
+      g0 = (static_cast<int64_t>(img + i0) * a.k + m0 + m) * ohw + p - i0 * hw;
+      g1 = (static_cast<int64_t>(img + i1) * a.k + m0 + m) * ohw + p + 1 - i1 * hw;
+    } else {
+      img = t / (a.tiles_x * a.tiles_y);
+      const int trest = t - img * a.tiles_x * a.tiles_y;
+      oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
+      const int oy = oy0 + p / TW, ox = ox0 + p % TW;
+      g0 = (static_cast<int64_t>(img) * a.k + m0 + m) * ohw + static_cast<int64_t>(oy) * a.ow + ox;
+      g1 = g0 + 1;
+      ok0 = oy < a.oh && ox < a.ow;
+      ok1 = oy < a.oh && ox + 1 < a.ow;
+    }
     const bf16* pd = a.dy + g0;
     const bf16* pyv = MASK ? a.y + g0 : nullptr;
+    const bf16* pd1 = a.dy + g1;
+    const bf16* pyv1 = MASK ? a.y + g1 : nullptr;
     const int mleft = a.k - m0 - m;  // units i with i MS (MO) < mleft are rows of dy
-    const bool in_oy = oy < a.oh;
     if (go) {  // ow a multiple of 8, ox too: the 8 pixels in the image or none
-      const bool ok = in_oy && ox < a.ow;
+      const bool ok = ok0;
       const unsigned ostep = static_cast<unsigned>(MO * ohw);  // wraps as gstep
 #pragma unroll
       for (int i = 0; i < NO; ++i) {
@@ -730,7 +928,7 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
         }
       }
     } else if (gp) {  // ow even: both pixels in the image or neither
-      const bool ok = in_oy && ox < a.ow;
+      const bool ok = ok0;
 #pragma unroll
       for (int i = 0; i < GH; ++i) {
         const bool oki = ok && i * MS < mleft;
@@ -739,18 +937,22 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
         if (MASK) ry[i] = oki ? ldg_bits32(pyv + o) : 0u;
       }
     } else {
-      const bool ok0 = in_oy && ox < a.ow, ok1 = in_oy && ox + 1 < a.ow;
 #pragma unroll
       for (int i = 0; i < GH; ++i) {
         const bool in_k = i * MS < mleft, oki0 = ok0 && in_k, oki1 = ok1 && in_k;
         const unsigned o = i * gstep;
-        rg[i] = (oki0 ? ldg_bits16(pd + o) : 0u) | (oki1 ? ldg_bits16(pd + o + 1) : 0u) << 16;
+        rg[i] = (oki0 ? ldg_bits16(pd + o) : 0u) | (oki1 ? ldg_bits16(pd1 + o) : 0u) << 16;
         if (MASK)
-          ry[i] = (oki0 ? ldg_bits16(pyv + o) : 0u) | (oki1 ? ldg_bits16(pyv + o + 1) : 0u) << 16;
+          ry[i] = (oki0 ? ldg_bits16(pyv + o) : 0u) | (oki1 ? ldg_bits16(pyv1 + o) : 0u) << 16;
       }
     }
-    rx.load(a.x + static_cast<int64_t>(img) * a.c * (a.h * a.w), a.c, a.h, a.w,
-            c0 + half * (BC / 2), oy0 - a.pad, ox0 - a.pad - shift, xp, tt);
+    if constexpr (IMGS)
+      rx.load(a.x + static_cast<int64_t>(img) * a.c * (a.h * a.w),
+              static_cast<int64_t>(a.c) * (a.h * a.w), a.n - img, a.c, a.h, a.w,
+              c0 + half * (BC / 2), -a.pad, -a.pad - shift, xp, a.hal, ui0, ur0, uc0, tt);
+    else
+      rx.load(a.x + static_cast<int64_t>(img) * a.c * (a.h * a.w), a.c, a.h, a.w,
+              c0 + half * (BC / 2), oy0 - a.pad, ox0 - a.pad - shift, xp, tt);
   };
   auto store = [&](int buf, int half) {
     const int tt = fresh(tid);
@@ -773,7 +975,7 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
 #pragma unroll
       for (int i = 0; i < GH; ++i) *reinterpret_cast<uint32_t*>(gs + i * MS * GS) = v[i];
     }
-    rx.store(Xs + buf * T::X16_STAGE + half * (BC / 2), tt);
+    rx.store(Xs + buf * XSTAGE + half * (BC / 2), tt);
   };
   // Fragment addresses: this lane's base plus compile-time offsets (row of the patch, tile, tap).
   // A: matrices (m 0-7, pixels 0-7), (m 8-15, 0-7), (m 0-7, 8-15), (m 8-15, 8-15);
@@ -782,10 +984,54 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
   // 16-31; x2 at two columns on: q = 2).
   const int a_lane = (wm * 32 + (lane & 15)) * GS + (lane >> 4) * 8;
   const int b_lane = ((lane & 15) + (lane >> 4) + shift) * XP + wn * 8;
+  // IMGS: lane l's B pixel of 16-pixel step s (pixel s 16 + l % 16 of the patch, at column shift
+  // l / 16) as its place in the halos; pixels past the patch's images read image 0's first (their
+  // g is zero); the tap row's step.
+  int boff[IMGS ? TH : 1];
+  const int rsx = a.hal.rs * XP;
+  if constexpr (IMGS) {
+    const int hw = a.oh * a.ow;
+#pragma unroll
+    for (int st = 0; st < TH; ++st) {
+      const int n = st * 16 + (lane & 15);
+      int pix = 0;
+      if (n < a.imgs * hw) {
+        const int i = n / hw, q = n - i * hw, oy = q / a.ow;
+        pix = i * a.hal.is + oy * a.hal.rs + q - oy * a.ow;
+      }
+      boff[st] = (pix + (lane >> 4) + shift) * XP + wn * 8;
+    }
+  }
   auto compute = [&](int buf, int py0) {  // rows py0 .. py0 + TH / 2 - 1 of the patch
     const uint16_t* gs = Gs + buf * T::G16_STAGE;
-    const uint16_t* xs = Xs + buf * T::X16_STAGE;
+    const uint16_t* xs = Xs + buf * XSTAGE;
     constexpr int R = TH / 2;
+    if constexpr (IMGS) {  // a 16-pixel step: both tap rows' B at shifts 0 and 1, read per step
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        uint32_t bx[2][2][2], af[2][4];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          uint32_t r4[4];
+          ldmatrix_x4_trans(r4, xs + boff[py0 + i] + r * rsx);
+          bx[r][0][0] = r4[0];
+          bx[r][0][1] = r4[1];
+          bx[r][1][0] = r4[2];
+          bx[r][1][1] = r4[3];
+        }
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+          ldmatrix_x4(af[mi], gs + a_lane + mi * 16 * GS + (py0 + i) * 16);
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+#pragma unroll
+          for (int q = 0; q < 2; ++q)
+#pragma unroll
+            for (int mi = 0; mi < 2; ++mi)
+              BF16::mma(acc + (mi * T::KK + r * KS + q) * 4, af[mi], bx[r][q]);
+      }
+      return;
+    }
     // halo row py0 + h at shift q: read once, used by the KS rows of the patch that need it
     uint32_t bx[R + KS - 1][KS][2];
     auto load_b = [&](int h) {
@@ -846,7 +1092,7 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
   }
 }
 
-template <class T, class Prec, bool MASK>
+template <class T, class Prec, bool MASK, bool IMGS = false>
 __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
     direct_bww(const BwwArgsOf<typename Prec::Data> a) {
   constexpr bool TF32 = Prec::kMma;  // the tensor cores (TF32 or BF16)
@@ -963,8 +1209,8 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
   };
 
   if constexpr (Prec::kK == 16) {
-    bww_bf16_steps<T, MASK>(a, acc, bias_sum, want_bias, reinterpret_cast<uint16_t*>(smem), c0, m0,
-                            t_begin, steps, tid, lane, wm, wn);
+    bww_bf16_steps<T, MASK, IMGS>(a, acc, bias_sum, want_bias, reinterpret_cast<uint16_t*>(smem),
+                                  c0, m0, t_begin, steps, tid, lane, wm, wn);
   } else {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
@@ -1060,13 +1306,118 @@ void launch_fwd(const FwdArgsOf<E>& a, CudaExec e) {
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 convolution");
 }
 
+// ---- several images a block (the 4x4 stride-2 layers' 2x2 kernels at small outputs) -----------
+// The tile layout of the halos of a patch's images (kit::ImgHalo) for a patch of bn output
+// pixels, images of oh x ow outputs and a ks x ks kernel, cap tile pixels at most, `threads`
+// threads staging it; false where not one image fits. A halo is oh + ks - 1 rows of
+// round_up(ow + ks, 2) columns (from an even column: one more where the padding is odd). The
+// strides: where consecutive output pixels land on consecutive tile pixels modulo 8 (row stride
+// = ow, image stride = oh rows, modulo 8), any 8 of them (an ldmatrix phase: the B rows of one
+// n tile, 24 or 40 bf16 a pixel, an odd number of 16-byte bank groups) fall on 8 different bank
+// groups; that layout where all bn / (oh ow) images fit cap, else the packed one (row stride =
+// the halo's width; 4x4 outputs then read 2-way conflicted), with as many images as fit.
+bool imgs_layout(int bn, int cap, int threads, int ks, int64_t oh, int64_t ow, ImgHalo* out) {
+  const int64_t hw = oh * ow;
+  if (hw <= 0 || hw > bn) return false;
+  const int hr = static_cast<int>(oh) + ks - 1;
+  const int hwb = static_cast<int>(conv3x3::round_up(ow + ks, 2));
+  const int most = static_cast<int>(bn / hw);
+  auto conflict_free = [&](int rs, int is) {
+    for (int n0 = 0; n0 < most * hw; n0 += 8) {
+      unsigned seen = 0;
+      for (int n = n0; n < std::min<int64_t>(n0 + 8, most * hw); ++n) {
+        const int i = static_cast<int>(n / hw), p = static_cast<int>(n % hw);
+        const unsigned bit = 1u << ((i * is + (p / ow) * rs + p % ow) & 7);
+        if (seen & bit) return false;
+        seen |= bit;
+      }
+    }
+    return true;
+  };
+  int rs = hwb, is = hr * hwb, imgs = most;
+  if (!conflict_free(rs, is)) {
+    int rs2 = hwb, is2;
+    while ((rs2 - ow) % 8 != 0) ++rs2;
+    is2 = hr * rs2;
+    while ((is2 - oh * rs2) % 8 != 0) ++is2;
+    if (static_cast<int64_t>(most) * is2 <= cap) rs = rs2, is = is2;
+  }
+  imgs = std::min(imgs, cap / is);
+  if (imgs < 1) return false;
+  const int ppt = threads / 4, per_img = hr * (hwb / 2);
+  *out = ImgHalo{imgs, hr, hwb / 2, rs, is, ppt / per_img, (ppt % per_img) / (hwb / 2),
+                 (ppt % per_img) % (hwb / 2)};
+  return true;
+}
+
+// Whether a pass runs with several images a block: Many where imgs_layout finds a layout (else
+// an error: tests force it on shapes it serves), Auto where two images or more fit the patch,
+// One never.
+bool imgs_wanted(DirectImages mode, bool fits, int imgs, const char* what) {
+  if (mode == DirectImages::Many)
+    PDNN_CHECK(fits, "%s: several images a block asked for, but an image's outputs do not fit "
+               "the block's patch", what);
+  return mode != DirectImages::One && fits && (mode == DirectImages::Many || imgs >= 2);
+}
+
+struct FwdImgsPlan {
+  ImgHalo hal;
+  int groups, splits, per_split;
+};
+// T's plan for a forward-kind pass (ph phases) of n images, `steps` 16-channel steps, k output
+// channels, given the halos' layout: as many splits of the steps as keep the grid within one
+// wave of T's resident blocks (min_blocks an SM; 4 steps a split at least, 16 splits at most),
+// the splits' sums being written and read once more (fwd_imgs_finish_k): the
+// per-step latency, not the multiply-adds, sets a block's time at these sizes (the file's
+// comment).
+template <class T>
+FwdImgsPlan fwd_imgs_splits(const ImgHalo& hal, int64_t n, int64_t k, int ph, int steps) {
+  FwdImgsPlan p{};
+  p.hal = hal;
+  p.groups = static_cast<int>((n + hal.imgs - 1) / hal.imgs);
+  const int64_t blocks = static_cast<int64_t>(p.groups) * ((k + T::BM - 1) / T::BM) * ph;
+  const int64_t slots = static_cast<int64_t>(kit::device_sms()) * T::template min_blocks<BF16>();
+  const int64_t want = std::max<int64_t>(1, std::min<int64_t>({slots / blocks, steps / 4, 16}));
+  p.per_split = static_cast<int>((steps + want - 1) / want);
+  p.splits = (steps + p.per_split - 1) / p.per_split;
+  return p;
+}
+
+template <class T>
+bool run_fwd_imgs(FwdArgsOf<bf16>& a, DirectImages mode, float* part, CudaExec e) {
+  ImgHalo hal{};
+  const bool fits = imgs_layout(T::BN, T::CAP, T::THREADS, T::KS, a.oh, a.ow, &hal);
+  if (!imgs_wanted(mode, fits, hal.imgs, "direct 4x4 stride-2 convolution (bf16)")) return false;
+  const int ph = a.phases ? 4 : 1;
+  const FwdImgsPlan p = fwd_imgs_splits<T>(hal, a.n, a.k, ph, (a.c + 15) / 16);
+  PDNN_CHECK(static_cast<int64_t>(p.splits) * ph * a.n * a.k * a.oh * a.ow <=
+                 static_cast<int64_t>(conv2d_direct_fwd_imgs_part_floats(a.c, a.k, a.oh, a.ow, a.n, ph)),
+             "direct 4x4 stride-2 convolution (bf16): %d splits exceed the workspace's bound",
+             p.splits);
+  a.imgs = p.hal.imgs;
+  a.hal = p.hal;
+  a.per_split = p.per_split;
+  a.part = part;
+  const size_t smem = T::smem_bytes_imgs();
+  static bool once = (ensure_smem(direct_fwd_imgs<T>, smem), true);
+  (void)once;
+  const dim3 grid(static_cast<unsigned>(p.groups), static_cast<unsigned>((a.k + T::BM - 1) / T::BM),
+                  static_cast<unsigned>(ph * p.splits));
+  direct_fwd_imgs<T><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
+  PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 convolution, several images a block");
+  const int64_t total = static_cast<int64_t>(ph) * a.n * a.k * a.oh * a.ow;
+  fwd_imgs_finish_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(a, p.splits);
+  PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 convolution, the splits' sum");
+  return true;
+}
+
 // KS: the kernel's side. phase_h > 0: the four output phases (FwdArgsOf::phases) of y (n,
 // out_ch, phase_h, phase_w), oh x ow each, the weights of phase z at wp + z * w_phase.
 template <int KS = 3, class E>
 void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64_t n, const E* x,
              const E* wp, int Mp, const float* b, E* y, Act act, DirectTile tile, CudaExec e,
              const E* msrc = nullptr, Act mact = {}, int phase_h = 0, int phase_w = 0,
-             int64_t w_phase = 0) {
+             int64_t w_phase = 0, DirectImages imgs = DirectImages::One, float* part = nullptr) {
   FwdArgsOf<E> a{};
   a.msrc = msrc;
   a.mact = mact;
@@ -1097,6 +1448,12 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
   const int th = tile == DirectTile::M32 ? 16 : 8, tw = 16;
   a.tiles_x = (ow + tw - 1) / tw;
   a.tiles_y = (oh + th - 1) / th;
+  if constexpr (KS == 2 && std::is_same<E, bf16>::value) {
+    if (tile == DirectTile::M128 ? run_fwd_imgs<Fwd128K<KS>>(a, imgs, part, e)
+        : tile == DirectTile::M64 ? run_fwd_imgs<Fwd64K<KS>>(a, imgs, part, e)
+                                  : run_fwd_imgs<Fwd32K<KS>>(a, imgs, part, e))
+      return;
+  }
   if (tile == DirectTile::M128) launch_fwd<Fwd128K<KS>>(a, e);
   else if (tile == DirectTile::M64) launch_fwd<Fwd64K<KS>>(a, e);
   else launch_fwd<Fwd32K<KS>>(a, e);
@@ -1117,40 +1474,52 @@ DirectTile fwd_tile(int64_t out_ch, int64_t oh, int64_t ow, bool tensor_cores) {
 
 // Backward-weights' walk and split on this device (conv2d_gpu_ws.h, which sizes its partial
 // sums by the same plan with resident = 0). resident: blocks of the kernel that fit on a
-// multiprocessor at once (its registers and shared memory).
-DirectBwwPlan bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile, int resident) {
-  return conv2d_direct_bww_plan(g, n, k, tile, kit::device_sms(), resident);
+// multiprocessor at once (its registers and shared memory); imgs > 0: a patch is the outputs
+// of imgs images.
+DirectBwwPlan bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile, int resident,
+                       int imgs = 0) {
+  return conv2d_direct_bww_plan(g, n, k, tile, kit::device_sms(), resident, imgs);
 }
 
-template <class T, class P, bool MASK>
+template <class T, class P, bool MASK, bool IMGS>
 void launch_bww_one(const BwwArgsOf<typename P::Data>& a, int splits, CudaExec e) {
-  const size_t smem = T::template smem_bytes<P>(MASK);
-  static bool once = (ensure_smem(direct_bww<T, P, MASK>, smem), true);
+  const size_t smem = T::template smem_bytes<P>(MASK, IMGS);
+  static bool once = (ensure_smem(direct_bww<T, P, MASK, IMGS>, smem), true);
   (void)once;
   const dim3 grid(static_cast<unsigned>((a.c + T::BC - 1) / T::BC),
                   static_cast<unsigned>((a.k + T::BM - 1) / T::BM), static_cast<unsigned>(splits));
-  direct_bww<T, P, MASK><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
+  direct_bww<T, P, MASK, IMGS><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 backward-weights");
 }
 
-template <class T, class P, bool MASK>
+template <class T, class P, bool MASK, bool IMGS>
 int bww_resident_one() {
   static const int r = [] {  // a property of the kernel and the device: asked once
-    const size_t smem = T::template smem_bytes<P>(MASK);
-    ensure_smem(direct_bww<T, P, MASK>, smem);
+    const size_t smem = T::template smem_bytes<P>(MASK, IMGS);
+    ensure_smem(direct_bww<T, P, MASK, IMGS>, smem);
     int b = 0;
-    PDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, direct_bww<T, P, MASK>,
+    PDNN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, direct_bww<T, P, MASK, IMGS>,
                                                                   T::THREADS, smem));
     return std::max(b, 1);
   }();
   return r;
 }
 
+// Several images a stage: BF16's 2x2 kernels only.
 template <class T, class E>
-int bww_resident(bool mask, CudaExec e) {
+constexpr bool kBwwImgs = std::is_same<E, bf16>::value && T::KS == 2;
+
+template <class T, class E>
+int bww_resident(bool mask, bool imgs, CudaExec e) {
   int r = 1;
   with_precision_of<E>(e, [&](auto p) {
-    r = mask ? bww_resident_one<T, decltype(p), true>() : bww_resident_one<T, decltype(p), false>();
+    using P = decltype(p);
+    if constexpr (kBwwImgs<T, E>)
+      if (imgs) {
+        r = mask ? bww_resident_one<T, P, true, true>() : bww_resident_one<T, P, false, true>();
+        return;
+      }
+    r = mask ? bww_resident_one<T, P, true, false>() : bww_resident_one<T, P, false, false>();
   });
   return r;
 }
@@ -1158,9 +1527,24 @@ int bww_resident(bool mask, CudaExec e) {
 template <class T, class E>
 void launch_bww(const BwwArgsOf<E>& a, int splits, bool mask, CudaExec e) {
   with_precision_of<E>(e, [&](auto p) {
-    if (mask) launch_bww_one<T, decltype(p), true>(a, splits, e);
-    else launch_bww_one<T, decltype(p), false>(a, splits, e);
+    using P = decltype(p);
+    if constexpr (kBwwImgs<T, E>)
+      if (a.imgs > 0) {
+        if (mask) launch_bww_one<T, P, true, true>(a, splits, e);
+        else launch_bww_one<T, P, false, true>(a, splits, e);
+        return;
+      }
+    if (mask) launch_bww_one<T, P, true, false>(a, splits, e);
+    else launch_bww_one<T, P, false, false>(a, splits, e);
   });
+}
+
+// T's halos' layout for a weight gradient at oh x ow outputs with several images a patch, and
+// whether mode takes it (imgs_wanted).
+template <class T>
+bool bww_imgs(DirectImages mode, int64_t oh, int64_t ow, ImgHalo* hal) {
+  const bool fits = imgs_layout(T::P, T::CAP, T::THREADS, T::KS, oh, ow, hal);
+  return imgs_wanted(mode, fits, hal->imgs, "direct 4x4 stride-2 backward-weights (bf16)");
 }
 
 // The weights re-laid out into ws for a forward-kind pass (flip: backward-data's rotated
@@ -1236,7 +1620,8 @@ void backward_data(const ConvBwdOf<E, float>& a, float* ws, CudaExec e, DirectTi
 // input of a 4x4 stride-2 convolution (cx = 4 w's channels; the sums land in w's layout).
 template <int KS, class E>
 void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, int64_t wx,
-             int64_t pad, bool s2d, float* ws, CudaExec e, DirectTile tile) {
+             int64_t pad, bool s2d, float* ws, CudaExec e, DirectTile tile,
+             DirectImages mode = DirectImages::One) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
   PDNN_CHECK(c.act.kind == FusedAct::None || c.y, "conv2d_direct_backward_weights: act needs y");
@@ -1245,10 +1630,19 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
   ConvGeom gb = g;  // the plan's: the output pixels, cx channels
   gb.c = cx;
   const bool mask = c.act.kind != FusedAct::None;
-  const int resident = tile == DirectTile::M64 ? bww_resident<Bww64K<KS>, E>(mask, e)
-                                               : bww_resident<Bww32K<KS>, E>(mask, e);
-  const DirectBwwPlan p = bww_plan(gb, n, k, tile, resident);
+  ImgHalo hal{};
+  bool many = false;
+  if constexpr (kBwwImgs<Bww64K<KS>, E>)
+    many = tile == DirectTile::M64 ? bww_imgs<Bww64K<KS>>(mode, g.oh, g.ow, &hal)
+                                   : bww_imgs<Bww32K<KS>>(mode, g.oh, g.ow, &hal);
+  const int resident = tile == DirectTile::M64 ? bww_resident<Bww64K<KS>, E>(mask, many, e)
+                                               : bww_resident<Bww32K<KS>, E>(mask, many, e);
+  const DirectBwwPlan p = bww_plan(gb, n, k, tile, resident, many ? hal.imgs : 0);
   BwwArgsOf<E> a{};
+  if (many) {
+    a.imgs = hal.imgs;
+    a.hal = hal;
+  }
   a.n = static_cast<int>(n);
   a.c = static_cast<int>(cx);
   a.h = static_cast<int>(hx);
@@ -1262,9 +1656,11 @@ void run_bww(const ConvBwdOf<E, float>& c, const E* x, int64_t cx, int64_t hx, i
   a.tiles = p.tiles;
   a.per_split = p.per_split;
   a.x_pairs = pairs_aligned(x, wx);
-  a.g_pairs = pairs_aligned(c.dy, g.ow) && (c.act.kind == FusedAct::None || pairs_aligned(c.y, g.ow));
-  a.g_octets = octets_aligned(c.dy, g.ow) &&
-               (c.act.kind == FusedAct::None || octets_aligned(c.y, g.ow));
+  // (several images a patch: an image's pixels in a row, pairs and octets within one image)
+  const int64_t gw = many ? g.oh * g.ow : g.ow;
+  a.g_pairs = pairs_aligned(c.dy, gw) && (c.act.kind == FusedAct::None || pairs_aligned(c.y, gw));
+  a.g_octets = octets_aligned(c.dy, gw) &&
+               (c.act.kind == FusedAct::None || octets_aligned(c.y, gw));
   a.x = x;
   a.dy = c.dy;
   a.y = c.y;
@@ -1310,7 +1706,7 @@ void space_to_depth(const E* x, const ConvGeom& g, int64_t n, E* xs, CudaExec e)
 }
 
 // ws: the weights [4c / 16][4][Mp][16], then x's phases.
-void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile, DirectImages imgs) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
   check_k4s2(g, n, k);
@@ -1320,15 +1716,18 @@ void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile) 
   const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::S2d);
   bf16* xs = reinterpret_cast<bf16*>(ws + conv2d_direct_weights_floats(d.c, k, true, 4));
   space_to_depth(a.x, g, n, xs, e);
+  float* part = ws + conv2d_direct_weights_floats(d.c, k, true, 4) + conv2d_direct_s2d_floats(g, n);
   run_fwd<2>(static_cast<int>(d.c), static_cast<int>(d.h), static_cast<int>(d.w),
              static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, xs,
-             reinterpret_cast<const bf16*>(ws), Mp, a.b, a.y, a.act, tile, e);
+             reinterpret_cast<const bf16*>(ws), Mp, a.b, a.y, a.act, tile, e,
+             static_cast<const bf16*>(nullptr), Act{}, 0, 0, 0, imgs, part);
 }
 
 // dx by its four output phases (pr, pq), each the 2x2 stride-1 convolution of dy from row
 // u - 1 + pr, column v - 1 + pq, written to dx's pixels (2u + pr, 2v + pq): one launch, the
 // phase in blockIdx.z, dx_act in the output write. ws: the four phases' weights.
-void k4s2_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+void k4s2_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile,
+                        DirectImages imgs) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
   check_data_args(a);
@@ -1341,11 +1740,13 @@ void k4s2_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile 
   run_fwd<2>(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
              static_cast<int>(g.c), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, a.dy,
              reinterpret_cast<const bf16*>(ws), Mp, nullptr, a.dx, Act{}, tile, e, a.dx_src,
-             a.dx_act, static_cast<int>(g.h), static_cast<int>(g.w), per_phase);
+             a.dx_act, static_cast<int>(g.h), static_cast<int>(g.w), per_phase, imgs,
+             ws + 4 * conv2d_direct_weights_floats(k, g.c, true, 4));
 }
 
 // ws: the split partial sums (conv2d_direct_bww_part_floats), then x's phases.
-void k4s2_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e, DirectTile tile) {
+void k4s2_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e, DirectTile tile,
+                           DirectImages imgs) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
   check_k4s2(g, n, k);
@@ -1354,7 +1755,7 @@ void k4s2_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e, DirectTi
   bf16* xs = reinterpret_cast<bf16*>(
       ws + conv2d_direct_bww_part_floats(g, d.c, n, k, 4, kit::device_sms()));
   space_to_depth(c.x, g, n, xs, e);
-  run_bww<2>(c, xs, d.c, d.h, d.w, 0, true, ws, e, tile);
+  run_bww<2>(c, xs, d.c, d.h, d.w, 0, true, ws, e, tile, imgs);
 }
 
 }  // namespace
@@ -1362,27 +1763,30 @@ void k4s2_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e, DirectTi
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e, DirectTile tile) {
   forward(a, ws, e, tile);
 }
-void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile,
+                           DirectImages imgs) {
   if (conv4x4s2_applies(a.g))
-    k4s2_forward(a, ws, e, tile);
+    k4s2_forward(a, ws, e, tile, imgs);
   else
     forward(a, ws, e, tile);
 }
 void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e, DirectTile tile) {
   backward_data(a, ws, e, tile);
 }
-void conv2d_direct_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+void conv2d_direct_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile,
+                                 DirectImages imgs) {
   if (conv4x4s2_applies(a.g))
-    k4s2_backward_data(a, ws, e, tile);
+    k4s2_backward_data(a, ws, e, tile, imgs);
   else
     backward_data(a, ws, e, tile);
 }
 void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e, DirectTile tile) {
   backward_weights(a, ws, e, tile);
 }
-void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile) {
+void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile,
+                                    DirectImages imgs) {
   if (conv4x4s2_applies(a.g))
-    k4s2_backward_weights(a, ws, e, tile);
+    k4s2_backward_weights(a, ws, e, tile, imgs);
   else
     backward_weights(a, ws, e, tile);
 }

@@ -96,19 +96,22 @@ void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec 
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e,
                            DirectTile tile = DirectTile::Auto);
 void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e,
-                           DirectTile tile = DirectTile::Auto);
+                           DirectTile tile = DirectTile::Auto,
+                           DirectImages imgs = DirectImages::Auto);
 // dx = written, dy already through the activation (a.act must be None); with a.dx_act,
 // dx = act'(a.dx_src) . dL/dx in the output write (dx_src: the convolution's input, made by a
 // layer with that activation).
 void conv2d_direct_backward_data(const ConvBwd& a, float* ws, CudaExec e,
                                  DirectTile tile = DirectTile::Auto);
 void conv2d_direct_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e,
-                                 DirectTile tile = DirectTile::Auto);
+                                 DirectTile tile = DirectTile::Auto,
+                                 DirectImages imgs = DirectImages::Auto);
 // dw +=, db += (when given); with an activation, dy goes through act'(y) as it arrives.
 void conv2d_direct_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
                                     DirectTile tile = DirectTile::Auto);
 void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e,
-                                    DirectTile tile = DirectTile::Auto);
+                                    DirectTile tile = DirectTile::Auto,
+                                    DirectImages imgs = DirectImages::Auto);
 
 // ---- cuDNN, opened at run time (conv2d_cudnn.cu; e.cudnn must hold the context's handle) ---
 // The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward (and,

@@ -77,6 +77,15 @@ size_t conv2d_implicit_bf16_backward_weights_ws(const ConvGeom& g, int64_t n, in
          static_cast<size_t>(k) * static_cast<size_t>(N + 1);
 }
 
+const char* direct_images_name(DirectImages m) {
+  switch (m) {
+    case DirectImages::Auto: return "auto";
+    case DirectImages::One: return "one";
+    case DirectImages::Many: return "many";
+  }
+  return "?";
+}
+
 const char* direct_tile_name(DirectTile t) {
   switch (t) {
     case DirectTile::Auto: return "auto";
@@ -88,12 +97,13 @@ const char* direct_tile_name(DirectTile t) {
 }
 
 DirectBwwPlan conv2d_direct_bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile,
-                                     int sms, int resident) {
+                                     int sms, int resident, int imgs) {
   DirectBwwPlan p{};
   p.bm = tile == DirectTile::M32 ? 32 : 64;
-  p.tiles_x = static_cast<int>((g.ow + 15) / 16);
-  p.tiles_y = static_cast<int>((g.oh + 7) / 8);
-  p.tiles = static_cast<int>(n) * p.tiles_x * p.tiles_y;
+  p.tiles_x = imgs > 0 ? 1 : static_cast<int>((g.ow + 15) / 16);
+  p.tiles_y = imgs > 0 ? 1 : static_cast<int>((g.oh + 7) / 8);
+  p.tiles = imgs > 0 ? static_cast<int>((n + imgs - 1) / imgs)
+                     : static_cast<int>(n) * p.tiles_x * p.tiles_y;
   const int64_t blocks = ((k + p.bm - 1) / p.bm) * ((g.c + 31) / 32);
   // At most four blocks a multiprocessor, in whole waves of the resident blocks, at least 8
   // patches a split. Every block does the same work, so a last wave partly full costs a whole
@@ -105,6 +115,14 @@ DirectBwwPlan conv2d_direct_bww_plan(const ConvGeom& g, int64_t n, int64_t k, Di
   p.per_split = static_cast<int>((p.tiles + splits - 1) / splits);
   p.splits = (p.tiles + p.per_split - 1) / p.per_split;
   return p;
+}
+
+size_t conv2d_direct_fwd_imgs_part_floats(int64_t in_ch, int64_t out_ch, int64_t oh, int64_t ow,
+                                          int64_t n, int ph) {
+  if (oh * ow <= 0 || oh * ow > 256) return 0;
+  const int64_t steps = (in_ch + 15) / 16;
+  const int64_t splits = std::max<int64_t>(1, std::min<int64_t>(steps / 4, 16));
+  return static_cast<size_t>(conv3x3::round_up(splits * ph * n * out_ch * oh * ow, 64));
 }
 
 size_t conv2d_direct_weights_floats(int64_t in_ch, int64_t out_ch, bool is_bf16, int64_t kk) {
@@ -136,8 +154,11 @@ size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, 
   if (dtype == DType::BF16 && conv4x4s2_applies(g)) {
     const int64_t cc = 4 * g.c;
     if (pass == ConvPass::Forward)
-      return conv2d_direct_weights_floats(cc, k, true, 4) + conv2d_direct_s2d_floats(g, n);
-    if (pass == ConvPass::BackwardData) return 4 * conv2d_direct_weights_floats(k, g.c, true, 4);
+      return conv2d_direct_weights_floats(cc, k, true, 4) + conv2d_direct_s2d_floats(g, n) +
+             conv2d_direct_fwd_imgs_part_floats(cc, k, g.oh, g.ow, n, 1);
+    if (pass == ConvPass::BackwardData)
+      return 4 * conv2d_direct_weights_floats(k, g.c, true, 4) +
+             conv2d_direct_fwd_imgs_part_floats(k, g.c, g.oh, g.ow, n, 4);
     return conv2d_direct_bww_part_floats(g, cc, n, k, 4, sms) + conv2d_direct_s2d_floats(g, n);
   }
   if (pass == ConvPass::BackwardWeights) return conv2d_direct_bww_part_floats(g, g.c, n, k, 9, sms);

@@ -95,6 +95,20 @@ size_t conv2d_implicit_bf16_backward_weights_ws(const ConvGeom& g, int64_t n, in
 // backward-weights: 64 above 32 rows, else 32). Forced by tests and apps/bench_conv_gpu.
 enum class DirectTile { Auto, M128, M64, M32 };
 const char* direct_tile_name(DirectTile t);
+// Several images a block where an image's outputs are smaller than a block's patch of pixels
+// (bf16, the 4x4 stride-2 layers: W5's at 4x4 and 8x8 outputs; conv2d_direct.cu's header).
+// Auto: where two images or more fit the patch; Many: wherever one fits (else an error); One:
+// one image a block, as the 3x3 kernels always run. Forced by tests and apps/bench_conv_gpu.
+enum class DirectImages { Auto, One, Many };
+const char* direct_images_name(DirectImages m);
+// Floats of the split sums of a bf16 4x4 stride-2 forward-kind pass (ph phases: 1 forward, 4
+// backward-data) from in_ch to out_ch channels at oh x ow outputs a phase, run with several
+// images a block (conv2d_direct.cu's fwd_imgs_splits): a bound that holds for every tile and
+// device (at most 16 splits of the in_ch / 16 steps, 4 steps a split at least; the kernels
+// check it), 0 where no tile's patch (256 output pixels at the most) holds an image. W5 on an
+// H200 runs 4 splits of D.conv4's 64 steps where this counts 16 (33.5 MiB).
+size_t conv2d_direct_fwd_imgs_part_floats(int64_t in_ch, int64_t out_ch, int64_t oh, int64_t ow,
+                                          int64_t n, int ph);
 // Backward-weights' walk: BM output channels a block, patches of 8 x 16 output pixels, split
 // over blockIdx.z for at most four blocks a multiprocessor, in whole waves of the `resident`
 // blocks a multiprocessor holds (0: unknown, four: the bound the workspace is sized by), at
@@ -102,8 +116,10 @@ const char* direct_tile_name(DirectTile t);
 struct DirectBwwPlan {
   int bm, tiles_x, tiles_y, tiles, splits, per_split;
 };
+// imgs > 0: a patch is the outputs of imgs images (never more patches than one image a patch
+// makes, so never more splits: the workspace's bound holds).
 DirectBwwPlan conv2d_direct_bww_plan(const ConvGeom& g, int64_t n, int64_t k, DirectTile tile,
-                                     int sms, int resident = 0);
+                                     int sms, int resident = 0, int imgs = 0);
 // Floats of the re-laid-out weights of a forward-kind pass from in_ch to out_ch, kk taps (a
 // multiple of 64, Mp being one of 128: what follows stays 256-byte aligned).
 size_t conv2d_direct_weights_floats(int64_t in_ch, int64_t out_ch, bool is_bf16, int64_t kk = 9);

@@ -281,5 +281,85 @@ struct HaloPairsBf16 {
   }
 };
 
+// The halos of several images side by side in one tile (the direct kernels' BF16 paths at
+// small outputs): image i's halo row r (hr rows), pixel pair cp (hwp pairs from an even column)
+// at tile pixel i is + r rs + 2 cp, every image's halo its own (zeros outside its image, never a
+// neighbour's pixels). (rs, is: row and image strides of the tile, chosen by the host so that
+// consecutive output pixels fall on different bank groups.) The units are HaloPairsBf16's:
+// thread t copies channel pairs t % 4 + 4 g at pixel pairs t / 4 + j THREADS / 4 of the
+// flattened halos, the step (di images, dr rows, dc pairs) made once on the host, so that a unit
+// follows from the previous one by adds and two carries (no division a unit).
+struct ImgHalo {
+  int imgs, hr, hwp, rs, is;  // images a tile, halo rows, halo pixel pairs a row, strides
+  int di, dr, dc;             // THREADS / 4 pairs as images, rows, pairs (dr < hr, dc < hwp)
+};
+template <int XP, int THREADS, int G, int RJ>
+struct HaloImagesBf16 {
+  static constexpr int PPT = THREADS / 4;
+  static_assert(THREADS % 4 == 0 && XP % 2 == 0, "pixel pairs");
+  uint32_t r[G][RJ][2];
+  int dst[RJ];  // unit j's tile pixel, -1 past the tile's halos
+
+  // Channels cb + 8 g + 2 (tid % 4) (and + 1) of images x0 + i (img_elems elements apart, nch
+  // channels of h x w; images past `left` are zeros), halo rows from iy0, columns from ix0e
+  // (even). (i0, r0, c0): the thread's first unit, pair tid / 4 of the flattened halos.
+  __device__ __forceinline__ void load(const bf16* x0, int64_t img_elems, int left, int nch, int h,
+                                       int w, int cb, int iy0, int ix0e, bool pairs,
+                                       const ImgHalo& gm, int i0, int r0, int c0, int tid) {
+    int i = i0, rr = r0, cp = c0;
+    const int hw = h * w, c = cb + 2 * (tid & 3);
+#pragma unroll
+    for (int j = 0; j < RJ; ++j) {
+      const bool in_tile = i < gm.imgs;
+      dst[j] = in_tile ? i * gm.is + rr * gm.rs + 2 * cp : -1;
+      const int iy = iy0 + rr, ix = ix0e + 2 * cp;
+      const bool in_y = in_tile && i < left && static_cast<unsigned>(iy) < static_cast<unsigned>(h);
+      const bool ok0 = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(w);
+      const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(w);
+      // read only where the image and channel exist: the 64-bit image offset, 32-bit within
+      const bf16* xc = x0 + (in_y ? i * img_elems : 0) + static_cast<int64_t>(c) * hw + iy * w + ix;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const bf16* p = xc + static_cast<int64_t>(8 * g) * hw;
+        const bool c0k = c + 8 * g < nch, c1k = c + 8 * g + 1 < nch;
+        if (pairs) {  // ix even, w even: both pixels in the image or neither
+          r[g][j][0] = ok0 && c0k ? ldg_bits32(p) : 0u;
+          r[g][j][1] = ok0 && c1k ? ldg_bits32(p + hw) : 0u;
+        } else {
+          r[g][j][0] =
+              (ok0 && c0k ? ldg_bits16(p) : 0u) | (ok1 && c0k ? ldg_bits16(p + 1) : 0u) << 16;
+          r[g][j][1] = (ok0 && c1k ? ldg_bits16(p + hw) : 0u) |
+                       (ok1 && c1k ? ldg_bits16(p + hw + 1) : 0u) << 16;
+        }
+      }
+      cp += gm.dc;
+      rr += gm.dr;
+      i += gm.di;
+      if (cp >= gm.hwp) {
+        cp -= gm.hwp;
+        ++rr;
+      }
+      if (rr >= gm.hr) {
+        rr -= gm.hr;
+        ++i;
+      }
+    }
+  }
+  // The loaded units into xs (the stage's tile, at channel cb's column), as HaloPairsBf16's.
+  __device__ __forceinline__ void store(uint16_t* xs, int tid) const {
+    uint16_t* base = xs + 2 * (tid & 3);
+#pragma unroll
+    for (int j = 0; j < RJ; ++j) {
+      if (dst[j] < 0) continue;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        uint32_t* d = reinterpret_cast<uint32_t*>(base + dst[j] * XP + 8 * g);
+        d[0] = __byte_perm(r[g][j][0], r[g][j][1], 0x5410);
+        d[XP / 2] = __byte_perm(r[g][j][0], r[g][j][1], 0x7632);
+      }
+    }
+  }
+};
+
 }  // namespace kit
 }  // namespace pdnn

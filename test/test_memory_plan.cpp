@@ -431,6 +431,30 @@ TEST(GraphMemoryPlan, ArenaLayoutOfAGraph) {
   EXPECT_TRUE(a.reuse_at[0] < 0 || a.reuse_at[0] > 4) << a.reuse_at[0];
 }
 
+// The chooser times a convolution's weight gradient against a scratch dw and db at the first
+// step (the real ones accumulate): the plan holds the largest layer's beside everything else
+// where it times (auto, own), nothing where the policy or the layer forces an algorithm. (A
+// U-Net at 1024 x 1024, batch 1, under a 4G cap ran out of memory there on an H200.)
+TEST(MemoryPlan, HoldsTheChoosersScratchWeightGradientWhereItTimes) {
+  UNetOptions o;
+  o.base = 8;
+  o.depth = 2;
+  Model m = make_unet(o);
+  const Shape in{1, 3, 64, 64};
+  auto small = [&](const std::string& policy) {
+    return describe_step(m, in, nullptr, 1000.0, 1, 0, Precision::Fp32, 1, kPlanGpuSms, policy)
+        .small_bytes;
+  };
+  // mid.conv2: 32 -> 32 channels, 3x3, with a bias
+  const int64_t largest = (32 * 32 * 9 * 4 + 511) / 512 * 512 + 512;
+  EXPECT_EQ(small("auto") - small("im2col"), largest);
+  EXPECT_EQ(small("own") - small("im2col"), largest);
+  EXPECT_EQ(small("auto,bwd-weights=implicit"), small("im2col"));
+  auto& c = dynamic_cast<Conv2d&>(m.layer(m.index_of("mid.conv2")));
+  c.set_algo(ConvAlgo::Implicit);  // forced: not timed, the next largest is held
+  EXPECT_LT(small("auto") - small("im2col"), largest);
+}
+
 // A small U-Net trained three steps with its outputs offloaded (the skips among them) and its
 // pools recomputed gives the weights of the plain run, bit for bit: the arena's slots, the
 // gradient sums and the copies back are laid out right for a graph.

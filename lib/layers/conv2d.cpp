@@ -144,6 +144,8 @@ BackwardNeeds Conv2d::backward_needs(const Shape& in, const PlanFor& p) const {
   b.workspace_bytes = w.least;
   b.fast_workspace_bytes = w.most;
   b.columns_bytes = w.columns;
+  b.timing_bytes = gpu_conv_timing_bytes(p.conv_policy, algo_, weight_.numel(),
+                                         has_bias_ ? bias_.numel() : 0);
   return b;
 }
 

@@ -40,6 +40,10 @@ struct BackwardNeeds {
   // Of fast_workspace_bytes, what the column-based algorithm (im2col) asks (0: none): a
   // workspace below it leaves that algorithm out (the plan's printout says so).
   int64_t columns_bytes = 0;
+  // Device memory its GPU passes ask beside the workspace once, while the chooser times their
+  // algorithms at the first step of a shape: a convolution's weight gradient accumulates, so
+  // the trials write a scratch one (ops/conv/conv2d_algo.h, gpu_conv_timing_bytes).
+  int64_t timing_bytes = 0;
 };
 
 // What a layer's backward_needs is asked for: the activations' type (bfloat16 under

@@ -1160,6 +1160,7 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
   // A block of the caching allocator is a multiple of 512 bytes.
   auto block = [](int64_t bytes) { return (std::max<int64_t>(bytes, 1) + 511) / 512 * 512; };
   const std::vector<Shape> shapes = model.node_shapes(in);
+  int64_t timing = 0;  // the chooser's scratch at the first step, the largest layer's
   for (size_t i = 0; i < model.size(); ++i) {
     Layer& l = model.layer(i);
     LayerMem lm;
@@ -1186,6 +1187,7 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
       lm.workspace_bytes = b.workspace_bytes;
       lm.fast_workspace_bytes = b.fast_workspace_bytes;
       lm.columns_bytes = b.columns_bytes;
+      timing = std::max(timing, b.timing_bytes);
       lm.argmax_bytes = std::min(b.argmax_bytes, lm.scratch_bytes);
       lm.batch_coupled = b.batch_coupled;
       lm.fwd_ms = l.flops(s) / (gflops_per_s * 1e6);
@@ -1225,7 +1227,11 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
   // the workspace every byte left under the cap must not fail on the last 64-byte tensor
   // (issue 26: W4-small ran out under a cap equal to its plan's peak on the H100).
   constexpr int64_t kAllocatorReserve = int64_t{1} << 20;
-  m.small_bytes = 4 * 512 + kAllocatorReserve;
+  // And the chooser's scratch weight gradient while it times a convolution's passes at the
+  // first step (BackwardNeeds::timing_bytes): a U-Net at 1024 x 1024, batch 1, under a 4G cap
+  // that held every other byte ran out of memory asking for dec2.conv1's (1.1 MiB; its
+  // largest, mid.conv2's, is 36 MiB).
+  m.small_bytes = 4 * 512 + kAllocatorReserve + timing;
   return m;
 }
 

@@ -61,6 +61,15 @@ bool valid_gpu_conv_policy(const std::string& p) {
   return split_policy(p, &def, words);
 }
 
+int64_t gpu_conv_timing_bytes(const std::string& policy, ConvAlgo forced, int64_t weight_elems,
+                              int64_t bias_elems) {
+  if (forced != ConvAlgo::Auto) return 0;
+  const std::string pp = gpu_conv_pass_policy(policy, ConvPass::BackwardWeights);
+  if (pp != "auto" && pp != "own") return 0;
+  auto block = [](int64_t bytes) { return (bytes + 511) / 512 * 512; };
+  return block(weight_elems * 4) + (bias_elems > 0 ? block(bias_elems * 4) : 0);
+}
+
 std::string gpu_conv_pass_policy(const std::string& policy, ConvPass pass) {
   std::string def, words[3];
   PDNN_CHECK(split_policy(policy, &def, words), "--conv-algo %s: not one of %s", policy.c_str(),

@@ -54,6 +54,13 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
 //   columns  im2col's (a chunk's columns and product): a workspace below it leaves im2col out.
 // Under a workspace limit the chooser runs only what fits: least is what every pass can be
 // held to, and a workspace between least and most leaves the faster algorithms out.
+// The device memory the chooser allocates beside the workspace while it times a convolution's
+// weight gradient (at the first step of a shape, under auto or own, the layer not forced to one
+// algorithm): a scratch dw and db (weight_elems, bias_elems float32, each a 512-byte block of
+// the caching allocator at the least), since the real ones accumulate. 0 where nothing is timed.
+int64_t gpu_conv_timing_bytes(const std::string& policy, ConvAlgo forced, int64_t weight_elems,
+                              int64_t bias_elems);
+
 struct ConvWorkspaceBounds {
   int64_t least = 0, most = 0, columns = 0;
 };

@@ -118,8 +118,8 @@
 //   64x64: 0.40 GFLOP against 10 MB (3.3 us). The phases cost one more pass over x (write xs,
 //   read it again: +6 us on 64 -> 128's 8.4 MB x). Known waste: a 3-channel input is 12 phase
 //   channels of a 16-deep step.
-// Several images a block (DirectImages; Auto where two or more fit the patch: W5's 8x8 and 4x4
-// outputs, every pass of the two smallest layers). One image a block filled a half and an
+// Several images a block (DirectImages; Auto where four or more fit the patch: W5's 4x4
+// outputs, every pass of its smallest layer; forced, 8x8 too). One image a block filled a half and an
 // eighth of the 8 x 16 patch there, and worse: on the H200 a 16-channel step took 2.2-3.5 us
 // a block whatever its fill (W5 at n = 64: 128->256 forward 72 us for 32 steps at half fill,
 // 64->128 62 us for 16 steps at full fill, 256->512 165 us for 64 steps at an eighth), so a
@@ -156,7 +156,16 @@
 //   split sums): 256 -> 512 and its transposed twin: forward and backward-data 0.165 ->
 //   ~0.03 ms (8 steps a block, 16 MB of sums), backward-weights 0.229 -> ~0.035 (8 stages);
 //   128 -> 256 and twin: forward / backward-data 0.072 / 0.053 -> ~0.035 (8 steps), backward-
-//   weights 0.087 -> ~0.045 (one wave of 8 stages instead of two). Measured: not yet.
+//   weights 0.087 -> ~0.045 (one wave of 8 stages instead of two). Measured on an H200
+//   (conv-ab, bench_conv_gpu --filter W5 --algos direct --precisions bf16, one image a block ->
+//   several, medians of 2 rounds; results/bench/bf16-w5-h200/): 256 -> 512 forward 0.165 ->
+//   0.081, backward-data 0.167 -> 0.074, backward-weights 0.229 -> 0.074; its transposed twin
+//   0.166 -> 0.073, 0.165 -> 0.081, 0.229 -> 0.075: 2.0-3.1x, but 2.3-2.7x slower than
+//   predicted. At 8x8 (two images a patch) only backward-weights gained (0.086 -> 0.072); forward
+//   and backward-data lost (0.071 -> 0.083, 0.053 -> 0.077; twin 0.053 -> 0.077, 0.071 ->
+//   0.083), and W5's bf16 step with them went 4.13 -> 4.23 ms: so Auto takes four images or
+//   more (4x4 outputs), and 8x8 runs one image a block. Why the prediction missed (the split
+//   sums' traffic, the per-step latency at a fuller patch): not yet profiled.
 // Shared-memory strides are padded so that a warp's reads fall on different banks (noted at
 // each). Index arithmetic: 64-bit image offsets, 32-bit within an image.
 #include <algorithm>
@@ -1351,13 +1360,14 @@ bool imgs_layout(int bn, int cap, int threads, int ks, int64_t oh, int64_t ow, I
 }
 
 // Whether a pass runs with several images a block: Many where imgs_layout finds a layout (else
-// an error: tests force it on shapes it serves), Auto where two images or more fit the patch,
+// an error: tests force it on shapes it serves), Auto where four images or more fit the patch
+// (two lost to one on the H200: the file's header),
 // One never.
 bool imgs_wanted(DirectImages mode, bool fits, int imgs, const char* what) {
   if (mode == DirectImages::Many)
     PDNN_CHECK(fits, "%s: several images a block asked for, but an image's outputs do not fit "
                "the block's patch", what);
-  return mode != DirectImages::One && fits && (mode == DirectImages::Many || imgs >= 2);
+  return mode != DirectImages::One && fits && (mode == DirectImages::Many || imgs >= 4);
 }
 
 struct FwdImgsPlan {

@@ -97,7 +97,8 @@ enum class DirectTile { Auto, M128, M64, M32 };
 const char* direct_tile_name(DirectTile t);
 // Several images a block where an image's outputs are smaller than a block's patch of pixels
 // (bf16, the 4x4 stride-2 layers: W5's at 4x4 and 8x8 outputs; conv2d_direct.cu's header).
-// Auto: where two images or more fit the patch; Many: wherever one fits (else an error); One:
+// Auto: where four images or more fit the patch (W5's 4x4 outputs; two, at 8x8, lost to one on
+// the H200); Many: wherever one fits (else an error); One:
 // one image a block, as the 3x3 kernels always run. Forced by tests and apps/bench_conv_gpu.
 enum class DirectImages { Auto, One, Many };
 const char* direct_images_name(DirectImages m);

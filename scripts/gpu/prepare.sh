@@ -92,7 +92,14 @@ bundle() {
 # Sourced by the wrappers scripts/gpu/host.sh makes: unpacks the runtime libraries once, sets
 # LD_LIBRARY_PATH for pdnn's binaries only (the host's python3 keeps its own libraries).
 _c="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if [ ! -d /tmp/rt/lib ]; then mkdir -p /tmp/rt && tar -xJf "$_c/runtime.tar.xz" -C /tmp/rt; fi
+# Unpacked beside, then renamed into place (atomic): binaries started at once (a study's seeds)
+# must never map a library another one is still writing (two of three DCGAN runs died of
+# SIGBUS on a fresh H200 host).
+if [ ! -d /tmp/rt/lib ]; then
+  _t="$(mktemp -d /tmp/rt-unpack.XXXXXX)" && tar -xJf "$_c/runtime.tar.xz" -C "$_t" &&
+    mkdir -p /tmp/rt && { mv -T "$_t/lib" /tmp/rt/lib 2>/dev/null || true; }
+  rm -rf "$_t"
+fi
 # CUDA libs from the host's own install: the toolkit's lib64, else a Python environment's wheels
 _cu=/usr/local/cuda/lib64
 if [ ! -e "$_cu/libcublas.so.13" ]; then

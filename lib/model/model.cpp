@@ -15,13 +15,18 @@
 
 namespace pdnn {
 
-// The copy stream of a planned step on the GPU and its events, per executed node: its output
+// The copy streams of a planned step on the GPU and their events, per executed node: its output
 // written (ready), copied out (d2h), its slot free for the copy back (issue), copied back (h2d).
+// Out and back on streams of their own: PCIe runs both directions at once, and a prefetch
+// queued behind the last forward copies out on one stream waited for them (the U-Net at
+// 1024 x 1024, batch 1, under 4G: the step 15% past the plan's, by about its copies' time).
 struct CopyLane {
-  CUstream_st* stream = nullptr;
+  CUstream_st* stream = nullptr;  // out (device to host)
+  CUstream_st* back = nullptr;    // back (host to device)
   std::vector<CUevent_st*> ready, d2h, issue, h2d;
   explicit CopyLane(size_t n) : ready(n), d2h(n), issue(n), h2d(n) {
     stream = cuda_stream_create();
+    back = cuda_stream_create();
     for (auto* v : {&ready, &d2h, &issue, &h2d})
       for (CUevent_st*& e : *v) e = cuda_event_create();
   }
@@ -29,6 +34,7 @@ struct CopyLane {
     for (auto* v : {&ready, &d2h, &issue, &h2d})
       for (CUevent_st* e : *v) cuda_event_destroy(e);
     cuda_stream_destroy(stream);
+    cuda_stream_destroy(back);
   }
   CopyLane(const CopyLane&) = delete;
   CopyLane& operator=(const CopyLane&) = delete;
@@ -614,15 +620,17 @@ void Model::copies_at(Context& ctx, int p) {
     size_t i = 0;  // the node of executed index k
     while (order_[i] != static_cast<int>(k)) ++i;
     if (where_[i] != Placement::Offload) continue;
-    // The slot's earlier tenants are done with it once the compute stream gets here.
+    // The slot's earlier tenants are done with it once the compute stream gets here, and the
+    // host copy once its copy out is.
     cuda_event_record_on(lane_->issue[k], compute);
-    cuda_stream_wait_event(lane_->stream, lane_->issue[k]);
+    cuda_stream_wait_event(lane_->back, lane_->issue[k]);
+    cuda_stream_wait_event(lane_->back, lane_->d2h[k]);
     const Tensor h = host_copy_[i].slice(0, shapes_[i]);
     Tensor dst = arena_.slice(layout_.back_offset[k], shapes_[i]);
-    cuda_copy(dst.raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(), lane_->stream,
+    cuda_copy(dst.raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(), lane_->back,
               false);
     ctx.count_transfer(Device::CUDA, Device::CPU, h.nbytes());
-    cuda_event_record_on(lane_->h2d[k], lane_->stream);
+    cuda_event_record_on(lane_->h2d[k], lane_->back);
     prefetched_[k] = 1;
   }
 }

@@ -62,11 +62,12 @@ def ok(r):
 
 
 # Steady-state steps. pdnn: the median of its blocks of 10 after the first (which times the
-# convolution algorithms and captures the graph); rows of runs before the app left that block
-# out by itself have steps=2, and their faster block is the steady one. PyTorch: the median
-# step after its 2 warm-up steps (cuDNN's autotuner).
+# convolution algorithms and captures the graph); W4's rows of runs before the app left that
+# block out by itself have steps=2, and their faster block is the steady one. PyTorch: the
+# median step after its 2 warm-up steps (cuDNN's autotuner).
 def step_ms(r):
-    if r["framework"] == "pdnn" and r.get("steps") == "2" and num(r.get("min_ms")):
+    if r["framework"] == "pdnn" and r.get("app", "caltech9") == "caltech9" and \
+            r.get("steps") == "2" and num(r.get("min_ms")):
         return num(r["min_ms"])
     return num(r["median_ms"])
 

@@ -22,10 +22,11 @@ Variants, each at every --sides value:
                (PyTorch's swapping: the copies on the compute stream, not overlapped);
   checkpoint   torch.utils.checkpoint (use_reentrant=False) around each block, which then runs
                again in backward: W4's three conv blocks (conv ReLU conv ReLU pool); the U-Net's
-               nine two-conv blocks (conv ReLU conv ReLU of enc1..enc4, mid, dec4..dec1). Kept:
-               each block's input, and what the layers between the blocks save (the U-Net's
-               max-pools their inputs, the block outputs, and argmax; the transposed
-               convolutions and the 1x1 head their inputs; W4's dense head);
+               nine two-conv blocks (conv ReLU conv ReLU of enc1..enc4, mid, dec4..dec1:
+               torch_segment.py's UNet.checkpoint_blocks). Kept: each block's input, and what
+               the layers between the blocks save (the U-Net's max-pools their inputs, which
+               are the encoder blocks' outputs, and their argmax; the transposed convolutions
+               and the 1x1 head their inputs; the loss its log-softmax; W4's dense head);
   checkpoint+save_on_cpu  both: what checkpoint keeps goes to the host (torch 2.x's
                non-reentrant checkpoint saves the block inputs through autograd's saved-tensor
                hooks, so save_on_cpu moves them too; torch 1.13's held them itself).

@@ -35,11 +35,14 @@
 # datasets/ccp-200, since the app decodes every pair to a cache of (8/7 side)^2 RGB pixels (the
 # 200 pairs: 13 GB of the host's memory at side 4096, which the swapping needs) and the
 # pictures do not change a step's time. Its rows have one column more, predicted_ms (the plan's
-# step). planned_gib is the plan's peak for every run (the CUDA context and cuBLAS's workspace
-# included, which the measured peak is not); context_gib the app's end-of-run context, else
-# the plan's ("the CUDA context's", printed under a cap). PRECISION (fp32): the app's and the
-# twin's --precision (tf32, bf16). DEVICE (cuda): cpu runs pdnn on this machine's CPU, a check
-# of the parsing (no device peak; TORCH=0 with it).
+# step). planned_gib is the plan's peak for every run (the CUDA context included, which the
+# measured peak is not); context_gib the app's end-of-run context, else the plan's ("CUDA
+# context (measured)" in its fixed bytes: segment prints no end-of-run line).
+# PRECISION (fp32): the app's and the twin's --precision (tf32, bf16). DEVICE (cuda): cpu runs
+# pdnn on this machine's CPU, a check of the parsing (no device peak; TORCH=0 with it).
+# BUDGET (0: none): seconds the pdnn runs may take together (a GPU visit's command is killed at
+# 10 minutes, its unpacked rows with it): a run still going when they end is killed, status
+# "budget", and the runs after it are not started, status "skipped: budget".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/bin}
@@ -103,6 +106,12 @@ for side in $SIDES; do
     limit=$([ "$cap" = none ] && true || echo "--gpu-memory-limit $cap")
     variant=$([ "$cap" = none ] && echo plain || echo capped)
     capg=$([ "$cap" = none ] && true || cap_gib "$cap")
+    limit_s=${PDNN_TIMEOUT:-0} cut=0
+    if [ "${BUDGET:-0}" -gt 0 ]; then  # the budget left, if it is the shorter limit
+      left=$(( BUDGET - SECONDS ))
+      [ $left -lt 5 ] && stopped[$cap]=budget
+      if [ "$limit_s" = 0 ] || [ $left -lt "${limit_s%.*}" ]; then limit_s=$left cut=1; fi
+    fi
     if [ -n "${stopped[$cap]:-}" ]; then
       printf 'pdnn  %-6s %4s cap %-5s: skipped: %s\n' "$variant" "$side" "$cap" "${stopped[$cap]}"
       row "" "$name" pdnn "$variant" "$side" "$batch" "$PRECISION" "$capg" "" "" "" "" "" 0 \
@@ -110,7 +119,7 @@ for side in $SIDES; do
       continue
     fi
     set +e
-    timeout "${PDNN_TIMEOUT:-0}" "$BIN/$APP" --device "${DEVICE:-cuda}" --size "$side" --steps "$STEPS" \
+    timeout -k 10 "$limit_s" "$BIN/$APP" --device "${DEVICE:-cuda}" --size "$side" --steps "$STEPS" \
       --memory-plan $limit "${app_args[@]}" ${APP_ARGS:-} > "$log" 2>&1
     rc=$?
     set -e
@@ -134,6 +143,8 @@ for side in $SIDES; do
       status="no-fit $(sed -nE 's/.*smallest limit it fits under is ([0-9.]+ [KMGT]iB).*/\1/p' "$log" | tr -d ' ')"
     elif grep -q 'out of GPU memory' "$log"; then
       status=oom
+    elif [ $rc = 124 ] && [ $cut = 1 ]; then
+      status=budget BUDGET=$SECONDS  # nothing more starts
     elif [ $rc = 124 ]; then
       status=timeout
     else
@@ -143,7 +154,7 @@ for side in $SIDES; do
     planned=$(plan_gib '^peak ([0-9.]+) ([KMG]?i?B) at .*' "$log")
     predicted=$(sed -nE 's/^predicted step ([0-9.]+) ms.*/\1/p' "$log" | head -1)
     context=$(gib "$(sed -nE 's/^CUDA context ([0-9.]+) MB at the end.*/\1/p' "$log")")
-    [ -z "$context" ] && context=$(plan_gib ".*the CUDA context's ([0-9.]+) ([KMG]?i?B); step .*" "$log")
+    [ -z "$context" ] && context=$(plan_gib '.*, CUDA context \(measured\) ([0-9.]+) ([KMG]?i?B).*' "$log")
     plan=$(sed -nE 's/^memory plan applied: (.*); the step.s peak.*/\1/p' "$log" | head -1)
     case $status in ok*) ;; *) stopped[$cap]="${status%% *} at $side" ;; esac
     printf 'pdnn  %-6s %4s cap %-5s: %s, median %s ms (predicted %s), peak %s GiB (reserved %s; planned %s)%s\n' \

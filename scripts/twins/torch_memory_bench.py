@@ -44,7 +44,10 @@ fails (status "error", the reason printed: e.g. a tensor past a kernel's 32-bit 
 runs past its time at one side, its larger sides are not tried: status "skipped: oom at N".
 --timeout bounds each process (cuDNN's autotuner, in the 2 warm-up steps, is the slow part at
 large sides; save_on_cpu's copies the other): a run past it is killed, status "timeout", and
-the whole table fits one command of a lent GPU (issue 33).
+the whole table fits one command of a lent GPU (issue 33). --budget bounds the whole command
+(a GPU visit's command is killed at 10 minutes, and with it every row not yet packed): a run
+still going when it ends is killed, status "budget", and the runs after it are not started,
+status "skipped: budget".
 --device cpu runs the same on the CPU (no peaks, no pinned memory): the check that the
 machinery works, for the tests.
 
@@ -71,6 +74,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 from results_csv import write_rows, git_rev, utc_now  # noqa: E402
+
+START = time.monotonic()  # --budget counts from here, torch's import included
 
 COLUMNS = ["app", "framework", "variant", "side", "batch", "precision", "gpu_memory_limit_gib",
            "peak_gib", "peak_reserved_gib", "median_ms", "min_ms", "max_ms", "steps", "status",
@@ -195,8 +200,9 @@ def run_one(a, variant, side):
     return out
 
 
-def run_child(a, v, side):
-    """One (variant, side) in a fresh process, within --timeout: the row's dict. The child is
+def run_child(a, v, side, timeout):
+    """One (variant, side) in a fresh process, within `timeout` s (0: none): the row's dict.
+    The child is
     forked from this process (torch imported, CUDA not yet touched: forking is safe then) and
     sends its dict back through a pipe."""
     rd, wr = os.pipe()
@@ -213,7 +219,7 @@ def run_child(a, v, side):
             f.write(data)
         os._exit(code)
     os.close(wr)
-    deadline = time.monotonic() + a.timeout if a.timeout else None
+    deadline = time.monotonic() + timeout if timeout else None
     chunks = []
     with os.fdopen(rd, "rb") as f:
         while True:
@@ -221,7 +227,7 @@ def run_child(a, v, side):
             if wait is not None and wait <= 0:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-                print("torch %-22s %4d: past --timeout %g s, killed" % (v, side, a.timeout),
+                print("torch %-22s %4d: past %g s, killed" % (v, side, timeout),
                       file=sys.stderr)
                 return {"status": "timeout", "gpu": "", "versions": "", "steps": 0}
             if not select.select([f], [], [], wait)[0]:
@@ -259,6 +265,9 @@ def main():
     ap.add_argument("--steps", type=int, default=5, help="timed steps after 2 warm-up ones")
     ap.add_argument("--timeout", type=float, default=0,
                     help="seconds each (variant, side) process may take (0: no limit)")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds the whole command may take (0: no limit): past them the "
+                         "running process is killed and no other started")
     ap.add_argument("--benchmark-limit", type=int, default=None,
                     help="torch.backends.cudnn.benchmark_limit: the algorithms cuDNN's autotuner "
                          "times per shape (default: PyTorch's, 10; 0: all): bounds its time; a "
@@ -284,12 +293,19 @@ def main():
     import torch_segment  # noqa: F401
     app = "caltech9" if a.model == "w4" else "unet_b%d_d%d" % (a.base, a.depth)
     stopped = {}  # variant -> "oom at N" / "error at N" / "timeout at N": its larger sides not tried
+    end = START + a.budget if a.budget else None
     for side in sides:
         for v in variants:
-            if v in stopped:
-                r = {"status": "skipped: %s" % stopped[v], "gpu": "", "versions": "", "steps": 0}
+            left = end - time.monotonic() if end else None
+            if v in stopped or (left is not None and left < 5):
+                why = stopped.get(v, "budget")
+                r = {"status": "skipped: %s" % why, "gpu": "", "versions": "", "steps": 0}
             else:
-                r = run_child(a, v, side)
+                cut = left is not None and (not a.timeout or left < a.timeout)
+                r = run_child(a, v, side, left if cut else a.timeout)
+                if r["status"] == "timeout" and cut:
+                    r["status"] = "budget"
+                    end = time.monotonic()  # nothing more starts
                 if r["status"] != "ok":
                     stopped[v] = "%s at %d" % (r["status"], side)
             fmt = lambda k, f="%.3f": (f % r[k]) if k in r else ""  # noqa: E731

@@ -26,32 +26,43 @@
 #          TABLE_CSVS (those of earlier visits, read first) -> unet_memory_table.md, .csv,
 #          unet_memory.png (matplotlib). Also here, on the tarballs' CSVs:
 #          PYTHON=/usr/bin/python3 PARTS=table TABLE_CSVS="a.csv b.csv" scripts/gpu/runners/unet-memory.sh
-# Knobs: SIDES ("1024 2048 3072"), CAPS ("1024:2.5G+3G 2048:8.5G+10G 3072:19G+23G": near the
-# smallest limit the plan accepts and about half the uncapped peak), TORCH_SIDES ("1024 2048
-# 3072"), BATCH (1; 4 for the batch-4 table), PRECISION (fp32, TF32 off; tf32; bf16: autocast +
-# channels_last in the twin), STEPS (20: pdnn's first block of 10 times the algorithms and is
-# left out, the second is the measure; 12 makes it a block of 2), TORCH_STEPS (3),
-# PDNN_TIMEOUT (240 s), TORCH_TIMEOUT (150 s), TORCH_BENCHMARK_LIMIT (cuDNN's autotuner's
-# algorithms per shape; PyTorch's default), APP_ARGS (more segment flags).
-# Minutes on an H200 (estimates: the fp32 step at 1024 x 1024 batch 1 measured ~122 ms and
-# scales with the pixels: ~0.5 s at 2048, ~1.1 s at 3072, ~2 s at 4080; each run adds ~10-15 s
-# of start, plan and algorithm timing, more at large sides). pdnn: a side's run is ~10 s + STEPS
-# steps (+25% under a tight cap): ~0.8 min at 1024, ~1.3 at 2048, ~2.3 at 3072 with its 2 caps
-# (~4.5 min for the default); 4080 with 2 caps ~4-5 min at STEPS=20, ~3 at 12. torch: 2 warm-up
-# + 3 steps, cuDNN's autotuning in the first (long at large shapes), save_on_cpu's copies
-# (~3.6 KB a pixel each way, on the compute stream) and its pinned allocations: ~0.6 min at
-# 1024, ~1.3 at 2048, ~2.5 at 3072 for the four variants (~4.5 min for the default), 4096
-# alone ~4-5 min. table: seconds.
-# Visits for the study (batch 1, fp32), each within the 10 minutes:
-#   PARTS=pdnn   (SIDES, CAPS as above)
-#   PARTS=torch  (TORCH_SIDES as above)
-#   PARTS=pdnn SIDES="4080 4096" CAPS="4080:32G+40G 4096:60G" STEPS=12
-#   PARTS=torch TORCH_SIDES="4080 4096 5120"
-# then the table here over the tarballs' CSVs (above). Side 4096 and up: pdnn's implicit GEMM
-# and direct kernels index an image in 32 bits, so dec1.conv1 falls back to im2col's 76 GB of
-# columns there (unet-batch1-bound.md); its row says what the plan found.
+# Knobs: SIDES ("1024 2048 3072"), CAPS ("1024:3.2G+4G 2048:9G+10G 3072:19G+22G": for each
+# side a cap just above the smallest limit the plan accepts and one near half the uncapped
+# peak; the plan on this CPU for a GPU of 132 multiprocessors, plus ~0.6 GiB of CUDA context:
+# smallest 2.4/8.1/17.7/31.0 GiB, uncapped 5.3/19.4/43.1/75.5 GiB at 1024/2048/3072/4080),
+# TORCH_SIDES ("1024 2048 3072"), BATCH (1; 4 for the batch-4 table: the same pixels at half
+# the side), PRECISION (fp32, TF32 off; tf32; bf16: autocast + channels_last in the twin),
+# STEPS (20: pdnn's first block of 10 times the algorithms and is left out, the second is the
+# measure; 12 makes it a block of 2), TORCH_STEPS (3), PDNN_TIMEOUT (240 s), TORCH_TIMEOUT (150
+# s), TORCH_BENCHMARK_LIMIT (cuDNN's autotuner's algorithms per shape; PyTorch's default),
+# APP_ARGS (more segment flags), BUDGET (540 s, 0: none: the runner's parts together, counted
+# from its start; the device tool kills a command at 600 s and with it every row not yet
+# packed, so a run still going at the budget's end is killed, status "budget", and none is
+# started after it, "skipped: budget"; a second runner in the same visit: give each its share).
+# Minutes on an H200, estimated (nothing here has run on a GPU yet): the fp32 step at 1024 x
+# 1024 batch 1 measured ~122 ms and grows with the pixels: ~0.5 s at 2048, ~1.1 s at 3072, ~2 s
+# at 4080. pdnn: a run is ~10-15 s of start, plan and algorithm timing, then STEPS steps (a
+# tight cap adds the pinned buffers' allocation and any copy the compute does not hide):
+# ~0.7 min at 1024, ~1.2 at 2048, ~2.2 at 3072 for uncapped and two caps: ~4-4.5 min for the
+# default; SIDES=4080 with two caps ~3.5-4.5 min at STEPS=20. torch: a fresh process per
+# variant, 2 warm-up steps (cuDNN's autotuner: seconds at 1024, tens at 3072) and 3 timed;
+# save_on_cpu copies ~3.6 KB a pixel each way on the compute stream (~60 GB at 4096) into
+# pinned buffers it first allocates: the four variants ~0.7 min at 1024, ~1.4 at 2048, ~2.5 at
+# 3072: ~4.5 min for the default; 4080 alone ~4-5 min. table: seconds.
+# Visits for the study (batch 1, fp32), each one command of the device tool:
+#   PARTS=pdnn                                   (SIDES, CAPS as above)
+#   PARTS=torch                                  (TORCH_SIDES as above)
+#   PARTS=pdnn SIDES="4080 4096" CAPS="4080:32G+38G 4096:110G"
+#   PARTS=torch TORCH_SIDES="4080 4096"
+#   PARTS=torch TORCH_SIDES="5120 5632"          (past where plain fits on 141 GB?)
+# then the table here over the tarballs' CSVs (above). From side 4096 pdnn's implicit GEMM and
+# direct kernels index an image in 32 bits, so only im2col runs dec1.conv1, with 76 GB of
+# columns (unet-batch1-bound.md): uncapped it may run out of memory; under 110G (the plan's
+# smallest at 4096 was 107.6 GiB) it is the first try of im2col at that size on an H200.
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
+BUDGET=${BUDGET:-540}
+left() { local l=$((BUDGET - SECONDS)); [ "$BUDGET" = 0 ] && l=0 || [ $l -ge 1 ] || l=1; echo $l; }
 PARTS=${PARTS:-pdnn torch table}
 for part in $PARTS; do
   case $part in pdnn|torch|table) ;; *) echo "unet-memory: unknown part $part (pdnn, torch, table)" >&2; exit 2 ;; esac
@@ -64,10 +75,10 @@ PRECISION=${PRECISION:-fp32}
 if has pdnn; then
   need_bin segment || exit 1
   sides=${SIDES:-1024 2048 3072}
-  plan=${CAPS-1024:2.5G+3G 2048:8.5G+10G 3072:19G+23G}
+  plan=${CAPS-1024:3.2G+4G 2048:9G+10G 3072:19G+22G}
   stage "pdnn: the U-Net at $sides, batch $BATCH, $PRECISION, caps $plan"
   BIN=$BIN APP=segment BATCH=$BATCH PRECISION=$PRECISION SIDES="$sides" CAPS= PLAN="$plan" \
-    STEPS=${STEPS:-20} TORCH=0 \
+    STEPS=${STEPS:-20} TORCH=0 BUDGET=$(left) \
     PDNN_TIMEOUT=${PDNN_TIMEOUT:-240} OUT="$csv" scripts/bench/bench_memory.sh 2>&1 | grep --line-buffered -v "^epoch"
 fi
 
@@ -76,6 +87,7 @@ if has torch; then  # each variant's line printed as it ends
   stage "PyTorch: the U-Net at $sides, batch $BATCH, $PRECISION"
   py scripts/twins/torch_memory_bench.py --model unet --batch "$BATCH" --precision "$PRECISION" \
     --sides "$(echo $sides | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" --timeout "${TORCH_TIMEOUT:-150}" \
+    --budget "$(left)" \
     ${TORCH_BENCHMARK_LIMIT:+--benchmark-limit "$TORCH_BENCHMARK_LIMIT"} --out "$csv" 2>&1 |
     tee -a "$RESULTS/torch_memory.log"
 fi

@@ -29,11 +29,7 @@ MARKERS = {("pdnn", "plain"): ("o", "tab:blue"), ("pdnn", "capped"): ("s", "tab:
            ("pytorch", "checkpoint+save_on_cpu"): ("v", "tab:brown")}
 
 
-def num(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+num = memory_table.num
 
 
 def latest(rows):

@@ -202,9 +202,8 @@ def run_one(a, variant, side):
 
 def run_child(a, v, side, timeout):
     """One (variant, side) in a fresh process, within `timeout` s (0: none): the row's dict.
-    The child is
-    forked from this process (torch imported, CUDA not yet touched: forking is safe then) and
-    sends its dict back through a pipe."""
+    The child is forked from this process (torch imported, CUDA not yet touched: forking is
+    safe then) and sends its dict back through a pipe."""
     rd, wr = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: one run, its dict down the pipe, no Python exit handlers

@@ -55,6 +55,10 @@
 #   PARTS=pdnn SIDES="4080 4096" CAPS="4080:32G+38G 4096:110G"
 #   PARTS=torch TORCH_SIDES="4080 4096"
 #   PARTS=torch TORCH_SIDES="5120 5632"          (past where plain fits on 141 GB?)
+#   BATCH=4 PARTS=pdnn SIDES="512 1024 1536" CAPS="512:1.8G+2.9G 1024:3.2G+10G 1536:6G+22G"
+#   BATCH=4 PARTS=torch TORCH_SIDES="512 1024 1536"
+# (batch 4 at side S has batch 1's pixels at 2S and the same uncapped peak, but micro-batches
+# lower its smallest limit: the CPU plan's 0.94/2.41/4.87 GiB at 512/1024/1536.)
 # then the table here over the tarballs' CSVs (above). From side 4096 pdnn's implicit GEMM and
 # direct kernels index an image in 32 bits, so only im2col runs dec1.conv1, with 76 GB of
 # columns (unet-batch1-bound.md): uncapped it may run out of memory; under 110G (the plan's

@@ -22,6 +22,8 @@ set(pdnn_own_process_tests
     "^Dcgan\\.WholeModelGradientsMatchFiniteDifferences$"
     "^BlasCore\\.(Reexecution|AppPrints)"
     "^Plot\\."
+    "^MemoryStudyTwin\\."
+    "^MemoryTable\\."
     "^Caltech101Six\\.ShippedFolderLoads"
     "^ShippedCcp\\.LoadsAsTheReadmeDescribesIt$"
     "^HebbianCpu\\.(RunMatchesNaiveReferenceAtTwoThreads|ThreadCountChangesNoBit)$"

@@ -189,6 +189,7 @@ def sample_masks(params, masks, side, out):
 # ---- the U-Net ------------------------------------------------------------------------------
 
 def unet_class(torch):
+    from torch.utils.checkpoint import checkpoint
     nn, F = torch.nn, torch.nn.functional
 
     class UNet(nn.Module):
@@ -198,6 +199,7 @@ def unet_class(torch):
         def __init__(self, in_ch, classes, base, depth, batchnorm):
             super().__init__()
             self.depth, self.bn, self.names = depth, batchnorm, []
+            self.checkpoint_blocks = False  # torch_memory_bench.py's checkpoint variants
             self.layers = nn.ModuleDict()
             c = in_ch
             for lv in range(1, depth + 1):
@@ -234,16 +236,23 @@ def unet_class(torch):
                 x = F.relu(x, inplace=True)
             return x
 
+        def _level(self, block, x):
+            """A level's two-conv block; with checkpoint_blocks, under torch.utils.checkpoint
+            (non-reentrant): only the block's input is kept, the block runs again in backward."""
+            if self.checkpoint_blocks:
+                return checkpoint(self._block, block, x, use_reentrant=False)
+            return self._block(block, x)
+
         def forward(self, x):
             skips = []
             for lv in range(1, self.depth + 1):
-                x = self._block(f"enc{lv}", x)
+                x = self._level(f"enc{lv}", x)
                 skips.append(x)
                 x = F.max_pool2d(x, 2)
-            x = self._block("mid", x)
+            x = self._level("mid", x)
             for lv in range(self.depth, 0, -1):
                 x = torch.cat([self.layer(f"up{lv}")(x), skips[lv - 1]], dim=1)
-                x = self._block(f"dec{lv}", x)
+                x = self._level(f"dec{lv}", x)
             return self.layer("head")(x)
 
     return UNet

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# unet-memory: issue 35's study on a lent host: the U-Net of the segment app (base 64, depth 4,
+# no BatchNorm, 2 classes, per-pixel softmax cross-entropy, Adam 1e-3) at batch 1 at growing
+# sides, trained past the GPU's memory by pdnn's plan (swapping, recomputation) beside
+# PyTorch's tools on the same network (results/scale/unet-batch1-bound.md: the bound).
+# Prepare (datasets/ccp-200 travels in the tree; the runs read 9 of its pairs):
+#   BINS="segment" DATA= scripts/gpu/prepare.sh
+# Then, through the device tool with carry ["gpu-bundle"]: scripts/gpu/visit.sh unet-memory
+# PARTS (default "pdnn torch table"; at the study's sides one part a visit, the device tool's
+# command at most 10 minutes):
+#   pdnn   the segment app at each side of SIDES (multiples of 16), uncapped and under each of
+#          the side's caps in CAPS ("side:cap+cap ...", like memory.sh's TABLE_PLAN; a side
+#          not named there runs uncapped only), --steps STEPS --memory-plan
+#          --conv-algo-cache none --overlays 0, each run in its own process within
+#          PDNN_TIMEOUT; a configuration (uncapped, or a cap value) that does not fit, runs out
+#          of memory, fails or times out at a side is not run at the larger ones
+#          (scripts/bench/bench_memory.sh APP=segment: the rows' predicted_ms and planned_gib
+#          are the plan's step and peak, plan its "memory plan applied" choices)
+#          -> $RESULTS/unet_memory.csv, memory_logs/pdnn_<side>_<cap>.log
+#   torch  the twin at TORCH_SIDES (scripts/twins/torch_memory_bench.py --model unet: plain,
+#          save_on_cpu, checkpoint around each level's two-conv block, checkpoint+save_on_cpu),
+#          each (variant, side) a fresh process within TORCH_TIMEOUT, TORCH_STEPS timed steps
+#          after 2 warm-up ones; a variant that fails stops there -> the same CSV,
+#          torch_memory.log
+#   table  scripts/report/memory_table.py and plot_memory.py --vs-side over the CSV and
+#          TABLE_CSVS (those of earlier visits, read first) -> unet_memory_table.md, .csv,
+#          unet_memory.png (matplotlib). Also here, on the tarballs' CSVs:
+#          PYTHON=/usr/bin/python3 PARTS=table TABLE_CSVS="a.csv b.csv" scripts/gpu/runners/unet-memory.sh
+# Knobs: SIDES ("1024 2048 3072"), CAPS ("1024:3.2G+4G 2048:9G+10G 3072:19G+22G": for each
+# side a cap just above the smallest limit the plan accepts and one near half the uncapped
+# peak; the plan on this CPU for a GPU of 132 multiprocessors, plus ~0.6 GiB of CUDA context:
+# smallest 2.4/8.1/17.7/31.0 GiB, uncapped 5.3/19.4/43.1/75.5 GiB at 1024/2048/3072/4080),
+# TORCH_SIDES ("1024 2048 3072"), BATCH (1; 4 for the batch-4 table: the same pixels at half
+# the side), PRECISION (fp32, TF32 off; tf32; bf16: autocast + channels_last in the twin),
+# STEPS (20: pdnn's first block of 10 times the algorithms and is left out, the second is the
+# measure; 12 makes it a block of 2), TORCH_STEPS (3), PDNN_TIMEOUT (240 s), TORCH_TIMEOUT (150
+# s), TORCH_BENCHMARK_LIMIT (cuDNN's autotuner's algorithms per shape; PyTorch's default),
+# APP_ARGS (more segment flags), BUDGET (540 s, 0: none: the runner's parts together, counted
+# from its start; the device tool kills a command at 600 s and with it every row not yet
+# packed, so a run still going at the budget's end is killed, status "budget", and none is
+# started after it, "skipped: budget"; a second runner in the same visit: give each its share).
+# Minutes on an H200, estimated (nothing here has run on a GPU yet): the fp32 step at 1024 x
+# 1024 batch 1 measured ~122 ms and grows with the pixels: ~0.5 s at 2048, ~1.1 s at 3072, ~2 s
+# at 4080. pdnn: a run is ~10-15 s of start, plan and algorithm timing, then STEPS steps (a
+# tight cap adds the pinned buffers' allocation and any copy the compute does not hide):
+# ~0.7 min at 1024, ~1.2 at 2048, ~2.2 at 3072 for uncapped and two caps: ~4-4.5 min for the
+# default; SIDES=4080 with two caps ~3.5-4.5 min at STEPS=20. torch: a fresh process per
+# variant, 2 warm-up steps (cuDNN's autotuner: seconds at 1024, tens at 3072) and 3 timed;
+# save_on_cpu copies ~3.6 KB a pixel each way on the compute stream (~60 GB at 4096) into
+# pinned buffers it first allocates: the four variants ~0.7 min at 1024, ~1.4 at 2048, ~2.5 at
+# 3072: ~4.5 min for the default; 4080 alone ~4-5 min. table: seconds.
+# Visits for the study (batch 1, fp32), each one command of the device tool:
+#   PARTS=pdnn                                   (SIDES, CAPS as above)
+#   PARTS=torch                                  (TORCH_SIDES as above)
+#   PARTS=pdnn SIDES="4080 4096" CAPS="4080:32G+38G 4096:110G"
+#   PARTS=torch TORCH_SIDES="4080 4096"
+#   PARTS=torch TORCH_SIDES="5120 5632"          (past where plain fits on 141 GB?)
+#   BATCH=4 PARTS=pdnn SIDES="512 1024 1536" CAPS="512:1.8G+2.9G 1024:3.2G+10G 1536:6G+22G"
+#   BATCH=4 PARTS=torch TORCH_SIDES="512 1024 1536"
+# (batch 4 at side S has batch 1's pixels at 2S and the same uncapped peak, but micro-batches
+# lower its smallest limit: the CPU plan's 0.94/2.41/4.87 GiB at 512/1024/1536.)
+# then the table here over the tarballs' CSVs (above). From side 4096 pdnn's implicit GEMM and
+# direct kernels index an image in 32 bits, so only im2col runs dec1.conv1, with 76 GB of
+# columns (unet-batch1-bound.md): uncapped it may run out of memory; under 110G (the plan's
+# smallest at 4096 was 107.6 GiB) it is the first try of im2col at that size on an H200.
+set -uo pipefail
+source "$(dirname "$0")/../host.sh"
+BUDGET=${BUDGET:-540}
+left() { local l=$((BUDGET - SECONDS)); [ "$BUDGET" = 0 ] && l=0 || [ $l -ge 1 ] || l=1; echo $l; }
+PARTS=${PARTS:-pdnn torch table}
+for part in $PARTS; do
+  case $part in pdnn|torch|table) ;; *) echo "unet-memory: unknown part $part (pdnn, torch, table)" >&2; exit 2 ;; esac
+done
+has() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+csv=$RESULTS/unet_memory.csv
+BATCH=${BATCH:-1}
+PRECISION=${PRECISION:-fp32}
+
+if has pdnn; then
+  need_bin segment || exit 1
+  sides=${SIDES:-1024 2048 3072}
+  plan=${CAPS-1024:3.2G+4G 2048:9G+10G 3072:19G+22G}
+  stage "pdnn: the U-Net at $sides, batch $BATCH, $PRECISION, caps $plan"
+  BIN=$BIN APP=segment BATCH=$BATCH PRECISION=$PRECISION SIDES="$sides" CAPS= PLAN="$plan" \
+    STEPS=${STEPS:-20} TORCH=0 BUDGET=$(left) \
+    PDNN_TIMEOUT=${PDNN_TIMEOUT:-240} OUT="$csv" scripts/bench/bench_memory.sh 2>&1 | grep --line-buffered -v "^epoch"
+fi
+
+if has torch; then  # each variant's line printed as it ends
+  sides=${TORCH_SIDES:-1024 2048 3072}
+  stage "PyTorch: the U-Net at $sides, batch $BATCH, $PRECISION"
+  py scripts/twins/torch_memory_bench.py --model unet --batch "$BATCH" --precision "$PRECISION" \
+    --sides "$(echo $sides | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" --timeout "${TORCH_TIMEOUT:-150}" \
+    --budget "$(left)" \
+    ${TORCH_BENCHMARK_LIMIT:+--benchmark-limit "$TORCH_BENCHMARK_LIMIT"} --out "$csv" 2>&1 |
+    tee -a "$RESULTS/torch_memory.log"
+fi
+
+if has table; then
+  stage "table"
+  inputs=(${TABLE_CSVS:-})
+  [ -f "$csv" ] && inputs+=("$csv")
+  [ ${#inputs[@]} -gt 0 ] || { echo "unet-memory: no CSV for the table ($csv, TABLE_CSVS)" >&2; exit 1; }
+  py scripts/report/memory_table.py "${inputs[@]}" --out "$RESULTS/unet_memory_table.md"
+  py scripts/report/plot_memory.py "${inputs[@]}" --vs-side --out "$RESULTS/unet_memory.png" ||
+    echo "unet-memory: no plot (matplotlib?)"
+fi

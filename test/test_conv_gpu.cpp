@@ -9,6 +9,8 @@
 // Tolerances: test/conv_reference.h. The reference itself is checked on the CPU against the
 // CPU's convolution, so it runs (and is tested) without a GPU.
 #include <cmath>
+#include <cstring>
+#include <utility>
 #include <limits>
 #include <string>
 #include <vector>
@@ -227,9 +229,25 @@ TEST(ConvGpu, Bf16EveryAlgorithmAndPassMatchesTheReference) {
   }
 }
 
+#if PDNN_HAVE_CUDA
+// Byte-for-byte equality of two tensors of E (copied to the host).
+template <class E>
+void expect_same_bits(const Tensor& a, const Tensor& b, Context& ctx, const char* what) {
+  const Tensor ha = a.to(Device::CPU, ctx), hb = b.to(Device::CPU, ctx);
+  ASSERT_EQ(ha.numel(), hb.numel()) << what;
+  EXPECT_EQ(0, std::memcmp(ha.data<E>(), hb.data<E>(), static_cast<size_t>(ha.numel()) * sizeof(E)))
+      << what << ": the 64-bit instantiation differs from the 32-bit one";
+}
+#endif
+
 // The implicit-GEMM forward and backward-weights kernels come in several block tiles, chosen by
 // shape (conv_implicit_tile): each tile forced on every case, fp32 and TF32, the backward-weights
 // with its fused activation (y read beside dy) and its bias gradient, against the reference.
+// Each also in its 64-bit instantiation (what an image of 2^31 elements or more runs:
+// conv_implicit_wide, conv2d_gpu_ws.h), forced: it does the 32-bit one's arithmetic in the same
+// order from 64-bit tap offsets, so its y, dw and db must equal the 32-bit one's bit for bit.
+// (Backward-data has no 64-bit instantiation: a stride-1 one runs this forward over flipped
+// weights, a strided one already takes its planes in 64 bits.) GPU filter: *ImplicitTile*.
 TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
 #if !PDNN_HAVE_CUDA
   GTEST_SKIP() << "needs a CUDA build";
@@ -261,6 +279,18 @@ TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
             bwd_args<float>(in, c, x.data(), nullptr, dy.data(), y.data(), dw.data(), db.data(),
                             nullptr),
             ws, ctx.cuda_exec(), tile);
+        ASSERT_FALSE(cuda::conv_implicit_wide(in.g));  // the runs above: the 32-bit one
+        Tensor y64 = poisoned(y.shape(), G, ctx), dw64 = in.dw0.to(G, ctx), db64 = in.db0.to(G, ctx);
+        cuda::conv2d_implicit_forward(
+            fwd_args<float>(in, c, x.data(), w.data(), b.data(), y64.data()), ctx.cuda_exec(),
+            tile, cuda::ConvIndex::Wide);
+        cuda::conv2d_implicit_backward_weights(
+            bwd_args<float>(in, c, x.data(), nullptr, dy.data(), y.data(), dw64.data(),
+                            db64.data(), nullptr),
+            ws, ctx.cuda_exec(), tile, cuda::ConvIndex::Wide);
+        expect_same_bits<float>(y, y64, ctx, "y");
+        expect_same_bits<float>(dw, dw64, ctx, "dw");
+        expect_same_bits<float>(db, db64, ctx, "db");
         const Tensor yh = y.to(Device::CPU, ctx);
         const testing::ConvReference r = conv_reference(
             in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh, in.dy, in.act);
@@ -506,6 +536,158 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
   EXPECT_EQ(checked, 3 * (9 + 2 * 10));
   EXPECT_EQ(k4s2, 3 * 2 * 10);
   EXPECT_GT(unaligned, 0);
+#endif
+}
+
+
+// bf16's register-staged forward and backward-weights in their 64-bit instantiation, forced on
+// every case, equal to the 32-bit one's bit for bit (as the fp32/TF32 tiles above).
+// GPU filter: *Index64*.
+TEST(ConvGpu, Bf16ImplicitIndex64EqualsIndex32BitForBit) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  using cuda::ConvIndex;
+  const Device G = Device::CUDA;
+  const int sms = ctx.cuda().info().sm_count;
+  int checked = 0;
+  for (const ConvCase& c : kCases) {
+    SCOPED_TRACE(std::string(c.name) + " bf16");
+    Inputs in = inputs_of(c);
+    const Tensor x = testing::to_bf16(in.x, G, ctx), w = testing::to_bf16(in.w, G, ctx),
+                 dy = testing::to_bf16(in.dy, G, ctx), b = in.b.to(G, ctx);
+    const ConvShape shape{in.g, c.n, c.k};
+    Tensor y[2], dw[2], db[2];
+    for (int wide = 0; wide < 2; ++wide) {
+      const ConvIndex index = wide ? ConvIndex::Wide : ConvIndex::Auto;
+      y[wide] = testing::bf16_poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
+      cuda::conv2d_implicit_forward(
+          ConvFwdBf16::of(shape, x.data<bf16>(), w.data<bf16>(), c.bias ? b.data() : nullptr,
+                          y[wide].data<bf16>(), in.act),
+          ctx.cuda_exec(), index);
+      dw[wide] = in.dw0.to(G, ctx);
+      db[wide] = in.db0.to(G, ctx);
+      float* ws =
+          ctx.workspace(G, cuda::conv2d_implicit_bf16_backward_weights_ws(in.g, c.n, c.k, sms));
+      cuda::conv2d_implicit_backward_weights(
+          ConvBwdBf16::of(ConvFwdBf16::of(shape, x.data<bf16>(), w.data<bf16>(), nullptr,
+                                          y[0].data<bf16>(), in.act),
+                          dy.data<bf16>(), dw[wide].data(), c.bias ? db[wide].data() : nullptr,
+                          nullptr),
+          ws, ctx.cuda_exec(), index);
+    }
+    expect_same_bits<bf16>(y[0], y[1], ctx, "y");
+    expect_same_bits<float>(dw[0], dw[1], ctx, "dw");
+    expect_same_bits<float>(db[0], db[1], ctx, "db");
+    ++checked;
+  }
+  EXPECT_EQ(checked, 10);
+#endif
+}
+
+// One image past 2^31 elements on the device: 128 channels of 4100 x 4100 (2.15 G elements,
+// 8.6 GB in fp32, 4.3 GB in bf16), a 3x3 padding-1 forward to one output channel through the
+// implicit GEMM as Auto runs it (the 64-bit instantiation), fp32, TF32 and bf16, checked at
+// sampled output pixels against a double sum at those points only (rows and columns at both
+// ends and between: the last channels' planes start past 2^31). The values are multiples of
+// 1/8 in [-1, 1], exact in TF32 and bf16, so every sum of 1152 products is exact in fp32: the
+// outputs must equal the reference exactly (bf16: rounded once). Needs 40 GiB free on the
+// device, else skipped (an H100 or H200 has it); ~10-20 s, mostly the host filling x.
+// GPU filter: *Index64*.
+TEST(ConvGpu, Index64LargeImageForwardMatchesSampledReference) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  const size_t need = size_t{40} << 30;
+  if (ctx.cuda().free_memory() < need)
+    GTEST_SKIP() << "needs 40 GiB of free device memory, has "
+                 << ctx.cuda().free_memory() / double(size_t{1} << 30) << " GiB";
+  const int64_t C = 128, S = 4100;
+  const ConvGeom g = conv_geom("test", C, S, S, 3, 3, 1, 1, 1, 1);
+  ASSERT_GT(C * S * S, int64_t{1} << 31);
+  ASSERT_TRUE(cuda::conv_implicit_wide(g));
+  // element i of tensor `salt`: a multiple of 1/8 in [-1, 1]
+  auto val = [](uint64_t i, uint64_t salt) {
+    uint64_t z = (i + 1 + (salt << 40)) * 0x9E3779B97F4A7C15ull;
+    z ^= z >> 29;
+    return static_cast<float>(static_cast<int>(z % 17) - 8) / 8.f;
+  };
+  const int64_t total = C * S * S;
+  std::vector<float> wv(static_cast<size_t>(C * 9));
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = val(i, 2);
+  // sampled output pixels: both ends and the middle of rows and columns, and 48 more
+  std::vector<std::pair<int64_t, int64_t>> at;
+  for (int64_t oy : {int64_t{0}, int64_t{1}, S / 2, S - 2, S - 1})
+    for (int64_t ox : {int64_t{0}, S / 2 + 1, S - 1}) at.push_back({oy, ox});
+  for (uint64_t i = 0; i < 48; ++i) {
+    const uint64_t h = (i + 7) * 0xD1B54A32D192ED03ull;
+    at.push_back({static_cast<int64_t>((h >> 20) % S), static_cast<int64_t>((h >> 42) % S)});
+  }
+  std::vector<double> ref;
+  for (const auto& p : at) {
+    double s = 0;
+    for (int64_t ci = 0; ci < C; ++ci)
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t q = 0; q < 3; ++q) {
+          const int64_t iy = p.first - 1 + r, ix = p.second - 1 + q;
+          if (iy < 0 || iy >= S || ix < 0 || ix >= S) continue;
+          s += double(val(static_cast<uint64_t>((ci * S + iy) * S + ix), 1)) *
+               wv[static_cast<size_t>((ci * 3 + r) * 3 + q)];
+        }
+    ref.push_back(s);
+  }
+  const ConvShape shape{g, 1, 1};
+  CUstream_st* stream = ctx.cuda().stream();
+  const int64_t chunk = int64_t{1} << 26;
+  for (bool is_bf16 : {false, true}) {
+    SCOPED_TRACE(is_bf16 ? "bf16" : "fp32 and tf32");
+    const DType dt = is_bf16 ? DType::BF16 : DType::F32;
+    const size_t es = dtype_size(dt);
+    Tensor x = Tensor::empty(Shape{1, C, S, S}, dt, Device::CUDA, ctx);
+    std::vector<float> buf(static_cast<size_t>(chunk));
+    std::vector<bf16> buf16(is_bf16 ? static_cast<size_t>(chunk) : 0);
+    for (int64_t o = 0; o < total; o += chunk) {
+      const int64_t m = std::min(chunk, total - o);
+      for (int64_t i = 0; i < m; ++i) buf[size_t(i)] = val(static_cast<uint64_t>(o + i), 1);
+      if (is_bf16)
+        cpu::cast_to_bf16(m, buf.data(), buf16.data(), CpuExec{1});
+      cuda_copy(static_cast<char*>(x.raw_data()) + o * es, Device::CUDA,
+                is_bf16 ? static_cast<const void*>(buf16.data()) : buf.data(), Device::CPU,
+                static_cast<size_t>(m) * es, stream, true);
+    }
+    Tensor wh(Shape{1, C, 3, 3});
+    for (int64_t i = 0; i < wh.numel(); ++i) wh[i] = wv[size_t(i)];
+    const Tensor w = is_bf16 ? testing::to_bf16(wh, Device::CUDA, ctx) : wh.to(Device::CUDA, ctx);
+    for (bool tf32 : is_bf16 ? std::vector<bool>{false} : std::vector<bool>{false, true}) {
+      ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
+      Tensor y = is_bf16 ? testing::bf16_poisoned(Shape{1, 1, S, S}, Device::CUDA, ctx)
+                         : poisoned(Shape{1, 1, S, S}, Device::CUDA, ctx);
+      if (is_bf16)
+        cuda::conv2d_implicit_forward(
+            ConvFwdBf16::of(shape, x.data<bf16>(), w.data<bf16>(), nullptr, y.data<bf16>()),
+            ctx.cuda_exec());
+      else
+        cuda::conv2d_implicit_forward(ConvFwd::of(shape, x.data(), w.data(), nullptr, y.data()),
+                                      ctx.cuda_exec());
+      const Tensor yh = is_bf16 ? testing::widened(y, ctx) : y.to(Device::CPU, ctx);
+      int bad = 0;
+      for (size_t j = 0; j < at.size(); ++j) {
+        const float want = is_bf16 ? kit::round_bf16(static_cast<float>(ref[j]))
+                                   : static_cast<float>(ref[j]);
+        const float got = yh[at[j].first * S + at[j].second];
+        if (got != want && ++bad <= 5)
+          ADD_FAILURE() << (tf32 ? "tf32" : is_bf16 ? "bf16" : "fp32") << " y[" << at[j].first
+                        << "][" << at[j].second << "] = " << got << ", want " << want;
+      }
+      EXPECT_EQ(bad, 0);
+    }
+  }
 #endif
 }
 

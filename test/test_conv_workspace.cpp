@@ -99,17 +99,66 @@ TEST(ConvWorkspace, UNetLayerAtBatch1NeedsNoColumns) {
   EXPECT_EQ(n.columns_bytes, b.columns);
 }
 
-// Where the implicit GEMM and the direct kernels cannot index an image in 32 bits (128
-// channels of 4096 x 4096: 2^31 elements), im2col alone runs the passes: the least is its
-// columns, 76 GiB, and the code says so rather than pretending otherwise.
-TEST(ConvWorkspace, PastThe32BitKernelsOnlyIm2colRemains) {
+// An image of 2^31 elements or more (dec1.conv1's 128 channels of 4096 x 4096; its 64-channel
+// layers from a side of ~5,800): the implicit GEMM runs it in its 64-bit instantiation
+// (conv_implicit_wide), the direct kernels and im2col (32-bit within an image) are no
+// candidates, so the least is the implicit GEMM's, as at 1024 (its weight gradient's split sums:
+// 64x128 tile, 9 tiles, 58 splits on 132 multiprocessors; 2^20 steps of 16 allow them), no
+// columns are counted, and the plan no longer needs im2col's 76 GiB at 4096.
+TEST(ConvWorkspace, ImagesPast2e31RunTheImplicitGemmIn64Bit) {
+  using cuda::conv_implicit_fits;
+  using cuda::conv_implicit_wide;
   const ConvGeom g = conv3x3(128, 4096);
+  EXPECT_TRUE(conv_implicit_wide(g));
+  EXPECT_TRUE(conv_implicit_fits(g, 1, 64));
+  for (DType dt : {DType::F32, DType::BF16})
+    for (ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights}) {
+      for (const char* policy : {"auto", "own"})
+        EXPECT_EQ(gpu_conv_candidates(pass, g, 1, 64, policy, false, dt),
+                  std::vector<ConvAlgo>{ConvAlgo::Implicit});
+      // forced to an algorithm that cannot run the shape: pdnn's own that can
+      EXPECT_EQ(gpu_conv_candidates(pass, g, 1, 64, "direct", false, dt),
+                std::vector<ConvAlgo>{ConvAlgo::Implicit});
+    }
   const ConvWorkspaceBounds b = gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132);
-  EXPECT_EQ(b.least, b.columns);
-  EXPECT_EQ(b.columns, im2col_bytes(128, 64, int64_t{4096} * 4096));
-  // One multiple of 16 less on each side, and they index it again.
+  EXPECT_EQ(b.least, 58 * 64 * 1153 * 4);
+  EXPECT_EQ(b.most, b.least);  // backward-data's flipped weights (73728 floats) are less
+  EXPECT_EQ(b.columns, 0);
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::BF16, 132).least,
+            58 * 64 * 1153 * 4);
+  Conv2d conv(128, 64, 3, 1, 1);
+  conv.set_mask_dy_in_place(true);
+  const BackwardNeeds n = conv.backward_needs(Shape{1, 128, 4096, 4096}, PlanFor{});
+  EXPECT_EQ(n.workspace_bytes, b.least);
+  EXPECT_EQ(n.columns_bytes, 0);
+  // One multiple of 16 less on each side: the 32-bit instantiation, every algorithm.
   const ConvGeom h = conv3x3(128, 4080);
+  EXPECT_FALSE(conv_implicit_wide(h));
+  EXPECT_EQ(gpu_conv_candidates(ConvPass::Forward, h, 1, 64, "own", false, DType::F32),
+            (std::vector<ConvAlgo>{ConvAlgo::Im2col, ConvAlgo::Implicit, ConvAlgo::Direct}));
   EXPECT_LT(gpu_conv_workspace_bounds(h, 1, 64, Act{}, DType::F32, 132).least, 64 * kMi);
+  // The 64-channel layers: 64 x 5792^2 < 2^31 - 1 <= 64 x 5800^2; at 7680 (the swap bound's
+  // side) 3.8 G elements, still the implicit GEMM's alone.
+  EXPECT_FALSE(conv_implicit_wide(conv3x3(64, 5792)));
+  EXPECT_TRUE(conv_implicit_wide(conv3x3(64, 5800)));
+  const ConvGeom u = conv3x3(64, 7680);
+  EXPECT_EQ(gpu_conv_candidates(ConvPass::BackwardWeights, u, 1, 64, "auto", false, DType::F32),
+            std::vector<ConvAlgo>{ConvAlgo::Implicit});
+  EXPECT_LT(gpu_conv_workspace_bounds(u, 1, 64, Act{}, DType::F32, 132).least, 64 * kMi);
+  // The bound counts a tap's row and column past the last plane: 128 x 4095^2 + 3 x 4095 + 3
+  // < 2^31 - 1 is 32-bit, 46340^2 + 3 x 46340 + 3 (one plane under 2^31) is not.
+  EXPECT_FALSE(conv_implicit_wide(conv3x3(128, 4095)));
+  EXPECT_TRUE(conv_implicit_wide(conv3x3(1, 46340)));
+  // What stays 32-bit: a plane (46341^2 > 2^31 - 1), the batch's pixels, the weights. Past
+  // them nothing column-free is left: im2col alone (which fails there with its own error).
+  const ConvGeom plane = conv3x3(1, 46341);
+  EXPECT_FALSE(conv_implicit_fits(plane, 1, 1));
+  EXPECT_EQ(gpu_conv_candidates(ConvPass::Forward, plane, 1, 1, "auto", false, DType::F32),
+            std::vector<ConvAlgo>{ConvAlgo::Im2col});
+  EXPECT_EQ(gpu_conv_workspace_bounds(plane, 1, 1, Act{}, DType::F32, 132).least,
+            gpu_conv_workspace_bounds(plane, 1, 1, Act{}, DType::F32, 132).columns);
+  EXPECT_FALSE(conv_implicit_fits(conv3x3(64, 2048), 512, 64));  // n*oh*ow = 2^31
+  EXPECT_TRUE(conv_implicit_fits(conv3x3(64, 2048), 511, 64));
 }
 
 // The U-Net's 2x2 stride-2 up-convolution (ConvTranspose2d 128 -> 64 to 1024 x 1024): forward

@@ -893,8 +893,8 @@ std::string workspace_note(const StepMem& m, const MemoryPlan& p, const PlanOpti
   if (sets && least > 0) {
     s += " (set by " + name_of(*sets) + ")";
     if (sets->columns_bytes > 0 && least == sets->columns_bytes)
-      s += ", im2col's columns: nothing else runs all its passes (the implicit GEMM and the "
-           "direct kernels index an image in 32 bits; or im2col forced)";
+      s += ", im2col's columns: nothing else runs all its passes (the implicit GEMM indexes "
+           "a plane and the batch's pixels in 32 bits; or im2col forced)";
   }
   s += ", the fastest algorithms may ask " + format_bytes(most);
   if (o.limit_bytes <= 0) {

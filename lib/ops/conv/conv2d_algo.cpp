@@ -80,11 +80,9 @@ std::string gpu_conv_pass_policy(const std::string& policy, ConvPass pass) {
 
 namespace {
 
-// The implicit-GEMM kernels index within an image in 32 bits (conv2d_implicit_gemm.cu).
-bool implicit_fits(const ConvGeom& g, int64_t n, int64_t k) {
-  return g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX && n * g.oh * g.ow < INT_MAX &&
-         n * g.h * g.w < INT_MAX && k * g.c * g.kh * g.kw < INT_MAX;
-}
+// im2col's kernels (im2col.cu) index a chunk of images in 32 bits, and a chunk is one image
+// at the least.
+bool im2col_fits(const ConvGeom& g) { return g.c * g.h * g.w < INT_MAX; }
 
 bool own_algo(ConvAlgo a) {
   return a == ConvAlgo::Im2col || a == ConvAlgo::Implicit || a == ConvAlgo::Direct;
@@ -96,8 +94,13 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
                                           const std::string& policy, bool have_cudnn,
                                           DType dtype) {
   (void)pass;
-  std::vector<ConvAlgo> all{ConvAlgo::Im2col};
-  if (implicit_fits(g, n, k)) all.push_back(ConvAlgo::Implicit);
+  std::vector<ConvAlgo> all;
+  // The implicit GEMM takes images past 2^31 elements in its 64-bit instantiation
+  // (conv_implicit_fits, conv2d_gpu_ws.h: a plane and n*oh*ow stay under 2^31).
+  if (cuda::conv_implicit_fits(g, n, k)) all.push_back(ConvAlgo::Implicit);
+  // im2col where its kernels can run the shape, or where nothing else is left (its own check
+  // then says why the pass cannot run)
+  if (im2col_fits(g) || all.empty()) all.insert(all.begin(), ConvAlgo::Im2col);
   // the halo-tile kernels (conv2d_direct.cu): 3x3 stride-1 layers in fp32, TF32 and bf16, 4x4
   // stride-2 padding-1 layers in bf16 (over their space-to-depth phases: 4c channels)
   const bool k4s2 = dtype == DType::BF16 && conv4x4s2_applies(g) &&
@@ -128,7 +131,11 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
                                               ConvAlgo forced) {
   ConvWorkspaceBounds b;
   const int64_t f = static_cast<int64_t>(sizeof(float));
-  b.columns = static_cast<int64_t>(cuda_conv_workspace_floats(g, n, k)) * f;
+  // im2col's columns only where it is a candidate (gpu_conv_candidates: none past its 32-bit
+  // indexing while the implicit GEMM runs the shape)
+  b.columns = im2col_fits(g) || !cuda::conv_implicit_fits(g, n, k)
+                  ? static_cast<int64_t>(cuda_conv_workspace_floats(g, n, k)) * f
+                  : 0;
   const bool by_layer =
       forced != ConvAlgo::Auto && forced != ConvAlgo::PerImage && forced != ConvAlgo::Batched;
   for (ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights}) {

@@ -47,11 +47,15 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
 //   least    the largest over the passes of what the pass's candidate asking the least asks:
 //            under auto and own, the implicit GEMM's or the direct kernels' (no columns: their
 //            weights or split sums) wherever one of them runs the pass; im2col's columns where
-//            it alone does (a shape past their 32-bit indexing within an image: 2^31 elements)
-//            or is forced; for cuDNN (forced) what it keeps beside its own algorithm, which it
+//            it alone does (a shape past the implicit GEMM's 32-bit planes or batch pixels,
+//            conv_implicit_fits; images past 2^31 elements run its 64-bit instantiation, and
+//            im2col is no candidate there) or is forced; for cuDNN (forced) what it keeps
+//            beside its own algorithm, which it
 //            picks within what the workspace leaves;
 //   most     the most a candidate may ask (cuDNN at its cap, kCudnnMaxWorkspaceBytes);
-//   columns  im2col's (a chunk's columns and product): a workspace below it leaves im2col out.
+//   columns  im2col's (a chunk's columns and product): a workspace below it leaves im2col out;
+//            0 where im2col is no candidate (an image past its 32-bit indexing that the
+//            implicit GEMM runs).
 // Under a workspace limit the chooser runs only what fits: least is what every pass can be
 // held to, and a workspace between least and most leaves the faster algorithms out.
 // The device memory the chooser allocates beside the workspace while it times a convolution's

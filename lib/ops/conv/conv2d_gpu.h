@@ -63,22 +63,28 @@ void conv2d_act_grad(int64_t total, const bf16* y, const bf16* dy, Act act, bf16
 
 // ---- implicit GEMM (conv2d_implicit_gemm.cu; strided backward-data and the bf16 passes in
 // conv2d_implicit_staged.cu; the block tiles, ConvTile, and the workspace: conv2d_gpu_ws.h) ---
-void conv2d_implicit_forward(const ConvFwd& a, CudaExec e, ConvTile tile = ConvTile::Auto);
-// Strided layers' kernel: dx = (dy through act'(y)) (the dx_act fields are not read).
+// index: Auto runs the 64-bit instantiation only where a shape needs it (conv_implicit_wide,
+// conv2d_gpu_ws.h: an image of 2^31 elements or more); Wide forces it (tests).
+void conv2d_implicit_forward(const ConvFwd& a, CudaExec e, ConvTile tile = ConvTile::Auto,
+                             ConvIndex index = ConvIndex::Auto);
+// Strided layers' kernel: dx = (dy through act'(y)) (the dx_act fields are not read). Its
+// gathers need no 64-bit offsets within an image (one instantiation).
 void conv2d_implicit_backward_data(const ConvBwd& a, CudaExec e);
 // ws: conv2d_implicit_backward_weights_ws() floats (the split-K partial sums; the split is
 // chosen to fill the current device's multiprocessors). With an activation, dy goes through
 // act'(y) as its tiles arrive (y read beside dy).
 void conv2d_implicit_backward_weights(const ConvBwd& a, float* ws, CudaExec e,
-                                      ConvTile tile = ConvTile::Auto);
+                                      ConvTile tile = ConvTile::Auto,
+                                      ConvIndex index = ConvIndex::Auto);
 
 // bf16, all three passes on the register-staged kernel (conv2d_implicit_staged.cu; its tile by
 // M, as its strided backward-data): forward y = act(conv(x, w) + b); backward-data
 // dx = conv^T(act'(y) . dy, w) for any stride (dx_act not applied); backward-weights dw +=,
 // db += with ws = conv2d_implicit_bf16_backward_weights_ws() floats of split partial sums.
-void conv2d_implicit_forward(const ConvFwdBf16& a, CudaExec e);
+void conv2d_implicit_forward(const ConvFwdBf16& a, CudaExec e, ConvIndex index = ConvIndex::Auto);
 void conv2d_implicit_backward_data(const ConvBwdBf16& a, CudaExec e);
-void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e);
+void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e,
+                                      ConvIndex index = ConvIndex::Auto);
 
 // ---- direct, with halo tiles (conv2d_direct.cu): 3x3 stride-1 (conv3x3_applies), and in bf16
 // 4x4 stride-2 padding-1 (conv4x4s2_applies: W5's) as 2x2 stride-1 kernels over the phases --

@@ -2,6 +2,7 @@
 #include "ops/conv/conv2d_gpu_ws.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "ops/conv/direct_taps.h"
 
@@ -18,6 +19,16 @@ const char* conv_tile_name(ConvTile t) {
     case ConvTile::T32x32: return "32x32";
   }
   return "?";
+}
+
+bool conv_implicit_fits(const ConvGeom& g, int64_t n, int64_t k) {
+  const int64_t lim = INT_MAX;
+  return g.h * g.w < lim && g.oh * g.ow < lim && n * g.oh * g.ow < lim && n * g.h * g.w < lim &&
+         k * g.c * g.kh * g.kw < lim && g.kh < 65536 && g.kw < 65536;
+}
+
+bool conv_implicit_wide(const ConvGeom& g) {
+  return g.c * g.h * g.w + g.kh * g.w + g.kw >= INT_MAX;
 }
 
 ConvTile conv_implicit_tile(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k) {

@@ -54,6 +54,20 @@ inline size_t conv2d_act_grad_floats(const ConvGeom& g, int64_t n, int64_t k, Ac
 }
 
 // ---- implicit GEMM ----------------------------------------------------------------------
+// Index arithmetic (conv2d_implicit_gemm.cu, conv2d_implicit_staged.cu): 32-bit within an
+// image, 64-bit image offsets and output addresses. The one within-image offset that passes
+// 2^31 first is an input channel's plane, ci*h*w (in every gather address of x), once an image
+// reaches 2^31 elements (the U-Net's 128-channel concatenation at side 4096, its 64-channel
+// layers from ~5,800): such shapes run the kernels' 64-bit instantiation, whose tap offsets are
+// 64-bit (one wide multiply-add per address), chosen on the host (conv_implicit_wide; Wide
+// forces it, for tests), so the 32-bit instantiation every other shape runs is unchanged.
+// What stays 32-bit in both (conv_implicit_fits): a plane (h*w, oh*ow: < 2^31 up to a side of
+// 46,000), the batch's pixels (n*oh*ow, n*h*w: the product's N or K), the weights (k*c*kh*kw).
+enum class ConvIndex { Auto, Wide };
+bool conv_implicit_fits(const ConvGeom& g, int64_t n, int64_t k);
+// True where a tap's offset within an image (ci*h*w + r*w + q, the forward's x or a stride-1
+// backward-data's dy) may pass 2^31 - 1.
+bool conv_implicit_wide(const ConvGeom& g);
 // The block tiles (outputs a block: rows = the pass's M, output or input channels; columns = N)
 // the forward and backward-weights kernels are built in. Auto: conv_implicit_tile's choice for
 // the shape; tests and apps/bench_conv_gpu force each.

@@ -40,12 +40,18 @@
 // for this pass use atomics and are not). Its bias gradient is summed in the same blocks (those
 // of the first column of tiles), from the shared A tile after the activation, in a fixed order.
 //
-// Index arithmetic: 32-bit within one image and for N, K (checked), 64-bit image offsets, so a
-// batch of any size whose single image and n*oh*ow stay under 2^31 runs (W4 at 1344: 3.7
-// billion elements in a tensor).
+// Index arithmetic: 32-bit within one image and for N, K, 64-bit image offsets, so a batch of
+// any size whose n*oh*ow stays under 2^31 runs (W4 at 1344: 3.7 billion elements in a tensor).
+// An image of 2^31 elements or more (the U-Net at batch 1 from side 4096) runs the 64-bit
+// instantiation (I = int64_t, chosen on the host by conv_implicit_wide, conv2d_gpu_ws.h): only
+// the tap table's offsets, ci*h*w + r*w + q, are 64-bit there (16-byte entries instead of 8,
+// 9 KB more shared memory for the forward's table); every product, plane and count stays 32-bit
+// (h*w < 2^31 up to a side of 46,000; conv_implicit_fits), and the 32-bit instantiation is the
+// same code as before the switch.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/error.h"
 #include "cuda/launch.h"
@@ -98,6 +104,18 @@ enum Pass { kForward, kBackwardWeights };
 // Taps a forward keeps in its shared table (9 KB): W4's widest layer has 128*9 = 1152.
 constexpr int kTapTable = 1152;
 
+// A tap's (offset within the image, r<<16|q) in the tables below: int2, or with 64-bit offsets
+// longlong2 (I = int64_t).
+template <class I>
+using TapEntry = typename std::conditional<sizeof(I) == 8, longlong2, int2>::type;
+template <class I>
+__device__ __forceinline__ TapEntry<I> tap_entry(I off, int rq) {
+  TapEntry<I> t;
+  t.x = off;
+  t.y = rq;
+  return t;
+}
+
 struct Args {
   int n, c, h, w, k, kh, kw, sh, sw, ph, pw, oh, ow;
   int M, N, K;
@@ -114,7 +132,7 @@ struct Args {
 };
 
 // ---- the kernel ---------------------------------------------------------------------------
-template <class T, int PASS, class P, bool MASK>
+template <class T, int PASS, class P, bool MASK, class I>
 __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
   constexpr int BM = T::BM, BN = T::BN, BK = T::BK, STAGES = T::STAGES, THREADS = T::THREADS;
   extern __shared__ __align__(16) float smem[];
@@ -123,7 +141,7 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
   float* Ys = MASK ? Bs + STAGES * T::B_STAGE : nullptr;  // STAGES x [BK][SA]: y beside dy
   // (ci*h*w + r*w + q, r<<16|q) of a tap: forward, of each kk when K fits (else decoded at each
   // copy); backward-weights, of the block's BN columns.
-  __shared__ int2 tap_tab[PASS == kForward ? kTapTable : BN];
+  __shared__ TapEntry<I> tap_tab[PASS == kForward ? kTapTable : BN];
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
@@ -146,8 +164,8 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
     for (int kk = tid; kk < min(a.K, kTapTable); kk += THREADS) {
       const uint32_t ci = a.taps.div(kk), rq = kk - ci * a.taps.d;
       const uint32_t r = a.kw_div.div(rq), q = rq - r * a.kw_div.d;
-      tap_tab[kk] = make_int2(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
-                              static_cast<int>(r << 16 | q));
+      tap_tab[kk] = tap_entry<I>(static_cast<I>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
+                                 static_cast<int>(r << 16 | q));
     }
 #pragma unroll
     for (int u = 0; u < CB; ++u) {
@@ -168,12 +186,12 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
   } else {
     for (int i = tid; i < BN; i += THREADS) {
       const int nn = n0 + i;
-      int2 t = make_int2(0, 0x7fff << 16);  // a column past N: row 32767, out of range
+      TapEntry<I> t = tap_entry<I>(0, 0x7fff << 16);  // a column past N: row 32767, out of range
       if (nn < a.N) {
         const uint32_t ci = a.taps.div(nn), rq = nn - ci * a.taps.d;
         const uint32_t r = a.kw_div.div(rq), q = rq - r * a.kw_div.d;
-        t = make_int2(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
-                      static_cast<int>(r << 16 | q));
+        t = tap_entry<I>(static_cast<I>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
+                         static_cast<int>(r << 16 | q));
       }
       tap_tab[i] = t;
     }
@@ -198,16 +216,17 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
 #pragma unroll
         for (int j = 0; j < BK / RS; ++j) {
           const int kl = tid / NB + j * RS, kb = k0 + kl;
-          int2 t;
+          TapEntry<I> t;
           if (a.K <= kTapTable) {
             t = tap_tab[kb < k_end ? kb : 0];
           } else {
             const uint32_t ci = a.taps.div(kb), rq = kb - ci * a.taps.d;
             const uint32_t r = a.kw_div.div(rq), q = rq - r * a.kw_div.d;
-            t = make_int2(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
-                          static_cast<int>(r << 16 | q));
+            t = tap_entry<I>(static_cast<I>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
+                             static_cast<int>(r << 16 | q));
           }
-          const int iy = col_iy[u] + (t.y >> 16), ix = col_ix[u] + (t.y & 0xffff);
+          const int rq = static_cast<int>(t.y);
+          const int iy = col_iy[u] + (rq >> 16), ix = col_ix[u] + (rq & 0xffff);
           const bool ok = kb < k_end && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
                           static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
           cp_async4(bs + kl * T::SB + tid % NB + u * NB, ok ? a.x + col_off[u] + t.x : a.x, ok);
@@ -235,8 +254,9 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
 #pragma unroll
       for (int i = 0; i < T::RB; ++i) {
         const int nl = crow + i * kRowStep;
-        const int2 t = tap_tab[nl];
-        const int iy = iy0 + (t.y >> 16), ix = ix0 + (t.y & 0xffff);
+        const TapEntry<I> t = tap_tab[nl];
+        const int rq = static_cast<int>(t.y);
+        const int iy = iy0 + (rq >> 16), ix = ix0 + (rq & 0xffff);
         const bool ok = static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
                         static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
         cp_async4(bs + ck * T::SB + nl, ok ? a.x + x_off + t.x : a.x, ok);
@@ -310,10 +330,9 @@ __global__ void __launch_bounds__(T::THREADS) igemm(const Args a) {
 // ---- host side --------------------------------------------------------------------------
 Args args_of(const ConvGeom& g, int64_t n, int64_t k, Act act, int pass) {
   const int64_t taps = g.c * g.kh * g.kw, pixels = n * g.oh * g.ow;
-  PDNN_CHECK(g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX && pixels < INT_MAX &&
-                 k * taps < INT_MAX && g.kh < 65536 && g.kw < 65536,
+  PDNN_CHECK(conv_implicit_fits(g, n, k),
              "implicit-GEMM convolution: %lld images of %lld x %lld x %lld are too large for "
-             "its indexing (an image, and n*oh*ow, under 2^31 elements)", (long long)n,
+             "its indexing (a plane, n*oh*ow and the weights under 2^31 elements)", (long long)n,
              (long long)g.c, (long long)g.h, (long long)g.w);
   (void)pass;
   Args a{};
@@ -328,9 +347,9 @@ Args args_of(const ConvGeom& g, int64_t n, int64_t k, Act act, int pass) {
   return a;
 }
 
-template <class T, int PASS, class P, bool MASK>
+template <class T, int PASS, class P, bool MASK, class I>
 void launch_one(const Args& a, int z, CudaExec e) {
-  auto kernel = igemm<T, PASS, P, MASK>;
+  auto kernel = igemm<T, PASS, P, MASK, I>;
   const size_t smem = T::smem_bytes(MASK);
   // Above 48 KB a kernel must ask for its dynamic shared memory (once per instantiation; not a
   // stream operation, so also fine while a graph is being captured).
@@ -347,18 +366,20 @@ void launch_one(const Args& a, int z, CudaExec e) {
 }
 
 template <class T, int PASS, bool MASK>
-void launch(const Args& a, int z, CudaExec e) {
-  with_precision(e.tf32, [&](auto p) { launch_one<T, PASS, decltype(p), MASK>(a, z, e); });
+void launch(const Args& a, int z, CudaExec e, bool wide) {
+  with_precision(e.tf32, [&](auto p) {
+    with_index(wide, [&](auto i) { launch_one<T, PASS, decltype(p), MASK, decltype(i)>(a, z, e); });
+  });
 }
 
 template <int PASS, bool MASK>
-void launch_tile(ConvTile t, const Args& a, int z, CudaExec e) {
+void launch_tile(ConvTile t, const Args& a, int z, CudaExec e, bool wide) {
   switch (t) {
-    case ConvTile::T128x128: return launch<C128x128, PASS, MASK>(a, z, e);
-    case ConvTile::T64x128: return launch<C64x128, PASS, MASK>(a, z, e);
-    case ConvTile::T32x256: return launch<C32x256, PASS, MASK>(a, z, e);
-    case ConvTile::T32x128: return launch<C32x128, PASS, MASK>(a, z, e);
-    case ConvTile::T32x32: return launch<C32x32, PASS, MASK>(a, z, e);
+    case ConvTile::T128x128: return launch<C128x128, PASS, MASK>(a, z, e, wide);
+    case ConvTile::T64x128: return launch<C64x128, PASS, MASK>(a, z, e, wide);
+    case ConvTile::T32x256: return launch<C32x256, PASS, MASK>(a, z, e, wide);
+    case ConvTile::T32x128: return launch<C32x128, PASS, MASK>(a, z, e, wide);
+    case ConvTile::T32x32: return launch<C32x32, PASS, MASK>(a, z, e, wide);
     case ConvTile::Auto: break;
   }
   PDNN_CHECK(false, "implicit-GEMM convolution: no tile chosen");
@@ -382,7 +403,7 @@ KSplit split_of(ConvTile t, int64_t M, int64_t N, int64_t K) {
 
 }  // namespace
 
-void conv2d_implicit_forward(const ConvFwd& c, CudaExec e, ConvTile tile) {
+void conv2d_implicit_forward(const ConvFwd& c, CudaExec e, ConvTile tile, ConvIndex index) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
   if (n * k * g.oh * g.ow == 0) return;
@@ -392,10 +413,11 @@ void conv2d_implicit_forward(const ConvFwd& c, CudaExec e, ConvTile tile) {
   a.bias = c.b;
   a.out = c.y;
   if (tile == ConvTile::Auto) tile = conv_implicit_tile(ConvPass::Forward, g, n, k);
-  launch_tile<kForward, false>(tile, a, 1, e);
+  launch_tile<kForward, false>(tile, a, 1, e, index == ConvIndex::Wide || conv_implicit_wide(g));
 }
 
-void conv2d_implicit_backward_weights(const ConvBwd& c, float* ws, CudaExec e, ConvTile tile) {
+void conv2d_implicit_backward_weights(const ConvBwd& c, float* ws, CudaExec e, ConvTile tile,
+                                      ConvIndex index) {
   const ConvGeom& g = c.g;
   const int64_t n = c.n, k = c.k;
   if (k * g.c * g.kh * g.kw == 0) return;
@@ -409,10 +431,11 @@ void conv2d_implicit_backward_weights(const ConvBwd& c, float* ws, CudaExec e, C
   a.out = ws;
   a.bias_part = c.db ? ws + static_cast<int64_t>(s.splits) * a.M * a.N : nullptr;
   a.k_chunk = s.k_chunk;
+  const bool wide = index == ConvIndex::Wide || conv_implicit_wide(g);
   if (c.act.kind == FusedAct::None)
-    launch_tile<kBackwardWeights, false>(tile, a, s.splits, e);
+    launch_tile<kBackwardWeights, false>(tile, a, s.splits, e, wide);
   else
-    launch_tile<kBackwardWeights, true>(tile, a, s.splits, e);
+    launch_tile<kBackwardWeights, true>(tile, a, s.splits, e, wide);
   sum_splits(s.splits, a.M, a.N, ws, a.bias_part, c.dw, c.db, e,
              "implicit-GEMM backward-weights sum");
 }

@@ -47,10 +47,18 @@
 // thread loads RA + RB elements (8 + 8 on 128 x 128) with their index arithmetic, which is
 // what limits it at small K (measured on W4/W5 in apps/bench_conv_gpu --precision bf16).
 //
-// Index arithmetic: 32-bit within one image (c*h*w < 2^31, checked), 64-bit image offsets.
+// Index arithmetic: 32-bit within one image, 64-bit image offsets and output addresses. An
+// image of 2^31 elements or more (the U-Net at batch 1 from side 4096) runs the forward and
+// backward-weights in their 64-bit instantiation (I = int64_t, chosen on the host by
+// conv_implicit_wide, conv2d_gpu_ws.h), where x's tap offset, ci*h*w + r*w + q, is 64-bit (the
+// backward-weights' tap table 24-byte entries instead of 16); the 32-bit instantiation is the
+// same code as before the switch. Backward-data has one instantiation: its gathers of dy and
+// its writes of dx already take the channel's plane in 64 bits (ko*oh*ow, (img*c + m)*h*w), and
+// the rest are a plane's or the weights' offsets. What stays 32-bit: conv_implicit_fits.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/error.h"
 #include "cuda/launch.h"
@@ -114,6 +122,24 @@ __device__ __forceinline__ float through_act(float dy, const E* y, int64_t i, Ac
 }
 
 // The product of one block: its sizes, its share of K, and for backward-data its phase.
+// Backward-weights: a tile column's tap, (offset ci*h*w + r*w + q, r, q, valid): int4, or
+// with a 64-bit offset (I = int64_t) TapW.
+struct TapW {
+  long long x;
+  int y, z, w;
+};
+template <class I>
+using TapOf = typename std::conditional<sizeof(I) == 8, TapW, int4>::type;
+template <class I>
+__device__ __forceinline__ TapOf<I> tap_of(I off, int r, int q, int valid) {
+  TapOf<I> t;
+  t.x = off;
+  t.y = r;
+  t.z = q;
+  t.w = valid;
+  return t;
+}
+
 struct Gemm {
   int M, N, K, k_begin, k_end;
   int py, px, r0y, r0x, ty, tx, oy_off, ox_off, hp, wp;  // backward-data phase
@@ -168,7 +194,7 @@ __device__ Gemm gemm_of(const A& a) {
   return g;
 }
 
-template <class T, int PASS, class P>
+template <class T, int PASS, class P, class I>
 __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
     implicit_gemm(const ConvArgsOf<typename P::Data> a) {
   using E = typename P::Data;
@@ -178,7 +204,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
   __shared__ __align__(16) typename P::Elem As[2][BK][T::SA];
   __shared__ __align__(16) typename P::Elem Bs[2][BK][T::SB];
   // backward-weights: each tile column's tap, as (ci*h*w + r*w + q, r, q, valid)
-  __shared__ int4 taps[PASS == kBackwardWeights ? BN : 1];
+  __shared__ TapOf<I> taps[PASS == kBackwardWeights ? BN : 1];
 
   const Gemm g = gemm_of<PASS>(a);
   const int tid = threadIdx.x;
@@ -223,11 +249,11 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
   } else {
     for (int i = tid; i < BN; i += THREADS) {
       const int nn = n0 + i;
-      int4 t = make_int4(0, 0, 0, 0);
+      TapOf<I> t = tap_of<I>(0, 0, 0, 0);
       if (nn < g.N) {
         const uint32_t ci = g.k_a.div(nn), rq = nn - ci * g.k_a.d;
         const uint32_t r = g.k_b.div(rq), q = rq - r * g.k_b.d;
-        t = make_int4(static_cast<int>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
+        t = tap_of<I>(static_cast<I>(ci) * hw + static_cast<int>(r) * a.w + static_cast<int>(q),
                       static_cast<int>(r), static_cast<int>(q), 1);
       }
       taps[i] = t;
@@ -301,7 +327,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
       const E* xb = a.x + base;
 #pragma unroll
       for (int i = 0; i < RB; ++i) {
-        const int4 t = taps[a_m + i * (THREADS / BK)];
+        const TapOf<I> t = taps[a_m + i * (THREADS / BK)];
         const int iy = iy0 + t.y, ix = ix0 + t.z;
         const bool ok = t.w && static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
                         static_cast<unsigned>(ix) < static_cast<unsigned>(a.w);
@@ -322,7 +348,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
             const int iy = bcol_y[u] + static_cast<int>(r), ix = bcol_x[u] + static_cast<int>(q);
             if (static_cast<unsigned>(iy) < static_cast<unsigned>(a.h) &&
                 static_cast<unsigned>(ix) < static_cast<unsigned>(a.w))
-              v = ldg_f32(a.x + bcol_base[u] + static_cast<int>(ci) * hw + iy * a.w + ix);
+              v = ldg_f32(a.x + bcol_base[u] + static_cast<I>(ci) * hw + iy * a.w + ix);
           } else {
             const uint32_t ko = g.k_a.div(kb), t = kb - ko * g.k_a.d;
             const uint32_t rr = g.k_b.div(t), qq = t - rr * g.k_b.d;
@@ -411,21 +437,20 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
 
 template <class E>
 ConvArgsOf<E> args_of(const ConvGeom& g, int64_t n, int64_t k, Act act) {
-  PDNN_CHECK(g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX && n * g.oh * g.ow < INT_MAX &&
-                 n * g.h * g.w < INT_MAX && k * g.c * g.kh * g.kw < INT_MAX,
+  PDNN_CHECK(conv_implicit_fits(g, n, k),
              "implicit-GEMM convolution: an image of %lld x %lld x %lld (or %lld images) is too "
-             "large for its 32-bit indexing", (long long)g.c, (long long)g.h, (long long)g.w,
-             (long long)n);
+             "large for its indexing (a plane, n*oh*ow and the weights under 2^31 elements)",
+             (long long)g.c, (long long)g.h, (long long)g.w, (long long)n);
   ConvArgsOf<E> a{};
   set_conv_geom32(a, g, n, k, act);
   return a;
 }
 
-template <class T, int PASS, class P>
+template <class T, int PASS, class P, class I>
 void launch(const ConvArgsOf<typename P::Data>& a, int M, int N, int z, CudaExec e) {
   const dim3 grid(static_cast<unsigned>((N + T::BN - 1) / T::BN),
                   static_cast<unsigned>((M + T::BM - 1) / T::BM), static_cast<unsigned>(z));
-  implicit_gemm<T, PASS, P><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
+  implicit_gemm<T, PASS, P, I><<<grid, T::THREADS, 0, stream_of(e)>>>(a);
   PDNN_CUDA_LAUNCH_CHECK("implicit-GEMM convolution");
 }
 
@@ -435,13 +460,13 @@ void launch(const ConvArgsOf<typename P::Data>& a, int M, int N, int z, CudaExec
 static_assert(Tile128x128::BN == 128 && Tile64x128::BN == 128 && Tile32x256::BN == 256 &&
                   Tile16x256::BN == 256 && Tile16x256::BK == 16,
               "conv2d_implicit_bf16_backward_weights_split must see the kernels' tiles");
-template <int PASS, class P>
+template <int PASS, class P, class I = int>
 void launch_for(const ConvArgsOf<typename P::Data>& a, int M, int N, int z, CudaExec e) {
   switch (conv2d_implicit_staged_rows(M)) {
-    case 128: return launch<Tile128x128, PASS, P>(a, M, N, z, e);
-    case 64: return launch<Tile64x128, PASS, P>(a, M, N, z, e);
-    case 32: return launch<Tile32x256, PASS, P>(a, M, N, z, e);
-    default: return launch<Tile16x256, PASS, P>(a, M, N, z, e);
+    case 128: return launch<Tile128x128, PASS, P, I>(a, M, N, z, e);
+    case 64: return launch<Tile64x128, PASS, P, I>(a, M, N, z, e);
+    case 32: return launch<Tile32x256, PASS, P, I>(a, M, N, z, e);
+    default: return launch<Tile16x256, PASS, P, I>(a, M, N, z, e);
   }
 }
 
@@ -476,7 +501,7 @@ void conv2d_implicit_backward_data(const ConvBwd& c, CudaExec e) {
 
 void conv2d_implicit_backward_data(const ConvBwdBf16& c, CudaExec e) { backward_data<BF16>(c, e); }
 
-void conv2d_implicit_forward(const ConvFwdBf16& c, CudaExec e) {
+void conv2d_implicit_forward(const ConvFwdBf16& c, CudaExec e, ConvIndex index) {
   const ConvGeom& g = c.g;
   if (c.n * c.k * g.oh * g.ow == 0) return;
   ConvArgsOf<bf16> a = args_of<bf16>(g, c.n, c.k, c.act);
@@ -484,10 +509,13 @@ void conv2d_implicit_forward(const ConvFwdBf16& c, CudaExec e) {
   a.wt = c.w;
   a.bias = c.b;
   a.out = c.y;
-  launch_for<kForward, BF16>(a, a.k, a.n * a.oh * a.ow, 1, e);
+  with_index(index == ConvIndex::Wide || conv_implicit_wide(g), [&](auto i) {
+    launch_for<kForward, BF16, decltype(i)>(a, a.k, a.n * a.oh * a.ow, 1, e);
+  });
 }
 
-void conv2d_implicit_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e) {
+void conv2d_implicit_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e,
+                                      ConvIndex index) {
   const ConvGeom& g = c.g;
   if (c.k * g.c * g.kh * g.kw == 0) return;
   PDNN_CHECK(c.act.kind == FusedAct::None || c.y,
@@ -501,7 +529,9 @@ void conv2d_implicit_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec 
   a.part = ws;
   a.bias_part = c.db ? ws + static_cast<int64_t>(s.splits) * M * N : nullptr;
   a.k_chunk = s.k_chunk;
-  launch_for<kBackwardWeights, BF16>(a, M, N, s.splits, e);
+  with_index(index == ConvIndex::Wide || conv_implicit_wide(g), [&](auto i) {
+    launch_for<kBackwardWeights, BF16, decltype(i)>(a, M, N, s.splits, e);
+  });
   sum_splits(s.splits, M, N, ws, a.bias_part, c.dw, c.db, e,
              "implicit-GEMM backward-weights sum (bf16)");
 }

@@ -142,6 +142,16 @@ void with_precision(bool tf32, F&& f) {
     f(F32{});
 }
 
+// Calls f(int{}) or f(int64_t{}): a kernel's index type for offsets within an image, 64-bit
+// only where a shape needs it (wide), so the 32-bit instantiation stays what it was.
+template <class F>
+void with_index(bool wide, F&& f) {
+  if (wide)
+    f(int64_t{});
+  else
+    f(int{});
+}
+
 // ---- tensor elements as float ----------------------------------------------------------------
 // Through the read-only cache, as __ldg (a bf16 exactly widened).
 __device__ __forceinline__ float ldg_f32(const float* p) { return __ldg(p); }

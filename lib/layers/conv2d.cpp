@@ -139,14 +139,20 @@ BackwardNeeds Conv2d::backward_needs(const Shape& in, const PlanFor& p) const {
   // backward passes of all but im2col put dy through the activation into the workspace first,
   // unless it is done in place (or the next layer folded it).
   const Act in_ws = through_act && !mask_dy_in_place_ ? act_ : Act{};
+  set_gpu_conv_needs(b, g, n, out_ch_, in_ws, p, algo_, weight_.numel(),
+                     has_bias_ ? bias_.numel() : 0);
+  return b;
+}
+
+void set_gpu_conv_needs(BackwardNeeds& b, const ConvGeom& g, int64_t n, int64_t k, Act act,
+                        const PlanFor& p, ConvAlgo forced, int64_t weight_elems,
+                        int64_t bias_elems) {
   const ConvWorkspaceBounds w =
-      gpu_conv_workspace_bounds(g, n, out_ch_, in_ws, p.act, p.gpu_sms, p.conv_policy, algo_);
+      gpu_conv_workspace_bounds(g, n, k, act, p.act, p.gpu_sms, p.conv_policy, forced);
   b.workspace_bytes = w.least;
   b.fast_workspace_bytes = w.most;
   b.columns_bytes = w.columns;
-  b.timing_bytes = gpu_conv_timing_bytes(p.conv_policy, algo_, weight_.numel(),
-                                         has_bias_ ? bias_.numel() : 0);
-  return b;
+  b.timing_bytes = gpu_conv_timing_bytes(p.conv_policy, forced, weight_elems, bias_elems);
 }
 
 void Conv2d::reset_parameters(Rng& rng) {

@@ -13,6 +13,14 @@
 
 namespace pdnn {
 
+// What a convolution's GPU passes ask of the shared workspace, and of the device while the
+// chooser times them, under plan p (ops/conv/conv2d_algo.h: gpu_conv_workspace_bounds,
+// gpu_conv_timing_bytes): the fields of b Conv2d and ConvTranspose2d fill alike. g, n, k: the
+// convolution their passes run; act: dy's activation in the workspace (None: none).
+void set_gpu_conv_needs(BackwardNeeds& b, const ConvGeom& g, int64_t n, int64_t k, Act act,
+                        const PlanFor& p, ConvAlgo forced, int64_t weight_elems,
+                        int64_t bias_elems);
+
 class Conv2d : public Layer {
  public:
   Conv2d(int64_t in_ch, int64_t out_ch, int64_t kernel, int64_t stride = 1, int64_t padding = 0,

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/init.h"
+#include "layers/conv2d.h"
 #include "ops/conv/conv2d_algo.h"
 
 namespace pdnn {
@@ -133,13 +134,8 @@ BackwardNeeds ConvTranspose2d::backward_needs(const Shape& in, const PlanFor& p)
   // up-convolutions: the implicit GEMM runs all three with no columns (backward-data on its
   // strided kernel, no flipped weights), so the least is its weight gradient's split sums;
   // im2col's columns are the size of the output.
-  const ConvWorkspaceBounds w =
-      gpu_conv_workspace_bounds(g, in.n(), in_ch_, Act{}, p.act, p.gpu_sms, p.conv_policy, algo_);
-  b.workspace_bytes = w.least;
-  b.fast_workspace_bytes = w.most;
-  b.columns_bytes = w.columns;
-  b.timing_bytes = gpu_conv_timing_bytes(p.conv_policy, algo_, weight_.numel(),
-                                         has_bias_ ? bias_.numel() : 0);
+  set_gpu_conv_needs(b, g, in.n(), in_ch_, Act{}, p, algo_, weight_.numel(),
+                     has_bias_ ? bias_.numel() : 0);
   return b;
 }
 

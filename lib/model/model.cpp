@@ -15,19 +15,16 @@
 
 namespace pdnn {
 
-// The copy streams of a planned step on the GPU and their events, per executed node: its output
+// The copy stream of a planned step on the GPU and its events, per executed node: its output
 // written (ready), copied out (d2h), its slot free for the copy back (issue), copied back (h2d).
-// Out and back on streams of their own: PCIe runs both directions at once, and on one stream
-// a prefetch queues behind the forward's last copies out. (Measured on an H200, the U-Net at
-// 1024 x 1024, batch 1, under 4G: 142.2 ms either way, so that was not what keeps the step
-// 15% past its plan's: results/scale/unet-batch1-h200/.)
+// (One stream for both directions: a second one for the copies back, tried on an H200 with the
+// U-Net at 1024 x 1024, batch 1, under 4G, gave 142.2 ms either way: results/scale/
+// unet-batch1-h200/.)
 struct CopyLane {
-  CUstream_st* stream = nullptr;  // out (device to host)
-  CUstream_st* back = nullptr;    // back (host to device)
+  CUstream_st* stream = nullptr;
   std::vector<CUevent_st*> ready, d2h, issue, h2d;
   explicit CopyLane(size_t n) : ready(n), d2h(n), issue(n), h2d(n) {
     stream = cuda_stream_create();
-    back = cuda_stream_create();
     for (auto* v : {&ready, &d2h, &issue, &h2d})
       for (CUevent_st*& e : *v) e = cuda_event_create();
   }
@@ -35,7 +32,6 @@ struct CopyLane {
     for (auto* v : {&ready, &d2h, &issue, &h2d})
       for (CUevent_st* e : *v) cuda_event_destroy(e);
     cuda_stream_destroy(stream);
-    cuda_stream_destroy(back);
   }
   CopyLane(const CopyLane&) = delete;
   CopyLane& operator=(const CopyLane&) = delete;
@@ -311,6 +307,7 @@ const Tensor& Model::forward(Context& ctx, const Tensor& x) {
     }
     const size_t k = static_cast<size_t>(order_[i]);
     if (static_cast<int>(i) == tail_) {  // float32, after the output cast (forward's header)
+      if (planned_step_) copies_at(ctx, order_[i]);  // the plan's waits and prefetches here
       MemoryRole role(ctx, "the model's output in float32");
       out32_.resize(out, DType::F32, x.device(), ctx);
       ops::cast(ctx, input_of(i, 0), out32_);
@@ -621,17 +618,15 @@ void Model::copies_at(Context& ctx, int p) {
     size_t i = 0;  // the node of executed index k
     while (order_[i] != static_cast<int>(k)) ++i;
     if (where_[i] != Placement::Offload) continue;
-    // The slot's earlier tenants are done with it once the compute stream gets here, and the
-    // host copy once its copy out is.
+    // The slot's earlier tenants are done with it once the compute stream gets here.
     cuda_event_record_on(lane_->issue[k], compute);
-    cuda_stream_wait_event(lane_->back, lane_->issue[k]);
-    cuda_stream_wait_event(lane_->back, lane_->d2h[k]);
+    cuda_stream_wait_event(lane_->stream, lane_->issue[k]);
     const Tensor h = host_copy_[i].slice(0, shapes_[i]);
     Tensor dst = arena_.slice(layout_.back_offset[k], shapes_[i]);
-    cuda_copy(dst.raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(), lane_->back,
+    cuda_copy(dst.raw_data(), Device::CUDA, h.raw_data(), Device::CPU, h.nbytes(), lane_->stream,
               false);
     ctx.count_transfer(Device::CUDA, Device::CPU, h.nbytes());
-    cuda_event_record_on(lane_->h2d[k], lane_->back);
+    cuda_event_record_on(lane_->h2d[k], lane_->stream);
     prefetched_[k] = 1;
   }
 }

@@ -11,6 +11,13 @@
 
 namespace pdnn {
 
+// The GPU's caching allocator (cuda/allocator.cpp) hands out blocks of a multiple of this, an
+// empty tensor one block: what a memory plan counts for a tensor of `bytes`.
+constexpr int64_t kDeviceBlockBytes = 512;
+constexpr int64_t device_block_bytes(int64_t bytes) {
+  return ((bytes > 1 ? bytes : 1) + kDeviceBlockBytes - 1) / kDeviceBlockBytes * kDeviceBlockBytes;
+}
+
 // What an allocator has done, for tests and the run header ("after the first step no
 // cudaMalloc happens").
 struct AllocStats {

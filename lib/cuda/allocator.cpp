@@ -24,7 +24,7 @@ namespace pdnn {
 
 namespace {
 
-constexpr size_t kRound = 512;          // every block a multiple of this (cudaMalloc's is 256)
+constexpr size_t kRound = kDeviceBlockBytes;  // every block a multiple of this (cudaMalloc's: 256)
 constexpr size_t kSlack = size_t{1} << 20;  // reuse a cached block up to 2x + 1 MiB the request
 
 class CachingAllocator final : public Allocator {

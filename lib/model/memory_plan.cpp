@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "layers/merge.h"
 #include "model/model.h"
@@ -1158,7 +1159,7 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
     m.params.push_back(ParamMem{static_cast<int>(j), static_cast<int>(owner[j]), params[j].name,
                                 params[j].value->numel() * f});
   // A block of the caching allocator is a multiple of 512 bytes.
-  auto block = [](int64_t bytes) { return (std::max<int64_t>(bytes, 1) + 511) / 512 * 512; };
+  auto block = device_block_bytes;
   const std::vector<Shape> shapes = model.node_shapes(in);
   int64_t timing = 0;  // the chooser's scratch at the first step, the largest layer's
   for (size_t i = 0; i < model.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/cuda_state.h"
 #include "core/error.h"
 #include "layers/conv2d.h"
@@ -249,7 +250,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     }
     if (eval_batch > 0) {  // the evaluation's batch on the device, its loss's buffers
       const int64_t e = eval_batch, f = static_cast<int64_t>(sizeof(float));
-      auto block = [](int64_t b) { return (std::max<int64_t>(b, 1) + 511) / 512 * 512; };
+      auto block = device_block_bytes;
       // The logits of one row, and its labels: one, or one per pixel of a map (N,K,H,W).
       const Shape out = model.output_shape(batch.with_n(1));
       const int64_t classes = out.numel(), labels = out.numel() / (out.rank() >= 2 ? out[1] : 1);

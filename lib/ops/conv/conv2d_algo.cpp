@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/allocator.h"
 #include "core/cuda_state.h"
 #include "core/error.h"
 #include "ops/conv/conv2d_3x3.h"
@@ -66,8 +67,8 @@ int64_t gpu_conv_timing_bytes(const std::string& policy, ConvAlgo forced, int64_
   if (forced != ConvAlgo::Auto) return 0;
   const std::string pp = gpu_conv_pass_policy(policy, ConvPass::BackwardWeights);
   if (pp != "auto" && pp != "own") return 0;
-  auto block = [](int64_t bytes) { return (bytes + 511) / 512 * 512; };
-  return block(weight_elems * 4) + (bias_elems > 0 ? block(bias_elems * 4) : 0);
+  return device_block_bytes(weight_elems * 4) +
+         (bias_elems > 0 ? device_block_bytes(bias_elems * 4) : 0);
 }
 
 std::string gpu_conv_pass_policy(const std::string& policy, ConvPass pass) {

@@ -581,6 +581,54 @@ TEST(GraphMemoryPlan, UNetAtBatch1PlansNoColumnBuffer) {
   EXPECT_NE(u.find("without a limit the plan counts the least"), std::string::npos) << u;
 }
 
+// Without a limit each convolution keeps its forward's columns for backward at batch 1 (the
+// paper's U-Net at 1024 x 1024: 18.5 GiB of columns beside a 5.3 GiB step; at 3072 the
+// uncapped run asked 203 GiB of an H200's 140 and ran out of memory at its first step). The
+// run checks that count against the device first: past 98% of it, the step is planned under
+// that instead, columns dropped; within it, nothing changes.
+TEST(GraphMemoryPlan, AnUncappedStepPastTheDeviceIsPlannedUnderIt) {
+  Model m = make_unet(UNetOptions{});  // base 64, depth 4
+  auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
+  const Shape in{1, 3, 1024, 1024};
+  auto describe = [&](int64_t rows) { return describe_step(m, in.with_n(rows), opt.get(), 25000.0, 1); };
+  const StepMem kept = describe(1);
+  int64_t columns = 0;
+  for (const LayerMem& l : kept.layers) columns += l.scratch_bytes;
+  EXPECT_GT(columns, int64_t{18} << 30);  // every convolution's columns, kept
+  int64_t most = 0;
+  const int64_t roomy = device_limit_for_uncapped(kept, int64_t{141} << 30, &most);
+  EXPECT_EQ(roomy, 0) << "an H200 holds it: the run goes on as it is";
+  const int64_t least_ws = [&] {
+    int64_t w = 0;
+    for (const LayerMem& l : kept.layers) w = std::max(w, l.workspace_bytes);
+    return w;
+  }();
+  const int64_t keep_peak = plan_memory(kept, PlanOptions{}).peak_bytes;
+  EXPECT_GT(most, keep_peak);  // and the fastest algorithms' workspace past the least
+  EXPECT_GT(most, columns + least_ws);
+  // Just past it, and just within it (98% of the device).
+  EXPECT_EQ(device_limit_for_uncapped(kept, most / 49 * 50 + 4096), 0);
+  const int64_t device = most / 49 * 50 - (int64_t{1} << 20);
+  const int64_t limit = device_limit_for_uncapped(kept, device);
+  EXPECT_EQ(limit, device / 50 * 49);
+  EXPECT_LT(limit, most);
+  // A 16 GiB GPU: planned under 15.68 GiB, where the step fits once the columns go (as
+  // plan_step_memory sets a capped run's convolutions).
+  const int64_t small = device_limit_for_uncapped(kept, int64_t{16} << 30);
+  ASSERT_EQ(small, (int64_t{16} << 30) / 50 * 49);
+  for (size_t i = 0; i < m.size(); ++i)
+    if (auto* c = dynamic_cast<Conv2d*>(&m.layer(i))) {
+      c->set_mask_dy_in_place(true);
+      c->set_keep_columns(false);
+    }
+  PlanOptions o;
+  o.limit_bytes = small;
+  const MemoryPlan p = plan_training_step(describe, 1, o);
+  EXPECT_TRUE(p.fits) << format_plan(describe(1), p, o);
+  EXPECT_LE(p.peak_bytes, small);
+  for (const SavedPlan& sp : p.saved) EXPECT_EQ(sp.where, Placement::Keep);  // nothing moves
+}
+
 // W4 at 32x32, batch 4: what the real layers say they keep.
 TEST(MemoryPlan, DescribesW4FromTheModel) {
   Sequential model = make_caltech_model(32, 6);

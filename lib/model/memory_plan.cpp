@@ -814,6 +814,14 @@ MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& descri
   return best;
 }
 
+int64_t device_limit_for_uncapped(const StepMem& m, int64_t device_bytes, int64_t* most) {
+  const MemoryPlan keep = plan_memory(m, PlanOptions{});
+  const int64_t bytes = keep.peak_bytes + max_workspace(m) - min_workspace(m);
+  if (most) *most = bytes;
+  const int64_t usable = device_bytes / 50 * 49;
+  return bytes > usable ? usable : 0;
+}
+
 void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
   if (p.fits) return;
   PDNN_FAIL("%s %s: the training step does not fit; the smallest limit it fits under is %s "

@@ -246,6 +246,16 @@ MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
                          const PlanOptions& o, const std::vector<char>& argmax_again = {},
                          const std::vector<int>& host_state = {});
 
+// Without a limit a step runs as its layers default to (every convolution keeping its
+// forward's columns where it can, the algorithms free to take the fastest's workspace): at
+// most the plan without a limit's peak plus what the fastest algorithms may ask past the
+// least. Where that is more than the device's `device_bytes` (the U-Net at batch 1 from 3072 x
+// 3072 on an H200: its columns alone are 160 GiB), the step is planned under the device's
+// memory instead: the limit for it (98% of device_bytes: the driver's pages and the caching
+// allocator's rounding keep the rest), or 0 where the step fits as it is; most (optional):
+// the uncapped step's bytes counted so.
+int64_t device_limit_for_uncapped(const StepMem& m, int64_t device_bytes, int64_t* most = nullptr);
+
 // Throws pdnn::Error, before anything trains, when the plan does not fit: "<flag> <limit>:
 // the step needs at least <min> ...".
 void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag);

@@ -187,26 +187,12 @@ int count_moved(const MemoryPlan& p, Placement where) {
 
 bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
                       const RunConfig& cfg, int64_t eval_batch, MemoryPlan* plan) {
-  if (!cfg.memory_plan && cfg.gpu_memory_limit <= 0) return false;
   const bool gpu = ctx.has_cuda();
-  const bool capped = cfg.gpu_memory_limit > 0;
+  if (!cfg.memory_plan && cfg.gpu_memory_limit <= 0 && !gpu) return false;
   const double rate = gpu ? kGpuGflops : kCpuGflopsPerThread * ctx.threads();
-  // Under a limit, convolutions put dy through their activation in place (on the GPU: no
-  // algorithm then needs a copy of it in the workspace; the CPU's backward ignores it, and a
-  // plan made there counts the GPU's step), and keep no columns for backward.
-  if (capped)
-    for (size_t i = 0; i < model.size(); ++i)
-      if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) {
-        c->set_mask_dy_in_place(true);
-        c->set_keep_columns(false);
-      }
   PlanOptions o;
   o.limit_bytes = cfg.gpu_memory_limit;
-  const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
-  o.h2d_gb_s = gpu ? bw.h2d_gb_s : kAssumedCopyGbS;
-  o.d2h_gb_s = gpu ? bw.d2h_gb_s : kAssumedCopyGbS;
-  o.device_gb_s = gpu ? measure_device_gb_s(ctx) : kAssumedDeviceGbS;
-  o.host_update_gb_s = gpu && capped ? measure_host_update_gb_s(ctx) : kCpuUpdateGbS;
+  o.device_gb_s = kAssumedDeviceGbS;  // (measured below where a plan is made)
   // What the process holds outside the allocator (cuDNN's handle made first when it may be
   // used); the measurements' buffers given back.
   int64_t context = 0;
@@ -223,11 +209,6 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   const std::string policy = gpu ? ctx.tuning().policy() : cfg.conv_algo;
   const bool measured = !cfg.layer_times.empty();
   StepMem timed;  // the profile's times, at the whole batch
-  if (measured) {
-    timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision(), 1, sms,
-                          policy);
-    read_layer_times(timed, cfg.layer_times);
-  }
   // The step shell's staging buffers hold the batch a second time (train/step_shell.h).
   const int batch_copies = gpu && cfg.overlap_batch_copy ? 2 : 1;
   auto describe = [&](int64_t rows) {
@@ -259,6 +240,45 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     }
     return m;
   };
+  // Without a limit, a step that may not fit the GPU as its layers run it by default (every
+  // convolution keeping its columns: the U-Net at batch 1 from 3072 x 3072 on an H200) is
+  // planned under the device's memory, as if the flag had said it; one that fits runs as it is.
+  if (gpu && o.limit_bytes <= 0) {
+    const int64_t device = static_cast<int64_t>(ctx.cuda().info().total_memory);
+    int64_t most = 0;
+    o.limit_bytes = device_limit_for_uncapped(describe(n), device, &most);
+    if (o.limit_bytes > 0) {
+      std::printf("memory: without a limit this training step may take up to %s (every "
+                  "convolution keeping its columns for backward, the fastest algorithms' "
+                  "workspace), past the GPU's %s: it is planned under %s instead "
+                  "(--gpu-memory-limit sets the limit)\n",
+                  format_bytes(most).c_str(), format_bytes(device).c_str(),
+                  format_bytes(o.limit_bytes).c_str());
+      std::fflush(stdout);
+    }
+  }
+  if (!cfg.memory_plan && o.limit_bytes <= 0) return false;
+  const bool capped = o.limit_bytes > 0;
+  // Under a limit, convolutions put dy through their activation in place (on the GPU: no
+  // algorithm then needs a copy of it in the workspace; the CPU's backward ignores it, and a
+  // plan made there counts the GPU's step), and keep no columns for backward.
+  if (capped)
+    for (size_t i = 0; i < model.size(); ++i)
+      if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) {
+        c->set_mask_dy_in_place(true);
+        c->set_keep_columns(false);
+      }
+  const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
+  o.h2d_gb_s = gpu ? bw.h2d_gb_s : kAssumedCopyGbS;
+  o.d2h_gb_s = gpu ? bw.d2h_gb_s : kAssumedCopyGbS;
+  o.device_gb_s = gpu ? measure_device_gb_s(ctx) : kAssumedDeviceGbS;
+  o.host_update_gb_s = gpu && capped ? measure_host_update_gb_s(ctx) : kCpuUpdateGbS;
+  if (gpu) ctx.allocator(Device::CUDA)->trim();
+  if (measured) {
+    timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision(), 1, sms,
+                          policy);
+    read_layer_times(timed, cfg.layer_times);
+  }
   const MemoryPlan p = plan_training_step(describe, n, o);
   if (plan) *plan = p;
   const StepMem m = describe(p.micro_batches > 1 ? p.micro_rows : n);
@@ -277,6 +297,12 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     std::fflush(stdout);
   }
   if (!capped) return true;
+  if (!cfg.gpu_memory_limit && !p.fits)
+    PDNN_FAIL("the training step does not fit the GPU (planned under %s, 98%% of its memory): "
+              "the smallest limit it fits under is %s (with every output offloaded or recomputed "
+              "where it can be, every pool's argmax found again, the optimizer state on the host "
+              "and the batch in as many micro-batches as helps): lower --batch or --size",
+              format_bytes(o.limit_bytes).c_str(), format_bytes(p.min_limit_bytes).c_str());
   require_fits(p, o, "--gpu-memory-limit");
   apply_memory_plan(ctx, model, opt, m, p, o.state_chunk_bytes);
   // On the GPU, the workspace at the plan's budget, now, and never past it (the CPU's kernels
@@ -303,7 +329,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   std::fflush(stdout);
   if (gpu)
     ctx.allocator(Device::CUDA)
-        ->set_limit(static_cast<size_t>(std::max<int64_t>(cfg.gpu_memory_limit - context, 0)));
+        ->set_limit(static_cast<size_t>(std::max<int64_t>(o.limit_bytes - context, 0)));
   return true;
 }
 

@@ -8,7 +8,11 @@
 // host's optimizer update are measured on the GPU; the CUDA context's own memory (driver,
 // kernel images, cuBLAS's and cuDNN's handles) is measured once, after a warm-up.
 //
-// Without a limit nothing changes. Under one the model carries the plan out: the optimizer's
+// Without a limit nothing changes, unless the step may not fit the GPU as its layers run it
+// by default (every convolution keeping its forward's columns for backward, the fastest
+// algorithms' workspace: device_limit_for_uncapped): then it is planned under 98% of the
+// device's memory, as if --gpu-memory-limit had said it, and a line says so. Under a limit the
+// model carries the plan out: the optimizer's
 // state placed first (on the device, or in pinned host memory where the plan offloads it:
 // Optimizer::place_state), the shared workspace allocated at the plan's budget and capped
 // there (an algorithm that would need more is left out), outputs and gradients in one buffer
@@ -31,7 +35,8 @@
 
 namespace pdnn {
 
-// Does nothing (returns false) unless cfg asks for a plan or a limit. batch: the training
+// Does nothing (returns false) unless cfg asks for a plan or a limit, or the step may not fit
+// the GPU without one (above). batch: the training
 // batch's input shape (N, ...); eval_batch: the rows of the evaluation's batches (0: no
 // evaluation in this run, e.g. --steps).
 // plan (optional): the plan made.

@@ -36,13 +36,13 @@ Each (variant, side) runs in a fresh process (an out-of-memory error, or the cac
 allocator's state after one, must not spill into the next): a child forked from this one after
 it has imported torch, before any CUDA call, so that each pays for its own CUDA context,
 allocator and autotuner but not for the import (6 s on the 2-core CI machine; the GPU host's not measured). A step's time is timed alone
-(synchronised before and after); the median over --steps steps after 2 warm-up steps, with min
+(synchronised before and after); the median over --steps steps after --warmup (2) untimed ones, with min
 and max. Peak memory: torch.cuda.max_memory_allocated() (tensors) and max_memory_reserved()
 (what the caching allocator held) over the timed steps, in GiB. A run that does not fit writes
 status "oom" and empty times. Memory grows with the side, so once a variant runs out of memory,
 fails (status "error", the reason printed: e.g. a tensor past a kernel's 32-bit indexing) or
 runs past its time at one side, its larger sides are not tried: status "skipped: oom at N".
---timeout bounds each process (cuDNN's autotuner, in the 2 warm-up steps, is the slow part at
+--timeout bounds each process (cuDNN's autotuner, in the warm-up steps, is the slow part at
 large sides; save_on_cpu's copies the other): a run past it is killed, status "timeout", and
 the whole table fits one command of a lent GPU (issue 33). --budget bounds the whole command
 (a GPU visit's command is killed at 10 minutes, and with it every row not yet packed): a run
@@ -138,6 +138,16 @@ def variant_loss(torch, forward, variant, x, y, bf16=False, pin_memory=True):
         return torch.nn.functional.cross_entropy(forward(x, variant.startswith("checkpoint")), y)
 
 
+def autotuner_note(a):
+    """How cuDNN picked the algorithms, for the row's versions: a table must say it when it
+    is not the autotuner at PyTorch's default limit."""
+    if a.device != "cuda":
+        return ""
+    if a.cudnn_benchmark == "off":
+        return ", cudnn.benchmark off"
+    return "" if a.benchmark_limit is None else ", cudnn.benchmark_limit %d" % a.benchmark_limit
+
+
 def run_one(a, variant, side):
     """One (variant, side) in this process: a dict for the row, with the seconds its parts took
     (import, model, warm-up steps, timed steps)."""
@@ -149,13 +159,15 @@ def run_one(a, variant, side):
         torch_gpu_bench.set_precision(torch, a.precision)
         if a.benchmark_limit is not None:  # how many algorithms the autotuner times per shape
             torch.backends.cudnn.benchmark_limit = a.benchmark_limit
+        if a.cudnn_benchmark == "off":  # PyTorch's own default: cuDNN's heuristics, no timing
+            torch.backends.cudnn.benchmark = False
     dev = torch.device(a.device)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     torch.manual_seed(1)
     out = {"gpu": torch.cuda.get_device_name(0) if cuda else "",
            "versions": "torch %s" % torch.__version__ + (
                ", CUDA %s, cuDNN %s" % (torch.version.cuda, torch.backends.cudnn.version())
-               if cuda else "")}
+               if cuda else "") + autotuner_note(a)}
     parts = {"import_s": time.perf_counter() - t_start}
     out["parts"] = parts
     bf16 = a.precision == "bf16"
@@ -176,7 +188,7 @@ def run_one(a, variant, side):
             opt.step()
 
         t0 = time.perf_counter()
-        for _ in range(2):
+        for _ in range(a.warmup):
             step()
         sync()
         parts["warmup_s"] = time.perf_counter() - t0
@@ -261,7 +273,7 @@ def main():
                     help="fp32 (TF32 off), tf32, bf16 (autocast + channels_last)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                     help="cpu: the machinery's check (fp32, no peaks)")
-    ap.add_argument("--steps", type=int, default=5, help="timed steps after 2 warm-up ones")
+    ap.add_argument("--steps", type=int, default=5, help="timed steps after the warm-up ones")
     ap.add_argument("--timeout", type=float, default=0,
                     help="seconds each (variant, side) process may take (0: no limit)")
     ap.add_argument("--budget", type=float, default=0,
@@ -271,6 +283,11 @@ def main():
                     help="torch.backends.cudnn.benchmark_limit: the algorithms cuDNN's autotuner "
                          "times per shape (default: PyTorch's, 10; 0: all): bounds its time; a "
                          "table made with it says the value")
+    ap.add_argument("--cudnn-benchmark", choices=["on", "off"], default="on",
+                    help="on: cuDNN's autotuner times the algorithms at each new shape (minutes "
+                         "at the U-Net's large sides); off: PyTorch's default, cuDNN's "
+                         "heuristics pick them; the row's versions say off")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps before the timed ones")
     ap.add_argument("--out", default="runs/scale/memory_r2.csv")
     a = ap.parse_args()
     me = "torch_memory_bench.py"

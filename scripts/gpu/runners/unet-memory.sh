@@ -35,6 +35,9 @@
 # STEPS (20: pdnn's first block of 10 times the algorithms and is left out, the second is the
 # measure; 12 makes it a block of 2), TORCH_STEPS (3), PDNN_TIMEOUT (240 s), TORCH_TIMEOUT (150
 # s), TORCH_BENCHMARK_LIMIT (cuDNN's autotuner's algorithms per shape; PyTorch's default),
+# TORCH_CUDNN_BENCHMARK (on; off: PyTorch's default, cuDNN's heuristics: the autotuner took
+# 37-43 s of warm-up a variant at 1024 and 130-141 s at 2048 on an H200, and with a limit of 1
+# it picked algorithms 2-8x slower), TORCH_WARMUP (2), TORCH_VARIANTS (all four),
 # APP_ARGS (more segment flags), BUDGET (540 s, 0: none: the runner's parts together, counted
 # from its start; the device tool kills a command at 600 s and with it every row not yet
 # packed, so a run still going at the budget's end is killed, status "budget", and none is
@@ -92,7 +95,9 @@ if has torch; then  # each variant's line printed as it ends
   py scripts/twins/torch_memory_bench.py --model unet --batch "$BATCH" --precision "$PRECISION" \
     --sides "$(echo $sides | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" --timeout "${TORCH_TIMEOUT:-150}" \
     --budget "$(left)" \
-    ${TORCH_BENCHMARK_LIMIT:+--benchmark-limit "$TORCH_BENCHMARK_LIMIT"} --out "$csv" 2>&1 |
+    ${TORCH_BENCHMARK_LIMIT:+--benchmark-limit "$TORCH_BENCHMARK_LIMIT"} \
+    ${TORCH_CUDNN_BENCHMARK:+--cudnn-benchmark "$TORCH_CUDNN_BENCHMARK"} \
+    ${TORCH_WARMUP:+--warmup "$TORCH_WARMUP"} ${TORCH_VARIANTS:+--variants "$TORCH_VARIANTS"} --out "$csv" 2>&1 |
     tee -a "$RESULTS/torch_memory.log"
 fi
 

@@ -129,12 +129,14 @@ struct Choice {
   std::vector<Placement> where;  // per executed layer
   std::vector<char> again;       // per executed layer: its argmax found again in backward
   std::vector<char> off;         // per m.params entry: its optimizer state on the host
+  std::vector<char> waits;       // per executed layer, offloaded: its copies not overlapped
 };
 
 Choice keep_choice(const Walk& w) {
   return Choice{std::vector<Placement>(static_cast<size_t>(w.L), Placement::Keep),
                 std::vector<char>(static_cast<size_t>(w.L), 0),
-                std::vector<char>(w.m.params.size(), 0)};
+                std::vector<char>(w.m.params.size(), 0),
+                std::vector<char>(static_cast<size_t>(w.L), 0)};
 }
 
 struct Sim {
@@ -197,6 +199,7 @@ void fill_uses(const Walk& w, const Choice& c, Sim& s, std::vector<int>& out_las
     sp.saved_bytes = uses.empty() ? 0 : l.out_bytes;
     sp.first_bwd_use = uses.empty() ? -1 : *std::min_element(uses.begin(), uses.end());
     sp.last_bwd_use = uses.empty() ? -1 : *std::max_element(uses.begin(), uses.end());
+    sp.waits = sp.where == Placement::Offload && c.waits[static_cast<size_t>(k)];
   }
 }
 
@@ -219,8 +222,8 @@ void schedule_prefetch(const Walk& w, const Choice& c, const PlanOptions& o,
     auto done_from = [&](int q) {
       return std::max({est[static_cast<size_t>(q)], h2d_busy, d2h_done[static_cast<size_t>(k)]}) + t;
     };
-    int q = sp.first_bwd_use - 1;
-    while (q > sp.last_fwd_use + 1 && done_from(q) > need) --q;
+    int q = sp.first_bwd_use - (sp.waits ? 0 : 1);
+    while (!sp.waits && q > sp.last_fwd_use + 1 && done_from(q) > need) --q;
     sp.back_at = q;
     h2d_busy = done_from(q);
   }
@@ -255,7 +258,7 @@ void add_layer_memory(const Walk& w, const std::vector<int>& out_last,
   // Offload: on the device until its copy out is done (through the position it finishes in;
   // a later buffer there waits for that copy), and again from the prefetch's issue on.
   int gone = sp.last_fwd_use;
-  for (int p = 0; p < P; ++p)
+  for (int p = 0; p < P && !sp.waits; ++p)
     if (s.start[static_cast<size_t>(p)] < d2h_done[static_cast<size_t>(k)]) gone = std::max(gone, p);
   sp.dropped_after = gone;
   s.host += sp.saved_bytes;
@@ -380,15 +383,21 @@ Sim simulate(const Walk& w, const Choice& c, const PlanOptions& o) {
   std::vector<double> d2h_done(static_cast<size_t>(L), 0.0), h2d_done(static_cast<size_t>(L), 0.0);
   double t = 0, d2h_busy = 0, h2d_busy = 0;
   for (int p = 0; p < P; ++p) {
-    for (int k : order)
-      if (s.saved[static_cast<size_t>(k)].first_bwd_use == p) t = std::max(t, h2d_done[static_cast<size_t>(k)]);
-    s.start[static_cast<size_t>(p)] = t;
+    // (A copy in issued here, at its first use, is one the backward then waits for; an
+    // offload without overlap frees its slot after its last forward use, so the position
+    // after waits for its copy out.)
     for (int k : order)
       if (s.saved[static_cast<size_t>(k)].back_at == p) {
         h2d_busy = std::max({t, h2d_busy, d2h_done[static_cast<size_t>(k)]}) +
                    copy_ms(s.saved[static_cast<size_t>(k)].saved_bytes, o.h2d_gb_s);
         h2d_done[static_cast<size_t>(k)] = h2d_busy;
       }
+    for (int k : order) {
+      const SavedPlan& sp = s.saved[static_cast<size_t>(k)];
+      if (sp.first_bwd_use == p) t = std::max(t, h2d_done[static_cast<size_t>(k)]);
+      if (sp.waits && sp.last_fwd_use + 1 == p) t = std::max(t, d2h_done[static_cast<size_t>(k)]);
+    }
+    s.start[static_cast<size_t>(p)] = t;
     t += cost[static_cast<size_t>(p)];
     s.end[static_cast<size_t>(p)] = t;
     if (p < L && c.where[static_cast<size_t>(p)] == Placement::Offload) {
@@ -444,9 +453,9 @@ bool off_allowed(const Walk& w, const Choice& c, const PlanOptions& o, size_t j)
 }
 
 // Every layer that can leave the device does: recomputed where allowed (prefer_recompute),
-// else offloaded; every argmax found again, every optimizer state on the host. The floor under
-// which no plan of this kind goes.
-Choice release_all(const Walk& w, const PlanOptions& o, bool prefer_recompute) {
+// else offloaded (without overlap: waits); every argmax found again, every optimizer state on
+// the host. The floor under which no plan of this kind goes.
+Choice release_all(const Walk& w, const PlanOptions& o, bool prefer_recompute, bool waits) {
   Choice c = keep_choice(w);
   for (int k = 0; k < w.L; ++k)
     if (again_allowed(w, c, o, k)) c.again[static_cast<size_t>(k)] = 1;
@@ -457,7 +466,7 @@ Choice release_all(const Walk& w, const PlanOptions& o, bool prefer_recompute) {
     if (prefer_recompute && allowed(w, c, s, k, Placement::Recompute))
       c.where[static_cast<size_t>(k)] = Placement::Recompute;
     else if (allowed(w, c, s, k, Placement::Offload))
-      c.where[static_cast<size_t>(k)] = Placement::Offload;
+      c.where[static_cast<size_t>(k)] = Placement::Offload, c.waits[static_cast<size_t>(k)] = waits;
   }
   return c;
 }
@@ -553,8 +562,8 @@ MemoryPlan make_plan(const Walk& w, const Choice& c, const Sim& s, const PlanOpt
   plan.step_ms = s.step_ms;
   plan.fits = o.limit_bytes == 0 || plan.peak_bytes <= o.limit_bytes;
   int64_t floor = plan.peak_bytes;
-  for (bool rec : {false, true}) {
-    const Sim f = simulate(w, release_all(w, o, rec), o);
+  for (int r = 0; r < 4; ++r) {
+    const Sim f = simulate(w, release_all(w, o, r % 2 == 1, r >= 2), o);
     floor = std::min(floor, f.fixed_total + f.peak_live);
   }
   plan.min_limit_bytes = floor;
@@ -598,8 +607,16 @@ MemoryPlan plan_walk(const Walk& w, const PlanOptions& o) {
             if (!allowed(w, c, s, k, p)) continue;
             Choice t = c;
             t.where[static_cast<size_t>(k)] = p;
+            t.waits[static_cast<size_t>(k)] = 0;
             consider(t);
           }
+        // An offload's overlap holds its slot while the copy out runs and from the prefetch
+        // on: without it, those bytes for the copies' time.
+        if (c.where[static_cast<size_t>(k)] == Placement::Offload && !c.waits[static_cast<size_t>(k)]) {
+          Choice t = c;
+          t.waits[static_cast<size_t>(k)] = 1;
+          consider(t);
+        }
         if (again_allowed(w, c, o, k)) {
           Choice t = c;
           t.again[static_cast<size_t>(k)] = 1;
@@ -619,9 +636,9 @@ MemoryPlan plan_walk(const Walk& w, const PlanOptions& o) {
     }
     // Greedy can miss what releasing everything reaches (a peak that only falls when two
     // layers leave together): then start from that; when nothing fits, report the lowest peak.
-    for (bool rec : {true, false}) {
+    for (int r = 0; r < 4; ++r) {
       if (e == 0) break;
-      const Choice all = release_all(w, o, rec);
+      const Choice all = release_all(w, o, r % 2 == 0, r >= 2);
       const Sim as = simulate(w, all, o);
       const int64_t ae = excess(as, o.limit_bytes);
       if (ae == 0 || as.fixed_total + as.peak_live < s.fixed_total + s.peak_live) c = all, s = as, e = ae;
@@ -633,6 +650,11 @@ MemoryPlan plan_walk(const Walk& w, const PlanOptions& o) {
         if (excess(ts, o.limit_bytes) == 0 && ts.step_ms <= s.step_ms) c = t, s = ts;
       };
       for (int k = w.L - 1; k >= 0; --k) {
+        if (c.waits[static_cast<size_t>(k)]) {
+          Choice t = c;
+          t.waits[static_cast<size_t>(k)] = 0;
+          try_undo(t);
+        }
         if (c.where[static_cast<size_t>(k)] != Placement::Keep) {
           Choice t = c;
           t.where[static_cast<size_t>(k)] = Placement::Keep;
@@ -834,6 +856,16 @@ void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
             flag);
 }
 
+void require_host_fits(const MemoryPlan& p, int64_t available, const char* flag) {
+  if (available <= 0 || p.host_bytes <= available / 10 * 9) return;
+  PDNN_FAIL("the memory plan keeps %s in pinned host memory (offloaded outputs %s, optimizer "
+            "state %s), more than 90%% of the %s this host has available: here the host's "
+            "memory runs out, not the GPU's; raise %s toward the GPU's memory (what stays "
+            "there need not come here), or lower --batch or --size",
+            format_bytes(p.host_bytes).c_str(), format_bytes(p.host_bytes - p.state.host_bytes).c_str(),
+            format_bytes(p.state.host_bytes).c_str(), format_bytes(available).c_str(), flag);
+}
+
 std::string memory_size_problem(const std::string& text, int64_t* bytes) {
   const char* s = text.c_str();
   char* end = nullptr;
@@ -950,7 +982,8 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
                      reads.empty() ? "-" : reads.c_str(), placement_name(sp.where),
                      moved ? position_name(m, p, sp.dropped_after).c_str() : "-",
                      moved ? position_name(m, p, sp.back_at).c_str() : "-",
-                     again ? "   argmax found again in backward" : "");
+                     (std::string(sp.waits ? "   copies not overlapped (waited for)" : "") +
+                      (again ? "   argmax found again in backward" : "")).c_str());
   }
   const FixedBytes& f = p.fixed;
   out += strprintf("fixed %s: parameters %s, gradients %s, optimizer state %s, layers' own "

@@ -193,6 +193,10 @@ struct SavedPlan {
   int last_bwd_use = -1;       // the last one
   int dropped_after = -1;      // offload/recompute: the device copy is gone after this position
   int back_at = -1;            // ... and on the device again from this position
+  // Offload without overlap (save_on_cpu's way, where the overlap's bytes do not fit): its
+  // slot is free after its last forward use (whatever takes it first waits for the copy out)
+  // and the copy in is issued where its first backward needs it, which waits for it.
+  bool waits = false;
 };
 
 struct MemoryPlan {
@@ -259,6 +263,14 @@ int64_t device_limit_for_uncapped(const StepMem& m, int64_t device_bytes, int64_
 // Throws pdnn::Error, before anything trains, when the plan does not fit: "<flag> <limit>:
 // the step needs at least <min> ...".
 void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag);
+
+// Throws pdnn::Error, before anything trains, when what plan p keeps in pinned host memory
+// (the outputs it offloads, the optimizer state it moves) is more than 90% of `available`, the
+// host's available memory in bytes (0: unknown, no check; pinned pages cannot be swapped, and
+// the rest of the process and the system need some): past the GPU's memory the host's bounds
+// a plan too, and the message says that this is the memory that ran out. flag: the limit's
+// flag, for the advice.
+void require_host_fits(const MemoryPlan& p, int64_t available, const char* flag);
 
 // The per-layer table --memory-plan prints: bytes kept, which backward needs them, where they
 // live, when they are dropped and back, then the fixed bytes, the peak and the step time.

@@ -183,6 +183,23 @@ int count_moved(const MemoryPlan& p, Placement where) {
   return n;
 }
 
+// The host's available memory (/proc/meminfo's MemAvailable: free pages and what the page
+// cache can give back), bytes; 0 where unknown.
+int64_t host_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  long long kib = 0;
+  while (std::getline(f, line))
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return static_cast<int64_t>(kib) * 1024;
+  return 0;
+}
+
+int count_waits(const MemoryPlan& p) {
+  int n = 0;
+  for (const SavedPlan& s : p.saved) n += s.waits;
+  return n;
+}
+
 }  // namespace
 
 bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
@@ -304,6 +321,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
               "and the batch in as many micro-batches as helps): lower --batch or --size",
               format_bytes(o.limit_bytes).c_str(), format_bytes(p.min_limit_bytes).c_str());
   require_fits(p, o, "--gpu-memory-limit");
+  if (gpu) require_host_fits(p, host_available_bytes(), "--gpu-memory-limit");
   apply_memory_plan(ctx, model, opt, m, p, o.state_chunk_bytes);
   // On the GPU, the workspace at the plan's budget, now, and never past it (the CPU's kernels
   // have workspaces of their own sizes: a plan made there is a GPU's).
@@ -314,11 +332,14 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   }
   int args = 0;
   for (char c : p.argmax_again) args += c != 0;
-  std::printf("memory plan applied: %d layer(s) offloaded, %d recomputed, %d pool(s) find their "
+  const int waits = count_waits(p);
+  std::printf("memory plan applied: %d layer(s) offloaded%s, %d recomputed, %d pool(s) find their "
               "argmax again; %s; optimizer state of %zu parameter(s) on the host (%s); the step's "
               "peak %s with the workspace at %s and the CUDA context's %s; step %.1f ms "
               "predicted\n",
-              count_moved(p, Placement::Offload), count_moved(p, Placement::Recompute), args,
+              count_moved(p, Placement::Offload),
+              waits ? strprintf(" (%d of them without overlap)", waits).c_str() : "",
+              count_moved(p, Placement::Recompute), args,
               p.micro_batches > 1
                   ? strprintf("%d micro-batches of %lld rows", p.micro_batches,
                               static_cast<long long>(p.micro_rows)).c_str()

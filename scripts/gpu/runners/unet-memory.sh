@@ -26,46 +26,41 @@
 #          TABLE_CSVS (those of earlier visits, read first) -> unet_memory_table.md, .csv,
 #          unet_memory.png (matplotlib). Also here, on the tarballs' CSVs:
 #          PYTHON=/usr/bin/python3 PARTS=table TABLE_CSVS="a.csv b.csv" scripts/gpu/runners/unet-memory.sh
-# Knobs: SIDES ("1024 2048 3072"), CAPS ("1024:3.2G+4G 2048:9G+10G 3072:19G+22G": for each
-# side a cap just above the smallest limit the plan accepts and one near half the uncapped
-# peak; the plan on this CPU for a GPU of 132 multiprocessors, plus ~0.6 GiB of CUDA context:
-# smallest 2.4/8.1/17.7/31.0 GiB, uncapped 5.3/19.4/43.1/75.5 GiB at 1024/2048/3072/4080),
-# TORCH_SIDES ("1024 2048 3072"), BATCH (1; 4 for the batch-4 table: the same pixels at half
-# the side), PRECISION (fp32, TF32 off; tf32; bf16: autocast + channels_last in the twin),
-# STEPS (20: pdnn's first block of 10 times the algorithms and is left out, the second is the
-# measure; 12 makes it a block of 2), TORCH_STEPS (3), PDNN_TIMEOUT (240 s), TORCH_TIMEOUT (150
-# s), TORCH_BENCHMARK_LIMIT (cuDNN's autotuner's algorithms per shape; PyTorch's default),
+# Knobs: SIDES ("1024 2048 3072"), CAPS ("1024:3.3G+4.8G 2048:12.2G+21G 3072:18.3G+35.4G":
+# PyTorch's peaks on an H200 (save_on_cpu, checkpoint or plain; results/scale/unet-study-h200),
+# so that pdnn runs in what each PyTorch tool held, its CUDA context included; the plan's
+# smallest limits for an H200, with offloads that wait for their copies where the overlap does
+# not fit: 2.6/7.3/15.1/26.1/40.1/57.3 GiB at 1024/2048/3072/4096/5120/6144), TORCH_SIDES
+# ("1024 2048 3072"), BATCH (1; 4 for the batch-4 table: the same pixels at half the side),
+# PRECISION (fp32, TF32 off; tf32; bf16: autocast + channels_last in the twin), STEPS (20:
+# pdnn's first block of 10 times the algorithms and is left out, the second is the measure; 12
+# makes it a block of 2), TORCH_STEPS (3), PDNN_TIMEOUT (240 s), TORCH_TIMEOUT (150 s),
+# TORCH_BENCHMARK_LIMIT (cuDNN's autotuner's algorithms per shape; PyTorch's default),
 # TORCH_CUDNN_BENCHMARK (on; off: PyTorch's default, cuDNN's heuristics: the autotuner took
 # 37-43 s of warm-up a variant at 1024 and 130-141 s at 2048 on an H200, and with a limit of 1
 # it picked algorithms 2-8x slower), TORCH_WARMUP (2), TORCH_VARIANTS (all four),
 # APP_ARGS (more segment flags), BUDGET (540 s, 0: none: the runner's parts together, counted
-# from its start; the device tool kills a command at 600 s and with it every row not yet
-# packed, so a run still going at the budget's end is killed, status "budget", and none is
-# started after it, "skipped: budget"; a second runner in the same visit: give each its share).
-# Minutes on an H200, estimated (nothing here has run on a GPU yet): the fp32 step at 1024 x
-# 1024 batch 1 measured ~122 ms and grows with the pixels: ~0.5 s at 2048, ~1.1 s at 3072, ~2 s
-# at 4080. pdnn: a run is ~10-15 s of start, plan and algorithm timing, then STEPS steps (a
-# tight cap adds the pinned buffers' allocation and any copy the compute does not hide):
-# ~0.7 min at 1024, ~1.2 at 2048, ~2.2 at 3072 for uncapped and two caps: ~4-4.5 min for the
-# default; SIDES=4080 with two caps ~3.5-4.5 min at STEPS=20. torch: a fresh process per
-# variant, 2 warm-up steps (cuDNN's autotuner: seconds at 1024, tens at 3072) and 3 timed;
-# save_on_cpu copies ~3.6 KB a pixel each way on the compute stream (~60 GB at 4096) into
-# pinned buffers it first allocates: the four variants ~0.7 min at 1024, ~1.4 at 2048, ~2.5 at
-# 3072: ~4.5 min for the default; 4080 alone ~4-5 min. table: seconds.
+# from its start; the device tool kills a command at 600 s, or earlier when the session's
+# device time is short, and with it every row not yet packed: keep BUDGET under the call's
+# limit; a run still going at the budget's end is killed, status "budget", and none is started
+# after it, "skipped: budget"; a second runner in the same visit: give each its share).
+# Minutes on an H200, measured 2026-11-28: pdnn's uncapped step 122 ms at 1024, 479 ms at
+# 2048, 1,986 ms at 4096 (under 130G); a pdnn run is ~10-15 s of start, plan and algorithm
+# timing, then STEPS steps: 1024-3072 with their caps took 78 s. PyTorch with the autotuner:
+# 37-43 s of warm-up a variant at 1024, 130-141 s at 2048 (the four variants at 1024 and two at
+# 2048 filled a 560 s call); with it off, seconds.
 # Visits for the study (batch 1, fp32), each one command of the device tool:
+#   PARTS=torch TORCH_CUDNN_BENCHMARK=off TORCH_SIDES="3072 4096 5120"   (PyTorch's default)
+#   PARTS=torch TORCH_CUDNN_BENCHMARK=off TORCH_SIDES="5632 6144" TORCH_VARIANTS=plain,checkpoint+save_on_cpu
 #   PARTS=pdnn                                   (SIDES, CAPS as above)
-#   PARTS=torch                                  (TORCH_SIDES as above)
-#   PARTS=pdnn SIDES="4080 4096" CAPS="4080:32G+38G 4096:110G"
-#   PARTS=torch TORCH_SIDES="4080 4096"
-#   PARTS=torch TORCH_SIDES="5120 5632"          (past where plain fits on 141 GB?)
+#   PARTS=pdnn SIDES="3072 4096" CAPS="3072:18.3G 4096:25G+49G" STEPS=12
+#   PARTS=pdnn SIDES="6144 7168" CAPS="6144:130G 7168:137G" STEPS=12 PDNN_TIMEOUT=500
 #   BATCH=4 PARTS=pdnn SIDES="512 1024 1536" CAPS="512:1.8G+2.9G 1024:3.2G+10G 1536:6G+22G"
 #   BATCH=4 PARTS=torch TORCH_SIDES="512 1024 1536"
 # (batch 4 at side S has batch 1's pixels at 2S and the same uncapped peak, but micro-batches
 # lower its smallest limit: the CPU plan's 0.94/2.41/4.87 GiB at 512/1024/1536.)
-# then the table here over the tarballs' CSVs (above). From side 4096 pdnn's implicit GEMM and
-# direct kernels index an image in 32 bits, so only im2col runs dec1.conv1, with 76 GB of
-# columns (unet-batch1-bound.md): uncapped it may run out of memory; under 110G (the plan's
-# smallest at 4096 was 107.6 GiB) it is the first try of im2col at that size on an H200.
+# then the table here over the tarballs' CSVs (above). Without a cap, pdnn plans a step that
+# may not fit the device (its convolutions' columns: 203 GiB at 3072) under 98% of it.
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
 BUDGET=${BUDGET:-540}
@@ -82,7 +77,7 @@ PRECISION=${PRECISION:-fp32}
 if has pdnn; then
   need_bin segment || exit 1
   sides=${SIDES:-1024 2048 3072}
-  plan=${CAPS-1024:3.2G+4G 2048:9G+10G 3072:19G+22G}
+  plan=${CAPS-1024:3.3G+4.8G 2048:12.2G+21G 3072:18.3G+35.4G}
   stage "pdnn: the U-Net at $sides, batch $BATCH, $PRECISION, caps $plan"
   BIN=$BIN APP=segment BATCH=$BATCH PRECISION=$PRECISION SIDES="$sides" CAPS= PLAN="$plan" \
     STEPS=${STEPS:-20} TORCH=0 BUDGET=$(left) \

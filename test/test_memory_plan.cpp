@@ -564,6 +564,16 @@ TEST(GraphMemoryPlan, DescribesAUNet) {
       [](const LayerMem& l) { return !l.absorbed; })));
 }
 
+// The convolutions as a capped plan has them (train/step_memory.cpp): dy put through their
+// activation in place, no columns kept for backward.
+void as_capped(Model& m) {
+  for (size_t i = 0; i < m.size(); ++i)
+    if (auto* c = dynamic_cast<Conv2d*>(&m.layer(i))) {
+      c->set_mask_dy_in_place(true);
+      c->set_keep_columns(false);
+    }
+}
+
 // The U-Net at batch 1 (issue 35): the convolutions' column buffer was the plan's minimum at
 // high resolution (the paper's U-Net at 1024 x 1024, batch 1: 4.75 GiB of its smallest limit,
 // 7.08 GiB). Each convolution now says what its column-free algorithms ask (the implicit GEMM,
@@ -576,11 +586,7 @@ TEST(GraphMemoryPlan, UNetAtBatch1PlansNoColumnBuffer) {
   uo.depth = 2;
   Model m = make_unet(uo);
   auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
-  for (size_t i = 0; i < m.size(); ++i)  // as a capped plan has them (train/step_memory.cpp)
-    if (auto* c = dynamic_cast<Conv2d*>(&m.layer(i))) {
-      c->set_mask_dy_in_place(true);
-      c->set_keep_columns(false);
-    }
+  as_capped(m);
   const Shape in{1, 3, 512, 512};
   auto describe = [&](int64_t rows) { return describe_step(m, in.with_n(rows), opt.get(), 25000.0, 1); };
   const StepMem s = describe(1);
@@ -648,11 +654,7 @@ TEST(GraphMemoryPlan, AnUncappedStepPastTheDeviceIsPlannedUnderIt) {
   // plan_step_memory sets a capped run's convolutions).
   const int64_t small = device_limit_for_uncapped(kept, int64_t{16} << 30);
   ASSERT_EQ(small, (int64_t{16} << 30) / 50 * 49);
-  for (size_t i = 0; i < m.size(); ++i)
-    if (auto* c = dynamic_cast<Conv2d*>(&m.layer(i))) {
-      c->set_mask_dy_in_place(true);
-      c->set_keep_columns(false);
-    }
+  as_capped(m);
   PlanOptions o;
   o.limit_bytes = small;
   const MemoryPlan p = plan_training_step(describe, 1, o);
@@ -671,11 +673,7 @@ TEST(GraphMemoryPlan, AnUncappedStepPastTheDeviceIsPlannedUnderIt) {
 TEST(GraphMemoryPlan, OffloadsWithoutOverlapLowerTheUNetsSmallestLimit) {
   Model m = make_unet(UNetOptions{});
   auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
-  for (size_t i = 0; i < m.size(); ++i)  // as a capped plan has them (train/step_memory.cpp)
-    if (auto* c = dynamic_cast<Conv2d*>(&m.layer(i))) {
-      c->set_mask_dy_in_place(true);
-      c->set_keep_columns(false);
-    }
+  as_capped(m);
   const Shape in{1, 3, 3072, 3072};
   auto describe = [&](int64_t rows) {
     StepMem s = describe_step(m, in.with_n(rows), opt.get(), 25000.0, 1, 3955.0, Precision::Fp32, 2);

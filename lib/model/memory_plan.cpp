@@ -51,6 +51,8 @@ ExecGraph exec_graph(const StepMem& m, const std::vector<int>& exec_of) {
     for (int r : raw_inputs(m, i)) in.push_back(holder(r));
     g.inputs.push_back(std::move(in));
     g.restores_inputs.push_back(m.layers[i].restores_inputs);
+    g.reads_input.push_back(m.layers[i].bwd_reads_input);
+    g.reads_output.push_back(m.layers[i].bwd_reads_output);
   }
   return g;
 }
@@ -791,7 +793,10 @@ int64_t arena_bytes(const StepMem& m, const MemoryPlan& p) {
     dropped.push_back(s.dropped_after);
     back.push_back(s.back_at);
   }
-  return layout_arena(elems, where, dropped, back, exec_graph(m, exec_indices(m))).elements *
+  ExecGraph g = exec_graph(m, exec_indices(m));
+  for (size_t k = 0; k < g.reads_input.size() && k < p.argmax_again.size(); ++k)
+    g.reads_input[k] = g.reads_input[k] || p.argmax_again[k];  // a pool finding its argmax in x
+  return layout_arena(elems, where, dropped, back, g).elements *
          m.act_elem_bytes;
 }
 
@@ -1111,11 +1116,30 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
   auto given = [](const std::vector<int>& v, int k) {
     return k < static_cast<int>(v.size()) ? v[static_cast<size_t>(k)] : -1;
   };
+  // The last backward position that needs each output (its own backward without the reads).
+  const bool reads_known = static_cast<int>(g.reads_input.size()) == L &&
+                           static_cast<int>(g.reads_output.size()) == L;
+  std::vector<int> last_use(static_cast<size_t>(L));
+  for (int k = 0; k < L; ++k) {
+    const size_t u = static_cast<size_t>(k);
+    if (!reads_known) {
+      last_use[u] = bwd(k);
+      continue;
+    }
+    int last = g.reads_output[u] || k == L - 1 ? bwd(k) : -1;
+    for (int i : r.users[u]) {
+      if (g.reads_input[static_cast<size_t>(i)]) last = std::max(last, bwd(i));
+      if (where[static_cast<size_t>(i)] == Placement::Recompute)  // its forward again reads k
+        last = std::max(last, a.back_at[static_cast<size_t>(i)]);
+    }
+    last_use[u] = std::max(last, a.back_at[u]);
+  }
   std::vector<int> fwd_end(static_cast<size_t>(L));
   for (int k = 0; k < L; ++k) {
     const size_t u = static_cast<size_t>(k);
     const int last_reader = r.users[u].empty() ? k : r.users[u].back();
-    fwd_end[u] = where[u] == Placement::Keep ? (k == L - 1 ? 2 * L : bwd(k)) : last_reader;
+    fwd_end[u] = where[u] == Placement::Keep ? (k == L - 1 ? 2 * L : std::max(last_reader, last_use[u]))
+                                             : last_reader;
     if (where[u] == Placement::Offload) {
       fwd_end[u] = std::max(fwd_end[u], std::min(given(dropped_after, k), 2 * L - 1));
       // A prefetch issued earlier than the model's own restore overlaps with compute.
@@ -1134,7 +1158,7 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
     v.push_back({f, k, fwd_end[u], &a.out_offset[u]});
     if (where[u] != Placement::Keep) {
       a.back_offset[u] = 0;
-      v.push_back({f, a.back_at[u], bwd(k), &a.back_offset[u]});
+      v.push_back({f, a.back_at[u], std::max(a.back_at[u], last_use[u]), &a.back_offset[u]});
     }
     // What its backward writes: the gradients w.r.t. its inputs it is the first to write (from
     // here to the input's own backward), temporaries for the others (here only).

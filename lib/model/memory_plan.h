@@ -290,9 +290,12 @@ std::string position_name(const StepMem& m, const MemoryPlan& p, int pos);
 // gradients during a training step: offsets into one device buffer, so that nothing is
 // allocated or freed inside the step (it stays one CUDA graph). Buffers whose lifetimes do not
 // overlap share memory (first fit by decreasing size, as TFLite's arena planner). Lifetimes as
-// the model runs: an output from its forward to its own backward (Keep; the last layer's, the
+// the model runs: an output from its forward to its last use (Keep; the last layer's, the
 // logits, to the end), or to its last reader's forward and again from where it is brought back
-// (offloaded or recomputed: before the backward that first needs it) to its own backward; the
+// (offloaded or recomputed: before the backward that first needs it) to its last use; its last
+// use is the last backward that reads it, or recomputes a layer from it (ExecGraph's reads:
+// without them, its own backward; the model passes a dead output to a backward that does not
+// read it, whose slot may hold another buffer by then); the
 // gradient w.r.t. an output from its last reader's backward to its own, and a temporary for
 // each other reader at that reader's backward. Units: elements of the activations' type (float32,
 // or bfloat16 under --precision bf16; the buffer is of that type), each buffer starting on a
@@ -312,10 +315,16 @@ struct ArenaLayout {
 };
 // The executed layers as a graph: each one's inputs (indices among the executed layers, -1:
 // the step's input) and whether its backward brings them back (LayerMem::restores_inputs).
-// Empty: a chain, each layer reading the one before and bringing it back.
+// Empty: a chain, each layer reading the one before and bringing it back. reads_input,
+// reads_output (optional, one per executed layer): whether its backward reads its inputs' data
+// (a pool finding its argmax again does) and its own output's (BackwardNeeds); given, an output
+// is held to its last use (a backward that reads it, a recomputation that reads it, or where
+// it is brought back) rather than to its own backward: a concatenation's output, or a
+// convolution's whose next layer folds its activation, is free before their backward.
 struct ExecGraph {
   std::vector<std::vector<int>> inputs;
   std::vector<char> restores_inputs;
+  std::vector<char> reads_input, reads_output;
 };
 // out_elems[k], where[k]: executed layer k's output size and placement (the last one Keep).
 // Optionally, from the plan (SavedPlan): dropped_after[k], the position an offloaded output's

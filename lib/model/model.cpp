@@ -581,10 +581,15 @@ void Model::prepare_arena(Context& ctx, const Shape& in, DType dtype) {
     for (int q : nodes_[i].inputs) ins.push_back(res(q) < 0 ? -1 : order_[static_cast<size_t>(res(q))]);
     graph.inputs.push_back(std::move(ins));
     // A layer of one input gets x in backward, so it is brought back; a merge only when read.
+    // What its backward reads ends its inputs' and its output's lifetimes in the arena (the
+    // plan's layout, arena_bytes, reads the same from describe_step's BackwardNeeds).
     const int q = nodes_[i].inputs[0];
     const Shape& qs = q < 0 ? in : shapes[static_cast<size_t>(q)];
-    restores_[i] = !nodes_[i].merge || nodes_[i].layer->backward_needs(qs, PlanFor{dtype}).input;
+    const BackwardNeeds b = nodes_[i].layer->backward_needs(qs, PlanFor{dtype});
+    restores_[i] = !nodes_[i].merge || b.input;
     graph.restores_inputs.push_back(restores_[i]);
+    graph.reads_input.push_back(b.input);
+    graph.reads_output.push_back(b.output);
   }
   layout_ = layout_arena(elems, where, dropped, back, graph);
   slot_elems_ = elems;

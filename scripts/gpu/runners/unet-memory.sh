@@ -30,7 +30,8 @@
 # PyTorch's peaks on an H200 (save_on_cpu, checkpoint or plain; results/scale/unet-study-h200),
 # so that pdnn runs in what each PyTorch tool held, its CUDA context included; the plan's
 # smallest limits for an H200, with offloads that wait for their copies where the overlap does
-# not fit: 2.6/7.3/15.1/26.1/40.1/57.3 GiB at 1024/2048/3072/4096/5120/6144), TORCH_SIDES
+# not fit, each output held to its last use: 2.4/6.3/12.9/22.1/33.9/48.3 GiB at
+# 1024/2048/3072/4096/5120/6144), TORCH_SIDES
 # ("1024 2048 3072"), BATCH (1; 4 for the batch-4 table: the same pixels at half the side),
 # PRECISION (fp32, TF32 off; tf32; bf16: autocast + channels_last in the twin), STEPS (20:
 # pdnn's first block of 10 times the algorithms and is left out, the second is the measure; 12

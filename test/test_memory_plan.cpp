@@ -212,6 +212,16 @@ TEST(MemoryPlan, ImpossibleLimitNamesTheSmallestThatFits) {
     EXPECT_NE(msg.find("--gpu-memory-limit 700.0 MiB"), std::string::npos) << msg;
     EXPECT_NE(msg.find(format_bytes(p.min_limit_bytes)), std::string::npos) << msg;
   }
+  // The device's own limit (an uncapped run planned under 98% of the GPU): no flag to raise.
+  try {
+    require_fits(p, o, nullptr);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("the GPU's memory (planned under 700.0 MiB, 98% of it)"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("raise"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("lower --batch or --size"), std::string::npos) << msg;
+  }
   // Below the fixed bytes nothing helps either.
   o.limit_bytes = 100 * MiB;
   EXPECT_FALSE(plan_memory(m, o).fits);

@@ -851,14 +851,18 @@ int64_t device_limit_for_uncapped(const StepMem& m, int64_t device_bytes, int64_
 
 void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
   if (p.fits) return;
-  PDNN_FAIL("%s %s: the training step does not fit; the smallest limit it fits under is %s "
+  // A limit the user gave is named with its flag and may be raised; the device's is neither.
+  const std::string limit = flag ? strprintf("%s %s", flag, format_bytes(o.limit_bytes).c_str())
+                                 : strprintf("the GPU's memory (planned under %s, 98%% of it)",
+                                             format_bytes(o.limit_bytes).c_str());
+  PDNN_FAIL("%s: the training step does not fit; the smallest limit it fits under is %s "
             "(with every output offloaded or recomputed where it can be, every pool's argmax "
             "found again, the optimizer state on the host and the batch in as many micro-batches "
             "as helps; what stays is the parameters, their gradients, the batch, the smallest "
-            "workspace and what the layers at the tightest point need at once): raise %s, or "
-            "lower --batch or --size",
-            flag, format_bytes(o.limit_bytes).c_str(), format_bytes(p.min_limit_bytes).c_str(),
-            flag);
+            "workspace and what the layers at the tightest point need at once): %slower --batch "
+            "or --size",
+            limit.c_str(), format_bytes(p.min_limit_bytes).c_str(),
+            flag ? strprintf("raise %s, or ", flag).c_str() : "");
 }
 
 void require_host_fits(const MemoryPlan& p, int64_t available, const char* flag) {

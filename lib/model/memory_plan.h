@@ -261,7 +261,8 @@ MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
 int64_t device_limit_for_uncapped(const StepMem& m, int64_t device_bytes, int64_t* most = nullptr);
 
 // Throws pdnn::Error, before anything trains, when the plan does not fit: "<flag> <limit>:
-// the step needs at least <min> ...".
+// the step needs at least <min> ...". flag nullptr: the limit is the device's own (an uncapped
+// run planned under 98% of the GPU's memory), which the user cannot raise.
 void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag);
 
 // Throws pdnn::Error, before anything trains, when what plan p keeps in pinned host memory

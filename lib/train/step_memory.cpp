@@ -194,12 +194,6 @@ int64_t host_available_bytes() {
   return 0;
 }
 
-int count_waits(const MemoryPlan& p) {
-  int n = 0;
-  for (const SavedPlan& s : p.saved) n += s.waits;
-  return n;
-}
-
 }  // namespace
 
 bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
@@ -314,13 +308,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     std::fflush(stdout);
   }
   if (!capped) return true;
-  if (!cfg.gpu_memory_limit && !p.fits)
-    PDNN_FAIL("the training step does not fit the GPU (planned under %s, 98%% of its memory): "
-              "the smallest limit it fits under is %s (with every output offloaded or recomputed "
-              "where it can be, every pool's argmax found again, the optimizer state on the host "
-              "and the batch in as many micro-batches as helps): lower --batch or --size",
-              format_bytes(o.limit_bytes).c_str(), format_bytes(p.min_limit_bytes).c_str());
-  require_fits(p, o, "--gpu-memory-limit");
+  require_fits(p, o, cfg.gpu_memory_limit > 0 ? "--gpu-memory-limit" : nullptr);
   if (gpu) require_host_fits(p, host_available_bytes(), "--gpu-memory-limit");
   apply_memory_plan(ctx, model, opt, m, p, o.state_chunk_bytes);
   // On the GPU, the workspace at the plan's budget, now, and never past it (the CPU's kernels
@@ -332,13 +320,13 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   }
   int args = 0;
   for (char c : p.argmax_again) args += c != 0;
-  const int waits = count_waits(p);
+  const auto waits = std::count_if(p.saved.begin(), p.saved.end(), [](const SavedPlan& s) { return s.waits; });
   std::printf("memory plan applied: %d layer(s) offloaded%s, %d recomputed, %d pool(s) find their "
               "argmax again; %s; optimizer state of %zu parameter(s) on the host (%s); the step's "
               "peak %s with the workspace at %s and the CUDA context's %s; step %.1f ms "
               "predicted\n",
               count_moved(p, Placement::Offload),
-              waits ? strprintf(" (%d of them without overlap)", waits).c_str() : "",
+              waits ? strprintf(" (%d of them without overlap)", static_cast<int>(waits)).c_str() : "",
               count_moved(p, Placement::Recompute), args,
               p.micro_batches > 1
                   ? strprintf("%d micro-batches of %lld rows", p.micro_batches,

@@ -297,6 +297,14 @@ TEST(MemoryPlan, OverlapCostModel) {
       EXPECT_NE(msg.find("the host's memory runs out"), std::string::npos) << msg;
       EXPECT_NE(msg.find("raise --gpu-memory-limit"), std::string::npos) << msg;
     }
+    try {  // under the device's own limit there is no flag to raise
+      require_host_fits(r, 440000000, nullptr);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("the host's memory runs out"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find("raise"), std::string::npos) << msg;
+    }
     lim.limit_bytes = 800000000 + MiB;
     EXPECT_EQ(plan_memory(m, lim).saved[0].where, Placement::Keep);
   }

@@ -869,10 +869,12 @@ void require_host_fits(const MemoryPlan& p, int64_t available, const char* flag)
   if (available <= 0 || p.host_bytes <= available / 10 * 9) return;
   PDNN_FAIL("the memory plan keeps %s in pinned host memory (offloaded outputs %s, optimizer "
             "state %s), more than 90%% of the %s this host has available: here the host's "
-            "memory runs out, not the GPU's; raise %s toward the GPU's memory (what stays "
-            "there need not come here), or lower --batch or --size",
+            "memory runs out, not the GPU's; %slower --batch or --size",
             format_bytes(p.host_bytes).c_str(), format_bytes(p.host_bytes - p.state.host_bytes).c_str(),
-            format_bytes(p.state.host_bytes).c_str(), format_bytes(available).c_str(), flag);
+            format_bytes(p.state.host_bytes).c_str(), format_bytes(available).c_str(),
+            flag ? strprintf("raise %s toward the GPU's memory (what stays there need not come "
+                             "here), or ", flag).c_str()
+                 : "");
 }
 
 std::string memory_size_problem(const std::string& text, int64_t* bytes) {

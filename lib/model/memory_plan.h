@@ -270,7 +270,7 @@ void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag);
 // host's available memory in bytes (0: unknown, no check; pinned pages cannot be swapped, and
 // the rest of the process and the system need some): past the GPU's memory the host's bounds
 // a plan too, and the message says that this is the memory that ran out. flag: the limit's
-// flag, for the advice.
+// flag, for the advice (nullptr: the device's own limit, as require_fits).
 void require_host_fits(const MemoryPlan& p, int64_t available, const char* flag);
 
 // The per-layer table --memory-plan prints: bytes kept, which backward needs them, where they

@@ -308,8 +308,9 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     std::fflush(stdout);
   }
   if (!capped) return true;
-  require_fits(p, o, cfg.gpu_memory_limit > 0 ? "--gpu-memory-limit" : nullptr);
-  if (gpu) require_host_fits(p, host_available_bytes(), "--gpu-memory-limit");
+  const char* flag = cfg.gpu_memory_limit > 0 ? "--gpu-memory-limit" : nullptr;
+  require_fits(p, o, flag);
+  if (gpu) require_host_fits(p, host_available_bytes(), flag);
   apply_memory_plan(ctx, model, opt, m, p, o.state_chunk_bytes);
   // On the GPU, the workspace at the plan's budget, now, and never past it (the CPU's kernels
   // have workspaces of their own sizes: a plan made there is a GPU's).

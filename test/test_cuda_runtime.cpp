@@ -303,6 +303,36 @@ TEST(CudaRuntime, OutOfMemoryNamesTheTensor) {
   EXPECT_EQ(t.to(Device::CPU, ctx).numel(), 4);
 }
 
+// Uncapped, a cached block up to twice the size asked (and 1 MiB) serves a request, which
+// saves a cudaMalloc. Under a cap (--gpu-memory-limit) only a block of the size asked does: a
+// memory plan counts what is asked, and the larger block's difference would be outside it.
+TEST(CudaRuntime, UnderACapCachedBlocksServeOnlyTheirOwnSize) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 0, Device::CUDA);
+  const std::shared_ptr<Allocator> a = ctx.allocator(Device::CUDA);
+  const size_t mib = size_t{1} << 20, held = a->stats().in_use;
+  void* big = a->allocate(10 * mib);
+  a->deallocate(big, 10 * mib);
+  void* p = a->allocate(6 * mib);
+  EXPECT_EQ(p, big) << "uncapped: the cached 10 MiB block serves 6 MiB";
+  EXPECT_EQ(a->stats().in_use - held, 10 * mib);
+  a->deallocate(p, 6 * mib);
+  a->set_limit(a->stats().reserved + 64 * mib);
+  void* q = a->allocate(6 * mib);
+  EXPECT_NE(q, big) << "capped: a block of its own size";
+  EXPECT_EQ(a->stats().in_use - held, 6 * mib);
+  a->deallocate(q, 6 * mib);
+  void* q2 = a->allocate(6 * mib);
+  EXPECT_EQ(q2, q) << "capped: a cached block of the size asked is reused";
+  // Past the cap, the cached 10 MiB block is given back for a request it cannot serve.
+  const size_t room = a->stats().reserved;
+  void* r = a->allocate(60 * mib);
+  EXPECT_LE(a->stats().reserved, room - 10 * mib + 60 * mib);
+  a->deallocate(r, 60 * mib);
+  a->deallocate(q2, 6 * mib);
+  a->set_limit(0);
+}
+
 TEST(CudaRuntime, CheckpointOfADeviceModelLoadsOnTheHost) {
   PDNN_NEED_GPU();
   Context ctx(1, 2, Device::CUDA);

@@ -25,7 +25,7 @@ namespace pdnn {
 namespace {
 
 constexpr size_t kRound = kDeviceBlockBytes;  // every block a multiple of this (cudaMalloc's: 256)
-constexpr size_t kSlack = size_t{1} << 20;  // reuse a cached block up to 2x + 1 MiB the request
+constexpr size_t kSlack = size_t{1} << 20;  // reuse a cached block up to 2x + 1 MiB the request (uncapped)
 
 class CachingAllocator final : public Allocator {
  public:
@@ -41,8 +41,14 @@ class CachingAllocator final : public Allocator {
     const size_t size = ((bytes > 0 ? bytes : 1) + kRound - 1) / kRound * kRound;
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.allocs;
+    // Under a cap a cached block is handed out only at the size asked: a memory plan counts
+    // what each buffer asks, and a larger block would hold the difference outside every count
+    // (a plan that moves the optimizer state to the host leaves its blocks, 118 MiB each for
+    // the U-Net, in the cache for smaller buffers to take). Other cached blocks are given back
+    // when the cap is reached, below.
+    const size_t most = limit_ > 0 ? size : 2 * size + kSlack;
     auto it = free_.lower_bound(size);
-    if (it != free_.end() && it->first <= 2 * size + kSlack) {
+    if (it != free_.end() && it->first <= most) {
       void* p = it->second;
       stats_.in_use += it->first;
       free_.erase(it);

@@ -1981,6 +1981,36 @@ TEST(MemoryPlanGpu, MaskingDyInPlaceChangesNoBit) {
   }
 }
 
+// The optimizer streams its offloaded state in stretches of parameters adjacent in ParamSet
+// order, chunks of up to 64 MiB that may span several parameters (Optimizer::place_state):
+// two chunk buffers per slot on the device. The U-Net's parameters from enc2.conv1 on (42 of
+// 46, 118.2 MiB, as its plan under 3.3G on an H200 chose) are one stretch: chunks of 64 MiB,
+// 256 MiB for Adam's two slots. Its largest parameter alone (mid.conv2's weight, 36 MiB): 144.
+TEST(GraphMemoryPlan, StreamedStateChunksSpanAdjacentParameters) {
+  Model m = make_unet(UNetOptions{});
+  auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
+  as_capped(m);
+  StepMem d = describe_step(m, Shape{1, 3, 1024, 1024}, opt.get(), 25000.0, 1, 3955.0, Precision::Fp32, 2);
+  PlanOptions o;
+  o.h2d_gb_s = o.d2h_gb_s = 55.0;
+  o.device_gb_s = 3955.0;
+  o.host_update_gb_s = 1.0;  // the host's update slow: the state is streamed through the GPU
+  int executed = 0;
+  for (const LayerMem& l : d.layers) executed += !l.absorbed;
+  const std::vector<Placement> keep(static_cast<size_t>(executed), Placement::Keep);
+  ASSERT_EQ(d.params.size(), 46u);
+  ASSERT_EQ(d.params[18].name, "mid.conv2.weight");
+  ASSERT_EQ(d.params[18].bytes, int64_t{36} << 20);
+  std::vector<int> from_enc2;
+  for (int j = 4; j < 46; ++j) from_enc2.push_back(j);
+  const MemoryPlan all = simulate_plan(d, keep, o, {}, from_enc2);
+  ASSERT_EQ(all.state.mode, StateMode::Stream);
+  EXPECT_EQ(all.fixed.staging, 2 * 2 * (int64_t{64} << 20));
+  const MemoryPlan one = simulate_plan(d, keep, o, {}, {18});
+  ASSERT_EQ(one.state.mode, StateMode::Stream);
+  EXPECT_EQ(one.fixed.staging, 2 * 2 * (int64_t{36} << 20));
+}
+
 // The U-Net at 1024 x 1024, batch 1, for an H200, under 4.8G and 3.3G (PyTorch's checkpoint
 // and save_on_cpu peaks). As run, the step's buffer takes 256 MiB more than the planner's
 // largest live sum (no packing of its lifetimes reaches it), so plan_training_step tightens

@@ -335,6 +335,8 @@ TEST(MemoryPlan, ParseMemorySize) {
 }
 
 // Measured times from a --profile CSV replace the estimates; a fused layer's go to its host.
+// A profile of another batch or size is scaled by each layer's output elements (the U-Net's
+// plan at sides that do not fit uncapped takes a smaller side's profile).
 TEST(MemoryPlan, LayerTimesFromAProfile) {
   Sequential model = make_caltech_model(32, 6);
   auto opt = make_optimizer("adagrad", model.parameters(), 0.01f);
@@ -355,14 +357,31 @@ TEST(MemoryPlan, LayerTimesFromAProfile) {
   EXPECT_DOUBLE_EQ(m.layers[16].bwd_ms, 4.0);
   EXPECT_DOUBLE_EQ(m.layers[2].fwd_ms, conv2_estimate);  // no row: the estimate stays
   EXPECT_DOUBLE_EQ(m.update_ms, 0.75);
+  EXPECT_FALSE(read_layer_times(m, path));
+  // Another batch or size of the same model: each layer's times scaled by its output elements
+  // (here 8 rows for 4, and 16x16 for 32x32 planes), the update's as measured.
   write("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n"
-        "0,Conv2d,\"(8,32,32,32)\",1.5,3.0,0.25,0.1,1\n");
-  try {
-    read_layer_times(m, path);
-    ADD_FAILURE() << "a profile of another batch was taken";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("profile the same model, batch and size"), std::string::npos)
-        << e.what();
+        "0,Conv2d,\"(8,32,32,32)\",1.5,3.0,0.25,0.1,1\n"
+        "16,Dense,\"(2,1024)\",2.0,4.0,0.5,0.1,1\n"
+        "2,Conv2d,\"(4,32,16,16)\",0.5,1.0,0,0.1,1\n");
+  EXPECT_TRUE(read_layer_times(m, path));
+  EXPECT_DOUBLE_EQ(m.layers[0].fwd_ms, 0.75);
+  EXPECT_DOUBLE_EQ(m.layers[0].bwd_ms, 1.5);
+  EXPECT_DOUBLE_EQ(m.layers[16].fwd_ms, 4.0);
+  EXPECT_DOUBLE_EQ(m.layers[16].bwd_ms, 8.0);
+  EXPECT_DOUBLE_EQ(m.layers[2].fwd_ms, 2.0);
+  EXPECT_DOUBLE_EQ(m.update_ms, 0.75);
+  // Other channels (or another rank) are another model.
+  for (const char* shape : {"(4,16,32,32)", "(4,32,1024)"}) {
+    write(std::string("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n0,Conv2d,\"") +
+          shape + "\",1.5,3.0,0.25,0.1,1\n");
+    try {
+      read_layer_times(m, path);
+      ADD_FAILURE() << "a profile of another model was taken: " << shape;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("other channels are another model"), std::string::npos)
+          << e.what();
+    }
   }
   write("app,model\n");
   EXPECT_THROW(read_layer_times(m, path), Error);

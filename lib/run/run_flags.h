@@ -87,8 +87,9 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
       ->type_name("SIZE")
       ->check([](const std::string& v) { return memory_size_problem(v, nullptr); });
   app.add_option("--layer-times", cfg.layer_times,
-                 "a --profile CSV of the same model, batch and size: the plan's cost model uses "
-                 "its measured layer times instead of estimates from FLOPs")
+                 "a --profile CSV of the same model: the plan's cost model uses its measured "
+                 "layer times instead of estimates from FLOPs (made at another batch or size, "
+                 "each layer's scaled by its output elements)")
       ->check(CLI::ExistingFile);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,29 @@ bool parse_ms(const std::string& s, double* v) {
   return !s.empty() && *end == '\0' && *v >= 0 && *v < 1e9;
 }
 
+// "(1,64,1024,1024)" -> {1, 64, 1024, 1024}; empty where it is not such a shape.
+std::vector<int64_t> shape_dims(const std::string& s) {
+  std::vector<int64_t> d;
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return d;
+  std::stringstream in(s.substr(1, s.size() - 2));
+  for (std::string x; std::getline(in, x, ',');) {
+    char* end = nullptr;
+    const long long v = std::strtoll(x.c_str(), &end, 10);
+    if (x.empty() || *end != '\0' || v < 0) return {};
+    d.push_back(v);
+  }
+  return d;
+}
+
+int64_t product(const std::vector<int64_t>& d) {
+  int64_t p = 1;
+  for (int64_t v : d) p *= v;
+  return d.empty() ? 0 : p;
+}
+
 }  // namespace
 
-void read_layer_times(StepMem& m, const std::string& path) {
+bool read_layer_times(StepMem& m, const std::string& path) {
   std::ifstream in(path);
   PDNN_CHECK(in.good(), "--layer-times %s: cannot be read", path.c_str());
   std::string line;
@@ -61,6 +82,7 @@ void read_layer_times(StepMem& m, const std::string& path) {
              line.c_str());
   double update = 0;
   int rows = 0;
+  bool scaled = false;
   for (int n = 2; std::getline(in, line); ++n) {
     const std::vector<std::string> f = csv_fields(line);
     double fwd = 0, bwd = 0, upd = 0;
@@ -75,11 +97,21 @@ void read_layer_times(StepMem& m, const std::string& path) {
       ++i;
     const bool number = !f[0].empty() && f[0].find_first_not_of("0123456789") == std::string::npos;
     if (i == m.layers.size() && !number) continue;
-    PDNN_CHECK(i < m.layers.size() && f[2] == m.layers[i].out_shape,
+    // Another batch or size of the same model: the times scale with the layer's output
+    // elements (its channels, and so its work per element, the same).
+    const std::vector<int64_t> was = shape_dims(f[2]),
+                               now = i < m.layers.size() ? shape_dims(m.layers[i].out_shape) : std::vector<int64_t>{};
+    PDNN_CHECK(i < m.layers.size() && was.size() == now.size() && was.size() >= 2 && was[1] == now[1] &&
+                   product(was) > 0,
                "--layer-times %s line %d: layer %s with output %s, but this run's layer %s has "
-               "%s (profile the same model, batch and size)",
+               "%s (profile the same model; another batch or size is scaled, other channels "
+               "are another model)",
                path.c_str(), n, f[0].c_str(), f[2].c_str(), f[0].c_str(),
                i < m.layers.size() ? m.layers[i].out_shape.c_str() : "none");
+    const double scale = static_cast<double>(product(now)) / static_cast<double>(product(was));
+    scaled = scaled || f[2] != m.layers[i].out_shape;
+    fwd *= scale;
+    bwd *= scale;
     size_t k = i;
     // Fused into its input: its time is its host's.
     while (m.layers[k].absorbed)
@@ -91,6 +123,7 @@ void read_layer_times(StepMem& m, const std::string& path) {
   }
   PDNN_CHECK(rows > 0, "--layer-times %s: no layer rows", path.c_str());
   m.update_ms = update;
+  return scaled;
 }
 
 CopyBandwidth measure_copy_bandwidth(Context& ctx, size_t bytes) {
@@ -220,6 +253,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   const std::string policy = gpu ? ctx.tuning().policy() : cfg.conv_algo;
   const bool measured = !cfg.layer_times.empty();
   StepMem timed;  // the profile's times, at the whole batch
+  bool times_scaled = false;  // ... measured at another batch or size
   // The step shell's staging buffers hold the batch a second time (train/step_shell.h).
   const int batch_copies = gpu && cfg.overlap_batch_copy ? 2 : 1;
   auto describe = [&](int64_t rows) {
@@ -288,14 +322,16 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   if (measured) {
     timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision(), 1, sms,
                           policy);
-    read_layer_times(timed, cfg.layer_times);
+    times_scaled = read_layer_times(timed, cfg.layer_times);
   }
   const MemoryPlan p = plan_training_step(describe, n, o);
   if (plan) *plan = p;
   const StepMem m = describe(p.micro_batches > 1 ? p.micro_rows : n);
   if (cfg.memory_plan) {
-    const std::string times = measured ? "layer times from " + cfg.layer_times
-                                       : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
+    const std::string times =
+        measured ? "layer times from " + cfg.layer_times +
+                       (times_scaled ? ", measured at another size and scaled by each layer's output elements" : "")
+                 : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
     std::printf("memory plan of a training step, input %s, %s, on %s (%s; copy bandwidth %s%s):\n%s",
                 batch.str().c_str(), precision_name(ctx.precision()),
                 gpu ? "the GPU"

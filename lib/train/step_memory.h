@@ -50,10 +50,12 @@ void apply_memory_plan(Context& ctx, Model& model, Optimizer& opt, const StepMem
                        const MemoryPlan& p, int64_t state_chunk_bytes);
 
 // Replaces m's layer times (and update time) with those of a --profile CSV (layer, kind,
-// output_shape, fwd_ms, bwd_ms, update_ms, ...; train/profiler.h) made for the same model and
-// input: a layer fused into the one before in m takes its time there. Throws pdnn::Error naming
-// the file and the problem (unreadable, not a profile, a layer of another shape).
-void read_layer_times(StepMem& m, const std::string& path);
+// output_shape, fwd_ms, bwd_ms, update_ms, ...; train/profiler.h) made for the same model: a
+// layer fused into the one before in m takes its time there. A profile of another batch or
+// size (a layer's output of the same channels, another count of elements) is scaled by each
+// layer's output elements; returns whether any was. Throws pdnn::Error naming the file and the
+// problem (unreadable, not a profile, a layer of another model: other channels or rank).
+bool read_layer_times(StepMem& m, const std::string& path);
 
 // Host-device bandwidth of pinned copies on ctx's GPU, GB/s (1e9 bytes/s) each way; 0 on the
 // CPU.

@@ -12,12 +12,14 @@
 #include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "data/augment.h"
+#include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "data/image_mask_pairs.h"
 #include "data/prefetch_loader.h"
@@ -514,6 +516,56 @@ TEST(DatasetTargets, ASetWithoutPerPixelTargetsSaysSo) {
   float x[4];
   int32_t t[4];
   testing::expect_error_mentions([&] { data.read_with_target(0, x, t, std::nullopt); },
+                                 {"no per-pixel targets"});
+}
+
+// A set seen as its tiles: tile 4i + k of 16 x 16 is window k (row by row) of image i at 32 x 32,
+// photo and mask, with the augmentation the same key draws for the whole image; labels and
+// classes pass through; a side that does not divide the images is refused.
+TEST(DatasetTiles, TilesPartitionEachImageAndItsMask) {
+  ImageMaskOptions o;
+  o.size = 32;
+  o.log = nullptr;
+  o.threads = 2;
+  const ImageMaskFolder f = load_image_mask_folder(std::string(PDNN_SOURCE_DIR) + "/datasets/ccp-200", o);
+  const DatasetTiles tiles(f.train, 16);
+  EXPECT_EQ(tiles.per_sample(), 4);
+  EXPECT_EQ(tiles.size(), 4 * f.train.size());
+  EXPECT_EQ(tiles.sample_shape(), (Shape{3, 16, 16}));
+  EXPECT_EQ(tiles.target_shape(), (Shape{16, 16}));
+  EXPECT_EQ(tiles.num_classes(), 2);
+  EXPECT_EQ(tiles.class_name(1), "person");
+  std::vector<float> img(3 * 32 * 32), tile(3 * 16 * 16);
+  std::vector<int32_t> map(32 * 32), tmap(16 * 16);
+  for (const int64_t i : {int64_t{0}, int64_t{7}, f.train.size() - 1})
+    for (const std::optional<uint64_t> key : {std::optional<uint64_t>{}, std::optional<uint64_t>{12345}}) {
+      f.train.read_with_target(i, img.data(), map.data(), key);
+      for (int64_t k = 0; k < 4; ++k) {
+        tiles.read_with_target(4 * i + k, tile.data(), tmap.data(), key);
+        const int64_t y0 = k / 2 * 16, x0 = k % 2 * 16;
+        for (int64_t c = 0; c < 3; ++c)
+          for (int64_t y = 0; y < 16; ++y)
+            for (int64_t x = 0; x < 16; ++x)
+              ASSERT_EQ(tile[static_cast<size_t>((c * 16 + y) * 16 + x)],
+                        img[static_cast<size_t>((c * 32 + y0 + y) * 32 + x0 + x)])
+                  << "image " << i << " tile " << k;
+        for (int64_t y = 0; y < 16; ++y)
+          for (int64_t x = 0; x < 16; ++x)
+            ASSERT_EQ(tmap[static_cast<size_t>(y * 16 + x)], map[static_cast<size_t>((y0 + y) * 32 + x0 + x)]);
+        std::vector<float> alone(tile.size());
+        tiles.read(4 * i + k, alone.data(), key);  // read() gives the same photo
+        EXPECT_EQ(alone, tile);
+      }
+    }
+  testing::expect_error_mentions([&] { DatasetTiles(f.train, 24); }, {"tiles of side 24", "32 x 32"});
+  testing::expect_error_mentions([&] { tiles.read(tiles.size(), tile.data(), std::nullopt); }, {"tile"});
+  LabeledImages li{Tensor::zeros(Shape{2, 1, 4, 4}), {0, 1}};
+  const TensorDataset labelled(li, 2);
+  const DatasetTiles quarters(labelled, 2);
+  EXPECT_EQ(quarters.size(), 8);
+  EXPECT_EQ(quarters.label(5), 1);
+  EXPECT_EQ(quarters.target_shape().rank(), 0);
+  testing::expect_error_mentions([&] { quarters.read_with_target(0, tile.data(), tmap.data(), std::nullopt); },
                                  {"no per-pixel targets"});
 }
 

@@ -112,6 +112,39 @@ TEST_F(SegmentApp, ShortRunWritesRowsOverlaysAndTheLossFalls) {
   EXPECT_EQ(ls.output.find(".tmp"), std::string::npos) << ls.output;
 }
 
+// --tile: the model trains and is scored on each image's grid of tiles (issue 35's whole image
+// against its tiles). One tile of the whole side is the plain run, value for value; tiles of
+// half the side are four an image, counted in the batch and the epoch, and named in the data
+// set's name (the rows' and the outputs').
+TEST_F(SegmentApp, TilesAreTheImagesGridAndOneTileIsThePlainRun) {
+  const std::string a = path("plain.csv"), b = path("one_tile.csv"), c = path("quarters.csv");
+  const std::string run = base() + " --epochs 1 --seed 5 --overlays 0 --out ";
+  ASSERT_EQ(testing::run_command(run + a).status, 0);
+  const testing::CommandResult one = testing::run_command(run + b + " --tile 32");
+  ASSERT_EQ(one.status, 0) << one.output;
+  const auto ra = testing::read_csv(a), rb = testing::read_csv(b);
+  ASSERT_EQ(ra.size(), 2u);
+  ASSERT_EQ(rb.size(), 2u);
+  const auto col = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(ra[0].begin(), ra[0].end(), name) - ra[0].begin());
+  };
+  for (const char* k : {"train_loss", "test_loss", "test_pixel_acc", "test_dice_person", "test_mean_iou"})
+    EXPECT_EQ(ra[1].at(col(k)), rb[1].at(col(k))) << k;
+  EXPECT_EQ(rb[1].at(col("dataset")), "ccp-person-200-32px-tiles32");
+  const testing::CommandResult q = testing::run_command(run + c + " --tile 16");
+  ASSERT_EQ(q.status, 0) << q.output;
+  EXPECT_NE(q.output.find("dataset ccp-person-200-32px-tiles16"), std::string::npos) << q.output;
+  EXPECT_NE(q.output.find("64 tiles/epoch (8 steps)"), std::string::npos) << q.output;
+  EXPECT_NE(q.output.find("each 32x32 image is 4 tiles of 16x16"), std::string::npos) << q.output;
+  const auto rc = testing::read_csv(c);
+  ASSERT_EQ(rc.size(), 2u);
+  for (const char* k : {"test_dice_person", "test_mean_dice"}) {
+    const double v = std::stod(rc[1].at(col(k)));
+    EXPECT_GE(v, 0.0) << k;
+    EXPECT_LE(v, 1.0) << k;
+  }
+}
+
 TEST_F(SegmentApp, BadFlagsAndDataFailInOneLineAndWriteNothing) {
   const std::string out = path("out.csv"), ov = path("ov");
   auto expect_failure = [&](const std::string& args, const std::string& message) {
@@ -134,6 +167,8 @@ TEST_F(SegmentApp, BadFlagsAndDataFailInOneLineAndWriteNothing) {
   expect_failure("--depth 9", "--depth");
   expect_failure("--lr -1", "--lr");
   expect_failure("--device gpu", "--device");
+  expect_failure("--tile 24", "--tile 24: must divide --size 32 and be a multiple of 4");
+  expect_failure("--tile 2", "--tile 2: must divide --size 32 and be a multiple of 4");
   // A pair folder with a mask of the wrong size: the loader names the file.
   mkdir("pairs/images");
   mkdir("pairs/masks");

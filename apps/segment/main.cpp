@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,7 @@ constexpr const char* kModel = "unet";
 
 struct Options {
   std::string data = "datasets/ccp-200", optimizer, overlay_dir;
-  int classes = 2, threads = 0, size = 256, loader_threads = 0, overlays = 4;
+  int classes = 2, threads = 0, size = 256, loader_threads = 0, overlays = 4, tile = 0;
   int64_t base = -1, batch = 0, images_per_epoch = 0;
   int depth = -1;
   bool batchnorm = false, augment = true;
@@ -120,6 +121,12 @@ int run(int argc, char** argv) {
                  "up-sampled, and the run says so)")
       ->capture_default_str()
       ->check(CLI::Range(2, 8192));
+  app.add_option("--tile", o.tile,
+                 "train and evaluate on the grid of TILE x TILE tiles of each --size image, not "
+                 "the whole image (a multiple of 2^depth dividing --size; the scores count every "
+                 "pixel, so they are the stitched images'; --batch and --images-per-epoch count "
+                 "tiles and images: a batch of (size/tile)^2 tiles has one image's pixels)")
+      ->check(CLI::Range(0, 8192));
   app.add_option("--base", o.base,
                  strprintf("channels of the first level (default %lld, the paper's)",
                            static_cast<long long>(zoo.defaults.base)))
@@ -173,6 +180,10 @@ int run(int argc, char** argv) {
   PDNN_CHECK(o.size % unit == 0 && o.size >= unit,
              "--size %d: must be a multiple of %lld (2^depth: the U-Net pools %d times)", o.size,
              static_cast<long long>(unit), u.depth);
+  PDNN_CHECK(o.tile == 0 || (o.tile % unit == 0 && o.size % o.tile == 0),
+             "--tile %d: must divide --size %d and be a multiple of %lld (2^depth)", o.tile, o.size,
+             static_cast<long long>(unit));
+  const int side = o.tile > 0 ? o.tile : o.size;  // what the model sees
   const bool gpu = rc.device == "cuda";
   if (o.loader_threads == 0) o.loader_threads = gpu ? 4 : 1;
   const int threads = o.threads > 0 ? o.threads : omp_get_num_procs();
@@ -190,12 +201,19 @@ int run(int argc, char** argv) {
   PDNN_CHECK(static_cast<int>(folder.classes.size()) == o.classes,
              "--classes %d: %s/%s has %zu", o.classes, o.data.c_str(), mo.masks.c_str(),
              folder.classes.size());
-  const std::string dataset = folder.name + "-" + std::to_string(o.size) + "px";
+  // With --tile, the splits' tiles (the photos still decoded and augmented at --size).
+  std::optional<DatasetTiles> train_tiles, test_tiles;
+  if (o.tile > 0) train_tiles.emplace(folder.train, o.tile), test_tiles.emplace(folder.test, o.tile);
+  const Dataset& train = o.tile > 0 ? static_cast<const Dataset&>(*train_tiles) : folder.train;
+  const Dataset& test = o.tile > 0 ? static_cast<const Dataset&>(*test_tiles) : folder.test;
+  const int64_t tiles = o.tile > 0 ? train_tiles->per_sample() : 1;
+  const std::string dataset = folder.name + "-" + std::to_string(o.size) + "px" +
+                              (o.tile > 0 ? "-tiles" + std::to_string(o.tile) : "");
   PDNN_CHECK(o.images_per_epoch <= folder.train.size(),
              "--images-per-epoch %lld: the training split of %s has %lld images",
              static_cast<long long>(o.images_per_epoch), o.data.c_str(),
              static_cast<long long>(folder.train.size()));
-  const int64_t per_epoch = o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size();
+  const int64_t per_epoch = (o.images_per_epoch > 0 ? o.images_per_epoch : folder.train.size()) * tiles;
   std::string batch_note;
   if (o.batch == 0) o.batch = zoo.batch;
   o.batch = fit_batch(o.batch, per_epoch, "an epoch", &batch_note);
@@ -218,7 +236,8 @@ int run(int argc, char** argv) {
   rc.must_match = {{"batch", o.batch},
                    {"train_images", folder.train.size()},
                    {"images_per_epoch", o.images_per_epoch},
-                   {"size", o.size}};
+                   {"size", o.size},
+                   {"tile", o.tile}};
   if (rc.out.empty()) rc.out = "runs/segment/" + name + "_" + dataset + ".csv";
   if (rc.profile_out.empty())
     rc.profile_out = "runs/segment/profile_" + name + "_" + dataset + "_b" +
@@ -229,10 +248,10 @@ int run(int argc, char** argv) {
   SegmentationTaskOptions to;
   to.train.batch = o.batch;
   to.train.augment = o.augment;
-  to.train.images_per_epoch = o.images_per_epoch;
+  to.train.images_per_epoch = o.images_per_epoch * tiles;
   to.train.threads = o.loader_threads;
   to.prefetch = 1;
-  to.eval.batch = std::min(o.batch, std::max<int64_t>(folder.test.size(), 1));
+  to.eval.batch = std::min(o.batch, std::max<int64_t>(test.size(), 1));
   to.eval.threads = o.loader_threads;
   to.eval.prefetch = 1;
   to.cuda_graph = rc.cuda_graph;
@@ -241,7 +260,7 @@ int run(int argc, char** argv) {
   to.overlay_dir = o.overlays > 0 ? o.overlay_dir : "";
   to.norm = folder.norm;
   to.title = name + " on " + dataset;
-  SegmentationTask task(ctx, model, *opt, folder.train, folder.test, to);
+  SegmentationTask task(ctx, model, *opt, train, test, to);
   if (!to.overlay_dir.empty()) {
     rc.extra_outputs.push_back({"--overlay-dir", task.overlay_path(1)});
     if (rc.epochs > 1) rc.extra_outputs.push_back({"--overlay-dir", task.overlay_path(rc.epochs)});
@@ -251,20 +270,24 @@ int run(int argc, char** argv) {
   const std::string device_line = run_device_text(rc, info.gpu);
   if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf(
-      "segment: model %s, dataset %s (%s), %dx%d, batch %lld, %lld images/epoch (%lld steps), "
+      "segment: model %s, dataset %s (%s), %dx%d, batch %lld, %lld %s/epoch (%lld steps), "
       "%s lr %g, augmentation %s, %d threads + loader %d, seed %llu | %s | %s | BLAS %s | rev "
       "%s\n",
       name.c_str(), dataset.c_str(), folder.describe().c_str(), o.size, o.size,
-      static_cast<long long>(o.batch), static_cast<long long>(per_epoch),
+      static_cast<long long>(o.batch), static_cast<long long>(per_epoch), o.tile > 0 ? "tiles" : "images",
       static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
       model_optimizer_name(kModel, o.optimizer).c_str(), static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),
       info.blas_text.c_str(), info.git_rev.c_str());
+  if (o.tile > 0)
+    std::printf("tiles: each %dx%d image is %lld tiles of %dx%d; the model trains and is scored "
+                "on the tiles, the scores over every pixel (the stitched images')\n",
+                o.size, o.size, static_cast<long long>(tiles), o.tile, o.tile);
   std::printf("data loaded in %.2f s\n%s", load_s,
-              model.summary(Shape{o.batch, 3, o.size, o.size}).c_str());
+              model.summary(Shape{o.batch, 3, side, side}).c_str());
   std::fflush(stdout);
-  plan_step_memory(ctx, model, *opt, Shape{o.batch, 3, o.size, o.size}, rc,
+  plan_step_memory(ctx, model, *opt, Shape{o.batch, 3, side, side}, rc,
                    rc.steps > 0 ? 0 : to.eval.batch);
   const int status = loop.run();
   if (rc.steps == 0 && !to.overlay_dir.empty())

@@ -1,7 +1,8 @@
-// TensorDataset and DatasetRange (see dataset.h).
+// TensorDataset, DatasetRange and DatasetTiles (see dataset.h).
 #include "data/dataset.h"
 
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 
@@ -61,6 +62,58 @@ void DatasetRange::read_with_target(int64_t i, float* dst, int32_t* target,
   PDNN_CHECK(i >= 0 && i < size(), "DatasetRange: sample %lld of %lld", static_cast<long long>(i),
              static_cast<long long>(size()));
   data_.read_with_target(begin_ + i, dst, target, augment_key);
+}
+
+DatasetTiles::DatasetTiles(const Dataset& data, int64_t side) : data_(data), side_(side) {
+  const Shape s = data.sample_shape();
+  PDNN_CHECK(s.rank() == 3, "tiles: samples %s, expected (C,H,W)", s.str().c_str());
+  channels_ = s[0];
+  h_ = s[1];
+  w_ = s[2];
+  PDNN_CHECK(side >= 1 && h_ % side == 0 && w_ % side == 0,
+             "tiles of side %lld: the samples are %lld x %lld (a multiple of the side is needed)",
+             static_cast<long long>(side), static_cast<long long>(h_), static_cast<long long>(w_));
+  const Shape t = data.target_shape();
+  PDNN_CHECK(t.rank() == 0 || (t.rank() == 2 && t[0] == h_ && t[1] == w_),
+             "tiles: targets %s for samples %s", t.str().c_str(), s.str().c_str());
+  per_sample_ = (h_ / side) * (w_ / side);
+}
+
+int32_t DatasetTiles::label(int64_t i) const {
+  PDNN_CHECK(i >= 0 && i < size(), "tiles: tile %lld of %lld", static_cast<long long>(i),
+             static_cast<long long>(size()));
+  return data_.label(i / per_sample_);
+}
+
+Shape DatasetTiles::target_shape() const {
+  return data_.target_shape().rank() == 0 ? Shape{} : Shape{side_, side_};
+}
+
+void DatasetTiles::read(int64_t i, float* dst, std::optional<uint64_t> augment_key) const {
+  read_with_target(i, dst, nullptr, augment_key);
+}
+
+void DatasetTiles::read_with_target(int64_t i, float* dst, int32_t* target,
+                                    std::optional<uint64_t> augment_key) const {
+  PDNN_CHECK(i >= 0 && i < size(), "tiles: tile %lld of %lld", static_cast<long long>(i),
+             static_cast<long long>(size()));
+  PDNN_CHECK(!target || data_.target_shape().rank() == 2,
+             "tiles: the set has no per-pixel targets");
+  const int64_t k = i % per_sample_, y0 = k / (w_ / side_) * side_, x0 = k % (w_ / side_) * side_;
+  std::vector<float> img(static_cast<size_t>(channels_ * h_ * w_));
+  std::vector<int32_t> map(target ? static_cast<size_t>(h_ * w_) : 0);
+  if (target)
+    data_.read_with_target(i / per_sample_, img.data(), map.data(), augment_key);
+  else
+    data_.read(i / per_sample_, img.data(), augment_key);
+  const size_t row = static_cast<size_t>(side_);
+  for (int64_t c = 0; c < channels_; ++c)
+    for (int64_t y = 0; y < side_; ++y)
+      std::memcpy(dst + (c * side_ + y) * side_, img.data() + (c * h_ + y0 + y) * w_ + x0,
+                  row * sizeof(float));
+  if (target)
+    for (int64_t y = 0; y < side_; ++y)
+      std::memcpy(target + y * side_, map.data() + (y0 + y) * w_ + x0, row * sizeof(int32_t));
 }
 
 }  // namespace pdnn

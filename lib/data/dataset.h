@@ -100,4 +100,33 @@ class DatasetRange : public Dataset {
   int64_t begin_, end_;
 };
 
+// A set of (C,H,W) samples seen as the grid of their side x side tiles: tile i is tile
+// (i % per_sample) of sample i / per_sample, row by row, its target the same window of the
+// sample's (H,W) map (or the sample's label). A whole image against its tiles (issue 35: the
+// large-model study's "train the whole image, not tiles"): the tiles partition each image, so
+// counts summed over every pixel (IoU, Dice) are the stitched images'. Each tile reads its whole
+// sample (with its own augmentation draws, keyed by the tile) and keeps its window. Holds a
+// reference: `data` must outlive it.
+class DatasetTiles : public Dataset {
+ public:
+  // Checks that H and W are multiples of side (>= 1) and a per-pixel target, where the set has
+  // one, is (H,W).
+  DatasetTiles(const Dataset& data, int64_t side);
+
+  int64_t size() const override { return data_.size() * per_sample_; }
+  Shape sample_shape() const override { return Shape{channels_, side_, side_}; }
+  int num_classes() const override { return data_.num_classes(); }
+  std::string class_name(int k) const override { return data_.class_name(k); }
+  int32_t label(int64_t i) const override;
+  void read(int64_t i, float* dst, std::optional<uint64_t> augment_key) const override;
+  Shape target_shape() const override;
+  void read_with_target(int64_t i, float* dst, int32_t* target,
+                        std::optional<uint64_t> augment_key) const override;
+  int64_t per_sample() const { return per_sample_; }
+
+ private:
+  const Dataset& data_;
+  int64_t side_, channels_, h_, w_, per_sample_;
+};
+
 }  // namespace pdnn

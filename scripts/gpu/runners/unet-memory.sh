@@ -53,12 +53,14 @@
 # timing, then STEPS steps: 1024-3072 with their caps took 78 s. PyTorch with the autotuner:
 # 37-43 s of warm-up a variant at 1024, 130-141 s at 2048 (the four variants at 1024 and two at
 # 2048 filled a 560 s call); with it off, seconds.
-# Visits for the study (batch 1, fp32), each one command of the device tool:
-#   PARTS=torch TORCH_CUDNN_BENCHMARK=off TORCH_SIDES="3072 4096 5120"   (PyTorch's default)
-#   PARTS=torch TORCH_CUDNN_BENCHMARK=off TORCH_SIDES="5632 6144" TORCH_VARIANTS=plain,checkpoint+save_on_cpu
-#   PARTS=pdnn                                   (SIDES, CAPS as above)
-#   PARTS=pdnn SIDES="3072 4096" CAPS="3072:18.3G 4096:25G+49G" STEPS=12
-#   PARTS=pdnn SIDES="6144 7168" CAPS="6144:130G 7168:137G" STEPS=12 PDNN_TIMEOUT=500
+# Visits for the study (batch 1, fp32), each one command of the device tool; measured on an
+# H200 (results/scale/unet-study-h200/README.md): PyTorch at its default (the autotuner off)
+# took 25.7 s a plain step at 5120 and did not finish one at 6144 in 115 s; pdnn 3.4 s at 5120
+# (under 93.2G), 7.2 s at 7168 (under 137G, one timed block with STEPS=12, ~175 s a run).
+#   PARTS=torch TORCH_CUDNN_BENCHMARK=off TORCH_SIDES="6144" TORCH_STEPS=1 TORCH_WARMUP=1 TORCH_TIMEOUT=500
+#   PARTS=torch TORCH_CUDNN_BENCHMARK=off TORCH_SIDES="6144 7168" TORCH_VARIANTS=checkpoint+save_on_cpu TORCH_STEPS=1 TORCH_WARMUP=1
+#   PARTS=pdnn LAYER_TIMES_SIDE=2048 UNCAPPED=0 STEPS=12 SIDES="1024 3072 5120" CAPS="1024:3.3G 3072:18.3G 5120:43G"
+#   PARTS=pdnn SIDES="6144 7168" CAPS="6144:137G 7168:137G" UNCAPPED=0 STEPS=12 PDNN_TIMEOUT=300
 #   BATCH=4 PARTS=pdnn SIDES="512 1024 1536" CAPS="512:1.8G+2.9G 1024:3.2G+10G 1536:6G+22G"
 #   BATCH=4 PARTS=torch TORCH_SIDES="512 1024 1536"
 # (batch 4 at side S has batch 1's pixels at 2S and the same uncapped peak, but micro-batches

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string>
 #include <unistd.h>
 
@@ -642,6 +644,33 @@ void as_capped(Model& m) {
     }
 }
 
+// The paper's U-Net at side x side, batch 1, as a capped plan has it, described with an H200's
+// measured rates as the GPU's own plan is (the FLOP model's 25,000 GFLOP/s, 3,955 GB/s of device
+// bandwidth, 55 GB/s each way, the host's update at 290 GB/s, its CUDA context's 606 MiB and
+// cuBLAS's 32 MiB).
+struct UNetForH200 {
+  Model m = make_unet(UNetOptions{});
+  std::unique_ptr<Optimizer> opt = make_optimizer("adam", m.parameters(), 1e-3f);
+  Shape in;
+  explicit UNetForH200(int64_t side) : in{1, 3, side, side} { as_capped(m); }
+  StepMem describe(int64_t rows) {
+    StepMem s = describe_step(m, in.with_n(rows), opt.get(), 25000.0, 1, 3955.0, Precision::Fp32, 2);
+    s.context_bytes = int64_t{606} << 20;
+    s.cublas_bytes = int64_t{32} << 20;
+    return s;
+  }
+  std::function<StepMem(int64_t)> describer() {
+    return [this](int64_t rows) { return describe(rows); };
+  }
+  static PlanOptions options() {
+    PlanOptions o;
+    o.h2d_gb_s = o.d2h_gb_s = 55.0;
+    o.device_gb_s = 3955.0;
+    o.host_update_gb_s = 290.0;
+    return o;
+  }
+};
+
 // The U-Net at batch 1 (issue 35): the convolutions' column buffer was the plan's minimum at
 // high resolution (the paper's U-Net at 1024 x 1024, batch 1: 4.75 GiB of its smallest limit,
 // 7.08 GiB). Each convolution now says what its column-free algorithms ask (the implicit GEMM,
@@ -739,20 +768,9 @@ TEST(GraphMemoryPlan, AnUncappedStepPastTheDeviceIsPlannedUnderIt) {
 // save_on_cpu, which does not overlap, peaked at (18.25 GiB and its context). Without overlap
 // where it helps, the smallest limit is what the tightest backward holds at once.
 TEST(GraphMemoryPlan, OffloadsWithoutOverlapLowerTheUNetsSmallestLimit) {
-  Model m = make_unet(UNetOptions{});
-  auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
-  as_capped(m);
-  const Shape in{1, 3, 3072, 3072};
-  auto describe = [&](int64_t rows) {
-    StepMem s = describe_step(m, in.with_n(rows), opt.get(), 25000.0, 1, 3955.0, Precision::Fp32, 2);
-    s.context_bytes = int64_t{606} << 20;
-    s.cublas_bytes = int64_t{32} << 20;
-    return s;
-  };
-  PlanOptions o;
-  o.h2d_gb_s = o.d2h_gb_s = 55.0;
-  o.device_gb_s = 3955.0;
-  o.host_update_gb_s = 290.0;
+  UNetForH200 u(3072);
+  const auto describe = u.describer();
+  PlanOptions o = UNetForH200::options();
   o.limit_bytes = 1;
   const MemoryPlan floor = plan_training_step(describe, 1, o);
   ASSERT_FALSE(floor.fits);
@@ -2006,13 +2024,9 @@ TEST(MemoryPlanGpu, MaskingDyInPlaceChangesNoBit) {
 // 46, 118.2 MiB, as its plan under 3.3G on an H200 chose) are one stretch: chunks of 64 MiB,
 // 256 MiB for Adam's two slots. Its largest parameter alone (mid.conv2's weight, 36 MiB): 144.
 TEST(GraphMemoryPlan, StreamedStateChunksSpanAdjacentParameters) {
-  Model m = make_unet(UNetOptions{});
-  auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
-  as_capped(m);
-  StepMem d = describe_step(m, Shape{1, 3, 1024, 1024}, opt.get(), 25000.0, 1, 3955.0, Precision::Fp32, 2);
-  PlanOptions o;
-  o.h2d_gb_s = o.d2h_gb_s = 55.0;
-  o.device_gb_s = 3955.0;
+  UNetForH200 u(1024);
+  const StepMem d = u.describe(1);
+  PlanOptions o = UNetForH200::options();
   o.host_update_gb_s = 1.0;  // the host's update slow: the state is streamed through the GPU
   int executed = 0;
   for (const LayerMem& l : d.layers) executed += !l.absorbed;
@@ -2037,20 +2051,9 @@ TEST(GraphMemoryPlan, StreamedStateChunksSpanAdjacentParameters) {
 // run out and the step falls back to the lowest-peak plan, whose copies wait (measured on an
 // H200: 227.5 ms under 4.8G against 139.0 ms the session before).
 TEST(GraphMemoryPlan, TighteningTheLimitPassesEachPlansOwnPeak) {
-  Model m = make_unet(UNetOptions{});
-  auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
-  as_capped(m);
-  const Shape in{1, 3, 1024, 1024};
-  auto describe = [&](int64_t rows) {
-    StepMem s = describe_step(m, in.with_n(rows), opt.get(), 25000.0, 1, 3955.0, Precision::Fp32, 2);
-    s.context_bytes = int64_t{606} << 20;
-    s.cublas_bytes = int64_t{32} << 20;
-    return s;
-  };
-  PlanOptions o;
-  o.h2d_gb_s = o.d2h_gb_s = 55.0;
-  o.device_gb_s = 3955.0;
-  o.host_update_gb_s = 290.0;
+  UNetForH200 u(1024);
+  const auto describe = u.describer();
+  PlanOptions o = UNetForH200::options();
   for (const double gib : {4.8, 3.3}) {
     SCOPED_TRACE(gib);
     o.limit_bytes = static_cast<int64_t>(gib * static_cast<double>(int64_t{1} << 30));

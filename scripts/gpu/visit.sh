@@ -2,7 +2,9 @@
 # scripts/gpu/visit.sh NAME...: on a lent GPU host, runs the named runners
 # (scripts/gpu/runners/NAME.sh, in order; each gets RESULTS=<results>/NAME and writes its log
 # there) and packs everything they wrote into $OUT/visit.tar.gz (OUT: the device tool's return
-# folder; without one, ./gpu-visit.tar.gz). A runner that fails is reported and the next runs.
+# folder; without one, ./gpu-visit.tar.gz; a later visit in the same command: visit-2.tar.gz, ...,
+# since the device tool does not bring back folders as deep as a runner's logs). A runner that
+# fails is reported and the next runs.
 # Knobs the runners read (BIN, PYTHON, STEPS, SEEDS, ...) pass through the environment; see
 # scripts/gpu/README.md. Example, through the device tool:
 #   scripts/gpu/visit.sh conv torch-conv
@@ -19,6 +21,12 @@ for name in "$@"; do
 done
 dest=${OUT:-.}
 tarball=$dest/$([ -n "${OUT:-}" ] && echo visit.tar.gz || echo gpu-visit.tar.gz)
+# A second visit in the same command keeps the first's tarball: visit-2.tar.gz, ...
+first=${tarball%.tar.gz}
+for k in 2 3 4 5 6 7 8 9; do
+  [ -e "$tarball" ] || break
+  tarball=$first-$k.tar.gz
+done
 [ -d "$dest" ] || { echo "visit.sh: OUT=$dest is not a folder" >&2; exit 2; }
 results=${VISIT_RESULTS:-$(mktemp -d)}
 mkdir -p "$results"

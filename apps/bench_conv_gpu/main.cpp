@@ -1,5 +1,6 @@
 // Per-layer GPU convolution benchmark (make bench-conv-gpu): every convolution of W3, W4 and W5
-// (D's Conv2d and G's ConvTranspose2d layers, at their batch sizes), each pass (forward,
+// (D's Conv2d and G's ConvTranspose2d layers, at their batch sizes; with --filter UNet, the
+// U-Net's up-samplings, head and a full-resolution layer), each pass (forward,
 // backward-data, backward-weights with the bias) timed separately with each GPU algorithm
 // (im2col + cuBLAS, implicit GEMM, cuDNN where found), in fp32, TF32 and bf16 (--precisions;
 // bf16: bf16 x, w, y, dy, dx with fp32 bias and parameter gradients, as mixed precision runs
@@ -45,6 +46,7 @@ struct Layer {
   FusedAct act;      // fused into the forward's output write
   bool transposed;
   bool need_dx;      // false for a first layer (its input needs no gradient)
+  bool on_request = false;  // run only when --filter names it (the U-Net's large layers)
 };
 
 const Layer kLayers[] = {
@@ -66,6 +68,13 @@ const Layer kLayers[] = {
     {"W5", "G.convT3", 64, 256, 8, 8, 128, 4, 2, 1, FusedAct::None, true, true},
     {"W5", "G.convT4", 64, 128, 16, 16, 64, 4, 2, 1, FusedAct::None, true, true},
     {"W5", "G.convT5", 64, 64, 32, 32, 3, 4, 2, 1, FusedAct::None, true, true},
+    // The U-Net of issue 34's speed target (512 x 512, batch 4): its up-samplings (2x2 stride 2,
+    // 4.9 ms of the TF32 step at up to 7x their memory floor on an H100), its 1x1 head, and a
+    // full-resolution 3x3 layer beside them. --filter UNet.
+    {"UNet", "up1", 4, 128, 256, 256, 64, 2, 2, 0, FusedAct::None, true, true, true},
+    {"UNet", "up2", 4, 256, 128, 128, 128, 2, 2, 0, FusedAct::None, true, true, true},
+    {"UNet", "head", 4, 64, 512, 512, 2, 1, 1, 0, FusedAct::None, false, true, true},
+    {"UNet", "dec1.conv1", 4, 128, 512, 512, 64, 3, 1, 1, FusedAct::ReLU, false, true, true},
 };
 
 const std::vector<std::string> kColumns = {
@@ -285,6 +294,7 @@ int run(int argc, char** argv) {
   for (const Algo& a : algos) std::printf(" %18s", a.name.c_str());
   std::printf(" %9s %6s\n", "floor ms", "best/fl");
   for (const Layer& L : kLayers) {
+    if (L.on_request && filter.empty()) continue;
     if (!filter.empty() && (std::string(L.workload) + " " + L.name).find(filter) == std::string::npos)
       continue;
     // The convolution that runs: for a transposed layer, the one whose backward-data it is.

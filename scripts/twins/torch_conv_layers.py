@@ -54,6 +54,14 @@ LAYERS = [
     ("W5", "G.convT4", 64, 128, 16, 16, 64, 4, 2, 1, True, False),
     ("W5", "G.convT5", 64, 64, 32, 32, 3, 4, 2, 1, True, False),
 ]
+# The U-Net's (512 x 512, batch 4) up-samplings, 1x1 head and a full-resolution 3x3 layer: run
+# only when --filter names them (as bench_conv_gpu's).
+ON_REQUEST = [
+    ("UNet", "up1", 4, 128, 256, 256, 64, 2, 2, 0, True, True),
+    ("UNet", "up2", 4, 256, 128, 128, 128, 2, 2, 0, True, True),
+    ("UNet", "head", 4, 64, 512, 512, 2, 1, 1, 0, False, True),
+    ("UNet", "dec1.conv1", 4, 128, 512, 512, 64, 3, 1, 1, False, True),
+]
 
 
 def out_side(h, k, stride, pad, transposed):
@@ -153,6 +161,8 @@ def main():
     if args.repeat < 1 or args.warmup < 0:
         p.error("--repeat must be >= 1 and --warmup >= 0")
     layers = [L for L in LAYERS if args.filter in "%s %s" % (L[0], L[1])]
+    if args.filter:
+        layers += [L for L in ON_REQUEST if args.filter in "%s %s" % (L[0], L[1])]
     if not layers:
         p.error("--filter %s: no layer matches" % args.filter)
     try:

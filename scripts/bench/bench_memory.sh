@@ -20,7 +20,9 @@
 # (datasets/caltech101-6), OUT, TORCH=0 to skip PyTorch, THREADS (8: the host threads that prepare
 # the batches; at 1 they, not the GPU, bound the step), APP_ARGS (more caltech101 flags, e.g.
 # "--conv-algo implicit"), UNCAPPED (1; 0 leaves the uncapped run out, e.g. where it cannot fit).
-# TORCH_BENCHMARK_LIMIT (PyTorch's default): torch.backends.cudnn.benchmark_limit for the twin.
+# TORCH_BENCHMARK_LIMIT (PyTorch's default): torch.backends.cudnn.benchmark_limit for the twin;
+# TORCH_CUDNN_BENCHMARK (on; off: PyTorch's own default, cuDNN's heuristics, no autotuner
+# warm-up), TORCH_WARMUP (2): the twin's --cudnn-benchmark and --warmup.
 # PDNN_TIMEOUT / TORCH_TIMEOUT (0: none): seconds one pdnn run / one PyTorch process may take;
 # a run past it is killed, status "timeout". Memory grows with the side: once a configuration
 # (uncapped, a cap, a PyTorch variant) runs out of memory, does not fit, or times out at a side,
@@ -172,6 +174,8 @@ if [ "$TORCH" = 1 ]; then
   env -u LD_LIBRARY_PATH "$PYTHON" scripts/twins/torch_memory_bench.py --sides "$(echo $SIDES | tr ' ' ',')" \
     "${torch_args[@]}" --steps "$TORCH_STEPS" --timeout "${TORCH_TIMEOUT:-0}" \
     ${TORCH_BENCHMARK_LIMIT:+--benchmark-limit "$TORCH_BENCHMARK_LIMIT"} \
+    ${TORCH_CUDNN_BENCHMARK:+--cudnn-benchmark "$TORCH_CUDNN_BENCHMARK"} \
+    ${TORCH_WARMUP:+--warmup "$TORCH_WARMUP"} \
     --out "$OUT" || echo "bench_memory: PyTorch run failed" >&2
 fi
 echo "rows appended to $OUT; plot: python3 scripts/report/plot_memory.py $OUT; table: python3 scripts/report/memory_table.py $OUT"

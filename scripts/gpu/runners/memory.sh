@@ -31,7 +31,9 @@
 #             pdnn-cuda_caltech9-448px-cap10G_s1.csv and its log (about 4 minutes); plot it
 #             beside the 224 curve with scripts/report/plot_memory_accuracy.py
 # Knobs: PLAN ("672:20G"), TORCH_STEPS (3), TORCH (1), TORCH_BENCHMARK_LIMIT (cuDNN's autotuner's
-# algorithms per shape in the twin; PyTorch's default), STEPS (20), ACC_SIDE, ACC_CAP,
+# algorithms per shape in the twin; PyTorch's default), TORCH_CUDNN_BENCHMARK (on; off: PyTorch's
+# own default, no autotuner warm-up, which was what kept the table from one command), TORCH_WARMUP,
+# STEPS (20), ACC_SIDE, ACC_CAP,
 # ACC_EPOCHS, APP_ARGS (more caltech101 flags for the bench runs).
 # The proofs, one visit each:
 #   PARTS=tests                                   (the GPU tests)
@@ -84,6 +86,8 @@ if has torch; then  # PyTorch alone (TORCH_SIDES), each variant's line printed a
   stage "PyTorch plain / save_on_cpu / checkpoint at ${TORCH_SIDES:-1120}"
   env -u LD_LIBRARY_PATH "$PYTHON" scripts/twins/torch_memory_bench.py \
     --sides "$(echo ${TORCH_SIDES:-1120} | tr ' ' ',')" --steps "${TORCH_STEPS:-3}" --timeout "${TORCH_TIMEOUT:-0}" \
+    ${TORCH_BENCHMARK_LIMIT:+--benchmark-limit "$TORCH_BENCHMARK_LIMIT"} \
+    ${TORCH_CUDNN_BENCHMARK:+--cudnn-benchmark "$TORCH_CUDNN_BENCHMARK"} ${TORCH_WARMUP:+--warmup "$TORCH_WARMUP"} \
     --out "$RESULTS/memory_r2.csv" 2>&1 | tee "$RESULTS/torch_memory.log"
 fi
 

@@ -42,6 +42,9 @@
 # context (measured)" in its fixed bytes: segment prints no end-of-run line).
 # PRECISION (fp32): the app's and the twin's --precision (tf32, bf16). DEVICE (cuda): cpu runs
 # pdnn on this machine's CPU, a check of the parsing (no device peak; TORCH=0 with it).
+# LAYER_TIMES_SIDE (none): a side that fits uncapped; the app is profiled there first
+# (--profile, 12 steps) and every run's plan takes its layer times from that profile
+# (--layer-times, scaled to its own side) instead of FLOPs at an assumed rate.
 # BUDGET (0: none): seconds the pdnn runs may take together (a GPU visit's command is killed at
 # 10 minutes, its unpacked rows with it): a run still going when they end is killed, status
 # "budget", and the runs after it are not started, status "skipped: budget".
@@ -84,6 +87,14 @@ case $APP in
   *) echo "bench_memory: APP=$APP: caltech101 or segment" >&2; exit 2 ;;
 esac
 [ "$PRECISION" = fp32 ] || { app_args+=(--precision "$PRECISION"); torch_args+=(--precision "$PRECISION"); }
+if [ -n "${LAYER_TIMES_SIDE:-}" ]; then  # every plan's layer times from one measured profile
+  lt="$logs/profile_${APP}_${LAYER_TIMES_SIDE}.csv"
+  timeout -k 10 "${PDNN_TIMEOUT:-0}" "$BIN/$APP" --device "${DEVICE:-cuda}" --size "$LAYER_TIMES_SIDE" \
+    --steps 12 "${app_args[@]}" ${APP_ARGS:-} --profile --profile-out "$lt" > "${lt%.csv}.log" 2>&1 ||
+    { echo "bench_memory: the profile at side $LAYER_TIMES_SIDE failed (${lt%.csv}.log)" >&2; exit 1; }
+  app_args+=(--layer-times "$lt")
+  echo "layer times: $lt (each plan scales them by its layers' output elements)"
+fi
 rev=$(git describe --always --dirty --abbrev=10 2>/dev/null || echo unknown)
 csv_row() { env -u LD_LIBRARY_PATH python3 -c 'import csv,sys; csv.writer(sys.stdout, lineterminator="\n").writerow(sys.argv[1:])' "$@"; }
 gib() { [ -n "$1" ] && awk -v v="$1" 'BEGIN { printf "%.3f", v * 1e6 / 1073741824 }' || true; }

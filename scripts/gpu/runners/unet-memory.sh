@@ -40,9 +40,9 @@
 # TORCH_CUDNN_BENCHMARK (on; off: PyTorch's default, cuDNN's heuristics: the autotuner took
 # 37-43 s of warm-up a variant at 1024 and 130-141 s at 2048 on an H200, and with a limit of 1
 # it picked algorithms 2-8x slower), TORCH_WARMUP (2), TORCH_VARIANTS (all four),
-# APP_ARGS (more segment flags), LAYER_TIMES_SIDE (a side that fits uncapped, e.g. 2048: the
-# U-Net profiled there first, --profile, and every pdnn run's plan takes its layer times from
-# that profile, --layer-times, scaled to its own side; without it the plans' times come from
+# APP_ARGS (more segment flags), LAYER_TIMES_SIDE (a side that fits uncapped, e.g. 2048:
+# bench_memory.sh profiles the U-Net there first and every pdnn run's plan takes its layer
+# times from that profile, scaled to its own side; without it the plans' times come from
 # FLOPs at an assumed 25,000 GFLOP/s, 23-35% over the H200's steps), BUDGET (540 s, 0: none: the runner's parts together, counted
 # from its start; the device tool kills a command at 600 s, or earlier when the session's
 # device time is short, and with it every row not yet packed: keep BUDGET under the call's
@@ -85,20 +85,7 @@ if has pdnn; then
   sides=${SIDES:-1024 2048 3072}
   plan=${CAPS-1024:3.3G+4.8G 2048:12.2G+21G 3072:18.3G+35.4G}
   stage "pdnn: the U-Net at $sides, batch $BATCH, $PRECISION, caps $plan"
-  if [ -n "${LAYER_TIMES_SIDE:-}" ]; then  # the plans' layer times from one measured profile
-    lt=$RESULTS/profile_${LAYER_TIMES_SIDE}.csv
-    data=$(mktemp -d)
-    for f in images masks masks59; do ln -sfn "$(cd datasets/ccp-200 && pwd)/$f" "$data/$f"; done
-    head -8 datasets/ccp-200/train.txt > "$data/train.txt"
-    head -1 datasets/ccp-200/test.txt > "$data/test.txt"
-    timeout "${PDNN_TIMEOUT:-240}" "$BIN/segment" --device cuda --size "$LAYER_TIMES_SIDE" --batch "$BATCH" \
-      --precision "$PRECISION" --data "$data" --steps 12 --conv-algo-cache none --overlays 0 \
-      --profile --profile-out "$lt" > "$RESULTS/profile_${LAYER_TIMES_SIDE}.log" 2>&1 ||
-      { echo "unet-memory: the profile at $LAYER_TIMES_SIDE failed (its log: profile_${LAYER_TIMES_SIDE}.log)" >&2; exit 1; }
-    APP_ARGS="${APP_ARGS:-} --layer-times $lt"
-    echo "layer times: $lt (each plan scales them by its layers' output elements)"
-  fi
-  APP_ARGS=${APP_ARGS:-} BIN=$BIN APP=segment BATCH=$BATCH PRECISION=$PRECISION SIDES="$sides" CAPS= PLAN="$plan" \
+  BIN=$BIN APP=segment BATCH=$BATCH PRECISION=$PRECISION SIDES="$sides" CAPS= PLAN="$plan" \
     STEPS=${STEPS:-20} TORCH=0 BUDGET=$(left) \
     PDNN_TIMEOUT=${PDNN_TIMEOUT:-240} OUT="$csv" scripts/bench/bench_memory.sh 2>&1 | grep --line-buffered -v "^epoch"
 fi

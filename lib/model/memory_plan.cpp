@@ -1064,7 +1064,7 @@ struct Interval {
 // Each buffer in the given order at the lowest offset (best_fit: in the smallest gap, else on
 // top) where it overlaps, in memory, no buffer placed before it that it overlaps in time.
 // Returns the buffer's size; at[i]: v[i]'s offset.
-int64_t first_fit(const std::vector<Interval>& v, const std::vector<size_t>& order, bool best_fit,
+int64_t fit_in_order(const std::vector<Interval>& v, const std::vector<size_t>& order, bool best_fit,
                   std::vector<int64_t>& at) {
   at.assign(v.size(), 0);
   int64_t top = 0;
@@ -1125,7 +1125,7 @@ int64_t pack(std::vector<Interval>& v) {
     for (size_t i = 0; i < v.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), before);
     for (bool best_fit : {false, true}) {
-      const int64_t top = first_fit(v, order, best_fit, at);
+      const int64_t top = fit_in_order(v, order, best_fit, at);
       if (best < 0 || top < best) best = top, best_at = at;
     }
   }
@@ -1241,7 +1241,6 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
     }
   }
   a.elements = pack(v);
-
   a.reuse_at.assign(static_cast<size_t>(L), -1);
   for (int k = 0; k < L; ++k) {
     const size_t u = static_cast<size_t>(k);

@@ -290,13 +290,13 @@ std::string position_name(const StepMem& m, const MemoryPlan& p, int pos);
 // Where a model carrying placements out (Model::set_placements) keeps its activations and
 // gradients during a training step: offsets into one device buffer, so that nothing is
 // allocated or freed inside the step (it stays one CUDA graph). Buffers whose lifetimes do not
-// overlap share memory (first fit by decreasing size, as TFLite's arena planner). Lifetimes as
-// the model runs: an output from its forward to its last use (Keep; the last layer's, the
-// logits, to the end), or to its last reader's forward and again from where it is brought back
-// (offloaded or recomputed: before the backward that first needs it) to its last use; its last
-// use is the last backward that reads it, or recomputes a layer from it (ExecGraph's reads:
-// without them, its own backward; the model passes a dead output to a backward that does not
-// read it, whose slot may hold another buffer by then); the
+// overlap share memory (first fit, as TFLite's arena planner, and best fit, in a few orders, the
+// smallest kept). Lifetimes as the model runs: an output from its forward to its last use
+// (Keep; the last layer's, the logits, to the end), or to its last reader's forward and again
+// from where it is brought back (offloaded or recomputed: before the backward that first needs
+// it) to its last use; its last use is the last backward that reads it, or recomputes a layer
+// from it (ExecGraph's reads: without them, its own backward; the model passes a dead output
+// to a backward that does not read it, whose slot may hold another buffer by then); the
 // gradient w.r.t. an output from its last reader's backward to its own, and a temporary for
 // each other reader at that reader's backward. Units: elements of the activations' type (float32,
 // or bfloat16 under --precision bf16; the buffer is of that type), each buffer starting on a

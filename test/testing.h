@@ -72,6 +72,9 @@ void expect_same_at_one_and_two_threads(Layer& layer, const Tensor& x, double at
 
 // Expects f to throw pdnn::Error whose message contains every one of `parts` (e.g. both shapes).
 void expect_error_mentions(const std::function<void()>& f, const std::vector<std::string>& parts);
+// The message of the pdnn::Error f throws (a failure, and "", where it throws none): for what
+// a message must not say as well as what it must.
+std::string error_text(const std::function<void()>& f);
 
 // The same check for any scalar function of one tensor, given its analytic gradient.
 void check_function_gradient(const std::function<double(const Tensor&)>& f, Tensor x,

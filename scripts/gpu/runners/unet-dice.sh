@@ -11,9 +11,10 @@
 #          they are the stitched predictions' (data/dataset.h, DatasetTiles).
 # Prepare: BINS="segment" DATA= scripts/gpu/prepare.sh (datasets/ccp-200 travels in the tree).
 # There: scripts/gpu/visit.sh unet-dice
-# -> $RESULTS/dice_<whole|tiles>_s<seed>.csv (per epoch: loss, IoU, Dice), logs, overlays of the
-# first seed, dice_summary.csv and the printed table: the final test Dice (person, and the mean of
-# both classes) per run, and per mode over seeds.
+# -> $RESULTS/runs/pdnn-cuda-<precision>_<whole|tiles>_s<seed>.csv (per epoch: loss, IoU, Dice)
+# and logs, overlays of the first seed, and scripts/report/accuracy_summary.py's tables of the
+# final test Dice (person, and the mean of both classes) over seeds, per mode (its data set:
+# ...-1024px against ...-1024px-tiles256): runs/summary_test_dice_person.csv, ..._mean_dice.csv.
 # Knobs: SIZE (1024), TILE (256), EPOCHS (10), SEEDS ("1"), BATCH (1), PRECISION (tf32),
 # RUN_TIMEOUT (seconds a run, 280), APP_ARGS (more segment flags, both modes).
 # Estimate (H200, TF32): the U-Net at 1024 x 1024, one image: 1.2 TFLOP forward, ~3.6 a step,
@@ -32,6 +33,7 @@ PRECISION=${PRECISION:-tf32}
 per=$(( (SIZE / TILE) * (SIZE / TILE) ))
 stage "the U-Net at $SIZE: whole images (batch $BATCH) against $per tiles of $TILE an image (batch $((BATCH * per))), $EPOCHS epochs, $PRECISION, seeds $SEEDS"
 failed=0
+mkdir -p "$RESULTS/runs"
 for seed in $SEEDS; do
   for mode in whole tiles; do
     args=(--batch "$BATCH")
@@ -39,44 +41,18 @@ for seed in $SEEDS; do
     ov=()
     [ "$seed" = "$(echo $SEEDS | cut -d' ' -f1)" ] && ov=(--overlays 4 --overlay-dir "$RESULTS/overlays_$mode")
     [ ${#ov[@]} -eq 0 ] && ov=(--overlays 0)
-    log=$RESULTS/dice_${mode}_s$seed.log
+    run=$RESULTS/runs/pdnn-cuda-${PRECISION}_${mode}_s$seed  # accuracy_summary.py's names
     start=$SECONDS
     timeout "${RUN_TIMEOUT:-280}" "$BIN/segment" --device cuda --data datasets/ccp-200 --size "$SIZE" \
       --epochs "$EPOCHS" --seed "$seed" --precision "$PRECISION" --loader-threads 8 "${args[@]}" \
-      "${ov[@]}" --out "$RESULTS/dice_${mode}_s$seed.csv" ${APP_ARGS:-} > "$log" 2>&1
+      "${ov[@]}" --out "$run.csv" ${APP_ARGS:-} > "$run.log" 2>&1
     rc=$?
-    echo "$mode seed $seed: rc $rc in $((SECONDS - start)) s; $(grep -m1 '^segment: model' "$log" | cut -c1-160)"
+    echo "$mode seed $seed: rc $rc in $((SECONDS - start)) s; $(grep -m1 '^segment: model' "$run.log" | cut -c1-160)"
     [ $rc -eq 0 ] || failed=1
   done
 done
-py - "$RESULTS" <<'EOF'
-import csv, glob, os, re, statistics, sys
-out = sys.argv[1]
-rows = []
-for path in sorted(glob.glob(os.path.join(out, "dice_*_s*.csv"))):
-    m = re.match(r"dice_(whole|tiles)_s(\d+)\.csv", os.path.basename(path))
-    with open(path) as f:
-        r = list(csv.DictReader(f))
-    if not m or not r:
-        continue
-    last = r[-1]
-    rows.append({"mode": m.group(1), "seed": m.group(2), "epochs": last["epoch"],
-                 "dataset": last["dataset"], "test_dice_person": last["test_dice_person"],
-                 "test_mean_dice": last["test_mean_dice"], "seconds": last["seconds"]})
-with open(os.path.join(out, "dice_summary.csv"), "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=["mode", "seed", "epochs", "dataset", "test_dice_person",
-                                      "test_mean_dice", "seconds"])
-    w.writeheader()
-    w.writerows(rows)
-print("| mode | seed | epochs | data set | test Dice person | mean Dice |")
-print("|---|---|---|---|---|---|")
-for r in rows:
-    print(f"| {r['mode']} | {r['seed']} | {r['epochs']} | {r['dataset']} | "
-          f"{100 * float(r['test_dice_person']):.2f} | {100 * float(r['test_mean_dice']):.2f} |")
-for mode in ("whole", "tiles"):
-    v = [100 * float(r["test_dice_person"]) for r in rows if r["mode"] == mode]
-    if v:
-        sd = statistics.stdev(v) if len(v) > 1 else float("nan")
-        print(f"{mode}: person Dice {statistics.mean(v):.2f} +- {sd:.2f} over {len(v)} seed(s)")
-EOF
+# The final test Dice per mode over the seeds (the modes are two data sets, whole and tiled:
+# accuracy_summary.py tabulates each).
+py scripts/report/accuracy_summary.py "$RESULTS/runs" --columns test_dice_person,test_mean_dice ||
+  failed=1
 exit $failed

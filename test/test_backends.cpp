@@ -269,10 +269,14 @@ std::vector<Case> cases() {
     c.push_back(layer_case("BatchNorm2d_LeakyReLU" + mode,
                            maker<BatchNorm2d>(8, 1e-5f, 0.1f, true, FusedAct::LeakyReLU, 0.2f),
                            {4, 8, 8, 8}, kReduce, kReduce, train));
-    // The GPU's block takes a channel's N*H*W elements in turns of 512 across the planes:
-    // several turns, a turn that ends mid-plane, and a plane longer than a turn.
+    // The GPU's block takes a channel's N*H*W elements in turns of 512 accesses across the
+    // planes (of 4 elements where H*W is a multiple of 4, else 1): several turns of each kind,
+    // a turn that ends mid-plane, and a plane longer than a turn.
     c.push_back(layer_case("BatchNorm2d_planes_across_turns" + mode, maker<BatchNorm2d>(5),
                            {9, 5, 7, 11}, kReduce, kReduce, train));
+    c.push_back(layer_case("BatchNorm2d_vector_accesses_across_turns" + mode,
+                           maker<BatchNorm2d>(3, 1e-5f, 0.1f, true, FusedAct::LeakyReLU, 0.2f),
+                           {8, 3, 16, 24}, kReduce, kReduce, train));
     c.push_back(layer_case("BatchNorm2d_plane_past_a_turn" + mode,
                            maker<BatchNorm2d>(4, 1e-5f, 0.1f, true, FusedAct::ReLU),
                            {3, 4, 19, 31}, kReduce, kReduce, train));

@@ -595,7 +595,8 @@ TEST(Bf16Gpu, BiasAddAndItsGradient) {
 }
 
 // BatchNorm on bf16 x / y / dy / dx with fp32 statistics and parameters, training and eval,
-// plain and with a fused LeakyReLU. Statistics: double sums of the bf16 values (the float mean
+// plain and with a fused LeakyReLU, planes of 50 and 64 elements (the kernels' scalar and
+// vector accesses). Statistics: double sums of the bf16 values (the float mean
 // and invstd within 2^-22 relative of the double ones). y and dx: fp32 arithmetic with
 // cancellation (x * scale + shift; g - a - xhat b), so the bound is 2^-8 of the value plus
 // 2^-20 of the magnitudes of its terms; dgamma, dbeta: double sums of fp32 products, 2^-22 of
@@ -604,9 +605,11 @@ TEST(Bf16Gpu, BatchNormWithFp32StatisticsAndParameters) {
   PDNN_NEED_GPU();
   Context ctx(1, 1, Device::CUDA);
   Rng rng(30);
-  const int64_t n = 4, c = 3, hw = 50;
+  const int64_t n = 4, c = 3;
+  // 50: one element an access; 64: four (the kernels' vector path).
+  for (const int64_t hw : {int64_t{50}, int64_t{64}})
   for (const FusedAct fa : {FusedAct::None, FusedAct::LeakyReLU}) {
-    SCOPED_TRACE(fused_act_name(fa));
+    SCOPED_TRACE(std::string(fused_act_name(fa)) + " hw " + std::to_string(hw));
     const float slope = fa == FusedAct::LeakyReLU ? 0.2f : 0.f;
     const BnGeom g{n, c, hw, 1e-5f, 0.1f, fa, slope};
     const Shape s{n, c, hw};

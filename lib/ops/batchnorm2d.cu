@@ -4,12 +4,15 @@
 // so the statistics never leave the chip. The block's threads take the channel's N*H*W
 // elements in turn across the images' planes: a loop over images with the threads over one
 // plane left all but 16 of 512 threads idle at 4x4 (the DCGAN's last layers) and ran 64 steps
-// in a row. Evaluation forward is elementwise. bf16 x, y, dy, dx
+// in a row; where H*W is a multiple of 4 each access is of 4 elements (kit/vec.h), so that a
+// thread has 4x the bytes in flight (a few large planes over few channels, G.10's 64 channels
+// of 32x32, stay latency-bound otherwise). Evaluation forward is elementwise. bf16 x, y, dy, dx
 // (mixed precision; the statistics, gamma, beta and their gradients float32): the kernels read
 // them as float, sum in double as in fp32, and round once where they write y or dx.
 #include "cuda/launch.h"
 #include "ops/batchnorm2d.h"
 #include "ops/kit/round.h"
+#include "ops/kit/vec.h"
 
 namespace pdnn {
 namespace cuda {
@@ -26,37 +29,47 @@ __device__ __forceinline__ float act(float z, FusedAct a, float slope) {
   return z > 0.f ? z : lo * z;
 }
 
-// for each element k of channel ch: body(k). Thread t takes the channel's elements j = t,
-// t + blockDim.x, ... in (image, position) order, so consecutive threads read consecutive
-// positions of a plane and a block's loads cover several planes at once when they are small.
-// `hwd` divides by H*W (FastDiv: j < N*H*W < 2^31, checked at launch). Unrolled so that a
-// thread's loads of four turns are in flight together: one at a time, the loop is a chain of
-// load latencies (~0.5 us each), which is what these kernels cost at W5's sizes.
-#define PDNN_BN_CHANNEL_LOOP(g, hwd, ch, k, body)                                  \
-  _Pragma("unroll 4")                                                              \
-  for (uint32_t j_ = threadIdx.x; j_ < static_cast<uint32_t>((g).n * (g).hw);      \
-       j_ += blockDim.x) {                                                         \
-    const uint32_t i_ = (hwd).div(j_);                                             \
-    const int64_t k = (static_cast<int64_t>(i_) * (g).c + (ch)) * (g).hw +         \
-                      static_cast<int64_t>(j_ - i_ * (hwd).d);                     \
-    body;                                                                          \
+// f(k) for the V consecutive elements k..k+V-1 of channel ch, V at a time (V = 4: one vector
+// access each, where H*W is a multiple of 4; else 1). Thread t takes the channel's accesses
+// j = t, t + blockDim.x, ... in (image, position) order, so consecutive threads read
+// consecutive positions of a plane and a block's loads cover several planes at once when they
+// are small. `hwd` divides by H*W / V (FastDiv: j < N*H*W < 2^31, checked at launch). Unrolled
+// so that a thread's loads of four turns are in flight together: one at a time, the loop is a
+// chain of load latencies (~0.5 us each), which is what these kernels cost at W5's sizes.
+template <int V, class F>
+__device__ __forceinline__ void channel_loop(const BnGeom& g, const FastDiv& hwd, int64_t ch, F f) {
+  const uint32_t per_plane = static_cast<uint32_t>(g.hw / V);
+  const uint32_t total = static_cast<uint32_t>(g.n) * per_plane;
+#pragma unroll 4
+  for (uint32_t j = threadIdx.x; j < total; j += blockDim.x) {
+    const uint32_t i = hwd.div(j);
+    f((static_cast<int64_t>(i) * g.c + ch) * g.hw + static_cast<int64_t>(j - i * per_plane) * V);
   }
+}
 
-template <class E>
+template <int V, class E>
 __global__ void bn_train_f(BnGeom g, const E* x, const float* gamma, const float* beta,
                            float* rmean, float* rvar, float* mean, float* invstd, E* y) {
   __shared__ double sh[kBnThreads];
   __shared__ float coef[2];
   const int64_t ch = blockIdx.x, m = g.n * g.hw;
-  const FastDiv hwd(static_cast<uint32_t>(g.hw));
+  const FastDiv hwd(static_cast<uint32_t>(g.hw / V));
   double s = 0.0;
-  PDNN_BN_CHANNEL_LOOP(g, hwd, ch, k, s += to_f32(x[k]));
+  channel_loop<V>(g, hwd, ch, [&](int64_t k) {
+    float v[V];
+    kit::load<V>(x + k, v);
+    for (int e = 0; e < V; ++e) s += v[e];
+  });
   const double mu = block_sum(s, sh) / static_cast<double>(m);
   __syncthreads();
   double ss = 0.0;
-  PDNN_BN_CHANNEL_LOOP(g, hwd, ch, k, {
-    const double d = to_f32(x[k]) - mu;
-    ss += d * d;
+  channel_loop<V>(g, hwd, ch, [&](int64_t k) {
+    float v[V];
+    kit::load<V>(x + k, v);
+    for (int e = 0; e < V; ++e) {
+      const double d = v[e] - mu;
+      ss += d * d;
+    }
   });
   const double var_d = block_sum(ss, sh) / static_cast<double>(m);
   if (threadIdx.x == 0) {
@@ -73,8 +86,12 @@ __global__ void bn_train_f(BnGeom g, const E* x, const float* gamma, const float
   }
   __syncthreads();
   const float scale = coef[0], shift = coef[1];
-  PDNN_BN_CHANNEL_LOOP(g, hwd, ch, k,
-                       y[k] = from_f32<E>(act(to_f32(x[k]) * scale + shift, g.act, g.slope)));
+  channel_loop<V>(g, hwd, ch, [&](int64_t k) {
+    float v[V];
+    kit::load<V>(x + k, v);
+    for (int e = 0; e < V; ++e) v[e] = act(v[e] * scale + shift, g.act, g.slope);
+    kit::store<V>(y + k, v);
+  });
 }
 
 template <class E>
@@ -94,22 +111,34 @@ __global__ void bn_eval_f(BnGeom g, int64_t total, const E* x, const float* gamm
   }
 }
 
-template <class E>
+template <int V, class E>
 __global__ void bn_b(BnGeom g, bool batch_stats, const E* x, const E* y, const E* dy,
                      const float* mean, const float* invstd, const float* gamma, float* dgamma,
                      float* dbeta, E* dx) {
   __shared__ double sh[kBnThreads];
   const int64_t ch = blockIdx.x, m = g.n * g.hw;
-  const FastDiv hwd(static_cast<uint32_t>(g.hw));
+  const FastDiv hwd(static_cast<uint32_t>(g.hw / V));
   const bool fused = g.act != FusedAct::None;
   const float lo = g.act == FusedAct::ReLU ? 0.f : g.slope;
   const double mu = mean[ch], is = invstd[ch];
+  // The gradient at the BatchNorm's output: dy through the fused activation's derivative.
+  auto grads = [&](int64_t k, float (&gj)[V]) {
+    kit::load<V>(dy + k, gj);
+    if (fused) {
+      float yv[V];
+      kit::load<V>(y + k, yv);
+      for (int e = 0; e < V; ++e) gj[e] = yv[e] > 0.f ? gj[e] : lo * gj[e];
+    }
+  };
   double s1 = 0.0, s2 = 0.0;
-  PDNN_BN_CHANNEL_LOOP(g, hwd, ch, k, {
-    const float dyk = to_f32(dy[k]);
-    const float gj = fused ? (to_f32(y[k]) > 0.f ? dyk : lo * dyk) : dyk;
-    s1 += gj;
-    s2 += gj * ((to_f32(x[k]) - mu) * is);
+  channel_loop<V>(g, hwd, ch, [&](int64_t k) {
+    float gj[V], xv[V];
+    grads(k, gj);
+    kit::load<V>(x + k, xv);
+    for (int e = 0; e < V; ++e) {
+      s1 += gj[e];
+      s2 += gj[e] * ((xv[e] - mu) * is);
+    }
   });
   const double sum_dy = block_sum(s1, sh);
   __syncthreads();
@@ -123,12 +152,18 @@ __global__ void bn_b(BnGeom g, bool batch_stats, const E* x, const E* y, const E
   const float a = batch_stats ? static_cast<float>(sum_dy / static_cast<double>(m)) : 0.f;
   const float b = batch_stats ? static_cast<float>(sum_dy_xhat / static_cast<double>(m)) : 0.f;
   const float muf = mean[ch], isf = invstd[ch];
-  PDNN_BN_CHANNEL_LOOP(g, hwd, ch, k, {
-    const float dyk = to_f32(dy[k]);
-    const float gj = fused ? (to_f32(y[k]) > 0.f ? dyk : lo * dyk) : dyk;
-    dx[k] = from_f32<E>(gs * (gj - a - (to_f32(x[k]) - muf) * isf * b));
+  channel_loop<V>(g, hwd, ch, [&](int64_t k) {
+    float gj[V], xv[V];
+    grads(k, gj);
+    kit::load<V>(x + k, xv);
+    for (int e = 0; e < V; ++e) xv[e] = gs * (gj[e] - a - (xv[e] - muf) * isf * b);
+    kit::store<V>(dx + k, xv);
   });
 }
+
+// 4 elements an access where every plane starts on a multiple of 4 (the tensors' bases are
+// the allocator's 512-byte blocks), else 1. The tests run both (test_backends.cpp).
+int bn_vector(const BnGeom& g) { return g.hw % 4 == 0 ? 4 : 1; }
 
 // The channel loop indexes a channel's N*H*W elements in 32 bits (FastDiv's numerators).
 void check_channel_size(const BnGeom& g, const char* what) {
@@ -144,8 +179,12 @@ void batchnorm2d_forward_train(const BnGeom& g, const T* x, const float* gamma,
                                const float* beta, float* running_mean, float* running_var,
                                float* mean, float* invstd, T* y, CudaExec e) {
   check_channel_size(g, "batchnorm2d_forward_train");
-  bn_train_f<<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
-      g, x, gamma, beta, running_mean, running_var, mean, invstd, y);
+  if (bn_vector(g) == 4)
+    bn_train_f<4><<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
+        g, x, gamma, beta, running_mean, running_var, mean, invstd, y);
+  else
+    bn_train_f<1><<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
+        g, x, gamma, beta, running_mean, running_var, mean, invstd, y);
   PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_forward_train");
 }
 
@@ -166,8 +205,12 @@ void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const T* x, const T
                           const T* dy, const float* mean, const float* invstd,
                           const float* gamma, float* dgamma, float* dbeta, T* dx, CudaExec e) {
   check_channel_size(g, "batchnorm2d_backward");
-  bn_b<<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
-      g, batch_stats, x, y, dy, mean, invstd, gamma, dgamma, dbeta, dx);
+  if (bn_vector(g) == 4)
+    bn_b<4><<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
+        g, batch_stats, x, y, dy, mean, invstd, gamma, dgamma, dbeta, dx);
+  else
+    bn_b<1><<<static_cast<unsigned>(g.c), kBnThreads, 0, stream_of(e)>>>(
+        g, batch_stats, x, y, dy, mean, invstd, gamma, dgamma, dbeta, dx);
   PDNN_CUDA_LAUNCH_CHECK("batchnorm2d_backward");
 }
 

@@ -21,6 +21,7 @@
 #include "ops/kit/act.h"
 #include "ops/kit/argmax.h"
 #include "ops/kit/round.h"
+#include "ops/kit/vec.h"
 #include "ops/maxpool2d.h"
 
 namespace pdnn {
@@ -126,36 +127,10 @@ __global__ void maxpool_b(Pool32 g, FastDiv div_w, FastDiv div_s, const E* __res
   }
 }
 
-// Vector accesses of 4 and 8 consecutive elements as floats (bf16: one 8- or 16-byte access;
-// float: one or two float4). p is aligned to the access (the launch checks it).
-__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
-  const float4 a = *reinterpret_cast<const float4*>(p);
-  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
-}
-__device__ __forceinline__ void load4(const bf16* p, float (&v)[4]) {
-  const uint2 u = *reinterpret_cast<const uint2*>(p);
-  v[0] = kit::bf16_float(static_cast<uint16_t>(u.x)), v[1] = kit::bf16_float(static_cast<uint16_t>(u.x >> 16));
-  v[2] = kit::bf16_float(static_cast<uint16_t>(u.y)), v[3] = kit::bf16_float(static_cast<uint16_t>(u.y >> 16));
-}
-template <class E>
-__device__ __forceinline__ void load8(const E* p, float (&v)[8]) {
-  float a[4], b[4];
-  load4(p, a);
-  load4(p + 4, b);
-  for (int i = 0; i < 4; ++i) v[i] = a[i], v[4 + i] = b[i];
-}
-__device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
-  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-}
-__device__ __forceinline__ void store4(bf16* p, const float (&v)[4]) {
-  *reinterpret_cast<uint2*>(p) = make_uint2(kit::bf16x2_bits(v[0], v[1]), kit::bf16x2_bits(v[2], v[3]));
-}
-template <class E>
-__device__ __forceinline__ void store8(E* p, const float (&v)[8]) {
-  const float a[4] = {v[0], v[1], v[2], v[3]}, b[4] = {v[4], v[5], v[6], v[7]};
-  store4(p, a);
-  store4(p + 4, b);
-}
+using kit::load4;
+using kit::load8;
+using kit::store4;
+using kit::store8;
 
 // The 2x2 windows of 4 outputs from their two input rows r0, r1 (8 elements each), by the
 // general kernels' rule and order (kit::argmax_takes over (0,0), (0,1), (1,0), (1,1)).

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -162,6 +165,25 @@ TEST(RunFlags, Bf16IsRefusedInOneLineOnTheCpuAndRunsUnderAMemoryPlan) {
   Context ctx(1, 1);
   EXPECT_THROW(apply_device_flags(ctx, cfg), Error);
   EXPECT_EQ(ctx.precision(), Precision::Fp32);
+}
+
+// The plan's times at the least workspace: --least-workspace makes the profile on a GPU and is
+// refused on the CPU in one line (its convolutions share no workspace); --layer-times-least
+// is that profile, read beside --layer-times only.
+TEST(RunFlags, LeastWorkspaceIsTheGpusAndItsProfileNeedsLayerTimes) {
+  expect_refused({"--least-workspace"}, "--least-workspace: the CPU's convolutions have no shared workspace");
+  const Parsed gpu = parse({"--least-workspace", "--device", "cuda"});
+  EXPECT_TRUE(gpu.ok) << gpu.error;
+  EXPECT_TRUE(gpu.cfg.least_workspace);
+  EXPECT_FALSE(parse({"--device", "cuda"}).cfg.least_workspace);
+  const std::string csv = ::testing::TempDir() + "pdnn_layer_times_" + std::to_string(::getpid()) + ".csv";
+  std::ofstream(csv) << "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n";
+  expect_refused({"--layer-times-least", csv}, "--layer-times-least requires --layer-times");
+  const Parsed both = parse({"--layer-times", csv, "--layer-times-least", csv});
+  EXPECT_TRUE(both.ok) << both.error;
+  EXPECT_EQ(both.cfg.layer_times_least, csv);
+  std::remove(csv.c_str());
+  expect_refused({"--layer-times", csv, "--layer-times-least", csv}, "File does not exist");
 }
 
 TEST(AppHelp, SaysWhatDataAndMachineDependentDefaultsBecome) {

@@ -100,11 +100,21 @@ struct Walk {
   int L = 0;
   int micro = 1;
   int64_t param_total = 0;
-  Walk(const StepMem& mem, int micro_batches) : m(mem), micro(micro_batches) {
+  std::vector<double> fwd_ms, bwd_ms;  // per executed layer, at the workspace timed_at
+  // timed_at: the workspace the layers' times are taken at (a layer whose fastest algorithms
+  // ask more runs on those asking the least: its least times where it has them); -1: each
+  // layer at its fastest (no limit: the chooser's workspace is not bounded).
+  Walk(const StepMem& mem, int micro_batches, int64_t timed_at = -1) : m(mem), micro(micro_batches) {
     const std::vector<int> exec_of = exec_indices(m);
     for (size_t i = 0; i < m.layers.size(); ++i)
       if (exec_of[i] >= 0) exec.push_back(static_cast<int>(i));
     L = static_cast<int>(exec.size());
+    for (int k = 0; k < L; ++k) {
+      const LayerMem& l = at(k);
+      const bool least = timed_at >= 0 && l.fast_workspace_bytes > timed_at;
+      fwd_ms.push_back(least && l.least_fwd_ms >= 0 ? l.least_fwd_ms : l.fwd_ms);
+      bwd_ms.push_back(least && l.least_bwd_ms >= 0 ? l.least_bwd_ms : l.bwd_ms);
+    }
     g = exec_graph(m, exec_of);
     Readers r(g);
     users = std::move(r.users);
@@ -286,6 +296,31 @@ int64_t max_workspace(const StepMem& m) {
   return ws;
 }
 
+// Under a limit a plan's layers are timed at the workspace it leaves them: a layer whose
+// fastest algorithms ask more runs on those asking the least (its least times, LayerMem), as
+// the GPU's chooser then runs it. The workspace is what the limit leaves once the plan is
+// made, so the plan is made timed at the least every layer runs in; where the workspace it
+// then leaves lets some layers run faster algorithms, it is made once more timed at that
+// workspace, and kept if it fits and leaves them as much. (The U-Net at batch 1 under
+// PyTorch's peaks: 36-120 MiB of workspace against im2col's GiBs, every pass on the implicit
+// GEMM or the direct kernels, their passes 7-14% slower than an uncapped profile's choices.) plan_at(w): the
+// plan with its layers timed at workspace w (-1: each at its fastest, as without a limit).
+template <class PlanAt>
+MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt plan_at) {
+  if (o.limit_bytes <= 0) return plan_at(-1);
+  const int64_t least = min_workspace(m);
+  MemoryPlan p = plan_at(least);
+  bool faster = false;  // a layer with least times runs its faster algorithms in p's workspace
+  for (const LayerMem& l : m.layers)
+    faster = faster || (l.least_fwd_ms >= 0 && l.fast_workspace_bytes > least &&
+                        l.fast_workspace_bytes <= p.fixed.workspace);
+  if (p.fits && faster) {
+    const MemoryPlan q = plan_at(p.fixed.workspace);
+    if (q.fits && q.fixed.workspace >= p.fixed.workspace) p = q;
+  }
+  return p;
+}
+
 // Where and how the state of the parameters choice c moves off the device is updated, and
 // what it costs once backward has made their gradients (from `ready` on, the step's backward
 // ending at `end`; the device's own update of the rest, update_dev, runs meanwhile too).
@@ -369,11 +404,12 @@ Sim simulate(const Walk& w, const Choice& c, const PlanOptions& o) {
   fill_uses(w, c, s, out_last);
   std::vector<double> cost(static_cast<size_t>(P), 0.0);
   for (int k = 0; k < L; ++k) {
-    cost[static_cast<size_t>(w.fwd(k))] += w.at(k).fwd_ms;
-    cost[static_cast<size_t>(w.bwd(k))] += w.at(k).bwd_ms;
+    const double fwd = w.fwd_ms[static_cast<size_t>(k)];
+    cost[static_cast<size_t>(w.fwd(k))] += fwd;
+    cost[static_cast<size_t>(w.bwd(k))] += w.bwd_ms[static_cast<size_t>(k)];
     if (c.where[static_cast<size_t>(k)] == Placement::Recompute)
-      cost[static_cast<size_t>(s.saved[static_cast<size_t>(k)].first_bwd_use)] += w.at(k).fwd_ms;
-    if (c.again[static_cast<size_t>(k)]) cost[static_cast<size_t>(w.bwd(k))] += w.at(k).fwd_ms;
+      cost[static_cast<size_t>(s.saved[static_cast<size_t>(k)].first_bwd_use)] += fwd;
+    if (c.again[static_cast<size_t>(k)]) cost[static_cast<size_t>(w.bwd(k))] += fwd;
   }
   std::vector<double> est(static_cast<size_t>(P) + 1, 0.0);
   for (int p = 0; p < P; ++p)
@@ -558,7 +594,8 @@ MemoryPlan make_plan(const Walk& w, const Choice& c, const Sim& s, const PlanOpt
   plan.fixed_bytes = s.fixed_total;
   const Choice none = keep_choice(w);
   plan.keep_all_bytes = fixed_of(w, none, StatePlan{}).total() + keep_all(w);
-  for (int k = 0; k < w.L; ++k) plan.compute_ms += w.at(k).fwd_ms + w.at(k).bwd_ms;
+  for (int k = 0; k < w.L; ++k)
+    plan.compute_ms += w.fwd_ms[static_cast<size_t>(k)] + w.bwd_ms[static_cast<size_t>(k)];
   plan.compute_ms = plan.compute_ms * w.micro + w.m.update_ms;
   plan.saved = s.saved;
   plan.argmax_again = c.again;
@@ -727,12 +764,17 @@ MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
                "memory plan: parameter %d has no optimizer state to move to the host", j);
     c.off[static_cast<size_t>(j)] = 1;
   }
-  return make_plan(w, c, simulate(w, c, o), o);
+  return timed_by_workspace(m, o, [&](int64_t at) {
+    const Walk timed(m, 1, at);
+    return make_plan(timed, c, simulate(timed, c, o), o);
+  });
 }
+
+int64_t least_workspace_bytes(const StepMem& m) { return min_workspace(m); }
 
 MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o) {
   check_description(m, o);
-  return plan_walk(Walk(m, 1), o);
+  return timed_by_workspace(m, o, [&](int64_t at) { return plan_walk(Walk(m, 1, at), o); });
 }
 
 namespace {
@@ -742,8 +784,8 @@ namespace {
 // planner's model of the lifetimes differs a little from the model's (an output kept to its own
 // backward rather than its last reader's), so the planner's limit is lowered by the
 // difference until it does.
-MemoryPlan plan_as_run(const StepMem& m, int micro, const PlanOptions& o) {
-  const Walk w(m, micro);
+MemoryPlan plan_as_run_timed(const StepMem& m, int micro, const PlanOptions& o, int64_t timed_at) {
+  const Walk w(m, micro, timed_at);
   MemoryPlan p = plan_walk(w, o);
   auto as_run = [&](const MemoryPlan& q) {
     return q.fixed_bytes - q.fixed.workspace + min_workspace(m) + arena_bytes(m, q);
@@ -788,6 +830,10 @@ MemoryPlan plan_as_run(const StepMem& m, int micro, const PlanOptions& o) {
   p.peak_bytes = base + ws;
   p.fits = p.peak_bytes <= o.limit_bytes;
   return p;
+}
+
+MemoryPlan plan_as_run(const StepMem& m, int micro, const PlanOptions& o) {
+  return timed_by_workspace(m, o, [&](int64_t at) { return plan_as_run_timed(m, micro, o, at); });
 }
 
 }  // namespace

@@ -91,6 +91,10 @@ struct LayerMem {
                                   // statistics): no micro-batches
   int64_t param_bytes = 0, grad_bytes = 0, opt_state_bytes = 0;
   double fwd_ms = 0, bwd_ms = 0;
+  // Its times on the algorithms asking the least workspace (workspace_bytes), where a limit
+  // leaves its faster ones out (a workspace below fast_workspace_bytes); < 0: fwd_ms and
+  // bwd_ms (no such measurement: the FLOPs' estimate knows no algorithms).
+  double least_fwd_ms = -1, least_bwd_ms = -1;
 };
 
 // One parameter tensor (ParamSet order), for the choice of where its optimizer state lives.
@@ -225,9 +229,14 @@ struct MemoryPlan {
   int positions = 0;                // 2 L
 };
 
+// The workspace every layer of m can run in: the largest of the layers' workspace_bytes (the
+// algorithms asking the least).
+int64_t least_workspace_bytes(const StepMem& m);
+
 // The plan for `m` (one micro-batch's rows) under o.limit_bytes (fits == false when no choice
-// fits it; the plan then holds the choices that got closest). Throws pdnn::Error on an
-// inconsistent description.
+// fits it; the plan then holds the choices that got closest). Under a limit each layer is
+// timed at the workspace the plan leaves it: its least times (LayerMem) where that is below
+// what its fastest algorithms ask. Throws pdnn::Error on an inconsistent description.
 MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o);
 
 // The plan of a training step of batch_rows rows, as the model carries it out (outputs and

@@ -71,6 +71,11 @@ struct RunConfig {
   bool memory_plan = false;
   int64_t gpu_memory_limit = 0;
   std::string layer_times;  // --layer-times: a --profile CSV whose times the plan uses
+  // --layer-times-least: one made with --least-workspace, the times of the layers a limit
+  // leaves on the algorithms asking the least; --least-workspace: the GPU's convolutions held
+  // to those algorithms, as under a tight plan (to profile them).
+  std::string layer_times_least;
+  bool least_workspace = false;
   // --distributed: this run is one rank of several (set by finish_run_flags), and the
   // parsed flags as text, which every rank must share.
   std::shared_ptr<Communicator> comm;

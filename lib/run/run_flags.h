@@ -86,11 +86,21 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
          "cannot fit stops before training, naming the smallest limit that would")
       ->type_name("SIZE")
       ->check([](const std::string& v) { return memory_size_problem(v, nullptr); });
-  app.add_option("--layer-times", cfg.layer_times,
-                 "a --profile CSV of the same model: the plan's cost model uses its measured "
-                 "layer times instead of estimates from FLOPs (made at another batch or size, "
-                 "each layer's scaled by its output elements)")
-      ->check(CLI::ExistingFile);
+  CLI::Option* times =
+      app.add_option("--layer-times", cfg.layer_times,
+                     "a --profile CSV of the same model: the plan's cost model uses its measured "
+                     "layer times instead of estimates from FLOPs (made at another batch or size, "
+                     "each layer's scaled by its output elements)")
+          ->check(CLI::ExistingFile);
+  app.add_option("--layer-times-least", cfg.layer_times_least,
+                 "with --layer-times: a --profile CSV made with --least-workspace, the times of "
+                 "the layers whose faster algorithms the limit's workspace leaves out")
+      ->check(CLI::ExistingFile)
+      ->needs(times);
+  app.add_flag("--least-workspace", cfg.least_workspace,
+               "on the GPU: the convolutions run only the algorithms asking the least workspace, "
+               "as under a tight --gpu-memory-limit (im2col's columns and cuDNN left out), to "
+               "profile them for --layer-times-least");
 }
 
 // fp32, tf32 or bf16 (core/precision.h).
@@ -253,6 +263,9 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
              text.seed.c_str());
   cfg.seed_given = app.count("--seed") > 0;
   if (const std::string why = precision_refusal(cfg); !why.empty()) PDNN_FAIL("%s", why.c_str());
+  PDNN_CHECK(!cfg.least_workspace || cfg.device == "cuda",
+             "--least-workspace: the CPU's convolutions have no shared workspace to hold to the "
+             "least (a GPU's flag, for --layer-times-least)");
   // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends
   // (data-parallel: every 10 steps, when the loop synchronises anyway, so that every rank
   // reads them at the same steps).

@@ -72,13 +72,13 @@ int64_t product(const std::vector<int64_t>& d) {
 
 }  // namespace
 
-bool read_layer_times(StepMem& m, const std::string& path) {
+bool read_layer_times(StepMem& m, const std::string& path, const char* flag) {
   std::ifstream in(path);
-  PDNN_CHECK(in.good(), "--layer-times %s: cannot be read", path.c_str());
+  PDNN_CHECK(in.good(), "%s %s: cannot be read", flag, path.c_str());
   std::string line;
   std::getline(in, line);
   PDNN_CHECK(line.rfind("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms", 0) == 0,
-             "--layer-times %s: not a --profile CSV (its header is '%s')", path.c_str(),
+             "%s %s: not a --profile CSV (its header is '%s')", flag, path.c_str(),
              line.c_str());
   double update = 0;
   int rows = 0;
@@ -87,7 +87,7 @@ bool read_layer_times(StepMem& m, const std::string& path) {
     const std::vector<std::string> f = csv_fields(line);
     double fwd = 0, bwd = 0, upd = 0;
     PDNN_CHECK(f.size() >= 6 && parse_ms(f[3], &fwd) && parse_ms(f[4], &bwd) && parse_ms(f[5], &upd),
-               "--layer-times %s line %d: not a profile row: '%s'", path.c_str(), n, line.c_str());
+               "%s %s line %d: not a profile row: '%s'", flag, path.c_str(), n, line.c_str());
     update += upd;
     // A layer's row is named by its label (a Sequential's: its index); "other" and the updates'
     // rows are outside the layers.
@@ -103,10 +103,10 @@ bool read_layer_times(StepMem& m, const std::string& path) {
                                now = i < m.layers.size() ? shape_dims(m.layers[i].out_shape) : std::vector<int64_t>{};
     PDNN_CHECK(i < m.layers.size() && was.size() == now.size() && was.size() >= 2 && was[1] == now[1] &&
                    product(was) > 0,
-               "--layer-times %s line %d: layer %s with output %s, but this run's layer %s has "
+               "%s %s line %d: layer %s with output %s, but this run's layer %s has "
                "%s (profile the same model; another batch or size is scaled, other channels "
                "are another model)",
-               path.c_str(), n, f[0].c_str(), f[2].c_str(), f[0].c_str(),
+               flag, path.c_str(), n, f[0].c_str(), f[2].c_str(), f[0].c_str(),
                i < m.layers.size() ? m.layers[i].out_shape.c_str() : "none");
     const double scale = static_cast<double>(product(now)) / static_cast<double>(product(was));
     scaled = scaled || f[2] != m.layers[i].out_shape;
@@ -121,7 +121,7 @@ bool read_layer_times(StepMem& m, const std::string& path) {
     m.layers[k].bwd_ms += bwd;
     ++rows;
   }
-  PDNN_CHECK(rows > 0, "--layer-times %s: no layer rows", path.c_str());
+  PDNN_CHECK(rows > 0, "%s %s: no layer rows", flag, path.c_str());
   m.update_ms = update;
   return scaled;
 }
@@ -252,7 +252,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   // (A CPU context keeps no policy: a plan made there takes the flag's.)
   const std::string policy = gpu ? ctx.tuning().policy() : cfg.conv_algo;
   const bool measured = !cfg.layer_times.empty();
-  StepMem timed;  // the profile's times, at the whole batch
+  StepMem timed, timed_least;  // the profiles' times, at the whole batch
   bool times_scaled = false;  // ... measured at another batch or size
   // The step shell's staging buffers hold the batch a second time (train/step_shell.h).
   const int batch_copies = gpu && cfg.overlap_batch_copy ? 2 : 1;
@@ -262,11 +262,14 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     int64_t state = 0;
     for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
     m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
-    if (measured) {  // the profile's times, in proportion to the rows
+    if (measured && !timed.layers.empty()) {  // the profiles' times, in proportion to the rows
       const double share = static_cast<double>(rows) / static_cast<double>(n);
       for (size_t i = 0; i < m.layers.size(); ++i) {
         m.layers[i].fwd_ms = timed.layers[i].fwd_ms * share;
         m.layers[i].bwd_ms = timed.layers[i].bwd_ms * share;
+        if (timed_least.layers.empty()) continue;
+        m.layers[i].least_fwd_ms = timed_least.layers[i].fwd_ms * share;
+        m.layers[i].least_bwd_ms = timed_least.layers[i].bwd_ms * share;
       }
       m.update_ms = timed.update_ms;
     }
@@ -302,17 +305,30 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
       std::fflush(stdout);
     }
   }
-  if (!cfg.memory_plan && o.limit_bytes <= 0) return false;
   const bool capped = o.limit_bytes > 0;
   // Under a limit, convolutions put dy through their activation in place (on the GPU: no
   // algorithm then needs a copy of it in the workspace; the CPU's backward ignores it, and a
   // plan made there counts the GPU's step), and keep no columns for backward.
-  if (capped)
+  if (capped || (gpu && cfg.least_workspace))
     for (size_t i = 0; i < model.size(); ++i)
       if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) {
         c->set_mask_dy_in_place(true);
         c->set_keep_columns(false);
       }
+  // --least-workspace: the workspace held to what every layer runs in, as the tightest plan
+  // holds it, so that a --profile times the algorithms a capped step runs (the flag is refused
+  // on the CPU: finish_run_flags). Under a plan too (below), whatever its limit leaves.
+  const int64_t least = gpu && cfg.least_workspace ? least_workspace_bytes(describe(n)) : -1;
+  if (least >= 0) {
+    const size_t ws = static_cast<size_t>(least) / sizeof(float);
+    ctx.workspace(Device::CUDA, ws);
+    ctx.set_workspace_limit(Device::CUDA, ws);
+    std::printf("workspace held to %s, the least every layer runs in (--least-workspace: the "
+                "convolutions' algorithms asking the least, as under a tight limit)\n",
+                format_bytes(least).c_str());
+    std::fflush(stdout);
+  }
+  if (!cfg.memory_plan && !capped) return false;
   const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
   o.h2d_gb_s = gpu ? bw.h2d_gb_s : kAssumedCopyGbS;
   o.d2h_gb_s = gpu ? bw.d2h_gb_s : kAssumedCopyGbS;
@@ -323,6 +339,12 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision(), 1, sms,
                           policy);
     times_scaled = read_layer_times(timed, cfg.layer_times);
+    if (!cfg.layer_times_least.empty()) {
+      timed_least = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision(), 1,
+                                  sms, policy);
+      times_scaled = read_layer_times(timed_least, cfg.layer_times_least, "--layer-times-least") ||
+                     times_scaled;
+    }
   }
   const MemoryPlan p = plan_training_step(describe, n, o);
   if (plan) *plan = p;
@@ -330,6 +352,10 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   if (cfg.memory_plan) {
     const std::string times =
         measured ? "layer times from " + cfg.layer_times +
+                       (cfg.layer_times_least.empty()
+                            ? ""
+                            : " (where the workspace leaves a layer's faster algorithms out: " +
+                                  cfg.layer_times_least + ")") +
                        (times_scaled ? ", measured at another size and scaled by each layer's output elements" : "")
                  : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
     std::printf("memory plan of a training step, input %s, %s, on %s (%s; copy bandwidth %s%s):\n%s",
@@ -351,7 +377,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   // On the GPU, the workspace at the plan's budget, now, and never past it (the CPU's kernels
   // have workspaces of their own sizes: a plan made there is a GPU's).
   if (gpu) {
-    const size_t ws = static_cast<size_t>(p.fixed.workspace) / sizeof(float);
+    const size_t ws = static_cast<size_t>(least >= 0 ? least : p.fixed.workspace) / sizeof(float);
     ctx.workspace(Device::CUDA, ws);
     ctx.set_workspace_limit(Device::CUDA, ws);
   }

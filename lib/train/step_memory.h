@@ -36,7 +36,9 @@
 namespace pdnn {
 
 // Does nothing (returns false) unless cfg asks for a plan or a limit, or the step may not fit
-// the GPU without one (above). batch: the training
+// the GPU without one (above); --least-workspace (GPU) holds the shared workspace to the least
+// every layer runs in, the convolutions as under a limit, with or without a plan (returns
+// false without one). batch: the training
 // batch's input shape (N, ...); eval_batch: the rows of the evaluation's batches (0: no
 // evaluation in this run, e.g. --steps).
 // plan (optional): the plan made.
@@ -54,8 +56,9 @@ void apply_memory_plan(Context& ctx, Model& model, Optimizer& opt, const StepMem
 // layer fused into the one before in m takes its time there. A profile of another batch or
 // size (a layer's output of the same channels, another count of elements) is scaled by each
 // layer's output elements; returns whether any was. Throws pdnn::Error naming the file and the
-// problem (unreadable, not a profile, a layer of another model: other channels or rank).
-bool read_layer_times(StepMem& m, const std::string& path);
+// problem (unreadable, not a profile, a layer of another model: other channels or rank) and the
+// flag that gave it.
+bool read_layer_times(StepMem& m, const std::string& path, const char* flag = "--layer-times");
 
 // Host-device bandwidth of pinned copies on ctx's GPU, GB/s (1e9 bytes/s) each way; 0 on the
 // CPU.

@@ -43,8 +43,9 @@
 # PRECISION (fp32): the app's and the twin's --precision (tf32, bf16). DEVICE (cuda): cpu runs
 # pdnn on this machine's CPU, a check of the parsing (no device peak; TORCH=0 with it).
 # LAYER_TIMES_SIDE (none): a side that fits uncapped; the app is profiled there first
-# (--profile, 12 steps) and every run's plan takes its layer times from that profile
-# (--layer-times, scaled to its own side) instead of FLOPs at an assumed rate.
+# (--profile, 12 steps; on a GPU twice, the second with --least-workspace) and every run's plan
+# takes its layer times from those profiles (--layer-times and --layer-times-least, scaled to
+# its own side) instead of FLOPs at an assumed rate.
 # BUDGET (0: none): seconds the pdnn runs may take together (a GPU visit's command is killed at
 # 10 minutes, its unpacked rows with it): a run still going when they end is killed, status
 # "budget", and the runs after it are not started, status "skipped: budget".
@@ -87,13 +88,24 @@ case $APP in
   *) echo "bench_memory: APP=$APP: caltech101 or segment" >&2; exit 2 ;;
 esac
 [ "$PRECISION" = fp32 ] || { app_args+=(--precision "$PRECISION"); torch_args+=(--precision "$PRECISION"); }
-if [ -n "${LAYER_TIMES_SIDE:-}" ]; then  # every plan's layer times from one measured profile
+if [ -n "${LAYER_TIMES_SIDE:-}" ]; then  # every plan's layer times from measured profiles
+  profile() {  # CSV [flags]: the app profiled at LAYER_TIMES_SIDE
+    local csv=$1; shift
+    timeout -k 10 "${PDNN_TIMEOUT:-0}" "$BIN/$APP" --device "${DEVICE:-cuda}" --size "$LAYER_TIMES_SIDE" \
+      --steps 12 "${app_args[@]}" ${APP_ARGS:-} "$@" --profile --profile-out "$csv" > "${csv%.csv}.log" 2>&1 ||
+      { echo "bench_memory: the profile at side $LAYER_TIMES_SIDE failed (${csv%.csv}.log)" >&2; exit 1; }
+  }
   lt="$logs/profile_${APP}_${LAYER_TIMES_SIDE}.csv"
-  timeout -k 10 "${PDNN_TIMEOUT:-0}" "$BIN/$APP" --device "${DEVICE:-cuda}" --size "$LAYER_TIMES_SIDE" \
-    --steps 12 "${app_args[@]}" ${APP_ARGS:-} --profile --profile-out "$lt" > "${lt%.csv}.log" 2>&1 ||
-    { echo "bench_memory: the profile at side $LAYER_TIMES_SIDE failed (${lt%.csv}.log)" >&2; exit 1; }
-  app_args+=(--layer-times "$lt")
-  echo "layer times: $lt (each plan scales them by its layers' output elements)"
+  profile "$lt"
+  times=(--layer-times "$lt")
+  # On a GPU also with the workspace held to the least, as a tight cap holds it: the times of
+  # the layers whose faster algorithms (im2col, cuDNN) a plan's workspace leaves out.
+  if [ "${DEVICE:-cuda}" = cuda ]; then
+    profile "${lt%.csv}_least.csv" --least-workspace
+    times+=(--layer-times-least "${lt%.csv}_least.csv")
+  fi
+  app_args+=("${times[@]}")
+  echo "layer times: ${times[*]} (each plan scales them by its layers' output elements)"
 fi
 rev=$(git describe --always --dirty --abbrev=10 2>/dev/null || echo unknown)
 csv_row() { env -u LD_LIBRARY_PATH python3 -c 'import csv,sys; csv.writer(sys.stdout, lineterminator="\n").writerow(sys.argv[1:])' "$@"; }

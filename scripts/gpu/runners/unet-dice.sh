@@ -16,10 +16,13 @@
 # final test Dice (person, and the mean of both classes) over seeds, per mode (its data set:
 # ...-1024px against ...-1024px-tiles256): runs/summary_test_dice_person.csv, ..._mean_dice.csv.
 # Knobs: SIZE (1024), TILE (256), EPOCHS (10), SEEDS ("1"), BATCH (1), PRECISION (tf32),
-# RUN_TIMEOUT (seconds a run, 280), APP_ARGS (more segment flags, both modes).
+# RUN_TIMEOUT (seconds a run, 280), APP_ARGS (more segment flags, both modes), OVERLAYS (0:
+# the first seed's overlays a epoch; 4 overlays at 1024 made the visit's tarball 117 MB, past
+# what the device tool brings back, and the per-epoch CSVs were lost with them).
 # Estimate (H200, TF32): the U-Net at 1024 x 1024, one image: 1.2 TFLOP forward, ~3.6 a step,
 # ~45-55 ms; 151 steps an epoch + 49 test images: ~9 s an epoch, 10 epochs + start ~100 s a
-# run, ~3.5 min a seed (both modes).
+# run, ~3.5 min a seed (both modes). Measured (H200, 732ea40): 89 s whole, 87 s tiles, 10
+# epochs: ~3 min a seed.
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
 need_bin segment || exit 1
@@ -39,7 +42,8 @@ for seed in $SEEDS; do
     args=(--batch "$BATCH")
     [ "$mode" = tiles ] && args=(--tile "$TILE" --batch $((BATCH * per)))
     ov=()
-    [ "$seed" = "$(echo $SEEDS | cut -d' ' -f1)" ] && ov=(--overlays 4 --overlay-dir "$RESULTS/overlays_$mode")
+    [ "$seed" = "$(echo $SEEDS | cut -d' ' -f1)" ] && [ "${OVERLAYS:-0}" -gt 0 ] &&
+      ov=(--overlays "$OVERLAYS" --overlay-dir "$RESULTS/overlays_$mode")
     [ ${#ov[@]} -eq 0 ] && ov=(--overlays 0)
     run=$RESULTS/runs/pdnn-cuda-${PRECISION}_${mode}_s$seed  # accuracy_summary.py's names
     start=$SECONDS

@@ -1,6 +1,6 @@
 // Per-layer GPU convolution benchmark (make bench-conv-gpu): every convolution of W3, W4 and W5
 // (D's Conv2d and G's ConvTranspose2d layers, at their batch sizes; with --filter UNet, the
-// U-Net's up-samplings, head and a full-resolution layer), each pass (forward,
+// U-Net's every convolution at 512 x 512, batch 4), each pass (forward,
 // backward-data, backward-weights with the bias) timed separately with each GPU algorithm
 // (im2col + cuBLAS, implicit GEMM, cuDNN where found), in fp32, TF32 and bf16 (--precisions;
 // bf16: bf16 x, w, y, dy, dx with fp32 bias and parameter gradients, as mixed precision runs
@@ -68,13 +68,34 @@ const Layer kLayers[] = {
     {"W5", "G.convT3", 64, 256, 8, 8, 128, 4, 2, 1, FusedAct::None, true, true},
     {"W5", "G.convT4", 64, 128, 16, 16, 64, 4, 2, 1, FusedAct::None, true, true},
     {"W5", "G.convT5", 64, 64, 32, 32, 3, 4, 2, 1, FusedAct::None, true, true},
-    // The U-Net of issue 34's speed target (512 x 512, batch 4): its up-samplings (2x2 stride 2,
-    // 4.9 ms of the TF32 step at up to 7x their memory floor on an H100), its 1x1 head, and a
-    // full-resolution 3x3 layer beside them. --filter UNet.
-    {"UNet", "up1", 4, 128, 256, 256, 64, 2, 2, 0, FusedAct::None, true, true, true},
+    // The U-Net of issue 34's speed target (512 x 512, batch 4, base 64, depth 4), every
+    // convolution in the model's order: its speed against the PyTorch twin's is the sum of
+    // these passes' (and the concatenations', pools' and loss's), so the per-pass comparison
+    // with scripts/twins/torch_conv_layers.py says where a step's difference is. --filter UNet
+    // (or one layer: --filter "UNet up1").
+    {"UNet", "enc1.conv1", 4, 3, 512, 512, 64, 3, 1, 1, FusedAct::ReLU, false, false, true},
+    {"UNet", "enc1.conv2", 4, 64, 512, 512, 64, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "enc2.conv1", 4, 64, 256, 256, 128, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "enc2.conv2", 4, 128, 256, 256, 128, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "enc3.conv1", 4, 128, 128, 128, 256, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "enc3.conv2", 4, 256, 128, 128, 256, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "enc4.conv1", 4, 256, 64, 64, 512, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "enc4.conv2", 4, 512, 64, 64, 512, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "mid.conv1", 4, 512, 32, 32, 1024, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "mid.conv2", 4, 1024, 32, 32, 1024, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "up4", 4, 1024, 32, 32, 512, 2, 2, 0, FusedAct::None, true, true, true},
+    {"UNet", "dec4.conv1", 4, 1024, 64, 64, 512, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "dec4.conv2", 4, 512, 64, 64, 512, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "up3", 4, 512, 64, 64, 256, 2, 2, 0, FusedAct::None, true, true, true},
+    {"UNet", "dec3.conv1", 4, 512, 128, 128, 256, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "dec3.conv2", 4, 256, 128, 128, 256, 3, 1, 1, FusedAct::ReLU, false, true, true},
     {"UNet", "up2", 4, 256, 128, 128, 128, 2, 2, 0, FusedAct::None, true, true, true},
-    {"UNet", "head", 4, 64, 512, 512, 2, 1, 1, 0, FusedAct::None, false, true, true},
+    {"UNet", "dec2.conv1", 4, 256, 256, 256, 128, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "dec2.conv2", 4, 128, 256, 256, 128, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "up1", 4, 128, 256, 256, 64, 2, 2, 0, FusedAct::None, true, true, true},
     {"UNet", "dec1.conv1", 4, 128, 512, 512, 64, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "dec1.conv2", 4, 64, 512, 512, 64, 3, 1, 1, FusedAct::ReLU, false, true, true},
+    {"UNet", "head", 4, 64, 512, 512, 2, 1, 1, 0, FusedAct::None, false, true, true},
 };
 
 const std::vector<std::string> kColumns = {

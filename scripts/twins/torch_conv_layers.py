@@ -54,13 +54,32 @@ LAYERS = [
     ("W5", "G.convT4", 64, 128, 16, 16, 64, 4, 2, 1, True, False),
     ("W5", "G.convT5", 64, 64, 32, 32, 3, 4, 2, 1, True, False),
 ]
-# The U-Net's (512 x 512, batch 4) up-samplings, 1x1 head and a full-resolution 3x3 layer: run
-# only when --filter names them (as bench_conv_gpu's).
+# The U-Net's (512 x 512, batch 4) every convolution, in the model's order: run only when
+# --filter names them (as bench_conv_gpu's).
 ON_REQUEST = [
-    ("UNet", "up1", 4, 128, 256, 256, 64, 2, 2, 0, True, True),
+    ("UNet", "enc1.conv1", 4, 3, 512, 512, 64, 3, 1, 1, False, True),
+    ("UNet", "enc1.conv2", 4, 64, 512, 512, 64, 3, 1, 1, False, True),
+    ("UNet", "enc2.conv1", 4, 64, 256, 256, 128, 3, 1, 1, False, True),
+    ("UNet", "enc2.conv2", 4, 128, 256, 256, 128, 3, 1, 1, False, True),
+    ("UNet", "enc3.conv1", 4, 128, 128, 128, 256, 3, 1, 1, False, True),
+    ("UNet", "enc3.conv2", 4, 256, 128, 128, 256, 3, 1, 1, False, True),
+    ("UNet", "enc4.conv1", 4, 256, 64, 64, 512, 3, 1, 1, False, True),
+    ("UNet", "enc4.conv2", 4, 512, 64, 64, 512, 3, 1, 1, False, True),
+    ("UNet", "mid.conv1", 4, 512, 32, 32, 1024, 3, 1, 1, False, True),
+    ("UNet", "mid.conv2", 4, 1024, 32, 32, 1024, 3, 1, 1, False, True),
+    ("UNet", "up4", 4, 1024, 32, 32, 512, 2, 2, 0, True, True),
+    ("UNet", "dec4.conv1", 4, 1024, 64, 64, 512, 3, 1, 1, False, True),
+    ("UNet", "dec4.conv2", 4, 512, 64, 64, 512, 3, 1, 1, False, True),
+    ("UNet", "up3", 4, 512, 64, 64, 256, 2, 2, 0, True, True),
+    ("UNet", "dec3.conv1", 4, 512, 128, 128, 256, 3, 1, 1, False, True),
+    ("UNet", "dec3.conv2", 4, 256, 128, 128, 256, 3, 1, 1, False, True),
     ("UNet", "up2", 4, 256, 128, 128, 128, 2, 2, 0, True, True),
-    ("UNet", "head", 4, 64, 512, 512, 2, 1, 1, 0, False, True),
+    ("UNet", "dec2.conv1", 4, 256, 256, 256, 128, 3, 1, 1, False, True),
+    ("UNet", "dec2.conv2", 4, 128, 256, 256, 128, 3, 1, 1, False, True),
+    ("UNet", "up1", 4, 128, 256, 256, 64, 2, 2, 0, True, True),
     ("UNet", "dec1.conv1", 4, 128, 512, 512, 64, 3, 1, 1, False, True),
+    ("UNet", "dec1.conv2", 4, 64, 512, 512, 64, 3, 1, 1, False, True),
+    ("UNet", "head", 4, 64, 512, 512, 2, 1, 1, 0, False, True),
 ]
 
 

@@ -3,7 +3,8 @@
 # W3, W4 and W5, each pass and algorithm, fp32 and TF32, beside the device's sgemm and copy
 # ceilings) -> $RESULTS/conv_gpu.csv. Prepare: BINS="bench_conv_gpu" DATA= scripts/gpu/prepare.sh
 # Knobs: ALGOS (im2col,implicit,cudnn), PRECISIONS (fp32,tf32), REPEAT (20), FILTER (all of W3-W5;
-# UNet: the U-Net's up-samplings, head and a full-resolution layer at 512 x 512, batch 4).
+# UNet: every convolution of the U-Net at 512 x 512, batch 4, for the per-pass comparison with
+# torch-conv; add direct to ALGOS there: the step runs it).
 set -uo pipefail
 source "$(dirname "$0")/../host.sh"
 need_bin bench_conv_gpu || exit 1

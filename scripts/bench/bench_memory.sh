@@ -181,6 +181,9 @@ for side in $SIDES; do
     context=$(gib "$(sed -nE 's/^CUDA context ([0-9.]+) MB at the end.*/\1/p' "$log")")
     [ -z "$context" ] && context=$(plan_gib '.*, CUDA context \(measured\) ([0-9.]+) ([KMG]?i?B).*' "$log")
     plan=$(sed -nE 's/^memory plan applied: (.*); the step.s peak.*/\1/p' "$log" | head -1)
+    # The measured binary's revision, from its header (a lent host's tree is a copy whose git
+    # history is not the bundle's: its `git describe` named a revision sessions older).
+    run_rev=$(sed -nE 's/.*\| rev ([^ ]+).*/\1/p' "$log" | head -1)
     case $status in ok*) ;; *) stopped[$cap]="${status%% *} at $side" ;; esac
     printf 'pdnn  %-6s %4s cap %-5s: %s, median %s ms (predicted %s), peak %s GiB (reserved %s; planned %s)%s\n' \
       "$variant" "$side" "$cap" "$status" "${med:--}" "${predicted:--}" "$(gib "$peak")" "$(gib "$resv")" \
@@ -188,7 +191,7 @@ for side in $SIDES; do
     row "$predicted" "$name" pdnn "$variant" "$side" "$batch" "$PRECISION" "$capg" "$(gib "$peak")" \
       "$(gib "$resv")" "$med" "$lo" "$hi" "$n" "$status" "$planned" "$context" "$plan" "$gpu" \
       "pdnn $(echo "$gpu" | sed -E 's/.*(driver [0-9.]+, runtime [0-9.]+).*/\1/')" \
-      "$rev" "$(hostname)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+      "${run_rev:-$rev}" "$(hostname)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   done
 done
 env -u LD_LIBRARY_PATH python3 scripts/pylib/results_csv.py append "$OUT" "$COLUMNS" < "$tmp/rows.csv"

@@ -88,6 +88,9 @@ bundle() {
   rm -f "$carry/bin.tar.xz"
   tar -C "$carry" -cf - bin | xz -9e -T0 > "$carry/bin.tar.xz"
   rm -rf "$carry/bin"
+  # The revision the binaries were built at, for visit.sh's header (a lent host's tree is a
+  # copy whose git history is not the bundle's).
+  git describe --always --dirty --abbrev=10 > "$carry/REVISION" 2>/dev/null || echo unknown > "$carry/REVISION"
   cat > "$carry/env.sh" <<'EOS'
 # Sourced by the wrappers scripts/gpu/host.sh makes: unpacks the runtime libraries once, sets
 # LD_LIBRARY_PATH for pdnn's binaries only (the host's python3 keeps its own libraries).

@@ -35,7 +35,8 @@ unset OUT  # the runners' output folder is RESULTS; OUT is only this script's re
   echo "visit: $(date -u +%Y-%m-%dT%H:%M:%SZ) $(hostname) runners: $*"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 || true
   echo "CPU: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-  git log -1 --format='rev %h %s' 2>/dev/null || true
+  git log -1 --format='tree rev %h %s (the host copy'"'"'s git: may be older than the files)' 2>/dev/null || true
+  for b in gpu-bundle*/REVISION; do [ -f "$b" ] && echo "bundle $(dirname "$b"): built at $(cat "$b")"; done
 } | tee "$results/visit.txt"
 failed=()
 for name in "$@"; do

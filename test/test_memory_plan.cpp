@@ -1887,6 +1887,35 @@ TEST(MemoryPlanGpu, Bf16MeasuredPeakIsThePlansUnderEveryCap) {
   expect_measured_peak_is_the_plans(Precision::Bf16);
 }
 
+// --least-workspace (the profile a capped plan's layer times come from): without a limit or a
+// plan, the shared workspace is held to the least every layer runs in, and the chooser then
+// runs only the algorithms asking that (W4's convolutions at 64 x 64, batch 16: the implicit
+// GEMM or the direct kernels, never im2col's columns or cuDNN), as under a tight limit.
+TEST(MemoryPlanGpu, LeastWorkspaceHoldsTheChooserToTheLeastAlgorithms) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  GpuW4 w("auto");
+  RunConfig cfg;
+  cfg.device = "cuda";
+  cfg.least_workspace = true;
+  const Shape batch{16, 3, 64, 64};
+  EXPECT_FALSE(plan_step_memory(w.ctx, w.model, *w.opt, batch, cfg));  // no plan was made
+  const StepMem m = describe_step(w.model, batch, w.opt.get(), 1000.0, 0, 0, Precision::Fp32, 2,
+                                  w.ctx.cuda().info().sm_count, "auto");
+  ASSERT_GT(least_workspace_bytes(m), 0);
+  EXPECT_EQ(w.ctx.workspace_limit(Device::CUDA),
+            static_cast<size_t>(least_workspace_bytes(m)) / sizeof(float));
+  w.train(2, /*graph=*/false);
+  int held = 0;
+  for (const auto& [key, choice] : w.ctx.tuning().made()) {
+    if (key.find("-planned") == std::string::npos) continue;
+    ++held;
+    EXPECT_NE(choice.choice, "im2col") << key;
+    EXPECT_NE(choice.choice, "cudnn") << key;
+  }
+  EXPECT_GE(held, 6 * 3 - 1) << w.ctx.tuning().summary();  // W4's 6 convolutions, 3 passes (conv1 no dx)
+}
+
 // A U-Net at batch 1 under its smallest limit (issue 35), in fp32 and bf16: the plan's
 // workspace holds no im2col columns of the largest layer (dec1.conv1), the GPU's chooser runs
 // only what fits it (auto: im2col of a small layer may, dec1.conv1's may not), the step trains,

@@ -88,9 +88,7 @@ bundle() {
   rm -f "$carry/bin.tar.xz"
   tar -C "$carry" -cf - bin | xz -9e -T0 > "$carry/bin.tar.xz"
   rm -rf "$carry/bin"
-  # The revision the binaries were built at, for visit.sh's header (a lent host's tree is a
-  # copy whose git history is not the bundle's).
-  git describe --always --dirty --abbrev=10 > "$carry/REVISION" 2>/dev/null || echo unknown > "$carry/REVISION"
+  rm -f "$carry/REVISION"  # (written below for binaries built here; --bundle's are unknown)
   cat > "$carry/env.sh" <<'EOS'
 # Sourced by the wrappers scripts/gpu/host.sh makes: unpacks the runtime libraries once, sets
 # LD_LIBRARY_PATH for pdnn's binaries only (the host's python3 keeps its own libraries).
@@ -159,6 +157,9 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPDNN_ARCH=x86-64-v4 -DPDNN_
 cmake --build build-gpu -j "$(nproc)" --target $BINS
 # shellcheck disable=SC2046
 bundle "$BUNDLE" $(for b in $BINS; do echo build-gpu/bin/$b; done)
+# The revision the binaries were built at, for visit.sh's header (a lent host's tree is a copy
+# whose git history is not the bundle's).
+git describe --always --dirty --abbrev=10 > "$BUNDLE/REVISION" 2>/dev/null || echo unknown > "$BUNDLE/REVISION"
 rm -f "$BUNDLE/ompi.tar.xz" "$BUNDLE/mpi_env.sh"
 if [ "${MPI:-0}" = 1 ]; then scripts/gpu/bundle_mpi.sh "$BUNDLE"; fi
 copy_data "$BUNDLE"

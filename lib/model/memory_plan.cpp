@@ -21,6 +21,12 @@
 
 namespace pdnn {
 
+int64_t least_workspace_bytes(const StepMem& m) {
+  int64_t ws = 0;
+  for (const LayerMem& l : m.layers) ws = std::max(ws, l.workspace_bytes);
+  return ws;
+}
+
 const char* placement_name(Placement p) {
   switch (p) {
     case Placement::Keep: return "device";
@@ -284,13 +290,8 @@ void add_layer_memory(const Walk& w, const std::vector<int>& out_last,
   add_range(s.live, sp.back_at, last_out, ob);
 }
 
-// The workspace every layer can run in (each layer's algorithms asking the least), and the
-// most a faster algorithm may ask.
-int64_t min_workspace(const StepMem& m) {
-  int64_t ws = 0;
-  for (const LayerMem& l : m.layers) ws = std::max(ws, l.workspace_bytes);
-  return ws;
-}
+// The most a faster algorithm may ask of the workspace (least_workspace_bytes: what every layer
+// can run in).
 int64_t max_workspace(const StepMem& m) {
   int64_t ws = 0;
   for (const LayerMem& l : m.layers) ws = std::max({ws, l.workspace_bytes, l.fast_workspace_bytes});
@@ -304,12 +305,12 @@ int64_t max_workspace(const StepMem& m) {
 // then leaves lets some layers run faster algorithms, it is made once more timed at that
 // workspace, and kept if it fits and leaves them as much. (The U-Net at batch 1 under
 // PyTorch's peaks: 36-120 MiB of workspace against im2col's GiBs, every pass on the implicit
-// GEMM or the direct kernels, their passes 7-14% slower than an uncapped profile's choices.) plan_at(w): the
-// plan with its layers timed at workspace w (-1: each at its fastest, as without a limit).
+// GEMM or the direct kernels, 7-14% slower than an uncapped profile's choices.) plan_at(w):
+// the plan with its layers timed at workspace w (-1: each at its fastest, as without a limit).
 template <class PlanAt>
 MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt plan_at) {
   if (o.limit_bytes <= 0) return plan_at(-1);
-  const int64_t least = min_workspace(m);
+  const int64_t least = least_workspace_bytes(m);
   MemoryPlan p = plan_at(least);
   bool faster = false;  // a layer with least times runs its faster algorithms in p's workspace
   for (const LayerMem& l : m.layers)
@@ -383,7 +384,7 @@ FixedBytes fixed_of(const Walk& w, const Choice& c, const StatePlan& st) {
   for (size_t j = 0; j < m.params.size(); ++j)
     if (c.off[j]) f.state -= m.state_slots * m.params[j].bytes;
   f.state = std::max<int64_t>(f.state, 0);
-  f.workspace = min_workspace(m);
+  f.workspace = least_workspace_bytes(m);
   f.input = m.input_bytes;
   f.loss = m.loss_bytes;
   f.context = m.context_bytes;
@@ -618,7 +619,7 @@ MemoryPlan make_plan(const Walk& w, const Choice& c, const Sim& s, const PlanOpt
   // is not bounded: the plan counts what every layer runs in, the algorithms asking the
   // least, which keep no columns where the implicit GEMM or the direct kernels run a pass).
   if (o.limit_bytes > 0) {
-    const int64_t ws_min = min_workspace(w.m), ws_max = max_workspace(w.m);
+    const int64_t ws_min = least_workspace_bytes(w.m), ws_max = max_workspace(w.m);
     const int64_t extra = std::min(std::max<int64_t>(0, o.limit_bytes - plan.peak_bytes), ws_max - ws_min);
     plan.fixed.workspace += extra;
     plan.fixed_bytes += extra;
@@ -771,8 +772,6 @@ MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
   });
 }
 
-int64_t least_workspace_bytes(const StepMem& m) { return min_workspace(m); }
-
 MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o) {
   check_description(m, o);
   return timed_by_workspace(m, o, [&](int64_t at) { return plan_walk(Walk(m, 1, at), o); });
@@ -789,7 +788,7 @@ MemoryPlan plan_as_run_timed(const StepMem& m, int micro, const PlanOptions& o, 
   const Walk w(m, micro, timed_at);
   MemoryPlan p = plan_walk(w, o);
   auto as_run = [&](const MemoryPlan& q) {
-    return q.fixed_bytes - q.fixed.workspace + min_workspace(m) + arena_bytes(m, q);
+    return q.fixed_bytes - q.fixed.workspace + least_workspace_bytes(m) + arena_bytes(m, q);
   };
   if (o.limit_bytes <= 0) return p;  // nothing to carry out: the step runs without a plan
   PlanOptions tight = o;
@@ -800,7 +799,7 @@ MemoryPlan plan_as_run_timed(const StepMem& m, int micro, const PlanOptions& o, 
     // whose peak sits under that limit is chosen again until the limit passes its peak (at
     // 3.3G the U-Net's 1024 plan came back 8 times, a few bytes over as run, and the step
     // fell back to the lowest-peak plan, 1.4x slower).
-    tight.limit_bytes = std::min(tight.limit_bytes, p.peak_bytes - p.fixed.workspace + min_workspace(m)) - over;
+    tight.limit_bytes = std::min(tight.limit_bytes, p.peak_bytes - p.fixed.workspace + least_workspace_bytes(m)) - over;
     if (tight.limit_bytes <= p.fixed_bytes - p.fixed.workspace) break;
     p = plan_walk(w, tight);
   }
@@ -823,7 +822,7 @@ MemoryPlan plan_as_run_timed(const StepMem& m, int micro, const PlanOptions& o, 
     p = best;
   }
   // As run, with the workspace given what is left under the limit.
-  const int64_t ws_min = min_workspace(m), ws_max = max_workspace(m);
+  const int64_t ws_min = least_workspace_bytes(m), ws_max = max_workspace(m);
   const int64_t base = as_run(p) - ws_min;
   const int64_t ws = std::max(ws_min, std::min(ws_max, o.limit_bytes - base));
   p.fixed_bytes += ws - p.fixed.workspace;
@@ -900,7 +899,7 @@ MemoryPlan plan_training_step(const std::function<StepMem(int64_t rows)>& descri
 
 int64_t device_limit_for_uncapped(const StepMem& m, int64_t device_bytes, int64_t* most) {
   const MemoryPlan keep = plan_memory(m, PlanOptions{});
-  const int64_t bytes = keep.peak_bytes + max_workspace(m) - min_workspace(m);
+  const int64_t bytes = keep.peak_bytes + max_workspace(m) - least_workspace_bytes(m);
   if (most) *most = bytes;
   const int64_t usable = device_bytes / 50 * 49;
   return bytes > usable ? usable : 0;
@@ -985,7 +984,7 @@ std::string name_of(const LayerMem& l) { return l.label.empty() ? std::to_string
 // workspace leaves without im2col (the chooser runs only what fits: a capped run may be
 // slower for it); without one, that the run's choice may take more than the plan counts.
 std::string workspace_note(const StepMem& m, const MemoryPlan& p, const PlanOptions& o) {
-  const int64_t ws = p.fixed.workspace, least = min_workspace(m), most = max_workspace(m);
+  const int64_t ws = p.fixed.workspace, least = least_workspace_bytes(m), most = max_workspace(m);
   int convs = 0, excluded = 0;
   int64_t columns = 0;
   const LayerMem* sets = nullptr;  // the layer whose least is the least
@@ -1190,16 +1189,17 @@ int64_t pack(std::vector<Interval>& v) {
       if (best < 0 || top < best) best = top, best_at = at;
     }
   };
+  std::vector<std::vector<size_t>> sorted;
   for (const auto& before : orders) {
     for (size_t i = 0; i < v.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), before);
+    sorted.push_back(order);
     fit();
   }
   Rng rng(0x5eed);
   constexpr int kSwappedOrders = 512;
   for (int t = 0; t < kSwappedOrders && best > live; ++t) {
-    for (size_t i = 0; i < v.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), orders[static_cast<size_t>(t) % orders.size()]);
+    order = sorted[static_cast<size_t>(t) % sorted.size()];
     for (size_t i = 0; i + 1 < order.size(); ++i)
       if (rng.next() % 4 == 0) std::swap(order[i], order[i + 1]);
     fit();

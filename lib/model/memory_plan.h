@@ -299,8 +299,9 @@ std::string position_name(const StepMem& m, const MemoryPlan& p, int pos);
 // Where a model carrying placements out (Model::set_placements) keeps its activations and
 // gradients during a training step: offsets into one device buffer, so that nothing is
 // allocated or freed inside the step (it stays one CUDA graph). Buffers whose lifetimes do not
-// overlap share memory (first fit, as TFLite's arena planner, and best fit, in a few orders, the
-// smallest kept). Lifetimes as the model runs: an output from its forward to its last use
+// overlap share memory (first fit, as TFLite's arena planner, and best fit, in a few orders and
+// then those orders with neighbours swapped at random, fixed seed, until the buffer is the
+// intervals' largest live sum; the smallest kept). Lifetimes as the model runs: an output from its forward to its last use
 // (Keep; the last layer's, the logits, to the end), or to its last reader's forward and again
 // from where it is brought back (offloaded or recomputed: before the backward that first needs
 // it) to its last use; its last use is the last backward that reads it, or recomputes a layer

@@ -162,7 +162,8 @@ __global__ void bn_b(BnGeom g, bool batch_stats, const E* x, const E* y, const E
 }
 
 // 4 elements an access where every plane starts on a multiple of 4 (the tensors' bases are
-// the allocator's 512-byte blocks), else 1. The tests run both (test_backends.cpp).
+// the allocator's 512-byte blocks, or a memory plan's buffer at multiples of 128 elements),
+// else 1. The tests run both (test_backends.cpp).
 int bn_vector(const BnGeom& g) { return g.hw % 4 == 0 ? 4 : 1; }
 
 // The channel loop indexes a channel's N*H*W elements in 32 bits (FastDiv's numerators).

@@ -262,7 +262,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     int64_t state = 0;
     for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
     m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
-    if (measured && !timed.layers.empty()) {  // the profiles' times, in proportion to the rows
+    if (!timed.layers.empty()) {  // the profiles' times (once read, below), in proportion to the rows
       const double share = static_cast<double>(rows) / static_cast<double>(n);
       for (size_t i = 0; i < m.layers.size(); ++i) {
         m.layers[i].fwd_ms = timed.layers[i].fwd_ms * share;
@@ -336,12 +336,12 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   o.host_update_gb_s = gpu && capped ? measure_host_update_gb_s(ctx) : kCpuUpdateGbS;
   if (gpu) ctx.allocator(Device::CUDA)->trim();
   if (measured) {
-    timed = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision(), 1, sms,
-                          policy);
+    const StepMem whole = describe_step(model, batch, &opt, rate, n, o.device_gb_s,
+                                        ctx.precision(), 1, sms, policy);
+    timed = whole;
     times_scaled = read_layer_times(timed, cfg.layer_times);
     if (!cfg.layer_times_least.empty()) {
-      timed_least = describe_step(model, batch, &opt, rate, n, o.device_gb_s, ctx.precision(), 1,
-                                  sms, policy);
+      timed_least = whole;
       times_scaled = read_layer_times(timed_least, cfg.layer_times_least, "--layer-times-least") ||
                      times_scaled;
     }

@@ -182,7 +182,7 @@ for side in $SIDES; do
     [ -z "$context" ] && context=$(plan_gib '.*, CUDA context \(measured\) ([0-9.]+) ([KMG]?i?B).*' "$log")
     plan=$(sed -nE 's/^memory plan applied: (.*); the step.s peak.*/\1/p' "$log" | head -1)
     # The measured binary's revision, from its header (a lent host's tree is a copy whose git
-    # history is not the bundle's: its `git describe` named a revision sessions older).
+    # history is not the bundle's: its `git describe` named a revision eight commits older).
     run_rev=$(sed -nE 's/.*\| rev ([^ ]+).*/\1/p' "$log" | head -1)
     case $status in ok*) ;; *) stopped[$cap]="${status%% *} at $side" ;; esac
     printf 'pdnn  %-6s %4s cap %-5s: %s, median %s ms (predicted %s), peak %s GiB (reserved %s; planned %s)%s\n' \

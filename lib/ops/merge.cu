@@ -18,18 +18,18 @@ __global__ void add_k(int64_t n, const T* a, const T* b, T* y) {
 
 }  // namespace
 
-// Each image's c * plane elements are one contiguous run in src and in dst: n rows of a 2-D
-// copy, the CPU twin's per-image memcpy. The driver's device-to-device copy runs at the copy
-// rate bench_conv_gpu measures (a kernel of one thread an element with 64-bit index division
-// ran cat1 of the U-Net, 512 x 512 b4, at ~45% of it), and a CUDA graph captures it as a node.
+// Each image's c * plane elements are one contiguous run in src and in dst: one device-to-device
+// copy an image, the CPU twin's per-image memcpy. One 2-D copy of the n rows moved the U-Net's
+// cat1 (512 x 512, batch 4: rows of 67 MB) at 2.8 TB/s, 67% of the 1-D copy rate
+// bench_conv_gpu measures (4.2 TB/s on an H200); these 1-D copies made the step 0.25-0.28 ms
+// shorter (results/bench/concat1d-h200). A CUDA graph captures each as a node.
 template <class T>
 void channel_copy(int64_t n, int64_t c, int64_t plane, const T* src, int64_t src_c,
                   int64_t src_at, T* dst, int64_t dst_c, int64_t dst_at, CudaExec e) {
   const size_t row = static_cast<size_t>(c * plane) * sizeof(T);
-  PDNN_CUDA_CHECK(cudaMemcpy2DAsync(dst + dst_at * plane, static_cast<size_t>(dst_c * plane) * sizeof(T),
-                                    src + src_at * plane, static_cast<size_t>(src_c * plane) * sizeof(T),
-                                    row, static_cast<size_t>(n), cudaMemcpyDeviceToDevice,
-                                    stream_of(e)));
+  for (int64_t i = 0; i < n; ++i)
+    PDNN_CUDA_CHECK(cudaMemcpyAsync(dst + (i * dst_c + dst_at) * plane, src + (i * src_c + src_at) * plane,
+                                    row, cudaMemcpyDeviceToDevice, stream_of(e)));
 }
 
 template <class T>

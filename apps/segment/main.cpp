@@ -118,15 +118,16 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(2, 256));
   app.add_option("--size", o.size,
                  "input side in pixels (a multiple of 2^depth; sides above a photo's own are "
-                 "up-sampled, and the run says so)")
+                 "up-sampled, and the run says so; past what the GPU and the host hold, the "
+                 "memory plan refuses the side and names what ran out)")
       ->capture_default_str()
-      ->check(CLI::Range(2, 8192));
+      ->check(CLI::Range(2, 16384));
   app.add_option("--tile", o.tile,
                  "train and evaluate on the grid of TILE x TILE tiles of each --size image, not "
                  "the whole image (a multiple of 2^depth dividing --size; the scores count every "
                  "pixel, so they are the stitched images'; --batch and --images-per-epoch count "
                  "tiles and images: a batch of (size/tile)^2 tiles has one image's pixels)")
-      ->check(CLI::Range(0, 8192));
+      ->check(CLI::Range(0, 16384));
   app.add_option("--base", o.base,
                  strprintf("channels of the first level (default %lld, the paper's)",
                            static_cast<long long>(zoo.defaults.base)))

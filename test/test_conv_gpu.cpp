@@ -125,6 +125,32 @@ TEST(ConvGpu, ReferenceMatchesTheCpuConvolution) {
   }
 }
 
+// One case through ops:: with `algo` forced on the context's GPU, every pass, against the double
+// reference: within TF32's bound where `tf32_bound` (TF32, and fp32 with FFT or Winograd, whose
+// rounding is TF32's or less: conv2d_cudnn.cu), else fp32 summation's.
+void expect_case_matches_reference(Context& ctx, const ConvCase& c, ConvAlgo algo, bool tf32_bound) {
+  Inputs in = inputs_of(c);
+  const Device G = Device::CUDA;
+  const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
+               dy = in.dy.to(G, ctx);
+  Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
+  ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, &b, &y, algo));
+  Tensor dx = poisoned(in.x.shape(), G, ctx);
+  Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
+  ops::conv2d_backward(ctx, bwd_args<Tensor>(in, c, &x, &w, &dy, &y, &dw, &db, &dx, algo));
+  const Tensor yh = y.to(Device::CPU, ctx);
+  // the reference's activation mask is read off the GPU's own y, as the kernels read it
+  const testing::ConvReference r = conv_reference(in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh,
+                                in.dy, in.act);
+  const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
+               kw = double(c.n * in.g.oh * in.g.ow);
+  expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32_bound, "y");
+  expect_conv_within(dx.to(Device::CPU, ctx), r.dx, r.dx_abs, nullptr, kb, tf32_bound, "dx");
+  expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32_bound, "dw");
+  if (c.bias)
+    expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+}
+
 // Each GPU algorithm, each pass, fp32 and TF32, against the reference.
 TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
   std::string why;
@@ -139,29 +165,42 @@ TEST(ConvGpu, EveryAlgorithmAndPassMatchesTheReference) {
     for (ConvAlgo algo : algos) {
       for (const ConvCase& c : kCases) {
         SCOPED_TRACE(std::string(c.name) + " " + conv_algo_name(algo) + (tf32 ? " tf32" : " fp32"));
-        Inputs in = inputs_of(c);
-        const Device G = Device::CUDA;
-        const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
-                     dy = in.dy.to(G, ctx);
-        Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, G, ctx);
-        ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, &b, &y, algo));
-        Tensor dx = poisoned(in.x.shape(), G, ctx);
-        Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
-        ops::conv2d_backward(ctx, bwd_args<Tensor>(in, c, &x, &w, &dy, &y, &dw, &db, &dx, algo));
-        const Tensor yh = y.to(Device::CPU, ctx);
-        // the reference's activation mask is read off the GPU's own y, as the kernels read it
-        const testing::ConvReference r = conv_reference(in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh,
-                                      in.dy, in.act);
-        const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
-                     kw = double(c.n * in.g.oh * in.g.ow);
-        expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32, "y");
-        expect_conv_within(dx.to(Device::CPU, ctx), r.dx, r.dx_abs, nullptr, kb, tf32, "dx");
-        expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32, "dw");
-        if (c.bias)
-          expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+        expect_case_matches_reference(ctx, c, algo, tf32);
       }
     }
   }
+}
+
+// fp32 with --conv-transforms: cuDNN's FFT and Winograd compete (every case, cuDNN's pick), and
+// forced (transforms_only) on the stride-1 cases, where cuDNN has them for every pass; within
+// TF32's bound, as TF32 with the same algorithms. Their choices are kept under their own key.
+TEST(ConvGpu, CudnnWithTransformsInFp32MatchesTheReference) {
+#if !PDNN_HAVE_CUDA || !PDNN_CUDNN_HEADER
+  GTEST_SKIP() << "needs a CUDA build with cudnn.h";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  for (bool forced : {false, true}) {
+    Context ctx(1, 1, Device::CUDA);
+    if (ctx.cuda().cudnn() == nullptr) GTEST_SKIP() << cudnn_status();
+    ctx.set_conv_transforms(true);
+    auto* cc = static_cast<cuda::CudnnContext*>(ctx.cuda().cudnn());
+    cc->transforms_only = forced;
+    int ran = 0;
+    for (const ConvCase& c : kCases) {
+      if (forced && !(c.stride == 1 && c.kernel == 3)) continue;
+      SCOPED_TRACE(std::string(c.name) + (forced ? " FFT or Winograd forced" : " cuDNN's pick"));
+      expect_case_matches_reference(ctx, c, ConvAlgo::Cudnn, true);
+      ++ran;
+    }
+    EXPECT_GE(ran, forced ? 3 : 9);
+    ASSERT_FALSE(cc->picks.empty());
+    for (const auto& [key, pick] : cc->picks) {
+      EXPECT_NE(key.find(" fp32+transforms"), std::string::npos) << key;
+      std::printf("%s%s -> cuDNN algorithm %d\n", forced ? "forced: " : "", key.c_str(), pick.algo);
+    }
+  }
+#endif
 }
 
 // bf16 (mixed precision): x, w, y, dy, dx bfloat16, b, dw, db float32, through ops:: with each

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/conv/conv2d_algo.h"
 #include "run/run_flags.h"
 #include "testing.h"
 
@@ -184,6 +185,28 @@ TEST(RunFlags, LeastWorkspaceIsTheGpusAndItsProfileNeedsLayerTimes) {
   EXPECT_EQ(both.cfg.layer_times_least, csv);
   std::remove(csv.c_str());
   expect_refused({"--layer-times", csv, "--layer-times-least", csv}, "File does not exist");
+}
+
+// cuDNN's FFT and Winograd in fp32 (PyTorch's fp32 contract): a GPU flag, for fp32 only; the
+// context carries it to the convolutions, and the run header says so.
+TEST(RunFlags, ConvTransformsAreTheGpusAndFp32s) {
+  expect_refused({"--conv-transforms"}, "--conv-transforms: a GPU flag");
+  expect_refused({"--conv-transforms", "--device", "cuda", "--tf32"},
+                 "--conv-transforms: for --precision fp32 only");
+  expect_refused({"--conv-transforms", "--device", "cuda", "--precision", "bf16"},
+                 "--conv-transforms: for --precision fp32 only");
+  const Parsed gpu = parse({"--conv-transforms", "--device", "cuda"});
+  ASSERT_TRUE(gpu.ok) << gpu.error;
+  EXPECT_TRUE(gpu.cfg.conv_transforms);
+  EXPECT_FALSE(parse({"--device", "cuda"}).cfg.conv_transforms);
+  EXPECT_NE(run_device_text(gpu.cfg, "GPU").find("fp32 (convolutions may use FFT and Winograd)"),
+            std::string::npos);
+  EXPECT_EQ(run_device_text(parse({"--device", "cuda"}).cfg, "GPU").find("FFT"), std::string::npos);
+  // The convolutions' key keeps the two fp32 contracts' choices apart (cuDNN's may differ).
+  EXPECT_STREQ(gpu_conv_precision(false, false, true), "fp32+transforms");
+  EXPECT_STREQ(gpu_conv_precision(false, false, false), "fp32");
+  EXPECT_STREQ(gpu_conv_precision(false, true, true), "tf32");
+  EXPECT_STREQ(gpu_conv_precision(true, false, true), "bf16");
 }
 
 TEST(AppHelp, SaysWhatDataAndMachineDependentDefaultsBecome) {

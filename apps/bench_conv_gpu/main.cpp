@@ -231,8 +231,10 @@ int run(int argc, char** argv) {
                  "128x128, 64x128, 32x256, 32x128, 32x32), direct:TILE (m128, m64, m32)")
       ->capture_default_str();
   app.add_option("--precisions", precisions,
-                 "comma list of fp32, tf32, bf16 (bf16: every algorithm and direct:TILE, "
-                 "which runs W5's 4x4 stride-2 layers there too; implicit:TILE does not run it)")
+                 "comma list of fp32, fp32+transforms, tf32, bf16 (bf16: every algorithm and "
+                 "direct:TILE, which runs W5's 4x4 stride-2 layers there too; implicit:TILE "
+                 "does not run it; fp32+transforms: cudnn only, with FFT and Winograd "
+                 "competing, as --conv-transforms)")
       ->capture_default_str();
   std::string images_text = "auto";
   app.add_option("--direct-images", images_text,
@@ -283,6 +285,16 @@ int run(int argc, char** argv) {
       PDNN_CHECK(found, "--algos: '%s': no such tile", item.c_str());
     }
     algos.push_back(al);
+    s = e + 1;
+  }
+  const std::vector<std::string> kPrecisions = {"fp32", "fp32+transforms", "tf32", "bf16"};
+  std::vector<std::string> precs;
+  for (size_t s = 0; s <= precisions.size();) {
+    const size_t e = std::min(precisions.find(',', s), precisions.size());
+    const std::string item = precisions.substr(s, e - s);
+    PDNN_CHECK(std::find(kPrecisions.begin(), kPrecisions.end(), item) != kPrecisions.end(),
+               "--precisions: '%s' is not fp32, fp32+transforms, tf32 or bf16", item.c_str());
+    precs.push_back(item);
     s = e + 1;
   }
   Context ctx(1, 1, Device::CUDA);
@@ -468,11 +480,15 @@ int run(int argc, char** argv) {
                           ops::conv2d_backward(ctx, with_algo(wgrad, wgrad16, a.a));
                         }
                       }});
-    for (const std::string prec : {"fp32", "tf32", "bf16"}) {
-      if (precisions.find(prec) == std::string::npos) continue;
+    for (const std::string& prec : kPrecisions) {
+      if (std::find(precs.begin(), precs.end(), prec) == precs.end()) continue;
       b16 = prec == "bf16";
       es = b16 ? 2.0 : 4.0;
       ctx.set_precision(prec == "tf32" ? Precision::Tf32 : Precision::Fp32);
+      // Only cuDNN's choice changes with the transforms (FFT and Winograd: fewer products, so
+      // the floor below, of the direct FLOPs, may be beaten).
+      const bool transforms = prec == "fp32+transforms";
+      ctx.set_conv_transforms(transforms);
       const double peak =
           (prec == "tf32" ? ceil.tf32_tflops : b16 ? ceil.bf16_tflops : ceil.fp32_tflops) * 1e12;
       // the passes' fewest bytes at this precision's element sizes
@@ -486,7 +502,7 @@ int run(int argc, char** argv) {
         std::printf("%-4s %-8s %-16s %-5s", L.workload, L.name, p.name, prec.c_str());
         double best = 1e30;
         for (const Algo& a : algos) {
-          if ((a.tile != cuda::ConvTile::Auto &&
+          if ((transforms && a.a != ConvAlgo::Cudnn) || (a.tile != cuda::ConvTile::Auto &&
                (b16 || L.transposed || std::string(p.name) == "backward-data")) ||
               (a.dtile != cuda::DirectTile::Auto &&
                ((L.transposed && !b16) ||

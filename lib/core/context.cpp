@@ -60,7 +60,7 @@ CudaState& Context::cuda() const {
 CudaExec Context::cuda_exec() const {
   return CudaExec{work_stream_ ? work_stream_ : cuda().stream(), cuda().cublas(), 0,
                   precision_ == Precision::Tf32, cuda().cudnn_if_open(),
-                  ws_limit_[1] * sizeof(float)};
+                  ws_limit_[1] * sizeof(float), conv_transforms_};
 }
 
 std::shared_ptr<Allocator> Context::allocator(Device dev) const {

@@ -52,6 +52,11 @@ class Context {
   // it), so the context carries the choice for Sequential, which casts at its edges.
   Precision precision() const { return precision_; }
   void set_precision(Precision p);
+  // --conv-transforms: fp32 convolutions on the GPU may use cuDNN's FFT and Winograd
+  // algorithms, as PyTorch's fp32 does (off: sums only, the stricter rounding; TF32 and bf16
+  // keep their own rules whatever this says: ops/conv/conv2d_cudnn.cu).
+  bool conv_transforms() const { return conv_transforms_; }
+  void set_conv_transforms(bool on) { conv_transforms_ = on; }
 
   CpuExec cpu_exec() const { return CpuExec{threads_}; }
   CudaExec cuda_exec() const;
@@ -120,6 +125,7 @@ class Context {
  private:
   int threads_ = 1;
   Precision precision_ = Precision::Fp32;
+  bool conv_transforms_ = false;
   Device device_;
   Rng rng_;
   std::unique_ptr<CudaState, void (*)(CudaState*)> cuda_;

@@ -64,6 +64,9 @@ struct CudnnContext {
   // The most elements a tensor descriptor may hold (cuDNN's 4-d limit, 2^31 - 1): larger
   // batches run in slices of images (conv2d_cudnn.cu). Tests lower it to cover the slicing.
   int64_t max_tensor_elements = 2147483647;
+  // Picks only FFT and Winograd where transforms are allowed (fp32 with --conv-transforms, TF32):
+  // tests set it to run those algorithms whatever cuDNN's timing prefers.
+  bool transforms_only = false;
 };
 #else
 struct CudnnApi {};

@@ -63,6 +63,9 @@ struct RunConfig {
   // (overlapped, the default) or on the compute stream after it (serial); train/step_shell.h.
   bool overlap_batch_copy = true;
   Precision precision = Precision::Fp32;
+  // --conv-transforms: fp32 convolutions on the GPU may use cuDNN's FFT and Winograd algorithms
+  // (Context::set_conv_transforms).
+  bool conv_transforms = false;
   // --conv-algo (ops/conv/conv2d_algo.h's policies) and --conv-algo-cache (the file that keeps
   // the GPU's per-shape choices: "" for the default under the user's cache folder, "none").
   std::string conv_algo = "auto", conv_algo_cache;

@@ -176,6 +176,10 @@ inline void add_run_flags(CLI::App& app, RunConfig& cfg, int& threads, RunFlagTe
   app.add_flag_callback(
          "--tf32", [&cfg] { cfg.precision = Precision::Tf32; }, "the same as --precision tf32")
       ->excludes(precision);
+  app.add_flag("--conv-transforms", cfg.conv_transforms,
+               "on the GPU in fp32, let cuDNN's FFT and Winograd algorithms compete for the "
+               "convolutions, as PyTorch's fp32 does (faster weight gradients; their rounding "
+               "error is larger than summation's, within TF32's; default: sums only)");
   app.add_option("--conv-algo", cfg.conv_algo,
                  std::string("on the GPU, the convolution algorithms: auto (time each, cuDNN "
                              "included where found, at the first step of each shape), own "
@@ -263,6 +267,13 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
              text.seed.c_str());
   cfg.seed_given = app.count("--seed") > 0;
   if (const std::string why = precision_refusal(cfg); !why.empty()) PDNN_FAIL("%s", why.c_str());
+  PDNN_CHECK(!cfg.conv_transforms || (cfg.device == "cuda" && cfg.precision == Precision::Fp32),
+             "--conv-transforms: %s",
+             cfg.device != "cuda"
+                 ? "a GPU flag (cuDNN's FFT and Winograd); the CPU's convolutions choose "
+                   "Winograd per shape"
+                 : "for --precision fp32 only (TF32 lets them compete already; bf16 keeps "
+                   "direct sums)");
   PDNN_CHECK(!cfg.least_workspace || cfg.device == "cuda",
              "--least-workspace: the CPU's convolutions have no shared workspace to hold to the "
              "least (a GPU's flag, for --layer-times-least)");
@@ -331,6 +342,7 @@ inline void apply_device_flags(Context& ctx, const RunConfig& cfg) {
   PDNN_CHECK(precision_refusal(cfg).empty(), "%s", precision_refusal(cfg).c_str());
   ctx.set_precision(cfg.precision);
   if (!ctx.has_cuda()) return;
+  ctx.set_conv_transforms(cfg.conv_transforms);
   ctx.tuning().set_policy(cfg.conv_algo);
   const std::string cache = cfg.conv_algo_cache.empty() ? default_algo_cache() : cfg.conv_algo_cache;
   if (cache.empty() || cache == "none") return;
@@ -346,6 +358,7 @@ inline std::string run_device_text(const RunConfig& cfg, const std::string& gpu)
                    gpu.c_str(),
                    cfg.precision == Precision::Tf32   ? "TF32"
                    : cfg.precision == Precision::Bf16 ? "bf16 (autocast)"
+                   : cfg.conv_transforms              ? "fp32 (convolutions may use FFT and Winograd)"
                                                       : "fp32",
                    cfg.cuda_graph ? "on" : "off", cfg.overlap_batch_copy ? "overlapped" : "serial",
                    cfg.conv_algo.c_str(), cudnn_status().c_str());

@@ -167,6 +167,10 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
   return b;
 }
 
+const char* gpu_conv_precision(bool bf16, bool tf32, bool transforms) {
+  return bf16 ? "bf16" : tf32 ? "tf32" : transforms ? "fp32+transforms" : "fp32";
+}
+
 std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
                          const char* precision) {
   char s[256];
@@ -212,7 +216,8 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
   // not run. cuDNN's own algorithms are picked within it too (conv2d_cudnn.cu).
   const size_t limit = ctx.workspace_limit(Device::CUDA);
   const bool is_bf16 = dtype == DType::BF16;
-  const char* prec = is_bf16 ? "bf16" : ctx.precision() == Precision::Tf32 ? "tf32" : "fp32";
+  const char* prec = gpu_conv_precision(is_bf16, ctx.precision() == Precision::Tf32,
+                                        ctx.conv_transforms());
   // cuDNN's handle is made on first use: a choice of cuDNN (forced, or read from a cache file)
   // opens it here, before the pass asks the context for its handle.
   if (requested != ConvAlgo::Auto && requested != ConvAlgo::PerImage &&

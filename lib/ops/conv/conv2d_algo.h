@@ -73,8 +73,12 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
                                               const std::string& policy = "auto",
                                               ConvAlgo forced = ConvAlgo::Auto);
 
+// The precision part of a pass's key: "bf16", "tf32", "fp32", or "fp32+transforms" (fp32 with
+// --conv-transforms: cuDNN may then choose FFT or Winograd, so its choices are kept apart).
+const char* gpu_conv_precision(bool bf16, bool tf32, bool transforms);
+
 // The tuning cache's key of a pass: "conv2d fwd n64 c3x224x224 k32 3x3 s1 p1 relu fp32";
-// precision: "fp32", "tf32" or "bf16".
+// precision: gpu_conv_precision's.
 std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
                          const char* precision);
 

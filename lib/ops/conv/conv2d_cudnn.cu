@@ -3,7 +3,9 @@
 // it); the algorithm of each pass is the fastest by cuDNN's own timing (cudnnFind..., as
 // PyTorch's cudnn.benchmark; its heuristic first choice measured up to 2.2x slower, W4 conv2's
 // weight gradient 8.5 ms against 3.8) that is deterministic, strict fp32 (summation only: no
-// FFT or Winograd, see sums_directly) unless TF32 is on
+// FFT or Winograd, see sums_directly; --conv-transforms allows them in fp32, as PyTorch's fp32
+// does: its U-Net weight gradients ran 2-3.5x faster than pdnn's strict ones on an H200,
+// results/bench/unet-conv-h200) unless TF32 is on
 // (CUDNN_FMA_MATH, else its default math, which allows TF32), and needs at most
 // kCudnnMaxWorkspaceBytes (conv2d_gpu_ws.h) and, under a memory plan, at most what the shared
 // workspace's limit leaves beside dy through the activation (the rule every algorithm keeps:
@@ -98,7 +100,8 @@ using Pick = CudnnContext::Pick;
 // Whether an algorithm sums the products as a convolution does (GEMM-like). FFT and Winograd
 // transform the operands first; their fp32 rounding error is larger (seen on the H100: W3's
 // conv2 weight gradient 4e-4 off relative, where summation is within 2e-5), so strict fp32
-// leaves them out; TF32's own rounding (2^-11) is larger than theirs, so TF32 keeps them.
+// leaves them out unless --conv-transforms lets them in; TF32's own rounding (2^-11) is larger
+// than theirs, so TF32 keeps them.
 bool sums_directly(cudnnConvolutionFwdAlgo_t a) {
   return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
          a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD && a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
@@ -119,8 +122,8 @@ bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
 // only (fp32; and bf16, whose fp32 sums are all its tests' bounds allow beyond the roundings
 // to bf16; TF32's own rounding is larger than FFT's or Winograd's).
 template <class Perf, class Query>
-Pick pick_from(const Descs& d, bool strict, bool direct, size_t cap, Query query,
-               const char* what) {
+Pick pick_from(const Descs& d, bool strict, bool direct, bool transforms_only, size_t cap,
+               Query query, const char* what) {
   Perf perf[16];
   int count = 0;
   d.a.check(query(perf, &count), what);
@@ -128,31 +131,33 @@ Pick pick_from(const Descs& d, bool strict, bool direct, size_t cap, Query query
     const Perf& p = perf[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC ||
         p.memory > cap || (strict && p.mathType != CUDNN_FMA_MATH) ||
-        (direct && !sums_directly(p.algo)))
+        (direct && !sums_directly(p.algo)) || (transforms_only && sums_directly(p.algo)))
       continue;
     d.a.check(d.a.set_math(d.conv, p.mathType), "cudnnSetConvolutionMathType");
     return Pick{static_cast<int>(p.algo), static_cast<int>(p.mathType), p.memory};
   }
-  PDNN_FAIL("convolution algorithm cudnn: no deterministic %s%salgorithm of cuDNN asks at most "
-            "%.1f MiB of workspace (%s)", strict ? "strict fp32" : "", strict ? " " : "",
-            static_cast<double>(cap) / 1048576.0, what);
+  PDNN_FAIL("convolution algorithm cudnn: no deterministic %s%s%salgorithm of cuDNN asks at "
+            "most %.1f MiB of workspace (%s)", strict ? "strict fp32" : "", strict ? " " : "",
+            transforms_only ? "FFT or Winograd " : "", static_cast<double>(cap) / 1048576.0,
+            what);
 }
 
-Pick query(ConvPass pass, const Descs& d, bool strict, bool direct, size_t cap, cudnnHandle_t h) {
+Pick query(ConvPass pass, const Descs& d, bool strict, bool direct, bool transforms_only,
+           size_t cap, cudnnHandle_t h) {
   d.a.check(d.a.set_math(d.conv, strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
             "cudnnSetConvolutionMathType");
   if (pass == ConvPass::Forward)
     return pick_from<cudnnConvolutionFwdAlgoPerf_t>(
-        d, strict, direct, cap, [&](cudnnConvolutionFwdAlgoPerf_t* p, int* n) {
+        d, strict, direct, transforms_only, cap, [&](cudnnConvolutionFwdAlgoPerf_t* p, int* n) {
           return d.a.fwd_algos(h, d.x, d.w, d.conv, d.y, 16, n, p);
         }, "forward");
   if (pass == ConvPass::BackwardData)
     return pick_from<cudnnConvolutionBwdDataAlgoPerf_t>(
-        d, strict, direct, cap, [&](cudnnConvolutionBwdDataAlgoPerf_t* p, int* n) {
+        d, strict, direct, transforms_only, cap, [&](cudnnConvolutionBwdDataAlgoPerf_t* p, int* n) {
           return d.a.bwd_data_algos(h, d.w, d.y, d.conv, d.x, 16, n, p);
         }, "backward-data");
   return pick_from<cudnnConvolutionBwdFilterAlgoPerf_t>(
-      d, strict, direct, cap, [&](cudnnConvolutionBwdFilterAlgoPerf_t* p, int* n) {
+      d, strict, direct, transforms_only, cap, [&](cudnnConvolutionBwdFilterAlgoPerf_t* p, int* n) {
         return d.a.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, 16, n, p);
       }, "backward-weights");
 }
@@ -170,14 +175,15 @@ Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d
           size_t cap, bool is_bf16 = false) {
   // The algorithm choice's key less the activation (applied outside cuDNN's call), with the cap
   // where a workspace limit lowers it.
-  const char* prec = is_bf16 ? "bf16" : e.tf32 ? "tf32" : "fp32";
+  const char* prec = gpu_conv_precision(is_bf16, e.tf32, e.transforms);
   std::string key = gpu_conv_key(pass, g, n, k, Act{}, prec);
   if (cap < kCudnnMaxWorkspaceBytes) key += " ws<=" + std::to_string(cap);
   CudnnContext& c = cudnn_of(e);
+  const bool direct = is_bf16 || (!e.tf32 && !e.transforms);
   auto it = c.picks.find(key);
   if (it == c.picks.end())
-    it = c.picks.emplace(key, query(pass, d, !is_bf16 && !e.tf32, is_bf16 || !e.tf32, cap,
-                                    c.handle))
+    it = c.picks.emplace(key, query(pass, d, !is_bf16 && !e.tf32, direct,
+                                    c.transforms_only && !direct, cap, c.handle))
              .first;
   d.a.check(d.a.set_math(d.conv, static_cast<cudnnMathType_t>(it->second.math)),
             "cudnnSetConvolutionMathType");

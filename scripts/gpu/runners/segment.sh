@@ -11,7 +11,9 @@
 #             (segment --steps, the batch packed and copied from pinned memory every step) and
 #             the twin (--steps --mode graph: torch_gpu_bench.py's clock, random batches already
 #             on the device) alternating, precision by precision (fp32: TF32 off in both; tf32;
-#             bf16: pdnn --precision bf16, PyTorch autocast bfloat16 + channels_last), ROUNDS
+#             bf16: pdnn --precision bf16, PyTorch autocast bfloat16 + channels_last;
+#             fp32+transforms: pdnn fp32 with --conv-transforms, cuDNN's FFT and Winograd
+#             competing as in PyTorch's fp32, beside the twin's fp32), ROUNDS
 #             times -> $RESULTS/steps.csv (pdnn's --bench-csv columns, both frameworks), logs,
 #             and the table of medians with pdnn / PyTorch.
 #   accuracy  seeds SEEDS x (pdnn, then the twin) on DATA at the GPU study's settings (make
@@ -38,7 +40,7 @@
 # (Python's batch assembly, pdnn's 31 M initial weights regenerated in numpy: ~2 s) -> ~65 s a
 # seed, ~3.3 min. Both parts with the bundle's unpacking: ~6-6.5 minutes.
 # Knobs: PARTS, DATA (datasets/ccp-200), SPEED_SIZE (512), STEPS (80), PRECISIONS ("fp32 tf32
-# bf16"), ROUNDS (2), SEEDS ("1 2 3"), EPOCHS (30), SIZE (128), BASE (64), DEPTH (4), BATCH (4),
+# bf16"; also fp32+transforms), ROUNDS (2), SEEDS ("1 2 3"), EPOCHS (30), SIZE (128), BASE (64), DEPTH (4), BATCH (4),
 # THREADS (8), PDNN_ARGS and TWIN_ARGS (more flags for the accuracy runs of each side, e.g.
 # PDNN_ARGS="--conv-algo cudnn" TWIN_ARGS="--cudnn deterministic"),
 # OVERLAYS (1: test images drawn per epoch, first seed only; 4 for every seed made
@@ -91,12 +93,18 @@ run() {
 if has speed; then
   stage "speed: ${SPEED_SIZE}x$SPEED_SIZE, $STEPS steps, pdnn and PyTorch alternating, $ROUNDS rounds (about $((ROUNDS * 75 / 60 + 1)) minutes)"
   for round in $(seq "$ROUNDS"); do
+    twin_ran=" "
     for prec in $PRECISIONS; do
+      base=${prec%+transforms} more=()
+      [ "$base" != "$prec" ] && more=(--conv-transforms)
       [ "${PDNN:-1}" = 1 ] && run "speed_pdnn_${prec}_r$round" "$BIN/segment" --device cuda \
-        --data "$DATA" --size "$SPEED_SIZE" "${NET[@]}" --steps "$STEPS" --precision "$prec" \
-        --overlays 0 --bench-csv "$RESULTS/steps.csv"
-      [ "${TORCH:-1}" = 1 ] && run "speed_torch_${prec}_r$round" "${TWIN[@]}" --size "$SPEED_SIZE" \
-        --steps "$STEPS" --precision "$prec" --mode graph --bench-csv "$RESULTS/steps.csv"
+        --data "$DATA" --size "$SPEED_SIZE" "${NET[@]}" --steps "$STEPS" --precision "$base" \
+        "${more[@]}" --overlays 0 --bench-csv "$RESULTS/steps.csv"
+      # The twin has one fp32: it runs once a round for fp32 and fp32+transforms.
+      case "$twin_ran" in *" $base "*) continue ;; esac
+      twin_ran="$twin_ran$base "
+      [ "${TORCH:-1}" = 1 ] && run "speed_torch_${base}_r$round" "${TWIN[@]}" --size "$SPEED_SIZE" \
+        --steps "$STEPS" --precision "$base" --mode graph --bench-csv "$RESULTS/steps.csv"
     done
   done
   py - "$RESULTS/steps.csv" <<'EOF'
@@ -105,10 +113,13 @@ rows = list(csv.DictReader(open(sys.argv[1]))) if os.path.exists(sys.argv[1]) el
 med = {}
 for r in rows:
     med.setdefault((r["precision"], r["app"]), []).append(float(r["median_ms"]))
-print(f"{'precision':<9} {'pdnn ms':>9} {'torch ms':>9} {'pdnn/torch':>10}  (median over rounds of each run's median, CUDA graph)")
+print(f"{'precision':<15} {'pdnn ms':>9} {'torch ms':>9} {'pdnn/torch':>10}  (median over rounds of each run's median, CUDA graph)")
 for prec in dict.fromkeys(p for p, _ in med):
-    p, t = (statistics.median(med[(prec, a)]) if (prec, a) in med else float("nan") for a in ("pdnn", "torch"))
-    print(f"{prec:<9} {p:>9.2f} {t:>9.2f} {p / t:>10.3f}")
+    if (prec, "pdnn") not in med: continue
+    # pdnn's fp32+transforms against the twin's fp32 (the arithmetic PyTorch's fp32 allows)
+    twin = (prec.split("+")[0], "torch")
+    p, t = (statistics.median(med[k]) if k in med else float("nan") for k in ((prec, "pdnn"), twin))
+    print(f"{prec:<15} {p:>9.2f} {t:>9.2f} {p / t:>10.3f}")
 EOF
 fi
 

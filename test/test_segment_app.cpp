@@ -365,6 +365,17 @@ TEST_F(SegmentApp, TorchReferenceFollowsTheRun) {
                            " --size 32 --base 4 --depth 2 --batch 4 --threads 1 --overlays 0 "
                            "--steps 3 --bench-csv " + bench);
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("step_ms: the first block only"), std::string::npos) << r.output;
+  // One step is the first block alone: timed, and said not to be a steady step.
+  const testing::CommandResult one = testing::run_command(
+      kBin + " --data " + data + " --size 32 --base 4 --depth 2 --batch 4 --threads 1 "
+      "--overlays 0 --steps 1");
+  ASSERT_EQ(one.status, 0) << one.output;
+  EXPECT_NE(one.output.find("step_ms: the first block only (the buffers' first allocation in "
+                            "it), not a steady step: give --steps past the first block (1 step "
+                            "here)"),
+            std::string::npos)
+      << one.output;
   r = testing::run_command(twin + " --size 32 --base 4 --depth 2 --batch 4 --threads 1 --steps 10 "
                            "--bench-csv " + bench);
   ASSERT_EQ(r.status, 0) << r.output;

@@ -160,6 +160,8 @@ for side in $SIDES; do
     if [ $rc = 0 ] && [ -n "$line" ]; then
       mode=$(echo "$line" | sed -nE 's/.*mode=([a-z]+).*/\1/p')
       status="ok${mode:+ $mode}"
+      # the app says when its only timed block was the first (timing and capture in it)
+      grep -q '^step_ms: the first block only' "$log" && status="$status, first block only"
       med=$(echo "$line" | sed -E 's/.*median=([0-9.]+).*/\1/')
       lo=$(echo "$line" | sed -E 's/.*min=([0-9.]+).*/\1/')
       hi=$(echo "$line" | sed -E 's/.*max=([0-9.]+).*/\1/')

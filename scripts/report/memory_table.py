@@ -139,6 +139,8 @@ def cell(r):
     if not ok(r):
         return r["status"]
     s = "%.2f GiB, %.0f ms" % (num(r["peak_gib"]) or 0, step_ms(r) or 0)
+    if "first block only" in r["status"]:
+        s += " (first block only: not a steady step)"
     if r["variant"] == "capped" and num(r.get("gpu_memory_limit_gib")):
         s = "under %gG: " % num(r["gpu_memory_limit_gib"]) + s
     if r.get("plan"):

@@ -4,7 +4,7 @@
 // PyTorch's cudnn.benchmark; its heuristic first choice measured up to 2.2x slower, W4 conv2's
 // weight gradient 8.5 ms against 3.8) that is deterministic, strict fp32 (summation only: no
 // FFT or Winograd, see sums_directly; --conv-transforms allows them in fp32, as PyTorch's fp32
-// does: its U-Net weight gradients ran 2-3.5x faster than pdnn's strict ones on an H200,
+// does: its U-Net 3x3 weight gradients ran 1.8-3.5x faster than pdnn's strict ones on an H200,
 // results/bench/unet-conv-h200) unless TF32 is on
 // (CUDNN_FMA_MATH, else its default math, which allows TF32), and needs at most
 // kCudnnMaxWorkspaceBytes (conv2d_gpu_ws.h) and, under a memory plan, at most what the shared

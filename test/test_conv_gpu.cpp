@@ -125,6 +125,22 @@ TEST(ConvGpu, ReferenceMatchesTheCpuConvolution) {
   }
 }
 
+// A case's GPU results (yh on the host; dx where given) against the double reference r, each
+// within the bound of its sum's length: TF32's where tf32_bound, else fp32 summation's (db's
+// sums are fp32's in every precision).
+void expect_within_reference(Context& ctx, const Inputs& in, const ConvCase& c,
+                             const testing::ConvReference& r, const Tensor& yh, const Tensor* dx,
+                             const Tensor& dw, const Tensor& db, bool tf32_bound) {
+  const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
+               kw = double(c.n * in.g.oh * in.g.ow);
+  expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32_bound, "y");
+  if (dx)
+    expect_conv_within(dx->to(Device::CPU, ctx), r.dx, r.dx_abs, nullptr, kb, tf32_bound, "dx");
+  expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32_bound, "dw");
+  if (c.bias)
+    expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+}
+
 // One case through ops:: with `algo` forced on the context's GPU, every pass, against the double
 // reference: within TF32's bound where `tf32_bound` (TF32, and fp32 with FFT or Winograd, whose
 // rounding is TF32's or less: conv2d_cudnn.cu), else fp32 summation's.
@@ -142,13 +158,7 @@ void expect_case_matches_reference(Context& ctx, const ConvCase& c, ConvAlgo alg
   // the reference's activation mask is read off the GPU's own y, as the kernels read it
   const testing::ConvReference r = conv_reference(in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh,
                                 in.dy, in.act);
-  const double kf = double(in.g.col_rows()), kb = double(c.k * c.kernel * c.kernel),
-               kw = double(c.n * in.g.oh * in.g.ow);
-  expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32_bound, "y");
-  expect_conv_within(dx.to(Device::CPU, ctx), r.dx, r.dx_abs, nullptr, kb, tf32_bound, "dx");
-  expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32_bound, "dw");
-  if (c.bias)
-    expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+  expect_within_reference(ctx, in, c, r, yh, &dx, dw, db, tf32_bound);
 }
 
 // Each GPU algorithm, each pass, fp32 and TF32, against the reference.
@@ -333,11 +343,7 @@ TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
         const Tensor yh = y.to(Device::CPU, ctx);
         const testing::ConvReference r = conv_reference(
             in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh, in.dy, in.act);
-        const double kf = double(in.g.col_rows()), kw = double(c.n * in.g.oh * in.g.ow);
-        expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32, "y");
-        expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32, "dw");
-        if (c.bias)
-          expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+        expect_within_reference(ctx, in, c, r, yh, nullptr, dw, db, tf32);
       }
   }
 #endif
@@ -394,13 +400,7 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
             bwd_args<float>(in, c, x.data(), nullptr, dy.data(), y.data(), dw.data(), db.data(),
                             nullptr),
             ws, ctx.cuda_exec(), tile);
-        const double kf = double(in.g.col_rows()), kb = double(c.k * 9),
-                     kw = double(c.n * in.g.oh * in.g.ow);
-        expect_conv_within(yh, r.y, r.y_abs, nullptr, kf, tf32, "y");
-        expect_conv_within(dx.to(Device::CPU, ctx), r.dx, r.dx_abs, nullptr, kb, tf32, "dx");
-        expect_conv_within(dw.to(Device::CPU, ctx), r.dw, r.dw_abs, &in.dw0, kw, tf32, "dw");
-        if (c.bias)
-          expect_conv_within(db.to(Device::CPU, ctx), r.db, r.db_abs, &in.db0, kw, false, "db");
+        expect_within_reference(ctx, in, c, r, yh, &dx, dw, db, tf32);
         ++checked;
       }
   }

@@ -221,8 +221,9 @@ void rest_of_w4(Context& ctx, const Ceilings& ceil, int repeat, CsvWriter& csv,
 
 int run(int argc, char** argv) {
   CLI::App app{"GPU convolution benchmark: every W3/W4/W5 convolution, each pass and algorithm"};
-  std::string out = "runs/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit",
-              precisions = "fp32,tf32";
+  std::string out = "runs/bench/conv_gpu.csv", filter, algos_text = "im2col,implicit";
+  const std::vector<std::string> kPrecisions = {"fp32", "fp32+transforms", "tf32", "bf16"};
+  std::vector<std::string> precs = {"fp32", "tf32"};
   int repeat = 20;
   app.add_option("--out", out, "CSV to append the rows to")->capture_default_str();
   app.add_option("--filter", filter, "only layers whose 'workload layer' contains this (W4, D.)");
@@ -230,11 +231,13 @@ int run(int argc, char** argv) {
                  "comma list of im2col, implicit, direct, cudnn, implicit:TILE (TILE one of "
                  "128x128, 64x128, 32x256, 32x128, 32x32), direct:TILE (m128, m64, m32)")
       ->capture_default_str();
-  app.add_option("--precisions", precisions,
+  app.add_option("--precisions", precs,
                  "comma list of fp32, fp32+transforms, tf32, bf16 (bf16: every algorithm and "
                  "direct:TILE, which runs W5's 4x4 stride-2 layers there too; implicit:TILE "
                  "does not run it; fp32+transforms: cudnn only, with FFT and Winograd "
                  "competing, as --conv-transforms)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(kPrecisions))
       ->capture_default_str();
   std::string images_text = "auto";
   app.add_option("--direct-images", images_text,
@@ -285,16 +288,6 @@ int run(int argc, char** argv) {
       PDNN_CHECK(found, "--algos: '%s': no such tile", item.c_str());
     }
     algos.push_back(al);
-    s = e + 1;
-  }
-  const std::vector<std::string> kPrecisions = {"fp32", "fp32+transforms", "tf32", "bf16"};
-  std::vector<std::string> precs;
-  for (size_t s = 0; s <= precisions.size();) {
-    const size_t e = std::min(precisions.find(',', s), precisions.size());
-    const std::string item = precisions.substr(s, e - s);
-    PDNN_CHECK(std::find(kPrecisions.begin(), kPrecisions.end(), item) != kPrecisions.end(),
-               "--precisions: '%s' is not fp32, fp32+transforms, tf32 or bf16", item.c_str());
-    precs.push_back(item);
     s = e + 1;
   }
   Context ctx(1, 1, Device::CUDA);

@@ -18,6 +18,12 @@ enum class Precision : uint8_t { Fp32, Tf32, Bf16 };
 inline const char* precision_name(Precision p) {
   return p == Precision::Tf32 ? "tf32" : p == Precision::Bf16 ? "bf16" : "fp32";
 }
+// The arithmetic as step-time rows and the convolutions' tuning keys name it: precision_name's,
+// and "fp32+transforms" for fp32 whose convolutions may use cuDNN's FFT and Winograd
+// (--conv-transforms, Context::conv_transforms; TF32 and bf16 keep their own rules).
+inline const char* arithmetic_name(Precision p, bool conv_transforms) {
+  return p == Precision::Fp32 && conv_transforms ? "fp32+transforms" : precision_name(p);
+}
 // The precision named s (precision_name's names); false when there is none.
 inline bool parse_precision(const std::string& s, Precision* p) {
   for (Precision q : {Precision::Fp32, Precision::Tf32, Precision::Bf16})

@@ -613,9 +613,7 @@ void RunLoop::report_bench(Session& s) {
   const TimingStats st = timing_stats(timed);
   const std::string mode = task_.step_mode();
   const std::string precision =
-      !ctx_.has_cuda()          ? ""
-      : ctx_.conv_transforms() ? std::string(precision_name(ctx_.precision())) + "+transforms"
-                                : precision_name(ctx_.precision());
+      ctx_.has_cuda() ? arithmetic_name(ctx_.precision(), ctx_.conv_transforms()) : "";
   // On the GPU the "steps" are blocks of kGpuBlock (each value a block's mean per step).
   std::printf("step_ms model=%s batch=%lld threads=%s steps=%zu median=%.4f min=%.4f max=%.4f%s\n",
               cfg_.model.c_str(), static_cast<long long>(cfg_.batch), s.threads.c_str(),

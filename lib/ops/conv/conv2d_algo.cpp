@@ -168,7 +168,8 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
 }
 
 const char* gpu_conv_precision(bool bf16, bool tf32, bool transforms) {
-  return bf16 ? "bf16" : tf32 ? "tf32" : transforms ? "fp32+transforms" : "fp32";
+  return arithmetic_name(bf16 ? Precision::Bf16 : tf32 ? Precision::Tf32 : Precision::Fp32,
+                         transforms);
 }
 
 std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,

@@ -73,8 +73,9 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
                                               const std::string& policy = "auto",
                                               ConvAlgo forced = ConvAlgo::Auto);
 
-// The precision part of a pass's key: "bf16", "tf32", "fp32", or "fp32+transforms" (fp32 with
-// --conv-transforms: cuDNN may then choose FFT or Winograd, so its choices are kept apart).
+// The precision part of a pass's key, by the tensors' type (bf16) and the context's TF32 and
+// transforms: arithmetic_name's (core/precision.h), so that fp32 with --conv-transforms, where
+// cuDNN may choose FFT or Winograd, keeps its choices apart.
 const char* gpu_conv_precision(bool bf16, bool tf32, bool transforms);
 
 // The tuning cache's key of a pass: "conv2d fwd n64 c3x224x224 k32 3x3 s1 p1 relu fp32";

@@ -276,6 +276,43 @@ void expect_all_fit(Context& ctx, const Case& c, size_t limit, DType dt) {
   EXPECT_LE(ctx.workspace_size(Device::CUDA), limit);
 }
 
+// Without a limit the chooser times every candidate that the free memory holds, im2col's 10 MiB
+// of columns among them, and the workspace grows to the largest. What the chosen algorithms ask
+// is what counts as needed: fit_workspace gives the rest back, and the same passes run again in
+// the fitted workspace without growing it, with the same results bit for bit.
+TEST(ConvWorkspaceGpu, FitKeepsWhatTheChosenAlgorithmsAsk) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  const Case c;
+  Context ctx(1, 1, Device::CUDA);
+  ctx.tuning().set_policy("own");  // pdnn's algorithms: their workspaces are known here
+  const Outs first = run_case(ctx, c);
+  const int sms = ctx.cuda().info().sm_count;
+  ASSERT_EQ(ctx.tuning().made().size(), 3u);
+  size_t chosen = 0;
+  for (const auto& [key, choice] : ctx.tuning().made()) {
+    ConvAlgo a;
+    ASSERT_TRUE(parse_conv_algo(choice.choice, &a)) << key;
+    const ConvPass pass = key.rfind("conv2d fwd", 0) == 0        ? ConvPass::Forward
+                          : key.rfind("conv2d bwd-data", 0) == 0 ? ConvPass::BackwardData
+                                                                 : ConvPass::BackwardWeights;
+    chosen = std::max(chosen, gpu_conv_own_ws_floats(pass, a, c.g, c.n, c.k, Act{}, DType::F32, sms));
+  }
+  const size_t columns = cuda_conv_workspace_floats(c.g, c.n, c.k);
+  EXPECT_GE(ctx.workspace_size(Device::CUDA), columns);  // im2col was timed
+  const size_t needed = ctx.workspace_needed(Device::CUDA);
+  EXPECT_GE(needed, chosen);
+  EXPECT_LE(needed, ctx.workspace_size(Device::CUDA));
+  const size_t held = ctx.workspace_size(Device::CUDA);
+  EXPECT_EQ(ctx.fit_workspace(Device::CUDA), (held - std::max<size_t>(needed, 1)) * sizeof(float));
+  EXPECT_EQ(ctx.workspace_size(Device::CUDA), std::max<size_t>(needed, 1));
+  const Outs again = run_case(ctx, c);
+  EXPECT_EQ(ctx.workspace_size(Device::CUDA), std::max<size_t>(needed, 1));  // no regrowth
+  EXPECT_EQ(testing::rel_error(again.y, first.y), 0.0);
+  EXPECT_EQ(testing::rel_error(again.dx, first.dx), 0.0);
+  EXPECT_EQ(testing::rel_error(again.dw, first.dw), 0.0);
+}
+
 // auto and own under a workspace of exactly the least: the choice leaves im2col out (its
 // columns do not fit), runs only what fits, and computes the convolution (against the same
 // passes without a limit, within fp32's and bf16's rounding of different summation orders).

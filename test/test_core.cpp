@@ -171,6 +171,32 @@ TEST(Context, ThreadsAndWorkspace) {
   EXPECT_GE(ctx.workspace_size(), 1000u);
 }
 
+// What a timing asks of the workspace (candidates that may not be chosen) is not what the work
+// needs: fit_workspace gives the rest back, once, and later requests within it reuse the block.
+TEST(Context, WorkspaceFitsWhatTheWorkAskedNotWhatATimingAsked) {
+  Context ctx(1, 1);
+  ctx.workspace(100);
+  {
+    WorkspaceTiming timing(ctx);
+    ctx.workspace(1000);
+    {
+      WorkspaceTiming nested(ctx);
+      ctx.workspace(2000);
+    }
+    ctx.workspace(1500);  // still inside the outer timing
+  }
+  EXPECT_EQ(ctx.workspace_size(Device::CPU), 2000u);
+  EXPECT_EQ(ctx.workspace_needed(Device::CPU), 100u);
+  ctx.workspace(300);  // outside: needed, and within what is held (no new block)
+  EXPECT_EQ(ctx.workspace_needed(Device::CPU), 300u);
+  EXPECT_EQ(ctx.fit_workspace(Device::CPU), (2000u - 300u) * sizeof(float));
+  EXPECT_EQ(ctx.workspace_size(Device::CPU), 300u);
+  float* w = ctx.workspace(300);
+  EXPECT_EQ(ctx.workspace(200), w);
+  EXPECT_EQ(ctx.fit_workspace(Device::CPU), 0u);  // nothing beyond the need
+  EXPECT_EQ(ctx.workspace(Device::CPU, 300), w);
+}
+
 // Machines that set OPENBLAS_CORETYPE (and OPENBLAS_L2_SIZE) do so on purpose: older OpenBLAS
 // builds compute wrong results or crash on CPUs they misdetect. The Makefile passes both to the
 // tests untouched, so when one is set the library must run the kernel set it names.

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -73,6 +74,7 @@ std::shared_ptr<Allocator> Context::staging_allocator() const {
 
 float* Context::workspace(Device dev, size_t n_floats) {
   const int d = dev == Device::CPU ? 0 : 1;
+  if (timing_ == 0) ws_needed_[d] = std::max(ws_needed_[d], n_floats);
   Tensor& ws = ws_[d];
   if (ws.empty() || static_cast<size_t>(ws.numel()) < n_floats) {
     PDNN_CHECK(ws_limit_[d] == 0 || n_floats <= ws_limit_[d],
@@ -85,6 +87,17 @@ float* Context::workspace(Device dev, size_t n_floats) {
     ws = Tensor::empty(Shape{n}, DType::F32, dev, *this);
   }
   return ws.data();
+}
+
+size_t Context::fit_workspace(Device dev) {
+  const int d = dev == Device::CPU ? 0 : 1;
+  Tensor& ws = ws_[d];
+  const size_t held = workspace_size(dev), need = std::max<size_t>(ws_needed_[d], 1);
+  if (ws.empty() || held <= need) return 0;
+  MemoryRole role(*this, "the shared workspace");
+  ws = Tensor();
+  ws = Tensor::empty(Shape{static_cast<int64_t>(need)}, DType::F32, dev, *this);
+  return (held - need) * sizeof(float);
 }
 
 size_t Context::workspace_size(Device dev) const {

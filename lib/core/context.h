@@ -79,6 +79,14 @@ class Context {
   // 0: no limit.
   void set_workspace_limit(Device dev, size_t n_floats) { ws_limit_[dev == Device::CPU ? 0 : 1] = n_floats; }
   size_t workspace_limit(Device dev) const { return ws_limit_[dev == Device::CPU ? 0 : 1]; }
+  // The most floats asked of workspace(dev) outside a timing (WorkspaceTiming below): what the
+  // work itself needs, where a timing of candidates asks more (the GPU convolutions' chooser
+  // runs every algorithm the free memory holds, and the workspace only grows).
+  size_t workspace_needed(Device dev) const { return ws_needed_[dev == Device::CPU ? 0 : 1]; }
+  // Gives back what the workspace holds beyond workspace_needed(dev): a new block of that size
+  // (its address changes; a CUDA graph that held the old one is captured again). Returns the
+  // bytes given back (0 when it held no more).
+  size_t fit_workspace(Device dev);
 
   // What memory allocated now is for ("activation of layer 3 (Conv2d...)", the innermost
   // first, "..., in" the outer ones; empty: not said): an allocation that fails says so
@@ -131,6 +139,9 @@ class Context {
   std::unique_ptr<CudaState, void (*)(CudaState*)> cuda_;
   Tensor ws_[2];  // per device: grow-only scratch
   size_t ws_limit_[2] = {0, 0};
+  size_t ws_needed_[2] = {0, 0};
+  int timing_ = 0;  // WorkspaceTiming scopes open
+  friend class WorkspaceTiming;
   std::vector<std::function<std::string()>> roles_;  // outermost first
   CUstream_st* work_stream_ = nullptr;
   friend class MemoryRole;
@@ -142,6 +153,19 @@ class Context {
   ProfileHook* profile_hook_ = nullptr;
   FaultHook* fault_hook_ = nullptr;
   Tuning tuning_;
+};
+
+// While one is open, what the context's workspace is asked for does not count as needed
+// (Context::workspace_needed): the timing of candidates that may not be chosen.
+class WorkspaceTiming {
+ public:
+  explicit WorkspaceTiming(Context& ctx) : ctx_(ctx) { ++ctx_.timing_; }
+  ~WorkspaceTiming() { --ctx_.timing_; }
+  WorkspaceTiming(const WorkspaceTiming&) = delete;
+  WorkspaceTiming& operator=(const WorkspaceTiming&) = delete;
+
+ private:
+  Context& ctx_;
 };
 
 // Names what the allocations made while it lives are for (Context::memory_role); nests: "the

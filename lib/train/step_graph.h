@@ -63,6 +63,8 @@ class StepGraph {
   int64_t captures() const { return captures_; }
 
  private:
+  void fit_workspace(Context& ctx);
+
   std::vector<Optimizer*> opts_;
   const char* what_;
   std::unique_ptr<CudaGraph> graph_;

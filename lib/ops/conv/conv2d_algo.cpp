@@ -305,7 +305,8 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
                               conv_algo_name(a), need / 1e6);
         continue;
       }
-      run(a, true);  // warm-up: loads the kernels, sizes the workspace
+      WorkspaceTiming timing(ctx);  // a candidate's workspace is not yet the step's need
+      run(a, true);                 // warm-up: loads the kernels, sizes the workspace
     } catch (const Error& e) {  // e.g. cuDNN has no algorithm for the shape: not a candidate
       std::printf("conv algorithm: %s: %s left out: %s\n", key.c_str(), conv_algo_name(a), e.what());
       left_out += strprintf("%s%s (%s)", left_out.empty() ? "" : ", ", conv_algo_name(a), e.what());
@@ -314,6 +315,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
     for (int rep = 0; rep < 3; ++rep) {
       cuda_delay(cs.stream(), 1000);  // GPU time only, as in the step's CUDA graph
       CUevent_st* t0 = cuda_event_record(cs.stream());
+      WorkspaceTiming timing(ctx);
       run(a, true);
       ms = std::min(ms, cuda_event_elapsed_ms(t0, cuda_event_record(cs.stream())));
     }

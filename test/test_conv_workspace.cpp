@@ -259,6 +259,13 @@ Outs run_case(Context& ctx, const Case& c, DType dt = DType::F32) {
   return Outs{host(y), host(dx), dw.to(Device::CPU, ctx)};
 }
 
+// The pass a tuning key names ("conv2d fwd ...", "conv2d bwd-data ...", "conv2d bwd-weights ...").
+ConvPass pass_of_key(const std::string& key) {
+  return key.rfind("conv2d fwd", 0) == 0        ? ConvPass::Forward
+         : key.rfind("conv2d bwd-data", 0) == 0 ? ConvPass::BackwardData
+                                                : ConvPass::BackwardWeights;
+}
+
 // Every choice the context made fits `limit` (floats), none is im2col, and the workspace never
 // grew past it.
 void expect_all_fit(Context& ctx, const Case& c, size_t limit, DType dt) {
@@ -266,9 +273,7 @@ void expect_all_fit(Context& ctx, const Case& c, size_t limit, DType dt) {
   for (const auto& [key, choice] : ctx.tuning().made()) {
     ConvAlgo a;
     ASSERT_TRUE(parse_conv_algo(choice.choice, &a)) << key;
-    const ConvPass pass = key.rfind("conv2d fwd", 0) == 0        ? ConvPass::Forward
-                          : key.rfind("conv2d bwd-data", 0) == 0 ? ConvPass::BackwardData
-                                                                 : ConvPass::BackwardWeights;
+    const ConvPass pass = pass_of_key(key);
     EXPECT_NE(a, ConvAlgo::Im2col) << key;
     EXPECT_LE(gpu_conv_own_ws_floats(pass, a, c.g, c.n, c.k, Act{}, dt, ctx.cuda().info().sm_count),
               limit) << key << " -> " << choice.choice;
@@ -293,9 +298,7 @@ TEST(ConvWorkspaceGpu, FitKeepsWhatTheChosenAlgorithmsAsk) {
   for (const auto& [key, choice] : ctx.tuning().made()) {
     ConvAlgo a;
     ASSERT_TRUE(parse_conv_algo(choice.choice, &a)) << key;
-    const ConvPass pass = key.rfind("conv2d fwd", 0) == 0        ? ConvPass::Forward
-                          : key.rfind("conv2d bwd-data", 0) == 0 ? ConvPass::BackwardData
-                                                                 : ConvPass::BackwardWeights;
+    const ConvPass pass = pass_of_key(key);
     chosen = std::max(chosen, gpu_conv_own_ws_floats(pass, a, c.g, c.n, c.k, Act{}, DType::F32, sms));
   }
   const size_t columns = cuda_conv_workspace_floats(c.g, c.n, c.k);

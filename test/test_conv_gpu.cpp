@@ -803,10 +803,9 @@ TEST(ConvGpu, ChoiceIsMadeOnceAndCached) {
   std::remove(cache.c_str());
 }
 
-// Under a memory plan (the context's workspace has a limit) `auto` leaves cuDNN out, since it
-// allocates device memory of its own outside the plan; the choice has its own key, so it
-// neither reuses nor overwrites an unplanned run's choice for the shape. Forced, cuDNN runs.
-TEST(ConvGpu, AutoLeavesCudnnOutUnderAMemoryPlan) {
+// Under a memory plan (the context's workspace has a limit) the choice has its own key, so it
+// neither reuses nor overwrites an unplanned run's choice for the shape.
+TEST(ConvGpu, ChoicesUnderAMemoryPlanAreKeptApart) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   for (const ConvCase& c : kCases) {
@@ -820,8 +819,45 @@ TEST(ConvGpu, AutoLeavesCudnnOutUnderAMemoryPlan) {
     ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, nullptr, &y));
     ASSERT_EQ(ctx.tuning().made().size(), 2u);
     EXPECT_EQ(ctx.tuning().made()[1].first, ctx.tuning().made()[0].first + "-planned");
-    EXPECT_NE(ctx.tuning().made()[1].second.choice, "cudnn");
   }
+}
+
+// Under a memory plan cuDNN finds its algorithms in the pass's own buffers and the plan's
+// workspace (cudnnFind...Ex), the weight gradient's in a scratch there since the real one
+// accumulates: every case and pass, fp32, TF32 and fp32 with transforms, whole batches and in
+// slices, within the reference's bound from dw's random start; the picks are the planned ones.
+TEST(ConvGpu, CudnnUnderAMemoryPlanFindsInThePlansBuffers) {
+#if !PDNN_HAVE_CUDA || !PDNN_CUDNN_HEADER
+  GTEST_SKIP() << "needs a CUDA build with cudnn.h";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  for (const char* arithmetic : {"fp32", "tf32", "fp32+transforms"}) {
+    for (bool sliced : {false, true}) {
+      Context ctx(1, 1, Device::CUDA);
+      if (ctx.cuda().cudnn() == nullptr) GTEST_SKIP() << cudnn_status();
+      const bool tf32 = std::string(arithmetic) == "tf32";
+      ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
+      ctx.set_conv_transforms(std::string(arithmetic) == "fp32+transforms");
+      ctx.set_workspace_limit(Device::CUDA, size_t{16} << 20);  // 64 MiB
+      auto* cc = static_cast<cuda::CudnnContext*>(ctx.cuda().cudnn());
+      int ran = 0;
+      for (const ConvCase& c : kCases) {
+        if (sliced && c.n < 2) continue;
+        SCOPED_TRACE(std::string(c.name) + " " + arithmetic + (sliced ? " in slices" : ""));
+        Inputs in = inputs_of(c);
+        cc->max_tensor_elements = sliced ? std::max(in.g.c * in.g.h * in.g.w,
+                                                    c.k * in.g.oh * in.g.ow) + 7
+                                         : int64_t{2147483647};
+        expect_case_matches_reference(ctx, c, ConvAlgo::Cudnn, tf32 || ctx.conv_transforms());
+        ++ran;
+      }
+      EXPECT_GE(ran, sliced ? 5 : 9);
+      ASSERT_FALSE(cc->picks.empty());
+      for (const auto& [key, pick] : cc->picks) EXPECT_NE(key.find(" planned"), std::string::npos) << key;
+    }
+  }
+#endif
 }
 
 // A run that reads the cache file trains to the weights of the run that wrote it: the choice is

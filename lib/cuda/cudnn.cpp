@@ -77,6 +77,9 @@ Loaded load() {
   get(l.api.fwd_algos, "cudnnFindConvolutionForwardAlgorithm");
   get(l.api.bwd_data_algos, "cudnnFindConvolutionBackwardDataAlgorithm");
   get(l.api.bwd_filter_algos, "cudnnFindConvolutionBackwardFilterAlgorithm");
+  get(l.api.fwd_algos_ex, "cudnnFindConvolutionForwardAlgorithmEx");
+  get(l.api.bwd_data_algos_ex, "cudnnFindConvolutionBackwardDataAlgorithmEx");
+  get(l.api.bwd_filter_algos_ex, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
   get(l.api.fwd_ws, "cudnnGetConvolutionForwardWorkspaceSize");
   get(l.api.bwd_data_ws, "cudnnGetConvolutionBackwardDataWorkspaceSize");
   get(l.api.bwd_filter_ws, "cudnnGetConvolutionBackwardFilterWorkspaceSize");

@@ -39,6 +39,10 @@ struct CudnnApi {
   decltype(&cudnnFindConvolutionForwardAlgorithm) fwd_algos = nullptr;
   decltype(&cudnnFindConvolutionBackwardDataAlgorithm) bwd_data_algos = nullptr;
   decltype(&cudnnFindConvolutionBackwardFilterAlgorithm) bwd_filter_algos = nullptr;
+  // ... in the caller's buffers and workspace (under a memory plan: nothing outside it)
+  decltype(&cudnnFindConvolutionForwardAlgorithmEx) fwd_algos_ex = nullptr;
+  decltype(&cudnnFindConvolutionBackwardDataAlgorithmEx) bwd_data_algos_ex = nullptr;
+  decltype(&cudnnFindConvolutionBackwardFilterAlgorithmEx) bwd_filter_algos_ex = nullptr;
   decltype(&cudnnGetConvolutionForwardWorkspaceSize) fwd_ws = nullptr;
   decltype(&cudnnGetConvolutionBackwardDataWorkspaceSize) bwd_data_ws = nullptr;
   decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) bwd_filter_ws = nullptr;

@@ -99,7 +99,7 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
       ->needs(times);
   app.add_flag("--least-workspace", cfg.least_workspace,
                "on the GPU: the convolutions run only the algorithms asking the least workspace, "
-               "as under a tight --gpu-memory-limit (im2col's columns and cuDNN left out), to "
+               "as under a tight --gpu-memory-limit (im2col's columns left out, cuDNN within it), to "
                "profile them for --layer-times-least");
 }
 

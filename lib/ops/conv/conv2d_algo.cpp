@@ -108,7 +108,9 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
                     4 * g.c * (g.h / 2 + 1) * (g.w / 2 + 2) < INT_MAX;  // its phases' indexing
   if ((conv3x3_applies(g) || k4s2) && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
     all.push_back(ConvAlgo::Direct);
-  if (have_cudnn) all.push_back(ConvAlgo::Cudnn);
+  // cuDNN's 4-d descriptors hold an image of fewer than 2^31 elements (conv2d_cudnn.cu)
+  if (have_cudnn && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
+    all.push_back(ConvAlgo::Cudnn);
   std::vector<ConvAlgo> out;
   ConvAlgo forced = ConvAlgo::Auto;
   if (policy != "auto" && policy != "own") PDNN_CHECK(parse_conv_algo(policy, &forced),
@@ -140,11 +142,13 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
   const bool by_layer =
       forced != ConvAlgo::Auto && forced != ConvAlgo::PerImage && forced != ConvAlgo::Batched;
   for (ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights}) {
-    // The chooser's candidates under a plan (gpu_conv_choose): cuDNN only where named.
+    // The chooser's candidates under a plan (gpu_conv_choose): cuDNN under auto too, where it
+    // runs only if the workspace leaves it room (its least counts where it is named, or alone).
     const std::string pp = gpu_conv_pass_policy(policy, pass);
     const std::vector<ConvAlgo> cands =
         by_layer ? std::vector<ConvAlgo>{forced}
-                 : gpu_conv_candidates(pass, g, n, k, pp, pp == "cudnn", dtype);
+                 : gpu_conv_candidates(pass, g, n, k, pp, pp == "cudnn" || pp == "auto", dtype);
+    const bool cudnn_least = cands.size() == 1 || pp == "cudnn";
     int64_t least = std::numeric_limits<int64_t>::max();
     for (ConvAlgo a : cands) {
       int64_t lo = 0, hi = 0;
@@ -159,7 +163,7 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
       } else {
         lo = hi = static_cast<int64_t>(gpu_conv_own_ws_floats(pass, a, g, n, k, act, dtype, sms)) * f;
       }
-      least = std::min(least, lo);
+      if (a != ConvAlgo::Cudnn || cudnn_least) least = std::min(least, lo);
       b.most = std::max(b.most, hi);
     }
     b.least = std::max(b.least, least);
@@ -235,11 +239,9 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
   }
   Tuning& tune = ctx.tuning();
   const std::string policy = gpu_conv_pass_policy(tune.policy(), pass);
-  // Under a memory plan (--gpu-memory-limit: the workspace has a limit) `auto` leaves cuDNN
-  // out: it allocates device memory of its own, outside pdnn's allocator and so outside the
-  // plan (W4 at 1120 under 77G: its forward failed with
-  // CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED on the H100). Forced by name it still
-  // runs: the user's choice.
+  // Under a memory plan (--gpu-memory-limit: the workspace has a limit) cuDNN finds its
+  // algorithm in the pass's own buffers and the plan's workspace (conv2d_cudnn.cu): nothing
+  // outside the plan. Its choices are kept apart from an unplanned run's.
   const bool planned = limit > 0 && policy == "auto";
   // The pass's policy is part of the key: "own" must not reuse a cuDNN choice "auto" made (nor
   // a planned run one an unplanned run made).
@@ -264,10 +266,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
              "%s: no algorithm chosen before the CUDA graph capture (run the step eagerly once "
              "first)", key.c_str());
   // cuDNN is opened (and its handle made) only when the policy may use it.
-  const bool want_cudnn = (policy == "auto" && !planned) || policy == "cudnn";
-  if (planned)
-    std::printf("conv algorithm: %s: cudnn left out: it allocates device memory outside the "
-                "memory plan (--conv-algo cudnn forces it)\n", key.c_str());
+  const bool want_cudnn = policy == "auto" || policy == "cudnn";
   const std::vector<ConvAlgo> cands =
       gpu_conv_candidates(pass, g, n, k, policy, want_cudnn && cs.cudnn() != nullptr, dtype);
   if (cands.size() == 1 && policy != "auto" && policy != "own") {

@@ -42,7 +42,7 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
 // memory plan, for the plan (Layer::backward_needs): tensors of dtype (F32: fp32 or TF32, the
 // same sizes), dy through `act` in the workspace in backward where it is not None, on a device
 // of `sms` multiprocessors (conv2d_gpu_ws.h), the algorithms those the chooser may run under a
-// plan: the pass's policy's candidates (`auto` leaves cuDNN out there, as `own` does), or the
+// plan: the pass's policy's candidates (cuDNN's under `auto` count toward most, not least), or the
 // layer's `forced` algorithm (not Auto, PerImage or Batched).
 //   least    the largest over the passes of what the pass's candidate asking the least asks:
 //            under auto and own, the implicit GEMM's or the direct kernels' (no columns: their

@@ -11,7 +11,11 @@
 // workspace's limit leaves beside dy through the activation (the rule every algorithm keeps:
 // conv2d_algo.h).
 // It is found once per shape and context, at the call that sizes the workspace (before a
-// capture), so the workspace and the algorithm agree with the call that runs. The fused bias and
+// capture), so the workspace and the algorithm agree with the call that runs. Under a workspace
+// limit (a memory plan) it is found at the pass's first call instead, in the pass's own buffers
+// and the workspace (cudnnFind...Ex: cuDNN's own cudnnFind allocates device memory outside the
+// plan, which failed W4 at 1120 under 77G on the H100); until then the pass asks all the
+// limit leaves. The fused bias and
 // activation run as a pass of pdnn's own after the forward; in backward, dy goes through the
 // activation's derivative into the workspace first, and the bias gradient is summed from it.
 // cuDNN's 4-d descriptors hold at most 2^31 - 1 elements (W4's conv2 at 1120 x 1120 has 2.57
@@ -142,23 +146,42 @@ Pick pick_from(const Descs& d, bool strict, bool direct, bool transforms_only, s
             what);
 }
 
+// The pass's own buffers for cuDNN's timing of its algorithms under a workspace limit
+// (cudnnFind...Ex), so that it allocates nothing outside the memory plan: its two inputs, an
+// output the call that follows writes again (a scratch in the workspace for the weight gradient,
+// which accumulates), and the workspace beside them.
+struct FindIn {
+  const void* a = nullptr;  // x (forward, backward-weights), w (backward-data)
+  const void* b = nullptr;  // w (forward), dy (the backward passes)
+  void* out = nullptr;      // y, dx, or the weight gradient's scratch
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
+};
+
+// in: nullptr: cuDNN times its algorithms in buffers of its own (cudnnFind...).
 Pick query(ConvPass pass, const Descs& d, bool strict, bool direct, bool transforms_only,
-           size_t cap, cudnnHandle_t h) {
+           size_t cap, cudnnHandle_t h, const FindIn* in) {
   d.a.check(d.a.set_math(d.conv, strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
             "cudnnSetConvolutionMathType");
   if (pass == ConvPass::Forward)
     return pick_from<cudnnConvolutionFwdAlgoPerf_t>(
         d, strict, direct, transforms_only, cap, [&](cudnnConvolutionFwdAlgoPerf_t* p, int* n) {
-          return d.a.fwd_algos(h, d.x, d.w, d.conv, d.y, 16, n, p);
+          return in ? d.a.fwd_algos_ex(h, d.x, in->a, d.w, in->b, d.conv, d.y, in->out, 16, n, p,
+                                       in->ws, in->ws_bytes)
+                    : d.a.fwd_algos(h, d.x, d.w, d.conv, d.y, 16, n, p);
         }, "forward");
   if (pass == ConvPass::BackwardData)
     return pick_from<cudnnConvolutionBwdDataAlgoPerf_t>(
         d, strict, direct, transforms_only, cap, [&](cudnnConvolutionBwdDataAlgoPerf_t* p, int* n) {
-          return d.a.bwd_data_algos(h, d.w, d.y, d.conv, d.x, 16, n, p);
+          return in ? d.a.bwd_data_algos_ex(h, d.w, in->a, d.y, in->b, d.conv, d.x, in->out, 16,
+                                            n, p, in->ws, in->ws_bytes)
+                    : d.a.bwd_data_algos(h, d.w, d.y, d.conv, d.x, 16, n, p);
         }, "backward-data");
   return pick_from<cudnnConvolutionBwdFilterAlgoPerf_t>(
       d, strict, direct, transforms_only, cap, [&](cudnnConvolutionBwdFilterAlgoPerf_t* p, int* n) {
-        return d.a.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, 16, n, p);
+        return in ? d.a.bwd_filter_algos_ex(h, d.x, in->a, d.y, in->b, d.conv, d.w, in->out, 16,
+                                            n, p, in->ws, in->ws_bytes)
+                  : d.a.bwd_filter_algos(h, d.x, d.y, d.conv, d.w, 16, n, p);
       }, "backward-weights");
 }
 
@@ -168,23 +191,43 @@ CudnnContext& cudnn_of(CudaExec e) {
 }
 cudnnHandle_t handle_of(CudaExec e) { return cudnn_of(e).handle; }
 
+// The key of a pick: the algorithm choice's less the activation (applied outside cuDNN's call),
+// with the cap where a workspace limit lowers it, and "planned" under a limit (found in pdnn's
+// buffers).
+std::string pick_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, CudaExec e,
+                     size_t cap, bool is_bf16) {
+  std::string key = gpu_conv_key(pass, g, n, k, Act{}, gpu_conv_precision(is_bf16, e.tf32, e.transforms));
+  if (cap < kCudnnMaxWorkspaceBytes) key += " ws<=" + std::to_string(cap);
+  if (e.workspace_limit_bytes > 0) key += " planned";
+  return key;
+}
+
+// The pick made for this shape and pass, or nullptr.
+const Pick* picked(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, CudaExec e, size_t cap,
+                   bool is_bf16) {
+  const CudnnContext& c = cudnn_of(e);
+  auto it = c.picks.find(pick_key(pass, g, n, k, e, cap, is_bf16));
+  return it == c.picks.end() ? nullptr : &it->second;
+}
+
 // The pick for this shape and pass among the algorithms asking at most cap bytes (cudnn_cap),
 // queried once per context (and the descriptor's math type set to it). bf16: the descriptors'
-// type.
+// type. Under a workspace limit it is found in the pass's buffers (in), at its first call.
 Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d, CudaExec e,
-          size_t cap, bool is_bf16 = false) {
-  // The algorithm choice's key less the activation (applied outside cuDNN's call), with the cap
-  // where a workspace limit lowers it.
-  const char* prec = gpu_conv_precision(is_bf16, e.tf32, e.transforms);
-  std::string key = gpu_conv_key(pass, g, n, k, Act{}, prec);
-  if (cap < kCudnnMaxWorkspaceBytes) key += " ws<=" + std::to_string(cap);
+          size_t cap, bool is_bf16 = false, const FindIn* in = nullptr) {
+  const std::string key = pick_key(pass, g, n, k, e, cap, is_bf16);
   CudnnContext& c = cudnn_of(e);
   const bool direct = is_bf16 || (!e.tf32 && !e.transforms);
   auto it = c.picks.find(key);
-  if (it == c.picks.end())
+  if (it == c.picks.end()) {
+    PDNN_CHECK(e.workspace_limit_bytes == 0 || in,
+               "convolution algorithm cudnn: %s: under a workspace limit the algorithm is found "
+               "in the pass's own buffers, at its call", key.c_str());
     it = c.picks.emplace(key, query(pass, d, !is_bf16 && !e.tf32, direct,
-                                    c.transforms_only && !direct, cap, c.handle))
+                                    c.transforms_only && !direct, cap, c.handle,
+                                    e.workspace_limit_bytes > 0 ? in : nullptr))
              .first;
+  }
   d.a.check(d.a.set_math(d.conv, static_cast<cudnnMathType_t>(it->second.math)),
             "cudnnSetConvolutionMathType");
   return it->second;
@@ -219,16 +262,38 @@ size_t cudnn_cap(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act
   return std::min(kCudnnMaxWorkspaceBytes,
                   e.workspace_limit_bytes > rest ? (e.workspace_limit_bytes - rest) / 4 * 4 : 0);
 }
+// Under a workspace limit the weight gradient's algorithm is found with its output in a scratch
+// at the start of the pass's cuDNN workspace (the real dw accumulates): bytes of that scratch
+// (256-aligned), 0 for the other passes and without a limit; the algorithm then asks at most
+// the cap less it.
+size_t find_scratch_bytes(ConvPass pass, const ConvGeom& g, int64_t k, bool is_bf16, CudaExec e) {
+  if (e.workspace_limit_bytes == 0 || pass != ConvPass::BackwardWeights) return 0;
+  const size_t bytes = static_cast<size_t>(k * g.col_rows()) * (is_bf16 ? 2 : 4);
+  return (bytes + 255) / 256 * 256;
+}
+size_t pick_cap(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act, bool is_bf16,
+                CudaExec e) {
+  const size_t cap = cudnn_cap(pass, g, n, k, act, is_bf16, e),
+               scratch = find_scratch_bytes(pass, g, k, is_bf16, e);
+  return cap > scratch ? (cap - scratch) / 4 * 4 : 0;
+}
 }  // namespace
 
+// Under a workspace limit, before the pass's first call has found its algorithm: all the cap,
+// which the finding may use.
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                      Act act, CudaExec e, DType dtype) {
   const bool is_bf16 = dtype == DType::BF16;
   const int64_t s = slice_of(g, n, k, e);
-  const size_t cap = cudnn_cap(pass, g, n, k, act, is_bf16, e);
+  const size_t cap = pick_cap(pass, g, n, k, act, is_bf16, e);
   size_t ws = 0;
   for (int64_t m : {s, n % s}) {  // the slices, and the last one's when it is shorter
     if (m == 0) continue;
+    if (e.workspace_limit_bytes > 0) {
+      const Pick* p = picked(pass, g, m, k, e, cap, is_bf16);
+      ws = std::max(ws, p ? p->ws : cudnn_cap(pass, g, n, k, act, is_bf16, e));
+      continue;
+    }
     Descs d(g, m, k, is_bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT);
     ws = std::max(ws, pick(pass, g, m, k, d, e, cap, is_bf16).ws);
   }
@@ -243,11 +308,12 @@ void forward(const ConvFwdOf<E, float>& a, float* ws, CudaExec e) {
   constexpr bool kBf16 = std::is_same<E, bf16>::value;
   cudnnHandle_t h = handle_of(e);
   const int64_t s = slice_of(g, n, k, e);
-  const size_t cap = cudnn_cap(ConvPass::Forward, g, n, k, Act{}, kBf16, e);
+  const size_t cap = pick_cap(ConvPass::Forward, g, n, k, Act{}, kBf16, e);
   for (int64_t i0 = 0; i0 < n; i0 += s) {
     const int64_t m = std::min(s, n - i0);
     Descs d(g, m, k, data_type<E>());
-    const Pick p = pick(ConvPass::Forward, g, m, k, d, e, cap, kBf16);
+    const FindIn in{a.x + i0 * g.image_size(), a.w, a.y + i0 * k * g.oh * g.ow, ws, cap};
+    const Pick p = pick(ConvPass::Forward, g, m, k, d, e, cap, kBf16, &in);
     const float one = 1.f, zero = 0.f;
     d.a.check(d.a.forward(h, &one, d.x, a.x + i0 * g.image_size(), d.w, a.w, d.conv,
                           static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.ws, &zero, d.y,
@@ -282,8 +348,14 @@ void backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
   bf16* dw16 = reinterpret_cast<bf16*>(rest);
   float* rest_w =
       rest + (a.dw ? conv2d_cudnn_dw16_floats(ConvPass::BackwardWeights, g, k, kBf16) : 0);
-  const size_t cap_w = cudnn_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e);
-  const size_t cap_d = cudnn_cap(ConvPass::BackwardData, g, n, k, a.act, kBf16, e);
+  const size_t cap_w = pick_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e);
+  const size_t cap_d = pick_cap(ConvPass::BackwardData, g, n, k, a.act, kBf16, e);
+  const size_t scratch_w = find_scratch_bytes(ConvPass::BackwardWeights, g, k, kBf16, e);
+  PDNN_CHECK(!a.dw || scratch_w <= cudnn_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e),
+             "convolution algorithm cudnn: the memory plan's workspace leaves %.1f MiB beside dy, "
+             "less than the %.1f MiB of the weight gradient its algorithm is found with",
+             cudnn_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e) / 1048576.0,
+             scratch_w / 1048576.0);
   const float one = 1.f, zero = 0.f;
   if (a.db) bias_backward(n, k, g.oh * g.ow, gy, a.db, e);
   const int64_t s = slice_of(g, n, k, e), per_y = k * g.oh * g.ow;
@@ -291,7 +363,9 @@ void backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
     const int64_t m = std::min(s, n - i0);
     Descs d(g, m, k, data_type<E>());
     if (a.dw) {
-      const Pick p = pick(ConvPass::BackwardWeights, g, m, k, d, e, cap_w, kBf16);
+      const FindIn in{a.x + i0 * g.image_size(), gy + i0 * per_y, rest_w,
+                      reinterpret_cast<char*>(rest_w) + scratch_w, cap_w};
+      const Pick p = pick(ConvPass::BackwardWeights, g, m, k, d, e, cap_w, kBf16, &in);
       void* dw_out = kBf16 ? static_cast<void*>(dw16) : static_cast<void*>(a.dw);
       d.a.check(d.a.backward_filter(h, &one, d.x, a.x + i0 * g.image_size(), d.y, gy + i0 * per_y,
                                     d.conv, static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo),
@@ -304,7 +378,8 @@ void backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
       }
     }
     if (a.dx) {
-      const Pick p = pick(ConvPass::BackwardData, g, m, k, d, e, cap_d, kBf16);
+      const FindIn in{a.w, gy + i0 * per_y, a.dx + i0 * g.image_size(), rest, cap_d};
+      const Pick p = pick(ConvPass::BackwardData, g, m, k, d, e, cap_d, kBf16, &in);
       d.a.check(d.a.backward_data(h, &one, d.w, a.w, d.y, gy + i0 * per_y, d.conv,
                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), rest, p.ws,
                                   &zero, d.x, a.dx + i0 * g.image_size()),

@@ -267,7 +267,7 @@ ConvPass pass_of_key(const std::string& key) {
 }
 
 // Every choice the context made fits `limit` (floats), none is im2col, and the workspace never
-// grew past it.
+// grew past it (cuDNN's, found within what the limit leaves, by that alone).
 void expect_all_fit(Context& ctx, const Case& c, size_t limit, DType dt) {
   ASSERT_FALSE(ctx.tuning().made().empty());
   for (const auto& [key, choice] : ctx.tuning().made()) {
@@ -275,6 +275,7 @@ void expect_all_fit(Context& ctx, const Case& c, size_t limit, DType dt) {
     ASSERT_TRUE(parse_conv_algo(choice.choice, &a)) << key;
     const ConvPass pass = pass_of_key(key);
     EXPECT_NE(a, ConvAlgo::Im2col) << key;
+    if (a == ConvAlgo::Cudnn) continue;
     EXPECT_LE(gpu_conv_own_ws_floats(pass, a, c.g, c.n, c.k, Act{}, dt, ctx.cuda().info().sm_count),
               limit) << key << " -> " << choice.choice;
   }
@@ -447,7 +448,7 @@ TEST(ConvWorkspaceGpu, CudnnForcedPicksWithinTheWorkspace) {
 }
 
 // The U-Net's up-convolution under its least workspace: its three passes run on the implicit
-// GEMM (im2col's columns do not fit).
+// GEMM, or cuDNN within what it leaves (im2col's columns do not fit).
 TEST(ConvWorkspaceGpu, UpConvolutionRunsInItsLeastWorkspace) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
@@ -468,7 +469,8 @@ TEST(ConvWorkspaceGpu, UpConvolutionRunsInItsLeastWorkspace) {
   up.backward(ctx, x, y, dy, &dx);
   ctx.synchronize();
   ASSERT_EQ(ctx.tuning().made().size(), 3u);
-  for (const auto& [key, choice] : ctx.tuning().made()) EXPECT_EQ(choice.choice, "implicit") << key;
+  for (const auto& [key, choice] : ctx.tuning().made())
+    EXPECT_TRUE(choice.choice == "implicit" || choice.choice == "cudnn") << key << " -> " << choice.choice;
   EXPECT_LE(ctx.workspace_size(Device::CUDA), static_cast<size_t>(need.workspace_bytes / 4));
 }
 

@@ -1890,7 +1890,7 @@ TEST(MemoryPlanGpu, Bf16MeasuredPeakIsThePlansUnderEveryCap) {
 // --least-workspace (the profile a capped plan's layer times come from): without a limit or a
 // plan, the shared workspace is held to the least every layer runs in, and the chooser then
 // runs only the algorithms asking that (W4's convolutions at 64 x 64, batch 16: the implicit
-// GEMM or the direct kernels, never im2col's columns or cuDNN), as under a tight limit.
+// GEMM, the direct kernels or cuDNN within it, never im2col's columns), as under a tight limit.
 TEST(MemoryPlanGpu, LeastWorkspaceHoldsTheChooserToTheLeastAlgorithms) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
@@ -1910,8 +1910,7 @@ TEST(MemoryPlanGpu, LeastWorkspaceHoldsTheChooserToTheLeastAlgorithms) {
   for (const auto& [key, choice] : w.ctx.tuning().made()) {
     if (key.find("-planned") == std::string::npos) continue;
     ++held;
-    EXPECT_NE(choice.choice, "im2col") << key;
-    EXPECT_NE(choice.choice, "cudnn") << key;
+    EXPECT_NE(choice.choice, "im2col") << key;  // cuDNN may run, within the workspace held
   }
   EXPECT_GE(held, 6 * 3 - 1) << w.ctx.tuning().summary();  // W4's 6 convolutions, 3 passes (conv1 no dx)
 }

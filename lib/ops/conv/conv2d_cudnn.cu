@@ -7,7 +7,7 @@
 // does: its U-Net 3x3 weight gradients ran 1.8-3.5x faster than pdnn's strict ones on an H200,
 // results/bench/unet-conv-h200) unless TF32 is on
 // (CUDNN_FMA_MATH, else its default math, which allows TF32), and needs at most
-// kCudnnMaxWorkspaceBytes (conv2d_gpu_ws.h) and, under a memory plan, at most what the shared
+// kCudnnMaxWorkspaceBytes (conv2d_gpu_ws.h) or, under a memory plan, at most what the shared
 // workspace's limit leaves beside dy through the activation (the rule every algorithm keeps:
 // conv2d_algo.h).
 // It is found once per shape and context, at the call that sizes the workspace (before a
@@ -197,8 +197,10 @@ cudnnHandle_t handle_of(CudaExec e) { return cudnn_of(e).handle; }
 std::string pick_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, CudaExec e,
                      size_t cap, bool is_bf16) {
   std::string key = gpu_conv_key(pass, g, n, k, Act{}, gpu_conv_precision(is_bf16, e.tf32, e.transforms));
-  if (cap < kCudnnMaxWorkspaceBytes) key += " ws<=" + std::to_string(cap);
-  if (e.workspace_limit_bytes > 0) key += " planned";
+  if (e.workspace_limit_bytes > 0)
+    key += " ws<=" + std::to_string(cap) + " planned";
+  else if (cap < kCudnnMaxWorkspaceBytes)
+    key += " ws<=" + std::to_string(cap);
   return key;
 }
 
@@ -254,13 +256,13 @@ size_t beside_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act
          conv2d_cudnn_dw16_floats(pass, g, k, is_bf16) + 1;
 }
 // The most cuDNN's own algorithm may ask for the pass: kCudnnMaxWorkspaceBytes, and under a
-// workspace limit what the limit leaves beside the rest.
+// workspace limit all the limit leaves beside the rest (the plan sized it, as PyTorch's
+// autotuner takes what the free memory holds).
 size_t cudnn_cap(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act, bool is_bf16,
                  CudaExec e) {
   if (e.workspace_limit_bytes == 0) return kCudnnMaxWorkspaceBytes;
   const size_t rest = 4 * beside_floats(pass, g, n, k, act, is_bf16);
-  return std::min(kCudnnMaxWorkspaceBytes,
-                  e.workspace_limit_bytes > rest ? (e.workspace_limit_bytes - rest) / 4 * 4 : 0);
+  return e.workspace_limit_bytes > rest ? (e.workspace_limit_bytes - rest) / 4 * 4 : 0;
 }
 // Under a workspace limit the weight gradient's algorithm is found with its output in a scratch
 // at the start of the pass's cuDNN workspace (the real dw accumulates): bytes of that scratch

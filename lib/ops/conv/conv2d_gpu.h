@@ -123,7 +123,7 @@ void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e,
 // The workspace of a pass (floats): cuDNN's, plus dy through the activation in backward (and,
 // in bf16, cuDNN's bf16 weight gradient before it is added to the fp32 dw). dtype: the
 // tensors' (F32 or BF16). cuDNN's own part is its fastest deterministic algorithm asking at
-// most kCudnnMaxWorkspaceBytes and what e.workspace_limit_bytes leaves beside the rest.
+// most kCudnnMaxWorkspaceBytes, or under a limit what e.workspace_limit_bytes leaves beside the rest.
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                      Act act, CudaExec e, DType dtype = DType::F32);
 void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e);

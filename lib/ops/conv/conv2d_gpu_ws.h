@@ -155,8 +155,8 @@ size_t conv2d_direct_s2d_floats(const ConvGeom& g, int64_t n);
 size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, DType dtype,
                         int sms);
 
-// cuDNN's algorithms are picked among those asking at most this (conv2d_cudnn.cu), and at most
-// what the shared workspace's limit leaves (CudaExec::workspace_limit_bytes).
+// cuDNN's algorithms are picked among those asking at most this (conv2d_cudnn.cu), or under a
+// limit at most what the shared workspace's limit leaves (CudaExec::workspace_limit_bytes).
 constexpr size_t kCudnnMaxWorkspaceBytes = size_t{1} << 30;
 // bf16: floats of cuDNN's bf16 weight gradient (backward-weights), before it is added to dw.
 inline size_t conv2d_cudnn_dw16_floats(ConvPass pass, const ConvGeom& g, int64_t k, bool is_bf16) {

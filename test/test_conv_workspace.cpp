@@ -52,7 +52,7 @@ TEST(ConvWorkspace, UNetLayerAtBatch1NeedsNoColumns) {
   EXPECT_EQ(b.columns, im2col_bytes(128, 64, p));
   EXPECT_NEAR(static_cast<double>(b.columns) / double(kMi << 10), 4.75, 0.005);
   EXPECT_EQ(b.least, 58 * 64 * 1153 * 4);
-  EXPECT_EQ(b.most, b.columns);  // im2col's columns are more than cuDNN's 1 GiB cap
+  EXPECT_EQ(b.most, b.columns);  // im2col's columns are more than the plan's 1 GiB for cuDNN
   EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::Forward, ConvAlgo::Implicit, g, 1, 64, Act{},
                                    DType::F32, 132), 1u);
   EXPECT_EQ(gpu_conv_own_ws_floats(ConvPass::BackwardData, ConvAlgo::Implicit, g, 1, 64, Act{},

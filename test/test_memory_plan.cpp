@@ -593,6 +593,45 @@ TEST(MemoryPlan, HoldsTheChoosersScratchWeightGradientWhereItTimes) {
   EXPECT_LT(small("auto") - small("im2col"), largest);
 }
 
+// The plan of the step as run (report_plan_as_run): before the algorithms are chosen an
+// uncapped plan counts every convolution's columns kept for backward and the least workspace;
+// as run, the columns the convolutions hold (none before a forward, and none on the CPU, whose
+// forward keeps no columns) and the workspace as held. The peak moves by exactly the columns
+// no longer counted and the workspace's difference.
+TEST(MemoryPlan, PlanAsRunCountsTheColumnsHeldAndTheWorkspaceAsHeld) {
+  UNetOptions o;
+  o.base = 8;
+  o.depth = 2;
+  Model m = make_unet(o);
+  const Shape in{1, 3, 64, 64};
+  auto describe = [&](bool as_run) {
+    return describe_step(m, in, nullptr, 1000.0, 1, 0, Precision::Fp32, 1, kPlanGpuSms, "auto",
+                         as_run);
+  };
+  const StepMem before = describe(false);
+  StepMem run = describe(true);
+  int64_t columns = 0;
+  int convs = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (!dynamic_cast<Conv2d*>(&m.layer(i))) continue;
+    ++convs;
+    EXPECT_GT(before.layers[i].scratch_bytes, 0) << before.layers[i].label;
+    EXPECT_EQ(run.layers[i].scratch_bytes, 0) << run.layers[i].label;
+    columns += before.layers[i].scratch_bytes;
+  }
+  EXPECT_GE(convs, 10);
+  const int64_t least = least_workspace_bytes(before);
+  ASSERT_GT(least, 0);
+  run.workspace_held = least + (int64_t{3} << 20);
+  PlanOptions po;
+  const MemoryPlan a = plan_training_step([&](int64_t) { return before; }, 1, po);
+  const MemoryPlan b = plan_training_step([&](int64_t) { return run; }, 1, po);
+  EXPECT_EQ(a.fixed.workspace, least);
+  EXPECT_EQ(b.fixed.workspace, least + (int64_t{3} << 20));
+  EXPECT_EQ(b.fixed_bytes, a.fixed_bytes - columns + (int64_t{3} << 20));
+  EXPECT_EQ(b.peak_bytes - a.peak_bytes, b.fixed_bytes - a.fixed_bytes);
+}
+
 // A small U-Net trained three steps with its outputs offloaded (the skips among them) and its
 // pools recomputed gives the weights of the plain run, bit for bit: the arena's slots, the
 // gradient sums and the copies back are laid out right for a graph.

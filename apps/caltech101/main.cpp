@@ -343,6 +343,8 @@ int run(int argc, char** argv) {
               context_s, init_s, gpu ? "GPU" : "CPU", to_device_s, seconds_since(t_part));
   std::fflush(stdout);
   const int status = loop.run();
+  report_plan_as_run(ctx, model, *opt, Shape{o.batch, 3, o.size, o.size}, rc,
+                     rc.steps > 0 ? 0 : to.eval.batch);
   const LoaderStats ls = task.loader_stats();
   std::printf("peak resident memory %.0f MB, peak device memory %.0f MB (%.0f MB reserved); "
               "loader: %lld batches packed in %.2f s, %.2f s of it hidden behind training, %.2f s "

@@ -156,5 +156,7 @@ int mnist_app(int argc, char** argv, pdnn::FaultHook* faults) {
   std::printf("data loaded in %.2f s\n%s", seconds_since(t_load),
               model.summary(img.with_n(o.batch)).c_str());
   plan_step_memory(ctx, model, *opt, img.with_n(o.batch), rc, rc.steps > 0 ? 0 : to.eval.batch);
-  return loop.run();
+  const int status = loop.run();
+  report_plan_as_run(ctx, model, *opt, img.with_n(o.batch), rc, rc.steps > 0 ? 0 : to.eval.batch);
+  return status;
 }

@@ -288,9 +288,10 @@ int run(int argc, char** argv) {
   std::printf("data loaded in %.2f s\n%s", load_s,
               model.summary(Shape{o.batch, 3, side, side}).c_str());
   std::fflush(stdout);
-  plan_step_memory(ctx, model, *opt, Shape{o.batch, 3, side, side}, rc,
-                   rc.steps > 0 ? 0 : to.eval.batch);
+  const Shape batch{o.batch, 3, side, side};
+  plan_step_memory(ctx, model, *opt, batch, rc, rc.steps > 0 ? 0 : to.eval.batch);
   const int status = loop.run();
+  report_plan_as_run(ctx, model, *opt, batch, rc, rc.steps > 0 ? 0 : to.eval.batch);
   if (rc.steps == 0 && !to.overlay_dir.empty())
     std::printf("overlays (photo | truth | prediction) in %s\n", to.overlay_dir.c_str());
   std::printf("peak resident memory %.0f MB, peak device memory %.0f MB\n",

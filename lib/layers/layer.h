@@ -56,6 +56,9 @@ struct PlanFor {
   DType act = DType::F32;
   int gpu_sms = kPlanGpuSms;
   std::string conv_policy = "auto";
+  // The layer as it ran (after its algorithms were chosen): the buffers it keeps for backward
+  // as they are, not as its default choice would keep them (an uncapped plan's peak as run).
+  bool as_run = false;
 };
 
 // The weight a layer's product runs on: w for a float32 input x, its bf16 copy w16 for a

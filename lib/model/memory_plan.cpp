@@ -384,7 +384,7 @@ FixedBytes fixed_of(const Walk& w, const Choice& c, const StatePlan& st) {
   for (size_t j = 0; j < m.params.size(); ++j)
     if (c.off[j]) f.state -= m.state_slots * m.params[j].bytes;
   f.state = std::max<int64_t>(f.state, 0);
-  f.workspace = least_workspace_bytes(m);
+  f.workspace = m.workspace_held >= 0 ? m.workspace_held : least_workspace_bytes(m);
   f.input = m.input_bytes;
   f.loss = m.loss_bytes;
   f.context = m.context_bytes;
@@ -1331,7 +1331,8 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
 
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows, double device_gb_s, Precision precision,
-                      int batch_copies, int gpu_sms, const std::string& conv_policy) {
+                      int batch_copies, int gpu_sms, const std::string& conv_policy,
+                      bool as_run) {
   PDNN_CHECK(batch_copies == 1 || batch_copies == 2, "memory plan: %d copies of the batch",
              batch_copies);
   PDNN_CHECK(gflops_per_s > 0 && std::isfinite(gflops_per_s),
@@ -1383,7 +1384,7 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
     lm.grad_bytes = lm.param_bytes;
     lm.opt_state_bytes = slots * lm.param_bytes;
     if (!lm.absorbed) {
-      const BackwardNeeds b = l.backward_needs(s, PlanFor{act, gpu_sms, conv_policy});
+      const BackwardNeeds b = l.backward_needs(s, PlanFor{act, gpu_sms, conv_policy, as_run});
       lm.restores_inputs = dynamic_cast<MergeLayer*>(&l) == nullptr || b.input;
       lm.bwd_reads_input = b.input;
       lm.bwd_reads_output = b.output;

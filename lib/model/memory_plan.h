@@ -121,6 +121,9 @@ struct StepMem {
   // cuDNN's handles; measured), cuBLAS's workspace, the evaluation's batch buffers, and the
   // small buffers (step count, RNG position, metric sums, each a 512-byte block).
   int64_t context_bytes = 0, cublas_bytes = 0, eval_bytes = 0, small_bytes = 0;
+  // The shared workspace as the run holds it (bytes; -1: the least every layer runs in, the
+  // plan's own count): a plan of the step as run.
+  int64_t workspace_held = -1;
   // The bytes of one activation element: 4 (float32), 2 under --precision bf16, whose
   // activations and their gradients are bfloat16. The layers' out_bytes are in it, and the
   // step's one buffer (layout_arena) is laid out in these elements.
@@ -358,10 +361,12 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
 // the step shell overlaps the batch's copy with the step before: its staging buffers and the
 // step's own, train/step_shell.h; else 1). gpu_sms, conv_policy: the multiprocessors of the
 // GPU planned for (the device's on a GPU) and the run's --conv-algo: the convolutions'
-// workspace depends on them (Layer::backward_needs, PlanFor).
+// workspace depends on them (Layer::backward_needs, PlanFor). as_run: the layers' kept buffers as
+// they ran (PlanFor::as_run), after the algorithms were chosen.
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows = 0, double device_gb_s = 0,
                       Precision precision = Precision::Fp32, int batch_copies = 1,
-                      int gpu_sms = kPlanGpuSms, const std::string& conv_policy = "auto");
+                      int gpu_sms = kPlanGpuSms, const std::string& conv_policy = "auto",
+                      bool as_run = false);
 
 }  // namespace pdnn

@@ -227,6 +227,18 @@ int64_t host_available_bytes() {
   return 0;
 }
 
+// The evaluation's batch on the device and its loss's buffers, bytes (0: no evaluation).
+int64_t eval_bytes_of(Model& model, const Shape& batch, int64_t eval_batch) {
+  if (eval_batch <= 0) return 0;
+  const int64_t e = eval_batch, f = static_cast<int64_t>(sizeof(float));
+  auto block = device_block_bytes;
+  // The logits of one row, and its labels: one, or one per pixel of a map (N,K,H,W).
+  const Shape out = model.output_shape(batch.with_n(1));
+  const int64_t classes = out.numel(), labels = out.numel() / (out.rank() >= 2 ? out[1] : 1);
+  return block(e * (batch.numel() / batch.n()) * f) + block(e * labels * 4) +
+         block(e * classes * f) + block(e * labels * f) + block(e * labels * 4) + 512;
+}
+
 }  // namespace
 
 bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
@@ -277,15 +289,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
       m.context_bytes = context;
       m.cublas_bytes = static_cast<int64_t>(CudaState::cublas_workspace_bytes());
     }
-    if (eval_batch > 0) {  // the evaluation's batch on the device, its loss's buffers
-      const int64_t e = eval_batch, f = static_cast<int64_t>(sizeof(float));
-      auto block = device_block_bytes;
-      // The logits of one row, and its labels: one, or one per pixel of a map (N,K,H,W).
-      const Shape out = model.output_shape(batch.with_n(1));
-      const int64_t classes = out.numel(), labels = out.numel() / (out.rank() >= 2 ? out[1] : 1);
-      m.eval_bytes = block(e * (batch.numel() / n) * f) + block(e * labels * 4) +
-                     block(e * classes * f) + block(e * labels * f) + block(e * labels * 4) + 512;
-    }
+    m.eval_bytes = eval_bytes_of(model, batch, eval_batch);
     return m;
   };
   // Without a limit, a step that may not fit the GPU as its layers run it by default (every
@@ -403,6 +407,36 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     ctx.allocator(Device::CUDA)
         ->set_limit(static_cast<size_t>(std::max<int64_t>(o.limit_bytes - context, 0)));
   return true;
+}
+
+void report_plan_as_run(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
+                        const RunConfig& cfg, int64_t eval_batch) {
+  if (!cfg.memory_plan || !ctx.has_cuda() || ctx.workspace_limit(Device::CUDA) != 0) return;
+  const int64_t n = batch.n();
+  StepMem m = describe_step(model, batch, &opt, kGpuGflops, n, kAssumedDeviceGbS, ctx.precision(),
+                            cfg.overlap_batch_copy ? 2 : 1, ctx.cuda().info().sm_count,
+                            ctx.tuning().policy(), /*as_run=*/true);
+  m.context_bytes = static_cast<int64_t>(ctx.cuda().context_bytes());
+  m.cublas_bytes = static_cast<int64_t>(CudaState::cublas_workspace_bytes());
+  m.eval_bytes = eval_bytes_of(model, batch, eval_batch);
+  m.workspace_held = static_cast<int64_t>(ctx.workspace_size(Device::CUDA) * sizeof(float));
+  int convs = 0, keeping = 0;
+  int64_t columns = 0;
+  for (size_t i = 0; i < model.size(); ++i)
+    if (dynamic_cast<Conv2d*>(&model.layer(i))) {
+      ++convs;
+      keeping += m.layers[i].scratch_bytes > 0;
+      columns += m.layers[i].scratch_bytes;
+    }
+  PlanOptions o;  // no limit: nothing moves, the peak is the layout's
+  const MemoryPlan p = plan_training_step([&](int64_t) { return m; }, n, o);
+  std::printf("memory plan as run: peak %s with the algorithms chosen (columns kept for backward "
+              "by %d of %d convolutions, %s; the workspace as held, %s; the CUDA context's %s); "
+              "the plan before the choice counted every convolution's columns and the least "
+              "workspace\n",
+              format_bytes(p.peak_bytes).c_str(), keeping, convs, format_bytes(columns).c_str(),
+              format_bytes(m.workspace_held).c_str(), format_bytes(m.context_bytes).c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace pdnn

@@ -45,6 +45,16 @@ namespace pdnn {
 bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
                       const RunConfig& cfg, int64_t eval_batch = 0, MemoryPlan* plan = nullptr);
 
+// After an uncapped GPU run with --memory-plan (no limit held the workspace): the plan once more,
+// of the step as it ran, printed as "memory plan as run: peak ...". The plan made before the
+// first step cannot know the algorithms the chooser will time and pick, so it counts every
+// convolution's columns kept for backward and the least workspace; this one counts the columns
+// the chosen forwards keep (PlanFor::as_run) and the workspace as held (fitted to what the
+// chosen algorithms ask: StepGraph), the peak the steps' to compare with. Does nothing
+// otherwise. batch, eval_batch: as given to plan_step_memory.
+void report_plan_as_run(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
+                        const RunConfig& cfg, int64_t eval_batch = 0);
+
 // The plan's decisions carried out on the model and optimizer (placements, argmax records,
 // micro-batch, offloaded optimizer state): for plan_step_memory and tests. m: the description
 // the plan was made from (its micro-batch's).

@@ -178,7 +178,10 @@ for side in $SIDES; do
       status="error rc=$rc"
     fi
     # The plan's peak, step and what it did; the CUDA context (at the end: MB = 1e6 bytes).
-    planned=$(plan_gib '^peak ([0-9.]+) ([KMG]?i?B) at .*' "$log")
+    # (an uncapped run's plan as run, after its algorithms were chosen, where it printed one:
+    # train/step_memory.h report_plan_as_run)
+    planned=$(plan_gib '^memory plan as run: peak ([0-9.]+) ([KMG]?i?B) .*' "$log")
+    [ -z "$planned" ] && planned=$(plan_gib '^peak ([0-9.]+) ([KMG]?i?B) at .*' "$log")
     predicted=$(sed -nE 's/^predicted step ([0-9.]+) ms.*/\1/p' "$log" | head -1)
     context=$(gib "$(sed -nE 's/^CUDA context ([0-9.]+) MB at the end.*/\1/p' "$log")")
     [ -z "$context" ] && context=$(plan_gib '.*, CUDA context \(measured\) ([0-9.]+) ([KMG]?i?B).*' "$log")

@@ -528,8 +528,9 @@ void gpu_forward(Context& ctx, const ConvFwdTensors& t) {
     return gpu_workspace_floats(ctx, ConvPass::Forward, a, g, n, k, t.act, kBf16);
   };
   // The im2col path keeps the batch's columns for backward when the batch is one chunk; any
-  // other algorithm leaves the buffer empty (size 0: its memory stays for the next step), so
-  // backward never reads columns of an earlier batch.
+  // other algorithm gives the buffer back (the chooser's timing of im2col filled it), so
+  // backward never reads columns of an earlier batch and an uncapped step does not hold
+  // columns it does not use (the U-Net at 1024: up to 4.75 GiB a layer).
   auto run = [&](ConvAlgo a, bool) {
     float* ws = ctx.workspace(Device::CUDA, ws_of(a));
     ConvFwdOf<E, float> c = ptrs_of<E>(t);
@@ -538,8 +539,8 @@ void gpu_forward(Context& ctx, const ConvFwdTensors& t) {
       if (a == ConvAlgo::Im2col && cuda_conv_chunk(g, n, k) == n) {
         saved->resize(Shape{g.col_rows() * n * g.col_cols()}, dtype_of<E>(), Device::CUDA, ctx);
         c.saved_cols = saved->data<E>();
-      } else if (!saved->empty()) {
-        saved->resize(Shape{0}, saved->dtype(), Device::CUDA, ctx);
+      } else {
+        *saved = Tensor();
       }
     }
     cuda::conv2d_forward(c, ws, ctx.cuda_exec());

@@ -159,7 +159,7 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
             (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
             cuda::conv2d_cudnn_dw16_floats(pass, g, k, dtype == DType::BF16) + 1;
         lo = static_cast<int64_t>(beside) * f;
-        hi = lo + static_cast<int64_t>(cuda::kCudnnMaxWorkspaceBytes);
+        hi = lo + static_cast<int64_t>(cuda::kCudnnPlanWorkspaceBytes);
       } else {
         lo = hi = static_cast<int64_t>(gpu_conv_own_ws_floats(pass, a, g, n, k, act, dtype, sms)) * f;
       }

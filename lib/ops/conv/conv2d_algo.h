@@ -52,7 +52,7 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
 //            im2col is no candidate there) or is forced; for cuDNN (forced) what it keeps
 //            beside its own algorithm, which it
 //            picks within what the workspace leaves;
-//   most     the most a candidate may ask (cuDNN at its cap, kCudnnMaxWorkspaceBytes);
+//   most     the most a candidate may ask (cuDNN at kCudnnPlanWorkspaceBytes);
 //   columns  im2col's (a chunk's columns and product): a workspace below it leaves im2col out;
 //            0 where im2col is no candidate (an image past its 32-bit indexing that the
 //            implicit GEMM runs).

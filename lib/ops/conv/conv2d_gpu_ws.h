@@ -155,9 +155,17 @@ size_t conv2d_direct_s2d_floats(const ConvGeom& g, int64_t n);
 size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, DType dtype,
                         int sms);
 
-// cuDNN's algorithms are picked among those asking at most this (conv2d_cudnn.cu), or under a
-// limit at most what the shared workspace's limit leaves (CudaExec::workspace_limit_bytes).
-constexpr size_t kCudnnMaxWorkspaceBytes = size_t{1} << 30;
+// Without a limit cuDNN's algorithms are picked among those asking at most this
+// (conv2d_cudnn.cu; the chooser then leaves out one the free memory cannot hold), as PyTorch's
+// autotuner takes any its free memory holds (held to 1 GiB under a plan, the U-Net's
+// fp32+transforms step at 2048 x 2048 was 9% slower: 451.4 ms against 413.4 with the plan's
+// 5.3 GiB, results/scale/unet-study-h200).
+// Under a limit, at most what the shared workspace's limit leaves
+// (CudaExec::workspace_limit_bytes).
+constexpr size_t kCudnnMaxWorkspaceBytes = size_t{16} << 30;
+// What a memory plan counts cuDNN's algorithm may ask beside what it keeps (the plan's most;
+// under the plan cuDNN then takes all the workspace the limit leaves).
+constexpr size_t kCudnnPlanWorkspaceBytes = size_t{1} << 30;
 // bf16: floats of cuDNN's bf16 weight gradient (backward-weights), before it is added to dw.
 inline size_t conv2d_cudnn_dw16_floats(ConvPass pass, const ConvGeom& g, int64_t k, bool is_bf16) {
   if (!is_bf16 || pass != ConvPass::BackwardWeights) return 0;

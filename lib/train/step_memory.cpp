@@ -428,14 +428,21 @@ void report_plan_as_run(Context& ctx, Model& model, Optimizer& opt, const Shape&
       keeping += m.layers[i].scratch_bytes > 0;
       columns += m.layers[i].scratch_bytes;
     }
-  PlanOptions o;  // no limit: nothing moves, the peak is the layout's
+  PlanOptions o;  // no limit: nothing moves
   const MemoryPlan p = plan_training_step([&](int64_t) { return m; }, n, o);
-  std::printf("memory plan as run: peak %s with the algorithms chosen (columns kept for backward "
-              "by %d of %d convolutions, %s; the workspace as held, %s; the CUDA context's %s); "
-              "the plan before the choice counted every convolution's columns and the least "
-              "workspace\n",
-              format_bytes(p.peak_bytes).c_str(), keeping, convs, format_bytes(columns).c_str(),
-              format_bytes(m.workspace_held).c_str(), format_bytes(m.context_bytes).c_str());
+  // Without a plan the executor keeps every buffer all step (MemoryPlan::keep_all_bytes): that,
+  // not the lifetime layout's peak, is what an uncapped step holds.
+  const AllocStats s = ctx.device_alloc_stats();
+  std::printf("memory plan as run: peak %s with the algorithms chosen, every buffer kept all step "
+              "(columns kept for backward by %d of %d convolutions, %s; the workspace as held, "
+              "%s; the CUDA context's %s; laid out by lifetime it would be %s); the plan before "
+              "the choice counted every convolution's columns and the least workspace; the "
+              "allocator holds %s now, its peak since the fit %s (the context not in either)\n",
+              format_bytes(p.keep_all_bytes).c_str(), keeping, convs,
+              format_bytes(columns).c_str(), format_bytes(m.workspace_held).c_str(),
+              format_bytes(m.context_bytes).c_str(), format_bytes(p.peak_bytes).c_str(),
+              format_bytes(static_cast<int64_t>(s.in_use)).c_str(),
+              format_bytes(static_cast<int64_t>(s.peak_in_use)).c_str());
   std::fflush(stdout);
 }
 

@@ -308,8 +308,13 @@ TEST(ConvWorkspaceGpu, FitKeepsWhatTheChosenAlgorithmsAsk) {
   EXPECT_GE(needed, chosen);
   EXPECT_LE(needed, ctx.workspace_size(Device::CUDA));
   const size_t held = ctx.workspace_size(Device::CUDA);
+  const size_t in_use = ctx.device_alloc_stats().in_use;
   EXPECT_EQ(ctx.fit_workspace(Device::CUDA), (held - std::max<size_t>(needed, 1)) * sizeof(float));
   EXPECT_EQ(ctx.workspace_size(Device::CUDA), std::max<size_t>(needed, 1));
+  // ... and the allocator holds the smaller block, not the old one served again (its blocks
+  // are 512-byte multiples at the least, 2 MiB ones for large sizes)
+  EXPECT_LE(ctx.device_alloc_stats().in_use,
+            in_use - (held - std::max<size_t>(needed, 1)) * sizeof(float) + (size_t{2} << 20));
   const Outs again = run_case(ctx, c);
   EXPECT_EQ(ctx.workspace_size(Device::CUDA), std::max<size_t>(needed, 1));  // no regrowth
   EXPECT_EQ(testing::rel_error(again.y, first.y), 0.0);

@@ -83,9 +83,11 @@ class Context {
   // work itself needs, where a timing of candidates asks more (the GPU convolutions' chooser
   // runs every algorithm the free memory holds, and the workspace only grows).
   size_t workspace_needed(Device dev) const { return ws_needed_[dev == Device::CPU ? 0 : 1]; }
-  // Gives back what the workspace holds beyond workspace_needed(dev): a new block of that size
-  // (its address changes; a CUDA graph that held the old one is captured again). Returns the
-  // bytes given back (0 when it held no more).
+  // Gives back what the workspace holds beyond workspace_needed(dev): a new block of that size,
+  // the allocator's cached blocks given back to the system first (Allocator::trim: its peaks
+  // start again) so that the old block does not serve it (its address changes; a CUDA graph
+  // that held the old one is captured again). Returns the bytes given back (0 when it held no
+  // more).
   size_t fit_workspace(Device dev);
 
   // What memory allocated now is for ("activation of layer 3 (Conv2d...)", the innermost

@@ -29,16 +29,17 @@ void StepGraph::reset() {
 void StepGraph::fit_workspace(Context& ctx) {
   if (ctx.workspace_limit(Device::CUDA) != 0) return;  // a plan sized it: kept as planned
   const size_t held = ctx.workspace_size(Device::CUDA);
+  // The peak so far is the timing's (the fit restarts it); from here it counts the steps, which
+  // the plan describes (a captured step allocates nothing, so every buffer it uses is held
+  // now). The cached blocks, the old workspace's among them, go back to the driver.
+  const size_t timing_peak = ctx.device_alloc_stats().peak_in_use;
   if (ctx.fit_workspace(Device::CUDA) == 0) return;
-  // The peak so far is the timing's; from here it counts the steps, which the plan describes
-  // (a captured step allocates nothing, so every buffer it uses is held now). The cached
-  // blocks, the old workspace's among them, go back to the driver.
   std::printf("%s: workspace %.1f -> %.1f MiB: what the timing of the algorithms left beyond "
               "what the chosen ones ask is given back; the device's peak so far, the timing's, "
               "%.2f GiB; the peak counts the steps from here\n",
               what_, static_cast<double>(held) * 4.0 / 1048576.0,
               static_cast<double>(ctx.workspace_size(Device::CUDA)) * 4.0 / 1048576.0,
-              static_cast<double>(ctx.device_alloc_stats().peak_in_use) / 1073741824.0);
+              static_cast<double>(timing_peak) / 1073741824.0);
   ctx.allocator(Device::CUDA)->trim();
 }
 

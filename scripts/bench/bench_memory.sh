@@ -193,7 +193,9 @@ for side in $SIDES; do
     printf 'pdnn  %-6s %4s cap %-5s: %s, median %s ms (predicted %s), peak %s GiB (reserved %s; planned %s)%s\n' \
       "$variant" "$side" "$cap" "$status" "${med:--}" "${predicted:--}" "$(gib "$peak")" "$(gib "$resv")" \
       "${planned:--}" "${plan:+: $plan}"
-    row "$predicted" "$name" pdnn "$variant" "$side" "$batch" "$PRECISION" "$capg" "$(gib "$peak")" \
+    # The arithmetic the run printed (APP_ARGS may change it: --conv-transforms is fp32+transforms)
+    arith=$(sed -nE 's/^step_ms .* precision=([^ ]+).*/\1/p' "$log" | head -1)
+    row "$predicted" "$name" pdnn "$variant" "$side" "$batch" "${arith:-$PRECISION}" "$capg" "$(gib "$peak")" \
       "$(gib "$resv")" "$med" "$lo" "$hi" "$n" "$status" "$planned" "$context" "$plan" "$gpu" \
       "pdnn $(echo "$gpu" | sed -E 's/.*(driver [0-9.]+, runtime [0-9.]+).*/\1/')" \
       "${run_rev:-$rev}" "$(hostname)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -573,11 +573,16 @@ TEST(MemoryPlan, ArenaHoldsAnOutputToItsLastUse) {
 // step (the real ones accumulate): the plan holds the largest layer's beside everything else
 // where it times (auto, own), nothing where the policy or the layer forces an algorithm. (A
 // U-Net at 1024 x 1024, batch 1, under a 4G cap ran out of memory there on an H200.)
-TEST(MemoryPlan, HoldsTheChoosersScratchWeightGradientWhereItTimes) {
+// A small U-Net (base 8, depth 2) for the plan's descriptions.
+Model small_unet() {
   UNetOptions o;
   o.base = 8;
   o.depth = 2;
-  Model m = make_unet(o);
+  return make_unet(o);
+}
+
+TEST(MemoryPlan, HoldsTheChoosersScratchWeightGradientWhereItTimes) {
+  Model m = small_unet();
   const Shape in{1, 3, 64, 64};
   auto small = [&](const std::string& policy) {
     return describe_step(m, in, nullptr, 1000.0, 1, 0, Precision::Fp32, 1, kPlanGpuSms, policy)
@@ -599,10 +604,7 @@ TEST(MemoryPlan, HoldsTheChoosersScratchWeightGradientWhereItTimes) {
 // forward keeps no columns) and the workspace as held. The peak moves by exactly the columns
 // no longer counted and the workspace's difference.
 TEST(MemoryPlan, PlanAsRunCountsTheColumnsHeldAndTheWorkspaceAsHeld) {
-  UNetOptions o;
-  o.base = 8;
-  o.depth = 2;
-  Model m = make_unet(o);
+  Model m = small_unet();
   const Shape in{1, 3, 64, 64};
   auto describe = [&](bool as_run) {
     return describe_step(m, in, nullptr, 1000.0, 1, 0, Precision::Fp32, 1, kPlanGpuSms, "auto",

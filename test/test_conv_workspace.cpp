@@ -78,7 +78,8 @@ TEST(ConvWorkspace, UNetLayerAtBatch1NeedsNoColumns) {
             58 * 64 * 1153 * 4);
   // Forced (--conv-algo im2col, or by the layer), im2col's columns are the least; cuDNN forced
   // keeps one float beside its own algorithm, which it picks within what the workspace leaves
-  // (at most its cap).
+  // (at most the plan's 1 GiB), and for the weight gradient the scratch its algorithm is found
+  // with under a plan: 64 x 1152 floats.
   EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "im2col").least,
             b.columns);
   EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "auto", ConvAlgo::Im2col)
@@ -88,8 +89,8 @@ TEST(ConvWorkspace, UNetLayerAtBatch1NeedsNoColumns) {
                 .least,
             b.columns);
   const ConvWorkspaceBounds cudnn = gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "cudnn");
-  EXPECT_EQ(cudnn.least, 4);
-  EXPECT_EQ(cudnn.most, 4 + (int64_t{1} << 30));
+  EXPECT_EQ(cudnn.least, 4 + 64 * 1152 * 4);
+  EXPECT_EQ(cudnn.most, 4 + 64 * 1152 * 4 + (int64_t{1} << 30));
   // The layer says so to the plan (the ReLU's derivative in place, as under a plan).
   Conv2d conv(128, 64, 3, 1, 1);
   conv.set_mask_dy_in_place(true);
@@ -340,6 +341,37 @@ void expect_policy_fits(const std::string& policy, DType dt) {
   EXPECT_LT(testing::rel_error(got.y, want.y), tol);
   EXPECT_LT(testing::rel_error(got.dx, want.dx), tol);
   EXPECT_LT(testing::rel_error(got.dw, want.dw), tol);
+}
+
+// cuDNN forced (--conv-algo cudnn) under a workspace of exactly its least, as a plan at its
+// smallest limit holds it: what it keeps beside its algorithm, and for the weight gradient the
+// scratch its algorithm is found with (a least without it failed the pass); every pass runs on
+// cuDNN within it and computes the convolution, fp32 and bf16.
+TEST(ConvWorkspaceGpu, CudnnRunsInItsLeastWorkspace) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dt == DType::BF16 ? "bf16" : "fp32");
+    const Case c;
+    Context free_ctx(1, 1, Device::CUDA);
+    free_ctx.tuning().set_policy("im2col");
+    const Outs want = run_case(free_ctx, c, dt);
+    Context ctx(1, 1, Device::CUDA);
+    if (ctx.cuda().cudnn() == nullptr) GTEST_SKIP() << cudnn_status();
+    ctx.tuning().set_policy("cudnn");
+    const size_t limit = static_cast<size_t>(
+        gpu_conv_workspace_bounds(c.g, c.n, c.k, Act{}, dt, ctx.cuda().info().sm_count, "cudnn")
+            .least / 4);
+    ctx.set_workspace_limit(Device::CUDA, limit);
+    const Outs got = run_case(ctx, c, dt);
+    ASSERT_EQ(ctx.tuning().made().size(), 3u);
+    for (const auto& [key, choice] : ctx.tuning().made()) EXPECT_EQ(choice.choice, "cudnn") << key;
+    EXPECT_LE(ctx.workspace_size(Device::CUDA), limit);
+    const double tol = dt == DType::BF16 ? 2e-2 : 1e-5;
+    EXPECT_LT(testing::rel_error(got.y, want.y), tol);
+    EXPECT_LT(testing::rel_error(got.dx, want.dx), tol);
+    EXPECT_LT(testing::rel_error(got.dw, want.dw), tol);
+  }
 }
 
 TEST(ConvWorkspaceGpu, AutoRunsOnlyWhatFitsThePlansWorkspace) {

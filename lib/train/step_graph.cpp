@@ -29,9 +29,10 @@ void StepGraph::reset() {
 void StepGraph::fit_workspace(Context& ctx) {
   if (ctx.workspace_limit(Device::CUDA) != 0) return;  // a plan sized it: kept as planned
   const size_t held = ctx.workspace_size(Device::CUDA);
-  // The peak so far is the timing's (the fit restarts it); from here it counts the steps, which
-  // the plan describes (a captured step allocates nothing, so every buffer it uses is held
-  // now). The cached blocks, the old workspace's among them, go back to the driver.
+  // The peak so far is the timing's; the fit gives the cached blocks, the old workspace's among
+  // them, back to the driver and restarts the peak, which from here counts the steps, as the
+  // plan describes them (a captured step allocates nothing, so every buffer it uses is held
+  // now).
   const size_t timing_peak = ctx.device_alloc_stats().peak_in_use;
   if (ctx.fit_workspace(Device::CUDA) == 0) return;
   std::printf("%s: workspace %.1f -> %.1f MiB: what the timing of the algorithms left beyond "
@@ -40,7 +41,6 @@ void StepGraph::fit_workspace(Context& ctx) {
               what_, static_cast<double>(held) * 4.0 / 1048576.0,
               static_cast<double>(ctx.workspace_size(Device::CUDA)) * 4.0 / 1048576.0,
               static_cast<double>(timing_peak) / 1073741824.0);
-  ctx.allocator(Device::CUDA)->trim();
 }
 
 void StepGraph::run(Context& ctx, const Key& key, const std::function<void()>& step) {

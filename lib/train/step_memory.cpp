@@ -239,6 +239,28 @@ int64_t eval_bytes_of(Model& model, const Shape& batch, int64_t eval_batch) {
          block(e * classes * f) + block(e * labels * f) + block(e * labels * 4) + 512;
 }
 
+// The step's memory as this run's plans describe it: describe_step at `rows` of the batch on
+// the run's device (the convolutions' workspace depends on the GPU's multiprocessors and the
+// algorithms its policy lets them run, Layer::backward_needs; a CPU context keeps no policy, so
+// a plan made there takes the flag's; the step shell's staging buffers hold the batch a second
+// time, train/step_shell.h), and on the GPU the CUDA context (`context` bytes) and cuBLAS's
+// workspace, and the evaluation's buffers. as_run: the layers as they ran (PlanFor::as_run).
+StepMem describe_run_step(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
+                          int64_t rows, const RunConfig& cfg, int64_t eval_batch, double rate,
+                          double device_gb_s, int64_t context, bool as_run = false) {
+  const bool gpu = ctx.has_cuda();
+  StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, batch.n(), device_gb_s,
+                            ctx.precision(), gpu && cfg.overlap_batch_copy ? 2 : 1,
+                            gpu ? ctx.cuda().info().sm_count : kPlanGpuSms,
+                            gpu ? ctx.tuning().policy() : cfg.conv_algo, as_run);
+  if (gpu) {
+    m.context_bytes = context;
+    m.cublas_bytes = static_cast<int64_t>(CudaState::cublas_workspace_bytes());
+  }
+  m.eval_bytes = eval_bytes_of(model, batch, eval_batch);
+  return m;
+}
+
 }  // namespace
 
 bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
@@ -258,19 +280,12 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     ctx.allocator(Device::CUDA)->trim();
   }
   const int64_t n = batch.n();
-  // The convolutions' workspace depends on the GPU's multiprocessors and the algorithms the
-  // policy lets them run (Layer::backward_needs).
-  const int sms = gpu ? ctx.cuda().info().sm_count : kPlanGpuSms;
-  // (A CPU context keeps no policy: a plan made there takes the flag's.)
-  const std::string policy = gpu ? ctx.tuning().policy() : cfg.conv_algo;
   const bool measured = !cfg.layer_times.empty();
   StepMem timed, timed_least;  // the profiles' times, at the whole batch
   bool times_scaled = false;  // ... measured at another batch or size
-  // The step shell's staging buffers hold the batch a second time (train/step_shell.h).
-  const int batch_copies = gpu && cfg.overlap_batch_copy ? 2 : 1;
   auto describe = [&](int64_t rows) {
-    StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, n, o.device_gb_s,
-                              ctx.precision(), batch_copies, sms, policy);
+    StepMem m = describe_run_step(ctx, model, opt, batch, rows, cfg, eval_batch, rate,
+                                  o.device_gb_s, context);
     int64_t state = 0;
     for (const LayerMem& l : m.layers) state += l.param_bytes + l.grad_bytes + l.opt_state_bytes;
     m.update_ms = 2.0 * static_cast<double>(state) / ((gpu ? kGpuUpdateGbS : kCpuUpdateGbS) * 1e6);
@@ -285,11 +300,6 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
       }
       m.update_ms = timed.update_ms;
     }
-    if (gpu) {
-      m.context_bytes = context;
-      m.cublas_bytes = static_cast<int64_t>(CudaState::cublas_workspace_bytes());
-    }
-    m.eval_bytes = eval_bytes_of(model, batch, eval_batch);
     return m;
   };
   // Without a limit, a step that may not fit the GPU as its layers run it by default (every
@@ -340,8 +350,8 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   o.host_update_gb_s = gpu && capped ? measure_host_update_gb_s(ctx) : kCpuUpdateGbS;
   if (gpu) ctx.allocator(Device::CUDA)->trim();
   if (measured) {
-    const StepMem whole = describe_step(model, batch, &opt, rate, n, o.device_gb_s,
-                                        ctx.precision(), 1, sms, policy);
+    const StepMem whole =  // (its layers' times are read)
+        describe_run_step(ctx, model, opt, batch, n, cfg, 0, rate, o.device_gb_s, context);
     timed = whole;
     times_scaled = read_layer_times(timed, cfg.layer_times);
     if (!cfg.layer_times_least.empty()) {
@@ -365,7 +375,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     std::printf("memory plan of a training step, input %s, %s, on %s (%s; copy bandwidth %s%s):\n%s",
                 batch.str().c_str(), precision_name(ctx.precision()),
                 gpu ? "the GPU"
-                    : strprintf("a GPU of %d multiprocessors (planned on the CPU)", sms).c_str(),
+                    : strprintf("a GPU of %d multiprocessors (planned on the CPU)", kPlanGpuSms).c_str(),
                 times.c_str(), gpu ? "measured" : "assumed",
                 gpu ? strprintf(", device %.0f GB/s, host update %.1f GB/s measured", o.device_gb_s,
                                 o.host_update_gb_s).c_str()
@@ -413,12 +423,9 @@ void report_plan_as_run(Context& ctx, Model& model, Optimizer& opt, const Shape&
                         const RunConfig& cfg, int64_t eval_batch) {
   if (!cfg.memory_plan || !ctx.has_cuda() || ctx.workspace_limit(Device::CUDA) != 0) return;
   const int64_t n = batch.n();
-  StepMem m = describe_step(model, batch, &opt, kGpuGflops, n, kAssumedDeviceGbS, ctx.precision(),
-                            cfg.overlap_batch_copy ? 2 : 1, ctx.cuda().info().sm_count,
-                            ctx.tuning().policy(), /*as_run=*/true);
-  m.context_bytes = static_cast<int64_t>(ctx.cuda().context_bytes());
-  m.cublas_bytes = static_cast<int64_t>(CudaState::cublas_workspace_bytes());
-  m.eval_bytes = eval_bytes_of(model, batch, eval_batch);
+  StepMem m = describe_run_step(ctx, model, opt, batch, n, cfg, eval_batch, kGpuGflops,
+                                kAssumedDeviceGbS,
+                                static_cast<int64_t>(ctx.cuda().context_bytes()), /*as_run=*/true);
   m.workspace_held = static_cast<int64_t>(ctx.workspace_size(Device::CUDA) * sizeof(float));
   int convs = 0, keeping = 0;
   int64_t columns = 0;

@@ -153,12 +153,12 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
     for (ConvAlgo a : cands) {
       int64_t lo = 0, hi = 0;
       if (a == ConvAlgo::Cudnn) {
-        // dy through the activation and bf16's weight gradient beside its own algorithm, which
-        // asks at most the cap and at least none
-        const size_t beside =
-            (pass == ConvPass::Forward ? 0 : cuda::conv2d_act_grad_floats(g, n, k, act)) +
-            cuda::conv2d_cudnn_dw16_floats(pass, g, k, dtype == DType::BF16) + 1;
-        lo = static_cast<int64_t>(beside) * f;
+        // what it keeps beside its own algorithm (dy through the activation, bf16's weight
+        // gradient, the weight gradient's scratch its algorithm is found with under a plan),
+        // which asks at most the plan's allowance and at least none
+        const bool b16 = dtype == DType::BF16;
+        lo = static_cast<int64_t>(cuda::conv2d_cudnn_beside_floats(pass, g, n, k, act, b16) +
+                                  cuda::conv2d_cudnn_find_scratch_floats(pass, g, k, b16)) * f;
         hi = lo + static_cast<int64_t>(cuda::kCudnnPlanWorkspaceBytes);
       } else {
         lo = hi = static_cast<int64_t>(gpu_conv_own_ws_floats(pass, a, g, n, k, act, dtype, sms)) * f;

@@ -248,30 +248,19 @@ int64_t slice_of(const ConvGeom& g, int64_t n, int64_t k, CudaExec e) {
 }  // namespace
 
 namespace {
-// Floats a pass keeps in the workspace besides cuDNN's own: dy through the activation in
-// backward, bf16's weight gradient (conv2d_cudnn_dw16_floats), one float of margin.
-size_t beside_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
-                     bool is_bf16) {
-  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) +
-         conv2d_cudnn_dw16_floats(pass, g, k, is_bf16) + 1;
-}
 // The most cuDNN's own algorithm may ask for the pass: kCudnnMaxWorkspaceBytes, and under a
 // workspace limit all the limit leaves beside the rest (the plan sized it, as PyTorch's
 // autotuner takes what the free memory holds).
 size_t cudnn_cap(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act, bool is_bf16,
                  CudaExec e) {
   if (e.workspace_limit_bytes == 0) return kCudnnMaxWorkspaceBytes;
-  const size_t rest = 4 * beside_floats(pass, g, n, k, act, is_bf16);
+  const size_t rest = 4 * conv2d_cudnn_beside_floats(pass, g, n, k, act, is_bf16);
   return e.workspace_limit_bytes > rest ? (e.workspace_limit_bytes - rest) / 4 * 4 : 0;
 }
-// Under a workspace limit the weight gradient's algorithm is found with its output in a scratch
-// at the start of the pass's cuDNN workspace (the real dw accumulates): bytes of that scratch
-// (256-aligned), 0 for the other passes and without a limit; the algorithm then asks at most
-// the cap less it.
+// Bytes of the weight gradient's scratch its algorithm is found with under a workspace limit
+// (conv2d_cudnn_find_scratch_floats); 0 without one, where cuDNN finds in buffers of its own.
 size_t find_scratch_bytes(ConvPass pass, const ConvGeom& g, int64_t k, bool is_bf16, CudaExec e) {
-  if (e.workspace_limit_bytes == 0 || pass != ConvPass::BackwardWeights) return 0;
-  const size_t bytes = static_cast<size_t>(k * g.col_rows()) * (is_bf16 ? 2 : 4);
-  return (bytes + 255) / 256 * 256;
+  return e.workspace_limit_bytes == 0 ? 0 : 4 * conv2d_cudnn_find_scratch_floats(pass, g, k, is_bf16);
 }
 size_t pick_cap(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act, bool is_bf16,
                 CudaExec e) {
@@ -299,7 +288,7 @@ size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n
     Descs d(g, m, k, is_bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT);
     ws = std::max(ws, pick(pass, g, m, k, d, e, cap, is_bf16).ws);
   }
-  return beside_floats(pass, g, n, k, act, is_bf16) + (ws + 3) / 4;
+  return conv2d_cudnn_beside_floats(pass, g, n, k, act, is_bf16) + (ws + 3) / 4;
 }
 
 namespace {
@@ -353,11 +342,13 @@ void backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
   const size_t cap_w = pick_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e);
   const size_t cap_d = pick_cap(ConvPass::BackwardData, g, n, k, a.act, kBf16, e);
   const size_t scratch_w = find_scratch_bytes(ConvPass::BackwardWeights, g, k, kBf16, e);
-  PDNN_CHECK(!a.dw || scratch_w <= cudnn_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e),
-             "convolution algorithm cudnn: the memory plan's workspace leaves %.1f MiB beside dy, "
-             "less than the %.1f MiB of the weight gradient its algorithm is found with",
-             cudnn_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e) / 1048576.0,
-             scratch_w / 1048576.0);
+  if (a.dw && scratch_w > 0) {
+    const size_t all_w = cudnn_cap(ConvPass::BackwardWeights, g, n, k, a.act, kBf16, e);
+    PDNN_CHECK(scratch_w <= all_w,
+               "convolution algorithm cudnn: the memory plan's workspace leaves %.1f MiB beside "
+               "dy, less than the %.1f MiB of the weight gradient its algorithm is found with",
+               all_w / 1048576.0, scratch_w / 1048576.0);
+  }
   const float one = 1.f, zero = 0.f;
   if (a.db) bias_backward(n, k, g.oh * g.ow, gy, a.db, e);
   const int64_t s = slice_of(g, n, k, e), per_y = k * g.oh * g.ow;

@@ -171,6 +171,23 @@ inline size_t conv2d_cudnn_dw16_floats(ConvPass pass, const ConvGeom& g, int64_t
   if (!is_bf16 || pass != ConvPass::BackwardWeights) return 0;
   return static_cast<size_t>((k * g.col_rows() + 127) / 128 * 64);
 }
+// Floats a cuDNN pass keeps in the workspace beside its own algorithm's: dy through the
+// activation in backward, bf16's weight gradient, one float of margin.
+inline size_t conv2d_cudnn_beside_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                                         Act act, bool is_bf16) {
+  return (pass == ConvPass::Forward ? 0 : conv2d_act_grad_floats(g, n, k, act)) +
+         conv2d_cudnn_dw16_floats(pass, g, k, is_bf16) + 1;
+}
+// Under a memory plan cuDNN finds the weight gradient's algorithm with its output in a scratch
+// at the start of its part of the workspace (the real dw accumulates; conv2d_cudnn.cu): its
+// floats, 256-byte aligned (0 for the other passes); the algorithm then asks at most what the
+// workspace leaves beside it.
+inline size_t conv2d_cudnn_find_scratch_floats(ConvPass pass, const ConvGeom& g, int64_t k,
+                                               bool is_bf16) {
+  if (pass != ConvPass::BackwardWeights) return 0;
+  const size_t bytes = static_cast<size_t>(k * g.col_rows()) * (is_bf16 ? 2 : 4);
+  return (bytes + 255) / 256 * 64;
+}
 
 }  // namespace cuda
 

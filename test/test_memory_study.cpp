@@ -214,5 +214,28 @@ TEST_F(MemoryTable, UNetStudyTableFromTwoVisits) {
   EXPECT_EQ(slurp("t.png").substr(1, 3), "PNG");
 }
 
+// nvidia-smi's samples of the whole GPU (scripts/report/smi_peaks.py): each stretch above the
+// idle level is one process, named by the runner's phase it began in, with its largest sample;
+// a sample or mark it cannot read is an error naming the file and line.
+TEST_F(MemoryTable, SmiPeaksFindsEachProcessAndItsLargestSample) {
+  // 2026/11/28 21:29:45 UTC is 1795901385
+  spit("smi.csv",
+       "2026/11/28 21:29:45.000, 0\n2026/11/28 21:29:45.100, 600\n"
+       "2026/11/28 21:29:45.200, 6257\n2026/11/28 21:29:45.300, 0\n"
+       "2026/11/28 21:29:46.000, 3389\n2026/11/28 21:29:46.100, 3000\n");
+  spit("marks.txt", "1795901385.0 pdnn 6.1G\n1795901385.9 pdnn 3.3G\n");
+  const std::string cmd = kPython + " " PDNN_SOURCE_DIR "/scripts/report/smi_peaks.py ";
+  testing::CommandResult r = run_command(cmd + path("smi.csv") + " " + path("marks.txt"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "pdnn 6.1G                     0.1      0.2      6257    6.110"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "pdnn 3.3G                     1.0      1.1      3389    3.310"))
+      << r.output;
+  spit("bad.csv", "2026/11/28 21:29:45.000, lots\n");
+  r = run_command(cmd + path("bad.csv") + " " + path("marks.txt"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, path("bad.csv") + ":1: not a 'timestamp, MiB' sample")) << r.output;
+}
+
 }  // namespace
 }  // namespace pdnn

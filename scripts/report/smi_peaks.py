@@ -2,12 +2,12 @@
 """The GPU's memory as nvidia-smi saw it, per process, beside a runner's phases.
 
 Reads `nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader,nounits -lms 100`
-samples (the whole device: every process's CUDA context, cuDNN's handle and kernels, what its
-allocator holds and any allocation outside it) and a marks file of "<unix seconds> <phase>"
-lines, and prints each stretch of samples above `--idle` MiB (one process, as the runners run
-them one after another) with the phase it began in, its span and its largest sample. Used to
-check that a run under --gpu-memory-limit stays under it as the device counts it
-(results/scale/unet-study-h200).
+samples of the whole device (every process's CUDA context, cuDNN's handle and kernels, what its
+allocator holds and any allocation outside it; the timestamps read as UTC, the lent hosts'
+clock) and a marks file of "<unix seconds> <phase>" lines, and prints each stretch of samples
+above `--idle` MiB (one process, as the runners run them one after another) with the phase it
+began in, its span and its largest sample. Used to check that a run under --gpu-memory-limit
+stays under it as the device counts it (results/scale/unet-study-h200).
 
   scripts/report/smi_peaks.py smi_mem.csv marks.txt
 """

@@ -79,7 +79,8 @@ TEST(ConvWorkspace, UNetLayerAtBatch1NeedsNoColumns) {
   // Forced (--conv-algo im2col, or by the layer), im2col's columns are the least; cuDNN forced
   // keeps one float beside its own algorithm, which it picks within what the workspace leaves
   // (at most the plan's 1 GiB), and for the weight gradient the scratch its algorithm is found
-  // with under a plan: 64 x 1152 floats.
+  // with under a plan: 64 x 1152 floats; its algorithm's own least is cuDNN's to say (none
+  // counted without a device).
   EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "im2col").least,
             b.columns);
   EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "auto", ConvAlgo::Im2col)
@@ -91,6 +92,31 @@ TEST(ConvWorkspace, UNetLayerAtBatch1NeedsNoColumns) {
   const ConvWorkspaceBounds cudnn = gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "cudnn");
   EXPECT_EQ(cudnn.least, 4 + 64 * 1152 * 4);
   EXPECT_EQ(cudnn.most, 4 + 64 * 1152 * 4 + (int64_t{1} << 30));
+  // With the device's cuDNN: what its algorithm asks at the least for each pass is added to that
+  // pass's (rounded up to floats), forced; under auto cuDNN's least is not the plan's (the own
+  // algorithms hold it), and cuDNN is not asked.
+  int asked = 0;
+  const CudnnLeastFn says = [&](ConvPass p, const ConvGeom&, int64_t n, int64_t k, DType) {
+    ++asked;
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ(k, 64);
+    return p == ConvPass::Forward ? int64_t{5} << 20 : p == ConvPass::BackwardWeights ? 1001 : 0;
+  };
+  const ConvWorkspaceBounds told =
+      gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "cudnn", ConvAlgo::Auto, says);
+  EXPECT_EQ(asked, 3);
+  EXPECT_EQ(told.least, std::max<int64_t>(4 + (int64_t{5} << 20), 4 + 64 * 1152 * 4 + 1004));
+  EXPECT_EQ(told.most, cudnn.most);
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "cudnn", ConvAlgo::Auto,
+                                      [](ConvPass, const ConvGeom&, int64_t, int64_t, DType) {
+                                        return int64_t{2} << 30;
+                                      }).most,
+            4 + 64 * 1152 * 4 + (int64_t{2} << 30));  // past the plan's allowance: its least
+  asked = 0;
+  EXPECT_EQ(gpu_conv_workspace_bounds(g, 1, 64, Act{}, DType::F32, 132, "auto", ConvAlgo::Auto,
+                                      says).least,
+            b.least);
+  EXPECT_EQ(asked, 0);
   // The layer says so to the plan (the ReLU's derivative in place, as under a plan).
   Conv2d conv(128, 64, 3, 1, 1);
   conv.set_mask_dy_in_place(true);
@@ -344,9 +370,11 @@ void expect_policy_fits(const std::string& policy, DType dt) {
 }
 
 // cuDNN forced (--conv-algo cudnn) under a workspace of exactly its least, as a plan at its
-// smallest limit holds it: what it keeps beside its algorithm, and for the weight gradient the
-// scratch its algorithm is found with (a least without it failed the pass); every pass runs on
-// cuDNN within it and computes the convolution, fp32 and bf16.
+// smallest limit holds it: what it keeps beside its algorithm, for the weight gradient the
+// scratch its algorithm is found with, and what cuDNN's algorithm asks at the least (a least
+// without either failed the pass on an H200); every pass runs on cuDNN within it and computes
+// the convolution, fp32 and bf16. A float less fails naming the workspace, where cuDNN's own
+// least is above none.
 TEST(ConvWorkspaceGpu, CudnnRunsInItsLeastWorkspace) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
@@ -359,8 +387,10 @@ TEST(ConvWorkspaceGpu, CudnnRunsInItsLeastWorkspace) {
     Context ctx(1, 1, Device::CUDA);
     if (ctx.cuda().cudnn() == nullptr) GTEST_SKIP() << cudnn_status();
     ctx.tuning().set_policy("cudnn");
+    const CudnnLeastFn cudnn_least = gpu_conv_cudnn_least(ctx);
     const size_t limit = static_cast<size_t>(
-        gpu_conv_workspace_bounds(c.g, c.n, c.k, Act{}, dt, ctx.cuda().info().sm_count, "cudnn")
+        gpu_conv_workspace_bounds(c.g, c.n, c.k, Act{}, dt, ctx.cuda().info().sm_count, "cudnn",
+                                  ConvAlgo::Auto, cudnn_least)
             .least / 4);
     ctx.set_workspace_limit(Device::CUDA, limit);
     const Outs got = run_case(ctx, c, dt);
@@ -371,6 +401,24 @@ TEST(ConvWorkspaceGpu, CudnnRunsInItsLeastWorkspace) {
     EXPECT_LT(testing::rel_error(got.y, want.y), tol);
     EXPECT_LT(testing::rel_error(got.dx, want.dx), tol);
     EXPECT_LT(testing::rel_error(got.dw, want.dw), tol);
+    // the pass that sets the least: a float less leaves its algorithm 4 bytes short
+    int64_t most_lo = 0, own = 0;
+    for (ConvPass p : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights}) {
+      const bool b16 = dt == DType::BF16;
+      const int64_t own_p = (cudnn_least(p, c.g, c.n, c.k, dt) + 3) / 4 * 4;
+      const int64_t lo = 4 * static_cast<int64_t>(
+                                 cuda::conv2d_cudnn_beside_floats(p, c.g, c.n, c.k, Act{}, b16) +
+                                 cuda::conv2d_cudnn_find_scratch_floats(p, c.g, c.k, b16)) +
+                         own_p;
+      if (lo > most_lo) most_lo = lo, own = own_p;
+    }
+    EXPECT_EQ(static_cast<size_t>(most_lo / 4), limit);
+    if (own == 0) continue;
+    Context less(1, 1, Device::CUDA);
+    less.tuning().set_policy("cudnn");
+    less.set_workspace_limit(Device::CUDA, limit - 1);
+    testing::expect_error_mentions([&] { run_case(less, c, dt); },
+                                   {"convolution algorithm cudnn", "asks at most"});
   }
 }
 
@@ -461,7 +509,8 @@ TEST(ConvWorkspaceGpu, NothingFitsFailsNamingTheWorkspace) {
 }
 
 // cuDNN forced under a workspace limit picks among its own algorithms those that fit what the
-// limit leaves (the same rule), or fails saying so; it never asks more.
+// limit leaves (the same rule), or fails saying so; it never asks more. (At its least:
+// CudnnRunsInItsLeastWorkspace.)
 TEST(ConvWorkspaceGpu, CudnnForcedPicksWithinTheWorkspace) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;

@@ -80,6 +80,9 @@ Loaded load() {
   get(l.api.fwd_algos_ex, "cudnnFindConvolutionForwardAlgorithmEx");
   get(l.api.bwd_data_algos_ex, "cudnnFindConvolutionBackwardDataAlgorithmEx");
   get(l.api.bwd_filter_algos_ex, "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+  get(l.api.fwd_heuristics, "cudnnGetConvolutionForwardAlgorithm_v7");
+  get(l.api.bwd_data_heuristics, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  get(l.api.bwd_filter_heuristics, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
   get(l.api.fwd_ws, "cudnnGetConvolutionForwardWorkspaceSize");
   get(l.api.bwd_data_ws, "cudnnGetConvolutionBackwardDataWorkspaceSize");
   get(l.api.bwd_filter_ws, "cudnnGetConvolutionBackwardFilterWorkspaceSize");

@@ -43,6 +43,10 @@ struct CudnnApi {
   decltype(&cudnnFindConvolutionForwardAlgorithmEx) fwd_algos_ex = nullptr;
   decltype(&cudnnFindConvolutionBackwardDataAlgorithmEx) bwd_data_algos_ex = nullptr;
   decltype(&cudnnFindConvolutionBackwardFilterAlgorithmEx) bwd_filter_algos_ex = nullptr;
+  // ... cuDNN's heuristic list, with each algorithm's workspace (nothing allocated or timed)
+  decltype(&cudnnGetConvolutionForwardAlgorithm_v7) fwd_heuristics = nullptr;
+  decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) bwd_data_heuristics = nullptr;
+  decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) bwd_filter_heuristics = nullptr;
   decltype(&cudnnGetConvolutionForwardWorkspaceSize) fwd_ws = nullptr;
   decltype(&cudnnGetConvolutionBackwardDataWorkspaceSize) bwd_data_ws = nullptr;
   decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) bwd_filter_ws = nullptr;

@@ -150,7 +150,8 @@ void set_gpu_conv_needs(BackwardNeeds& b, const ConvGeom& g, int64_t n, int64_t 
                         const PlanFor& p, ConvAlgo forced, int64_t weight_elems,
                         int64_t bias_elems) {
   const ConvWorkspaceBounds w =
-      gpu_conv_workspace_bounds(g, n, k, act, p.act, p.gpu_sms, p.conv_policy, forced);
+      gpu_conv_workspace_bounds(g, n, k, act, p.act, p.gpu_sms, p.conv_policy, forced,
+                                p.cudnn_least);
   b.workspace_bytes = w.least;
   b.fast_workspace_bytes = w.most;
   b.columns_bytes = w.columns;

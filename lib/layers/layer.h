@@ -12,6 +12,7 @@
 #include "core/param.h"
 #include "core/tensor.h"
 #include "ops/activation.h"
+#include "ops/conv/conv2d.h"
 
 namespace pdnn {
 
@@ -59,6 +60,10 @@ struct PlanFor {
   // The layer as it ran (after its algorithms were chosen): the buffers it keeps for backward
   // as they are, not as its default choice would keep them (an uncapped plan's peak as run).
   bool as_run = false;
+  // A convolution forced to cuDNN counts what cuDNN's own algorithm asks at the least in its
+  // least workspace: only cuDNN knows it (empty: a plan made without a device with cuDNN,
+  // where cuDNN cannot run, counts none).
+  CudnnLeastFn cudnn_least = {};
 };
 
 // The weight a layer's product runs on: w for a float32 input x, its bf16 copy w16 for a

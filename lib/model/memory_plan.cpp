@@ -1332,7 +1332,7 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows, double device_gb_s, Precision precision,
                       int batch_copies, int gpu_sms, const std::string& conv_policy,
-                      bool as_run) {
+                      bool as_run, const CudnnLeastFn& cudnn_least) {
   PDNN_CHECK(batch_copies == 1 || batch_copies == 2, "memory plan: %d copies of the batch",
              batch_copies);
   PDNN_CHECK(gflops_per_s > 0 && std::isfinite(gflops_per_s),
@@ -1384,7 +1384,8 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
     lm.grad_bytes = lm.param_bytes;
     lm.opt_state_bytes = slots * lm.param_bytes;
     if (!lm.absorbed) {
-      const BackwardNeeds b = l.backward_needs(s, PlanFor{act, gpu_sms, conv_policy, as_run});
+      const BackwardNeeds b = l.backward_needs(s, PlanFor{act, gpu_sms, conv_policy, as_run,
+                                                        cudnn_least});
       lm.restores_inputs = dynamic_cast<MergeLayer*>(&l) == nullptr || b.input;
       lm.bwd_reads_input = b.input;
       lm.bwd_reads_output = b.output;

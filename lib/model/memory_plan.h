@@ -56,6 +56,7 @@
 #include "core/cuda_state.h"
 #include "core/precision.h"
 #include "core/shape.h"
+#include "ops/conv/conv2d.h"
 
 namespace pdnn {
 
@@ -362,11 +363,12 @@ ArenaLayout layout_arena(const std::vector<int64_t>& out_elems, const std::vecto
 // step's own, train/step_shell.h; else 1). gpu_sms, conv_policy: the multiprocessors of the
 // GPU planned for (the device's on a GPU) and the run's --conv-algo: the convolutions'
 // workspace depends on them (Layer::backward_needs, PlanFor). as_run: the layers' kept buffers as
-// they ran (PlanFor::as_run), after the algorithms were chosen.
+// they ran (PlanFor::as_run), after the algorithms were chosen. cudnn_least: PlanFor's (the
+// device's cuDNN, for convolutions forced to it).
 StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflops_per_s,
                       int64_t batch_rows = 0, double device_gb_s = 0,
                       Precision precision = Precision::Fp32, int batch_copies = 1,
                       int gpu_sms = kPlanGpuSms, const std::string& conv_policy = "auto",
-                      bool as_run = false);
+                      bool as_run = false, const CudnnLeastFn& cudnn_least = {});
 
 }  // namespace pdnn

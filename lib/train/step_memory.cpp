@@ -14,6 +14,7 @@
 #include "core/cuda_state.h"
 #include "core/error.h"
 #include "layers/conv2d.h"
+#include "ops/conv/conv2d_algo.h"
 #include "ops/optim.h"
 
 namespace pdnn {
@@ -252,7 +253,8 @@ StepMem describe_run_step(Context& ctx, Model& model, Optimizer& opt, const Shap
   StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, batch.n(), device_gb_s,
                             ctx.precision(), gpu && cfg.overlap_batch_copy ? 2 : 1,
                             gpu ? ctx.cuda().info().sm_count : kPlanGpuSms,
-                            gpu ? ctx.tuning().policy() : cfg.conv_algo, as_run);
+                            gpu ? ctx.tuning().policy() : cfg.conv_algo, as_run,
+                            gpu_conv_cudnn_least(ctx));
   if (gpu) {
     m.context_bytes = context;
     m.cublas_bytes = static_cast<int64_t>(CudaState::cublas_workspace_bytes());
@@ -444,12 +446,15 @@ void report_plan_as_run(Context& ctx, Model& model, Optimizer& opt, const Shape&
               "(columns kept for backward by %d of %d convolutions, %s; the workspace as held, "
               "%s; the CUDA context's %s; laid out by lifetime it would be %s); the plan before "
               "the choice counted every convolution's columns and the least workspace; the "
-              "allocator holds %s now, its peak since the fit %s (the context not in either)\n",
+              "allocator holds %s now (%s asked: a cached block handed out may be larger), its "
+              "peak since the fit %s (%s asked; the context not in either)\n",
               format_bytes(p.keep_all_bytes).c_str(), keeping, convs,
               format_bytes(columns).c_str(), format_bytes(m.workspace_held).c_str(),
               format_bytes(m.context_bytes).c_str(), format_bytes(p.peak_bytes).c_str(),
               format_bytes(static_cast<int64_t>(s.in_use)).c_str(),
-              format_bytes(static_cast<int64_t>(s.peak_in_use)).c_str());
+              format_bytes(static_cast<int64_t>(s.in_use_asked)).c_str(),
+              format_bytes(static_cast<int64_t>(s.peak_in_use)).c_str(),
+              format_bytes(static_cast<int64_t>(s.peak_in_use_asked)).c_str());
   std::fflush(stdout);
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/context.h"
@@ -27,6 +28,11 @@ const char* conv_algo_name(ConvAlgo a);
 // The three passes of a convolution, each of which may run its own algorithm on the GPU.
 enum class ConvPass { Forward, BackwardData, BackwardWeights };
 const char* conv_pass_name(ConvPass p);  // "fwd", "bwd-data", "bwd-weights"
+// What cuDNN's own algorithm asks at the least (bytes) for a pass of a convolution of n images
+// and k output channels, tensors of the given type, on the device a memory plan is made for
+// (gpu_conv_cudnn_least, conv2d_algo.h); empty where no device with cuDNN is at hand.
+using CudnnLeastFn =
+    std::function<int64_t(ConvPass, const ConvGeom&, int64_t n, int64_t k, DType dtype)>;
 // The algorithm named `name` (conv_algo_name's names); false when there is none.
 bool parse_conv_algo(const std::string& name, ConvAlgo* a);
 

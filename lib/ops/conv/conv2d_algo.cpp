@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_gpu_ws.h"
+#include "ops/conv/conv2d_gpu.h"
 #include "ops/conv/conv2d_k4s2.h"
 
 namespace pdnn {
@@ -131,7 +132,7 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
 
 ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int64_t k, Act act,
                                               DType dtype, int sms, const std::string& policy,
-                                              ConvAlgo forced) {
+                                              ConvAlgo forced, const CudnnLeastFn& cudnn_least) {
   ConvWorkspaceBounds b;
   const int64_t f = static_cast<int64_t>(sizeof(float));
   // im2col's columns only where it is a candidate (gpu_conv_candidates: none past its 32-bit
@@ -148,27 +149,47 @@ ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int6
     const std::vector<ConvAlgo> cands =
         by_layer ? std::vector<ConvAlgo>{forced}
                  : gpu_conv_candidates(pass, g, n, k, pp, pp == "cudnn" || pp == "auto", dtype);
-    const bool cudnn_least = cands.size() == 1 || pp == "cudnn";
+    const bool cudnn_least_counts = cands.size() == 1 || pp == "cudnn";
     int64_t least = std::numeric_limits<int64_t>::max();
     for (ConvAlgo a : cands) {
       int64_t lo = 0, hi = 0;
       if (a == ConvAlgo::Cudnn) {
         // what it keeps beside its own algorithm (dy through the activation, bf16's weight
         // gradient, the weight gradient's scratch its algorithm is found with under a plan),
-        // which asks at most the plan's allowance and at least none
+        // and its algorithm, which asks at most the plan's allowance and at least what cuDNN
+        // says (counted where cuDNN's least counts: the plan's least may run it alone)
         const bool b16 = dtype == DType::BF16;
-        lo = static_cast<int64_t>(cuda::conv2d_cudnn_beside_floats(pass, g, n, k, act, b16) +
-                                  cuda::conv2d_cudnn_find_scratch_floats(pass, g, k, b16)) * f;
-        hi = lo + static_cast<int64_t>(cuda::kCudnnPlanWorkspaceBytes);
+        const int64_t beside =
+            static_cast<int64_t>(cuda::conv2d_cudnn_beside_floats(pass, g, n, k, act, b16) +
+                                 cuda::conv2d_cudnn_find_scratch_floats(pass, g, k, b16)) * f;
+        const int64_t own =
+            cudnn_least_counts && cudnn_least ? (cudnn_least(pass, g, n, k, dtype) + f - 1) / f * f
+                                              : 0;
+        lo = beside + own;
+        hi = beside + std::max(own, static_cast<int64_t>(cuda::kCudnnPlanWorkspaceBytes));
       } else {
         lo = hi = static_cast<int64_t>(gpu_conv_own_ws_floats(pass, a, g, n, k, act, dtype, sms)) * f;
       }
-      if (a != ConvAlgo::Cudnn || cudnn_least) least = std::min(least, lo);
+      if (a != ConvAlgo::Cudnn || cudnn_least_counts) least = std::min(least, lo);
       b.most = std::max(b.most, hi);
     }
     b.least = std::max(b.least, least);
   }
   return b;
+}
+
+CudnnLeastFn gpu_conv_cudnn_least(Context& ctx) {
+#if PDNN_HAVE_CUDA
+  if (!ctx.has_cuda()) return {};
+  return [&ctx](ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, DType dtype) -> int64_t {
+    if (ctx.cuda().cudnn() == nullptr) return 0;  // cuDNN cannot run: the pass says so
+    return static_cast<int64_t>(
+        cuda::conv2d_cudnn_least_bytes(pass, g, n, k, ctx.cuda_exec(), dtype));
+  };
+#else
+  (void)ctx;
+  return {};
+#endif
 }
 
 const char* gpu_conv_precision(bool bf16, bool tf32, bool transforms) {

@@ -50,8 +50,9 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
 //            it alone does (a shape past the implicit GEMM's 32-bit planes or batch pixels,
 //            conv_implicit_fits; images past 2^31 elements run its 64-bit instantiation, and
 //            im2col is no candidate there) or is forced; for cuDNN (forced) what it keeps
-//            beside its own algorithm, which it
-//            picks within what the workspace leaves;
+//            beside its own algorithm, which it picks within what the workspace leaves, and
+//            what that algorithm asks at the least (cudnn_least: only cuDNN knows it; none
+//            where it is empty);
 //   most     the most a candidate may ask (cuDNN at kCudnnPlanWorkspaceBytes);
 //   columns  im2col's (a chunk's columns and product): a workspace below it leaves im2col out;
 //            0 where im2col is no candidate (an image past its 32-bit indexing that the
@@ -71,7 +72,12 @@ struct ConvWorkspaceBounds {
 ConvWorkspaceBounds gpu_conv_workspace_bounds(const ConvGeom& g, int64_t n, int64_t k, Act act,
                                               DType dtype, int sms,
                                               const std::string& policy = "auto",
-                                              ConvAlgo forced = ConvAlgo::Auto);
+                                              ConvAlgo forced = ConvAlgo::Auto,
+                                              const CudnnLeastFn& cudnn_least = {});
+
+// cuDNN's least for the plans made on ctx's device (cuda::conv2d_cudnn_least_bytes at the
+// context's precision; its handle opened on first use); empty without a GPU.
+CudnnLeastFn gpu_conv_cudnn_least(Context& ctx);
 
 // The precision part of a pass's key, by the tensors' type (bf16) and the context's TF32 and
 // transforms: arithmetic_name's (core/precision.h), so that fp32 with --conv-transforms, where

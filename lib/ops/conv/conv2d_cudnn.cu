@@ -26,6 +26,7 @@
 // type, so it lands in a bf16 scratch (rounded once per slice) and is added to the fp32 dw.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 
 #include "core/error.h"
 #include "cuda/cudnn.h"
@@ -122,6 +123,14 @@ bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
          a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
+// Whether pdnn may run algorithm p of cuDNN's list (strict, direct, transforms_only: pick_from's).
+template <class Perf>
+bool allowed(const Perf& p, bool strict, bool direct, bool transforms_only) {
+  return p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC &&
+         (!strict || p.mathType == CUDNN_FMA_MATH) && (!direct || sums_directly(p.algo)) &&
+         (!transforms_only || !sums_directly(p.algo));
+}
+
 // strict: fp32's FMA math only (else tensor-op math too: TF32, bf16); direct: direct summation
 // only (fp32; and bf16, whose fp32 sums are all its tests' bounds allow beyond the roundings
 // to bf16; TF32's own rounding is larger than FFT's or Winograd's).
@@ -133,10 +142,7 @@ Pick pick_from(const Descs& d, bool strict, bool direct, bool transforms_only, s
   d.a.check(query(perf, &count), what);
   for (int i = 0; i < count; ++i) {
     const Perf& p = perf[i];
-    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC ||
-        p.memory > cap || (strict && p.mathType != CUDNN_FMA_MATH) ||
-        (direct && !sums_directly(p.algo)) || (transforms_only && sums_directly(p.algo)))
-      continue;
+    if (!allowed(p, strict, direct, transforms_only) || p.memory > cap) continue;
     d.a.check(d.a.set_math(d.conv, p.mathType), "cudnnSetConvolutionMathType");
     return Pick{static_cast<int>(p.algo), static_cast<int>(p.mathType), p.memory};
   }
@@ -235,6 +241,40 @@ Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d
   return it->second;
 }
 
+// The least workspace (bytes) of the algorithms pick may choose for the pass on m images, from
+// cuDNN's heuristic list (cudnnGet..._v7: it allocates nothing and times nothing); 0 where it
+// allows none (pick then says so).
+size_t least_of(ConvPass pass, const Descs& d, CudaExec e, bool is_bf16) {
+  const CudnnContext& c = cudnn_of(e);
+  const bool strict = !is_bf16 && !e.tf32, direct = is_bf16 || (!e.tf32 && !e.transforms),
+             transforms_only = c.transforms_only && !direct;
+  d.a.check(d.a.set_math(d.conv, strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
+            "cudnnSetConvolutionMathType");
+  size_t least = SIZE_MAX;
+  auto scan = [&](const auto* perf, int count) {
+    for (int i = 0; i < count; ++i)
+      if (allowed(perf[i], strict, direct, transforms_only)) least = std::min(least, perf[i].memory);
+  };
+  int count = 0;
+  if (pass == ConvPass::Forward) {
+    cudnnConvolutionFwdAlgoPerf_t perf[16];
+    d.a.check(d.a.fwd_heuristics(c.handle, d.x, d.w, d.conv, d.y, 16, &count, perf),
+              "cudnnGetConvolutionForwardAlgorithm_v7");
+    scan(perf, count);
+  } else if (pass == ConvPass::BackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[16];
+    d.a.check(d.a.bwd_data_heuristics(c.handle, d.w, d.y, d.conv, d.x, 16, &count, perf),
+              "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    scan(perf, count);
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[16];
+    d.a.check(d.a.bwd_filter_heuristics(c.handle, d.x, d.y, d.conv, d.w, 16, &count, perf),
+              "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+    scan(perf, count);
+  }
+  return least == SIZE_MAX ? 0 : least;
+}
+
 // Images a cuDNN call takes: the whole batch when its tensors fit a 4-d descriptor.
 int64_t slice_of(const ConvGeom& g, int64_t n, int64_t k, CudaExec e) {
   const int64_t limit = std::min<int64_t>(INT_MAX, cudnn_of(e).max_tensor_elements);
@@ -289,6 +329,19 @@ size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n
     ws = std::max(ws, pick(pass, g, m, k, d, e, cap, is_bf16).ws);
   }
   return conv2d_cudnn_beside_floats(pass, g, n, k, act, is_bf16) + (ws + 3) / 4;
+}
+
+size_t conv2d_cudnn_least_bytes(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                                CudaExec e, DType dtype) {
+  const bool is_bf16 = dtype == DType::BF16;
+  const int64_t s = slice_of(g, n, k, e);
+  size_t least = 0;
+  for (int64_t m : {s, n % s}) {  // the slices, and the last one's when it is shorter
+    if (m == 0) continue;
+    Descs d(g, m, k, is_bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT);
+    least = std::max(least, least_of(pass, d, e, is_bf16));
+  }
+  return least;
 }
 
 namespace {
@@ -394,6 +447,9 @@ void conv2d_cudnn_backward(const ConvBwdBf16& a, float* ws, CudaExec e) { backwa
 }
 size_t conv2d_cudnn_workspace_floats(ConvPass, const ConvGeom&, int64_t, int64_t, Act, CudaExec,
                                      DType) {
+  no_cudnn();
+}
+size_t conv2d_cudnn_least_bytes(ConvPass, const ConvGeom&, int64_t, int64_t, CudaExec, DType) {
   no_cudnn();
 }
 void conv2d_cudnn_forward(const ConvFwd&, float*, CudaExec) { no_cudnn(); }

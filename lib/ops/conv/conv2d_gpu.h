@@ -126,6 +126,11 @@ void conv2d_direct_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec e,
 // most kCudnnMaxWorkspaceBytes, or under a limit what e.workspace_limit_bytes leaves beside the rest.
 size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                      Act act, CudaExec e, DType dtype = DType::F32);
+// What cuDNN's own algorithm asks at the least (bytes) for the pass, among those it may pick at
+// e's precision (deterministic; strict fp32 or not), over the batch's slices: the part of a
+// memory plan's least workspace only cuDNN knows (conv2d_algo.h, gpu_conv_workspace_bounds).
+size_t conv2d_cudnn_least_bytes(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                                CudaExec e, DType dtype = DType::F32);
 void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e);
 // dw += and db += when given; dx = when given (the dx_act fields are not read).
 void conv2d_cudnn_backward(const ConvBwd& a, float* ws, CudaExec e);

@@ -303,20 +303,32 @@ TEST(CudaRuntime, OutOfMemoryNamesTheTensor) {
   EXPECT_EQ(t.to(Device::CPU, ctx).numel(), 4);
 }
 
-// Uncapped, a cached block up to twice the size asked (and 1 MiB) serves a request, which
-// saves a cudaMalloc. Under a cap (--gpu-memory-limit) only a block of the size asked does: a
-// memory plan counts what is asked, and the larger block's difference would be outside it.
+// Uncapped, a cached block up to 1/8 (and 1 MiB) larger than asked serves a request, which
+// saves a cudaMalloc; what was asked is counted beside the block. Under a cap
+// (--gpu-memory-limit) only a block of the size asked does: a memory plan counts what is asked,
+// and the larger block's difference would be outside it.
 TEST(CudaRuntime, UnderACapCachedBlocksServeOnlyTheirOwnSize) {
   PDNN_NEED_GPU();
   Context ctx(1, 0, Device::CUDA);
   const std::shared_ptr<Allocator> a = ctx.allocator(Device::CUDA);
-  const size_t mib = size_t{1} << 20, held = a->stats().in_use;
+  a->trim();  // nothing cached; the peaks start here
+  const size_t mib = size_t{1} << 20, held = a->stats().in_use,
+               held_asked = a->stats().in_use_asked;
   void* big = a->allocate(10 * mib);
   a->deallocate(big, 10 * mib);
-  void* p = a->allocate(6 * mib);
-  EXPECT_EQ(p, big) << "uncapped: the cached 10 MiB block serves 6 MiB";
-  EXPECT_EQ(a->stats().in_use - held, 10 * mib);
-  a->deallocate(p, 6 * mib);
+  void* small = a->allocate(6 * mib);
+  EXPECT_NE(small, big) << "uncapped: the cached 10 MiB block is too large for 6 MiB";
+  void* p = a->allocate(17 * mib / 2);
+  EXPECT_EQ(p, big) << "uncapped: the cached 10 MiB block serves 8.5 MiB";
+  EXPECT_EQ(a->stats().in_use - held, 16 * mib);
+  EXPECT_EQ(a->stats().in_use_asked - held_asked, 6 * mib + 17 * mib / 2);
+  EXPECT_EQ(a->stats().peak_in_use_asked - held_asked, 6 * mib + 17 * mib / 2);
+  a->deallocate(small, 6 * mib);
+  a->deallocate(p, 17 * mib / 2);
+  EXPECT_EQ(a->stats().in_use_asked, held_asked);
+  a->trim();  // below, the cached 10 MiB block is the only one
+  big = a->allocate(10 * mib);
+  a->deallocate(big, 10 * mib);
   a->set_limit(a->stats().reserved + 64 * mib);
   void* q = a->allocate(6 * mib);
   EXPECT_NE(q, big) << "capped: a block of its own size";

@@ -24,6 +24,9 @@ struct AllocStats {
   uint64_t allocs = 0, frees = 0;           // allocate() / deallocate() calls
   uint64_t sys_allocs = 0, sys_frees = 0;   // calls into the system (cudaMalloc / cudaFree)
   size_t in_use = 0, peak_in_use = 0;       // bytes handed out now / at most
+  // Of in_use, what the callers asked (a cached block handed out may be larger than asked);
+  // at in_use's peak. Allocators without a cache: in_use's.
+  size_t in_use_asked = 0, peak_in_use_asked = 0;
   size_t reserved = 0;                      // bytes held from the system (in use + cached)
   size_t peak_reserved = 0;                 // ... at most
 };

@@ -374,6 +374,23 @@ TEST(MemoryPlan, LayerTimesFromAProfile) {
   // The least workspace's profile is named by its own flag.
   testing::expect_error_mentions([&] { read_layer_times(m, path, "--layer-times-least"); },
                                  {"--layer-times-least", path, "cannot be read"});
+  // A profile says the workspace limit it ran under (--workspace-held): scaled as its times
+  // are, by the layers' output elements together (here half of them: 4 rows for 8).
+  const char* head = "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops,workspace_limit_bytes\n";
+  write(std::string(head) + "0,Conv2d,\"(8,32,32,32)\",1.5,3.0,0.25,0.1,1,4294967296\n"
+        "2,Conv2d,\"(8,32,32,32)\",0.5,1.0,0,0.1,1,4294967296\n");
+  int64_t held = -1;
+  EXPECT_TRUE(read_layer_times(m, path, "--layer-times-mid", &held));
+  EXPECT_EQ(held, int64_t{2} << 30);
+  EXPECT_DOUBLE_EQ(m.layers[0].fwd_ms, 0.75);
+  write("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n"
+        "0,Conv2d,\"(4,32,32,32)\",1.5,3.0,0.25,0.1,1\n");
+  EXPECT_FALSE(read_layer_times(m, path, "--layer-times", &held));
+  EXPECT_EQ(held, 0);  // an older profile: none
+  write(std::string(head) + "0,Conv2d,\"(4,32,32,32)\",1.5,3.0,0.25,0.1,1\n");
+  testing::expect_error_mentions([&] { read_layer_times(m, path, "--layer-times-mid", &held); },
+                                 {"--layer-times-mid", path, "line 2", "no workspace limit"});
+  std::remove(path.c_str());
 }
 
 // Under a limit a layer whose fastest algorithms ask more workspace than the plan leaves is
@@ -425,6 +442,49 @@ TEST(MemoryPlan, LayersAreTimedAtTheWorkspaceThePlanLeaves) {
   tight.limit_bytes = free.peak_bytes;
   EXPECT_DOUBLE_EQ(simulate_plan(m, std::vector<Placement>(4, Placement::Keep), tight).compute_ms, 18.0);
   EXPECT_DOUBLE_EQ(simulate_plan(m, std::vector<Placement>(4, Placement::Keep), PlanOptions{}).compute_ms, 12.0);
+}
+
+// With mid times (a profile at a held workspace, --layer-times-mid): a workspace that holds
+// what they were measured in, but not the fastest algorithms' ask, times the layer at them;
+// below it, the least times; a layer whose fastest fit is at its fastest either way; a layer
+// without mid times keeps the two-point rule.
+TEST(MemoryPlan, MidTimesHoldBetweenTheirWorkspaceAndTheFastest) {
+  LayerMem l;
+  l.fwd_ms = 1;
+  l.bwd_ms = 2;
+  l.fast_workspace_bytes = 1000;
+  l.least_fwd_ms = 3;
+  l.least_bwd_ms = 6;
+  double f = 0, b = 0;
+  layer_times_at(l, 500, &f, &b);
+  EXPECT_DOUBLE_EQ(f + b, 9.0);  // no mid times: the least's
+  l.mid_fwd_ms = 1.5;
+  l.mid_bwd_ms = 2.5;
+  l.mid_workspace_bytes = 400;
+  for (const auto& [w, want] : {std::pair<int64_t, double>{-1, 3.0}, {10, 9.0}, {399, 9.0},
+                                {400, 4.0}, {999, 4.0}, {1000, 3.0}, {5000, 3.0}}) {
+    layer_times_at(l, w, &f, &b);
+    EXPECT_DOUBLE_EQ(f + b, want) << "workspace " << w;
+  }
+  // In a plan: under a limit that leaves 400 bytes or more, the step is timed at the mid times.
+  StepMem m = four_layers();  // each layer 1 ms forward, 2 backward: 12 ms
+  m.layers[0].workspace_bytes = 10;
+  m.layers[0].fast_workspace_bytes = 1000;
+  m.layers[0].least_fwd_ms = 3;
+  m.layers[0].least_bwd_ms = 6;
+  m.layers[0].mid_fwd_ms = 1.5;
+  m.layers[0].mid_bwd_ms = 2.5;
+  m.layers[0].mid_workspace_bytes = 400;
+  const MemoryPlan free = plan_memory(m, PlanOptions{});
+  for (const auto& [extra, compute_ms] :
+       {std::pair<int64_t, double>{0, 18.0}, {389, 18.0}, {390, 13.0}, {990, 12.0}}) {
+    SCOPED_TRACE(extra);
+    PlanOptions o;
+    o.limit_bytes = free.peak_bytes + extra;
+    const MemoryPlan p = plan_memory(m, o);
+    ASSERT_TRUE(p.fits);
+    EXPECT_DOUBLE_EQ(p.compute_ms, compute_ms);
+  }
 }
 
 // Three layers of 1000, 500 and 10 floats (slots of 1024, 512, 128). Positions: fwd 0..2,
@@ -1954,6 +2014,27 @@ TEST(MemoryPlanGpu, LeastWorkspaceHoldsTheChooserToTheLeastAlgorithms) {
     EXPECT_NE(choice.choice, "im2col") << key;  // cuDNN may run, within the workspace held
   }
   EXPECT_GE(held, 6 * 3 - 1) << w.ctx.tuning().summary();  // W4's 6 convolutions, 3 passes (conv1 no dx)
+}
+
+// --workspace-held (the profile --layer-times-mid comes from): the workspace held to the size
+// given, the chooser running what fits it; below the least every layer runs in, one clear error.
+TEST(MemoryPlanGpu, WorkspaceHeldHoldsTheChooserToIt) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  GpuW4 w("auto");
+  RunConfig cfg;
+  cfg.device = "cuda";
+  const Shape batch{16, 3, 64, 64};
+  const StepMem m = describe_step(w.model, batch, w.opt.get(), 1000.0, 0, 0, Precision::Fp32, 2,
+                                  w.ctx.cuda().info().sm_count, "auto");
+  cfg.workspace_held = least_workspace_bytes(m) - 512;
+  testing::expect_error_mentions([&] { plan_step_memory(w.ctx, w.model, *w.opt, batch, cfg); },
+                                 {"--workspace-held", "below the least every layer runs in"});
+  cfg.workspace_held = int64_t{8} << 20;
+  EXPECT_FALSE(plan_step_memory(w.ctx, w.model, *w.opt, batch, cfg));  // no plan was made
+  EXPECT_EQ(w.ctx.workspace_limit(Device::CUDA), (size_t{8} << 20) / sizeof(float));
+  w.train(2, /*graph=*/false);
+  EXPECT_LE(w.ctx.workspace_size(Device::CUDA), (size_t{8} << 20) / sizeof(float));
 }
 
 // A U-Net at batch 1 under its smallest limit (issue 35), in fp32 and bf16: the plan's

@@ -128,11 +128,14 @@ TEST(Profiler, CsvHasTheColumnsAndOneRowPerLayer) {
   ctx.set_profile_hook(nullptr);
   const std::string path =
       ::testing::TempDir() + "pdnn_profile_" + std::to_string(::getpid()) + ".csv";
-  prof.write_csv(path);
+  prof.write_csv(path, 12345);
   const std::vector<std::string> lines = read_lines(path);
   ASSERT_EQ(lines.size(), 6u);
-  EXPECT_EQ(lines[0], "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops");
+  EXPECT_EQ(lines[0],
+            "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops,workspace_limit_bytes");
   EXPECT_EQ(lines[1].rfind("0,ToyLinear,\"(32,384)\",", 0), 0u) << lines[1];
+  for (size_t i = 1; i < lines.size(); ++i)
+    EXPECT_EQ(lines[i].substr(lines[i].size() - 6), ",12345") << lines[i];
   EXPECT_EQ(lines[4].rfind("update,update,", 0), 0u) << lines[4];
   EXPECT_EQ(lines[5].rfind("other,other,", 0), 0u) << lines[5];
   EXPECT_FALSE(std::ifstream(path + ".tmp." + std::to_string(::getpid())).good());

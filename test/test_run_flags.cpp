@@ -183,6 +183,22 @@ TEST(RunFlags, LeastWorkspaceIsTheGpusAndItsProfileNeedsLayerTimes) {
   const Parsed both = parse({"--layer-times", csv, "--layer-times-least", csv});
   EXPECT_TRUE(both.ok) << both.error;
   EXPECT_EQ(both.cfg.layer_times_least, csv);
+  // The mid profile: --workspace-held makes it (a GPU's flag, one workspace held, not under a
+  // plan's limit), --layer-times-mid reads it beside --layer-times-least.
+  expect_refused({"--workspace-held", "2G"}, "--workspace-held: the CPU's convolutions");
+  expect_refused({"--workspace-held", "2G", "--least-workspace", "--device", "cuda"},
+                 "--workspace-held and --least-workspace");
+  expect_refused({"--workspace-held", "2G", "--gpu-memory-limit", "20G", "--device", "cuda"},
+                 "--workspace-held and --gpu-memory-limit");
+  expect_refused({"--workspace-held", "2Q", "--device", "cuda"}, "--workspace-held");
+  const Parsed held = parse({"--workspace-held", "2G", "--device", "cuda"});
+  ASSERT_TRUE(held.ok) << held.error;
+  EXPECT_EQ(held.cfg.workspace_held, int64_t{2} << 30);
+  expect_refused({"--layer-times", csv, "--layer-times-mid", csv},
+                 "--layer-times-mid: also give --layer-times-least");
+  const Parsed three = parse({"--layer-times", csv, "--layer-times-least", csv, "--layer-times-mid", csv});
+  EXPECT_TRUE(three.ok) << three.error;
+  EXPECT_EQ(three.cfg.layer_times_mid, csv);
   std::remove(csv.c_str());
   expect_refused({"--layer-times", csv, "--layer-times-least", csv}, "File does not exist");
 }

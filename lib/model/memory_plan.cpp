@@ -117,10 +117,10 @@ struct Walk {
       if (exec_of[i] >= 0) exec.push_back(static_cast<int>(i));
     L = static_cast<int>(exec.size());
     for (int k = 0; k < L; ++k) {
-      const LayerMem& l = at(k);
-      const bool least = timed_at >= 0 && l.fast_workspace_bytes > timed_at;
-      fwd_ms.push_back(least && l.least_fwd_ms >= 0 ? l.least_fwd_ms : l.fwd_ms);
-      bwd_ms.push_back(least && l.least_bwd_ms >= 0 ? l.least_bwd_ms : l.bwd_ms);
+      double f = 0, b = 0;
+      layer_times_at(at(k), timed_at, &f, &b);
+      fwd_ms.push_back(f);
+      bwd_ms.push_back(b);
     }
     g = exec_graph(m, exec_of);
     Readers r(g);
@@ -312,10 +312,13 @@ MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt pla
   if (o.limit_bytes <= 0) return plan_at(-1);
   const int64_t least = least_workspace_bytes(m);
   MemoryPlan p = plan_at(least);
-  bool faster = false;  // a layer with least times runs its faster algorithms in p's workspace
-  for (const LayerMem& l : m.layers)
-    faster = faster || (l.least_fwd_ms >= 0 && l.fast_workspace_bytes > least &&
-                        l.fast_workspace_bytes <= p.fixed.workspace);
+  bool faster = false;  // a layer runs faster algorithms in p's workspace than in the least
+  for (const LayerMem& l : m.layers) {
+    double f0 = 0, b0 = 0, f1 = 0, b1 = 0;
+    layer_times_at(l, least, &f0, &b0);
+    layer_times_at(l, p.fixed.workspace, &f1, &b1);
+    faster = faster || f1 + b1 < f0 + b0;
+  }
   if (p.fits && faster) {
     const MemoryPlan q = plan_at(p.fixed.workspace);
     if (q.fits && q.fixed.workspace >= p.fixed.workspace) p = q;
@@ -1440,6 +1443,19 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
   // largest, mid.conv2's, is 36 MiB).
   m.small_bytes = 4 * 512 + kAllocatorReserve + timing;
   return m;
+}
+
+void layer_times_at(const LayerMem& l, int64_t w, double* fwd_ms, double* bwd_ms) {
+  *fwd_ms = l.fwd_ms;
+  *bwd_ms = l.bwd_ms;
+  if (w < 0 || l.fast_workspace_bytes <= w) return;
+  if (l.mid_fwd_ms >= 0 && l.mid_workspace_bytes >= 0 && l.mid_workspace_bytes <= w) {
+    *fwd_ms = l.mid_fwd_ms;
+    *bwd_ms = l.mid_bwd_ms;
+  } else if (l.least_fwd_ms >= 0) {
+    *fwd_ms = l.least_fwd_ms;
+    *bwd_ms = l.least_bwd_ms;
+  }
 }
 
 }  // namespace pdnn

@@ -96,7 +96,16 @@ struct LayerMem {
   // leaves its faster ones out (a workspace below fast_workspace_bytes); < 0: fwd_ms and
   // bwd_ms (no such measurement: the FLOPs' estimate knows no algorithms).
   double least_fwd_ms = -1, least_bwd_ms = -1;
+  // Its times where the workspace holds mid_workspace_bytes or more but not
+  // fast_workspace_bytes (a profile with the workspace held there, --workspace-held: cuDNN's
+  // FFT and Winograd fit, im2col's columns may not); < 0: none (the least times hold there).
+  double mid_fwd_ms = -1, mid_bwd_ms = -1;
+  int64_t mid_workspace_bytes = -1;
 };
+
+// l's times at workspace w (-1: unbounded): its fastest where w holds what they ask; else its
+// mid times where w holds their workspace; else its least times (each where it has them).
+void layer_times_at(const LayerMem& l, int64_t w, double* fwd_ms, double* bwd_ms);
 
 // One parameter tensor (ParamSet order), for the choice of where its optimizer state lives.
 struct ParamMem {

@@ -79,6 +79,12 @@ struct RunConfig {
   // to those algorithms, as under a tight plan (to profile them).
   std::string layer_times_least;
   bool least_workspace = false;
+  // --layer-times-mid: one made with --workspace-held (its CSV says the workspace), the times
+  // of the layers a limit leaves that much workspace or more (cuDNN's FFT and Winograd need
+  // GiBs: between the least and im2col's columns the least's times were up to 50% over);
+  // --workspace-held: the GPU's workspace held to that many bytes, as a plan's (0: not held).
+  std::string layer_times_mid;
+  int64_t workspace_held = 0;
   // --distributed: this run is one rank of several (set by finish_run_flags), and the
   // parsed flags as text, which every rank must share.
   std::shared_ptr<Communicator> comm;

@@ -97,6 +97,20 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
                  "the layers whose faster algorithms the limit's workspace leaves out")
       ->check(CLI::ExistingFile)
       ->needs(times);
+  app.add_option("--layer-times-mid", cfg.layer_times_mid,
+                 "with --layer-times-least: a --profile CSV made with --workspace-held, the "
+                 "times of the layers whose im2col columns the limit's workspace leaves out "
+                 "while it holds at least that workspace (scaled as the times are)")
+      ->check(CLI::ExistingFile)
+      ->needs(times);
+  app.add_option_function<std::string>(
+         "--workspace-held",
+         [&cfg](const std::string& v) { cfg.workspace_held = parse_memory_size(v, "--workspace-held"); },
+         "on the GPU: the convolutions' shared workspace held to SIZE (at least what every layer "
+         "runs in), as a plan's limit holds it, to profile the algorithms that fit for "
+         "--layer-times-mid")
+      ->type_name("SIZE")
+      ->check([](const std::string& v) { return memory_size_problem(v, nullptr); });
   app.add_flag("--least-workspace", cfg.least_workspace,
                "on the GPU: the convolutions run only the algorithms asking the least workspace, "
                "as under a tight --gpu-memory-limit (im2col's columns left out, cuDNN within it), to "
@@ -277,6 +291,16 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
   PDNN_CHECK(!cfg.least_workspace || cfg.device == "cuda",
              "--least-workspace: the CPU's convolutions have no shared workspace to hold to the "
              "least (a GPU's flag, for --layer-times-least)");
+  PDNN_CHECK(cfg.workspace_held == 0 || cfg.device == "cuda",
+             "--workspace-held: the CPU's convolutions have no shared workspace to hold (a GPU's "
+             "flag, for --layer-times-mid)");
+  PDNN_CHECK(cfg.workspace_held == 0 || !cfg.least_workspace,
+             "--workspace-held and --least-workspace: one workspace to hold, not both");
+  PDNN_CHECK(cfg.workspace_held == 0 || cfg.gpu_memory_limit == 0,
+             "--workspace-held and --gpu-memory-limit: a plan holds the workspace to what "
+             "its limit leaves");
+  PDNN_CHECK(cfg.layer_times_mid.empty() || !cfg.layer_times_least.empty(),
+             "--layer-times-mid: also give --layer-times-least (the times below its workspace)");
   // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends
   // (data-parallel: every 10 steps, when the loop synchronises anyway, so that every rank
   // reads them at the same steps).

@@ -148,14 +148,15 @@ std::string Profiler::table() const {
   return s;
 }
 
-void Profiler::write_csv(const std::string& path) const {
+void Profiler::write_csv(const std::string& path, int64_t workspace_limit_bytes) const {
   AtomicFile file(path);
   std::ostream& o = file.stream();
-  o << "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n";
+  o << "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops,workspace_limit_bytes\n";
   for (const Row& r : rows()) {
     // Shapes contain commas: quote them (RFC 4180).
     o << r.layer << ',' << r.kind << ",\"" << r.output_shape << "\","
-      << strprintf("%.6f,%.6f,%.6f,%.6f,%.4f", r.fwd_ms, r.bwd_ms, r.update_ms, r.share, r.gflops)
+      << strprintf("%.6f,%.6f,%.6f,%.6f,%.4f,%lld", r.fwd_ms, r.bwd_ms, r.update_ms, r.share,
+                   r.gflops, static_cast<long long>(workspace_limit_bytes))
       << '\n';
   }
   file.commit();

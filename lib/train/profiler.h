@@ -57,8 +57,11 @@ class Profiler : public ProfileHook {
   std::vector<Row> rows() const;
   // Human-readable table with a header line (steps, mean step ms) and a total line.
   std::string table() const;
-  // CSV: layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops (written atomically).
-  void write_csv(const std::string& path) const;
+  // CSV: layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops,workspace_limit_bytes
+  // (written atomically). workspace_limit_bytes: the GPU's shared workspace limit the layers
+  // ran under (a plan's, --least-workspace's, --workspace-held's; 0: none), the same on every
+  // row, so that a plan reading the times knows which algorithms they are of.
+  void write_csv(const std::string& path, int64_t workspace_limit_bytes = 0) const;
 
  private:
   struct Entry {

@@ -658,7 +658,10 @@ void RunLoop::end_run(Session& s) {
   if (cfg_.profile && root()) {
     std::printf("%s", s.profiler.table().c_str());
     create_parent_folders(cfg_.profile_out);
-    s.profiler.write_csv(cfg_.profile_out);
+    s.profiler.write_csv(cfg_.profile_out,
+                         ctx_.has_cuda() ? static_cast<int64_t>(ctx_.workspace_limit(Device::CUDA) *
+                                                                sizeof(float))
+                                         : 0);
     std::printf("profile written to %s\n", cfg_.profile_out.c_str());
   }
   if (csv_) std::printf("results in %s\n", csv_->path().c_str());

@@ -51,6 +51,13 @@ bool parse_ms(const std::string& s, double* v) {
   return !s.empty() && *end == '\0' && *v >= 0 && *v < 1e9;
 }
 
+// A count of bytes (a whole number, >= 0).
+bool parse_bytes(const std::string& s, int64_t* v) {
+  char* end = nullptr;
+  *v = std::strtoll(s.c_str(), &end, 10);
+  return !s.empty() && *end == '\0' && *v >= 0;
+}
+
 // "(1,64,1024,1024)" -> {1, 64, 1024, 1024}; empty where it is not such a shape.
 std::vector<int64_t> shape_dims(const std::string& s) {
   std::vector<int64_t> d;
@@ -73,7 +80,8 @@ int64_t product(const std::vector<int64_t>& d) {
 
 }  // namespace
 
-bool read_layer_times(StepMem& m, const std::string& path, const char* flag) {
+bool read_layer_times(StepMem& m, const std::string& path, const char* flag,
+                      int64_t* workspace_limit) {
   std::ifstream in(path);
   PDNN_CHECK(in.good(), "%s %s: cannot be read", flag, path.c_str());
   std::string line;
@@ -81,7 +89,9 @@ bool read_layer_times(StepMem& m, const std::string& path, const char* flag) {
   PDNN_CHECK(line.rfind("layer,kind,output_shape,fwd_ms,bwd_ms,update_ms", 0) == 0,
              "%s %s: not a --profile CSV (its header is '%s')", flag, path.c_str(),
              line.c_str());
-  double update = 0;
+  const bool has_limit = line.find(",workspace_limit_bytes") != std::string::npos;
+  double update = 0, elems_was = 0, elems_now = 0;
+  int64_t limit = 0;
   int rows = 0;
   bool scaled = false;
   for (int n = 2; std::getline(in, line); ++n) {
@@ -89,6 +99,9 @@ bool read_layer_times(StepMem& m, const std::string& path, const char* flag) {
     double fwd = 0, bwd = 0, upd = 0;
     PDNN_CHECK(f.size() >= 6 && parse_ms(f[3], &fwd) && parse_ms(f[4], &bwd) && parse_ms(f[5], &upd),
                "%s %s line %d: not a profile row: '%s'", flag, path.c_str(), n, line.c_str());
+    PDNN_CHECK(!has_limit || (f.size() >= 9 && parse_bytes(f[8], &limit)),
+               "%s %s line %d: no workspace limit in the row's last column: '%s'", flag,
+               path.c_str(), n, line.c_str());
     update += upd;
     // A layer's row is named by its label (a Sequential's: its index); "other" and the updates'
     // rows are outside the layers.
@@ -111,6 +124,8 @@ bool read_layer_times(StepMem& m, const std::string& path, const char* flag) {
                i < m.layers.size() ? m.layers[i].out_shape.c_str() : "none");
     const double scale = static_cast<double>(product(now)) / static_cast<double>(product(was));
     scaled = scaled || f[2] != m.layers[i].out_shape;
+    elems_was += static_cast<double>(product(was));
+    elems_now += static_cast<double>(product(now));
     fwd *= scale;
     bwd *= scale;
     size_t k = i;
@@ -124,6 +139,9 @@ bool read_layer_times(StepMem& m, const std::string& path, const char* flag) {
   }
   PDNN_CHECK(rows > 0, "%s %s: no layer rows", flag, path.c_str());
   m.update_ms = update;
+  if (workspace_limit)
+    *workspace_limit =
+        static_cast<int64_t>(static_cast<double>(limit) * elems_now / std::max(elems_was, 1.0));
   return scaled;
 }
 
@@ -283,7 +301,8 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   }
   const int64_t n = batch.n();
   const bool measured = !cfg.layer_times.empty();
-  StepMem timed, timed_least;  // the profiles' times, at the whole batch
+  StepMem timed, timed_least, timed_mid;  // the profiles' times, at the whole batch
+  int64_t mid_ws = -1;  // the workspace timed_mid's profile held, scaled to this run
   bool times_scaled = false;  // ... measured at another batch or size
   auto describe = [&](int64_t rows) {
     StepMem m = describe_run_step(ctx, model, opt, batch, rows, cfg, eval_batch, rate,
@@ -299,6 +318,10 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
         if (timed_least.layers.empty()) continue;
         m.layers[i].least_fwd_ms = timed_least.layers[i].fwd_ms * share;
         m.layers[i].least_bwd_ms = timed_least.layers[i].bwd_ms * share;
+        if (timed_mid.layers.empty()) continue;
+        m.layers[i].mid_fwd_ms = timed_mid.layers[i].fwd_ms * share;
+        m.layers[i].mid_bwd_ms = timed_mid.layers[i].bwd_ms * share;
+        m.layers[i].mid_workspace_bytes = static_cast<int64_t>(static_cast<double>(mid_ws) * share);
       }
       m.update_ms = timed.update_ms;
     }
@@ -325,7 +348,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   // Under a limit, convolutions put dy through their activation in place (on the GPU: no
   // algorithm then needs a copy of it in the workspace; the CPU's backward ignores it, and a
   // plan made there counts the GPU's step), and keep no columns for backward.
-  if (capped || (gpu && cfg.least_workspace))
+  if (capped || (gpu && (cfg.least_workspace || cfg.workspace_held > 0)))
     for (size_t i = 0; i < model.size(); ++i)
       if (auto* c = dynamic_cast<Conv2d*>(&model.layer(i))) {
         c->set_mask_dy_in_place(true);
@@ -334,14 +357,27 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   // --least-workspace: the workspace held to what every layer runs in, as the tightest plan
   // holds it, so that a --profile times the algorithms a capped step runs (the flag is refused
   // on the CPU: finish_run_flags). Under a plan too (below), whatever its limit leaves.
-  const int64_t least = gpu && cfg.least_workspace ? least_workspace_bytes(describe(n)) : -1;
+  // --workspace-held: as much, at least that least (the algorithms that fit it, as under a
+  // plan whose limit leaves that workspace: for --layer-times-mid).
+  const int64_t least = gpu && (cfg.least_workspace || cfg.workspace_held > 0)
+                            ? least_workspace_bytes(describe(n))
+                            : -1;
   if (least >= 0) {
-    const size_t ws = static_cast<size_t>(least) / sizeof(float);
+    PDNN_CHECK(cfg.workspace_held == 0 || cfg.workspace_held >= least,
+               "--workspace-held %s: below the least every layer runs in, %s", 
+               format_bytes(cfg.workspace_held).c_str(), format_bytes(least).c_str());
+    const int64_t held = cfg.workspace_held > 0 ? cfg.workspace_held : least;
+    const size_t ws = static_cast<size_t>(held) / sizeof(float);
     ctx.workspace(Device::CUDA, ws);
     ctx.set_workspace_limit(Device::CUDA, ws);
-    std::printf("workspace held to %s, the least every layer runs in (--least-workspace: the "
-                "convolutions' algorithms asking the least, as under a tight limit)\n",
-                format_bytes(least).c_str());
+    if (cfg.workspace_held > 0)
+      std::printf("workspace held to %s (--workspace-held: the convolutions' algorithms that fit "
+                  "it, as under a limit that leaves it; the least every layer runs in is %s)\n",
+                  format_bytes(held).c_str(), format_bytes(least).c_str());
+    else
+      std::printf("workspace held to %s, the least every layer runs in (--least-workspace: the "
+                  "convolutions' algorithms asking the least, as under a tight limit)\n",
+                  format_bytes(least).c_str());
     std::fflush(stdout);
   }
   if (!cfg.memory_plan && !capped) return false;
@@ -361,6 +397,14 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
       times_scaled = read_layer_times(timed_least, cfg.layer_times_least, "--layer-times-least") ||
                      times_scaled;
     }
+    if (!cfg.layer_times_mid.empty()) {
+      timed_mid = whole;
+      times_scaled = read_layer_times(timed_mid, cfg.layer_times_mid, "--layer-times-mid",
+                                      &mid_ws) ||
+                     times_scaled;
+      PDNN_CHECK(mid_ws > 0, "--layer-times-mid %s: its profile ran without a workspace limit "
+                 "(make it with --workspace-held)", cfg.layer_times_mid.c_str());
+    }
   }
   const MemoryPlan p = plan_training_step(describe, n, o);
   if (plan) *plan = p;
@@ -371,7 +415,12 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
                        (cfg.layer_times_least.empty()
                             ? ""
                             : " (where the workspace leaves a layer's faster algorithms out: " +
-                                  cfg.layer_times_least + ")") +
+                                  cfg.layer_times_least +
+                                  (cfg.layer_times_mid.empty()
+                                       ? std::string()
+                                       : "; where it holds " + format_bytes(mid_ws) + " or more: " +
+                                             cfg.layer_times_mid) +
+                                  ")") +
                        (times_scaled ? ", measured at another size and scaled by each layer's output elements" : "")
                  : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
     std::printf("memory plan of a training step, input %s, %s, on %s (%s; copy bandwidth %s%s):\n%s",

@@ -67,8 +67,11 @@ void apply_memory_plan(Context& ctx, Model& model, Optimizer& opt, const StepMem
 // size (a layer's output of the same channels, another count of elements) is scaled by each
 // layer's output elements; returns whether any was. Throws pdnn::Error naming the file and the
 // problem (unreadable, not a profile, a layer of another model: other channels or rank) and the
-// flag that gave it.
-bool read_layer_times(StepMem& m, const std::string& path, const char* flag = "--layer-times");
+// flag that gave it. workspace_limit (nullable): the GPU workspace's limit the profile ran under
+// (its workspace_limit_bytes column; 0 where it has none or ran without one), scaled as the
+// times are (by the layers' output elements, all of them together).
+bool read_layer_times(StepMem& m, const std::string& path, const char* flag = "--layer-times",
+                      int64_t* workspace_limit = nullptr);
 
 // Host-device bandwidth of pinned copies on ctx's GPU, GB/s (1e9 bytes/s) each way; 0 on the
 // CPU.

@@ -45,7 +45,10 @@
 # LAYER_TIMES_SIDE (none): a side that fits uncapped; the app is profiled there first
 # (--profile, 12 steps; on a GPU twice, the second with --least-workspace) and every run's plan
 # takes its layer times from those profiles (--layer-times and --layer-times-least, scaled to
-# its own side) instead of FLOPs at an assumed rate.
+# its own side) instead of FLOPs at an assumed rate. LAYER_TIMES_MID (none; e.g. 2G): on a GPU
+# a third profile with the workspace held to that size there (--workspace-held), whose times
+# the plans take where their workspace holds as much, scaled to their side (--layer-times-mid:
+# cuDNN's FFT and Winograd fit where im2col's columns do not).
 # BUDGET (0: none): seconds the pdnn runs may take together (a GPU visit's command is killed at
 # 10 minutes, its unpacked rows with it): a run still going when they end is killed, status
 # "budget", and the runs after it are not started, status "skipped: budget".
@@ -103,6 +106,10 @@ if [ -n "${LAYER_TIMES_SIDE:-}" ]; then  # every plan's layer times from measure
   if [ "${DEVICE:-cuda}" = cuda ]; then
     profile "${lt%.csv}_least.csv" --least-workspace
     times+=(--layer-times-least "${lt%.csv}_least.csv")
+    if [ -n "${LAYER_TIMES_MID:-}" ]; then
+      profile "${lt%.csv}_mid.csv" --workspace-held "$LAYER_TIMES_MID"
+      times+=(--layer-times-mid "${lt%.csv}_mid.csv")
+    fi
   fi
   app_args+=("${times[@]}")
   echo "layer times: ${times[*]} (each plan scales them by its layers' output elements)"

@@ -413,6 +413,7 @@ TEST(MemoryPlan, LayersAreTimedAtTheWorkspaceThePlanLeaves) {
     SCOPED_TRACE(extra);
     PlanOptions o;
     o.limit_bytes = free.peak_bytes + extra;  // nothing to move: the rest is workspace
+    o.buy_workspace = false;  // (bought with the optimizer state moved: below)
     const MemoryPlan p = plan_memory(m, o);
     ASSERT_TRUE(p.fits);
     EXPECT_EQ(p.fixed.workspace, workspace);
@@ -432,6 +433,7 @@ TEST(MemoryPlan, LayersAreTimedAtTheWorkspaceThePlanLeaves) {
     SCOPED_TRACE(extra);
     PlanOptions o;
     o.limit_bytes = as_run + extra;
+    o.buy_workspace = false;
     const MemoryPlan t = plan_training_step([&](int64_t) { return m; }, 1, o);
     ASSERT_TRUE(t.fits);
     EXPECT_EQ(t.fixed.workspace, workspace);
@@ -481,10 +483,59 @@ TEST(MemoryPlan, MidTimesHoldBetweenTheirWorkspaceAndTheFastest) {
     SCOPED_TRACE(extra);
     PlanOptions o;
     o.limit_bytes = free.peak_bytes + extra;
+    o.buy_workspace = false;
     const MemoryPlan p = plan_memory(m, o);
     ASSERT_TRUE(p.fits);
     EXPECT_DOUBLE_EQ(p.compute_ms, compute_ms);
   }
+}
+
+// Buying workspace: where a larger workspace times a layer faster, the step is planned with
+// the workspace held to it and the rest moved to make room (here an output offloaded), and kept where its predicted step is shorter: with copies that cost nothing
+// worth counting it is (12 ms against 18 on the least workspace); with copies so slow that
+// the offload stalls the step, the least workspace's plan stays. Without the option, never.
+TEST(MemoryPlan, WorkspaceIsBoughtWhereItShortensTheStep) {
+  StepMem m = four_layers();  // each layer 1 ms forward, 2 backward: 12 ms
+  m.layers[0].param_bytes = 0;  // (no optimizer state to move instead)
+  m.layers[0].workspace_bytes = 10;
+  m.layers[0].fast_workspace_bytes = 40;  // 30 bytes more: an output must leave
+  m.layers[0].least_fwd_ms = 3;
+  m.layers[0].least_bwd_ms = 6;
+  const MemoryPlan free = plan_memory(m, PlanOptions{});
+  ASSERT_EQ(free.fixed.workspace, 10);
+  PlanOptions o;
+  o.limit_bytes = free.peak_bytes;  // the least workspace, everything kept
+  o.h2d_gb_s = o.d2h_gb_s = 1000.0;
+  const MemoryPlan bought = plan_memory(m, o);
+  ASSERT_TRUE(bought.fits);
+  EXPECT_GE(bought.fixed.workspace, 40);
+  EXPECT_EQ(bought.workspace_bought, 40);
+  EXPECT_NE(format_plan(m, bought, o).find("bought: at least 40 B held for faster algorithms"),
+            std::string::npos) << format_plan(m, bought, o);
+  EXPECT_LE(bought.peak_bytes, o.limit_bytes);
+  EXPECT_DOUBLE_EQ(bought.compute_ms, 12.0);
+  EXPECT_LT(bought.step_ms, 12.01);
+  int moved = 0;
+  for (const SavedPlan& s : bought.saved) moved += s.where != Placement::Keep;
+  EXPECT_GE(moved, 1);
+  PlanOptions no = o;
+  no.buy_workspace = false;
+  const MemoryPlan kept = plan_memory(m, no);
+  EXPECT_EQ(kept.fixed.workspace, 10);
+  EXPECT_EQ(kept.workspace_bought, 0);
+  EXPECT_DOUBLE_EQ(kept.step_ms, 18.0);
+  PlanOptions slow = o;  // tens of bytes at 1e-9 GB/s: tens of seconds each way
+  slow.h2d_gb_s = slow.d2h_gb_s = 1e-9;
+  const MemoryPlan least = plan_memory(m, slow);
+  EXPECT_EQ(least.fixed.workspace, 10);
+  EXPECT_DOUBLE_EQ(least.step_ms, 18.0);
+  // The training step's planner buys it the same way (under the same limit as run).
+  PlanOptions run = o;
+  run.limit_bytes = free.fixed_bytes + arena_bytes(m, free);
+  const MemoryPlan t = plan_training_step([&](int64_t) { return m; }, 1, run);
+  ASSERT_TRUE(t.fits);
+  EXPECT_GE(t.fixed.workspace, 40);
+  EXPECT_DOUBLE_EQ(t.compute_ms, 12.0);
 }
 
 // Three layers of 1000, 500 and 10 floats (slots of 1024, 512, 128). Positions: fwd 0..2,

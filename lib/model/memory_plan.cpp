@@ -22,7 +22,7 @@
 namespace pdnn {
 
 int64_t least_workspace_bytes(const StepMem& m) {
-  int64_t ws = 0;
+  int64_t ws = m.workspace_floor;
   for (const LayerMem& l : m.layers) ws = std::max(ws, l.workspace_bytes);
   return ws;
 }
@@ -305,13 +305,20 @@ int64_t max_workspace(const StepMem& m) {
 // then leaves lets some layers run faster algorithms, it is made once more timed at that
 // workspace, and kept if it fits and leaves them as much. (The U-Net at batch 1 under
 // PyTorch's peaks: 36-120 MiB of workspace against im2col's GiBs, every pass on the implicit
-// GEMM or the direct kernels, 7-14% slower than an uncapped profile's choices.) plan_at(w):
-// the plan with its layers timed at workspace w (-1: each at its fastest, as without a limit).
+// GEMM or the direct kernels, 7-14% slower than an uncapped profile's choices.)
+// The workspace may also be bought (buy): where a larger one times layers faster (their mid
+// times' workspace, or their fastest algorithms'), the step is planned with the workspace held
+// to it, the rest under what the limit then leaves (more offloaded or recomputed), and the plan
+// with the shortest predicted step that fits is kept. (With cuDNN's transforms the U-Net's
+// capped steps at 1024 and 2048 ran 1.31-1.36x their uncapped ones on 37-248 MiB of workspace,
+// their copies costing under 0.1 ms.) plan_at(d, w): the plan of description d with its layers
+// timed at workspace w (-1: each at its fastest, as without a limit).
 template <class PlanAt>
-MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt plan_at) {
-  if (o.limit_bytes <= 0) return plan_at(-1);
+MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt plan_at,
+                              bool buy = true) {
+  if (o.limit_bytes <= 0) return plan_at(m, -1);
   const int64_t least = least_workspace_bytes(m);
-  MemoryPlan p = plan_at(least);
+  MemoryPlan p = plan_at(m, least);
   bool faster = false;  // a layer runs faster algorithms in p's workspace than in the least
   for (const LayerMem& l : m.layers) {
     double f0 = 0, b0 = 0, f1 = 0, b1 = 0;
@@ -320,8 +327,35 @@ MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt pla
     faster = faster || f1 + b1 < f0 + b0;
   }
   if (p.fits && faster) {
-    const MemoryPlan q = plan_at(p.fixed.workspace);
+    const MemoryPlan q = plan_at(m, p.fixed.workspace);
     if (q.fits && q.fixed.workspace >= p.fixed.workspace) p = q;
+  }
+  if (!p.fits || !buy || !o.buy_workspace) return p;
+  std::vector<int64_t> wants;  // workspaces past p's at which a layer's times drop
+  for (const LayerMem& l : m.layers) {
+    if (l.mid_fwd_ms >= 0 && l.mid_workspace_bytes > p.fixed.workspace)
+      wants.push_back(l.mid_workspace_bytes);
+    if ((l.least_fwd_ms >= 0 || l.mid_fwd_ms >= 0) && l.fast_workspace_bytes > p.fixed.workspace)
+      wants.push_back(l.fast_workspace_bytes);
+  }
+  std::sort(wants.begin(), wants.end());
+  // Workspaces within 5% of each other are planned once, at the largest (the U-Net's
+  // convolutions ask 20, 13 of them within 4% of cuDNN's 1 GiB allowance): a plan takes
+  // milliseconds, and the training step's planner makes one per micro-batch count.
+  std::vector<int64_t> tries;
+  for (size_t i = 0; i < wants.size();) {
+    size_t j = i;
+    while (j + 1 < wants.size() && wants[j + 1] <= wants[i] + wants[i] / 20) ++j;
+    tries.push_back(wants[j]);
+    i = j + 1;
+  }
+  StepMem held = m;
+  for (int64_t w : tries) {
+    if (w >= o.limit_bytes) break;
+    held.workspace_floor = w;
+    MemoryPlan q = plan_at(held, w);
+    q.workspace_bought = w;
+    if (q.fits && q.step_ms < p.step_ms) p = q;
   }
   return p;
 }
@@ -769,15 +803,19 @@ MemoryPlan simulate_plan(const StepMem& m, const std::vector<Placement>& where,
                "memory plan: parameter %d has no optimizer state to move to the host", j);
     c.off[static_cast<size_t>(j)] = 1;
   }
-  return timed_by_workspace(m, o, [&](int64_t at) {
-    const Walk timed(m, 1, at);
-    return make_plan(timed, c, simulate(timed, c, o), o);
-  });
+  return timed_by_workspace(
+      m, o,
+      [&](const StepMem& d, int64_t at) {
+        const Walk timed(d, 1, at);
+        return make_plan(timed, c, simulate(timed, c, o), o);
+      },
+      /*buy=*/false);  // the placements are given: nothing more can move
 }
 
 MemoryPlan plan_memory(const StepMem& m, const PlanOptions& o) {
   check_description(m, o);
-  return timed_by_workspace(m, o, [&](int64_t at) { return plan_walk(Walk(m, 1, at), o); });
+  return timed_by_workspace(
+      m, o, [&](const StepMem& d, int64_t at) { return plan_walk(Walk(d, 1, at), o); });
 }
 
 namespace {
@@ -836,7 +874,9 @@ MemoryPlan plan_as_run_timed(const StepMem& m, int micro, const PlanOptions& o, 
 }
 
 MemoryPlan plan_as_run(const StepMem& m, int micro, const PlanOptions& o) {
-  return timed_by_workspace(m, o, [&](int64_t at) { return plan_as_run_timed(m, micro, o, at); });
+  return timed_by_workspace(m, o, [&](const StepMem& d, int64_t at) {
+    return plan_as_run_timed(d, micro, o, at);
+  });
 }
 
 }  // namespace
@@ -1018,6 +1058,10 @@ std::string workspace_note(const StepMem& m, const MemoryPlan& p, const PlanOpti
   } else if (convs > 0) {
     s += "; im2col's columns fit it in every convolution";
   }
+  if (p.workspace_bought > 0)
+    s += strprintf("; bought: at least %s held for faster algorithms, more of the rest moved off "
+                   "the device for it (the predicted step is shorter so)",
+                   format_bytes(p.workspace_bought).c_str());
   return s + "\n";
 }
 }  // namespace

@@ -134,6 +134,10 @@ struct StepMem {
   // The shared workspace as the run holds it (bytes; -1: the least every layer runs in, the
   // plan's own count): a plan of the step as run.
   int64_t workspace_held = -1;
+  // The least workspace the plan holds beside every layer's least (least_workspace_bytes):
+  // the planner's, where it buys a larger workspace for faster algorithms with more of the
+  // other bytes moved (timed_by_workspace); 0 in a description.
+  int64_t workspace_floor = 0;
   // The bytes of one activation element: 4 (float32), 2 under --precision bf16, whose
   // activations and their gradients are bfloat16. The layers' out_bytes are in it, and the
   // step's one buffer (layout_arena) is laid out in these elements.
@@ -163,6 +167,9 @@ struct PlanOptions {
   // launches of its kernels; a slice's kernels running below their batch's efficiency is not
   // modelled).
   double micro_batch_ms = 0.2;
+  // A larger workspace may be bought with more of the other bytes moved, where it times layers
+  // faster (memory_plan.cpp: timed_by_workspace); false: the workspace is what the plan leaves.
+  bool buy_workspace = true;
 };
 
 enum class Placement { Keep, Offload, Recompute };
@@ -225,6 +232,9 @@ struct MemoryPlan {
   std::vector<int64_t> live_bytes;  // per position, besides the fixed bytes
   FixedBytes fixed;                 // by kind
   int64_t fixed_bytes = 0;
+  // The workspace the planner bought (0: none): the plan holds at least this much, the other
+  // bytes planned under what the limit then leaves (PlanOptions::buy_workspace).
+  int64_t workspace_bought = 0;
   int64_t peak_bytes = 0;           // fixed + the largest live_bytes
   int peak_position = 0;
   // What the step holds with every activation kept (the executor without a plan keeps every
@@ -244,7 +254,7 @@ struct MemoryPlan {
 
 // The workspace every layer of m can run in: the largest of the layers' workspace_bytes (the
 // algorithms asking the least).
-int64_t least_workspace_bytes(const StepMem& m);
+int64_t least_workspace_bytes(const StepMem& m);  // (and m.workspace_floor)
 
 // The plan for `m` (one micro-batch's rows) under o.limit_bytes (fits == false when no choice
 // fits it; the plan then holds the choices that got closest). Under a limit each layer is

@@ -692,6 +692,33 @@ Model small_unet() {
   return make_unet(o);
 }
 
+// A plan made on the CPU for a GPU assumes its copy rate (--plan-copy-gbs, else 20 GB/s): under
+// a limit where outputs must leave, a slower rate predicts a longer step (the copies stall it,
+// or recomputation replaces them), a faster one no longer.
+TEST(MemoryPlan, CpuPlanAssumesTheCopyRateItIsGiven) {
+  const Shape in{1, 3, 256, 256};
+  auto planned = [&](int64_t limit, double rate, MemoryPlan* p) {
+    Context ctx(1, 7);
+    Model m = small_unet();
+    m.reset_parameters(ctx.rng());
+    auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
+    RunConfig rc;
+    rc.gpu_memory_limit = limit;
+    rc.plan_copy_gb_s = rate;
+    plan_step_memory(ctx, m, *opt, in, rc, 0, p);
+  };
+  MemoryPlan floor;
+  EXPECT_THROW(planned(1, 0, &floor), Error);
+  ASSERT_GT(floor.min_limit_bytes, 0);
+  MemoryPlan slow, assumed, fast;
+  planned(floor.min_limit_bytes, 0.05, &slow);
+  planned(floor.min_limit_bytes, 0, &assumed);
+  planned(floor.min_limit_bytes, 20.0, &fast);
+  ASSERT_TRUE(slow.fits && assumed.fits && fast.fits);
+  EXPECT_GT(slow.step_ms, fast.step_ms);
+  EXPECT_DOUBLE_EQ(assumed.step_ms, fast.step_ms);  // the default is 20 GB/s
+}
+
 TEST(MemoryPlan, HoldsTheChoosersScratchWeightGradientWhereItTimes) {
   Model m = small_unet();
   const Shape in{1, 3, 64, 64};

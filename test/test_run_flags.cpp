@@ -191,6 +191,12 @@ TEST(RunFlags, LeastWorkspaceIsTheGpusAndItsProfileNeedsLayerTimes) {
   expect_refused({"--workspace-held", "2G", "--gpu-memory-limit", "20G", "--device", "cuda"},
                  "--workspace-held and --gpu-memory-limit");
   expect_refused({"--workspace-held", "2Q", "--device", "cuda"}, "--workspace-held");
+  // The copy rate a plan made on the CPU assumes: the CPU's flag, in range.
+  expect_refused({"--plan-copy-gbs", "55", "--device", "cuda"}, "--plan-copy-gbs: for a plan made on the CPU");
+  expect_refused({"--plan-copy-gbs", "0"}, "--plan-copy-gbs");
+  const Parsed rate = parse({"--plan-copy-gbs", "55"});
+  ASSERT_TRUE(rate.ok) << rate.error;
+  EXPECT_DOUBLE_EQ(rate.cfg.plan_copy_gb_s, 55.0);
   const Parsed held = parse({"--workspace-held", "2G", "--device", "cuda"});
   ASSERT_TRUE(held.ok) << held.error;
   EXPECT_EQ(held.cfg.workspace_held, int64_t{2} << 30);

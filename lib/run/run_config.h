@@ -85,6 +85,9 @@ struct RunConfig {
   // --workspace-held: the GPU's workspace held to that many bytes, as a plan's (0: not held).
   std::string layer_times_mid;
   int64_t workspace_held = 0;
+  // --plan-copy-gbs: the host<->GPU copy rate a plan made on the CPU assumes (1e9 bytes/s each
+  // way; 0: its default, 20); a GPU run measures its own.
+  double plan_copy_gb_s = 0;
   // --distributed: this run is one rank of several (set by finish_run_flags), and the
   // parsed flags as text, which every rank must share.
   std::shared_ptr<Communicator> comm;

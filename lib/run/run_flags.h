@@ -111,6 +111,10 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
          "--layer-times-mid")
       ->type_name("SIZE")
       ->check([](const std::string& v) { return memory_size_problem(v, nullptr); });
+  app.add_option("--plan-copy-gbs", cfg.plan_copy_gb_s,
+                 "on the CPU: the GPU's host<->device copy rate (GB/s, each way) a --memory-plan "
+                 "made there assumes for its offloads (default 20; a GPU run measures its own)")
+      ->check(CLI::Range(0.001, 1e4));
   app.add_flag("--least-workspace", cfg.least_workspace,
                "on the GPU: the convolutions run only the algorithms asking the least workspace, "
                "as under a tight --gpu-memory-limit (im2col's columns left out, cuDNN within it), to "
@@ -299,6 +303,8 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
   PDNN_CHECK(cfg.workspace_held == 0 || cfg.gpu_memory_limit == 0,
              "--workspace-held and --gpu-memory-limit: a plan holds the workspace to what "
              "its limit leaves");
+  PDNN_CHECK(cfg.plan_copy_gb_s == 0 || cfg.device == "cpu",
+             "--plan-copy-gbs: for a plan made on the CPU (a GPU run measures its copies)");
   PDNN_CHECK(cfg.layer_times_mid.empty() || !cfg.layer_times_least.empty(),
              "--layer-times-mid: also give --layer-times-least (the times below its workspace)");
   // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends

@@ -382,8 +382,9 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   }
   if (!cfg.memory_plan && !capped) return false;
   const CopyBandwidth bw = gpu ? measure_copy_bandwidth(ctx) : CopyBandwidth{};
-  o.h2d_gb_s = gpu ? bw.h2d_gb_s : kAssumedCopyGbS;
-  o.d2h_gb_s = gpu ? bw.d2h_gb_s : kAssumedCopyGbS;
+  const double assumed = cfg.plan_copy_gb_s > 0 ? cfg.plan_copy_gb_s : kAssumedCopyGbS;
+  o.h2d_gb_s = gpu ? bw.h2d_gb_s : assumed;
+  o.d2h_gb_s = gpu ? bw.d2h_gb_s : assumed;
   o.device_gb_s = gpu ? measure_device_gb_s(ctx) : kAssumedDeviceGbS;
   o.host_update_gb_s = gpu && capped ? measure_host_update_gb_s(ctx) : kCpuUpdateGbS;
   if (gpu) ctx.allocator(Device::CUDA)->trim();

@@ -36,7 +36,7 @@ class CachingAllocator final : public Allocator {
   explicit CachingAllocator(int device) : device_(device) {}
   ~CachingAllocator() override {
     cudaSetDevice(device_);
-    for (auto& [p, size] : sizes_) cudaFree(p);
+    for (auto& [p, b] : blocks_) cudaFree(p);
   }
   Device device() const override { return Device::CUDA; }
   const char* name() const override { return "cuda-caching"; }
@@ -86,7 +86,7 @@ class CachingAllocator final : public Allocator {
                 stats_.reserved / 1048576.0);
     }
     ++stats_.sys_allocs;
-    sizes_[p] = size;
+    blocks_[p].size = size;
     stats_.reserved += size;
     stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
     stats_.in_use += size;
@@ -97,16 +97,13 @@ class CachingAllocator final : public Allocator {
   void deallocate(void* p, size_t) noexcept override {
     if (!p) return;
     std::lock_guard<std::mutex> lock(mu_);
-    const auto it = sizes_.find(p);
-    if (it == sizes_.end()) return;  // not ours: never happens, and never worth a crash
+    const auto it = blocks_.find(p);
+    if (it == blocks_.end()) return;  // not ours: never happens, and never worth a crash
     ++stats_.frees;
-    stats_.in_use -= it->second;
-    const auto a = asked_.find(p);
-    if (a != asked_.end()) {
-      stats_.in_use_asked -= a->second;
-      asked_.erase(a);
-    }
-    free_.emplace(it->second, p);
+    stats_.in_use -= it->second.size;
+    stats_.in_use_asked -= it->second.asked;
+    it->second.asked = 0;
+    free_.emplace(it->second.size, p);
   }
 
   AllocStats stats() const override {
@@ -128,7 +125,7 @@ class CachingAllocator final : public Allocator {
  private:
   // p (in_use already counts its block) goes to a caller who asked for `bytes`.
   void hand_out(void* p, size_t bytes) {
-    asked_[p] = bytes;
+    blocks_[p].asked = bytes;
     stats_.in_use_asked += bytes;
     if (stats_.in_use > stats_.peak_in_use) {
       stats_.peak_in_use = stats_.in_use;
@@ -141,7 +138,7 @@ class CachingAllocator final : public Allocator {
     cudaDeviceSynchronize();
     for (auto& [size, p] : free_) {
       cudaFree(p);
-      sizes_.erase(p);
+      blocks_.erase(p);
       stats_.reserved -= size;
       ++stats_.sys_frees;
     }
@@ -151,8 +148,11 @@ class CachingAllocator final : public Allocator {
   int device_;
   mutable std::mutex mu_;
   std::multimap<size_t, void*> free_;         // cached blocks by size
-  std::unordered_map<void*, size_t> sizes_;   // every block we hold, in use or cached
-  std::unordered_map<void*, size_t> asked_;   // blocks in use: the bytes their caller asked
+  // Every block we hold, in use or cached: its size, and the bytes its caller asked (0 cached).
+  struct Block {
+    size_t size = 0, asked = 0;
+  };
+  std::unordered_map<void*, Block> blocks_;
   AllocStats stats_;
   size_t limit_ = 0;  // cap on reserved bytes (0: none)
 };

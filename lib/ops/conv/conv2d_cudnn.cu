@@ -123,7 +123,18 @@ bool sums_directly(cudnnConvolutionBwdFilterAlgo_t a) {
          a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
-// Whether pdnn may run algorithm p of cuDNN's list (strict, direct, transforms_only: pick_from's).
+// Which of cuDNN's algorithms pdnn may run at a context's precision (pick_from says why):
+// strict fp32 math, direct sums only, or (--conv-transforms with transforms_only, a test's
+// setting) FFT and Winograd only.
+struct Rules {
+  bool strict, direct, transforms_only;
+};
+Rules rules_of(CudaExec e, bool is_bf16, bool transforms_only) {
+  const bool direct = is_bf16 || (!e.tf32 && !e.transforms);
+  return Rules{!is_bf16 && !e.tf32, direct, transforms_only && !direct};
+}
+
+// Whether pdnn may run algorithm p of cuDNN's list (strict, direct, transforms_only: Rules).
 template <class Perf>
 bool allowed(const Perf& p, bool strict, bool direct, bool transforms_only) {
   return p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC &&
@@ -225,14 +236,13 @@ Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d
           size_t cap, bool is_bf16 = false, const FindIn* in = nullptr) {
   const std::string key = pick_key(pass, g, n, k, e, cap, is_bf16);
   CudnnContext& c = cudnn_of(e);
-  const bool direct = is_bf16 || (!e.tf32 && !e.transforms);
   auto it = c.picks.find(key);
   if (it == c.picks.end()) {
     PDNN_CHECK(e.workspace_limit_bytes == 0 || in,
                "convolution algorithm cudnn: %s: under a workspace limit the algorithm is found "
                "in the pass's own buffers, at its call", key.c_str());
-    it = c.picks.emplace(key, query(pass, d, !is_bf16 && !e.tf32, direct,
-                                    c.transforms_only && !direct, cap, c.handle,
+    const Rules r = rules_of(e, is_bf16, c.transforms_only);
+    it = c.picks.emplace(key, query(pass, d, r.strict, r.direct, r.transforms_only, cap, c.handle,
                                     e.workspace_limit_bytes > 0 ? in : nullptr))
              .first;
   }
@@ -246,14 +256,14 @@ Pick pick(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, const Descs& d
 // allows none (pick then says so).
 size_t least_of(ConvPass pass, const Descs& d, CudaExec e, bool is_bf16) {
   const CudnnContext& c = cudnn_of(e);
-  const bool strict = !is_bf16 && !e.tf32, direct = is_bf16 || (!e.tf32 && !e.transforms),
-             transforms_only = c.transforms_only && !direct;
-  d.a.check(d.a.set_math(d.conv, strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
+  const Rules r = rules_of(e, is_bf16, c.transforms_only);
+  d.a.check(d.a.set_math(d.conv, r.strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH),
             "cudnnSetConvolutionMathType");
   size_t least = SIZE_MAX;
   auto scan = [&](const auto* perf, int count) {
     for (int i = 0; i < count; ++i)
-      if (allowed(perf[i], strict, direct, transforms_only)) least = std::min(least, perf[i].memory);
+      if (allowed(perf[i], r.strict, r.direct, r.transforms_only))
+        least = std::min(least, perf[i].memory);
   };
   int count = 0;
   if (pass == ConvPass::Forward) {

@@ -66,6 +66,56 @@ int for_every_mix(Context& ctx, const std::vector<ConvAlgo>& algos, F&& body) {
 }
 
 
+// The bias gradient (cuDNN's backward and ConvTranspose2d's): db += the sums of dy over each
+// channel's planes, in double, rounded once, on every path: 16-byte loads where each plane is
+// aligned (p a multiple of 4 floats or 8 bf16, dy aligned: four loads in flight and the
+// remainder loop), one element a thread where not (p odd; dy one element off its alignment),
+// fp32 and bf16. The result is within one rounding of the double reference from db's start.
+TEST(ConvGpuPasses, BiasGradientEveryPath) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  Rng rng(12);
+  struct Case {
+    int64_t n, k, p, skew;  // skew: dy starts this many elements past an aligned block
+  };
+  for (const bool b16 : {false, true})
+    for (const Case c : {Case{3, 5, 4096 * 3 + 8 * 1024, 0}, Case{2, 3, 8 * 5, 0},
+                         Case{3, 5, 37, 0}, Case{3, 5, 4096, 1}, Case{1, 2, 1 << 20, 0}}) {
+      SCOPED_TRACE(strprintf("%s n%lld k%lld p%lld skew%lld", b16 ? "bf16" : "fp32",
+                                                (long long)c.n, (long long)c.k, (long long)c.p,
+                                                (long long)c.skew));
+      const int64_t total = c.n * c.k * c.p;
+      Tensor yf = testing::random_tensor(Shape{total + c.skew}, rng, -4.f, 4.f);
+      if (b16) yf = testing::bf16_rounded(yf);
+      const Tensor db0 = testing::random_tensor(Shape{c.k}, rng);
+      Tensor db = db0.to(Device::CUDA, ctx);
+      std::vector<double> ref(static_cast<size_t>(c.k), 0.0), abs(static_cast<size_t>(c.k), 0.0);
+      for (int64_t i = 0; i < total; ++i) {
+        const double v = yf[c.skew + i];
+        ref[static_cast<size_t>((i / c.p) % c.k)] += v;
+        abs[static_cast<size_t>((i / c.p) % c.k)] += std::fabs(v);
+      }
+      // float(sum) and db0 + it each round once; the double sums' own error is below
+      // terms * 2^-53 of the absolute sum
+      for (int64_t ch = 0; ch < c.k; ++ch) {
+        const size_t u = static_cast<size_t>(ch);
+        abs[u] = testing::kFp32U * (std::fabs(ref[u]) + std::fabs(ref[u] + db0[ch])) +
+                 0x1.0p-53 * static_cast<double>(c.n * c.p) * abs[u];
+        ref[u] += db0[ch];
+      }
+      if (b16) {
+        const Tensor y = testing::to_bf16(yf, Device::CUDA, ctx);
+        cuda::bias_backward(c.n, c.k, c.p, y.data<bf16>() + c.skew, db.data<float>(), ctx.cuda_exec());
+      } else {
+        const Tensor y = yf.to(Device::CUDA, ctx);
+        cuda::bias_backward(c.n, c.k, c.p, y.data<float>() + c.skew, db.data<float>(), ctx.cuda_exec());
+      }
+      ctx.synchronize();
+      testing::expect_within(db.to(Device::CPU, ctx), ref, 0.0, abs, "db");
+    }
+}
+
 // The policy grammar itself (no GPU needed).
 TEST(ConvGpuPasses, PerPassPolicyIsParsedAndChecked) {
   EXPECT_TRUE(valid_gpu_conv_policy("auto"));

@@ -7,9 +7,10 @@ Layers (SPEC.md, each at its workload's batch): W3 conv1..conv2, W4 conv1..conv6
 D.conv1..D.conv5 (the discriminator's Conv2d) and G.convT1..G.convT5 (the generator's
 ConvTranspose2d). Passes, each timed on its own: forward; backward-data (the gradient of the
 input: autograd.grad with inputs=(x,)); backward-weights (of the weight, and the bias where the
-layer has one: inputs=(w, b)). Precisions: fp32 (TF32 off for cuDNN and matmul) and tf32.
+layer has one: inputs=(w, b)). Precisions: fp32 (TF32 off for cuDNN and matmul), tf32 and bf16.
 Each time is the median of --repeat (20) CUDA-event timings after --warmup calls (the first
-ones also let cudnn.benchmark pick its algorithm).
+ones also let cudnn.benchmark pick its algorithm). bf16: the layer, x and dy in bfloat16 and
+channels_last (what autocast with channels_last runs for a convolution; cuDNN sums in fp32).
 
 gflop counts the multiply-adds actually performed, twice: n*k*c*r*s*oh*ow for a convolution,
 n*cin*h_in*w_in*cout*r*s for a transposed one (the same for all three passes); tflops is gflop
@@ -127,13 +128,19 @@ def layer_rows(torch, layer, precision, args, common):
     gen = torch.Generator(device=dev).manual_seed(3)
     cls = torch.nn.ConvTranspose2d if transposed else torch.nn.Conv2d
     conv = cls(c, k, r, stride=stride, padding=pad, bias=bias).to(dev)
-    x = torch.empty(n, c, h, w, device=dev).uniform_(-1, 1, generator=gen).requires_grad_(True)
+    x = torch.empty(n, c, h, w, device=dev).uniform_(-1, 1, generator=gen)
+    if precision == "bf16":
+        conv = conv.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
+        x = x.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
+    x.requires_grad_(True)
     set_precision(torch, precision)
     with torch.no_grad():
         y_shape = conv(x).shape
     oh = out_side(h, r, stride, pad, transposed)
     assert tuple(y_shape) == (n, k, oh, out_side(w, r, stride, pad, transposed)), y_shape
     dy = torch.empty(y_shape, device=dev).uniform_(-1, 1, generator=gen)
+    if precision == "bf16":
+        dy = dy.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
     y = conv(x)  # one graph, differentiated again and again below
     weights = (conv.weight, conv.bias) if bias else (conv.weight,)
 
@@ -165,7 +172,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="runs/bench/conv_gpu_torch.csv", help="CSV to append to")
     p.add_argument("--filter", default="", help="only layers whose 'workload layer' has this")
-    p.add_argument("--precisions", default="fp32,tf32", help="fp32, tf32 or both")
+    p.add_argument("--precisions", default="fp32,tf32", help="comma list of fp32, tf32, bf16")
     p.add_argument("--repeat", type=int, default=20, help="timed calls per pass (median)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls first")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
@@ -175,8 +182,8 @@ def main():
     args = p.parse_args()
     precisions = args.precisions.split(",")
     for prec in precisions:
-        if prec not in ("fp32", "tf32"):
-            p.error("--precisions: '%s' is not fp32 or tf32" % prec)
+        if prec not in ("fp32", "tf32", "bf16"):
+            p.error("--precisions: '%s' is not fp32, tf32 or bf16" % prec)
     if args.repeat < 1 or args.warmup < 0:
         p.error("--repeat must be >= 1 and --warmup >= 0")
     layers = [L for L in LAYERS if args.filter in "%s %s" % (L[0], L[1])]

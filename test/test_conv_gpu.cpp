@@ -25,6 +25,7 @@
 #include "ops/conv/conv2d_algo.h"
 #include "ops/conv/conv2d_gpu.h"
 #include "ops/conv/conv2d_k4s2.h"
+#include "ops/conv/direct_taps.h"
 #include "optim/sgd.h"
 #include "bf16_testing.h"
 #include "conv_reference.h"
@@ -624,6 +625,59 @@ TEST(ConvGpu, Bf16ImplicitIndex64EqualsIndex32BitForBit) {
     ++checked;
   }
   EXPECT_EQ(checked, 10);
+#endif
+}
+
+// The 4x4 stride-2 passes' space-to-depth phases (conv2d_direct_space_to_depth) equal the host's
+// xs[4c + 2pr + pq][u][v] = x[c][2u + pr - 1][2v + pq - 1] (zero outside x; direct_taps.h)
+// bit for bit, every element written (poisoned first): a non-square input whose half sides are
+// odd (6 x 10: phases of 4 x 6), a square one, one plane of 2 x 2 (the layer takes even sides),
+// in one launch and forced into several (one plane a launch; two and a partial last; a bound
+// below one plane's pairs, which still takes one plane).
+TEST(ConvGpu, Bf16SpaceToDepthInOneLaunchAndInChunks) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  struct S2dCase { int64_t n, c, h, w; };
+  int checked = 0;
+  for (const S2dCase& sc : {S2dCase{3, 5, 6, 10}, S2dCase{2, 3, 8, 8}, S2dCase{1, 1, 2, 2}}) {
+    const ConvGeom g = conv_geom("test", sc.c, sc.h, sc.w, 4, 4, 2, 2, 1, 1);
+    const int64_t cc = 4 * sc.c, hs = direct::s2d_rows(sc.h), ws = direct::s2d_cols(sc.w);
+    Rng rng(23);
+    const Tensor x = testing::to_bf16(testing::random_tensor(Shape{sc.n, sc.c, sc.h, sc.w}, rng),
+                                      Device::CUDA, ctx);
+    const Tensor xh = testing::widened(x, ctx);
+    std::vector<float> ref(static_cast<size_t>(sc.n * cc * hs * ws));
+    for (int64_t i = 0; i < sc.n; ++i)
+      for (int p = 0; p < cc; ++p)
+        for (int u = 0; u < hs; ++u)
+          for (int v = 0; v < ws; ++v) {
+            int iy, ix;
+            const int ci = direct::s2d_source(p, u, v, &iy, &ix);
+            const bool in = iy >= 0 && iy < sc.h && ix >= 0 && ix < sc.w;
+            ref[static_cast<size_t>(((i * cc + p) * hs + u) * ws + v)] =
+                in ? xh[((i * sc.c + ci) * sc.h + iy) * sc.w + ix] : 0.f;
+          }
+    const int64_t per2 = 2 * hs * ws;
+    for (const int64_t max_pairs : {int64_t{1} << 30, per2, 3 * per2 - 1, int64_t{1}}) {
+      SCOPED_TRACE(std::to_string(sc.n) + "x" + std::to_string(sc.c) + "x" + std::to_string(sc.h) +
+                   "x" + std::to_string(sc.w) + ", " + std::to_string(max_pairs) + " pairs a launch");
+      Tensor xs = testing::bf16_poisoned(Shape{sc.n, cc, hs, ws}, Device::CUDA, ctx);
+      cuda::conv2d_direct_space_to_depth(x.data<bf16>(), g, sc.n, xs.data<bf16>(), ctx.cuda_exec(),
+                                         max_pairs);
+      const Tensor got = testing::widened(xs, ctx);
+      int64_t bad = 0, first = -1;
+      for (int64_t e = 0; e < got.numel(); ++e)
+        if (!(got[e] == ref[static_cast<size_t>(e)]) && bad++ == 0) first = e;
+      EXPECT_EQ(bad, 0) << "first at " << first << ": " << got[first] << " against "
+                        << ref[static_cast<size_t>(first)];
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 12);
 #endif
 }
 

@@ -224,47 +224,79 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, cons
 // rows of 16 input channels for the A fragments (k = input channel) of the bf16 forward; KK
 // taps; cc: the kernel's channels (4c with S2d; c: w's). The pass's input channels are w's
 // output channels k when flip (backward-data: the kernel rotated by 180 degrees) or Phase
-// (then one such layout per phase, phase-major).
+// (then one such layout per phase, phase-major). A row (phase, i / 16, tap) holds Mp x 16
+// outputs, over blockIdx.x; a thread takes `per` rows (kPrepRows at most; blockIdx.y's group,
+// striding), their loads issued before any store, so that several are in flight: the gather's
+// latency, not its bytes, sets the time of the large layouts. Index arithmetic in 32 bits, one
+// division a row. ncu on an H200 (results/bench/w5-side-kernels-h200), W5's 256 -> 512 layer's
+// 2M elements: one thread an element with 64-bit divisions 32 us, one row a thread 18 us, 8 rows
+// 14 us (its traffic: ~3 us); the 128-channel layers' 131K elements: 3.2 us with one row a
+// thread, 4.8 with 8 (fewer blocks): so 8 rows from 2^18 elements, else one.
+constexpr int kPrepRows = 8;
 __global__ void prep_weights_bf16_k(int k, int cc, int c, int KK, int Mp, bool flip, Taps taps,
-                                    const bf16* __restrict__ w, bf16* __restrict__ out) {
+                                    int per, const bf16* __restrict__ w, bf16* __restrict__ out) {
   const bool ko_in = flip || taps == Taps::Phase;  // the pass's input channel is w's k
   const int in_ch = ko_in ? k : cc, out_ch = ko_in ? cc : k;
-  const int64_t per = static_cast<int64_t>((in_ch + 15) / 16) * KK * Mp * 16;
-  const int64_t total = per * (taps == Taps::Phase ? 4 : 1);
-  PDNN_GRID_LOOP(e, total) {
-    const int phase = static_cast<int>(e / per);
-    const int64_t f = e % per;
-    const int j = static_cast<int>(f % 16);
-    const int o = static_cast<int>((f / 16) % Mp);
-    const int tap = static_cast<int>((f / (16 * Mp)) % KK);
-    const int i = static_cast<int>(f / (16 * static_cast<int64_t>(Mp) * KK)) * 16 + j;
-    bf16 v{0};
-    if (i < in_ch && o < out_ch)
-      v = w[w_index(taps, ko_in ? i : o, ko_in ? o : i, flip ? KK - 1 - tap : tap, c, phase)];
-    out[e] = v;
+  const int in16 = (in_ch + 15) / 16, rows = in16 * KK * (taps == Taps::Phase ? 4 : 1);
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;  // o * 16 + j
+  if (q >= Mp * 16) return;
+  const int j = q & 15, o = q >> 4;
+  for (int r0 = blockIdx.y * per; r0 < rows; r0 += gridDim.y * per) {
+    const int r1 = min(rows, r0 + per);
+    bf16 v[kPrepRows];
+#pragma unroll
+    for (int t = 0; t < kPrepRows; ++t) {
+      const int r = r0 + t, phase = r / (in16 * KK), rest = r - phase * in16 * KK;
+      const int i = (rest / KK) * 16 + j, tap = rest % KK;
+      v[t] = bf16{0};
+      if (r < r1 && i < in_ch && o < out_ch)
+        v[t] = w[w_index(taps, ko_in ? i : o, ko_in ? o : i, flip ? KK - 1 - tap : tap, c, phase)];
+    }
+#pragma unroll
+    for (int t = 0; t < kPrepRows; ++t)
+      if (r0 + t < r1) out[static_cast<int64_t>(r0 + t) * Mp * 16 + q] = v[t];
   }
 }
 
 // xs (n, 4c, hs, ws) = the phases of x (n, c, h, w) zero-padded by 1: xs[4 ci + 2 pr + pq][u][v]
 // = x[ci][2u + pr - 1][2v + pq - 1] (zero outside x). A 4x4 stride-2 padding-1 convolution of x
-// is the 2x2 stride-1 convolution of xs without padding (conv2d_gpu.h).
+// is the 2x2 stride-1 convolution of xs without padding (conv2d_gpu.h). A thread makes both
+// column phases pq of an (image, ci, pr, u, v), from x's neighbouring pixels (2v - 1, 2v) (a
+// warp reads a row's consecutive bytes), kS2dUnroll of them with their loads in flight
+// together; index = ((plane - plane0) 2 + pr) hs ws + u ws + v, split by FastDiv (a multiply
+// and a shift), so the launch takes at most 2^30 of them (the host walks the planes in
+// chunks). ncu on an H200, as above, W5's 64 -> 128 layer (x 8.4 MB, xs 10 MB: ~6 us of
+// traffic): one thread an output with four 64-bit divisions 41 us; one plane a block, two loads
+// a thread 14.7 us; this 13.2 us (256 -> 512: 18, 13.0, 7.1 us).
+constexpr int kS2dUnroll = 4;
 template <class E>
-__global__ void space_to_depth_k(int64_t total, int c, int h, int w, int hs, int ws,
-                                 const E* __restrict__ x, E* __restrict__ xs) {
-  PDNN_GRID_LOOP(e, total) {
-    const int v = static_cast<int>(e % ws);
-    int64_t r = e / ws;
-    const int u = static_cast<int>(r % hs);
-    r /= hs;
-    const int cc = static_cast<int>(r % (4 * c));
-    const int64_t img = r / (4 * c);
-    int iy, ix;
-    const int ci = direct::s2d_source(cc, u, v, &iy, &ix);
-    E val = from_f32<E>(0.f);
-    if (static_cast<unsigned>(iy) < static_cast<unsigned>(h) &&
-        static_cast<unsigned>(ix) < static_cast<unsigned>(w))
-      val = x[((img * c + ci) * h + iy) * static_cast<int64_t>(w) + ix];
-    xs[e] = val;
+__global__ void space_to_depth_k(int count, int64_t plane0, int h, int w, int hs, int ws,
+                                 FastDiv div2per, FastDiv divws, const E* __restrict__ x,
+                                 E* __restrict__ xs) {
+  const int per = hs * ws, stride = gridDim.x * blockDim.x;
+  for (int i0 = blockIdx.x * blockDim.x + threadIdx.x; i0 < count; i0 += kS2dUnroll * stride) {
+    E v0[kS2dUnroll], v1[kS2dUnroll];
+    int64_t o[kS2dUnroll];
+#pragma unroll
+    for (int t = 0; t < kS2dUnroll; ++t) {
+      const int i = i0 + t * stride;
+      const int pl = static_cast<int>(div2per.div(static_cast<uint32_t>(i)));
+      const int rem2 = i - pl * 2 * per, pr = rem2 >= per, rem = rem2 - pr * per;
+      const int u = static_cast<int>(divws.div(static_cast<uint32_t>(rem))), v = rem - u * ws;
+      const int iy = 2 * u + pr - 1, ix = 2 * v - 1;
+      const bool row = i < count && static_cast<unsigned>(iy) < static_cast<unsigned>(h);
+      const E* xp = x + (plane0 + pl) * h * w + iy * w;
+      v0[t] = v1[t] = from_f32<E>(0.f);
+      if (row && static_cast<unsigned>(ix) < static_cast<unsigned>(w)) v0[t] = xp[ix];
+      if (row && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(w)) v1[t] = xp[ix + 1];
+      o[t] = i < count ? (4 * (plane0 + pl) + 2 * pr) * per + rem : -1;  // xs's plane 4p + 2pr
+    }
+#pragma unroll
+    for (int t = 0; t < kS2dUnroll; ++t)
+      if (o[t] >= 0) {
+        xs[o[t]] = v0[t];
+        xs[o[t] + per] = v1[t];
+      }
   }
 }
 
@@ -754,17 +786,23 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<BF16>())
 
 // y from direct_fwd_imgs's split sums, added in split order: the epilogue of direct_fwd's
 // `put` (bias, activation, act'(msrc); phases: output (u, v) is y's (2u + pr, 2v + pq)),
-// rounded once. total = phases x n x k x oh x ow, an element a thread.
+// rounded once. total = phases x n x k x oh x ow, an element a thread; I: the index type, int
+// where twice total fits (64-bit divisions cost more than the sums' loads: 11-20 us a call at W5's
+// sizes on an H200 against ~6 us of traffic).
+template <class I>
 __global__ void fwd_imgs_finish_k(const FwdArgsOf<bf16> a, int splits) {
   const int ph = a.phases ? 4 : 1, hw = a.oh * a.ow;
-  const int64_t total = static_cast<int64_t>(ph) * a.n * a.k * hw;
-  PDNN_GRID_LOOP(e, total) {
-    const int p = static_cast<int>(e % hw);
-    const int m = static_cast<int>((e / hw) % a.k);
-    const int64_t zi = e / (static_cast<int64_t>(hw) * a.k);  // phase * n + image
-    const int img = static_cast<int>(zi % a.n), z = static_cast<int>(zi / a.n);
+  const I total = static_cast<I>(ph) * a.n * a.k * hw;
+  for (I e = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I row = e / hw;  // phase * n * k + image * k + m
+    const int p = static_cast<int>(e - row * hw);
+    const I zi = row / a.k;  // phase * n + image
+    const int m = static_cast<int>(row - zi * a.k);
+    const int z = static_cast<int>(zi / a.n), img = static_cast<int>(zi - static_cast<I>(z) * a.n);
     float v = 0.f;
-    for (int s = 0; s < splits; ++s) v += a.part[s * total + e];
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) v += a.part[static_cast<int64_t>(s) * total + e];
     int64_t o = (static_cast<int64_t>(img) * a.k + m) * hw + p;
     if (a.phases) {
       const int oy = p / a.ow, ox = p - oy * a.ow;
@@ -1416,7 +1454,10 @@ bool run_fwd_imgs(FwdArgsOf<bf16>& a, DirectImages mode, float* part, CudaExec e
   direct_fwd_imgs<T><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
   PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 convolution, several images a block");
   const int64_t total = static_cast<int64_t>(ph) * a.n * a.k * a.oh * a.ow;
-  fwd_imgs_finish_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(a, p.splits);
+  if (total < INT_MAX / 2)  // the grid's stride added to an index stays an int
+    fwd_imgs_finish_k<int><<<blocks_for(total), kThreads, 0, stream_of(e)>>>(a, p.splits);
+  else
+    fwd_imgs_finish_k<int64_t><<<blocks_for(total), kThreads, 0, stream_of(e)>>>(a, p.splits);
   PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 convolution, the splits' sum");
   return true;
 }
@@ -1574,11 +1615,16 @@ int prep_weights(const bf16* w, int64_t k, int64_t c, bool flip, float* ws, Cuda
   const int64_t cc = taps == Taps::S2d ? 4 * c : c, kk = taps == Taps::Plain ? 9 : 4;
   const bool ko_in = flip || taps == Taps::Phase;
   const int Mp = static_cast<int>(conv3x3::round_up(ko_in ? cc : k, 128));
-  const int64_t total =
-      conv3x3::round_up(ko_in ? k : cc, 16) * kk * Mp * (taps == Taps::Phase ? 4 : 1);
-  prep_weights_bf16_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+  const int64_t rows =
+      conv3x3::round_up(ko_in ? k : cc, 16) / 16 * kk * (taps == Taps::Phase ? 4 : 1);
+  PDNN_CHECK(rows * Mp * 16 < INT_MAX, "direct convolution (bf16): %lld x %lld weights exceed "
+             "the 32-bit indexing of their re-layout", (long long)k, (long long)c);
+  const int per = rows * Mp * 16 >= (int64_t{1} << 18) ? kPrepRows : 1;  // rows a thread
+  const dim3 grid(static_cast<unsigned>(Mp * 16 / kThreads + (Mp * 16 % kThreads != 0)),
+                  static_cast<unsigned>(std::min<int64_t>((rows + per - 1) / per, 65535)));
+  prep_weights_bf16_k<<<grid, kThreads, 0, stream_of(e)>>>(
       static_cast<int>(k), static_cast<int>(cc), static_cast<int>(c), static_cast<int>(kk), Mp,
-      flip, taps, w, reinterpret_cast<bf16*>(ws));
+      flip, taps, per, w, reinterpret_cast<bf16*>(ws));
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights (bf16)");
   return Mp;
 }
@@ -1704,15 +1750,28 @@ void check_k4s2(const ConvGeom& g, int64_t n, int64_t k) {
              (long long)g.w);
 }
 
-// xs = x's phases (conv2d_direct_s2d_dims), in conv2d_direct_s2d_floats of workspace.
+// xs = x's phases (conv2d_direct_s2d_dims), in conv2d_direct_s2d_floats of workspace;
+// max_pairs: the (pr, u, v) pairs of outputs a launch takes at most (conv2d_gpu.h).
 template <class E>
-void space_to_depth(const E* x, const ConvGeom& g, int64_t n, E* xs, CudaExec e) {
+void space_to_depth(const E* x, const ConvGeom& g, int64_t n, E* xs, CudaExec e,
+                    int64_t max_pairs = int64_t{1} << 30) {
+  PDNN_CHECK(max_pairs >= 1 && max_pairs <= int64_t{1} << 30,
+             "direct 4x4 stride-2 space-to-depth: %lld pairs a launch is outside [1, 2^30]",
+             (long long)max_pairs);
   const S2dDims d = conv2d_direct_s2d_dims(g);
-  const int64_t total = n * d.c * d.h * d.w;
-  space_to_depth_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-      total, static_cast<int>(g.c), static_cast<int>(g.h), static_cast<int>(g.w),
-      static_cast<int>(d.h), static_cast<int>(d.w), x, xs);
-  PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 space-to-depth");
+  const int64_t planes = n * g.c, per2 = 2 * d.h * d.w;
+  PDNN_CHECK(per2 <= int64_t{1} << 30, "direct 4x4 stride-2 space-to-depth: a plane of %lld x "
+             "%lld is too large", (long long)g.h, (long long)g.w);
+  const int64_t chunk = std::max<int64_t>(1, max_pairs / per2);  // planes a launch
+  const FastDiv div2per(static_cast<uint32_t>(per2)), divws(static_cast<uint32_t>(d.w));
+  for (int64_t p0 = 0; p0 < planes; p0 += chunk) {
+    const int count = static_cast<int>(std::min(chunk, planes - p0) * per2);
+    space_to_depth_k<<<blocks_for((count + kS2dUnroll - 1) / kS2dUnroll), kThreads, 0,
+                       stream_of(e)>>>(count, p0, static_cast<int>(g.h), static_cast<int>(g.w),
+                                       static_cast<int>(d.h), static_cast<int>(d.w), div2per,
+                                       divws, x, xs);
+    PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 space-to-depth");
+  }
 }
 
 // ws: the weights [4c / 16][4][Mp][16], then x's phases.
@@ -1769,6 +1828,12 @@ void k4s2_backward_weights(const ConvBwdBf16& c, float* ws, CudaExec e, DirectTi
 }
 
 }  // namespace
+
+void conv2d_direct_space_to_depth(const bf16* x, const ConvGeom& g, int64_t n, bf16* xs,
+                                  CudaExec e, int64_t max_pairs) {
+  check_k4s2(g, n, 1);
+  space_to_depth(x, g, n, xs, e, max_pairs);
+}
 
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e, DirectTile tile) {
   forward(a, ws, e, tile);

@@ -104,6 +104,11 @@ void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e,
 void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e,
                            DirectTile tile = DirectTile::Auto,
                            DirectImages imgs = DirectImages::Auto);
+// xs = x's space-to-depth phases (n, 4c, s2d_rows(h), s2d_cols(w); ops/conv/direct_taps.h),
+// as the 4x4 stride-2 passes make them, at most max_pairs (pr, u, v) pairs (2^30 at most) a
+// launch: the tests force several launches.
+void conv2d_direct_space_to_depth(const bf16* x, const ConvGeom& g, int64_t n, bf16* xs,
+                                  CudaExec e, int64_t max_pairs = int64_t{1} << 30);
 // dx = written, dy already through the activation (a.act must be None); with a.dx_act,
 // dx = act'(a.dx_src) . dL/dx in the output write (dx_src: the convolution's input, made by a
 // layer with that activation).

@@ -401,6 +401,8 @@ def mode_segment(args):
           f"{dev}" + (f" ({args.precision})" if dev.type == "cuda" else ""), flush=True)
     out = args.out or os.path.join(ref.ROOT, "runs", "segment", f"torch_{mname}_{dataset}.csv")
     rev, host, gpu = git_rev(), socket.gethostname(), ref.gpu_name(torch, dev)
+    if dev.type == "cuda":  # "| <precision>", as torch_reference's GPU rows (accuracy_summary)
+        gpu += f" | {ref.precision_text(dev, args.precision)}"
 
     def batch_of(split, idx, keys):
         rows = d[split][idx]

@@ -695,17 +695,24 @@ Model small_unet() {
 // A plan made on the CPU for a GPU assumes its copy rate (--plan-copy-gbs, else 20 GB/s): under
 // a limit where outputs must leave, a slower rate predicts a longer step (the copies stall it,
 // or recomputation replaces them), a faster one no longer.
+// small_unet's plan of a 256 x 256 training step made on the CPU, under `limit` (0: none), the
+// run's flags as `set` leaves them (a plan is printed as with --memory-plan).
+void plan_small_unet_on_cpu(int64_t limit, const std::function<void(RunConfig&)>& set,
+                            MemoryPlan* p) {
+  Context ctx(1, 7);
+  Model m = small_unet();
+  m.reset_parameters(ctx.rng());
+  auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
+  RunConfig rc;
+  rc.memory_plan = true;
+  rc.gpu_memory_limit = limit;
+  set(rc);
+  plan_step_memory(ctx, m, *opt, Shape{1, 3, 256, 256}, rc, 0, p);
+}
+
 TEST(MemoryPlan, CpuPlanAssumesTheCopyRateItIsGiven) {
-  const Shape in{1, 3, 256, 256};
   auto planned = [&](int64_t limit, double rate, MemoryPlan* p) {
-    Context ctx(1, 7);
-    Model m = small_unet();
-    m.reset_parameters(ctx.rng());
-    auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
-    RunConfig rc;
-    rc.gpu_memory_limit = limit;
-    rc.plan_copy_gb_s = rate;
-    plan_step_memory(ctx, m, *opt, in, rc, 0, p);
+    plan_small_unet_on_cpu(limit, [&](RunConfig& rc) { rc.plan_copy_gb_s = rate; }, p);
   };
   MemoryPlan floor;
   EXPECT_THROW(planned(1, 0, &floor), Error);
@@ -717,6 +724,35 @@ TEST(MemoryPlan, CpuPlanAssumesTheCopyRateItIsGiven) {
   ASSERT_TRUE(slow.fits && assumed.fits && fast.fits);
   EXPECT_GT(slow.step_ms, fast.step_ms);
   EXPECT_DOUBLE_EQ(assumed.step_ms, fast.step_ms);  // the default is 20 GB/s
+}
+
+// A plan made on the CPU for a GPU counts, with --plan-context, what a GPU run's plan counts
+// beside the layers: the CUDA context it is given, cuBLAS's workspace and the batch's second
+// staging buffer; without it none of them (a tight limit's plan was optimistic for it: the
+// U-Net at 1024 under 3.3G bought 512 MiB of workspace on the CPU and nothing on the H200,
+// whose context took 606 MiB of the limit). Its smallest limit grows by at least the context.
+TEST(MemoryPlan, CpuPlanCountsTheContextItIsGiven) {
+  auto planned = [&](int64_t limit, int64_t context, MemoryPlan* p) {
+    plan_small_unet_on_cpu(limit, [&](RunConfig& rc) { rc.plan_context = context; }, p);
+  };
+  const int64_t context = int64_t{606} << 20;
+  MemoryPlan without, with;
+  planned(0, -1, &without);
+  planned(0, context, &with);
+  EXPECT_EQ(without.fixed.context, 0);
+  EXPECT_EQ(without.fixed.cublas, 0);
+  EXPECT_FALSE(without.fixed.context_given);
+  EXPECT_EQ(with.fixed.context, context);
+  EXPECT_TRUE(with.fixed.context_given);
+  EXPECT_EQ(with.fixed.cublas, static_cast<int64_t>(CudaState::kCublasWorkspaceBytes));
+  EXPECT_EQ(with.fixed.input, 2 * without.fixed.input);  // the second staging buffer
+  EXPECT_EQ(with.fixed_bytes - without.fixed_bytes,
+            context + with.fixed.cublas + without.fixed.input);
+  MemoryPlan floor_without, floor_with;
+  EXPECT_THROW(planned(1, -1, &floor_without), Error);
+  EXPECT_THROW(planned(1, context, &floor_with), Error);
+  ASSERT_GT(floor_without.min_limit_bytes, 0);
+  EXPECT_GE(floor_with.min_limit_bytes, floor_without.min_limit_bytes + context);
 }
 
 TEST(MemoryPlan, HoldsTheChoosersScratchWeightGradientWhereItTimes) {

@@ -194,6 +194,14 @@ TEST(RunFlags, LeastWorkspaceIsTheGpusAndItsProfileNeedsLayerTimes) {
   // The copy rate a plan made on the CPU assumes: the CPU's flag, in range.
   expect_refused({"--plan-copy-gbs", "55", "--device", "cuda"}, "--plan-copy-gbs: for a plan made on the CPU");
   expect_refused({"--plan-copy-gbs", "0"}, "--plan-copy-gbs");
+  // The CUDA context a plan made on the CPU counts: the CPU's flag, a positive size.
+  expect_refused({"--plan-context", "606M", "--device", "cuda"}, "--plan-context: for a plan made on the CPU");
+  expect_refused({"--plan-context", "0"}, "--plan-context");
+  expect_refused({"--plan-context", "600MB"}, "--plan-context");
+  const Parsed given = parse({"--plan-context", "606M"});
+  ASSERT_TRUE(given.ok) << given.error;
+  EXPECT_EQ(given.cfg.plan_context, int64_t{606} << 20);
+  EXPECT_EQ(parse({}).cfg.plan_context, -1);
   const Parsed rate = parse({"--plan-copy-gbs", "55"});
   ASSERT_TRUE(rate.ok) << rate.error;
   EXPECT_DOUBLE_EQ(rate.cfg.plan_copy_gb_s, 55.0);

@@ -61,7 +61,10 @@ class CudaState {
   // after one warm-up launch of each kind the step uses if it is to see them; again = true
   // measures anew (what loaded since).
   size_t context_bytes(bool again = false);
-  // cuBLAS's workspace (from the allocator, given once at start-up).
+  // cuBLAS's workspace (from the allocator, given once at start-up): kCublasWorkspaceBytes on a
+  // CUDA build, 0 without one. A plan made on the CPU for a GPU (--plan-context) counts the
+  // constant.
+  static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   static size_t cublas_workspace_bytes();
   // cuDNN on this stream (a cuda::CudnnContext: handle and per-shape picks), made at the first
   // call; nullptr when cuDNN is not found (lib/cuda/cudnn.h: opened at run time, optional).

@@ -28,7 +28,7 @@ const char* cublas_status_name(cublasStatus_t s) {
 
 namespace {
 // cuBLAS's workspace, given to it once so that a captured CUDA graph never asks for memory.
-constexpr size_t kCublasWorkspace = size_t{32} << 20;
+constexpr size_t kCublasWorkspace = CudaState::kCublasWorkspaceBytes;
 
 std::string version_str(int v) { return strprintf("%d.%d", v / 1000, (v % 1000) / 10); }
 }  // namespace

@@ -425,6 +425,7 @@ FixedBytes fixed_of(const Walk& w, const Choice& c, const StatePlan& st) {
   f.input = m.input_bytes;
   f.loss = m.loss_bytes;
   f.context = m.context_bytes;
+  f.context_given = m.context_given;
   f.cublas = m.cublas_bytes;
   f.eval = m.eval_bytes;
   f.small = m.small_bytes;
@@ -1112,7 +1113,9 @@ std::string format_plan(const StepMem& m, const MemoryPlan& p, const PlanOptions
   if (f.casts) out += ", bf16/float32 casts at the model's edges " + format_bytes(f.casts);
   if (f.cublas) out += ", cuBLAS workspace " + format_bytes(f.cublas);
   if (f.small) out += ", small buffers " + format_bytes(f.small);
-  if (f.context) out += ", CUDA context (measured) " + format_bytes(f.context);
+  if (f.context)
+    out += std::string(", CUDA context (") + (f.context_given ? "given, --plan-context" : "measured") +
+           ") " + format_bytes(f.context);
   out += "\n" + workspace_note(m, p, o);
   if (p.micro_batches > 1)
     out += strprintf("micro-batches: %d of %lld rows (the batch %lld): gradients summed over them, "

@@ -128,9 +128,11 @@ struct StepMem {
   int64_t rows = 0;        // rows of the batch each forward sees (a micro-batch's; 0: unknown)
   int64_t batch_rows = 0;  // rows of the training batch
   // Device memory outside the layers: the CUDA context (driver, kernel images, cuBLAS's and
-  // cuDNN's handles; measured), cuBLAS's workspace, the evaluation's batch buffers, and the
-  // small buffers (step count, RNG position, metric sums, each a 512-byte block).
+  // cuDNN's handles; measured, or given to a plan made on the CPU: context_given), cuBLAS's
+  // workspace, the evaluation's batch buffers, and the small buffers (step count, RNG
+  // position, metric sums, each a 512-byte block).
   int64_t context_bytes = 0, cublas_bytes = 0, eval_bytes = 0, small_bytes = 0;
+  bool context_given = false;
   // The shared workspace as the run holds it (bytes; -1: the least every layer runs in, the
   // plan's own count): a plan of the step as run.
   int64_t workspace_held = -1;
@@ -200,6 +202,7 @@ struct FixedBytes {
   int64_t params = 0, grads = 0, state = 0, scratch = 0, workspace = 0, input = 0, loss = 0;
   int64_t context = 0, cublas = 0, eval = 0, small = 0, staging = 0;
   int64_t weight_copy = 0, casts = 0;  // bf16 (StepMem::weight_copy_bytes, cast_bytes)
+  bool context_given = false;          // StepMem::context_given
   int64_t total() const {
     return params + grads + state + scratch + workspace + input + loss + context + cublas +
            eval + small + staging + weight_copy + casts;

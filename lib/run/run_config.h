@@ -88,6 +88,10 @@ struct RunConfig {
   // --plan-copy-gbs: the host<->GPU copy rate a plan made on the CPU assumes (1e9 bytes/s each
   // way; 0: its default, 20); a GPU run measures its own.
   double plan_copy_gb_s = 0;
+  // --plan-context: a plan made on the CPU counts a CUDA context of that many bytes, cuBLAS's
+  // workspace and the batch's second staging buffer, as a GPU run does (-1: none of them, as
+  // before; a GPU run measures its own context).
+  int64_t plan_context = -1;
   // --distributed: this run is one rank of several (set by finish_run_flags), and the
   // parsed flags as text, which every rank must share.
   std::shared_ptr<Communicator> comm;

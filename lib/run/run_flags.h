@@ -115,6 +115,15 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
                  "on the CPU: the GPU's host<->device copy rate (GB/s, each way) a --memory-plan "
                  "made there assumes for its offloads (default 20; a GPU run measures its own)")
       ->check(CLI::Range(0.001, 1e4));
+  app.add_option_function<std::string>(
+         "--plan-context",
+         [&cfg](const std::string& v) { cfg.plan_context = parse_memory_size(v, "--plan-context"); },
+         "on the CPU: a --memory-plan made there counts a CUDA context of SIZE, cuBLAS's workspace "
+         "and the batch's second staging buffer, as a GPU run does (its context measured: ~606M "
+         "on an H200 with cuDNN; without the flag none of them, and a tight limit's plan is "
+         "optimistic)")
+      ->type_name("SIZE")
+      ->check([](const std::string& v) { return memory_size_problem(v, nullptr); });
   app.add_flag("--least-workspace", cfg.least_workspace,
                "on the GPU: the convolutions run only the algorithms asking the least workspace, "
                "as under a tight --gpu-memory-limit (im2col's columns left out, cuDNN within it), to "
@@ -305,6 +314,8 @@ inline void finish_run_flags(const CLI::App& app, RunConfig& cfg, const RunFlagT
              "its limit leaves");
   PDNN_CHECK(cfg.plan_copy_gb_s == 0 || cfg.device == "cpu",
              "--plan-copy-gbs: for a plan made on the CPU (a GPU run measures its copies)");
+  PDNN_CHECK(cfg.plan_context < 0 || cfg.device == "cpu",
+             "--plan-context: for a plan made on the CPU (a GPU run measures its context)");
   PDNN_CHECK(cfg.layer_times_mid.empty() || !cfg.layer_times_least.empty(),
              "--layer-times-mid: also give --layer-times-least (the times below its workspace)");
   // On the GPU reading the metrics is a synchronisation: only at progress lines and epoch ends

@@ -263,19 +263,24 @@ int64_t eval_bytes_of(Model& model, const Shape& batch, int64_t eval_batch) {
 // algorithms its policy lets them run, Layer::backward_needs; a CPU context keeps no policy, so
 // a plan made there takes the flag's; the step shell's staging buffers hold the batch a second
 // time, train/step_shell.h), and on the GPU the CUDA context (`context` bytes) and cuBLAS's
-// workspace, and the evaluation's buffers. as_run: the layers as they ran (PlanFor::as_run).
+// workspace (on the CPU where --plan-context asks for them: cfg.plan_context bytes of
+// context), and the evaluation's buffers. as_run: the layers as they ran (PlanFor::as_run).
 StepMem describe_run_step(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
                           int64_t rows, const RunConfig& cfg, int64_t eval_batch, double rate,
                           double device_gb_s, int64_t context, bool as_run = false) {
-  const bool gpu = ctx.has_cuda();
+  const bool gpu = ctx.has_cuda(), as_gpu = gpu || cfg.plan_context >= 0;
   StepMem m = describe_step(model, batch.with_n(rows), &opt, rate, batch.n(), device_gb_s,
-                            ctx.precision(), gpu && cfg.overlap_batch_copy ? 2 : 1,
+                            ctx.precision(), as_gpu && cfg.overlap_batch_copy ? 2 : 1,
                             gpu ? ctx.cuda().info().sm_count : kPlanGpuSms,
                             gpu ? ctx.tuning().policy() : cfg.conv_algo, as_run,
                             gpu_conv_cudnn_least(ctx));
   if (gpu) {
     m.context_bytes = context;
     m.cublas_bytes = static_cast<int64_t>(CudaState::cublas_workspace_bytes());
+  } else if (cfg.plan_context >= 0) {
+    m.context_bytes = cfg.plan_context;
+    m.context_given = true;
+    m.cublas_bytes = static_cast<int64_t>(CudaState::kCublasWorkspaceBytes);
   }
   m.eval_bytes = eval_bytes_of(model, batch, eval_batch);
   return m;

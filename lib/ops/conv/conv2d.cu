@@ -20,6 +20,7 @@
 #include "ops/gemm.h"
 #include "ops/kit/act.h"
 #include "ops/kit/round.h"
+#include "ops/kit/vec.h"
 
 namespace pdnn {
 namespace cuda {
@@ -116,43 +117,44 @@ __global__ void bias_backward_k(int n, int k, int p, const E* __restrict__ dy,
   if (threadIdx.x == 0) db[c] += static_cast<float>(t);
 }
 
-// The same sum with 16-byte loads, four in flight per thread (V elements each: 4 floats, 8
-// bf16), where every plane starts 16-byte aligned (p a multiple of V, dy aligned). One block of
-// kBiasThreads per channel as above, double sums in a fixed order. Why: the scalar kernel keeps
-// one 4-byte load a thread in flight, 2 KiB an SM, which latency bounds far below an SM's share
-// of the bandwidth, and ConvTranspose2d and cuDNN's backward sum the U-Net's 64 channels of 1M
-// values each (512 x 512, batch 4) this way on 64 SMs; this one keeps 64 KiB an SM in flight.
-// (Not yet timed on a GPU.)
+// The same sum with vector loads (kit::load4 / load8: 16 bytes an access, V elements: 4 floats,
+// 8 bf16), four accesses in flight per thread, where every plane starts aligned to V elements
+// (p a multiple of V, dy 16-byte aligned). One block of kBiasThreads per channel as above,
+// double sums in a fixed order. Why: the scalar kernel keeps one 4-byte load a thread in
+// flight, 2 KiB an SM, which latency bounds far below an SM's share of the bandwidth, and
+// ConvTranspose2d and cuDNN's backward sum the U-Net's 64 channels of 1M values each (512 x 512,
+// batch 4) this way on 64 SMs; this one keeps 64 KiB an SM in flight. Not timed alone; with it
+// the U-Net's TF32 step (512, b4, graph) ran 36.42 ms against its twin's 38.06 on an H200
+// (results/bench/unet-twin-h200-s14; it read through __ldg then, the same 16-byte accesses).
 constexpr int kBiasThreads = 1024;
 template <class E>
-__device__ __forceinline__ double sum16(const uint4& v) {
-  if constexpr (std::is_same<E, float>::value) {
-    return static_cast<double>(__uint_as_float(v.x)) + __uint_as_float(v.y) +
-           static_cast<double>(__uint_as_float(v.z)) + __uint_as_float(v.w);
-  } else {
-    double s = 0.0;
-    for (uint32_t w : {v.x, v.y, v.z, v.w})
-      s += static_cast<double>(kit::bf16_float(static_cast<uint16_t>(w & 0xffffu))) +
-           kit::bf16_float(static_cast<uint16_t>(w >> 16));
-    return s;
-  }
+constexpr int kBiasV = 16 / static_cast<int>(sizeof(E));
+template <class E>
+__device__ __forceinline__ double sum_vec(const E* p) {
+  float v[kBiasV<E>];
+  if constexpr (kBiasV<E> == 4) kit::load4(p, v);
+  else kit::load8(p, v);
+  double s = 0.0;
+#pragma unroll
+  for (int j = 0; j < kBiasV<E>; ++j) s += v[j];
+  return s;
 }
 template <class E>
 __global__ void bias_backward_vec_k(int n, int k, int p, const E* __restrict__ dy,
                                     float* __restrict__ db) {
   __shared__ double sh[kBiasThreads];
-  constexpr int V = 16 / sizeof(E);
-  const int c = blockIdx.x, pv = p / V, step = blockDim.x;
+  constexpr int V = kBiasV<E>;
+  const int c = blockIdx.x, step = blockDim.x * V;
   double s = 0.0;
   for (int i = 0; i < n; ++i) {
-    const uint4* plane = reinterpret_cast<const uint4*>(dy + (static_cast<int64_t>(i) * k + c) * p);
-    int q = threadIdx.x;
-    for (; q + 3 * step < pv; q += 4 * step) {
-      const uint4 a = __ldg(plane + q), b = __ldg(plane + q + step),
-                  d = __ldg(plane + q + 2 * step), e = __ldg(plane + q + 3 * step);
-      s += sum16<E>(a) + sum16<E>(b) + sum16<E>(d) + sum16<E>(e);
+    const E* plane = dy + (static_cast<int64_t>(i) * k + c) * p;
+    int q = threadIdx.x * V;
+    for (; q + 3 * step < p; q += 4 * step) {
+      const double a = sum_vec(plane + q), b = sum_vec(plane + q + step),
+                   d = sum_vec(plane + q + 2 * step), e = sum_vec(plane + q + 3 * step);
+      s += a + b + d + e;
     }
-    for (; q < pv; q += step) s += sum16<E>(__ldg(plane + q));
+    for (; q < p; q += step) s += sum_vec(plane + q);
   }
   const double t = block_sum(s, sh);
   if (threadIdx.x == 0) db[c] += static_cast<float>(t);
@@ -194,8 +196,7 @@ void bias_add_launch(int64_t n, int64_t k, int64_t p, const float* b, E* y, Cuda
 template <class E>
 void bias_backward_launch(int64_t n, int64_t k, int64_t p, const E* dy, float* db, CudaExec e) {
   if (k <= 0) return;
-  constexpr int64_t V = 16 / sizeof(E);
-  if (p % V == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0)
+  if (p % kBiasV<E> == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0)
     bias_backward_vec_k<<<static_cast<unsigned>(k), kBiasThreads, 0, stream_of(e)>>>(
         static_cast<int>(n), static_cast<int>(k), static_cast<int>(p), dy, db);
   else

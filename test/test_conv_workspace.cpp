@@ -223,6 +223,22 @@ TEST(ConvWorkspace, K4s2Bf16HasTheDirectKernels) {
             cuda_conv_workspace_floats(g, 64, 128));  // not in fp32: runs as im2col
 }
 
+// A window covering the whole image (DCGAN's 4x4 <-> 1x1 layers): the GPU's im2col path runs
+// its GEMMs on the images themselves (conv2d.cu), so its workspace holds no columns (the
+// product, then the bias gradient's partial sums) and its forward keeps none for backward,
+// where another 4x4 layer of the same batch does.
+TEST(ConvWorkspace, WholeImageWindowHoldsNoColumns) {
+  const ConvGeom whole = conv_geom("test", 512, 4, 4, 4, 4, 1, 1, 0, 0);
+  ASSERT_TRUE(whole_image_window(whole));
+  EXPECT_EQ(cuda_conv_product_offset(whole, 64), 0);
+  EXPECT_EQ(cuda_conv_workspace_floats(whole, 64, 1), size_t{64 * 1 + 2 + 2 * 32 * 1});
+  EXPECT_FALSE(cuda_conv_kept_columns(whole, 64, 1));
+  const ConvGeom padded = conv_geom("test", 512, 4, 4, 4, 4, 1, 1, 1, 1);  // 3x3 outputs
+  ASSERT_FALSE(whole_image_window(padded));
+  EXPECT_EQ(cuda_conv_product_offset(padded, 64), 512 * 16 * 64 * 9);
+  EXPECT_TRUE(cuda_conv_kept_columns(padded, 64, 1));
+}
+
 }  // namespace
 }  // namespace pdnn
 

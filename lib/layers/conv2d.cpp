@@ -133,7 +133,7 @@ BackwardNeeds Conv2d::backward_needs(const Shape& in, const PlanFor& p) const {
   b.output = through_act;
   if (p.as_run)  // the columns its chosen forward keeps (none unless im2col was chosen)
     b.scratch_bytes = static_cast<int64_t>(cols_.nbytes());
-  else if (keep_columns_ && cuda_conv_chunk(g, n, out_ch_) == n)
+  else if (keep_columns_ && cuda_conv_kept_columns(g, n, out_ch_))
     b.scratch_bytes = g.col_rows() * n * g.col_cols() * static_cast<int64_t>(dtype_size(p.act));
   // The GPU's algorithms for its three passes (ops/conv/conv2d_algo.h): under auto and own the
   // least is what the implicit GEMM or the direct kernels ask (no columns) wherever one of them

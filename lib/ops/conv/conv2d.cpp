@@ -536,7 +536,7 @@ void gpu_forward(Context& ctx, const ConvFwdTensors& t) {
     ConvFwdOf<E, float> c = ptrs_of<E>(t);
     c.algo = a;
     if (Tensor* saved = t.saved_cols) {
-      if (a == ConvAlgo::Im2col && cuda_conv_chunk(g, n, k) == n) {
+      if (a == ConvAlgo::Im2col && cuda_conv_kept_columns(g, n, k)) {
         saved->resize(Shape{g.col_rows() * n * g.col_cols()}, dtype_of<E>(), Device::CUDA, ctx);
         c.saved_cols = saved->data<E>();
       } else {
@@ -558,7 +558,7 @@ void gpu_backward(Context& ctx, const ConvBwdTensors& t) {
   const E* keep = nullptr;
   if (saved_cols && saved_cols->dtype() == dtype_of<E>() &&
       saved_cols->numel() >= g.col_rows() * n * g.col_cols() && saved_cols->numel() > 0 &&
-      cuda_conv_chunk(g, n, k) == n)
+      cuda_conv_kept_columns(g, n, k))
     keep = saved_cols->data<E>();
   // The choices first, then the passes: when both backward passes chose one algorithm, one call
   // runs them and shares the work they have in common (im2col: dy's permutation; implicit GEMM

@@ -58,11 +58,19 @@ size_t conv_backward_workspace_floats(const ConvGeom& g, int64_t n, int64_t k, C
 // Batched scheme): columns of `chunk` images side by side, then the product. The chunk keeps
 // the column buffer under about 256 MB (W4 at batch 64 would need 3.7 GB at once).
 int64_t cuda_conv_chunk(const ConvGeom& g, int64_t n, int64_t k);
-// The workspace holds the columns, then (at this offset, in floats) the product.
+// The workspace holds the columns, then (at this offset, in floats) the product. A window
+// covering the whole image has no columns of its own (its GEMMs read the images: conv2d.cu).
 inline int64_t cuda_conv_product_offset(const ConvGeom& g, int64_t chunk) {
+  if (whole_image_window(g)) return 0;
   return (g.col_rows() * chunk * g.col_cols() + 15) / 16 * 16;
 }
 size_t cuda_conv_workspace_floats(const ConvGeom& g, int64_t n, int64_t k);
+// Whether the GPU's im2col forward keeps the batch's columns for backward (ConvFwdOf::
+// saved_cols): where the batch is one chunk, and the window does not cover the whole image (its
+// columns are the images themselves).
+inline bool cuda_conv_kept_columns(const ConvGeom& g, int64_t n, int64_t k) {
+  return !whole_image_window(g) && cuda_conv_chunk(g, n, k) == n;
+}
 
 // Fused activation: forward writes y = act(conv(x, w) + b); backward takes dy with respect to
 // that y (and y itself, to read the activation's derivative off it) and gives the gradients

@@ -116,7 +116,8 @@
 //   weight gradient fp32 read and written): layers 64 -> 128 at 32x32, 128 -> 256 at 16x16 and
 //   256 -> 512 at 8x8: 4.29 GFLOP every pass (4.3 us) against 3-20 MB (1-7 us); 3 -> 64 at
 //   64x64: 0.40 GFLOP against 10 MB (3.3 us). The phases cost one more pass over x (write xs,
-//   read it again: +6 us on 64 -> 128's 8.4 MB x). Known waste: a 3-channel input is 12 phase
+//   read it again: ~4.5 us of traffic on 64 -> 128's 8.4 MB x; the kernel takes 13 us, ncu on
+//   an H200: space_to_depth_k's comment). Known waste: a 3-channel input is 12 phase
 //   channels of a 16-deep step.
 // Several images a block (DirectImages; Auto where four or more fit the patch: W5's 4x4
 // outputs, every pass of its smallest layer; forced, 8x8 too). One image a block filled a half and an
@@ -1759,9 +1760,8 @@ void space_to_depth(const E* x, const ConvGeom& g, int64_t n, E* xs, CudaExec e,
              "direct 4x4 stride-2 space-to-depth: %lld pairs a launch is outside [1, 2^30]",
              (long long)max_pairs);
   const S2dDims d = conv2d_direct_s2d_dims(g);
+  // (check_k4s2, which every caller ran, keeps an image's 4c hs ws below 2^31: per2 < 2^30)
   const int64_t planes = n * g.c, per2 = 2 * d.h * d.w;
-  PDNN_CHECK(per2 <= int64_t{1} << 30, "direct 4x4 stride-2 space-to-depth: a plane of %lld x "
-             "%lld is too large", (long long)g.h, (long long)g.w);
   const int64_t chunk = std::max<int64_t>(1, max_pairs / per2);  // planes a launch
   const FastDiv div2per(static_cast<uint32_t>(per2)), divws(static_cast<uint32_t>(d.w));
   for (int64_t p0 = 0; p0 < planes; p0 += chunk) {

@@ -681,6 +681,65 @@ TEST(ConvGpu, Bf16SpaceToDepthInOneLaunchAndInChunks) {
 #endif
 }
 
+// The channel-minor copies a 4x4 stride-2 forward-kind pass of one image a block reads
+// (conv2d_direct_channel_minor) equal the host's bit for bit, every element written (poisoned
+// first), zeros past the channels: of the space-to-depth phases (the forward's input:
+// xc[i][g][u][v][j] = xs[16 g + j][u][v], s2d_source's) and of x itself (backward-data's dy:
+// x[i][16 g + j][u][v]); channel counts below, at and past 16 (12, 20, 32 phase channels; 3, 16,
+// 20 plain).
+TEST(ConvGpu, Bf16ChannelMinorCopies) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  struct CmCase { int64_t n, c, h, w; };
+  int checked = 0;
+  for (const bool s2d : {true, false})
+    for (const CmCase& cc : {CmCase{3, 5, 6, 10}, CmCase{2, 3, 8, 8}, CmCase{1, 8, 4, 4},
+                             CmCase{2, 16, 4, 6}, CmCase{1, 20, 2, 2}}) {
+      const ConvGeom g = conv_geom("test", cc.c, cc.h, cc.w, 4, 4, 2, 2, 1, 1);
+      const int64_t C = s2d ? 4 * cc.c : cc.c, H = s2d ? direct::s2d_rows(cc.h) : cc.h;
+      const int64_t W = s2d ? direct::s2d_cols(cc.w) : cc.w, G = (C + 15) / 16;
+      SCOPED_TRACE(std::string(s2d ? "phases of " : "") + std::to_string(cc.n) + "x" +
+                   std::to_string(cc.c) + "x" + std::to_string(cc.h) + "x" + std::to_string(cc.w));
+      Rng rng(29);
+      const Tensor x = testing::to_bf16(testing::random_tensor(Shape{cc.n, cc.c, cc.h, cc.w}, rng),
+                                        Device::CUDA, ctx);
+      const Tensor xh = testing::widened(x, ctx);
+      std::vector<float> ref(static_cast<size_t>(cc.n * G * H * W * 16), 0.f);
+      for (int64_t i = 0; i < cc.n; ++i)
+        for (int64_t p = 0; p < C; ++p)
+          for (int64_t u = 0; u < H; ++u)
+            for (int64_t v = 0; v < W; ++v) {
+              float val = 0.f;
+              if (s2d) {
+                int iy, ix;
+                const int ci = direct::s2d_source(static_cast<int>(p), static_cast<int>(u),
+                                                  static_cast<int>(v), &iy, &ix);
+                if (iy >= 0 && iy < cc.h && ix >= 0 && ix < cc.w)
+                  val = xh[((i * cc.c + ci) * cc.h + iy) * cc.w + ix];
+              } else {
+                val = xh[((i * cc.c + p) * cc.h + u) * cc.w + v];
+              }
+              ref[static_cast<size_t>((((i * G + p / 16) * H + u) * W + v) * 16 + p % 16)] = val;
+            }
+      Tensor xc = testing::bf16_poisoned(Shape{cc.n, G, H, W * 16}, Device::CUDA, ctx);
+      cuda::conv2d_direct_channel_minor(x.data<bf16>(), g, cc.n, xc.data<bf16>(), ctx.cuda_exec(),
+                                        s2d);
+      const Tensor got = testing::widened(xc, ctx);
+      int64_t bad = 0, first = -1;
+      for (int64_t e = 0; e < got.numel(); ++e)
+        if (!(got[e] == ref[static_cast<size_t>(e)]) && bad++ == 0) first = e;
+      EXPECT_EQ(bad, 0) << "first at " << first << ": " << got[first] << " against "
+                        << ref[static_cast<size_t>(first)];
+      ++checked;
+    }
+  EXPECT_EQ(checked, 10);
+#endif
+}
+
 // One image past 2^31 elements on the device: 128 channels of 4100 x 4100 (2.15 G elements,
 // 8.6 GB in fp32, 4.3 GB in bf16), a 3x3 padding-1 forward to one output channel through the
 // implicit GEMM as Auto runs it (the 64-bit instantiation), fp32, TF32 and bf16, checked at

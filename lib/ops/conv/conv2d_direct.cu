@@ -119,6 +119,21 @@
 //   read it again: ~4.5 us of traffic on 64 -> 128's 8.4 MB x; the kernel takes 13 us, ncu on
 //   an H200: space_to_depth_k's comment). Known waste: a 3-channel input is 12 phase
 //   channels of a 16-deep step.
+// One image a block, the 2x2 kernels read a channel-minor copy of their input (direct_fwd_cm):
+//   xc (n, C / 16, H, W, 16), made once per call by to_cm16_k: for the forward straight from x
+//   as its space-to-depth phases (instead of space_to_depth_k's NCHW xs, the same one pass), for
+//   backward-data from dy (one more pass: dy read, xc written, 2 bytes an element each). A
+//   pixel's 16 channels of a step are then 32 contiguous bytes, so the stage's halo tile
+//   arrives by 16-byte cp.async (kit::HaloCm16) like the weights, in CM_STAGES (3-4) stages:
+//   a step waits on the oldest stage and one barrier, and its loads cost a few instructions a
+//   thread (two to five cp.async), where the register-staged steps (fwd_bf16_steps) waited on a
+//   round trip each step and spent ~430 instructions a warp on Fwd128 for its 64 mma (ncu, D.conv3
+//   forward, results/bench/w5-side-kernels-h200). Per warp and step now: 64 mma, 24 ldmatrix
+//   and ~40 instructions of loads and the loop (Fwd128). Predicted (H200, ncu's clocks): a
+//   step's time from ~1.3 us to its mma issue, ~0.45 us at one Fwd128 block an SM: D.conv3's
+//   forward 60 -> ~20-25 us, D.conv2's 37 -> ~15-18 us; backward-data (phases: dy's copy, ~3-8
+//   us, against its steps' gain) not predicted, its time not being its steps' alone (D.conv2's
+//   76 us for 8 steps: not profiled).
 // Several images a block (DirectImages; Auto where four or more fit the patch: W5's 4x4
 // outputs, every pass of its smallest layer; forced, 8x8 too). One image a block filled a half and an
 // eighth of the 8 x 16 patch there, and worse: on the H200 a 16-channel step took 2.2-3.5 us
@@ -301,6 +316,46 @@ __global__ void space_to_depth_k(int count, int64_t plane0, int h, int w, int hs
   }
 }
 
+// The channel-minor copy of a forward-kind pass's input (conv2d_gpu.h's
+// conv2d_direct_channel_minor): xc (n, G = ceil(c / 16), h, w, 16), xc[i][g][u][v][j] = channel
+// 16 g + j at (u, v), zero past c. kS2d: the channels are x's space-to-depth phases
+// (space_to_depth_k's: channel 4 ci + 2 pr + pq at (u, v) is x[ci][2u + pr - 1][2v + pq - 1],
+// c = 4 cx, h x w = hs x ws, x of cx x xh x xw); else x itself (c x h x w). A thread makes one
+// pixel's 16 channels: 16 loads in flight (consecutive threads, consecutive pixels of a row),
+// then two 16-byte stores (a warp writes 1 KB in one run). count = n G h w < 2^31 (check_k4s2).
+template <bool kS2d>
+__global__ void to_cm16_k(int count, int c, int h, int w, int cx, int xh, int xw, FastDiv divw,
+                          FastDiv divh, FastDiv divg, const bf16* __restrict__ x,
+                          bf16* __restrict__ xc) {
+  const int groups = (c + 15) / 16;
+  for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < count; e += gridDim.x * blockDim.x) {
+    const int t = static_cast<int>(divw.div(static_cast<uint32_t>(e))), v = e - t * w;
+    const int t2 = static_cast<int>(divh.div(static_cast<uint32_t>(t))), u = t - t2 * h;
+    const int i = static_cast<int>(divg.div(static_cast<uint32_t>(t2))), g = t2 - i * groups;
+    const uint16_t* xi = reinterpret_cast<const uint16_t*>(x) +
+                         static_cast<int64_t>(i) * (kS2d ? cx * xh * xw : c * h * w);
+    uint32_t lo[16];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int p = 16 * g + j;
+      lo[j] = 0u;
+      if constexpr (kS2d) {
+        const int iy = 2 * u + ((p >> 1) & 1) - 1, ix = 2 * v + (p & 1) - 1;
+        if (p < c && static_cast<unsigned>(iy) < static_cast<unsigned>(xh) &&
+            static_cast<unsigned>(ix) < static_cast<unsigned>(xw))
+          lo[j] = __ldg(xi + ((p >> 2) * xh + iy) * xw + ix);
+      } else {
+        if (p < c) lo[j] = __ldg(xi + (p * h + u) * w + v);
+      }
+    }
+    uint4* dst = reinterpret_cast<uint4*>(xc + static_cast<int64_t>(e) * 16);
+    dst[0] = make_uint4(lo[0] | lo[1] << 16, lo[2] | lo[3] << 16, lo[4] | lo[5] << 16,
+                        lo[6] | lo[7] << 16);
+    dst[1] = make_uint4(lo[8] | lo[9] << 16, lo[10] | lo[11] << 16, lo[12] | lo[13] << 16,
+                        lo[14] | lo[15] << 16);
+  }
+}
+
 // ---- forward --------------------------------------------------------------------------------
 // KS: the kernel's side (3; 2 for the 4x4 stride-2 kernel's phases, BF16 only), KK its taps.
 template <int BM_, int TH_, int TW_, int WM_, int WN_, int STAGES_, int KS_ = 3>
@@ -342,6 +397,15 @@ struct FwdCfg {
                        : sizeof(float) * STAGES * (X_STAGE + W_STAGE);
   }
   static size_t smem_bytes_imgs() { return 2 * 2 * static_cast<size_t>(XI16_STAGE + W16_STAGE); }
+  // From a channel-minor copy (direct_fwd_cm): CM_STAGES stages by cp.async, as many as keep
+  // min_blocks blocks on a multiprocessor (Fwd128 at KS = 2: 4 x 24 KB, two blocks; Fwd64: 4 x
+  // 16 KB, three; Fwd32: 3 x 19 KB, three).
+  static constexpr int CM_STAGES = BM == 32 ? 3 : 4;
+  static size_t smem_bytes_cm() { return 2 * CM_STAGES * static_cast<size_t>(X16_STAGE + W16_STAGE); }
+  // (a configuration's kernels use some of these: the 2x2 ones the BF16 stages, the 3x3 ones
+  // the others; referenced here, so that nvcc does not warn of the rest as unused)
+  static_assert(CK > 0 && STAGES > 0 && CS > 0 && SA > 0 && X_STAGE > 0 && W_STAGE > 0 &&
+                    CM_STAGES >= 2, "stages");
 };
 template <int KS>
 using Fwd128K = FwdCfg<128, 8, 16, 2, 4, 2, KS>;   // 256 threads
@@ -378,6 +442,72 @@ struct FwdArgsOf {
   float* part;
 };
 
+// acc += taps [TAP0, TAP1) of one 16-channel stage of a BF16 forward-kind pass: xs the stage's
+// halo tile ([pixel][XP16]), ws its weights ([tap][BM][16], rows swizzled by kit::swz16);
+// a_lane, b_lane this lane's A and B offsets (fwd_bf16_steps); IMGS: the B pixel of each pair of
+// n tiles at boff[nj / 2], tap rows rsx apart. Per tap a warp issues MI ldmatrix.x4 (A), NI / 2
+// ldmatrix.x4 (B) and MI NI mma.
+template <class T, bool IMGS, int TAP0, int TAP1>
+__device__ __forceinline__ void fwd_bf16_taps(float* acc, const uint16_t* xs, const uint16_t* ws,
+                                              int a_lane, int b_lane, const int* boff, int rsx) {
+  constexpr int BM = T::BM, TW = T::TW, XWB = T::XWB;
+#pragma unroll
+  for (int tap = TAP0; tap < TAP1; ++tap) {
+    const int toff = (tap / T::KS) * XWB + tap % T::KS;
+    uint32_t af[T::MI][4], bf[T::NI][2];
+#pragma unroll
+    for (int mi = 0; mi < T::MI; ++mi) ldmatrix_x4(af[mi], ws + a_lane + (tap * BM + mi * 16) * 16);
+#pragma unroll
+    for (int nj = 0; nj < T::NI; nj += 2) {
+      uint32_t r[4];
+      if constexpr (IMGS)
+        ldmatrix_x4(r, xs + boff[nj / 2] + (tap / T::KS) * rsx + (tap % T::KS) * T::XP16);
+      else  // tile nj's first pixel: row nj * 8 / TW of the warp's rows, column nj * 8 % TW
+        ldmatrix_x4(r, xs + b_lane + ((nj * 8 / TW) * XWB + nj * 8 % TW + toff) * T::XP16);
+      bf[nj][0] = r[0];
+      bf[nj][1] = r[1];
+      bf[nj + 1][0] = r[2];
+      bf[nj + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mi = 0; mi < T::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < T::NI; ++ni) BF16::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
+  }
+}
+
+// This lane's A and B offsets in a BF16 forward-kind stage (fwd_bf16_taps). A: matrix j = lane
+// / 8 of ldmatrix.x4 is (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15) of a
+// 16 x 16 tile; the swizzle of row tap * BM + m0 + mi * 16 + r is r's. B: matrices (tile ni, k
+// 0-7), (ni, k 8-15), (ni + 1, k 0-7), (ni + 1, k 8-15): the lane's pixel (tile ni + lane / 16: 8
+// pixels further along the row; the halo tile starting `shift` columns left of the window), its
+// half of the 16 channels.
+template <class T>
+__device__ __forceinline__ int fwd_bf16_a_lane(int wm, int lane) {
+  return swz16(wm * (T::BM / T::WM) + (lane & 15), lane >> 4);
+}
+template <class T>
+__device__ __forceinline__ int fwd_bf16_b_lane(int wn, int lane, int shift) {
+  const int pn0 = wn * (T::BN / T::WN);
+  return ((pn0 / T::TW) * T::XWB + shift + (lane >> 4) * 8 + (lane & 7)) * T::XP16 +
+         ((lane >> 3) & 1) * 8;
+}
+
+// One 16-channel step's weights of a BF16 forward-kind pass into ws ([tap][BM][16], rows
+// swizzled by kit::swz16) by cp.async, from wp's [step][tap][Mp][16] at output channel m0
+// (prep_weights_bf16_k's layout); the caller commits.
+template <class T>
+__device__ __forceinline__ void fwd_bf16_load_w(uint16_t* ws, const bf16* wp, int step, int Mp,
+                                                int m0, int tid) {
+  constexpr int BM = T::BM;
+  const bf16* src = wp + (static_cast<int64_t>(step) * T::KK * Mp + m0) * 16;
+  for (int e = tid; e < T::KK * BM * 2; e += T::THREADS) {
+    const int hh = e & 1, m = (e >> 1) % BM, tap = (e >> 1) / BM;
+    cp_async16(ws + swz16(tap * BM + m, hh), src + (static_cast<int64_t>(tap) * Mp + m) * 16 + hh * 8,
+               true);
+  }
+}
+
 // BF16 forward: acc += the block's products over the input channels of steps [st0, st1), 16
 // at a time (the file's comment). sm: the dynamic shared memory; (iy0, ix0) the halo's first
 // input pixel; wp: the weights of the block's phase. IMGS: several images a block (a.imgs, a.hal;
@@ -387,7 +517,7 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
                                                const bf16* xim, int iy0, int ix0, int m0, int st0,
                                                int st1, const bf16* wp, int tid, int lane, int wm,
                                                int wn, int left = 0) {
-  constexpr int BM = T::BM, TW = T::TW, XWB = T::XWB, XB = T::XB, THREADS = T::THREADS;
+  constexpr int XWB = T::XWB, XB = T::XB, THREADS = T::THREADS;
   constexpr int XSTAGE = IMGS ? T::XI16_STAGE : T::X16_STAGE;
   // The input's units (kit::HaloPairsBf16, kit::HaloImagesBf16): channel pairs t % 4 and
   // t % 4 + 4 (the two halves of a stage), a group of 8 channels each.
@@ -402,12 +532,9 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   // keep two base registers, not one address per fragment.
   // A: matrix j = lane / 8 of ldmatrix.x4 is (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15),
   // (m 8-15, k 8-15) of a 16 x 16 tile; the swizzle of row tap * BM + m0 + mi * 16 + r is r's.
-  const int a_lane = swz16(wm * (BM / T::WM) + (lane & 15), lane >> 4);
-  // B: matrices (tile ni, k 0-7), (ni, k 8-15), (ni + 1, k 0-7), (ni + 1, k 8-15): lane's pixel
-  // (tile ni + lane / 16: 8 pixels further along the row), its half of the 16 channels.
+  const int a_lane = fwd_bf16_a_lane<T>(wm, lane);
   const int pn0 = wn * (T::BN / T::WN);
-  const int b_lane = ((pn0 / TW) * XWB + shift + (lane >> 4) * 8 + (lane & 7)) * T::XP16 +
-                     ((lane >> 3) & 1) * 8;
+  const int b_lane = fwd_bf16_b_lane<T>(wn, lane, shift);
   // IMGS: the lane's pixel of each pair of n tiles as its place in the halos (pixels past the
   // patch's images read image 0's first: their sums are never written), and the tap row's step.
   int boff[IMGS ? T::NI / 2 : 1];
@@ -442,41 +569,13 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   };
   auto store_x = [&](int buf, int hh) { rx.store(Xs + buf * XSTAGE + hh * 8, fresh(tid)); };
   auto load_w = [&](int buf, int step) {
-    uint16_t* ws = Ws + buf * T::W16_STAGE;
-    const bf16* src = wp + (static_cast<int64_t>(step) * T::KK * a.Mp + m0) * 16;
-    for (int e = tid; e < T::KK * BM * 2; e += THREADS) {
-      const int hh = e & 1, m = (e >> 1) % BM, tap = (e >> 1) / BM;
-      cp_async16(ws + swz16(tap * BM + m, hh), src + (static_cast<int64_t>(tap) * a.Mp + m) * 16 + hh * 8,
-                 true);
-    }
+    fwd_bf16_load_w<T>(Ws + buf * T::W16_STAGE, wp, step, a.Mp, m0, tid);
     cp_async_commit();
   };
-  auto compute = [&](int buf, int tap0, int tap1) {
-    const uint16_t* xs = Xs + buf * XSTAGE;
-    const uint16_t* ws = Ws + buf * T::W16_STAGE;
-#pragma unroll
-    for (int tap = tap0; tap < tap1; ++tap) {
-      const int toff = (tap / T::KS) * XWB + tap % T::KS;
-      uint32_t af[T::MI][4], bf[T::NI][2];
-#pragma unroll
-      for (int mi = 0; mi < T::MI; ++mi) ldmatrix_x4(af[mi], ws + a_lane + (tap * BM + mi * 16) * 16);
-#pragma unroll
-      for (int nj = 0; nj < T::NI; nj += 2) {
-        uint32_t r[4];
-        if constexpr (IMGS)
-          ldmatrix_x4(r, xs + boff[nj / 2] + (tap / T::KS) * rsx + (tap % T::KS) * T::XP16);
-        else  // tile nj's first pixel: row nj * 8 / TW of the warp's rows, column nj * 8 % TW
-          ldmatrix_x4(r, xs + b_lane + ((nj * 8 / TW) * XWB + nj * 8 % TW + toff) * T::XP16);
-        bf[nj][0] = r[0];
-        bf[nj][1] = r[1];
-        bf[nj + 1][0] = r[2];
-        bf[nj + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < T::NI; ++ni) BF16::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
-    }
+  auto compute = [&](auto half, int buf) {  // half: taps [0, KK/2) or the rest
+    constexpr int kMid = (T::KK + 1) / 2, kHalf = decltype(half)::value;
+    fwd_bf16_taps<T, IMGS, kHalf ? kMid : 0, kHalf ? T::KK : kMid>(
+        acc, Xs + buf * XSTAGE, Ws + buf * T::W16_STAGE, a_lane, b_lane, boff, rsx);
   };
 
   if (st0 >= st1) return;
@@ -494,16 +593,56 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
       load_w(buf ^ 1, st + 1);
       load_x((st + 1) * 16, 0);
     }
-    compute(buf, 0, (T::KK + 1) / 2);
+    compute(std::integral_constant<int, 0>{}, buf);
     if (more) {
       store_x(buf ^ 1, 0);
       load_x((st + 1) * 16, 1);
     }
-    compute(buf, (T::KK + 1) / 2, T::KK);
+    compute(std::integral_constant<int, 1>{}, buf);
     if (more) store_x(buf ^ 1, 1);
     cp_async_wait<0>();
     __syncthreads();
   }
+}
+
+// BF16 forward-kind steps from a channel-minor copy of the input (a.x: [image][c / 16][h][w][16],
+// conv2d_direct_channel_minor): acc += the block's products over all a.c / 16 steps, the halo
+// tile of the window's first pixel (iy0, ix0) and the weights both by cp.async (kit::HaloCm16,
+// fwd_bf16_load_w), S stages in flight: a step waits on the oldest stage only, and its loads
+// leave no registers or instructions to the step's compute (fwd_bf16_steps stages x through
+// registers, two stages: each step waited on a round trip, ~430 instructions a warp for 64 mma
+// on Fwd128, the file's header). xim: the block's image; wp: its phase's weights.
+template <class T, int S>
+__device__ __forceinline__ void fwd_bf16_steps_cm(const FwdArgsOf<bf16>& a, float* acc,
+                                                  uint16_t* sm, const bf16* xim, int iy0, int ix0,
+                                                  int m0, const bf16* wp, int tid, int lane,
+                                                  int wm, int wn) {
+  static_assert(S >= 2, "cp.async stages");
+  using Halo = HaloCm16<T::XWB, T::XB, T::XP16, T::THREADS>;
+  uint16_t* Xs = sm;                        // S x [XB][XP16]
+  uint16_t* Ws = sm + S * T::X16_STAGE;     // S x [KK * BM][16]
+  const int steps = (a.c + 15) / 16, group = a.h * a.w * 16;
+  const int a_lane = fwd_bf16_a_lane<T>(wm, lane), b_lane = fwd_bf16_b_lane<T>(wn, lane, 0);
+  auto load = [&](int buf, int step) {
+    fwd_bf16_load_w<T>(Ws + buf * T::W16_STAGE, wp, step, a.Mp, m0, tid);
+    Halo::load(Xs + buf * T::X16_STAGE, xim + static_cast<int64_t>(step) * group, a.h, a.w, iy0,
+               ix0, tid);
+  };
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < steps) load(s, s);
+    cp_async_commit();
+  }
+  for (int st = 0; st < steps; ++st) {
+    cp_async_wait<S - 2>();  // step st's stage has landed (this thread's part) ...
+    __syncthreads();         // ... everyone's, and stage (st - 1) % S is free again
+    if (st + S - 1 < steps) load((st + S - 1) % S, st + S - 1);
+    cp_async_commit();
+    const int buf = st % S;
+    fwd_bf16_taps<T, false, 0, T::KK>(acc, Xs + buf * T::X16_STAGE, Ws + buf * T::W16_STAGE,
+                                      a_lane, b_lane, nullptr, 0);
+  }
+  cp_async_wait<0>();
 }
 
 // BF16 forward epilogue where y's rows are pixel pairs 4-byte aligned (FwdArgsOf::y_pairs): an
@@ -564,25 +703,83 @@ __device__ __forceinline__ void fwd_bf16_put_pairs_of(const FwdArgsOf<bf16>& a, 
     fwd_bf16_put_pairs<T, kEdge, N, N>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
 }
 
+// A forward-kind block's place (one image a block): blockIdx.x its image and patch of TH x TW
+// outputs (first (oy0, ox0)), blockIdx.y its BM output channels, blockIdx.z its phase (pr, pq)
+// with a.phases; (iy0, ix0) the input window's first pixel.
+struct FwdPlace {
+  int img, oy0, ox0, m0, pr, pq, iy0, ix0;
+};
+template <class T, class E>
+__device__ __forceinline__ FwdPlace fwd_place(const FwdArgsOf<E>& a) {
+  FwdPlace b;
+  b.img = blockIdx.x / (a.tiles_x * a.tiles_y);
+  const int trest = blockIdx.x - b.img * a.tiles_x * a.tiles_y;
+  b.oy0 = (trest / a.tiles_x) * T::TH;
+  b.ox0 = (trest % a.tiles_x) * T::TW;
+  b.m0 = blockIdx.y * T::BM;
+  b.pr = blockIdx.z >> 1;
+  b.pq = blockIdx.z & 1;
+  b.iy0 = a.phases ? direct::phase_window_start(b.oy0, b.pr) : b.oy0 - a.pad;
+  b.ix0 = a.phases ? direct::phase_window_start(b.ox0, b.pq) : b.ox0 - a.pad;
+  return b;
+}
+
+// A forward-kind block's output channel m at pixel p of its patch (first pixel (oy0, ox0)):
+// bias, activation and act'(msrc) applied, written to y (phases: output (u, v) is y's (2u + pr,
+// 2v + pq)), rounded once (bf16); nothing outside y.
+template <class T, class E>
+__device__ __forceinline__ void fwd_put(const FwdArgsOf<E>& a, E* yim, int oy0, int ox0, int pr,
+                                        int pq, int m, int p, float v) {
+  int oy = oy0 + p / T::TW, ox = ox0 + p % T::TW;
+  if (m >= a.k || oy >= a.oh || ox >= a.ow) return;
+  int ow = a.ow, oh = a.oh;
+  if (a.phases) {
+    oy = 2 * oy + pr;
+    ox = 2 * ox + pq;
+    oh = a.dh;
+    ow = a.dw;
+  }
+  const int64_t o = (static_cast<int64_t>(m) * oh + oy) * ow + ox;
+  v = act_apply(v + bias_of(a.bias, m), a.act);
+  if (a.mact.kind != FusedAct::None) v = act_grad(ldg_f32(a.msrc + (yim - a.y) + o), v, a.mact);
+  yim[o] = from_f32<E>(v);  // bf16: rounded once, here
+}
+
+// The epilogue of a BF16 forward-kind block of image img: output pairs where y's rows allow
+// (fwd_bf16_put_pairs), else fwd_put an accumulator at a time.
+template <class T>
+__device__ __forceinline__ void fwd_bf16_epilogue(const FwdArgsOf<bf16>& a, const float* acc,
+                                                  int img, int oy0, int ox0, int m0, int pr,
+                                                  int pq, int wm, int wn, int gq, int tq) {
+  bf16* yim = a.y + static_cast<int64_t>(img) * a.y_img;
+  const int mw = m0 + wm * (T::BM / T::WM), pn0 = wn * (T::BN / T::WN);
+  if (a.y_pairs) {
+    if (mw + T::BM / T::WM > a.k || oy0 + (pn0 + T::BN / T::WN) / T::TW > a.oh ||
+        ox0 + T::TW > a.ow)
+      fwd_bf16_put_pairs_of<T, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+    else
+      fwd_bf16_put_pairs_of<T, false>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+    return;
+  }
+  mma_tiles_for_each<T::MI, T::NI>(acc, mw, pn0, gq, tq, [&](int m, int p, float v) {
+    fwd_put<T>(a, yim, oy0, ox0, pr, pq, m, p, v);
+  });
+}
+
 template <class T, class P>
 __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
     direct_fwd(const FwdArgsOf<typename P::Data> a) {
   using E = typename P::Data;
   constexpr bool TF32 = P::kMma;  // the tensor cores (TF32 or BF16)
-  constexpr int BM = T::BM, TH = T::TH, TW = T::TW, CK = T::CK, XW = T::XW, XR = T::XR;
+  constexpr int BM = T::BM, TW = T::TW, CK = T::CK, XW = T::XW, XR = T::XR;
   constexpr int CS = T::CS, SA = T::SA, STAGES = T::STAGES, THREADS = T::THREADS;
   extern __shared__ __align__(16) float smem[];
   float* Xs = smem;                           // STAGES x [CK][CS]
   float* Ws = smem + STAGES * T::X_STAGE;     // STAGES x [KK][CK][SA]
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int tile = blockIdx.x;
-  const int img = tile / (a.tiles_x * a.tiles_y);
-  const int trest = tile - img * a.tiles_x * a.tiles_y;
-  const int oy0 = (trest / a.tiles_x) * TH, ox0 = (trest % a.tiles_x) * TW;
-  const int m0 = blockIdx.y * BM;
-  const int pr = blockIdx.z >> 1, pq = blockIdx.z & 1;  // the phase, with a.phases
-  const int iy0 = a.phases ? direct::phase_window_start(oy0, pr) : oy0 - a.pad;
-  const int ix0 = a.phases ? direct::phase_window_start(ox0, pq) : ox0 - a.pad;
+  const FwdPlace b = fwd_place<T>(a);
+  const int img = b.img, oy0 = b.oy0, ox0 = b.ox0, m0 = b.m0, pr = b.pr, pq = b.pq;
+  const int iy0 = b.iy0, ix0 = b.ix0;
   const int hw = a.h * a.w;
   const E* xim = a.x + static_cast<int64_t>(img) * a.c * hw;
   const int steps = (a.c + CK - 1) / CK;
@@ -695,32 +892,12 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
     cp_async_wait<0>();
   }
 
-  E* yim = a.y + static_cast<int64_t>(img) * a.y_img;
   if constexpr (P::kK == 16) {
-    if (a.y_pairs) {
-      const int mw = m0 + wm * (BM / T::WM), pn0 = wn * (T::BN / T::WN);
-      if (mw + BM / T::WM > a.k || oy0 + (pn0 + T::BN / T::WN) / TW > a.oh || ox0 + TW > a.ow)
-        fwd_bf16_put_pairs_of<T, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
-      else
-        fwd_bf16_put_pairs_of<T, false>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
-      return;
-    }
+    fwd_bf16_epilogue<T>(a, acc, img, oy0, ox0, m0, pr, pq, wm, wn, gq, tq);
+    return;
   }
-  auto put = [&](int m, int p, float v) {  // p: pixel of the patch
-    int oy = oy0 + p / TW, ox = ox0 + p % TW;
-    if (m >= a.k || oy >= a.oh || ox >= a.ow) return;
-    int ow = a.ow, oh = a.oh;
-    if (a.phases) {
-      oy = 2 * oy + pr;
-      ox = 2 * ox + pq;
-      oh = a.dh;
-      ow = a.dw;
-    }
-    const int64_t o = (static_cast<int64_t>(m) * oh + oy) * ow + ox;
-    v = act_apply(v + bias_of(a.bias, m), a.act);
-    if (a.mact.kind != FusedAct::None) v = act_grad(ldg_f32(a.msrc + (yim - a.y) + o), v, a.mact);
-    yim[o] = from_f32<E>(v);  // bf16: rounded once, here
-  };
+  E* yim = a.y + static_cast<int64_t>(img) * a.y_img;
+  auto put = [&](int m, int p, float v) { fwd_put<T>(a, yim, oy0, ox0, pr, pq, m, p, v); };
   if (!TF32) {
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -732,6 +909,27 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
     mma_tiles_for_each<T::MI, T::NI>(acc, m0 + wm * (BM / T::WM), wn * (T::BN / T::WN), gq, tq,
                                      put);
   }
+}
+
+// BF16 forward-kind pass of the 2x2 kernels (4x4 stride-2 layers) from a channel-minor copy of
+// its input (a.x: [n][a.c / 16][a.h][a.w][16], conv2d_direct_channel_minor): direct_fwd's block
+// (BM output channels x a TH x TW patch of one image; blockIdx.z the phase with a.phases), its
+// steps by fwd_bf16_steps_cm (T::CM_STAGES stages of cp.async), its epilogue
+// (fwd_bf16_epilogue). Floor: the pass's FLOPs at mma.sync's rate, or x's copy and y once.
+template <class T>
+__global__ void __launch_bounds__(T::THREADS, T::template min_blocks<BF16>())
+    direct_fwd_cm(const FwdArgsOf<bf16> a) {
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
+  const FwdPlace b = fwd_place<T>(a);
+  const bf16* xim = a.x + static_cast<int64_t>(b.img) * ((a.c + 15) / 16) * a.h * a.w * 16;
+  float acc[T::MI * T::NI * 4];
+#pragma unroll
+  for (int i = 0; i < T::MI * T::NI * 4; ++i) acc[i] = 0.f;
+  fwd_bf16_steps_cm<T, T::CM_STAGES>(a, acc, reinterpret_cast<uint16_t*>(smem), xim, b.iy0, b.ix0,
+                                     b.m0, a.wp + blockIdx.z * a.w_phase, tid, lane, wm, wn);
+  fwd_bf16_epilogue<T>(a, acc, b.img, b.oy0, b.ox0, b.m0, b.pr, b.pq, wm, wn, gq, tq);
 }
 
 // BF16 forward-kind pass with several images a block (FwdArgsOf::imgs; the 2x2 kernels of the
@@ -1354,6 +1552,18 @@ void launch_fwd(const FwdArgsOf<E>& a, CudaExec e) {
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 convolution");
 }
 
+// y from the channel-minor copy a.x (direct_fwd_cm): the 2x2 kernels of the 4x4 stride-2 layers.
+template <class T>
+void launch_fwd_cm(const FwdArgsOf<bf16>& a, CudaExec e) {
+  const dim3 grid(static_cast<unsigned>(static_cast<int64_t>(a.n) * a.tiles_x * a.tiles_y),
+                  static_cast<unsigned>((a.k + T::BM - 1) / T::BM), a.phases ? 4 : 1);
+  const size_t smem = T::smem_bytes_cm();
+  static bool once = (ensure_smem(direct_fwd_cm<T>, smem), true);
+  (void)once;
+  direct_fwd_cm<T><<<grid, T::THREADS, smem, stream_of(e)>>>(a);
+  PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 convolution, channel-minor input");
+}
+
 // ---- several images a block (the 4x4 stride-2 layers' 2x2 kernels at small outputs) -----------
 // The tile layout of the halos of a patch's images (kit::ImgHalo) for a patch of bn output
 // pixels, images of oh x ow outputs and a ks x ks kernel, cap tile pixels at most, `threads`
@@ -1500,15 +1710,59 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
   const int th = tile == DirectTile::M32 ? 16 : 8, tw = 16;
   a.tiles_x = (ow + tw - 1) / tw;
   a.tiles_y = (oh + th - 1) / th;
-  if constexpr (KS == 2 && std::is_same<E, bf16>::value) {
+  if constexpr (KS == 2) {  // the 4x4 stride-2 layers (bf16): x as k4s2_layout chose
+    static_assert(std::is_same<E, bf16>::value, "the 2x2 kernels run in bf16");
     if (tile == DirectTile::M128 ? run_fwd_imgs<Fwd128K<KS>>(a, imgs, part, e)
         : tile == DirectTile::M64 ? run_fwd_imgs<Fwd64K<KS>>(a, imgs, part, e)
                                   : run_fwd_imgs<Fwd32K<KS>>(a, imgs, part, e))
       return;
+    if (tile == DirectTile::M128) launch_fwd_cm<Fwd128K<KS>>(a, e);
+    else if (tile == DirectTile::M64) launch_fwd_cm<Fwd64K<KS>>(a, e);
+    else launch_fwd_cm<Fwd32K<KS>>(a, e);
+  } else {
+    if (tile == DirectTile::M128) launch_fwd<Fwd128K<KS>>(a, e);
+    else if (tile == DirectTile::M64) launch_fwd<Fwd64K<KS>>(a, e);
+    else launch_fwd<Fwd32K<KS>>(a, e);
   }
-  if (tile == DirectTile::M128) launch_fwd<Fwd128K<KS>>(a, e);
-  else if (tile == DirectTile::M64) launch_fwd<Fwd64K<KS>>(a, e);
-  else launch_fwd<Fwd32K<KS>>(a, e);
+}
+
+// A 4x4 stride-2 forward-kind pass's block tile and input layout at oh x ow outputs a phase:
+// several images a block (the input NCHW, direct_fwd_imgs) where imgs_wanted says so, else one
+// image a block from the channel-minor copy (direct_fwd_cm). Returns the images mode run_fwd
+// then takes (Many or One: the same choice again, no other).
+DirectImages k4s2_layout(DirectTile tile, int64_t oh, int64_t ow, DirectImages mode) {
+  ImgHalo hal{};
+  auto many = [&](auto cfg) {
+    using T = decltype(cfg);
+    const bool fits = imgs_layout(T::BN, T::CAP, T::THREADS, T::KS, oh, ow, &hal);
+    return imgs_wanted(mode, fits, hal.imgs, "direct 4x4 stride-2 convolution (bf16)");
+  };
+  const bool m = tile == DirectTile::M128 ? many(Fwd128K<2>{})
+                 : tile == DirectTile::M64 ? many(Fwd64K<2>{})
+                                           : many(Fwd32K<2>{});
+  return m ? DirectImages::Many : DirectImages::One;
+}
+
+// xc = the channel-minor copy (to_cm16_k) of x: s2d: of the space-to-depth phases of x (n, cx,
+// xh, xw), c = 4 cx channels of h x w = their dims; else of x itself, (n, c, h, w).
+void channel_minor(const bf16* x, int64_t n, int64_t c, int64_t h, int64_t w, bool s2d,
+                   int64_t cx, int64_t xh, int64_t xw, bf16* xc, CudaExec e) {
+  const int64_t groups = (c + 15) / 16, count = n * groups * h * w;
+  PDNN_CHECK(count < INT_MAX / 2, "direct 4x4 stride-2 convolution: the channel-minor copy of "
+             "%lld x %lld x %lld x %lld has too many pixels for its 32-bit indexing",
+             (long long)n, (long long)c, (long long)h, (long long)w);
+  if (count == 0) return;
+  const FastDiv divw(static_cast<uint32_t>(w)), divh(static_cast<uint32_t>(h)),
+      divg(static_cast<uint32_t>(groups));
+  const int ci = static_cast<int>(c), hi = static_cast<int>(h), wi = static_cast<int>(w);
+  if (s2d)
+    to_cm16_k<true><<<blocks_for(count), kThreads, 0, stream_of(e)>>>(
+        static_cast<int>(count), ci, hi, wi, static_cast<int>(cx), static_cast<int>(xh),
+        static_cast<int>(xw), divw, divh, divg, x, xc);
+  else
+    to_cm16_k<false><<<blocks_for(count), kThreads, 0, stream_of(e)>>>(
+        static_cast<int>(count), ci, hi, wi, 0, 0, 0, divw, divh, divg, x, xc);
+  PDNN_CUDA_LAUNCH_CHECK("direct 4x4 stride-2 convolution, the channel-minor copy");
 }
 
 // The block tile of a forward-kind pass with out_ch output channels at oh x ow, as measured on
@@ -1774,7 +2028,8 @@ void space_to_depth(const E* x, const ConvGeom& g, int64_t n, E* xs, CudaExec e,
   }
 }
 
-// ws: the weights [4c / 16][4][Mp][16], then x's phases.
+// ws: the weights [4c / 16][4][Mp][16], then x's phases (NCHW for several images a block, else
+// channel-minor), then the split sums of several images a block.
 void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile, DirectImages imgs) {
   const ConvGeom& g = a.g;
   const int64_t n = a.n, k = a.k;
@@ -1782,9 +2037,13 @@ void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile, 
   if (n * k * g.oh * g.ow == 0) return;
   const S2dDims d = conv2d_direct_s2d_dims(g);
   if (tile == DirectTile::Auto) tile = fwd_tile(k, g.oh, g.ow, true);
+  imgs = k4s2_layout(tile, g.oh, g.ow, imgs);
   const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::S2d);
   bf16* xs = reinterpret_cast<bf16*>(ws + conv2d_direct_weights_floats(d.c, k, true, 4));
-  space_to_depth(a.x, g, n, xs, e);
+  if (imgs == DirectImages::Many)
+    space_to_depth(a.x, g, n, xs, e);
+  else
+    channel_minor(a.x, n, d.c, d.h, d.w, true, g.c, g.h, g.w, xs, e);
   float* part = ws + conv2d_direct_weights_floats(d.c, k, true, 4) + conv2d_direct_s2d_floats(g, n);
   run_fwd<2>(static_cast<int>(d.c), static_cast<int>(d.h), static_cast<int>(d.w),
              static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, xs,
@@ -1794,7 +2053,8 @@ void k4s2_forward(const ConvFwdBf16& a, float* ws, CudaExec e, DirectTile tile, 
 
 // dx by its four output phases (pr, pq), each the 2x2 stride-1 convolution of dy from row
 // u - 1 + pr, column v - 1 + pq, written to dx's pixels (2u + pr, 2v + pq): one launch, the
-// phase in blockIdx.z, dx_act in the output write. ws: the four phases' weights.
+// phase in blockIdx.z, dx_act in the output write. ws: the four phases' weights, then the split
+// sums of several images a block (dy read as it is), else dy's channel-minor copy.
 void k4s2_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile tile,
                         DirectImages imgs) {
   const ConvGeom& g = a.g;
@@ -1803,14 +2063,21 @@ void k4s2_backward_data(const ConvBwdBf16& a, float* ws, CudaExec e, DirectTile 
   check_k4s2(g, n, k);
   if (n * g.c * g.h * g.w == 0) return;
   if (tile == DirectTile::Auto) tile = fwd_tile(g.c, g.oh, g.ow, true);
+  imgs = k4s2_layout(tile, g.oh, g.ow, imgs);
   const int Mp = prep_weights(a.w, k, g.c, false, ws, e, Taps::Phase);
   const int64_t per_phase =
       static_cast<int64_t>(conv2d_direct_weights_floats(k, g.c, true, 4)) * 2;
+  float* rest = ws + 4 * conv2d_direct_weights_floats(k, g.c, true, 4);
+  const bf16* x = a.dy;
+  if (imgs == DirectImages::One) {
+    bf16* dyc = reinterpret_cast<bf16*>(rest);
+    channel_minor(a.dy, n, k, g.oh, g.ow, false, 0, 0, 0, dyc, e);
+    x = dyc;
+  }
   run_fwd<2>(static_cast<int>(k), static_cast<int>(g.oh), static_cast<int>(g.ow),
-             static_cast<int>(g.c), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, a.dy,
+             static_cast<int>(g.c), static_cast<int>(g.oh), static_cast<int>(g.ow), 0, n, x,
              reinterpret_cast<const bf16*>(ws), Mp, nullptr, a.dx, Act{}, tile, e, a.dx_src,
-             a.dx_act, static_cast<int>(g.h), static_cast<int>(g.w), per_phase, imgs,
-             ws + 4 * conv2d_direct_weights_floats(k, g.c, true, 4));
+             a.dx_act, static_cast<int>(g.h), static_cast<int>(g.w), per_phase, imgs, rest);
 }
 
 // ws: the split partial sums (conv2d_direct_bww_part_floats), then x's phases.
@@ -1833,6 +2100,17 @@ void conv2d_direct_space_to_depth(const bf16* x, const ConvGeom& g, int64_t n, b
                                   CudaExec e, int64_t max_pairs) {
   check_k4s2(g, n, 1);
   space_to_depth(x, g, n, xs, e, max_pairs);
+}
+
+void conv2d_direct_channel_minor(const bf16* x, const ConvGeom& g, int64_t n, bf16* xc,
+                                 CudaExec e, bool s2d) {
+  check_k4s2(g, n, 1);
+  if (s2d) {
+    const S2dDims d = conv2d_direct_s2d_dims(g);
+    channel_minor(x, n, d.c, d.h, d.w, true, g.c, g.h, g.w, xc, e);
+  } else {
+    channel_minor(x, n, g.c, g.h, g.w, false, 0, 0, 0, xc, e);
+  }
 }
 
 void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e, DirectTile tile) {

@@ -93,8 +93,10 @@ void conv2d_implicit_backward_weights(const ConvBwdBf16& a, float* ws, CudaExec 
 // with the 2x2 kernels w'[k][4c + 2pr + pq][a][b] = w[k][c][2a + pr][2b + pq]: forward and
 // backward-weights run the 3x3 kernels' code with a 2x2 kernel over xs (made once per call,
 // one pass over x), backward-data as four 2x2 convolutions of dy, one per output phase of dx
-// (the forward kernel, the phase in blockIdx.z), each writing its pixels of dx. Tiling and
-// floors: conv2d_direct.cu's header.
+// (the forward kernel, the phase in blockIdx.z), each writing its pixels of dx. Forward and
+// backward-data with one image a block read a channel-minor copy of their input (made once per
+// call, conv2d_direct_channel_minor) through cp.async stages; several images a block read it as
+// it is. Tiling and floors: conv2d_direct.cu's header.
 // Where they apply (direct_applies), their block tiles (DirectTile) and their workspace
 // (conv2d_direct_ws): conv2d_gpu_ws.h.
 // The bf16 twins (ConvFwdBf16, ConvBwdBf16) run the same tiles on bf16 mma.sync with fp32 sums,
@@ -109,6 +111,12 @@ void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e,
 // launch: the tests force several launches.
 void conv2d_direct_space_to_depth(const bf16* x, const ConvGeom& g, int64_t n, bf16* xs,
                                   CudaExec e, int64_t max_pairs = int64_t{1} << 30);
+// xc = the channel-minor copy (n, ceil(C / 16), H, W, 16; zeros past C) that a 4x4 stride-2
+// forward-kind pass of one image a block reads by cp.async: s2d: of x's space-to-depth phases
+// (C x H x W = 4c x s2d_rows(h) x s2d_cols(w): the forward's input); else of x itself (c x h x w:
+// backward-data's dy, g's c being its channels).
+void conv2d_direct_channel_minor(const bf16* x, const ConvGeom& g, int64_t n, bf16* xc,
+                                 CudaExec e, bool s2d);
 // dx = written, dy already through the activation (a.act must be None); with a.dx_act,
 // dx = act'(a.dx_src) . dL/dx in the output write (dx_src: the convolution's input, made by a
 // layer with that activation).

@@ -155,9 +155,13 @@ S2dDims conv2d_direct_s2d_dims(const ConvGeom& g) {
   return {4 * g.c, direct::s2d_rows(g.h), direct::s2d_cols(g.w)};
 }
 
+size_t conv2d_direct_cm16_floats(int64_t c, int64_t h, int64_t w, int64_t n) {
+  return static_cast<size_t>(conv3x3::round_up(n * conv3x3::round_up(c, 16) * h * w / 2, 64));
+}
+
 size_t conv2d_direct_s2d_floats(const ConvGeom& g, int64_t n) {
   const S2dDims d = conv2d_direct_s2d_dims(g);
-  return static_cast<size_t>(conv3x3::round_up((n * d.c * d.h * d.w + 1) / 2, 64));
+  return conv2d_direct_cm16_floats(d.c, d.h, d.w, n);
 }
 
 size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, DType dtype,
@@ -167,9 +171,10 @@ size_t conv2d_direct_ws(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, 
     if (pass == ConvPass::Forward)
       return conv2d_direct_weights_floats(cc, k, true, 4) + conv2d_direct_s2d_floats(g, n) +
              conv2d_direct_fwd_imgs_part_floats(cc, k, g.oh, g.ow, n, 1);
-    if (pass == ConvPass::BackwardData)
+    if (pass == ConvPass::BackwardData)  // the split sums or dy's channel-minor copy
       return 4 * conv2d_direct_weights_floats(k, g.c, true, 4) +
-             conv2d_direct_fwd_imgs_part_floats(k, g.c, g.oh, g.ow, n, 4);
+             std::max(conv2d_direct_fwd_imgs_part_floats(k, g.c, g.oh, g.ow, n, 4),
+                      conv2d_direct_cm16_floats(k, g.oh, g.ow, n));
     return conv2d_direct_bww_part_floats(g, cc, n, k, 4, sms) + conv2d_direct_s2d_floats(g, n);
   }
   if (pass == ConvPass::BackwardWeights) return conv2d_direct_bww_part_floats(g, g.c, n, k, 9, sms);

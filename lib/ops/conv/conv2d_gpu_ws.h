@@ -143,12 +143,17 @@ size_t conv2d_direct_weights_floats(int64_t in_ch, int64_t out_ch, bool is_bf16,
 size_t conv2d_direct_bww_part_floats(const ConvGeom& g, int64_t cx, int64_t n, int64_t k,
                                      int64_t kk, int sms);
 // A 4x4 stride-2 layer's space-to-depth phases of x: 4c channels of h x w (direct_taps.h), and
-// their floats (bf16, two a float).
+// their floats (bf16, two a float; the channels rounded up to 16, as the channel-minor copy
+// holds them).
 struct S2dDims {
   int64_t c, h, w;
 };
 S2dDims conv2d_direct_s2d_dims(const ConvGeom& g);
 size_t conv2d_direct_s2d_floats(const ConvGeom& g, int64_t n);
+// Floats of the channel-minor copy of n images of c x h x w in bf16 (conv2d_gpu.h's
+// conv2d_direct_channel_minor: c rounded up to 16; rounded up to 64: what follows stays 256-byte
+// aligned).
+size_t conv2d_direct_cm16_floats(int64_t c, int64_t h, int64_t w, int64_t n);
 // Workspace floats of a pass: the re-laid-out weights (forward, backward-data; dtype: the
 // tensors', bf16 weights are laid out in bf16) or the split partial sums (backward-weights,
 // fp32 in either), plus a 4x4 stride-2 layer's phases.

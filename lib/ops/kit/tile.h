@@ -281,6 +281,32 @@ struct HaloPairsBf16 {
   }
 };
 
+// ---- bf16 halo tiles from a channel-minor copy (cp.async) ---------------------------------
+// One group of 16 channels of a halo tile into shared memory as [pixel of the tile][XP
+// channels] (XB pixels in rows XWB wide, the tile's first pixel (iy0, ix0)), from xg: one
+// image's group of a channel-minor copy, [h][w][16] (conv2d_gpu.h's conv2d_direct_channel_minor:
+// a pixel's 16 channels are 32 contiguous bytes), by 16-byte cp.async, nothing through
+// registers. Units (pixel, half of its channels): thread t copies units t + j THREADS. Zeros
+// outside the image (cp.async's zero fill: the source is not read). The caller commits.
+template <int XWB, int XB, int XP, int THREADS>
+struct HaloCm16 {
+  static constexpr int UNITS = 2 * XB, RJ = (UNITS + THREADS - 1) / THREADS;
+  static_assert(XP % 8 == 0 && XP >= 16, "16-byte aligned pixels of 16 channels");
+  __device__ __forceinline__ static void load(uint16_t* xs, const bf16* xg, int h, int w, int iy0,
+                                              int ix0, int tid) {
+#pragma unroll
+    for (int j = 0; j < RJ; ++j) {
+      const int e = tid + j * THREADS;
+      if (RJ * THREADS > UNITS && e >= UNITS) break;
+      const int p = e >> 1, hh = e & 1, r = p / XWB;  // XWB compile-time: a multiply
+      const int iy = iy0 + r, ix = ix0 + p - r * XWB;
+      const bool ok = static_cast<unsigned>(iy) < static_cast<unsigned>(h) &&
+                      static_cast<unsigned>(ix) < static_cast<unsigned>(w);
+      cp_async16(xs + p * XP + hh * 8, ok ? xg + (iy * w + ix) * 16 + hh * 8 : xg, ok);
+    }
+  }
+};
+
 // The halos of several images side by side in one tile (the direct kernels' BF16 paths at
 // small outputs): image i's halo row r (hr rows), pixel pair cp (hwp pairs from an even column)
 // at tile pixel i is + r rs + 2 cp, every image's halo its own (zeros outside its image, never a

@@ -496,15 +496,20 @@ __device__ __forceinline__ int fwd_bf16_b_lane(int wn, int lane, int shift) {
 // One 16-channel step's weights of a BF16 forward-kind pass into ws ([tap][BM][16], rows
 // swizzled by kit::swz16) by cp.async, from wp's [step][tap][Mp][16] at output channel m0
 // (prep_weights_bf16_k's layout); the caller commits.
+// Units (tap, row m, half hh), thread t units t + j THREADS: with U = 2 BM units a tap (a power
+// of two), a unit's tap, row and half are shifts and masks of compile-time steps (a runtime loop with divisions cost ~80 instructions a warp a step on Fwd128: ncu,
+// D.conv2's forward at f6207d1).
 template <class T>
 __device__ __forceinline__ void fwd_bf16_load_w(uint16_t* ws, const bf16* wp, int step, int Mp,
                                                 int m0, int tid) {
-  constexpr int BM = T::BM;
+  constexpr int BM = T::BM, U = 2 * BM, N = T::KK * U;
+  static_assert((U & (U - 1)) == 0, "power-of-two units a tap");
   const bf16* src = wp + (static_cast<int64_t>(step) * T::KK * Mp + m0) * 16;
-  for (int e = tid; e < T::KK * BM * 2; e += T::THREADS) {
-    const int hh = e & 1, m = (e >> 1) % BM, tap = (e >> 1) / BM;
-    cp_async16(ws + swz16(tap * BM + m, hh), src + (static_cast<int64_t>(tap) * Mp + m) * 16 + hh * 8,
-               true);
+#pragma unroll
+  for (int j = 0; j < (N + T::THREADS - 1) / T::THREADS; ++j) {
+    const int e = tid + j * T::THREADS, tap = e / U, m = (e % U) >> 1, hh = e & 1;
+    if (N % T::THREADS != 0 && e >= N) break;
+    cp_async16(ws + swz16(tap * BM + m, hh), src + (tap * Mp + m) * 16 + hh * 8, true);
   }
 }
 
@@ -654,13 +659,20 @@ __device__ __forceinline__ void fwd_bf16_steps_cm(const FwdArgsOf<bf16>& a, floa
 // and kEdge masks the stores of a warp whose tile reaches past k, oh or ow: interior warps
 // check nothing (measured in SASS: 133 instructions an output pair with the general `put`,
 // per element, against about 8 here). mw: the warp's first output channel, pn0 its first pixel.
-template <class T, bool kEdge, FusedAct A, FusedAct M>
+// kPhase (the 4x4 stride-2 backward-data's phase (pr, pq), FwdArgsOf::phases): the pair's
+// outputs (u, 2t) and (u, 2t + 1) of the phase are y's pixels (2u + pr, 4t + pq) and (2u + pr,
+// 4t + 2 + pq), two 2-byte stores (and two msrc loads), an odd ow masking the second: ncu on
+// D.conv2's backward-data (f6207d1) counted 856 instructions a warp a 16-channel step with the
+// general put, most of them the epilogue's, and instruction-fetch stalls.
+template <class T, bool kEdge, FusedAct A, FusedAct M, bool kPhase = false>
 __device__ __forceinline__ void fwd_bf16_put_pairs(const FwdArgsOf<bf16>& a, const float* acc,
                                                    bf16* yim, int mw, int oy0, int ox0, int pn0,
-                                                   int gq, int tq) {
+                                                   int gq, int tq, int pr = 0, int pq = 0) {
   constexpr int TW = T::TW, NI = T::NI;
   const Act act{A, a.act.slope}, mact{M, a.mact.slope};
-  const int ohw = a.oh * a.ow, ox = ox0 + 2 * tq, oyw = oy0 + pn0 / TW;
+  const int yw = kPhase ? a.dw : a.ow, yhw = kPhase ? a.dh * a.dw : a.oh * a.ow;
+  const int ox = ox0 + 2 * tq, oyw = oy0 + pn0 / TW;
+  const bf16* msrc = M != FusedAct::None ? a.msrc + (yim - a.y) : nullptr;
 #pragma unroll
   for (int mi = 0; mi < T::MI; ++mi)
 #pragma unroll
@@ -668,39 +680,51 @@ __device__ __forceinline__ void fwd_bf16_put_pairs(const FwdArgsOf<bf16>& a, con
       const int m = mw + mi * 16 + h * 8 + gq;
       if (kEdge && m >= a.k) continue;
       const float b = bias_of(a.bias, m);
-      const int base = m * ohw + oyw * a.ow + ox;
+      const int base = kPhase ? m * yhw + (2 * oyw + pr) * yw + 2 * ox + pq : m * yhw + oyw * yw + ox;
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
         const int r = ni * 8 / TW, col = ni * 8 % TW;
         if (kEdge && (oyw + r >= a.oh || ox + col >= a.ow)) continue;
-        const int o = base + r * a.ow + col;
         const float* c = acc + (mi * NI + ni) * 4 + 2 * h;
         float v0 = act_apply(c[0] + b, act), v1 = act_apply(c[1] + b, act);
-        if (M != FusedAct::None) {
-          const uint32_t s = ldg_bits32(a.msrc + (yim - a.y) + o);
-          v0 = act_grad(bf16_float(s & 0xffffu), v0, mact);
-          v1 = act_grad(bf16_float(s >> 16), v1, mact);
+        if constexpr (kPhase) {
+          const int o = base + 2 * (r * yw + col);
+          const bool second = !kEdge || ox + col + 1 < a.ow;
+          if (M != FusedAct::None) {
+            v0 = act_grad(ldg_f32(msrc + o), v0, mact);
+            if (second) v1 = act_grad(ldg_f32(msrc + o + 2), v1, mact);
+          }
+          yim[o] = from_f32<bf16>(v0);
+          if (second) yim[o + 2] = from_f32<bf16>(v1);
+        } else {
+          const int o = base + r * yw + col;
+          if (M != FusedAct::None) {
+            const uint32_t s = ldg_bits32(msrc + o);
+            v0 = act_grad(bf16_float(s & 0xffffu), v0, mact);
+            v1 = act_grad(bf16_float(s >> 16), v1, mact);
+          }
+          *reinterpret_cast<uint32_t*>(yim + o) = bf16x2_bits(v0, v1);
         }
-        *reinterpret_cast<uint32_t*>(yim + o) = bf16x2_bits(v0, v1);
       }
     }
 }
 // fwd_bf16_put_pairs with the run's activations.
-template <class T, bool kEdge>
+template <class T, bool kEdge, bool kPhase = false>
 __device__ __forceinline__ void fwd_bf16_put_pairs_of(const FwdArgsOf<bf16>& a, const float* acc,
                                                       bf16* yim, int mw, int oy0, int ox0,
-                                                      int pn0, int gq, int tq) {
+                                                      int pn0, int gq, int tq, int pr = 0,
+                                                      int pq = 0) {
   constexpr FusedAct N = FusedAct::None, R = FusedAct::ReLU, L = FusedAct::LeakyReLU;
   if (a.mact.kind == R)
-    fwd_bf16_put_pairs<T, kEdge, N, R>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+    fwd_bf16_put_pairs<T, kEdge, N, R, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
   else if (a.mact.kind == L)
-    fwd_bf16_put_pairs<T, kEdge, N, L>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+    fwd_bf16_put_pairs<T, kEdge, N, L, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
   else if (a.act.kind == R)
-    fwd_bf16_put_pairs<T, kEdge, R, N>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+    fwd_bf16_put_pairs<T, kEdge, R, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
   else if (a.act.kind == L)
-    fwd_bf16_put_pairs<T, kEdge, L, N>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+    fwd_bf16_put_pairs<T, kEdge, L, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
   else
-    fwd_bf16_put_pairs<T, kEdge, N, N>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+    fwd_bf16_put_pairs<T, kEdge, N, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
 }
 
 // A forward-kind block's place (one image a block): blockIdx.x its image and patch of TH x TW
@@ -745,17 +769,22 @@ __device__ __forceinline__ void fwd_put(const FwdArgsOf<E>& a, E* yim, int oy0, 
   yim[o] = from_f32<E>(v);  // bf16: rounded once, here
 }
 
-// The epilogue of a BF16 forward-kind block of image img: output pairs where y's rows allow
-// (fwd_bf16_put_pairs), else fwd_put an accumulator at a time.
+// The epilogue of a BF16 forward-kind block of image img: output pairs where y's rows allow or
+// by phases (fwd_bf16_put_pairs), else fwd_put an accumulator at a time.
 template <class T>
 __device__ __forceinline__ void fwd_bf16_epilogue(const FwdArgsOf<bf16>& a, const float* acc,
                                                   int img, int oy0, int ox0, int m0, int pr,
                                                   int pq, int wm, int wn, int gq, int tq) {
   bf16* yim = a.y + static_cast<int64_t>(img) * a.y_img;
   const int mw = m0 + wm * (T::BM / T::WM), pn0 = wn * (T::BN / T::WN);
-  if (a.y_pairs) {
-    if (mw + T::BM / T::WM > a.k || oy0 + (pn0 + T::BN / T::WN) / T::TW > a.oh ||
-        ox0 + T::TW > a.ow)
+  if (a.y_pairs || a.phases) {
+    const bool edge = mw + T::BM / T::WM > a.k || oy0 + (pn0 + T::BN / T::WN) / T::TW > a.oh ||
+                      ox0 + T::TW > a.ow;
+    if (a.phases && edge)
+      fwd_bf16_put_pairs_of<T, true, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+    else if (a.phases)
+      fwd_bf16_put_pairs_of<T, false, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+    else if (edge)
       fwd_bf16_put_pairs_of<T, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
     else
       fwd_bf16_put_pairs_of<T, false>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);

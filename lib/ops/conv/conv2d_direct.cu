@@ -362,24 +362,22 @@ template <int BM_, int TH_, int TW_, int WM_, int WN_, int STAGES_, int KS_ = 3>
 struct FwdCfg {
   static constexpr int BM = BM_, TH = TH_, TW = TW_, BN = TH * TW, CK = 8, STAGES = STAGES_;
   static constexpr int KS = KS_, KK = KS * KS;
-  static constexpr int WM = WM_, WN = WN_, MI = BM / WM / 16, NI = BN / WN / 8;
-  static constexpr int THREADS = WM * WN * 32;
-  // FMA: 8 x 8 outputs a thread, the same threads (the configurations the FMA path runs)
-  static constexpr bool kFma = (BM / 8) * (BN / 8) == THREADS;
+  static constexpr int THREADS = (BM / 8) * (BN / 8);  // FMA: 8 x 8 outputs a thread
   // Blocks an SM must hold (registers capped to fit): two warps a scheduler at least. BF16
   // (less shared memory a block): 12 or 16 warps an SM, at most 168 or 128 registers a thread
-  // (ptxas -v, sm_90: 64 x 8 x 16 spilled 56 bytes under 128); 16 warps a block, one block (128).
+  // (ptxas -v, sm_90: 64 x 8 x 16 spilled 56 bytes under 128).
   template <class P>
   static constexpr int min_blocks() {
-    return P::kK == 16 ? (THREADS >= 512 ? 1 : THREADS >= 256 ? 2 : 3)
-                       : (THREADS >= 256 ? 1 : 2);
+    return P::kK == 16 ? (THREADS >= 256 ? 2 : 3) : (THREADS >= 256 ? 1 : 2);
   }
+  static constexpr int WM = WM_, WN = WN_, MI = BM / WM / 16, NI = BN / WN / 8;
   static constexpr int XW = TW + KS - 1, XR = TH + KS - 1;
   // input channel stride: 8 mod 32 banks, so the TF32 B reads (8 channels t x 8 pixels g) and
   // the FMA row reads spread over the banks
   static constexpr int CS = round_up_c(XR * XW, 32) + 8;
   static constexpr int SA = BM + 8;  // weight rows: 8 mod 32 banks for the A fragments
   static constexpr int X_STAGE = CK * CS, W_STAGE = KK * CK * SA;
+  static_assert(WM * WN * 32 == THREADS, "the warps cover the block on the tensor-core path");
   static_assert(TW % 8 == 0 && BM % 16 == 0 && MI >= 1 && NI >= 1, "tile shape");
   // BF16 (two stages, register-staged): the halo tile from an even column, XB pixels of 16
   // channels (swizzled rows, kit::swz16), and the weights, KK x BM rows of 16 channels.
@@ -400,15 +398,14 @@ struct FwdCfg {
   }
   static size_t smem_bytes_imgs() { return 2 * 2 * static_cast<size_t>(XI16_STAGE + W16_STAGE); }
   // From a channel-minor copy (direct_fwd_cm): CM_STAGES stages by cp.async, as many as keep
-  // min_blocks blocks on a multiprocessor (at KS = 2, Fwd128W16: 4 x 24 KB, one block; Fwd64:
-  // 4 x 16 KB, three; Fwd32: 3 x 19 KB, three).
+  // min_blocks blocks on a multiprocessor (Fwd128 at KS = 2: 4 x 24 KB, two blocks; Fwd64: 4 x
+  // 16 KB, three; Fwd32: 3 x 19 KB, three).
   static constexpr int CM_STAGES = BM == 32 ? 3 : 4;
   static size_t smem_bytes_cm() { return 2 * CM_STAGES * static_cast<size_t>(X16_STAGE + W16_STAGE); }
   // (a configuration's kernels use some of these: the 2x2 ones the BF16 stages, the 3x3 ones
   // the others; referenced here, so that nvcc does not warn of the rest as unused)
   static_assert(CK > 0 && STAGES > 0 && CS > 0 && SA > 0 && X_STAGE > 0 && W_STAGE > 0 &&
-                    CM_STAGES >= 2 && CAP > 0 && XI16_STAGE > 0 && RJI > 0 && (kFma || !kFma),
-                "stages");
+                    CM_STAGES >= 2, "stages");
 };
 template <int KS>
 using Fwd128K = FwdCfg<128, 8, 16, 2, 4, 2, KS>;   // 256 threads
@@ -416,13 +413,6 @@ template <int KS>
 using Fwd64K = FwdCfg<64, 8, 16, 2, 2, 3, KS>;     // 128 threads
 template <int KS>
 using Fwd32K = FwdCfg<32, 16, 16, 1, 4, 3, KS>;    // 128 threads
-// The 128-row tile of the channel-minor kernel (direct_fwd_cm): 16 warps of 32 x 32 outputs
-// (MI = 2, NI = 4: 32 accumulators, 32 mma a 16-channel step), one block an SM. With Fwd128's 8
-// warps of 64 x 32 (64 mma a step, 128 registers, 108 bytes spilled) W5's 128-block passes ran
-// 2 warps a scheduler at 1.1-1.3 instructions a cycle (ncu, D.conv2's forward at a09ea8e:
-// 25 us, 261 instructions a warp a step, 6.8 cycles between a warp's instructions).
-template <int KS>
-using Fwd128W16K = FwdCfg<128, 8, 16, 4, 4, 2, KS>;  // 512 threads (BF16 only)
 
 // E: the tensors' element type (float; bf16 for the BF16 kernels).
 template <class E>
@@ -810,7 +800,6 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
     direct_fwd(const FwdArgsOf<typename P::Data> a) {
   using E = typename P::Data;
   constexpr bool TF32 = P::kMma;  // the tensor cores (TF32 or BF16)
-  static_assert(TF32 || T::kFma, "the FMA path's 8 x 8 outputs a thread cover the block");
   constexpr int BM = T::BM, TW = T::TW, CK = T::CK, XW = T::XW, XR = T::XR;
   constexpr int CS = T::CS, SA = T::SA, STAGES = T::STAGES, THREADS = T::THREADS;
   extern __shared__ __align__(16) float smem[];
@@ -1756,7 +1745,7 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
         : tile == DirectTile::M64 ? run_fwd_imgs<Fwd64K<KS>>(a, imgs, part, e)
                                   : run_fwd_imgs<Fwd32K<KS>>(a, imgs, part, e))
       return;
-    if (tile == DirectTile::M128) launch_fwd_cm<Fwd128W16K<KS>>(a, e);
+    if (tile == DirectTile::M128) launch_fwd_cm<Fwd128K<KS>>(a, e);
     else if (tile == DirectTile::M64) launch_fwd_cm<Fwd64K<KS>>(a, e);
     else launch_fwd_cm<Fwd32K<KS>>(a, e);
   } else {

@@ -125,15 +125,18 @@
 //   backward-data from dy (one more pass: dy read, xc written, 2 bytes an element each). A
 //   pixel's 16 channels of a step are then 32 contiguous bytes, so the stage's halo tile
 //   arrives by 16-byte cp.async (kit::HaloCm16) like the weights, in CM_STAGES (3-4) stages:
-//   a step waits on the oldest stage and one barrier, and its loads cost a few instructions a
-//   thread (two to five cp.async), where the register-staged steps (fwd_bf16_steps) waited on a
-//   round trip each step and spent ~430 instructions a warp on Fwd128 for its 64 mma (ncu, D.conv3
-//   forward, results/bench/w5-side-kernels-h200). Per warp and step now: 64 mma, 24 ldmatrix
-//   and ~40 instructions of loads and the loop (Fwd128). Predicted (H200, ncu's clocks): a
-//   step's time from ~1.3 us to its mma issue, ~0.45 us at one Fwd128 block an SM: D.conv3's
-//   forward 60 -> ~20-25 us, D.conv2's 37 -> ~15-18 us; backward-data (phases: dy's copy, ~3-8
-//   us, against its steps' gain) not predicted, its time not being its steps' alone (D.conv2's
-//   76 us for 8 steps: not profiled).
+//   a step waits on the oldest stage and one barrier, where the register-staged steps
+//   (fwd_bf16_steps) waited on a round trip each step. Backward-data's phase outputs leave by
+//   the pair epilogue (fwd_bf16_put_pairs, kPhase). Measured on an H200 (ncu's clocks, results/
+//   bench/w5-cm16-h200): D.conv2's forward (Fwd128, 128 blocks of 16 steps) 37.1 -> 25.1 us,
+//   ~430 -> 261 instructions a warp a step; predicted ~15-18 us from the steps' mma issue, missed:
+//   one block of 8 warps an SM issues 1.1-1.3 instructions a cycle, 6.8 cycles between a
+//   warp's instructions (stalls a warp an instruction: fixed-latency waits 1.96, shared-memory
+//   waits 1.0, the tensor pipe 0.83, global 0.42, the barrier 0.31), and a 16-warp tile of 32 x
+//   32 (tried, reverted) kept the same 1.2 instructions a cycle at 12.4 cycles a warp.
+//   Backward-data (phases): D.conv2's 78.7 -> 35.1 us, D.conv1's (3 channels out) 76.3 -> 30.0,
+//   most of it the pair epilogue (the general put had taken ~70 instructions an output and
+//   stalled on instruction fetch). The copy of dy costs 4.4-9.4 us a pass.
 // Several images a block (DirectImages; Auto where four or more fit the patch: W5's 4x4
 // outputs, every pass of its smallest layer; forced, 8x8 too). One image a block filled a half and an
 // eighth of the 8 x 16 patch there, and worse: on the H200 a 16-channel step took 2.2-3.5 us

@@ -20,29 +20,34 @@ all=$RESULTS/sass_all.txt
 "$CUOBJDUMP" -sass -arch "${ARCH:-sm_90}" "$BUNDLE/bin/$FROM" > "$all" 2> "$RESULTS/sass.err" ||
   { echo "sass: cuobjdump failed: $(head -c 300 "$RESULTS/sass.err")" >&2; exit 1; }
 # Split at each "Function : NAME"; keep the kernels whose mangled or demangled name matches.
-awk -v re="${KERNELS:-direct_fwd}" -v out="$RESULTS" -v filt="$FILTER" '
+# The names are demangled in one pass and only a kept kernel's lines are gathered: one c++filt a
+# kernel and every kernel's text gathered outran 60 s on bench_conv_gpu (fifteenth session).
+grep -o 'Function : .*' "$all" | awk '{ print $NF }' > "$RESULTS/names.txt"
+$FILTER < "$RESULTS/names.txt" > "$RESULTS/pretty.txt"
+awk -v re="${KERNELS:-direct_fwd}" -v out="$RESULTS" -v names="$RESULTS/names.txt" \
+    -v prettys="$RESULTS/pretty.txt" '
+  BEGIN { while ((getline m < names) > 0) { getline p < prettys; dem[m] = p } }
   function flush() {
-    if (name == "") return
-    if (name ~ re || pretty ~ re) {
-      ++n; f = out "/sass_" n ".txt"
-      print "// " pretty > f; print "// " name > f; printf "%s", body > f; close(f)
-      total = 0; delete ops
-      m = split(body, lines, "\n")
-      for (i = 1; i <= m; ++i)
-        if (match(lines[i], /\/\*[0-9a-f]+\*\/[ \t]+(@!?U?P[T0-9]+[ \t]+)?[A-Z][A-Z0-9_.]*/)) {
-          s = substr(lines[i], RSTART, RLENGTH); sub(/^.*\*\/[ \t]+(@!?U?P[T0-9]+[ \t]+)?/, "", s)
-          sub(/\..*/, "", s); ++ops[s]; ++total
-        }
-      printf "%d instructions  %s\n", total, pretty >> (out "/sass_counts.txt")
-      line = ""; for (o in ops) line = line sprintf(" %s %d", o, ops[o])
-      print "   " line >> (out "/sass_counts.txt")
-    }
-    name = ""; body = ""
+    if (!keep) return
+    ++n; f = out "/sass_" n ".txt"
+    print "// " pretty > f; print "// " name > f; printf "%s", body > f; close(f)
+    total = 0; delete ops
+    m = split(body, lines, "\n")
+    for (i = 1; i <= m; ++i)
+      if (match(lines[i], /\/\*[0-9a-f]+\*\/[ \t]+(@!?U?P[T0-9]+[ \t]+)?[A-Z][A-Z0-9_.]*/)) {
+        s = substr(lines[i], RSTART, RLENGTH); sub(/^.*\*\/[ \t]+(@!?U?P[T0-9]+[ \t]+)?/, "", s)
+        sub(/\..*/, "", s); ++ops[s]; ++total
+      }
+    printf "%d instructions  %s\n", total, pretty >> (out "/sass_counts.txt")
+    line = ""; for (o in ops) line = line sprintf(" %s %d", o, ops[o])
+    print "   " line >> (out "/sass_counts.txt")
+    keep = 0; body = ""
   }
-  /Function : / { flush(); name = $NF; cmd = "echo " name " | " filt; cmd | getline pretty; close(cmd); next }
-  name != "" { body = body $0 "\n" }
+  /Function : / { flush(); name = $NF; pretty = dem[name]; keep = name ~ re || pretty ~ re; next }
+  keep { body = body $0 "\n" }
   END { flush(); printf "%d kernel(s) matched\n", n > "/dev/stderr" }
 ' "$all"
+rm -f "$RESULTS/names.txt" "$RESULTS/pretty.txt"
 for f in "$RESULTS"/sass_[0-9]*.txt; do [ -e "$f" ] && gzip -f "$f"; done
 if [ "${KEEP_ALL:-0}" = 1 ]; then gzip -f "$all"; else rm -f "$all"; fi
 [ -s "$RESULTS/sass_counts.txt" ] && sed -n '1~2p' "$RESULTS/sass_counts.txt" | cut -c1-200

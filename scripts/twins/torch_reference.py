@@ -311,11 +311,15 @@ def pdnn_param_names(torch, model):
     return names
 
 
-def compare_with_checkpoint(torch, model, path, what, names=None):
+def compare_with_checkpoint(torch, model, path, what, names=None, init=None):
     """max |torch - pdnn| over the parameters; names: (pdnn name, tensor) pairs (default
-    pdnn_param_names of a Sequential)."""
+    pdnn_param_names of a Sequential). init: {name: the initial weights both started from}: then
+    also, per parameter, how far pdnn's update (its weights less init) is from torch's, relative
+    to torch's, and the share of elements whose update has the other sign. Weights are fp32, so
+    an update below a weight's last bit is lost: with a large SGD step (--optimizer sgd --lr
+    1e8, one batch) the updates are the gradients."""
     ck = read_pdnn_checkpoint(path)
-    worst = 0.0
+    worst = num = den = 0.0
     for name, p in names if names is not None else pdnn_param_names(torch, model):
         if name not in ck:
             sys.exit(f"torch_reference: {path}: no tensor {name}")
@@ -323,7 +327,18 @@ def compare_with_checkpoint(torch, model, path, what, names=None):
         if ck[name].shape != a.shape:
             sys.exit(f"torch_reference: {path}: {name} is {ck[name].shape}, torch has {a.shape}")
         worst = max(worst, float(np.max(np.abs(ck[name] - a))))
+        if init is not None:
+            dp = ck[name].astype(np.float64) - init[name]
+            dt = a.astype(np.float64) - init[name]
+            d, n = float(np.linalg.norm(dp - dt)), float(np.linalg.norm(dt))
+            num, den = num + d * d, den + n * n
+            print(f"  {name:32s} update |pdnn - torch| / |torch| {d / n if n > 0 else 0.0:.3e}"
+                  f"  other sign {100.0 * float(np.mean(np.sign(dp) != np.sign(dt))):5.2f}%"
+                  f"  |torch's update| {n:.3e}")
     print(f"{what}: max |torch - pdnn| over all parameters = {worst:.3e} ({path})")
+    if init is not None and den > 0:
+        print(f"{what}: the updates' |pdnn - torch| / |torch| over all parameters = "
+              f"{(num / den) ** 0.5:.3e}")
     return worst
 
 

@@ -380,6 +380,7 @@ def mode_segment(args):
     model = unet_class(torch)(3, len(d["classes"]), args.base, args.depth, args.batchnorm == "on")
     unet_init(torch, model, rng)
     names = unet_param_names(model)
+    init = {n: t.detach().cpu().numpy().astype(np.float64) for n, t in names}
     if args.init_checkpoint:
         worst = ref.compare_with_checkpoint(torch, model, args.init_checkpoint, "initial weights",
                                             names)
@@ -466,7 +467,8 @@ def mode_segment(args):
     if args.epochs > 0:
         print(f"results in {out}")
     if args.compare_checkpoint:
-        ref.compare_with_checkpoint(torch, model, args.compare_checkpoint, "final weights", names)
+        ref.compare_with_checkpoint(torch, model, args.compare_checkpoint, "final weights", names,
+                                    init)
     if args.eval_checkpoint:
         load_checkpoint_weights(torch, model, args.eval_checkpoint)
         te_loss, te_acc, conf = evaluate()
@@ -571,4 +573,6 @@ def add_segment_args(p):
                    help="after the epochs, score this pdnn checkpoint (segment --checkpoint or "
                         "--save-weights) on the test split")
     p.add_argument("--compare-checkpoint", default="",
-                   help="pdnn checkpoint to compare the final weights with")
+                   help="pdnn checkpoint to compare the final weights with (and each "
+                        "parameter's update: pdnn's against torch's, from the same initial "
+                        "weights)")

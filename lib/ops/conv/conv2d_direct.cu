@@ -2030,8 +2030,9 @@ void backward_weights(const ConvBwdOf<E, float>& c, float* ws, CudaExec e, Direc
 void check_k4s2(const ConvGeom& g, int64_t n, int64_t k) {
   conv4x4s2_check(g, "direct 4x4 stride-2 convolution (GPU, bf16)");
   const S2dDims d = conv2d_direct_s2d_dims(g);
+  // (d.h d.w 16: a channel group of the channel-minor copy, direct_fwd_cm's 32-bit offsets)
   PDNN_CHECK(d.c * d.h * d.w < INT_MAX && k * g.oh * g.ow < INT_MAX && g.image_size() < INT_MAX &&
-                 k * 4 * d.c < INT_MAX && n < INT_MAX / 4,
+                 k * 4 * d.c < INT_MAX && n < INT_MAX / 4 && d.h * d.w * 16 < INT_MAX,
              "direct 4x4 stride-2 convolution: an image of %lld x %lld x %lld is too large for "
              "its 32-bit indexing within an image", (long long)g.c, (long long)g.h,
              (long long)g.w);

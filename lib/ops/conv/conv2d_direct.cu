@@ -343,10 +343,11 @@ __global__ void to_cm16_k(int count, int c, int h, int w, int cx, int xh, int xw
       const int p = 16 * g + j;
       lo[j] = 0u;
       if constexpr (kS2d) {
-        const int iy = 2 * u + ((p >> 1) & 1) - 1, ix = 2 * v + (p & 1) - 1;
+        int iy, ix;
+        const int ci = direct::s2d_source(p, u, v, &iy, &ix);
         if (p < c && static_cast<unsigned>(iy) < static_cast<unsigned>(xh) &&
             static_cast<unsigned>(ix) < static_cast<unsigned>(xw))
-          lo[j] = __ldg(xi + ((p >> 2) * xh + iy) * xw + ix);
+          lo[j] = __ldg(xi + (ci * xh + iy) * xw + ix);
       } else {
         if (p < c) lo[j] = __ldg(xi + (p * h + u) * w + v);
       }

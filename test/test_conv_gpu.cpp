@@ -628,6 +628,27 @@ TEST(ConvGpu, Bf16ImplicitIndex64EqualsIndex32BitForBit) {
 #endif
 }
 
+#if PDNN_HAVE_CUDA
+// The host's space-to-depth phase channel p at (u, v) of image i of xh (n, c, h, w): x's channel
+// p / 4 at s2d_source's pixel, zero outside x (direct_taps.h).
+float s2d_phase(const Tensor& xh, int64_t i, int64_t c, int64_t h, int64_t w, int p, int u, int v) {
+  int iy, ix;
+  const int ci = direct::s2d_source(p, u, v, &iy, &ix);
+  return iy >= 0 && iy < h && ix >= 0 && ix < w ? xh[((i * c + ci) * h + iy) * w + ix] : 0.f;
+}
+
+// got (widened to float) equals ref element for element, bit for bit: the count of elements
+// that differ, and the first.
+void expect_equals_reference(const Tensor& got, const std::vector<float>& ref) {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(ref.size()));
+  int64_t bad = 0, first = -1;
+  for (int64_t e = 0; e < got.numel(); ++e)
+    if (!(got[e] == ref[static_cast<size_t>(e)]) && bad++ == 0) first = e;
+  EXPECT_EQ(bad, 0) << "first at " << first << ": " << (first >= 0 ? got[first] : 0.f)
+                    << " against " << (first >= 0 ? ref[static_cast<size_t>(first)] : 0.f);
+}
+#endif
+
 // The 4x4 stride-2 passes' space-to-depth phases (conv2d_direct_space_to_depth) equal the host's
 // xs[4c + 2pr + pq][u][v] = x[c][2u + pr - 1][2v + pq - 1] (zero outside x; direct_taps.h)
 // bit for bit, every element written (poisoned first): a non-square input whose half sides are
@@ -654,13 +675,9 @@ TEST(ConvGpu, Bf16SpaceToDepthInOneLaunchAndInChunks) {
     for (int64_t i = 0; i < sc.n; ++i)
       for (int p = 0; p < cc; ++p)
         for (int u = 0; u < hs; ++u)
-          for (int v = 0; v < ws; ++v) {
-            int iy, ix;
-            const int ci = direct::s2d_source(p, u, v, &iy, &ix);
-            const bool in = iy >= 0 && iy < sc.h && ix >= 0 && ix < sc.w;
+          for (int v = 0; v < ws; ++v)
             ref[static_cast<size_t>(((i * cc + p) * hs + u) * ws + v)] =
-                in ? xh[((i * sc.c + ci) * sc.h + iy) * sc.w + ix] : 0.f;
-          }
+                s2d_phase(xh, i, sc.c, sc.h, sc.w, p, u, v);
     const int64_t per2 = 2 * hs * ws;
     for (const int64_t max_pairs : {int64_t{1} << 30, per2, 3 * per2 - 1, int64_t{1}}) {
       SCOPED_TRACE(std::to_string(sc.n) + "x" + std::to_string(sc.c) + "x" + std::to_string(sc.h) +
@@ -668,12 +685,7 @@ TEST(ConvGpu, Bf16SpaceToDepthInOneLaunchAndInChunks) {
       Tensor xs = testing::bf16_poisoned(Shape{sc.n, cc, hs, ws}, Device::CUDA, ctx);
       cuda::conv2d_direct_space_to_depth(x.data<bf16>(), g, sc.n, xs.data<bf16>(), ctx.cuda_exec(),
                                          max_pairs);
-      const Tensor got = testing::widened(xs, ctx);
-      int64_t bad = 0, first = -1;
-      for (int64_t e = 0; e < got.numel(); ++e)
-        if (!(got[e] == ref[static_cast<size_t>(e)]) && bad++ == 0) first = e;
-      EXPECT_EQ(bad, 0) << "first at " << first << ": " << got[first] << " against "
-                        << ref[static_cast<size_t>(first)];
+      expect_equals_reference(testing::widened(xs, ctx), ref);
       ++checked;
     }
   }
@@ -710,30 +722,16 @@ TEST(ConvGpu, Bf16ChannelMinorCopies) {
       const Tensor xh = testing::widened(x, ctx);
       std::vector<float> ref(static_cast<size_t>(cc.n * G * H * W * 16), 0.f);
       for (int64_t i = 0; i < cc.n; ++i)
-        for (int64_t p = 0; p < C; ++p)
-          for (int64_t u = 0; u < H; ++u)
-            for (int64_t v = 0; v < W; ++v) {
-              float val = 0.f;
-              if (s2d) {
-                int iy, ix;
-                const int ci = direct::s2d_source(static_cast<int>(p), static_cast<int>(u),
-                                                  static_cast<int>(v), &iy, &ix);
-                if (iy >= 0 && iy < cc.h && ix >= 0 && ix < cc.w)
-                  val = xh[((i * cc.c + ci) * cc.h + iy) * cc.w + ix];
-              } else {
-                val = xh[((i * cc.c + p) * cc.h + u) * cc.w + v];
-              }
-              ref[static_cast<size_t>((((i * G + p / 16) * H + u) * W + v) * 16 + p % 16)] = val;
-            }
+        for (int p = 0; p < C; ++p)
+          for (int u = 0; u < H; ++u)
+            for (int v = 0; v < W; ++v)
+              ref[static_cast<size_t>((((i * G + p / 16) * H + u) * W + v) * 16 + p % 16)] =
+                  s2d ? s2d_phase(xh, i, cc.c, cc.h, cc.w, p, u, v)
+                      : xh[((i * cc.c + p) * cc.h + u) * cc.w + v];
       Tensor xc = testing::bf16_poisoned(Shape{cc.n, G, H, W * 16}, Device::CUDA, ctx);
       cuda::conv2d_direct_channel_minor(x.data<bf16>(), g, cc.n, xc.data<bf16>(), ctx.cuda_exec(),
                                         s2d);
-      const Tensor got = testing::widened(xc, ctx);
-      int64_t bad = 0, first = -1;
-      for (int64_t e = 0; e < got.numel(); ++e)
-        if (!(got[e] == ref[static_cast<size_t>(e)]) && bad++ == 0) first = e;
-      EXPECT_EQ(bad, 0) << "first at " << first << ": " << got[first] << " against "
-                        << ref[static_cast<size_t>(first)];
+      expect_equals_reference(testing::widened(xc, ctx), ref);
       ++checked;
     }
   EXPECT_EQ(checked, 10);

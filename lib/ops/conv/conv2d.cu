@@ -10,6 +10,7 @@
 // bf16 where they are written. Memory floors per pass: the columns written and read once more
 // (2 bytes an element in bf16), plus the product (4 bytes) and the output.
 #include <algorithm>
+#include <climits>
 #include <type_traits>
 
 #include "cuda/launch.h"
@@ -59,34 +60,46 @@ __global__ void to_ncp_bias_act(int n, int k, int p, const float* __restrict__ t
   }
 }
 
-// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted (V = 4 as above, float only; bf16: the
-// product in fp32, rounded once).
-template <int V, class E>
-__global__ void to_cnp_act(int n, int k, int p, const E* __restrict__ dy,
-                           const E* __restrict__ y, Act act, E* __restrict__ dyt) {
-  using Vec = typename std::conditional<V == 4, float4, E>::type;
-  static_assert(V == 1 || std::is_same<E, float>::value, "vectorised for float only");
-  const int pv = p / V;
+// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted, 4 values a thread (float, p % 4 == 0:
+// planes of 4 and more, 16-byte aligned).
+__global__ void to_cnp_act4(int n, int k, int p, const float* __restrict__ dy,
+                            const float* __restrict__ y, Act act, float* __restrict__ dyt) {
+  const int pv = p / 4;
   for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
     const int i = plane / k, c = plane - i * k;
-    const Vec* src = reinterpret_cast<const Vec*>(dy + static_cast<int64_t>(plane) * p);
-    const Vec* ys = y ? reinterpret_cast<const Vec*>(y + static_cast<int64_t>(plane) * p) : nullptr;
-    Vec* dst = reinterpret_cast<Vec*>(dyt + (static_cast<int64_t>(c) * n + i) * p);
+    const float4* src = reinterpret_cast<const float4*>(dy + static_cast<int64_t>(plane) * p);
+    const float4* ys = y ? reinterpret_cast<const float4*>(y + static_cast<int64_t>(plane) * p)
+                         : nullptr;
+    float4* dst = reinterpret_cast<float4*>(dyt + (static_cast<int64_t>(c) * n + i) * p);
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
-      Vec v = src[q];
+      float4 v = src[q];
       if (ys) {
-        if constexpr (V == 4) {
-          Vec yv = ys[q];
-          float* f = reinterpret_cast<float*>(&v);
-          const float* fy = reinterpret_cast<const float*>(&yv);
-#pragma unroll
-          for (int j = 0; j < V; ++j) f[j] = kit::grad_through_act(fy[j], f[j], act);
-        } else {
-          v = from_f32<E>(kit::grad_through_act(to_f32(ys[q]), to_f32(v), act));
-        }
+        const float4 yv = ys[q];
+        v.x = kit::grad_through_act(yv.x, v.x, act);
+        v.y = kit::grad_through_act(yv.y, v.y, act);
+        v.z = kit::grad_through_act(yv.z, v.z, act);
+        v.w = kit::grad_through_act(yv.w, v.w, act);
       }
       dst[q] = v;
     }
+  }
+}
+
+// The same, one thread an element over the whole (n, k, p) (any p; bf16: the product in fp32,
+// rounded once). Flat rather than a plane a grid row: W5's 4x4 and 1x1 planes kept 16 (or 1)
+// of a block's 256 threads busy, and D.conv4's 1 MB of dy took 25 us. total = n*k*p < 2^31.
+template <class E>
+__global__ void to_cnp_act(int total, int n, int k, FastDiv div_p, FastDiv div_k,
+                           const E* __restrict__ dy, const E* __restrict__ y, Act act,
+                           E* __restrict__ dyt) {
+  const int p = static_cast<int>(div_p.d);
+  for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+       idx += gridDim.x * blockDim.x) {
+    const int plane = static_cast<int>(div_p.div(idx)), q = idx - plane * p;
+    const int i = static_cast<int>(div_k.div(plane)), c = plane - i * k;
+    E v = dy[idx];
+    if (y) v = from_f32<E>(kit::grad_through_act(to_f32(y[idx]), to_f32(v), act));
+    dyt[(static_cast<int64_t>(c) * n + i) * p + q] = v;
   }
 }
 
@@ -267,19 +280,23 @@ void im2col_backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t c = std::min(chunk, n - i0);
     const E* yc = a.act.kind == FusedAct::None ? nullptr : a.y + i0 * k * p;
-    bool done = false;
+    bool vec4 = false;
     if constexpr (kVec) {
-      if (p % 4 == 0) {
-        to_cnp_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+      vec4 = p % 4 == 0;
+      if (vec4)
+        to_cnp_act4<<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
             static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), a.dy + i0 * k * p,
             yc, a.act, dyt);
-        done = true;
-      }
     }
-    if (!done)
-      to_cnp_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), a.dy + i0 * k * p, yc,
-          a.act, dyt);
+    if (!vec4) {
+      PDNN_CHECK(c * k * p < INT_MAX, "conv2d_backward: %lld x %lld x %lld dy values a chunk, "
+                 "past 32-bit indexing", static_cast<long long>(c), static_cast<long long>(k),
+                 static_cast<long long>(p));
+      to_cnp_act<<<blocks_for(c * k * p, tpb(e)), tpb(e), 0, stream_of(e)>>>(
+          static_cast<int>(c * k * p), static_cast<int>(c), static_cast<int>(k),
+          FastDiv(static_cast<uint32_t>(p)), FastDiv(static_cast<uint32_t>(k)),
+          a.dy + i0 * k * p, yc, a.act, dyt);
+    }
     PDNN_CUDA_LAUNCH_CHECK("conv2d_backward dy");
     if (a.db) {
       double* part = reinterpret_cast<double*>(dyt_at + k * c * p + (k * c * p) % 2);

@@ -47,25 +47,29 @@ __global__ void im2col_k(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
   }
 }
 
-// div_w, div_h, div_c: w, h and c.
 // The same with 4 consecutive columns per thread (n*p % 4 == 0): the index arithmetic once per
-// 4 values and one 16-byte store.
+// 4 values and one 16-byte (float) or 8-byte (bf16) store. bf16 took this path from W5's
+// D.conv4 backward-weights on: one 2-byte store a thread ran its 8 MB of columns at 0.25 TB/s.
+template <class E>
 __global__ void im2col_k4(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
-                          const float* __restrict__ x, float* __restrict__ cols) {
+                          const E* __restrict__ x, E* __restrict__ cols) {
+  struct alignas(4 * sizeof(E)) Four {
+    E v[4];
+  };
   const int p = g.oh * g.ow, np4 = np / 4;
   for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
     const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
-    float4* row = reinterpret_cast<float4*>(cols + static_cast<int64_t>(r) * np);
+    Four* row = reinterpret_cast<Four*>(cols + static_cast<int64_t>(r) * np);
     for (int c4 = blockIdx.x * blockDim.x + threadIdx.x; c4 < np4; c4 += gridDim.x * blockDim.x) {
       const int col = 4 * c4;
       int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
-      float v[4];
+      Four v;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
-        v[j] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
+        v.v[j] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
                    ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
-                   : 0.f;
+                   : E{};
         if (++ox == g.ow) {
           ox = 0;
           if (++oy == g.oh) {
@@ -74,12 +78,12 @@ __global__ void im2col_k4(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
           }
         }
       }
-      row[c4] = make_float4(v[0], v[1], v[2], v[3]);
+      row[c4] = v;
     }
   }
 }
 
-// x: float, or bf16 (the sum in fp32, rounded once).
+// x: float, or bf16 (the sum in fp32, rounded once). div_w, div_h, div_c: w, h and c.
 template <bool kStride1, class E>
 __global__ void col2im_k(Geom32 g, int total, int np, FastDiv div_w, FastDiv div_h, FastDiv div_c,
                          const float* __restrict__ cols, E* __restrict__ x) {
@@ -129,9 +133,9 @@ __global__ void to_ncp(int n, int c, int p, const float* __restrict__ x, float* 
   }
 }
 
-}  // namespace
-
-void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e) {
+// 4 columns a thread where n*p % 4 == 0 (every row of cols then starts 4-aligned), else 1.
+template <class E>
+void im2col_launch(const ConvGeom& g, int64_t n, const E* x, E* cols, CudaExec e) {
   const int64_t np = n * g.col_cols();
   if (np <= 0) return;
   const FastDiv dp(static_cast<uint32_t>(g.col_cols())), dow(static_cast<uint32_t>(g.ow));
@@ -144,13 +148,14 @@ void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, Cud
   PDNN_CUDA_LAUNCH_CHECK("im2col_batch");
 }
 
+}  // namespace
+
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e) {
+  im2col_launch(g, n, x, cols, e);
+}
+
 void im2col_batch(const ConvGeom& g, int64_t n, const bf16* x, bf16* cols, CudaExec e) {
-  const int64_t np = n * g.col_cols();
-  if (np <= 0) return;
-  const FastDiv dp(static_cast<uint32_t>(g.col_cols())), dow(static_cast<uint32_t>(g.ow));
-  im2col_k<<<grid2d(np, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
-      geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
-  PDNN_CUDA_LAUNCH_CHECK("im2col_batch (bf16)");
+  im2col_launch(g, n, x, cols, e);
 }
 
 namespace {

@@ -594,37 +594,56 @@ TEST(Bf16Gpu, BiasAddAndItsGradient) {
   pt::expect_within(db.to(Device::CPU, ctx), ref, 0.0, abs, "db");
 }
 
-// BatchNorm on bf16 x / y / dy / dx with fp32 statistics and parameters, training and eval,
-// plain and with a fused LeakyReLU, planes of 50 and 64 elements (the kernels' scalar and
-// vector accesses). Statistics: double sums of the bf16 values (the float mean
-// and invstd within 2^-22 relative of the double ones). y and dx: fp32 arithmetic with
-// cancellation (x * scale + shift; g - a - xhat b), so the bound is 2^-8 of the value plus
-// 2^-20 of the magnitudes of its terms; dgamma, dbeta: double sums of fp32 products, 2^-22 of
-// the sum of magnitudes.
-TEST(Bf16Gpu, BatchNormWithFp32StatisticsAndParameters) {
-  PDNN_NEED_GPU();
-  Context ctx(1, 1, Device::CUDA);
+// BatchNorm on bf16 (and fp32) x / y / dy / dx with fp32 statistics and parameters, training
+// and eval, plain and with a fused LeakyReLU, planes of 50, 64, 1225 and 1600 elements (the
+// kernels' scalar and vector accesses), each channel one block and 2, 4, 8 blocks of a cluster
+// (forced; 0: the shape's choice). 1225 and 1600 over 6 images give every block of 8 work at
+// 1225, and some none at 1600 (a rank past the channel's last access still joins the sums).
+// Statistics: double sums of the bf16 values (the float mean and invstd within 2^-22 relative of
+// the double ones). y and dx: fp32 arithmetic with cancellation (x * scale + shift; g - a - xhat
+// b), so the bound is u (2^-8 for a bf16 y or dx, 2^-24 for fp32's) of the value plus 2^-20 of
+// the magnitudes of its terms; dgamma, dbeta: double sums of fp32 products, 2^-22 of the sum of
+// magnitudes.
+template <class E>
+void expect_batchnorm_within_bounds(Context& ctx, int splits) {
+  const Device G = Device::CUDA;
+  const double u = std::is_same<E, bf16>::value ? kBf16U : kFp32U;
+  // x on the GPU as E (the values are bf16's, so the same in both), a tensor of NaN, and back
+  auto dev = [&](const Tensor& f) {
+    return std::is_same<E, bf16>::value ? pt::to_bf16(f, G, ctx) : f.to(G, ctx);
+  };
+  auto poisoned = [&](const Shape& sh) {
+    if (std::is_same<E, bf16>::value) return pt::bf16_poisoned(sh, G, ctx);
+    Tensor f(sh);
+    f.fill(std::nanf(""));
+    return f.to(G, ctx);
+  };
+  auto back = [&](const Tensor& t) {
+    return std::is_same<E, bf16>::value ? pt::widened(t, ctx) : t.to(Device::CPU, ctx);
+  };
   Rng rng(30);
-  const int64_t n = 4, c = 3;
-  // 50: one element an access; 64: four (the kernels' vector path).
-  for (const int64_t hw : {int64_t{50}, int64_t{64}})
+  const int64_t n = 6, c = 3;
+  for (const int64_t hw : {int64_t{50}, int64_t{64}, int64_t{1225}, int64_t{1600}})
   for (const FusedAct fa : {FusedAct::None, FusedAct::LeakyReLU}) {
-    SCOPED_TRACE(std::string(fused_act_name(fa)) + " hw " + std::to_string(hw));
+    SCOPED_TRACE(std::string(fused_act_name(fa)) + " hw " + std::to_string(hw) + " splits " +
+                 std::to_string(splits));
     const float slope = fa == FusedAct::LeakyReLU ? 0.2f : 0.f;
-    const BnGeom g{n, c, hw, 1e-5f, 0.1f, fa, slope};
+    BnGeom g{n, c, hw, 1e-5f, 0.1f, fa, slope};
+    g.splits = splits;
+#if PDNN_HAVE_CUDA
+    if (splits > 0) EXPECT_EQ(cuda::batchnorm2d_splits(g), splits);
+#endif
     const Shape s{n, c, hw};
     const Tensor xf = pt::bf16_rounded(pt::random_tensor(s, rng, -2.f, 3.f));
     const Tensor dyf = pt::bf16_rounded(pt::random_tensor(s, rng));
     const Tensor gamma = pt::random_tensor(Shape{c}, rng, 0.5f, 1.5f),
                  beta = pt::random_tensor(Shape{c}, rng);
-    const Device G = Device::CUDA;
     Tensor rm = Tensor::zeros(Shape{c}).to(G, ctx), rv = Tensor::zeros(Shape{c}).to(G, ctx);
     Tensor mean = Tensor::empty(Shape{c}, DType::F32, G, ctx), invstd = mean.clone(ctx);
-    const Tensor x = pt::to_bf16(xf, G, ctx), gd = gamma.to(G, ctx), bd = beta.to(G, ctx);
-    Tensor y = pt::bf16_poisoned(s, G, ctx);
+    const Tensor x = dev(xf), gd = gamma.to(G, ctx), bd = beta.to(G, ctx);
+    Tensor y = poisoned(s);
     ops::batchnorm2d_forward_train(ctx, g, x, gd, bd, rm, rv, mean, invstd, y);
-    const Tensor mh = mean.to(Device::CPU, ctx), ih = invstd.to(Device::CPU, ctx),
-                 yh = pt::widened(y, ctx);
+    const Tensor mh = mean.to(Device::CPU, ctx), ih = invstd.to(Device::CPU, ctx), yh = back(y);
     std::vector<double> yr(xf.numel()), ya(xf.numel());
     for (int64_t ch = 0; ch < c; ++ch) {
       double s1 = 0, s2 = 0;
@@ -649,12 +668,11 @@ TEST(Bf16Gpu, BatchNormWithFp32StatisticsAndParameters) {
                                std::fabs(double(beta[ch])));
         }
     }
-    pt::expect_within(yh, yr, kBf16U, ya, "y");
+    pt::expect_within(yh, yr, u, ya, "y");
     // backward through the batch statistics, from the GPU's own y, mean and invstd
     Tensor dgamma = Tensor::zeros(Shape{c}).to(G, ctx), dbeta = dgamma.clone(ctx);
-    Tensor dx = pt::bf16_poisoned(s, G, ctx);
-    ops::batchnorm2d_backward(ctx, g, true, x, y, pt::to_bf16(dyf, G, ctx), mean, invstd, gd,
-                              dgamma, dbeta, &dx);
+    Tensor dx = poisoned(s);
+    ops::batchnorm2d_backward(ctx, g, true, x, y, dev(dyf), mean, invstd, gd, dgamma, dbeta, &dx);
     std::vector<double> dxr(xf.numel()), dxa(xf.numel()), dgr(c), dga(c), dbr(c), dba(c);
     for (int64_t ch = 0; ch < c; ++ch) {
       double s1 = 0, s2 = 0, a1 = 0, a2 = 0;
@@ -685,11 +703,11 @@ TEST(Bf16Gpu, BatchNormWithFp32StatisticsAndParameters) {
                    (std::fabs(gj(e)) + std::fabs(s1 / m) + std::fabs(xhat * s2 / m));
         }
     }
-    pt::expect_within(pt::widened(dx, ctx), dxr, kBf16U, dxa, "dx");
+    pt::expect_within(back(dx), dxr, u, dxa, "dx");
     pt::expect_within(dgamma.to(Device::CPU, ctx), dgr, 0.0, dga, "dgamma");
     pt::expect_within(dbeta.to(Device::CPU, ctx), dbr, 0.0, dba, "dbeta");
     // eval: the running statistics (as the kernel left them), elementwise
-    Tensor ye = pt::bf16_poisoned(s, G, ctx);
+    Tensor ye = poisoned(s);
     ops::batchnorm2d_forward_eval(ctx, g, x, gd, bd, rm, rv, mean, invstd, ye);
     const Tensor rmh = rm.to(Device::CPU, ctx), rvh = rv.to(Device::CPU, ctx);
     std::vector<double> er(xf.numel()), ea(xf.numel());
@@ -701,7 +719,22 @@ TEST(Bf16Gpu, BatchNormWithFp32StatisticsAndParameters) {
       ea[e] = 0x1.0p-20 * (std::fabs(xf[e] * scale) + std::fabs(rmh[ch] * scale) +
                            std::fabs(double(beta[ch])));
     }
-    pt::expect_within(pt::widened(ye, ctx), er, kBf16U, ea, "eval y");
+    pt::expect_within(back(ye), er, u, ea, "eval y");
+  }
+}
+
+TEST(Bf16Gpu, BatchNormEverySplitInBf16AndFp32) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 1, Device::CUDA);
+  for (const int splits : {0, 1, 2, 4, 8}) {
+    {
+      SCOPED_TRACE("bf16");
+      expect_batchnorm_within_bounds<bf16>(ctx, splits);
+    }
+    {
+      SCOPED_TRACE("fp32");
+      expect_batchnorm_within_bounds<float>(ctx, splits);
+    }
   }
 }
 

@@ -25,6 +25,9 @@ struct BnGeom {
   float eps, momentum;
   FusedAct act;
   float slope;  // LeakyReLU's; ignored otherwise
+  // The GPU's blocks a channel (1, 2, 4 or 8, a thread block cluster): 0 picks by the shape
+  // (cuda::batchnorm2d_splits); the tests force each. The CPU ignores it.
+  int splits = 0;
 };
 
 namespace cpu {
@@ -44,6 +47,9 @@ void batchnorm2d_backward(const BnGeom& g, bool batch_stats, const float* x, con
 // statistics, gamma, beta and their gradients float32, sums in double in both; a bf16 y or dx
 // rounded once), both instantiated in batchnorm2d.cu.
 namespace cuda {
+// The blocks (a thread block cluster) each channel of g takes in the training forward and the
+// backward: g.splits where set, else by the shape alone (batchnorm2d.cu says how).
+int batchnorm2d_splits(const BnGeom& g);
 template <class T>
 void batchnorm2d_forward_train(const BnGeom& g, const T* x, const float* gamma,
                                const float* beta, float* running_mean, float* running_var,

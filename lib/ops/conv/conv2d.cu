@@ -3,7 +3,7 @@
 // fused activation applied in the same pass. Backward: dy permuted to (k, n*p) with the
 // activation's derivative applied in that pass; the bias gradient as row sums of that
 // (contiguous) matrix; dW += dY' cols^T (the forward's columns when it kept them);
-// dcols = W^T dY', col2im as a gather. Index arithmetic is 32-bit, planes from blockIdx.y.
+// dcols = W^T dY', col2im as a gather. Index arithmetic is 32-bit; the permutes are flat.
 // bf16 tensors (ConvFwdBf16, ConvBwdBf16): the same passes with bf16 columns and dY', cuBLAS's
 // bf16 GEMM with fp32 sums into an fp32 product (forward, dcols) or straight into the fp32 dW;
 // the permutation back, the bias, the activation and col2im's sums in fp32, rounded once to
@@ -32,75 +32,71 @@ using kit::act_apply;
 using kit::from_f32;
 using kit::to_f32;
 
-// y (n, k, p) = act(tmp (k, n, p) permuted + b[k]); grid.y over the n*k planes of y.
-// V = 4: p % 4 == 0 (and so every plane 16-byte aligned): float4 loads and stores (float y;
-// a bf16 y takes its 4 values as they come).
+// The permutes between the GEMM's (k, n, p) and the tensors' (n, k, p), flat: one thread a
+// V-element access of the whole (n, k, p) (V = 4 where p % 4 == 0, so every plane starts
+// 4-aligned; else 1), total = n*k*p < 2^31. A plane a grid row, as before, kept 4 (or 1) of a
+// block's 256 threads busy on W5's 4x4 (1x1) planes: D.conv4's forward permute took 33 us, its
+// backward one 25 us, for 1-2 MB. pv: p / V; div_pv, div_k divide by them.
+struct PermuteGeom {
+  int n, k, pv, units;  // units = n*k*pv
+  FastDiv div_pv, div_k;
+};
+PermuteGeom permute_geom(int64_t n, int64_t k, int64_t p, int v) {
+  PDNN_CHECK(n * k * p < INT_MAX, "conv2d on the GPU: %lld x %lld x %lld values a chunk, past "
+             "32-bit indexing", static_cast<long long>(n), static_cast<long long>(k),
+             static_cast<long long>(p));
+  const int pv = static_cast<int>(p / v);
+  return {static_cast<int>(n), static_cast<int>(k), pv, static_cast<int>(n * k * pv),
+          FastDiv(static_cast<uint32_t>(pv)), FastDiv(static_cast<uint32_t>(k))};
+}
+
+// y (n, k, p) = act(tmp (k, n, p) permuted + b[k]) (float tmp; a bf16 y rounded once).
 template <int V, class E>
-__global__ void to_ncp_bias_act(int n, int k, int p, const float* __restrict__ tmp,
+__global__ void to_ncp_bias_act(PermuteGeom pg, const float* __restrict__ tmp,
                                 const float* __restrict__ b, Act act, E* __restrict__ y) {
-  using Vec = typename std::conditional<V == 4, float4, float>::type;
-  const int pv = p / V;
-  for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
-    const int i = plane / k, c = plane - i * k;
+  for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < pg.units;
+       u += gridDim.x * blockDim.x) {
+    const int plane = static_cast<int>(pg.div_pv.div(u)), q = u - plane * pg.pv;
+    const int i = static_cast<int>(pg.div_k.div(plane)), c = plane - i * pg.k;
     const float bc = b ? b[c] : 0.f;
-    const Vec* src = reinterpret_cast<const Vec*>(tmp + (static_cast<int64_t>(c) * n + i) * p);
-    E* dst = y + static_cast<int64_t>(plane) * p;
-    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
-      Vec v = src[q];
-      float* f = reinterpret_cast<float*>(&v);
+    float v[V];
+    kit::load<V>(tmp + ((static_cast<int64_t>(c) * pg.n + i) * pg.pv + q) * V, v);
 #pragma unroll
-      for (int j = 0; j < V; ++j) f[j] = act_apply(f[j] + bc, act);
-      if constexpr (std::is_same<E, float>::value) {
-        reinterpret_cast<Vec*>(dst)[q] = v;
-      } else {
-#pragma unroll
-        for (int j = 0; j < V; ++j) dst[q * V + j] = from_f32<E>(f[j]);
-      }
-    }
+    for (int j = 0; j < V; ++j) v[j] = act_apply(v[j] + bc, act);
+    kit::store<V>(y + static_cast<int64_t>(u) * V, v);
   }
 }
 
-// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted, 4 values a thread (float, p % 4 == 0:
-// planes of 4 and more, 16-byte aligned).
-__global__ void to_cnp_act4(int n, int k, int p, const float* __restrict__ dy,
-                            const float* __restrict__ y, Act act, float* __restrict__ dyt) {
-  const int pv = p / 4;
-  for (int plane = blockIdx.y; plane < n * k; plane += gridDim.y) {
-    const int i = plane / k, c = plane - i * k;
-    const float4* src = reinterpret_cast<const float4*>(dy + static_cast<int64_t>(plane) * p);
-    const float4* ys = y ? reinterpret_cast<const float4*>(y + static_cast<int64_t>(plane) * p)
-                         : nullptr;
-    float4* dst = reinterpret_cast<float4*>(dyt + (static_cast<int64_t>(c) * n + i) * p);
-    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < pv; q += gridDim.x * blockDim.x) {
-      float4 v = src[q];
-      if (ys) {
-        const float4 yv = ys[q];
-        v.x = kit::grad_through_act(yv.x, v.x, act);
-        v.y = kit::grad_through_act(yv.y, v.y, act);
-        v.z = kit::grad_through_act(yv.z, v.z, act);
-        v.w = kit::grad_through_act(yv.w, v.w, act);
-      }
-      dst[q] = v;
+// dyt (k, n, p) = act'(y) * dy (n, k, p), permuted (bf16: the product in fp32, rounded once).
+template <int V, class E>
+__global__ void to_cnp_act(PermuteGeom pg, const E* __restrict__ dy, const E* __restrict__ y,
+                           Act act, E* __restrict__ dyt) {
+  for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < pg.units;
+       u += gridDim.x * blockDim.x) {
+    const int plane = static_cast<int>(pg.div_pv.div(u)), q = u - plane * pg.pv;
+    const int i = static_cast<int>(pg.div_k.div(plane)), c = plane - i * pg.k;
+    float v[V];
+    kit::load<V>(dy + static_cast<int64_t>(u) * V, v);
+    if (y) {
+      float yv[V];
+      kit::load<V>(y + static_cast<int64_t>(u) * V, yv);
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[j] = kit::grad_through_act(yv[j], v[j], act);
     }
+    kit::store<V>(dyt + ((static_cast<int64_t>(c) * pg.n + i) * pg.pv + q) * V, v);
   }
 }
 
-// The same, one thread an element over the whole (n, k, p) (any p; bf16: the product in fp32,
-// rounded once). Flat rather than a plane a grid row: W5's 4x4 and 1x1 planes kept 16 (or 1)
-// of a block's 256 threads busy, and D.conv4's 1 MB of dy took 25 us. total = n*k*p < 2^31.
-template <class E>
-__global__ void to_cnp_act(int total, int n, int k, FastDiv div_p, FastDiv div_k,
-                           const E* __restrict__ dy, const E* __restrict__ y, Act act,
-                           E* __restrict__ dyt) {
-  const int p = static_cast<int>(div_p.d);
-  for (int idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-       idx += gridDim.x * blockDim.x) {
-    const int plane = static_cast<int>(div_p.div(idx)), q = idx - plane * p;
-    const int i = static_cast<int>(div_k.div(plane)), c = plane - i * k;
-    E v = dy[idx];
-    if (y) v = from_f32<E>(kit::grad_through_act(to_f32(y[idx]), to_f32(v), act));
-    dyt[(static_cast<int64_t>(c) * n + i) * p + q] = v;
-  }
+// Launches K<4> where p % 4 == 0, else K<1>, over n*k*p/V threads.
+template <class Launch>
+void permute_launch(int64_t n, int64_t k, int64_t p, CudaExec e, Launch launch) {
+  const int v = p % 4 == 0 ? 4 : 1;
+  const PermuteGeom pg = permute_geom(n, k, p, v);
+  const unsigned blocks = blocks_for(pg.units, tpb(e));
+  if (v == 4)
+    launch(std::integral_constant<int, 4>{}, pg, blocks);
+  else
+    launch(std::integral_constant<int, 1>{}, pg, blocks);
 }
 
 template <class E>
@@ -253,14 +249,11 @@ void im2col_forward(const ConvFwdOf<E, float>& a, float* ws, CudaExec e) {
       im2col_batch(g, c, xc, cols, e);
       gemm(false, false, k, c * p, rows, 1.f, a.w, cols, 0.f, tmp, e);
     }
-    if (p % 4 == 0)
-      to_ncp_bias_act<4><<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, a.b, a.act,
-          a.y + i0 * k * p);
-    else
-      to_ncp_bias_act<1><<<grid2d(p, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), tmp, a.b, a.act,
-          a.y + i0 * k * p);
+    E* yc = a.y + i0 * k * p;
+    permute_launch(c, k, p, e, [&](auto v, const PermuteGeom& pg, unsigned blocks) {
+      to_ncp_bias_act<decltype(v)::value><<<blocks, tpb(e), 0, stream_of(e)>>>(pg, tmp, a.b,
+                                                                            a.act, yc);
+    });
     PDNN_CUDA_LAUNCH_CHECK("conv2d_forward output");
   }
 }
@@ -276,27 +269,14 @@ void im2col_backward(const ConvBwdOf<E, float>& a, float* ws, CudaExec e) {
   float* dcols = ws;
   float* dyt_at = ws + cuda_conv_product_offset(g, chunk);
   E* dyt = reinterpret_cast<E*>(dyt_at);  // dy of the chunk as (k, c*p)
-  constexpr bool kVec = std::is_same<E, float>::value;
   for (int64_t i0 = 0; i0 < n; i0 += chunk) {
     const int64_t c = std::min(chunk, n - i0);
     const E* yc = a.act.kind == FusedAct::None ? nullptr : a.y + i0 * k * p;
-    bool vec4 = false;
-    if constexpr (kVec) {
-      vec4 = p % 4 == 0;
-      if (vec4)
-        to_cnp_act4<<<grid2d(p / 4, c * k, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-            static_cast<int>(c), static_cast<int>(k), static_cast<int>(p), a.dy + i0 * k * p,
-            yc, a.act, dyt);
-    }
-    if (!vec4) {
-      PDNN_CHECK(c * k * p < INT_MAX, "conv2d_backward: %lld x %lld x %lld dy values a chunk, "
-                 "past 32-bit indexing", static_cast<long long>(c), static_cast<long long>(k),
-                 static_cast<long long>(p));
-      to_cnp_act<<<blocks_for(c * k * p, tpb(e)), tpb(e), 0, stream_of(e)>>>(
-          static_cast<int>(c * k * p), static_cast<int>(c), static_cast<int>(k),
-          FastDiv(static_cast<uint32_t>(p)), FastDiv(static_cast<uint32_t>(k)),
-          a.dy + i0 * k * p, yc, a.act, dyt);
-    }
+    const E* dyc = a.dy + i0 * k * p;
+    permute_launch(c, k, p, e, [&](auto v, const PermuteGeom& pg, unsigned blocks) {
+      to_cnp_act<decltype(v)::value><<<blocks, tpb(e), 0, stream_of(e)>>>(pg, dyc, yc, a.act,
+                                                                         dyt);
+    });
     PDNN_CUDA_LAUNCH_CHECK("conv2d_backward dy");
     if (a.db) {
       double* part = reinterpret_cast<double*>(dyt_at + k * c * p + (k * c * p) % 2);

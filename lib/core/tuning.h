@@ -1,8 +1,9 @@
 // Tuning: the algorithm an op chose for a shape on this device (the convolutions' per-shape
 // choice, ops/conv/conv2d_algo.h), kept for the run in the Context and, when a cache file is
 // set, in a small tab-separated file so later runs on the same GPU skip the search:
-//   <device name> TAB <key> TAB <choice> TAB <milliseconds>
+//   <device> TAB <key> TAB <choice> TAB <milliseconds>
 // one line per (device, key); lines of other devices are kept when the file is rewritten. The
+// apps' device is "<GPU name> | pdnn <revision>" (run_flags.h): another build chooses anew. The
 // file is read once when set and rewritten atomically after each new choice (before any CUDA
 // graph is captured: choices are made in eager steps). A run that reads its choices from the
 // file makes the same choices as the run that wrote it, so it computes the same numbers.

@@ -22,6 +22,7 @@
 #include "model/memory_plan.h"
 #include "ops/conv/conv2d_algo.h"
 #include "run/output_files.h"
+#include "run/run_info.h"
 #include "run/run_config.h"
 
 namespace pdnn {
@@ -388,7 +389,10 @@ inline void apply_device_flags(Context& ctx, const RunConfig& cfg) {
   const std::string cache = cfg.conv_algo_cache.empty() ? default_algo_cache() : cfg.conv_algo_cache;
   if (cache.empty() || cache == "none") return;
   create_parent_folders(cache);
-  ctx.tuning().set_cache_file(cache, ctx.cuda().info().name);
+  // A choice is the GPU's and the build's: another revision's kernels (faster, new, or timed
+  // under a profiler that stretched them) choose again instead of inheriting its choices, which
+  // stay in the file for that revision.
+  ctx.tuning().set_cache_file(cache, ctx.cuda().info().name + " | pdnn " + build_revision());
 }
 
 // The run header's device part: "cpu", or "cuda: <GPU> | fp32, CUDA graph on, batch copy

@@ -54,6 +54,8 @@ std::string iso8601_utc_now() {
   return buf;
 }
 
+std::string build_revision() { return PDNN_GIT_REV; }
+
 RunInfo run_info(const Context& ctx) {
   RunInfo r;
   r.git_rev = PDNN_GIT_REV;

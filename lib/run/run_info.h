@@ -21,6 +21,9 @@ struct RunInfo {
 
 RunInfo run_info(const Context& ctx);
 
+// PDNN_GIT_REV of this build (RunInfo::git_rev without the rest).
+std::string build_revision();
+
 // The current time as ISO 8601 UTC (second resolution).
 std::string iso8601_utc_now();
 

@@ -3,7 +3,8 @@
 // W5's sizes with 64..1024 threads per block, median of --repeat launches timed with CUDA
 // events after --warmup. Prints the table and the fastest shape per kernel; appends rows to
 // --out (runs/bench/gpu_launch.csv by default). The library's defaults (kThreads and the per-kernel
-// choices in lib/ops/*.cu) are set from these results.
+// choices in lib/ops/*.cu) are set from these results. Then BatchNorm's blocks a channel (1, 2, 4, 8
+// forced) at W5's BatchNorm shapes in bf16: what cuda::batchnorm2d_splits's rule is set from.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include "core/cuda_state.h"
 #include "ops/activation.h"
 #include "ops/basic.h"
+#include "ops/batchnorm2d.h"
+#include "ops/cast.h"
 #include "ops/conv/conv2d.h"
 #include "ops/dropout.h"
 #include "ops/conv/im2col.h"
@@ -122,6 +125,57 @@ int run(int argc, char** argv) {
                   info.git_rev, iso8601_utc_now()});
     }
     std::printf("%-26s best: %d threads per block (%.2f us)\n", k.name.c_str(), best_t, best);
+  }
+  // BatchNorm's blocks a channel (cuda::batchnorm2d_splits picks by the shape; here each count
+  // forced): W5's BatchNorm layers in bf16, the training forward then the backward to dx.
+  std::printf("\n%-34s %6s %12s %12s\n", "batchnorm (bf16, W5)", "splits", "fwd_us", "bwd_us");
+  struct BnShape {
+    const char* name;
+    int64_t n, c, hw;
+  };
+  for (const BnShape& bs : {BnShape{"G.10 (64,64,32,32)", 64, 64, 1024},
+                            BnShape{"D.3/G.7 (64,128,16,16)", 64, 128, 256},
+                            BnShape{"D.6/G.4 (64,256,8,8)", 64, 256, 64},
+                            BnShape{"D.9/G.1 (64,512,4,4)", 64, 512, 16}}) {
+    const int64_t total = bs.n * bs.c * bs.hw;
+    Tensor xf = dev(total), bx = Tensor::empty(Shape{total}, DType::BF16, Device::CUDA, ctx),
+           by = bx.clone(ctx), bdy = bx.clone(ctx), bdx = bx.clone(ctx);
+    cuda::cast_to_bf16(total, xf.data(), bx.data<bf16>(), ctx.cuda_exec());
+    cuda::cast_to_bf16(total, xf.data(), bdy.data<bf16>(), ctx.cuda_exec());
+    Tensor gamma = dev(bs.c), beta = dev(bs.c), rm = dev(bs.c), rv = dev(bs.c), mean = dev(bs.c),
+           invstd = dev(bs.c), dgamma = dev(bs.c), dbeta = dev(bs.c);
+    for (const int splits : {1, 2, 4, 8}) {
+      BnGeom g{bs.n, bs.c, bs.hw, 1e-5f, 0.1f, FusedAct::ReLU, 0.f};
+      g.splits = splits;
+      const CudaExec e = ctx.cuda_exec();
+      auto time_us = [&](const std::function<void()>& f) {
+        for (int i = 0; i < warmup; ++i) f();
+        std::vector<double> us;
+        for (int i = 0; i < repeat; ++i) {
+          CUevent_st* t0 = cuda_event_record(e.stream);
+          f();
+          us.push_back(1e3 * cuda_event_elapsed_ms(t0, cuda_event_record(e.stream)));
+        }
+        return timing_stats(us);
+      };
+      const TimingStats f = time_us([&] {
+        cuda::batchnorm2d_forward_train(g, bx.data<bf16>(), gamma.data(), beta.data(), rm.data(),
+                                        rv.data(), mean.data(), invstd.data(), by.data<bf16>(), e);
+      });
+      const TimingStats b = time_us([&] {
+        cuda::batchnorm2d_backward(g, true, bx.data<bf16>(), by.data<bf16>(), bdy.data<bf16>(),
+                                   mean.data(), invstd.data(), gamma.data(), dgamma.data(),
+                                   dbeta.data(), bdx.data<bf16>(), e);
+      });
+      const bool chosen = cuda::batchnorm2d_splits(BnGeom{bs.n, bs.c, bs.hw, 1e-5f, 0.1f,
+                                                          FusedAct::ReLU, 0.f}) == splits;
+      std::printf("%-34s %6d %12.2f %12.2f%s\n", bs.name, splits, f.median, b.median,
+                  chosen ? "   <- the shape's choice" : "");
+      if (csv)
+        for (const auto& [pass, st] : {std::pair{"fwd", f}, std::pair{"bwd", b}})
+          csv->row({strprintf("batchnorm bf16 %s %s splits %d", pass, bs.name, splits), "512",
+                    fmt(st.median, 2), fmt(st.min, 2), info.gpu, info.git_rev, iso8601_utc_now()});
+    }
   }
   return 0;
 #endif

@@ -2,12 +2,12 @@
 // backward reduce each channel in double (fixed tree order: deterministic), then normalise
 // (forward) or write dx (backward) in the same kernel, so the statistics never leave the chip.
 // A channel is one block, or S = 2, 4, 8 blocks of a thread block cluster where the channels
-// are too few to fill the GPU (G.10's 64 channels of 32x32, D.3's 128 of 16x16: one block a
-// channel ran 64 or 128 blocks on 132 SMs, 34-40 us a call): each block sums its share, the
-// blocks add the S partial sums from each other's shared memory in rank order (every block the
-// same sum: deterministic), and each normalises its share. S comes from the shape alone
-// (batchnorm2d_splits), so a model's numbers do not depend on the GPU it runs on. The threads take the
-// channel's N*H*W elements in turn across the images' planes: a loop over images with the
+// are few and long (W5's G.10: 64 channels of 64K elements, 56 -> 44 us forward + backward at
+// S = 2 on an H200): each block sums its share, the blocks add the S partial sums from each
+// other's shared memory in rank order (every block the same sum: deterministic), and each
+// normalises its share. S comes from the shape alone (batchnorm2d_splits), so a model's
+// numbers do not depend on the GPU it runs on. The threads take the channel's N*H*W elements
+// in turn across the images' planes: a loop over images with the
 // threads over one plane left all but 16 of 512 threads idle at 4x4 (the DCGAN's last layers)
 // and ran 64 steps in a row; where H*W is a multiple of 4 each access is of 4 elements
 // (kit/vec.h), so that a thread has 4x the bytes in flight. Evaluation forward is elementwise.
@@ -260,11 +260,14 @@ void launch_bn(const BnGeom& g, cudaStream_t stream, Pick pick, Args... args) {
 
 }  // namespace
 
-// Blocks a channel: doubled while the channels fill fewer than two waves of a 132-SM GPU (H100,
-// H200) and each block keeps two turns of its 512 threads or more; at most a portable cluster
-// of 8. The shape alone decides (not the GPU at hand): the sums' grouping, so the results, stay
-// the same on every GPU. G.10 (64 x 64K elements) takes 8, D.3 and G.7 (128 x 16K) 4, the
-// 256- and 512-channel layers 1.
+// Blocks a channel, from the shape alone (not the GPU at hand: the sums' grouping, so the
+// results, stay the same on every GPU): doubled while the channels fill fewer than two waves of a
+// 132-SM GPU (H100, H200) and each block keeps 16 turns of its 512 threads or more; at most a
+// portable cluster of 8. Set from bench_kernels on an H200 (e5df2c2, bf16, forward + backward
+// us at 1, 2, 4, 8 blocks): G.10 (64 channels of 64 x 32x32) 56.5, 44.2, 44.0, 51.5, so 2 here;
+// D.3 (128 of 64 x 16x16, 4 turns a block at 2) 26.4, 28.9, 39.8, 57.0, so 1; the 256- and
+// 512-channel layers 1 (splitting them costs 2-7x). Below ~16 turns a block, a split's block
+// saves less in loads than the cluster's two barriers a sum cost.
 int batchnorm2d_splits(const BnGeom& g) {
   if (g.splits > 0) {
     PDNN_CHECK(g.splits == 1 || g.splits == 2 || g.splits == 4 || g.splits == 8,
@@ -274,7 +277,7 @@ int batchnorm2d_splits(const BnGeom& g) {
   constexpr int64_t kTwoWaves = 2 * 132;
   const int64_t accesses = g.n * g.hw / bn_vector(g);
   int s = 1;
-  while (s < 8 && g.c * s < kTwoWaves && accesses / (2 * s) >= 2 * kBnThreads) s *= 2;
+  while (s < 8 && g.c * s < kTwoWaves && accesses / (2 * s) >= 16 * kBnThreads) s *= 2;
   return s;
 }
 

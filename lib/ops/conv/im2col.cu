@@ -47,26 +47,25 @@ __global__ void im2col_k(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
   }
 }
 
-// The same with V consecutive columns per thread (n*p % V == 0): the index arithmetic once per
-// V values and one store of V elements, 16 bytes at V = 4 (float) and V = 8 (bf16; V = 4, 8
-// bytes, where n*p is a multiple of 4 only). bf16 takes this path from W5 on: one 2-byte store a
-// thread ran D.conv4's backward-weights columns (8 MB) at 0.25 TB/s, 4 a thread at 0.55.
-template <int V, class E>
-__global__ void im2col_kv(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
+// The same with 4 consecutive columns per thread (n*p % 4 == 0): the index arithmetic once per
+// 4 values and one 16-byte (float) or 8-byte (bf16) store. bf16 took this path from W5's
+// D.conv4 backward-weights on: one 2-byte store a thread ran its 8 MB of columns at 0.25 TB/s.
+template <class E>
+__global__ void im2col_k4(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
                           const E* __restrict__ x, E* __restrict__ cols) {
-  struct alignas(V * sizeof(E)) Group {
-    E v[V];
+  struct alignas(4 * sizeof(E)) Four {
+    E v[4];
   };
-  const int p = g.oh * g.ow, npv = np / V;
+  const int p = g.oh * g.ow, np4 = np / 4;
   for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
     const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
-    Group* row = reinterpret_cast<Group*>(cols + static_cast<int64_t>(r) * np);
-    for (int cv = blockIdx.x * blockDim.x + threadIdx.x; cv < npv; cv += gridDim.x * blockDim.x) {
-      const int col = V * cv;
+    Four* row = reinterpret_cast<Four*>(cols + static_cast<int64_t>(r) * np);
+    for (int c4 = blockIdx.x * blockDim.x + threadIdx.x; c4 < np4; c4 += gridDim.x * blockDim.x) {
+      const int col = 4 * c4;
       int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
-      Group v;
+      Four v;
 #pragma unroll
-      for (int j = 0; j < V; ++j) {
+      for (int j = 0; j < 4; ++j) {
         const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
         v.v[j] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
                    ? x[((i * g.c + ci) * g.h + yy) * g.w + xx]
@@ -79,7 +78,7 @@ __global__ void im2col_kv(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
           }
         }
       }
-      row[cv] = v;
+      row[c4] = v;
     }
   }
 }
@@ -134,23 +133,17 @@ __global__ void to_ncp(int n, int c, int p, const float* __restrict__ x, float* 
   }
 }
 
-// 16 bytes of columns a thread where n*p allows (every row of cols then starts aligned to
-// them), else 4 columns (bf16), else 1.
+// 4 columns a thread where n*p % 4 == 0 (every row of cols then starts 4-aligned), else 1.
 template <class E>
 void im2col_launch(const ConvGeom& g, int64_t n, const E* x, E* cols, CudaExec e) {
   const int64_t np = n * g.col_cols();
   if (np <= 0) return;
   const FastDiv dp(static_cast<uint32_t>(g.col_cols())), dow(static_cast<uint32_t>(g.ow));
-  constexpr int kWide = 16 / sizeof(E);  // columns a 16-byte store holds
-  const dim3 block(tpb(e, 128));
-  if (np % kWide == 0)
-    im2col_kv<kWide><<<grid2d(np / kWide, g.col_rows(), block.x), block, 0, stream_of(e)>>>(
-        geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
-  else if (kWide > 4 && np % 4 == 0)
-    im2col_kv<4><<<grid2d(np / 4, g.col_rows(), block.x), block, 0, stream_of(e)>>>(
+  if (np % 4 == 0)
+    im2col_k4<<<grid2d(np / 4, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
         geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
   else
-    im2col_k<<<grid2d(np, g.col_rows(), block.x), block, 0, stream_of(e)>>>(
+    im2col_k<<<grid2d(np, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
         geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
   PDNN_CUDA_LAUNCH_CHECK("im2col_batch");
 }

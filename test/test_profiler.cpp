@@ -204,4 +204,57 @@ TEST(Profiler, CnnStepIsCoveredByItsLayers) {
   EXPECT_LE(sum, prof.step_ms() * 1.0001) << prof.table();
 }
 
+// scripts/report/ncu_step.py (runners/ncu-step.sh): from an Nsight Compute CSV whose launches
+// begin with ones that are no step's (warm-up, the algorithms' timing) and end part way into a
+// step, it finds the launch sequence that repeats, a 10-kernel step, and sums its last whole
+// repetition: the total, each kernel's time and launches (b twice), in launch order too; a CSV
+// with no repetition, or no table, is refused in one line.
+class NcuStep : public testing::TempDirTest {};
+
+TEST_F(NcuStep, FindsTheStepThatRepeatsAndSumsIt) {
+  const std::string header =
+      "==PROF== Connected to process 1\n"
+      "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\","
+      "\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\","
+      "\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n";
+  int id = 0;
+  auto row = [&](const std::string& kernel, int ns) {
+    return "\"" + std::to_string(id++) + "\",\"1\",\"app\",\"h\",\"void " + kernel +
+           "<4>(int)\",\"1\",\"13\",\"(256, 1, 1)\",\"(8, 1, 1)\",\"0\",\"9.0\","
+           "\"Command line profiler metrics\",\"gpu__time_duration.sum\",\"ns\",\"" +
+           std::to_string(ns / 1000) + "," + std::to_string(1000 + ns % 1000).substr(1) + "\"\n";
+  };
+  const std::vector<std::pair<std::string, int>> step = {
+      {"a", 1000}, {"b", 2000}, {"c", 3000}, {"b", 2000}, {"d", 4000},
+      {"e", 5000}, {"f", 6000}, {"g", 7000}, {"h", 8000}, {"adam", 9000}};  // 47 us
+  std::string csv = header;
+  for (const char* w : {"warm", "time_x", "time_y"}) csv += row(w, 50000);
+  for (int rep = 0; rep < 2; ++rep)
+    for (const auto& [k, ns] : step) csv += row(k, ns);
+  for (int j = 0; j < 5; ++j) csv += row(step[j].first, step[j].second);
+  spit("step.csv", csv);
+  const std::string tool = "/usr/bin/python3 " PDNN_SOURCE_DIR "/scripts/report/ncu_step.py ";
+  testing::CommandResult r = testing::run_command(tool + "summary " + path("step.csv"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("one step: 10 kernels, 47.0 us"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("4.0 us    2  b\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("warm"), std::string::npos) << r.output;
+  r = testing::run_command(tool + "list " + path("step.csv"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("total 47.0 us over 10 kernels (one step)"), std::string::npos)
+      << r.output;
+  r = testing::run_command(tool + "compare " + path("step.csv") + " " + path("step.csv"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("one step: 47.0 us (10 kernels) -> 47.0 us (10)"), std::string::npos)
+      << r.output;
+  spit("once.csv", header + row("a", 1000) + row("b", 2000) + row("c", 3000));
+  r = testing::run_command(tool + "summary " + path("once.csv"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("no step repeats in the last 3 launches"), std::string::npos) << r.output;
+  spit("none.csv", "==PROF== nothing\n");
+  r = testing::run_command(tool + "summary " + path("none.csv"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("none.csv: no ncu CSV table"), std::string::npos) << r.output;
+}
+
 }  // namespace pdnn

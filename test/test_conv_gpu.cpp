@@ -8,6 +8,7 @@
 //
 // Tolerances: test/conv_reference.h. The reference itself is checked on the CPU against the
 // CPU's convolution, so it runs (and is tested) without a GPU.
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -26,6 +27,9 @@
 #include "ops/conv/conv2d_gpu.h"
 #include "ops/conv/conv2d_k4s2.h"
 #include "ops/conv/direct_taps.h"
+#include "ops/conv/im2col.h"
+#include "ops/random.h"
+#include "ops/basic.h"
 #include "optim/sgd.h"
 #include "bf16_testing.h"
 #include "conv_reference.h"
@@ -738,6 +742,55 @@ TEST(ConvGpu, Bf16ChannelMinorCopies) {
 #endif
 }
 
+#if PDNN_HAVE_CUDA
+// Why a test that needs `gib` GiB of free device memory cannot run on ctx's GPU ("": it can).
+std::string lacks_free_memory(Context& ctx, int gib) {
+  const size_t have = ctx.cuda().free_memory();
+  if (have >= (size_t{1} << 30) * gib) return "";
+  return "needs " + std::to_string(gib) + " GiB of free device memory, has " +
+         std::to_string(have / double(size_t{1} << 30)) + " GiB";
+}
+#endif
+
+// col2im over just under 2^31 values: the U-Net's 64 channels of 5792 x 5792 (2,147,024,896),
+// through the 1x1 stride-1 geometry, where x is the columns themselves. Its grid-stride loop
+// runs 67M threads, so each thread's last step past the bound crossed 2^31: with a 32-bit
+// counter it wrapped (the H200's timing of such passes took 17 s and 6.5 s where ~0.1 was due).
+// Now every value equals its column bit for bit, and 4 MB of sentinels before and after x are
+// untouched. Needs 20 GiB of free device memory (an H100 or H200 has it) and as much host
+// memory, else skipped; ~10 s. GPU filter: *Index64*.
+TEST(ConvGpu, Index64Col2imNearTwoToThe31StaysInBounds) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  if (const std::string lacks = lacks_free_memory(ctx, 20); !lacks.empty()) GTEST_SKIP() << lacks;
+  const int64_t C = 64, S = 5792, guard = int64_t{1} << 20;
+  const ConvGeom g = conv_geom("test", C, S, S, 1, 1, 1, 1, 0, 0);
+  const int64_t total = C * S * S;
+  ASSERT_LT(total, int64_t{INT_MAX});
+  ASSERT_GT(total + int64_t{524280} * 128, int64_t{INT_MAX});  // the last step crosses 2^31
+  Tensor cols = Tensor::empty(Shape{total}, DType::F32, Device::CUDA, ctx);
+  ctx.rng().seed(11);
+  ops::normal_fill(ctx, cols);
+  Tensor xg = Tensor::empty(Shape{total + 2 * guard}, DType::F32, Device::CUDA, ctx);
+  ops::fill(ctx, xg, -7.f);
+  cuda::col2im_batch(g, 1, cols.data(), xg.data() + guard, ctx.cuda_exec());
+  const Tensor ch = cols.to(Device::CPU, ctx), xh = xg.to(Device::CPU, ctx);
+  int64_t bad_guard = 0, bad = 0, first = -1;
+  for (int64_t i = 0; i < guard; ++i) {
+    bad_guard += xh[i] != -7.f;
+    bad_guard += xh[guard + total + i] != -7.f;
+  }
+  for (int64_t i = 0; i < total; ++i)
+    if (!(xh[guard + i] == ch[i]) && bad++ == 0) first = i;
+  EXPECT_EQ(bad_guard, 0) << "writes outside x";
+  EXPECT_EQ(bad, 0) << "first at " << first;
+#endif
+}
+
 // One image past 2^31 elements on the device: 128 channels of 4100 x 4100 (2.15 G elements,
 // 8.6 GB in fp32, 4.3 GB in bf16), a 3x3 padding-1 forward to one output channel through the
 // implicit GEMM as Auto runs it (the 64-bit instantiation), fp32, TF32 and bf16, checked at
@@ -754,10 +807,7 @@ TEST(ConvGpu, Index64LargeImageForwardMatchesSampledReference) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   Context ctx(1, 1, Device::CUDA);
-  const size_t need = size_t{40} << 30;
-  if (ctx.cuda().free_memory() < need)
-    GTEST_SKIP() << "needs 40 GiB of free device memory, has "
-                 << ctx.cuda().free_memory() / double(size_t{1} << 30) << " GiB";
+  if (const std::string lacks = lacks_free_memory(ctx, 40); !lacks.empty()) GTEST_SKIP() << lacks;
   const int64_t C = 128, S = 4100;
   const ConvGeom g = conv_geom("test", C, S, S, 3, 3, 1, 1, 1, 1);
   ASSERT_GT(C * S * S, int64_t{1} << 31);

@@ -36,7 +36,8 @@ using kit::to_f32;
 // V-element access of the whole (n, k, p) (V = 4 where p % 4 == 0, so every plane starts
 // 4-aligned; else 1), total = n*k*p < 2^31. A plane a grid row, as before, kept 4 (or 1) of a
 // block's 256 threads busy on W5's 4x4 (1x1) planes: D.conv4's forward permute took 33 us, its
-// backward one 25 us, for 1-2 MB. pv: p / V; div_pv, div_k divide by them.
+// backward one 25 us, for 1-2 MB. pv: p / V; div_pv, div_k divide by them. The counter is
+// 64-bit (im2col.cu says why), the indices 32.
 struct PermuteGeom {
   int n, k, pv, units;  // units = n*k*pv
   FastDiv div_pv, div_k;
@@ -54,8 +55,8 @@ PermuteGeom permute_geom(int64_t n, int64_t k, int64_t p, int v) {
 template <int V, class E>
 __global__ void to_ncp_bias_act(PermuteGeom pg, const float* __restrict__ tmp,
                                 const float* __restrict__ b, Act act, E* __restrict__ y) {
-  for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < pg.units;
-       u += gridDim.x * blockDim.x) {
+  PDNN_GRID_LOOP(u64, pg.units) {
+    const int u = static_cast<int>(u64);
     const int plane = static_cast<int>(pg.div_pv.div(u)), q = u - plane * pg.pv;
     const int i = static_cast<int>(pg.div_k.div(plane)), c = plane - i * pg.k;
     const float bc = b ? b[c] : 0.f;
@@ -71,8 +72,8 @@ __global__ void to_ncp_bias_act(PermuteGeom pg, const float* __restrict__ tmp,
 template <int V, class E>
 __global__ void to_cnp_act(PermuteGeom pg, const E* __restrict__ dy, const E* __restrict__ y,
                            Act act, E* __restrict__ dyt) {
-  for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < pg.units;
-       u += gridDim.x * blockDim.x) {
+  PDNN_GRID_LOOP(u64, pg.units) {
+    const int u = static_cast<int>(u64);
     const int plane = static_cast<int>(pg.div_pv.div(u)), q = u - plane * pg.pv;
     const int i = static_cast<int>(pg.div_k.div(plane)), c = plane - i * pg.k;
     float v[V];

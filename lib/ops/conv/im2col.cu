@@ -3,7 +3,11 @@
 // GPU and made these kernels 5-10x slower); the row of the column matrix or the plane comes from
 // blockIdx.y, so its decomposition is done once per block. col2im is a gather (one thread per
 // input pixel sums the column entries that read it, in the CPU's (ki, kj) order: bit-identical),
-// so there are no atomics.
+// so there are no atomics. The grid-stride counters are 64-bit (PDNN_GRID_LOOP) though the
+// indices are 32: a 32-bit counter's last step past a bound near 2^31 overflows. col2im over the
+// U-Net's 64 x 5792 x 5792 values (2,147,024,896 on 67M threads), where its timing took 17 s
+// and 6.5 s (up1's forward, head's backward-data; ~0.1 s due): the wrapped counter read and
+// wrote where it pointed (test: ConvGpu.Index64Col2imNearTwoToThe31StaysInBounds).
 #include <climits>
 
 #include "cuda/launch.h"
@@ -37,7 +41,8 @@ __global__ void im2col_k(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
   for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
     const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
     E* row = cols + static_cast<int64_t>(r) * np;
-    for (int col = blockIdx.x * blockDim.x + threadIdx.x; col < np; col += gridDim.x * blockDim.x) {
+    PDNN_GRID_LOOP(col64, np) {
+      const int col = static_cast<int>(col64);
       const int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
       const int yy = oy * g.sh - g.ph + ki, xx = ox * g.sw - g.pw + kj;
       row[col] = (yy >= 0 && yy < g.h && xx >= 0 && xx < g.w)
@@ -60,8 +65,8 @@ __global__ void im2col_k4(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
   for (int r = blockIdx.y; r < g.c * g.kh * g.kw; r += gridDim.y) {
     const int kj = r % g.kw, ki = (r / g.kw) % g.kh, ci = r / (g.kw * g.kh);
     Four* row = reinterpret_cast<Four*>(cols + static_cast<int64_t>(r) * np);
-    for (int c4 = blockIdx.x * blockDim.x + threadIdx.x; c4 < np4; c4 += gridDim.x * blockDim.x) {
-      const int col = 4 * c4;
+    PDNN_GRID_LOOP(c4, np4) {
+      const int col = 4 * static_cast<int>(c4);
       int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox = q - oy * g.ow;
       Four v;
 #pragma unroll
@@ -88,7 +93,8 @@ template <bool kStride1, class E>
 __global__ void col2im_k(Geom32 g, int total, int np, FastDiv div_w, FastDiv div_h, FastDiv div_c,
                          const float* __restrict__ cols, E* __restrict__ x) {
   const int p = g.oh * g.ow;
-  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+  PDNN_GRID_LOOP(t64, total) {
+    const int t = static_cast<int>(t64);
     const int a = div_w.div(t), xx = t - a * g.w;
     const int b = div_h.div(a), yy = a - b * g.h;
     const int i = div_c.div(b), ci = b - i * g.c;

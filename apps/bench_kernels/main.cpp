@@ -98,6 +98,17 @@ int run(int argc, char** argv) {
                            gr.data(), w.data(), m1.data(), m2.data(), e);
        }},
   };
+  // Microseconds of f on e's stream: `warmup` untimed calls, then `repeat` timed one by one.
+  auto time_us = [&](CudaExec e, const std::function<void()>& f) {
+    for (int i = 0; i < warmup; ++i) f();
+    std::vector<double> us;
+    for (int i = 0; i < repeat; ++i) {
+      CUevent_st* t0 = cuda_event_record(e.stream);
+      f();
+      us.push_back(1e3 * cuda_event_elapsed_ms(t0, cuda_event_record(e.stream)));
+    }
+    return timing_stats(us);
+  };
   std::unique_ptr<CsvWriter> csv;
   if (!out.empty())
     csv = std::make_unique<CsvWriter>(
@@ -110,14 +121,7 @@ int run(int argc, char** argv) {
     for (int t : {64, 128, 256, 512, 1024}) {
       CudaExec e = ctx.cuda_exec();
       e.threads = t;
-      for (int i = 0; i < warmup; ++i) k.launch(e);
-      std::vector<double> us;
-      for (int i = 0; i < repeat; ++i) {
-        CUevent_st* t0 = cuda_event_record(e.stream);
-        k.launch(e);
-        us.push_back(1e3 * cuda_event_elapsed_ms(t0, cuda_event_record(e.stream)));
-      }
-      const TimingStats st = timing_stats(us);
+      const TimingStats st = time_us(e, [&] { k.launch(e); });
       std::printf("%-26s %8d %10.2f %10.2f\n", k.name.c_str(), t, st.median, st.min);
       if (st.median < best) best = st.median, best_t = t;
       if (csv)
@@ -148,21 +152,11 @@ int run(int argc, char** argv) {
       BnGeom g{bs.n, bs.c, bs.hw, 1e-5f, 0.1f, FusedAct::ReLU, 0.f};
       g.splits = splits;
       const CudaExec e = ctx.cuda_exec();
-      auto time_us = [&](const std::function<void()>& f) {
-        for (int i = 0; i < warmup; ++i) f();
-        std::vector<double> us;
-        for (int i = 0; i < repeat; ++i) {
-          CUevent_st* t0 = cuda_event_record(e.stream);
-          f();
-          us.push_back(1e3 * cuda_event_elapsed_ms(t0, cuda_event_record(e.stream)));
-        }
-        return timing_stats(us);
-      };
-      const TimingStats f = time_us([&] {
+      const TimingStats f = time_us(e, [&] {
         cuda::batchnorm2d_forward_train(g, bx.data<bf16>(), gamma.data(), beta.data(), rm.data(),
                                         rv.data(), mean.data(), invstd.data(), by.data<bf16>(), e);
       });
-      const TimingStats b = time_us([&] {
+      const TimingStats b = time_us(e, [&] {
         cuda::batchnorm2d_backward(g, true, bx.data<bf16>(), by.data<bf16>(), bdy.data<bf16>(),
                                    mean.data(), invstd.data(), gamma.data(), dgamma.data(),
                                    dbeta.data(), bdx.data<bf16>(), e);

@@ -58,7 +58,7 @@ std::string build_revision() { return PDNN_GIT_REV; }
 
 RunInfo run_info(const Context& ctx) {
   RunInfo r;
-  r.git_rev = PDNN_GIT_REV;
+  r.git_rev = build_revision();
   r.host = host_name();
   r.timestamp = iso8601_utc_now();
   r.cpu_model = read_cpu_model();

@@ -742,6 +742,60 @@ TEST(ConvGpu, Bf16ChannelMinorCopies) {
 #endif
 }
 
+// The bf16 passes' re-laid-out weights (conv2d_direct_weights) equal w's elements at
+// w_index bit for bit, element by element at direct::prep_index, with zeros past the channels
+// and every element of the layout written (poisoned first): each kind of taps (3x3 forward and
+// flipped, a 4x4 stride-2 forward's S2d and its backward-data's four Phase layouts) at channel
+// counts below, at and past a block's 16 input x 32 output channels and the 128 of Mp.
+TEST(ConvGpu, Bf16DirectWeightsAreWsElementsAtTheirIndex) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  using direct::Taps;
+  struct WCase { Taps taps; bool flip; int64_t k, c; };
+  int checked = 0;
+  for (const WCase& wc : {WCase{Taps::Plain, false, 5, 3}, WCase{Taps::Plain, false, 40, 17},
+                          WCase{Taps::Plain, true, 40, 17}, WCase{Taps::Plain, true, 130, 33},
+                          WCase{Taps::S2d, false, 64, 3}, WCase{Taps::S2d, false, 33, 9},
+                          WCase{Taps::S2d, false, 130, 20}, WCase{Taps::Phase, false, 3, 64},
+                          WCase{Taps::Phase, false, 33, 9}, WCase{Taps::Phase, false, 20, 130}}) {
+    const int64_t ks = wc.taps == Taps::Plain ? 3 : 4, kk = wc.taps == Taps::Plain ? 9 : 4;
+    const int64_t cc = wc.taps == Taps::S2d ? 4 * wc.c : wc.c;
+    const bool ko_in = wc.flip || wc.taps == Taps::Phase;
+    const int64_t in_ch = ko_in ? wc.k : cc, out_ch = ko_in ? cc : wc.k;
+    const int64_t in16 = (in_ch + 15) / 16, Mp = (out_ch + 127) / 128 * 128;
+    const int64_t phases = wc.taps == Taps::Phase ? 4 : 1;
+    SCOPED_TRACE(std::to_string(static_cast<int>(wc.taps)) + (wc.flip ? " flipped " : " ") +
+                 std::to_string(wc.k) + "x" + std::to_string(wc.c));
+    Rng rng(31);
+    const Tensor w = testing::to_bf16(testing::random_tensor(Shape{wc.k, wc.c, ks, ks}, rng),
+                                      Device::CUDA, ctx);
+    const Tensor wh = testing::widened(w, ctx);
+    std::vector<float> ref(static_cast<size_t>(phases * in16 * 16 * kk * Mp), 0.f);
+    for (int ph = 0; ph < phases; ++ph)
+      for (int i = 0; i < in_ch; ++i)
+        for (int tap = 0; tap < kk; ++tap)
+          for (int o = 0; o < out_ch; ++o)
+            ref[static_cast<size_t>(direct::prep_index(ph, i, tap, o, static_cast<int>(in16),
+                                                       static_cast<int>(kk),
+                                                       static_cast<int>(Mp)))] =
+                wh[direct::w_index(wc.taps, ko_in ? i : o, ko_in ? o : i,
+                                   wc.flip ? static_cast<int>(kk) - 1 - tap : tap,
+                                   static_cast<int>(wc.c), ph)];
+    Tensor out = testing::bf16_poisoned(Shape{static_cast<int64_t>(ref.size())}, Device::CUDA, ctx);
+    EXPECT_EQ(cuda::conv2d_direct_weights(w.data<bf16>(), wc.k, wc.c, wc.flip, wc.taps,
+                                          out.data<bf16>(), ctx.cuda_exec()),
+              Mp);
+    expect_equals_reference(testing::widened(out, ctx), ref);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 10);
+#endif
+}
+
 #if PDNN_HAVE_CUDA
 // Why a test that needs `gib` GiB of free device memory cannot run on ctx's GPU ("": it can).
 std::string lacks_free_memory(Context& ctx, int gib) {

@@ -27,6 +27,7 @@
 #include "ops/conv/conv2d_3x3.h"
 #include "ops/conv/conv2d_gpu_ws.h"
 #include "ops/conv/conv2d_k4s2.h"
+#include "ops/conv/direct_taps.h"
 #include "ops/conv/im2col.h"
 
 namespace pdnn {
@@ -106,6 +107,13 @@ void conv2d_direct_forward(const ConvFwd& a, float* ws, CudaExec e,
 void conv2d_direct_forward(const ConvFwdBf16& a, float* ws, CudaExec e,
                            DirectTile tile = DirectTile::Auto,
                            DirectImages imgs = DirectImages::Auto);
+// The bf16 passes' weights re-laid out (out at direct::prep_index; zero past the channels;
+// conv2d_direct_weights_floats(...) floats, four times that with Phase) as each pass makes
+// them: Plain (3x3; flip: backward-data's rotated kernels), S2d (a 4x4 stride-2 forward's 2x2
+// kernels over the phases) or Phase (its backward-data's, one layout per output phase).
+// Returns Mp. Exposed for the tests, which check every element against w_index.
+int conv2d_direct_weights(const bf16* w, int64_t k, int64_t c, bool flip, direct::Taps taps,
+                          bf16* out, CudaExec e);
 // xs = x's space-to-depth phases (n, 4c, s2d_rows(h), s2d_cols(w); ops/conv/direct_taps.h),
 // as the 4x4 stride-2 passes make them, at most max_pairs (pr, u, v) pairs (2^30 at most) a
 // launch: the tests force several launches.

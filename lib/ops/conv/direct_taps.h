@@ -30,6 +30,15 @@ PDNN_HD int64_t w_index(Taps t, int ko, int ci, int tap, int c, int phase) {
          2 * (tap & 1) - (phase & 1);
 }
 
+// Where the bf16 passes' re-laid-out weights (conv2d_direct_weights) hold the weight of pass
+// input channel i, output channel o and tap: rows of 16 input channels for the mma's A
+// fragments, out[phase][i / 16][tap][o][i % 16], o < Mp (a multiple of 128), in16 row groups,
+// KK taps; one layout per phase with Phase, else phase = 0.
+PDNN_HD int64_t prep_index(int phase, int i, int tap, int o, int in16, int KK, int Mp) {
+  return ((static_cast<int64_t>(phase) * in16 + (i >> 4)) * KK + tap) * Mp * 16 +
+         static_cast<int64_t>(o) * 16 + (i & 15);
+}
+
 // The space-to-depth phases' size for x of h x w: h/2 + 1 rows, w/2 + 1 columns rounded up to
 // even (the bf16 kernels load pixel pairs as 4 bytes).
 PDNN_HD int64_t s2d_rows(int64_t h) { return h / 2 + 1; }

@@ -178,6 +178,66 @@ TEST(Bf16Gpu, CastBitExactWithTheCpuAndTheParameterCopy) {
 }
 
 #if PDNN_HAVE_CUDA
+// Both widths of the device's casts (one element a thread; 4 a thread and the n % 4 left in the
+// same launch), forced, equal the host's bit for bit both ways, at lengths around multiples of
+// 4 and with pointers 1 element off (what Auto gives one a thread); 4 wide on such pointers is
+// refused. Every element past n stays untouched (poison).
+TEST(Bf16Gpu, CastEveryWidthAndTailBitExact) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 1, Device::CUDA);
+  Rng rng(10);
+  const int64_t cap = 70013;
+  Tensor x = pt::random_tensor(Shape{cap}, rng, -1e4f, 1e4f);
+  x[1] = 1.00390625f;  // a tie, to even
+  x[2] = std::numeric_limits<float>::max();
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor xd = x.to(Device::CUDA, ctx);
+  std::vector<uint16_t> want(static_cast<size_t>(cap));
+  for (int64_t i = 0; i < cap; ++i) want[static_cast<size_t>(i)] = kit::bf16_bits(x[i]);
+  int checked = 0;
+  for (const cuda::CastWidth width : {cuda::CastWidth::One, cuda::CastWidth::X4})
+    for (const int64_t off : {int64_t{0}, int64_t{1}})
+      for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{7},
+                              int64_t{8}, int64_t{70001}, cap - 1 - off}) {
+        SCOPED_TRACE(std::string(width == cuda::CastWidth::X4 ? "4 wide" : "one") + ", offset " +
+                     std::to_string(off) + ", n " + std::to_string(n));
+        Tensor bd = pt::bf16_poisoned(Shape{cap}, Device::CUDA, ctx);
+        Tensor f7(Shape{cap});
+        f7.fill(-7.f);
+        Tensor fd = f7.to(Device::CUDA, ctx);
+        const float* xs = xd.data() + off;
+        bf16* bs = bd.data<bf16>() + off;
+        float* fs = fd.data() + off;
+        if (width == cuda::CastWidth::X4 && off != 0) {
+          EXPECT_FALSE(cuda::cast_takes_x4(xs, bs));
+          pt::expect_error_mentions(
+              [&] { cuda::cast_to_bf16(n, xs, bs, ctx.cuda_exec(), width); },
+              {"cast_to_bf16", "aligned"});
+          pt::expect_error_mentions(
+              [&] { cuda::cast_to_f32(n, bs, fs, ctx.cuda_exec(), width); },
+              {"cast_to_f32", "aligned"});
+          continue;
+        }
+        cuda::cast_to_bf16(n, xs, bs, ctx.cuda_exec(), width);
+        cuda::cast_to_f32(n, bs, fs, ctx.cuda_exec(), width);
+        const Tensor bh = bd.to(Device::CPU, ctx), fh = fd.to(Device::CPU, ctx);
+        const uint16_t poison = kit::bf16_bits(std::nanf(""));
+        for (int64_t i = 0; i < cap; ++i) {
+          const bool in = i >= off && i < off + n;
+          const uint16_t b = bh.data<bf16>()[i].bits;
+          ASSERT_EQ(b, in ? want[static_cast<size_t>(i - off)] : poison) << "element " << i;
+          const float f = fh[i];
+          if (!in) ASSERT_EQ(f, -7.f) << "element " << i;
+          else if (std::isnan(x[i - off])) ASSERT_TRUE(std::isnan(f)) << "element " << i;
+          else ASSERT_EQ(f, kit::round_bf16(x[i - off])) << "element " << i;
+        }
+        ++checked;
+      }
+  EXPECT_EQ(checked, 24);
+}
+#endif
+
+#if PDNN_HAVE_CUDA
 // C = alpha op(A) op(B) + beta C with bf16 A, B (cublasGemmEx, fp32 compute): into an fp32 C
 // accumulating onto its values (the parameter gradients' case) and into a bf16 C. Bound: the
 // products of bf16 values are exact in fp32; K sums on the tensor cores (K + 2) 2^-23 S; the

@@ -21,9 +21,17 @@ void cast_to_f32(int64_t n, const bf16* x, float* y, CpuExec e);
 }  // namespace cpu
 
 namespace cuda {
-// One grid-stride loop each: 6 bytes an element, at the copy rate.
+// One grid-stride loop each: 6 bytes an element, at the copy rate; 4 elements a thread where
+// the pointers allow it (cast_takes_x4: the float32 side 16-byte, the bf16 side 8-byte
+// aligned), else one.
 void cast_to_bf16(int64_t n, const float* x, bf16* y, CudaExec e);
 void cast_to_f32(int64_t n, const bf16* x, float* y, CudaExec e);
+// The same with the width forced, for the tests (X4 on pointers that do not allow it is
+// refused).
+enum class CastWidth { Auto, One, X4 };
+bool cast_takes_x4(const void* f32, const void* b16);
+void cast_to_bf16(int64_t n, const float* x, bf16* y, CudaExec e, CastWidth width);
+void cast_to_f32(int64_t n, const bf16* x, float* y, CudaExec e, CastWidth width);
 }  // namespace cuda
 
 namespace ops {

@@ -259,13 +259,13 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, cons
 // against ~3 us of traffic, the 131K-element layers 4-6 us.
 constexpr int kPrepO = 32;
 constexpr int kPrepThreads = kPrepO * 16;
-constexpr int kPrepSmem = kPrepO * 16 * 16;  // elements: 16 i x kPrepO o x 16 taps at most
-constexpr int kPrepPer = kPrepSmem / kPrepThreads;  // a thread's loads, all in flight at once
+constexpr int kPrepElems = kPrepO * 16 * 16;  // 16 i x kPrepO o x 16 taps at most
+constexpr int kPrepPer = kPrepElems / kPrepThreads;  // a thread's loads, all in flight at once
 template <int KS>  // a kernel's elements in w: 9 (Plain) or 16
 __global__ void __launch_bounds__(kPrepThreads)
     prep_weights_bf16_k(int k, int cc, int c, int KK, int Mp, bool flip, Taps taps,
                         const bf16* __restrict__ w, bf16* __restrict__ out) {
-  __shared__ bf16 s[kPrepSmem];
+  __shared__ bf16 s[kPrepElems + 2 * kPrepO];
   const bool ko_in = flip || taps == Taps::Phase;  // the pass's input channel is w's k
   const int in_ch = ko_in ? k : cc, out_ch = ko_in ? cc : k;
   const int g = blockIdx.y, o0 = blockIdx.x * kPrepO, in16 = (in_ch + 15) / 16;
@@ -273,7 +273,11 @@ __global__ void __launch_bounds__(kPrepThreads)
   const int cw0 = g * ncw;
   // runs x (kernels a run = 2^lg) x KS elements
   const int runs = ko_in ? 16 : kPrepO, lg = ko_in ? 5 : taps == Taps::S2d ? 2 : 4;
-  const int run_len = KS << lg, total = runs * run_len;
+  // A run is 2 elements longer in shared memory than in w: an odd number of 4-byte words, so
+  // that the 16 i of a warp's reads, one run each when w's k is the pass's input, fall in 16
+  // banks (at the run's own length, 2^lg KS elements, they fell in 1 or 2: ncu, the 2M-element
+  // Phase layout 12.2 us).
+  const int run_len = KS << lg, total = runs * run_len, rs = run_len + 2;
   bf16 v[kPrepPer];
 #pragma unroll
   for (int u = 0; u < kPrepPer; ++u) {
@@ -285,15 +289,17 @@ __global__ void __launch_bounds__(kPrepThreads)
       v[u] = w[(static_cast<int64_t>(ko) * c + cw) * KS + (t - kern * KS)];
   }
 #pragma unroll
-  for (int u = 0; u < kPrepPer; ++u)
-    if (threadIdx.x + u * kPrepThreads < total) s[threadIdx.x + u * kPrepThreads] = v[u];
+  for (int u = 0; u < kPrepPer; ++u) {
+    const int t = threadIdx.x + u * kPrepThreads, run = (t / KS) >> lg;
+    if (t < total) s[t + 2 * run] = v[u];
+  }
   __syncthreads();
   const int ol = threadIdx.x >> 4, j = threadIdx.x & 15, i = 16 * g + j, o = o0 + ol;
   const bool live = i < in_ch && o < out_ch;
   // w_index's element within the block's copy: its run's start in w is (run's k) c + its
   // first channel, in kernels.
-  const int64_t base = ko_in ? (static_cast<int64_t>(i) * c + o0) * KS - int64_t{j} * run_len
-                             : (static_cast<int64_t>(o) * c + cw0) * KS - int64_t{ol} * run_len;
+  const int64_t base = ko_in ? (static_cast<int64_t>(i) * c + o0) * KS - int64_t{j} * rs
+                             : (static_cast<int64_t>(o) * c + cw0) * KS - int64_t{ol} * rs;
   for (int phase = 0; phase < (taps == Taps::Phase ? 4 : 1); ++phase)
     for (int tap = 0; tap < KK; ++tap) {
       bf16 x{0};

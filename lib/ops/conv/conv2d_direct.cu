@@ -243,71 +243,43 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, cons
 // rows of 16 input channels for the A fragments (k = input channel) of the bf16 forward; KK
 // taps; cc: the kernel's channels (4c with S2d; c: w's). The pass's input channels are w's
 // output channels k when flip (backward-data: the kernel rotated by 180 degrees) or Phase
-// (then one such layout per phase, phase-major: direct::prep_index).
-// Block = one group g of 16 pass-input channels i x kPrepO output channels o, every tap and
-// phase (kPrepO x 16 = 512 threads). The w elements of its 16 x kPrepO channel pairs lie in
-// runs of w, whole kernels each: per o, w[o][cw0, cw0 + 16 or 4)[KS] (w's channels of the
-// group's i: i itself, or i / 4 with S2d); per i, w[i][o0, o0 + kPrepO)[KS] when w's k is the
-// pass's input. The block copies these runs into shared memory (consecutive threads,
-// consecutive elements; a thread's kPrepPer loads issued before any store, so that they are in
-// flight together: one after the other, as first written, the kernel took 11.6 us on 64 blocks
-// and 16.6 on 256, slower than the gather it replaced), then writes its rows: each a run of
-// kPrepO x 16 outputs, a thread one element. Every w element is read once and every output
-// written once, both coalesced.
-// It replaced a gather by output (a warp's 32 loads spread over 8 sectors, each sector read
-// again for each tap and phase): ncu on an H200, W5's 256 -> 512 layer's 2M elements 14.4 us
-// against ~3 us of traffic, the 131K-element layers 4-6 us.
-constexpr int kPrepO = 32;
-constexpr int kPrepThreads = kPrepO * 16;
-constexpr int kPrepElems = kPrepO * 16 * 16;  // 16 i x kPrepO o x 16 taps at most
-constexpr int kPrepPer = kPrepElems / kPrepThreads;  // a thread's loads, all in flight at once
-template <int KS>  // a kernel's elements in w: 9 (Plain) or 16
-__global__ void __launch_bounds__(kPrepThreads)
-    prep_weights_bf16_k(int k, int cc, int c, int KK, int Mp, bool flip, Taps taps,
-                        const bf16* __restrict__ w, bf16* __restrict__ out) {
-  __shared__ bf16 s[kPrepElems + 2 * kPrepO];
+// (then one such layout per phase, phase-major: direct::prep_index). A row (phase, i / 16,
+// tap) holds Mp x 16 outputs, over blockIdx.x; a thread takes `per` rows (kPrepRows at most;
+// blockIdx.y's group, striding), their loads issued before any store, so that several are in
+// flight: the gather's latency, not its bytes, sets the time of the large layouts. Index
+// arithmetic in 32 bits, one division a row. ncu on an H200 (results/bench/w5-side-kernels-h200),
+// W5's 256 -> 512 layer's 2M elements: one thread an element with 64-bit divisions 32 us, one
+// row a thread 18 us, 8 rows 14 us (its traffic: ~3 us); the 128-channel layers' 131K elements:
+// 3.2 us with one row a thread, 4.8 with 8 (fewer blocks): so 8 rows from 2^18 elements, else
+// one. A kernel that copied blocks of 16 x 32 channels' runs of w through shared memory, every
+// element read and written once, coalesced (17th session: its loads in flight together, its
+// runs padded against bank conflicts), measured no faster: 153 us in W5's bf16 step's 22
+// launches, this one 152 in the sixteenth session's (ncu, results/bench/w5-s17-h200); the small
+// layouts are latency.
+constexpr int kPrepRows = 8;
+__global__ void prep_weights_bf16_k(int k, int cc, int c, int KK, int Mp, bool flip, Taps taps,
+                                    int per, const bf16* __restrict__ w, bf16* __restrict__ out) {
   const bool ko_in = flip || taps == Taps::Phase;  // the pass's input channel is w's k
   const int in_ch = ko_in ? k : cc, out_ch = ko_in ? cc : k;
-  const int g = blockIdx.y, o0 = blockIdx.x * kPrepO, in16 = (in_ch + 15) / 16;
-  const int ncw = taps == Taps::S2d ? 4 : 16;   // w's channels of the group's i (not ko_in)
-  const int cw0 = g * ncw;
-  // runs x (kernels a run = 2^lg) x KS elements
-  const int runs = ko_in ? 16 : kPrepO, lg = ko_in ? 5 : taps == Taps::S2d ? 2 : 4;
-  // A run is 2 elements longer in shared memory than in w: an odd number of 4-byte words, so
-  // that the 16 i of a warp's reads, one run each when w's k is the pass's input, fall in 16
-  // banks (at the run's own length, 2^lg KS elements, they fell in 1 or 2: ncu, the 2M-element
-  // Phase layout 12.2 us).
-  const int run_len = KS << lg, total = runs * run_len, rs = run_len + 2;
-  bf16 v[kPrepPer];
+  const int in16 = (in_ch + 15) / 16, rows = in16 * KK * (taps == Taps::Phase ? 4 : 1);
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;  // o * 16 + j
+  if (q >= Mp * 16) return;
+  const int j = q & 15, o = q >> 4;
+  for (int r0 = blockIdx.y * per; r0 < rows; r0 += gridDim.y * per) {
+    const int r1 = min(rows, r0 + per);
+    bf16 v[kPrepRows];
 #pragma unroll
-  for (int u = 0; u < kPrepPer; ++u) {
-    const int t = threadIdx.x + u * kPrepThreads, kern = t / KS;
-    const int run = kern >> lg, pair = kern & ((1 << lg) - 1);
-    const int ko = ko_in ? 16 * g + run : o0 + run, cw = ko_in ? o0 + pair : cw0 + pair;
-    v[u] = bf16{0};
-    if (t < total && ko < k && cw < c)
-      v[u] = w[(static_cast<int64_t>(ko) * c + cw) * KS + (t - kern * KS)];
-  }
-#pragma unroll
-  for (int u = 0; u < kPrepPer; ++u) {
-    const int t = threadIdx.x + u * kPrepThreads, run = (t / KS) >> lg;
-    if (t < total) s[t + 2 * run] = v[u];
-  }
-  __syncthreads();
-  const int ol = threadIdx.x >> 4, j = threadIdx.x & 15, i = 16 * g + j, o = o0 + ol;
-  const bool live = i < in_ch && o < out_ch;
-  // w_index's element within the block's copy: its run's start in w is (run's k) c + its
-  // first channel, in kernels.
-  const int64_t base = ko_in ? (static_cast<int64_t>(i) * c + o0) * KS - int64_t{j} * rs
-                             : (static_cast<int64_t>(o) * c + cw0) * KS - int64_t{ol} * rs;
-  for (int phase = 0; phase < (taps == Taps::Phase ? 4 : 1); ++phase)
-    for (int tap = 0; tap < KK; ++tap) {
-      bf16 x{0};
-      if (live)
-        x = s[w_index(taps, ko_in ? i : o, ko_in ? o : i, flip ? KK - 1 - tap : tap, c, phase) -
-              base];
-      out[direct::prep_index(phase, i, tap, o, in16, KK, Mp)] = x;
+    for (int t = 0; t < kPrepRows; ++t) {
+      const int r = r0 + t, phase = r / (in16 * KK), rest = r - phase * in16 * KK;
+      const int i = (rest / KK) * 16 + j, tap = rest % KK;
+      v[t] = bf16{0};
+      if (r < r1 && i < in_ch && o < out_ch)
+        v[t] = w[w_index(taps, ko_in ? i : o, ko_in ? o : i, flip ? KK - 1 - tap : tap, c, phase)];
     }
+#pragma unroll
+    for (int t = 0; t < kPrepRows; ++t)
+      if (r0 + t < r1) out[static_cast<int64_t>(r0 + t) * Mp * 16 + q] = v[t];
+  }
 }
 
 // xs (n, 4c, hs, ws) = the phases of x (n, c, h, w) zero-padded by 1: xs[4 ci + 2 pr + pq][u][v]
@@ -1940,19 +1912,12 @@ int prep_weights(const bf16* w, int64_t k, int64_t c, bool flip, float* ws, Cuda
       conv3x3::round_up(ko_in ? k : cc, 16) / 16 * kk * (taps == Taps::Phase ? 4 : 1);
   PDNN_CHECK(rows * Mp * 16 < INT_MAX, "direct convolution (bf16): %lld x %lld weights exceed "
              "the 32-bit indexing of their re-layout", (long long)k, (long long)c);
-  PDNN_CHECK(!flip || taps == Taps::Plain, "direct convolution (bf16): flipped weights are "
-             "3x3 only");
-  const dim3 grid(static_cast<unsigned>(Mp / kPrepO),
-                  static_cast<unsigned>(conv3x3::round_up(ko_in ? k : cc, 16) / 16));
-  auto* out = reinterpret_cast<bf16*>(ws);
-  if (taps == Taps::Plain)
-    prep_weights_bf16_k<9><<<grid, kPrepThreads, 0, stream_of(e)>>>(
-        static_cast<int>(k), static_cast<int>(cc), static_cast<int>(c), static_cast<int>(kk), Mp,
-        flip, taps, w, out);
-  else
-    prep_weights_bf16_k<16><<<grid, kPrepThreads, 0, stream_of(e)>>>(
-        static_cast<int>(k), static_cast<int>(cc), static_cast<int>(c), static_cast<int>(kk), Mp,
-        flip, taps, w, out);
+  const int per = rows * Mp * 16 >= (int64_t{1} << 18) ? kPrepRows : 1;  // rows a thread
+  const dim3 grid(static_cast<unsigned>(Mp * 16 / kThreads + (Mp * 16 % kThreads != 0)),
+                  static_cast<unsigned>(std::min<int64_t>((rows + per - 1) / per, 65535)));
+  prep_weights_bf16_k<<<grid, kThreads, 0, stream_of(e)>>>(
+      static_cast<int>(k), static_cast<int>(cc), static_cast<int>(c), static_cast<int>(kk), Mp,
+      flip, taps, per, w, reinterpret_cast<bf16*>(ws));
   PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights (bf16)");
   return Mp;
 }

@@ -24,7 +24,8 @@
 # The bundle: OUT_DIR/bin (the binaries), runtime.tar.xz (every library `ldd` lists for them
 # except glibc's, which the host has; libstdc++/libgcc_s only as a fallback in compat/, the
 # host's are newer; and the CUDA libraries, which must match the host's driver), env.sh (sourced
-# by the wrappers host.sh makes: unpacks the libraries once into /tmp/rt). TRIM=1 (default)
+# by the wrappers host.sh makes: unpacks the libraries once into /tmp/rt/lib-<the runtime's
+# checksum>). TRIM=1 (default)
 # replaces libgdal.so.32 -- pulled in by OpenCV's imgcodecs for its optional GDAL reader,
 # dragging ~90 more libraries (130 MB) -- by a stub whose functions return 0/NULL: OpenCV calls
 # GDALAllRegister() when it registers its codecs, GDAL then opens nothing, every other codec
@@ -95,11 +96,21 @@ bundle() {
 _c="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # Unpacked beside, then renamed into place (atomic): binaries started at once (a study's seeds)
 # must never map a library another one is still writing (two of three DCGAN runs died of
-# SIGBUS on a fresh H200 host).
-if [ ! -d /tmp/rt/lib ]; then
-  _t="$(mktemp -d /tmp/rt-unpack.XXXXXX)" && tar -xJf "$_c/runtime.tar.xz" -C "$_t" &&
-    mkdir -p /tmp/rt && { mv -T "$_t/lib" /tmp/rt/lib 2>/dev/null || true; }
-  rm -rf "$_t"
+# SIGBUS on a fresh H200 host). One folder per runtime (its checksum, written here by
+# prepare.sh): a warm host keeps /tmp from an earlier command, whose bundle may have had other
+# binaries and so other libraries (a bundle of caltech101 alone left no liblapacke, and the
+# next bundle's pdnn_tests then loaded the host's: "undefined symbol: cgedmd_"). A bundle
+# carried without its runtime works only where another of the same libraries unpacked it
+# (ab-steps runs its "before" binaries with the other bundle's env.sh).
+_rt=/tmp/rt/lib-@RUNTIME_KEY@
+if [ ! -d "$_rt" ]; then
+  if [ ! -f "$_c/runtime.tar.xz" ]; then
+    echo "env.sh: $_c has no runtime.tar.xz and no bundle unpacked the same runtime into $_rt" >&2
+  else
+    _t="$(mktemp -d /tmp/rt-unpack.XXXXXX)" && tar -xJf "$_c/runtime.tar.xz" -C "$_t" &&
+      mkdir -p /tmp/rt && { mv -T "$_t/lib" "$_rt" 2>/dev/null || true; }
+    rm -rf "$_t"
+  fi
 fi
 # CUDA libs from the host's own install: the toolkit's lib64, else a Python environment's wheels
 _cu=/usr/local/cuda/lib64
@@ -107,7 +118,7 @@ if [ ! -e "$_cu/libcublas.so.13" ]; then
   _cu="$(ls /opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib/libcublas.so.13 /usr/local/lib/python3*/dist-packages/nvidia/*/lib/libcublas.so.13 2>/dev/null | head -n1)"
   _cu="${_cu%/libcublas.so.13}"
 fi
-export LD_LIBRARY_PATH="/tmp/rt/lib${_cu:+:$_cu}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$_rt${_cu:+:$_cu}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
 # Debian 12's OpenBLAS 0.3.21 (DYNAMIC_ARCH) may not recognise a virtual CPU (seen: "Intel(R)
 # Xeon(R) Processor" with AVX-512 + AMX) and fall back to its Prescott (SSE3) kernels: 4-6x
@@ -116,8 +127,9 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
   if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
   elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
 fi
-unset _c _cu
+unset _c _cu _rt _t
 EOS
+  sed -i "s/@RUNTIME_KEY@/$(cksum < "$carry/runtime.tar.xz" | cut -d' ' -f1)/" "$carry/env.sh"
   du -sh "$carry"
 }
 

@@ -149,8 +149,9 @@ if has accuracy; then
       # The metric on the same predictions: the twin scores pdnn's final weights; its numbers
       # are pdnn's final row's up to the forward's rounding (a pixel or two of Dice).
       if [ -f "$WEIGHTS/pdnn_s$s.ckpt" ]; then
-        timeout 120 "${TWIN[@]}" --size "$SIZE" --seed "$s" --epochs 0 --eval-checkpoint \
-          "$WEIGHTS/pdnn_s$s.ckpt" > "$RESULTS/accuracy_torch_eval_pdnn_s$s.log" 2>&1 ||
+        # TWIN_ARGS: the same network (--batchnorm on: its buffers are in the checkpoint).
+        timeout 120 "${TWIN[@]}" --size "$SIZE" --seed "$s" --epochs 0 ${TWIN_ARGS:-} \
+          --eval-checkpoint "$WEIGHTS/pdnn_s$s.ckpt" > "$RESULTS/accuracy_torch_eval_pdnn_s$s.log" 2>&1 ||
           echo "segment: PyTorch scoring pdnn's seed $s failed (see $RESULTS/accuracy_torch_eval_pdnn_s$s.log)"
         grep "^eval " "$RESULTS/accuracy_torch_eval_pdnn_s$s.log" | sed 's/^eval [^:]*:/torch scoring pdnn'"'"'s final weights:/' | cut -c1-240
       fi

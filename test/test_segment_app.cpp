@@ -145,6 +145,26 @@ TEST_F(SegmentApp, TilesAreTheImagesGridAndOneTileIsThePlainRun) {
   }
 }
 
+// --loss dice: the run says so, and its train_loss column is the Dice loss trained on (1 - the
+// batch's mean soft Dice: within (0, 1)), falling; the test loss stays the cross-entropy.
+TEST_F(SegmentApp, DiceLossTrainsAndIsTheTrainLoss) {
+  const std::string out = path("d.csv");
+  const testing::CommandResult r = testing::run_command(
+      base() + " --epochs 3 --seed 3 --loss dice --overlays 0 --out " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("(2 steps), loss dice, "), std::string::npos) << r.output;
+  const auto rows = testing::read_csv(out);
+  ASSERT_EQ(rows.size(), 4u) << testing::slurp(out);
+  const auto at = std::find(rows[0].begin(), rows[0].end(), "train_loss") - rows[0].begin();
+  std::vector<double> loss;
+  for (size_t e = 1; e <= 3; ++e) {
+    loss.push_back(std::stod(rows[e].at(static_cast<size_t>(at))));
+    EXPECT_GT(loss.back(), 0.0) << "epoch " << e;
+    EXPECT_LT(loss.back(), 1.0) << "epoch " << e;
+  }
+  EXPECT_LT(loss[2], loss[0]);
+}
+
 TEST_F(SegmentApp, BadFlagsAndDataFailInOneLineAndWriteNothing) {
   const std::string out = path("out.csv"), ov = path("ov");
   auto expect_failure = [&](const std::string& args, const std::string& message) {
@@ -166,6 +186,7 @@ TEST_F(SegmentApp, BadFlagsAndDataFailInOneLineAndWriteNothing) {
   expect_failure("--base 0", "--base");
   expect_failure("--depth 9", "--depth");
   expect_failure("--lr -1", "--lr");
+  expect_failure("--loss focal", "--loss");
   expect_failure("--device gpu", "--device");
   expect_failure("--tile 24", "--tile 24: must divide --size 32 and be a multiple of 4");
   expect_failure("--tile 2", "--tile 2: must divide --size 32 and be a multiple of 4");

@@ -19,6 +19,7 @@
 #include "layers/flatten.h"
 #include "layers/maxpool2d.h"
 #include "losses/binary_cross_entropy.h"
+#include "losses/dice_loss.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/sequential.h"
 #include "ops/basic.h"
@@ -92,35 +93,53 @@ Batch unet_batch() {
 // The trainer's steps on a fresh model (make()): hash of weights, Adam's state and the
 // metrics' totals.
 template <class Make>
-uint64_t trainer_hash(Make make, const Batch& b, int64_t micro) {
+uint64_t trainer_hash(Make make, const Batch& b, int64_t micro,
+                      TrainLoss loss = TrainLoss::CrossEntropy) {
   Context ctx(1, 7);
   auto m = make();
   m.reset_parameters(ctx.rng());
   Adam opt(m.parameters(), 1e-2);
   m.set_micro_batch(micro);
   ClassifierTrainer tr(m, opt);
+  tr.set_loss(loss);
   for (int s = 0; s < kSteps; ++s) tr.step(ctx, b.x, b.y);
   const ClassifierMetrics mt = tr.metrics(ctx);
-  return hash_of(ctx, m, opt, {mt.loss_sum, mt.correct, mt.count});
+  std::vector<double> totals{mt.loss_sum, mt.correct, mt.count};
+  if (loss != TrainLoss::CrossEntropy) totals.insert(totals.end(), {mt.dice_sum, mt.dice_terms});
+  return hash_of(ctx, m, opt, totals);
 }
 
 // The same steps written out: forward, softmax cross-entropy, zero_grad, backward, Adam, the
 // metrics; with micro-batches, each slice of rows a shard of the batch from the step's RNG
-// position, gradients summed, one update.
+// position, gradients summed, one update. With the Dice loss, its gradient (each slice's
+// weighted by the slice's rows over the batch's) written or added to the cross-entropy's.
 template <class Make>
-uint64_t reference_hash(Make make, const Batch& b, int64_t micro) {
+uint64_t reference_hash(Make make, const Batch& b, int64_t micro,
+                        TrainLoss loss = TrainLoss::CrossEntropy) {
   Context ctx(1, 7);
   auto m = make();
   m.reset_parameters(ctx.rng());
   Adam opt(m.parameters(), 1e-2);
   SoftmaxCrossEntropy ce;
-  Tensor dl, acc = Tensor::zeros(Shape{3}, DType::F64);
+  DiceLoss dice;
+  Tensor dl, acc = Tensor::zeros(Shape{4}, DType::F64);
+  double dice_terms = 0;
+  const bool with_ce = loss != TrainLoss::Dice, with_dice = loss != TrainLoss::CrossEntropy;
+  auto loss_grad = [&](const Tensor& z, const Tensor& y, int64_t rows, int64_t mean_over) {
+    ce.forward(ctx, z, y);
+    if (with_ce) ce.backward(ctx, dl, mean_over);
+    if (!with_dice) return;
+    dice.forward(ctx, z, y);
+    const double of = static_cast<double>(mean_over > 0 ? mean_over : rows);
+    dice.backward(ctx, dl, static_cast<float>(static_cast<double>(rows) / of), with_ce);
+    dice.accumulate(ctx, acc, 3);
+    dice_terms += 1;
+  };
   const int64_t n = b.x.shape(0);
   for (int s = 0; s < kSteps; ++s) {
     if (micro == 0) {
       const Tensor& z = m.forward(ctx, b.x);
-      ce.forward(ctx, z, b.y);
-      ce.backward(ctx, dl, 0);
+      loss_grad(z, b.y, n, 0);
       m.zero_grad(ctx);
       opt.begin_backward(ctx);
       m.backward(ctx, dl);
@@ -137,8 +156,7 @@ uint64_t reference_hash(Make make, const Batch& b, int64_t micro) {
       const Tensor xs = b.x.slice(r * (b.x.numel() / n), b.x.shape().with_n(rows));
       const Tensor ys = b.y.slice(r * (b.y.numel() / n), b.y.shape().with_n(rows));
       const Tensor& z = m.forward(ctx, xs);
-      ce.forward(ctx, z, ys);
-      ce.backward(ctx, dl, n);
+      loss_grad(z, ys, rows, n);
       if (r + rows >= n) opt.begin_backward(ctx);
       m.backward(ctx, dl);
       ce.accumulate_metrics(ctx, z, acc);
@@ -147,7 +165,9 @@ uint64_t reference_hash(Make make, const Batch& b, int64_t micro) {
     opt.step(ctx);
   }
   const double* a = acc.data<double>();
-  return hash_of(ctx, m, opt, {a[0], a[1], a[2]});
+  std::vector<double> totals{a[0], a[1], a[2]};
+  if (with_dice) totals.insert(totals.end(), {a[3], dice_terms});
+  return hash_of(ctx, m, opt, totals);
 }
 
 DcganConfig small_gan() {
@@ -251,6 +271,27 @@ TEST(StepShell, UNetStepIsTheStepWrittenOut) {
   const auto make = [] { return make_unet(tiny_unet()); };
   const uint64_t got = trainer_hash(make, b, 0);
   EXPECT_EQ(got, reference_hash(make, b, 0));
+}
+
+// The U-Net trained on the Dice loss, and on the cross-entropy and the Dice loss added, whole
+// and in micro-batches of 3 and 1 rows (of 4): the trainer's steps are the steps written out,
+// bit for bit, the metrics' Dice totals too.
+TEST(StepShell, UNetDiceStepsAreTheStepsWrittenOut) {
+  const Batch b = unet_batch();
+  const auto make = [] { return make_unet(tiny_unet()); };
+  int checked = 0;
+  for (const TrainLoss loss : {TrainLoss::Dice, TrainLoss::CrossEntropyAndDice})
+    for (const int64_t micro : {int64_t{0}, int64_t{3}}) {
+      SCOPED_TRACE(std::string(train_loss_name(loss)) + ", micro-batch " + std::to_string(micro));
+      EXPECT_EQ(trainer_hash(make, b, micro, loss), reference_hash(make, b, micro, loss));
+      ++checked;
+    }
+  EXPECT_EQ(checked, 4);
+  // Each loss's steps differ from the others' (the hash sees the loss).
+  EXPECT_NE(trainer_hash(make, b, 0, TrainLoss::Dice),
+            trainer_hash(make, b, 0, TrainLoss::CrossEntropyAndDice));
+  EXPECT_NE(trainer_hash(make, b, 0, TrainLoss::CrossEntropy),
+            trainer_hash(make, b, 0, TrainLoss::CrossEntropyAndDice));
 }
 
 TEST(StepShell, GanIterationIsTheIterationWrittenOut) {

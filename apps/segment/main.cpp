@@ -50,7 +50,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kModel = "unet";
 
 struct Options {
-  std::string data = "datasets/ccp-200", optimizer, overlay_dir;
+  std::string data = "datasets/ccp-200", optimizer, overlay_dir, loss = "ce";
   int classes = 2, threads = 0, size = 256, loader_threads = 0, overlays = 4, tile = 0;
   int64_t base = -1, batch = 0, images_per_epoch = 0;
   int depth = -1;
@@ -140,6 +140,11 @@ int run(int argc, char** argv) {
          "--batchnorm", [&o](const std::string& v) { o.batchnorm = v == "on"; },
          "BatchNorm after every 3x3 convolution (default off, as the paper)")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--loss", o.loss,
+                 "what training minimises: ce (per-pixel softmax cross-entropy, the default), "
+                 "dice (1 - the mean soft Dice over the classes, of each batch) or ce+dice "
+                 "(their sum); the test loss column stays the cross-entropy")
+      ->check(CLI::IsMember({"ce", "dice", "ce+dice"}));
   app.add_option("--batch", o.batch,
                  strprintf("batch size (default %lld)", static_cast<long long>(zoo.batch)))
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -255,6 +260,7 @@ int run(int argc, char** argv) {
   to.eval.batch = std::min(o.batch, std::max<int64_t>(test.size(), 1));
   to.eval.threads = o.loader_threads;
   to.eval.prefetch = 1;
+  to.loss = parse_train_loss(o.loss, "--loss");
   to.cuda_graph = rc.cuda_graph;
   to.overlap_batch_copy = rc.overlap_batch_copy;
   to.overlay_images = o.overlays;
@@ -272,11 +278,11 @@ int run(int argc, char** argv) {
   if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf(
       "segment: model %s, dataset %s (%s), %dx%d, batch %lld, %lld %s/epoch (%lld steps), "
-      "%s lr %g, augmentation %s, %d threads + loader %d, seed %llu | %s | %s | BLAS %s | rev "
-      "%s\n",
+      "loss %s, %s lr %g, augmentation %s, %d threads + loader %d, seed %llu | %s | %s | BLAS "
+      "%s | rev %s\n",
       name.c_str(), dataset.c_str(), folder.describe().c_str(), o.size, o.size,
       static_cast<long long>(o.batch), static_cast<long long>(per_epoch), o.tile > 0 ? "tiles" : "images",
-      static_cast<long long>((per_epoch + o.batch - 1) / o.batch),
+      static_cast<long long>((per_epoch + o.batch - 1) / o.batch), o.loss.c_str(),
       model_optimizer_name(kModel, o.optimizer).c_str(), static_cast<double>(opt->lr()),
       o.augment ? "on" : "off", ctx.threads(), o.loader_threads,
       static_cast<unsigned long long>(loop.seed()), device_line.c_str(), info.host.c_str(),

@@ -2,7 +2,8 @@
 build/bin/segment, the U-Net of issue 34 on an image/mask pair folder (datasets/ccp-200).
 
   torch_reference.py segment [--data DIR] [--classes K] [--size S] [--base B] [--depth D]
-                             [--batchnorm on|off] [--batch N] [--images-per-epoch N] [--epochs N]
+                             [--batchnorm on|off] [--loss ce|dice|ce+dice] [--batch N]
+                             [--images-per-epoch N] [--epochs N]
                              [--optimizer NAME] [--lr X] [--augment on|off] [--threads T]
                              [--seed S] [--device cpu|cuda] [--precision fp32|tf32|bf16]
                              [--out CSV] [--init-checkpoint F] [--compare-checkpoint F]
@@ -16,8 +17,11 @@ What is pdnn's, for a given seed (the flags and defaults are the app's):
     stride-2 transposed convolutions, a 1x1 head; the initial weights drawn from pdnn's stream
     in node order, weight then bias, U(+-1/sqrt(fan_in)) with fan_in = size(1) x kernel area
     (init::torch_default; BatchNorm: gamma 1, beta 0);
-  * the loss: the mean per-pixel softmax cross-entropy (the app's only loss); Adam 1e-3 by
-    default (--optimizer as the app's);
+  * the loss: the mean per-pixel softmax cross-entropy, or with --loss dice / ce+dice the app's
+    soft Dice loss (losses/dice_loss.h: 1 - the mean over the classes of (2 I + 1) / (P + G + 1),
+    sums over the batch's pixels, in fp32) instead or added; the train loss reported is the
+    loss trained on (the Dice part the mean over the batches, as the app's), the test loss the
+    cross-entropy; Adam 1e-3 by default (--optimizer as the app's);
   * the data: the pair folder as lib/data/image_mask_pairs.h reads it (the <masks>/ folder of
     --classes K, train.txt then test.txt, photos decoded to the cache side ceil(size * 8/7) as
     the caltech mode decodes them, masks at the photo's own size, 0/255 masks read as 0/1 for two
@@ -397,7 +401,7 @@ def mode_segment(args):
     side, size, k = d["side"], args.size, len(d["classes"])
     mname, dataset = model_name(args), f"{d['name']}-{size}px"
     print(f"torch segment: model {mname}, dataset {dataset} ({d['folder']}), {size}x{size}, batch "
-          f"{batch}, {per_epoch} images/epoch, {opt_name} lr {opt.defaults['lr']:g}, augmentation "
+          f"{batch}, {per_epoch} images/epoch, loss {args.loss}, {opt_name} lr {opt.defaults['lr']:g}, augmentation "
           f"{args.augment}, {threads} threads, seed {args.seed}, torch {torch.__version__}, device "
           f"{dev}" + (f" ({args.precision})" if dev.type == "cuda" else ""), flush=True)
     out = args.out or os.path.join(ref.ROOT, "runs", "segment", f"torch_{mname}_{dataset}.csv")
@@ -419,6 +423,13 @@ def mode_segment(args):
             logits = model(x)
             return logits, loss_fn(logits, y)
 
+    def dice_loss(logits, y):
+        """The app's soft Dice loss (losses/dice_loss.h), in fp32 over the batch's pixels."""
+        p = torch.softmax(logits.float(), 1)
+        g = torch.nn.functional.one_hot(y, k).permute(0, 3, 1, 2).to(p.dtype)
+        inter, pred, truth = (p * g).sum((0, 2, 3)), p.sum((0, 2, 3)), g.sum((0, 2, 3))
+        return 1 - ((2 * inter + 1) / (pred + truth + 1)).mean()
+
     def evaluate():
         """(test loss, pixel accuracy, confusion counts (k, k)) of the model as it is."""
         model.eval()
@@ -438,14 +449,20 @@ def mode_segment(args):
     for epoch in range(args.epochs):
         order = pdnn_rng.epoch_rng(data_seed, epoch).permutation(n_train)[:per_epoch]
         model.train()
-        loss_sum, correct, pixels = 0.0, 0, 0
+        loss_sum, correct, pixels, dice_sum, batches = 0.0, 0, 0, 0.0, 0
         t0 = time.perf_counter()
         for b0 in range(0, per_epoch, batch):
             idx = order[b0:b0 + batch]
             x, y = batch_of("train", idx, [ref.augment_key(data_seed, epoch, int(i)) for i in idx])
             opt.zero_grad()
             logits, loss = forward_loss(x, y)
-            loss.backward()
+            trained = loss
+            if args.loss != "ce":
+                dl = dice_loss(logits, y)
+                trained = dl if args.loss == "dice" else loss + dl
+                dice_sum += float(dl)
+                batches += 1
+            trained.backward()
             opt.step()
             loss_sum += float(loss) * y.numel()
             correct += int((logits.argmax(1) == y).sum())
@@ -453,7 +470,9 @@ def mode_segment(args):
         secs = time.perf_counter() - t0
         te_loss, te_acc, conf = evaluate()
         iou, dice, m_iou, m_dice = scores(conf)
-        tr_loss, tr_acc = loss_sum / pixels, correct / pixels
+        tr_ce, tr_acc = loss_sum / pixels, correct / pixels
+        tr_dice = dice_sum / max(batches, 1)
+        tr_loss = tr_ce if args.loss == "ce" else tr_dice if args.loss == "dice" else tr_ce + tr_dice
         rss, dev_mb = ref.peak_mb(torch, dev)
         print(f"epoch {epoch + 1}/{args.epochs}  {dataset}  train loss {tr_loss:.4f} pixel_acc "
               f"{tr_acc:.4f}  test loss {te_loss:.4f} pixel_acc {te_acc:.4f} mean_iou {m_iou:.4f} "
@@ -544,6 +563,8 @@ def add_segment_args(p):
     p.add_argument("--base", type=int, default=64, help="channels of the first level")
     p.add_argument("--depth", type=int, default=4, help="poolings (and up-samplings)")
     p.add_argument("--batchnorm", choices=["on", "off"], default="off")
+    p.add_argument("--loss", choices=["ce", "dice", "ce+dice"], default="ce",
+                   help="what training minimises, as the app's --loss (the accuracy mode)")
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--images-per-epoch", type=int, default=0, help="0: the whole training split")
     p.add_argument("--epochs", type=int, default=20,

@@ -33,15 +33,45 @@ void ClassifierTrainer::distribute(Communicator& comm, Context& ctx) {
   shell_.reset_graph();  // a graph captured before holds no all-reduce
 }
 
+TrainLoss parse_train_loss(const std::string& name, const char* flag) {
+  if (name == "ce") return TrainLoss::CrossEntropy;
+  if (name == "dice") return TrainLoss::Dice;
+  if (name == "ce+dice") return TrainLoss::CrossEntropyAndDice;
+  PDNN_FAIL("%s %s: unknown loss (ce, dice, ce+dice)", flag, name.c_str());
+}
+
+const char* train_loss_name(TrainLoss l) {
+  return l == TrainLoss::CrossEntropy ? "ce" : l == TrainLoss::Dice ? "dice" : "ce+dice";
+}
+
+void ClassifierTrainer::set_loss(TrainLoss l) {
+  PDNN_CHECK(shell_.graph_captures() == 0 || l == trained_,
+             "trainer: the loss is set before the first step (a captured step keeps its own)");
+  trained_ = l;
+}
+
 void ClassifierTrainer::run_step(Context& ctx) {
   const Tensor& x = shell_.batch(0);
   const Tensor& y = shell_.batch(1);
   const int64_t n = x.shape(0);
   const int64_t rows = model_.micro_batch() > 0 ? std::min(model_.micro_batch(), n) : n;
+  const bool ce = trained_ != TrainLoss::Dice, dice = trained_ != TrainLoss::CrossEntropy;
+  // dlogits: the cross-entropy's gradient (its mean over mean_over rows), the Dice loss's of
+  // these rows weighted by their share of the mean_over, or their sum. The cross-entropy's
+  // forward runs either way: the metrics' loss and correct count come from it.
+  auto loss_grad = [&](const Tensor& ys, int64_t m, int64_t mean_over) {
+    loss_.forward(ctx, *logits_, ys);
+    if (ce) loss_.backward(ctx, dlogits_, mean_over);
+    if (dice) {
+      dice_.forward(ctx, *logits_, ys);
+      const int64_t of = mean_over > 0 ? mean_over : m;
+      dice_.backward(ctx, dlogits_, static_cast<float>(static_cast<double>(m) / of), ce);
+      dice_.accumulate(ctx, acc_, 3);
+    }
+  };
   if (rows == n) {
     logits_ = &model_.forward(ctx, x);
-    loss_.forward(ctx, *logits_, y);
-    loss_.backward(ctx, dlogits_, global_batch_);
+    loss_grad(y, n, global_batch_);
     model_.zero_grad(ctx);
     if (sync_) sync_->begin(ctx);
     else opt_.begin_backward(ctx);  // (data-parallel: after the all-reduce, in step())
@@ -60,8 +90,7 @@ void ClassifierTrainer::run_step(Context& ctx) {
     const Tensor xs = shell_.batch_rows(0, r, m);
     const Tensor ys = shell_.batch_rows(1, r, m);
     logits_ = &model_.forward(ctx, xs);
-    loss_.forward(ctx, *logits_, ys);
-    loss_.backward(ctx, dlogits_, mean_over);
+    loss_grad(ys, m, mean_over);
     if (sync_ && last) sync_->begin(ctx);
     if (!sync_ && last) opt_.begin_backward(ctx);
     model_.backward(ctx, dlogits_);
@@ -82,22 +111,27 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
   global_batch_ = global_batch;
   const Device dev = model_.device();
   if (acc_.empty() || acc_.device() != dev) {
-    acc_ = Tensor::empty(Shape{3}, DType::F64, dev, ctx);
+    acc_ = Tensor::empty(Shape{4}, DType::F64, dev, ctx);
     ops::zero(ctx, acc_);
   }
   shell_.stage(ctx, dev, {{&x, DType::F32}, {&labels, DType::I32}});
   shell_.run(ctx, [this, &ctx] { run_step(ctx); });
+  if (trained_ != TrainLoss::CrossEntropy) {  // Dice losses added (a replayed graph's too)
+    const int64_t n = x.shape(0), rows = model_.micro_batch();
+    dice_terms_ += rows > 0 && rows < n ? static_cast<double>((n + rows - 1) / rows) : 1.0;
+  }
 }
 
 ClassifierMetrics ClassifierTrainer::metrics(Context& ctx) {
   if (acc_.empty()) return {};
   const Tensor h = acc_.device() == Device::CPU ? acc_ : acc_.to(Device::CPU, ctx);
   const double* a = h.data<double>();
-  return ClassifierMetrics{a[0], a[1], a[2]};
+  return ClassifierMetrics{a[0], a[1], a[2], a[3], dice_terms_, trained_};
 }
 
 void ClassifierTrainer::reset_metrics(Context& ctx) {
   if (!acc_.empty()) ops::zero(ctx, acc_);
+  dice_terms_ = 0;
 }
 
 double EvalResult::class_acc(int k) const {

@@ -10,15 +10,20 @@
 // gradients are summed over the ranks during backward (lib/dist/grad_sync.h), inside the graph.
 // A model with a memory plan's micro-batch (Model::set_micro_batch) runs the batch in the
 // shell's slices, the gradients summed, one update (the same CUDA graph).
+// A segmentation may train on the soft Dice loss (losses/dice_loss.h) instead of the
+// cross-entropy, or on their sum (set_loss): the gradients add in one buffer; the metrics keep
+// the per-pixel accuracy, and the loss they report is the loss trained on.
 // evaluate_classifier: loss, accuracy and (optionally) the confusion matrix over a Dataset.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
 #include "data/prefetch_loader.h"
+#include "losses/dice_loss.h"
 #include "losses/softmax_cross_entropy.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
@@ -29,10 +34,27 @@ namespace pdnn {
 class Communicator;
 class GradSync;
 
+// What a step's gradient comes from: the softmax cross-entropy (mean over the rows or pixels),
+// the soft Dice loss of the batch (or of each micro-batch, data-parallel shard: Dice is not a
+// sum over rows, so each is scored on its own and weighted by its share of the rows), or both
+// added.
+enum class TrainLoss { CrossEntropy, Dice, CrossEntropyAndDice };
+// "ce", "dice", "ce+dice" (anything else: an error naming the flag and the choices).
+TrainLoss parse_train_loss(const std::string& name, const char* flag);
+const char* train_loss_name(TrainLoss l);
+
 // Totals over the steps since reset_metrics().
 struct ClassifierMetrics {
-  double loss_sum = 0, correct = 0, count = 0;
-  double loss() const { return count > 0 ? loss_sum / count : 0.0; }
+  double loss_sum = 0, correct = 0, count = 0;  // the cross-entropy's, over the rows or pixels
+  double dice_sum = 0, dice_terms = 0;          // the Dice losses, one per batch or slice
+  TrainLoss trained = TrainLoss::CrossEntropy;
+  // The loss trained on: the cross-entropy's mean, the Dice losses' mean, or their sum.
+  double loss() const {
+    const double ce = count > 0 ? loss_sum / count : 0.0;
+    const double dice = dice_terms > 0 ? dice_sum / dice_terms : 0.0;
+    return trained == TrainLoss::CrossEntropy ? ce : trained == TrainLoss::Dice ? dice : ce + dice;
+  }
+  double cross_entropy() const { return count > 0 ? loss_sum / count : 0.0; }
   double acc() const { return count > 0 ? correct / count : 0.0; }
 };
 
@@ -55,6 +77,9 @@ class ClassifierTrainer {
   // mean and the gradients are summed over the ranks before the update, so every rank applies
   // the global batch's update.
   void step(Context& ctx, const Tensor& x, const Tensor& labels, int64_t global_batch = 0);
+  // The loss the steps train on (before the first step; default the cross-entropy).
+  void set_loss(TrainLoss l);
+  TrainLoss loss() const { return trained_; }
   // Makes the steps data-parallel over comm (the model already on its device, NCCL open for a
   // GPU model): gradients are all-reduced in buckets during backward (grad_sync.h).
   void distribute(Communicator& comm, Context& ctx);
@@ -74,6 +99,9 @@ class ClassifierTrainer {
   Model& model_;
   Optimizer& opt_;
   SoftmaxCrossEntropy loss_;
+  DiceLoss dice_;
+  TrainLoss trained_ = TrainLoss::CrossEntropy;
+  double dice_terms_ = 0;  // Dice losses added to acc_[3] since the last reset (host count)
   Tensor dlogits_, acc_;
   const Tensor* logits_ = nullptr;
   StepShell shell_;

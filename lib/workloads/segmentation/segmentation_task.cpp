@@ -39,6 +39,7 @@ SegmentationTask::SegmentationTask(Context& ctx, Model& model, Optimizer& opt,
              ">= 0)",
              static_cast<long long>(o_.train.batch), o_.prefetch, o_.overlay_images);
   PDNN_CHECK(train.size() > 0, "segmentation task: the training set is empty");
+  trainer_.set_loss(o_.loss);
   PDNN_CHECK(train.target_shape().rank() == 2 && train.target_shape() == test.target_shape() &&
                  train.sample_shape() == test.sample_shape() &&
                  train.num_classes() == test.num_classes(),

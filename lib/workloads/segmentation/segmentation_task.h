@@ -5,10 +5,11 @@
 //     images_per_epoch images), image and mask augmented by one draw, packed on a background
 //     thread (EpochBatches, as the classifier task's) into host memory the GPU copies from
 //     (pinned on a GPU);
-//   - ClassifierTrainer's step with the per-pixel softmax cross-entropy (CUDA graph, a memory
-//     plan's micro-batches); running train loss and pixel accuracy;
+//   - ClassifierTrainer's step with the per-pixel softmax cross-entropy, the soft Dice loss or
+//     both (options.loss; CUDA graph, a memory plan's micro-batches); running train loss (the
+//     loss trained on) and pixel accuracy;
 //   - at each epoch's end the test split, in stored order without augmentation (Evaluator, per
-//     pixel): loss, pixel accuracy, IoU and Dice per class and their means (segmentation_
+//     pixel): loss (the cross-entropy, whatever the training's), pixel accuracy, IoU and Dice per class and their means (segmentation_
 //     metrics.h, from confusion counts kept on the device), peak resident and device memory;
 //   - after each epoch's row (end_epoch), the overlays of the first overlay_images test images:
 //     photo, truth, prediction (overlay_image.h) in overlay_path(epoch), when overlay_dir is set.
@@ -39,6 +40,7 @@ struct SegmentationTaskOptions {
   LoaderOptions train;
   int prefetch = 1;           // training batches packed ahead (0: on the training thread)
   EvalOptions eval;           // the test split's batches (confusion: set by the task)
+  TrainLoss loss = TrainLoss::CrossEntropy;  // what the steps train on
   bool cuda_graph = true;     // replay the step as a CUDA graph on the GPU
   bool overlap_batch_copy = true;  // the batch's copy beside the step before (GPU)
   std::string overlay_dir;    // "": no overlays

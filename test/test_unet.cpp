@@ -345,7 +345,9 @@ TEST(UNetGpu, StepMatchesTheCpuWithTheGpusMasks) {
 
 // Three U-Net training steps on the GPU: as a replayed CUDA graph and eagerly, the same weights
 // bit for bit; and under a memory plan (skips offloaded, pools recomputed) the same again.
-std::vector<float> unet_gpu_run(bool graph, bool planned, int64_t* replays) {
+std::vector<float> unet_gpu_run(bool graph, bool planned, int64_t* replays,
+                                TrainLoss loss = TrainLoss::CrossEntropy,
+                                ClassifierMetrics* metrics = nullptr) {
   Context ctx(1, 5, Device::CUDA);
   pt::share_conv_choices(ctx);
   UNetOptions o = tiny(true);
@@ -362,12 +364,14 @@ std::vector<float> unet_gpu_run(bool graph, bool planned, int64_t* replays) {
   m.to(Device::CUDA, ctx);
   auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
   ClassifierTrainer tr(m, *opt, graph);
+  tr.set_loss(loss);
   Rng r(5);
   for (int s = 0; s < 3; ++s) {
     const Tensor x = pt::random_tensor(Shape{2, 2, 16, 16}, r);
     tr.step(ctx, x, random_labels(Shape{2, 16, 16}, 3, r));
   }
   *replays = tr.graph_replays();
+  if (metrics) *metrics = tr.metrics(ctx);
   const Tensor w = m.parameters().values().to(Device::CPU, ctx);
   return std::vector<float>(w.data(), w.data() + w.numel());
 }
@@ -383,6 +387,28 @@ TEST(UNetGpu, GraphAndPlannedStepsGiveTheEagerWeights) {
   const std::vector<float> planned = unet_gpu_run(true, true, &replays);
   EXPECT_GT(replays, 0);
   EXPECT_EQ(eager, planned);
+}
+
+// The same with the Dice loss, alone and added to the cross-entropy: the replayed graph's steps
+// are the eager steps bit for bit, and the metrics count a Dice loss for every step, the
+// replayed ones too (their sum the same as the eager run's).
+TEST(UNetGpu, DiceGraphStepsGiveTheEagerWeights) {
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  for (const TrainLoss loss : {TrainLoss::Dice, TrainLoss::CrossEntropyAndDice}) {
+    SCOPED_TRACE(train_loss_name(loss));
+    int64_t replays = 0;
+    ClassifierMetrics me, mg;
+    const std::vector<float> eager = unet_gpu_run(false, false, &replays, loss, &me);
+    const std::vector<float> graph = unet_gpu_run(true, false, &replays, loss, &mg);
+    EXPECT_GT(replays, 0);
+    EXPECT_EQ(eager, graph);
+    EXPECT_EQ(me.dice_terms, 3.0);
+    EXPECT_EQ(mg.dice_terms, 3.0);
+    EXPECT_EQ(mg.dice_sum, me.dice_sum);
+    EXPECT_GT(me.dice_sum, 0.0);
+    EXPECT_NE(eager, unet_gpu_run(false, false, &replays));  // the loss changed the steps
+  }
 }
 
 // The per-pixel evaluation on the GPU (its confusion counts kept there) against the CPU's, the

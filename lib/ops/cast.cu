@@ -3,8 +3,8 @@
 // allow it (x 16-byte and y 8-byte aligned, or the reverse for to_f32: the parameter buffer
 // and its copy always do), a thread moves 4 elements with one load and one store each; the
 // last n % 4 go one a thread in the same launch. Else one element a thread.
-// ncu on an H200 (W5's bf16 step, 5b40e9a), one element a thread: the parameter copies of G
-// (3.58M) and D (2.77M) 12.2 and 10.0 us, ~1.7 TB/s.
+// ncu on an H200 (W5's bf16 step), the parameter copies of G (3.58M) and D (2.77M): one element
+// a thread 12.2 and 10.0 us (~1.7 TB/s), 4 a thread 7.3 and 6.3 (results/bench/w5-s17-h200).
 #include <algorithm>
 #include <cstdint>
 

@@ -449,6 +449,25 @@ double dice_reference(const Tensor& z, const Tensor& labels, double smooth) {
   return 1 - d / static_cast<double>(k);
 }
 
+// What a memory plan counts for the Dice loss (DiceLoss::buffer_bytes) is what a forward
+// leaves it holding: maps and plain (N,K) logits, chunks of pixels of one and of several.
+TEST(DiceLoss, BufferBytesAreWhatAForwardHolds) {
+  Context ctx(2, 1);
+  Rng rng(12);
+  for (const Shape& s : {Shape{2, 3, 5, 7}, Shape{4, 2}, Shape{1, 2, 256, 256}}) {
+    SCOPED_TRACE(s.str());
+    const Tensor z = random_tensor(s, rng);
+    Tensor labels(s.rank() == 4 ? Shape{s[0], s[2], s[3]} : Shape{s[0]}, DType::I32);
+    for (int64_t i = 0; i < labels.numel(); ++i)
+      labels.data<int32_t>()[i] = static_cast<int32_t>(i % s[1]);
+    DiceLoss d;
+    d.forward(ctx, z, labels);
+    int64_t want = 0;
+    for (const int64_t b : DiceLoss::buffer_bytes(s)) want += b;
+    EXPECT_EQ(d.held_bytes(), want);
+  }
+}
+
 TEST(DiceLoss, MatchesTheFormulaAndFiniteDifferences) {
   Context ctx(1, 1);
   Rng r(5);

@@ -20,6 +20,7 @@
 #include "core/cuda_state.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "losses/dice_loss.h"
 #include "model/memory_plan.h"
 #include "model/sequential.h"
 #include "optim/registry.h"
@@ -753,6 +754,27 @@ TEST(MemoryPlan, CpuPlanCountsTheContextItIsGiven) {
   EXPECT_THROW(planned(1, context, &floor_with), Error);
   ASSERT_GT(floor_without.min_limit_bytes, 0);
   EXPECT_GE(floor_with.min_limit_bytes, floor_without.min_limit_bytes + context);
+}
+
+// A loss beyond the cross-entropy (segment --loss dice: RunConfig::loss_buffers) is counted
+// in the plan's loss bytes, each of its buffers in the allocator's blocks, at the logits' shape
+// of the forward, and nothing else of the plan moves but its sums.
+TEST(MemoryPlan, CountsTheLossBuffersItIsGiven) {
+  const Shape logits{1, 2, 256, 256};  // small_unet's output at 256 x 256, batch 1
+  auto planned = [&](bool dice, MemoryPlan* p) {
+    plan_small_unet_on_cpu(0, [&](RunConfig& rc) {
+      if (dice) rc.loss_buffers = [](const Shape& s) { return DiceLoss::buffer_bytes(s); };
+    }, p);
+  };
+  MemoryPlan ce, dice;
+  planned(false, &ce);
+  planned(true, &dice);
+  int64_t extra = 0;
+  for (const int64_t b : DiceLoss::buffer_bytes(logits)) extra += device_block_bytes(b);
+  EXPECT_GE(extra, logits.numel() * 4);  // the probabilities at least
+  EXPECT_EQ(dice.fixed.loss - ce.fixed.loss, extra);
+  EXPECT_EQ(dice.fixed_bytes - ce.fixed_bytes, extra);
+  EXPECT_EQ(dice.peak_bytes - ce.peak_bytes, extra);
 }
 
 TEST(MemoryPlan, HoldsTheChoosersScratchWeightGradientWhereItTimes) {

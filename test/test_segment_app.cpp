@@ -187,7 +187,6 @@ TEST_F(SegmentApp, BadFlagsAndDataFailInOneLineAndWriteNothing) {
   expect_failure("--depth 9", "--depth");
   expect_failure("--lr -1", "--lr");
   expect_failure("--loss focal", "--loss");
-  expect_failure("--loss dice --memory-plan", "--loss dice: the memory plan");
   expect_failure("--device gpu", "--device");
   expect_failure("--tile 24", "--tile 24: must divide --size 32 and be a multiple of 4");
   expect_failure("--tile 2", "--tile 2: must divide --size 32 and be a multiple of 4");

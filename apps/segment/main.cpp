@@ -26,6 +26,7 @@
 #include "core/context.h"
 #include "core/cuda_state.h"
 #include "core/error.h"
+#include "losses/dice_loss.h"
 #include "run/data_defaults.h"
 #include "run/run_flags.h"
 #include "run/run_info.h"
@@ -189,12 +190,10 @@ int run(int argc, char** argv) {
   PDNN_CHECK(o.tile == 0 || (o.tile % unit == 0 && o.size % o.tile == 0),
              "--tile %d: must divide --size %d and be a multiple of %lld (2^depth)", o.tile, o.size,
              static_cast<long long>(unit));
-  // The memory plan counts the cross-entropy's buffers, not yet the Dice loss's (its
-  // probabilities, N x K x H x W floats, a copy of the labels, its sums): refused, not
-  // under-counted.
-  PDNN_CHECK(o.loss == "ce" || (!rc.memory_plan && rc.gpu_memory_limit <= 0),
-             "--loss %s: the memory plan (--memory-plan, --gpu-memory-limit) does not count the "
-             "Dice loss's buffers yet; train under a plan with --loss ce", o.loss.c_str());
+  // The Dice loss's buffers (its probabilities, N x K x H x W floats, its sums, a copy of the
+  // labels) in the memory plan beside the cross-entropy's.
+  if (o.loss != "ce")
+    rc.loss_buffers = [](const Shape& logits) { return DiceLoss::buffer_bytes(logits); };
   const int side = o.tile > 0 ? o.tile : o.size;  // what the model sees
   const bool gpu = rc.device == "cuda";
   if (o.loader_threads == 0) o.loader_threads = gpu ? 4 : 1;
@@ -301,11 +300,7 @@ int run(int argc, char** argv) {
               model.summary(Shape{o.batch, 3, side, side}).c_str());
   std::fflush(stdout);
   const Shape batch{o.batch, 3, side, side};
-  const bool planned = plan_step_memory(ctx, model, *opt, batch, rc, rc.steps > 0 ? 0 : to.eval.batch);
-  // (A step that may not fit the GPU is planned without the flags: see the check above.)
-  PDNN_CHECK(!planned || o.loss == "ce",
-             "--loss %s: this step is past the GPU's memory and was planned, but the memory plan "
-             "does not count the Dice loss's buffers yet; train it with --loss ce", o.loss.c_str());
+  plan_step_memory(ctx, model, *opt, batch, rc, rc.steps > 0 ? 0 : to.eval.batch);
   const int status = loop.run();
   report_plan_as_run(ctx, model, *opt, batch, rc, rc.steps > 0 ? 0 : to.eval.batch);
   if (rc.steps == 0 && !to.overlay_dir.empty())

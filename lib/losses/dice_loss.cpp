@@ -28,6 +28,18 @@ void DiceLoss::forward(Context& ctx, const Tensor& logits, const Tensor& labels)
   copy_into(labels_, labels.reshape(Shape{rows}), ctx);
 }
 
+std::vector<int64_t> DiceLoss::buffer_bytes(const Shape& logits) {
+  const int64_t k = logits[1], rows = logits.numel() / k;
+  return {logits.numel() * 4, loss_chunks(rows) * k * 3 * 8, (3 * k + 1) * 8, 4, rows * 4};
+}
+
+int64_t DiceLoss::held_bytes() const {
+  int64_t b = 0;
+  for (const Tensor* t : {&probs_, &parts_, &stats_, &loss_, &labels_})
+    b += static_cast<int64_t>(t->nbytes());
+  return b;
+}
+
 float DiceLoss::loss(Context& ctx) const {
   PDNN_CHECK(!loss_.empty(), "dice loss: loss() before forward");
   return (loss_.device() == Device::CPU ? loss_ : loss_.to(Device::CPU, ctx))[0];

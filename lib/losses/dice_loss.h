@@ -37,6 +37,11 @@ class DiceLoss {
   // The sums of the last forward, read back: I, P, G per class, then the loss (3K + 1).
   std::vector<double> stats(Context& ctx) const;
   float smooth() const { return smooth_; }
+  // The device buffers a forward on logits of this shape leaves held, bytes each (the
+  // probabilities, the per-chunk sums, the sums, the loss, the labels' copy): what a memory
+  // plan counts for this loss (RunConfig::loss_buffers). held_bytes(): their sum as held now.
+  static std::vector<int64_t> buffer_bytes(const Shape& logits);
+  int64_t held_bytes() const;
 
  private:
   float smooth_;

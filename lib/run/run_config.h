@@ -3,6 +3,7 @@
 // run loop (train/run_loop.h).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/precision.h"
+#include "core/shape.h"
 #include "run/output_files.h"
 
 namespace pdnn {
@@ -73,6 +75,11 @@ struct RunConfig {
   // --gpu-memory-limit (bytes the step must fit under on the GPU; 0: none). Classifier apps.
   bool memory_plan = false;
   int64_t gpu_memory_limit = 0;
+  // The training loss's device buffers beyond the softmax cross-entropy's (which the plan
+  // counts itself) for logits of a given shape, bytes each; set by an app whose loss holds
+  // more (segment's Dice loss: DiceLoss::buffer_bytes). The plan adds each, in the allocator's
+  // blocks, to its loss bytes.
+  std::function<std::vector<int64_t>(const Shape& logits)> loss_buffers;
   std::string layer_times;  // --layer-times: a --profile CSV whose times the plan uses
   // --layer-times-least: one made with --least-workspace, the times of the layers a limit
   // leaves on the algorithms asking the least; --least-workspace: the GPU's convolutions held

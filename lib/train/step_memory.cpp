@@ -264,7 +264,8 @@ int64_t eval_bytes_of(Model& model, const Shape& batch, int64_t eval_batch) {
 // a plan made there takes the flag's; the step shell's staging buffers hold the batch a second
 // time, train/step_shell.h), and on the GPU the CUDA context (`context` bytes) and cuBLAS's
 // workspace (on the CPU where --plan-context asks for them: cfg.plan_context bytes of
-// context), and the evaluation's buffers. as_run: the layers as they ran (PlanFor::as_run).
+// context), the evaluation's buffers, and a loss's buffers beyond the cross-entropy's
+// (cfg.loss_buffers). as_run: the layers as they ran (PlanFor::as_run).
 StepMem describe_run_step(Context& ctx, Model& model, Optimizer& opt, const Shape& batch,
                           int64_t rows, const RunConfig& cfg, int64_t eval_batch, double rate,
                           double device_gb_s, int64_t context, bool as_run = false) {
@@ -283,6 +284,9 @@ StepMem describe_run_step(Context& ctx, Model& model, Optimizer& opt, const Shap
     m.cublas_bytes = static_cast<int64_t>(CudaState::kCublasWorkspaceBytes);
   }
   m.eval_bytes = eval_bytes_of(model, batch, eval_batch);
+  if (cfg.loss_buffers)  // a loss beyond the cross-entropy (segment's Dice loss)
+    for (const int64_t b : cfg.loss_buffers(model.output_shape(batch.with_n(rows))))
+      m.loss_bytes += device_block_bytes(b);
   return m;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/exec.h"
@@ -13,6 +14,13 @@ namespace pdnn {
 namespace cuda {
 
 constexpr int kThreads = 256;
+
+// Whether p allows vector accesses of `bytes` (16: float4, 8: four bf16); nullptr does. The
+// kernels that take vector paths where it holds (casts, max pooling, the bias gradient, the
+// optimizers' checks) ask this one question.
+inline bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
 
 // for (i = global thread; i < n; i += grid size)
 #define PDNN_GRID_LOOP(i, n)                                                            \

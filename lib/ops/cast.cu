@@ -49,10 +49,6 @@ __global__ void to_f32_x4_k(int64_t n, const uint2* __restrict__ x, float4* __re
     reinterpret_cast<float*>(y)[4 * n4 + t] =
         kit::to_f32(reinterpret_cast<const bf16*>(x)[4 * n4 + t]);
 }
-
-bool aligned(const void* p, uintptr_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
 }  // namespace
 
 bool cast_takes_x4(const void* f32, const void* b16) { return aligned(f32, 16) && aligned(b16, 8); }

@@ -227,10 +227,6 @@ __global__ void maxpool2x2_b(Grid2x2 g, const E* __restrict__ x, const E* __rest
   }
 }
 
-bool aligned(const void* p, size_t bytes) {
-  return p == nullptr || reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
 // Whether the 2x2 kernels run: their geometry, and every tensor aligned to its vector access
 // (x's and dx's rows 8 elements, y's, dy's 4, the argmax's 4 bytes, the mask's 4 floats).
 template <class E>

@@ -110,7 +110,7 @@ void adagrad_update(int64_t n, const AdagradArgs& a, const int64_t* step, const 
                     float* sum, CudaExec e) {
   for (const void* p : {static_cast<const void*>(g), static_cast<const void*>(w),
                         static_cast<const void*>(sum)})
-    PDNN_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0,
+    PDNN_CHECK(aligned(p, 16),
                "adagrad_update on the GPU: buffers must be 16-byte aligned (flat parameter buffers are)");
   adagrad_k<<<blocks_for(n / 4 + 1, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, a, step, g, w, sum);
   PDNN_CUDA_LAUNCH_CHECK("adagrad_update");
@@ -126,7 +126,7 @@ void adam_update(int64_t n, const AdamArgs& a, const int64_t* step, const float*
                  float* m, float* v, CudaExec e) {
   for (const void* p : {static_cast<const void*>(g), static_cast<const void*>(w),
                         static_cast<const void*>(m), static_cast<const void*>(v)})
-    PDNN_CHECK(reinterpret_cast<uintptr_t>(p) % 16 == 0,
+    PDNN_CHECK(aligned(p, 16),
                "adam_update on the GPU: buffers must be 16-byte aligned (flat parameter buffers are)");
   adam_k<<<blocks_for(n / 4 + 1, tpb(e)), tpb(e), 0, stream_of(e)>>>(n, a, step, g, w, m, v);
   PDNN_CUDA_LAUNCH_CHECK("adam_update");

@@ -206,7 +206,7 @@ void bias_add_launch(int64_t n, int64_t k, int64_t p, const float* b, E* y, Cuda
 template <class E>
 void bias_backward_launch(int64_t n, int64_t k, int64_t p, const E* dy, float* db, CudaExec e) {
   if (k <= 0) return;
-  if (p % kBiasV<E> == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0)
+  if (p % kBiasV<E> == 0 && aligned(dy, 16))
     bias_backward_vec_k<<<static_cast<unsigned>(k), kBiasThreads, 0, stream_of(e)>>>(
         static_cast<int>(n), static_cast<int>(k), static_cast<int>(p), dy, db);
   else

@@ -1568,11 +1568,11 @@ void with_precision_of(CudaExec e, F&& f) {
 
 // BF16's 4-byte loads of pixel pairs: a row of even width in a 4-byte aligned tensor.
 bool pairs_aligned(const void* p, int64_t width) {
-  return width % 2 == 0 && reinterpret_cast<uintptr_t>(p) % 4 == 0;
+  return width % 2 == 0 && aligned(p, 4);
 }
 // ... in whole 16-byte groups of 8 (BF16 backward-weights' g loads)
 bool octets_aligned(const void* p, int64_t width) {
-  return width % 8 == 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  return width % 8 == 0 && aligned(p, 16);
 }
 
 // y (n, out_ch, oh, ow) = conv3x3 of x (n, in_ch, h, w) with re-laid-out weights wp.

@@ -12,25 +12,43 @@ DiceLoss::DiceLoss(float smooth) : smooth_(smooth) {
   PDNN_CHECK(smooth >= 0.f, "dice loss: smoothing %g must be >= 0", static_cast<double>(smooth));
 }
 
+namespace {
+
+// The buffers a forward on logits s holds, in the order probs, parts, stats, loss, labels: one
+// description for forward's sizes and for the memory plan's count (buffer_bytes).
+struct Buffer {
+  Shape shape;
+  DType dtype;
+};
+std::vector<Buffer> buffers_for(const Shape& s) {
+  const int64_t k = s[1], rows = s.numel() / k;
+  return {{s, DType::F32},
+          {Shape{loss_chunks(rows) * k * 3}, DType::F64},
+          {Shape{3 * k + 1}, DType::F64},
+          {Shape{1}, DType::F32},
+          {Shape{rows}, DType::I32}};
+}
+
+}  // namespace
+
 void DiceLoss::forward(Context& ctx, const Tensor& logits, const Tensor& labels) {
   const Shape& s = logits.shape();
   PDNN_CHECK((s.rank() == 2 || s.rank() == 4) && s[0] > 0 && s[1] > 0,
              "dice loss: logits must be a map (N,K,H,W) or (N,K), got %s", s.str().c_str());
-  const int64_t k = s[1], rows = s.numel() / k;
   const Device d = logits.device();
   in_shape_ = s;
-  probs_.resize(s, DType::F32, d, ctx);
-  parts_.resize(Shape{loss_chunks(rows) * k * 3}, DType::F64, d, ctx);
-  stats_.resize(Shape{3 * k + 1}, DType::F64, d, ctx);
-  loss_.resize(Shape{1}, DType::F32, d, ctx);
-  labels_.resize(Shape{rows}, DType::I32, d, ctx);
+  const std::vector<Buffer> b = buffers_for(s);
+  Tensor* held[] = {&probs_, &parts_, &stats_, &loss_, &labels_};
+  for (size_t i = 0; i < b.size(); ++i) held[i]->resize(b[i].shape, b[i].dtype, d, ctx);
   ops::dice_forward(ctx, smooth_, logits, labels, probs_, parts_, stats_, loss_);
-  copy_into(labels_, labels.reshape(Shape{rows}), ctx);
+  copy_into(labels_, labels.reshape(labels_.shape()), ctx);
 }
 
 std::vector<int64_t> DiceLoss::buffer_bytes(const Shape& logits) {
-  const int64_t k = logits[1], rows = logits.numel() / k;
-  return {logits.numel() * 4, loss_chunks(rows) * k * 3 * 8, (3 * k + 1) * 8, 4, rows * 4};
+  std::vector<int64_t> bytes;
+  for (const Buffer& b : buffers_for(logits))
+    bytes.push_back(b.shape.numel() * static_cast<int64_t>(dtype_size(b.dtype)));
+  return bytes;
 }
 
 int64_t DiceLoss::held_bytes() const {

@@ -49,12 +49,13 @@ struct ClassifierMetrics {
   double dice_sum = 0, dice_terms = 0;          // the Dice losses, one per batch or slice
   TrainLoss trained = TrainLoss::CrossEntropy;
   // The loss trained on: the cross-entropy's mean, the Dice losses' mean, or their sum.
-  double loss() const {
-    const double ce = count > 0 ? loss_sum / count : 0.0;
-    const double dice = dice_terms > 0 ? dice_sum / dice_terms : 0.0;
-    return trained == TrainLoss::CrossEntropy ? ce : trained == TrainLoss::Dice ? dice : ce + dice;
-  }
   double cross_entropy() const { return count > 0 ? loss_sum / count : 0.0; }
+  double dice() const { return dice_terms > 0 ? dice_sum / dice_terms : 0.0; }
+  double loss() const {
+    return trained == TrainLoss::CrossEntropy ? cross_entropy()
+           : trained == TrainLoss::Dice       ? dice()
+                                              : cross_entropy() + dice();
+  }
   double acc() const { return count > 0 ? correct / count : 0.0; }
 };
 

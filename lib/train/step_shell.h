@@ -77,6 +77,10 @@ class StepShell {
   // draws as many numbers).
   template <class Body>
   void micro_batches(Context& ctx, int64_t micro, const Body& body);
+  // How many slices that is for n rows (1 where micro is 0 or n or more: the whole batch).
+  static int64_t slice_count(int64_t n, int64_t micro) {
+    return micro <= 0 || micro >= n ? 1 : (n + micro - 1) / micro;
+  }
   // Rows [row0, row0 + rows) of tensor i of the staged batch (a view).
   Tensor batch_rows(size_t i, int64_t row0, int64_t rows) const;
 

@@ -116,10 +116,8 @@ void ClassifierTrainer::step(Context& ctx, const Tensor& x, const Tensor& labels
   }
   shell_.stage(ctx, dev, {{&x, DType::F32}, {&labels, DType::I32}});
   shell_.run(ctx, [this, &ctx] { run_step(ctx); });
-  if (trained_ != TrainLoss::CrossEntropy) {  // Dice losses added (a replayed graph's too)
-    const int64_t n = x.shape(0), rows = model_.micro_batch();
-    dice_terms_ += rows > 0 && rows < n ? static_cast<double>((n + rows - 1) / rows) : 1.0;
-  }
+  if (trained_ != TrainLoss::CrossEntropy)  // Dice losses added (a replayed graph's too)
+    dice_terms_ += static_cast<double>(StepShell::slice_count(x.shape(0), model_.micro_batch()));
 }
 
 ClassifierMetrics ClassifierTrainer::metrics(Context& ctx) {

@@ -354,9 +354,12 @@ TEST(ConvGpu, EveryImplicitTileMatchesTheReference) {
 #endif
 }
 
-// The direct 3x3 kernels' block tiles, each forced on every 3x3 stride-1 case, fp32 and TF32:
-// forward (bias, activation), backward-data (from dy already through the activation, as
-// conv2d_backward passes it), backward-weights (the activation applied as dy arrives).
+// The direct 3x3 kernels' block tiles, each forced on every 3x3 stride-1 case, fp32 (the FMA
+// tiles) and TF32 (the tensor cores, the bf16 kernels' pixel-major stages): forward (bias,
+// activation), backward-data (from dy already through the activation, as conv2d_backward
+// passes it, with the input's LeakyReLU or ReLU folded into the output write),
+// backward-weights (the activation applied as dy arrives); the forward kind of pass on even
+// widths both with the tensors aligned (8-byte pixel pairs in and out) and one float off.
 TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
 #if !PDNN_HAVE_CUDA
   GTEST_SKIP() << "needs a CUDA build";
@@ -365,15 +368,33 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   Context ctx(1, 1, Device::CUDA);
   using cuda::DirectTile;
-  int checked = 0;
+  std::vector<ConvCase> cases;
+  for (const ConvCase& c : kCases)
+    if (c.kernel == 3 && c.stride == 1) cases.push_back(c);
+  // TF32's forward kind of pass (forward, backward-data) stages pixel pairs as one 8-byte load
+  // where x's rows allow (even width, x 8-byte aligned) and writes output pairs as one 8-byte
+  // store where y's do (warps inside y unmasked, warps past k, oh or ow masked): even widths
+  // past a tile with both kinds of warp in one launch (34 x 36: 16-row tiles 16 + 16 + 2,
+  // 8-row tiles 4 x 8 + 2, columns 16 + 16 + 4; k = 32 fills the 32-row warps of M32 and M64),
+  // no activation, LeakyReLU; padding 0 and 2 (halo tiles from an even and an odd column), 72
+  // output channels, 40 input channels (past one and two 8-channel steps, not a multiple).
+  cases.push_back({"even_34x36_m32", 1, 32, 34, 36, 32, 3, 1, 1, FusedAct::ReLU, true});
+  cases.push_back({"even_20x32_none", 2, 32, 20, 32, 32, 3, 1, 1, FusedAct::None, true});
+  cases.push_back({"even_18x32_leaky", 1, 32, 18, 32, 32, 3, 1, 1, FusedAct::LeakyReLU, false});
+  cases.push_back({"p0_even_m72", 2, 20, 8, 12, 72, 3, 1, 0, FusedAct::LeakyReLU, true});
+  cases.push_back({"p2_even_c40", 2, 40, 6, 10, 16, 3, 1, 2, FusedAct::ReLU, false});
+  int checked = 0, unaligned = 0;
   for (bool tf32 : {false, true}) {
     ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
     for (DirectTile tile : {DirectTile::M128, DirectTile::M64, DirectTile::M32})
-      for (const ConvCase& c : kCases) {
+      for (size_t ci = 0; ci < cases.size(); ++ci) {
+        const ConvCase& c = cases[ci];
         Inputs in = inputs_of(c);
-        if (!conv3x3_applies(in.g)) continue;
+        ASSERT_TRUE(conv3x3_applies(in.g)) << c.name;
+        // backward-data's folded activation (the input's): LeakyReLU and ReLU by turns
+        const Act folded = ci % 2 == 0 ? Act{FusedAct::LeakyReLU, 0.1f} : Act{FusedAct::ReLU, 0.f};
         SCOPED_TRACE(std::string(c.name) + " tile " + cuda::direct_tile_name(tile) +
-                     (tf32 ? " tf32" : " fp32"));
+                     (tf32 ? " tf32" : " fp32") + " dx_act " + fused_act_name(folded.kind));
         const Device G = Device::CUDA;
         const Tensor x = in.x.to(G, ctx), w = in.w.to(G, ctx), b = in.b.to(G, ctx),
                      dy = in.dy.to(G, ctx);
@@ -386,7 +407,7 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
         cuda::conv2d_direct_forward(fwd_args<float>(in, c, x.data(), w.data(), b.data(), y.data()),
                                     ws, ctx.cuda_exec(), tile);
         const Tensor yh = y.to(Device::CPU, ctx);
-        const testing::ConvReference r = conv_reference(
+        testing::ConvReference r = conv_reference(
             in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh, in.dy, in.act);
         // dy through the activation, read off the kernel's own y, as conv2d_backward does
         Tensor g(in.dy.shape());
@@ -399,17 +420,61 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
         ConvBwd data = bwd_args<float>(in, c, nullptr, w.data(), gd.data(), nullptr, nullptr,
                                        nullptr, dx.data());
         data.act = Act{};  // dy already through it
+        data.dx_act = folded;
+        data.dx_src = x.data();
         cuda::conv2d_direct_backward_data(data, ws, ctx.cuda_exec(), tile);
         Tensor dw = in.dw0.to(G, ctx), db = in.db0.to(G, ctx);
         cuda::conv2d_direct_backward_weights(
             bwd_args<float>(in, c, x.data(), nullptr, dy.data(), y.data(), dw.data(), db.data(),
                             nullptr),
             ws, ctx.cuda_exec(), tile);
+        // dx: the sum times act'(x), one product more (in the bound's two spare roundings)
+        for (size_t i = 0; i < r.dx.size(); ++i)
+          if (!(in.x[int64_t(i)] > 0.f)) {
+            r.dx[i] *= folded.slope;
+            r.dx_abs[i] *= folded.slope;
+          }
         expect_within_reference(ctx, in, c, r, yh, &dx, dw, db, tf32);
+        // Even widths once more with every tensor one float off its pairs' alignment: x, y,
+        // dy, dx and dx_src then take TF32's 4-byte loads and the element-wise epilogue.
+        if (in.g.w % 2 == 0 && in.g.ow % 2 == 0) {
+          SCOPED_TRACE("off by one float");
+          auto shifted = [&](const Tensor& f) {  // f's values after one zero, on the GPU
+            Tensor p(Shape{f.numel() + 1});
+            p[0] = 0.f;
+            for (int64_t i = 0; i < f.numel(); ++i) p[i + 1] = f[i];
+            return p.to(G, ctx);
+          };
+          auto nans = [](const Shape& sh) {
+            Tensor t(sh);
+            t.fill(std::numeric_limits<float>::quiet_NaN());
+            return t;
+          };
+          const Tensor xo = shifted(in.x), go = shifted(g);
+          Tensor yo = shifted(nans(yh.shape())), dxo = shifted(nans(in.x.shape()));
+          cuda::conv2d_direct_forward(
+              fwd_args<float>(in, c, xo.data() + 1, w.data(), b.data(), yo.data() + 1), ws,
+              ctx.cuda_exec(), tile);
+          ConvBwd d2 = bwd_args<float>(in, c, nullptr, w.data(), go.data() + 1, nullptr, nullptr,
+                                       nullptr, dxo.data() + 1);
+          d2.act = Act{};
+          d2.dx_act = folded;
+          d2.dx_src = xo.data() + 1;
+          cuda::conv2d_direct_backward_data(d2, ws, ctx.cuda_exec(), tile);
+          const Tensor yoh = yo.to(Device::CPU, ctx), dxoh = dxo.to(Device::CPU, ctx);
+          Tensor y2(yh.shape()), dx2(in.x.shape());
+          for (int64_t i = 0; i < y2.numel(); ++i) y2[i] = yoh[i + 1];
+          for (int64_t i = 0; i < dx2.numel(); ++i) dx2[i] = dxoh[i + 1];
+          const double kf = double(in.g.col_rows()), kb = double(c.k * 9);
+          testing::expect_conv_within(y2, r.y, r.y_abs, nullptr, kf, tf32, "y");
+          testing::expect_conv_within(dx2, r.dx, r.dx_abs, nullptr, kb, tf32, "dx");
+          ++unaligned;
+        }
         ++checked;
       }
   }
-  EXPECT_EQ(checked, 2 * 3 * 4);  // the four 3x3 stride-1 cases
+  EXPECT_EQ(checked, 2 * 3 * 9);  // kCases' four 3x3 stride-1 cases and the five above
+  EXPECT_GT(unaligned, 0);
 #endif
 }
 

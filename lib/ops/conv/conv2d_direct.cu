@@ -18,11 +18,17 @@
 //     {0..3}) x 8 consecutive pixels of one row of the patch. Per input channel and kernel row
 //     r: 10 input values from shared memory (the 8 pixels and their 2 neighbours), then for
 //     each kernel column q two float4 of weights and 64 FMAs: 16 loads for 192 FMAs.
-//   - TF32 (mma.sync m16n8k8): warp (wm, wn) computes (BM/WM) channels x (TH*TW/WN) pixels as
-//     MI x NI mma tiles; an 8-deep step is 8 input channels at one tap, so a stage of CK = 8
-//     channels is 9 steps. Each lane's B elements sit at (channel t, its pixel + tap offset) of
-//     the halo tile; weights are rounded to TF32 when re-laid out and the input tile in place
-//     when it arrives, so no conversion sits in the inner loop.
+//   - TF32 (mma.sync m16n8k8): BF16's kernel below, byte for byte, with 8 float32 channels a
+//     stage where BF16 has 16 bf16: a pixel's channels of a stage are 32 bytes either way, and
+//     an ldmatrix row of 16 bytes holds 4 TF32 elements, which land in m16n8k8's fragment
+//     order (kit/mma.h), so the tiles, the swizzles and every ldmatrix address are BF16's; only
+//     the staging (kit::HaloPairsF32: a channel's pixel pair as one 8-byte load, rounded to TF32
+//     as it arrives), the weights' layout ([c / 8][tap][Mp][8], rounded when re-laid out), the
+//     mma and the epilogue's pair store (8 bytes) differ. No conversion sits in the inner loop.
+//     Until issue 32 TF32 ran on the fp32 tiles' layout, a fragment element by element from
+//     channel-major shared memory (24 4-byte shared loads a tap a warp on Fwd64 where ldmatrix
+//     issues 6 16-byte ones), each stage's tile rounded in place after a barrier: W4's conv2
+//     forward took 1.213 ms on an H200 against BF16's 0.329 (eager profile, bf16-w4-h200).
 // Backward-weights: dw[m][c][tap] += sum over images and pixels of g[m][pixel] x[c][pixel +
 //   tap], g = act'(y) dy (y copied beside dy and applied in shared memory, as in the implicit
 //   kernel). Block = BM output channels x BC input channels (x 9 taps); the reduction walks
@@ -58,7 +64,7 @@
 //     mma.sync's rate or its bytes (x, y once; 2 bytes an element) at the copy rate.
 //     Epilogue: where y's width is even (and no phases), a lane's two accumulators of a row
 //     (pixels 2t, 2t + 1) are one bf16x2 store, the activations compile-time, and warps whose
-//     tile lies inside y check no bounds (fwd_bf16_put_pairs). Instruction counts of sm_90 SASS
+//     tile lies inside y check no bounds (fwd_mma_put_pairs). Instruction counts of sm_90 SASS
 //     (issue 32; W4 conv2, Fwd32, 2 stages of 16 channels): the element-wise epilogue was 4259
 //     instructions a warp of the 6650 ncu counted (64 % of the kernel: 66 an output, 14.8 a
 //     mma), the pair stores about 350 (ReLU; about 540 with backward-data's act'(msrc)).
@@ -126,8 +132,8 @@
 //   pixel's 16 channels of a step are then 32 contiguous bytes, so the stage's halo tile
 //   arrives by 16-byte cp.async (kit::HaloCm16) like the weights, in CM_STAGES (3-4) stages:
 //   a step waits on the oldest stage and one barrier, where the register-staged steps
-//   (fwd_bf16_steps) waited on a round trip each step. Backward-data's phase outputs leave by
-//   the pair epilogue (fwd_bf16_put_pairs, kPhase). Measured on an H200 (ncu's clocks, results/
+//   (fwd_mma_steps) waited on a round trip each step. Backward-data's phase outputs leave by
+//   the pair epilogue (fwd_mma_put_pairs, kPhase). Measured on an H200 (ncu's clocks, results/
 //   bench/w5-cm16-h200): D.conv2's forward (Fwd128, 128 blocks of 16 steps) 37.1 -> 25.1 us,
 //   ~430 -> 261 instructions a warp a step; predicted ~15-18 us from the steps' mma issue, missed:
 //   one block of 8 warps an SM issues 1.1-1.3 instructions a cycle, 6.8 cycles between a
@@ -224,7 +230,7 @@ constexpr int round_up_c(int a, int m) { return (a + m - 1) / m * m; }
 // ---- weights re-laid out: out[i][tap][o] (o < Mp, zero past the output channels) ----------
 // forward: i = input channel c, o = output channel k, from w[k][c][tap];
 // backward-data (flip): i = k, o = c, from w[k][c][8 - tap] (the kernel rotated by 180 degrees).
-__global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, const float* __restrict__ w,
+__global__ void prep_weights_k(int k, int c, int Mp, bool flip, const float* __restrict__ w,
                                float* __restrict__ out) {
   const int in_ch = flip ? k : c;
   const int64_t total = static_cast<int64_t>(in_ch) * 9 * Mp;
@@ -235,13 +241,14 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, cons
     float v = 0.f;
     if (!flip && o < k) v = w[(static_cast<int64_t>(o) * c + i) * 9 + tap];
     if (flip && o < c) v = w[(static_cast<int64_t>(i) * c + o) * 9 + 8 - tap];
-    out[e] = round ? round_tf32(v) : v;
+    out[e] = v;
   }
 }
 
-// bf16: out[i / 16][tap][o][i % 16] (i < round_up(in_ch, 16), o < Mp; zero past the channels),
-// rows of 16 input channels for the A fragments (k = input channel) of the bf16 forward; KK
-// taps; cc: the kernel's channels (4c with S2d; c: w's). The pass's input channels are w's
+// The tensor cores' layout: out[i / G][tap][o][i % G] (i < round_up(in_ch, G), o < Mp; zero
+// past the channels), rows of G input channels (32 bytes: G = 16 bf16, or 8 float32 rounded to
+// TF32 here) for the A fragments (k = input channel) of the forward kind of pass; KK taps; cc:
+// the kernel's channels (4c with S2d; c: w's). The pass's input channels are w's
 // output channels k when flip (backward-data: the kernel rotated by 180 degrees) or Phase
 // (then one such layout per phase, phase-major: direct::prep_index). A row (phase, i / 16,
 // tap) holds Mp x 16 outputs, over blockIdx.x; a thread takes `per` rows (kPrepRows at most;
@@ -257,28 +264,33 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, bool round, cons
 // launches, this one 152 in the sixteenth session's (ncu, results/bench/w5-s17-h200); the small
 // layouts are latency.
 constexpr int kPrepRows = 8;
-__global__ void prep_weights_bf16_k(int k, int cc, int c, int KK, int Mp, bool flip, Taps taps,
-                                    int per, const bf16* __restrict__ w, bf16* __restrict__ out) {
+template <class E, int G>
+__global__ void prep_weights_mma_k(int k, int cc, int c, int KK, int Mp, bool flip, Taps taps,
+                                   int per, const E* __restrict__ w, E* __restrict__ out) {
+  static_assert(G * sizeof(E) == 32, "rows of 32 bytes");
   const bool ko_in = flip || taps == Taps::Phase;  // the pass's input channel is w's k
   const int in_ch = ko_in ? k : cc, out_ch = ko_in ? cc : k;
-  const int in16 = (in_ch + 15) / 16, rows = in16 * KK * (taps == Taps::Phase ? 4 : 1);
-  const int q = blockIdx.x * blockDim.x + threadIdx.x;  // o * 16 + j
-  if (q >= Mp * 16) return;
-  const int j = q & 15, o = q >> 4;
+  const int ing = (in_ch + G - 1) / G, rows = ing * KK * (taps == Taps::Phase ? 4 : 1);
+  const int q = blockIdx.x * blockDim.x + threadIdx.x;  // o * G + j
+  if (q >= Mp * G) return;
+  const int j = q % G, o = q / G;
   for (int r0 = blockIdx.y * per; r0 < rows; r0 += gridDim.y * per) {
     const int r1 = min(rows, r0 + per);
-    bf16 v[kPrepRows];
+    E v[kPrepRows];
 #pragma unroll
     for (int t = 0; t < kPrepRows; ++t) {
-      const int r = r0 + t, phase = r / (in16 * KK), rest = r - phase * in16 * KK;
-      const int i = (rest / KK) * 16 + j, tap = rest % KK;
-      v[t] = bf16{0};
+      const int r = r0 + t, phase = r / (ing * KK), rest = r - phase * ing * KK;
+      const int i = (rest / KK) * G + j, tap = rest % KK;
+      v[t] = E{0};
       if (r < r1 && i < in_ch && o < out_ch)
         v[t] = w[w_index(taps, ko_in ? i : o, ko_in ? o : i, flip ? KK - 1 - tap : tap, c, phase)];
     }
 #pragma unroll
     for (int t = 0; t < kPrepRows; ++t)
-      if (r0 + t < r1) out[static_cast<int64_t>(r0 + t) * Mp * 16 + q] = v[t];
+      if (r0 + t < r1) {
+        if constexpr (std::is_same<E, float>::value) v[t] = round_tf32(v[t]);
+        out[static_cast<int64_t>(r0 + t) * Mp * G + q] = v[t];
+      }
   }
 }
 
@@ -372,26 +384,27 @@ struct FwdCfg {
   static constexpr int BM = BM_, TH = TH_, TW = TW_, BN = TH * TW, CK = 8, STAGES = STAGES_;
   static constexpr int KS = KS_, KK = KS * KS;
   static constexpr int THREADS = (BM / 8) * (BN / 8);  // FMA: 8 x 8 outputs a thread
-  // Blocks an SM must hold (registers capped to fit): two warps a scheduler at least. BF16
-  // (less shared memory a block): 12 or 16 warps an SM, at most 168 or 128 registers a thread
-  // (ptxas -v, sm_90: 64 x 8 x 16 spilled 56 bytes under 128).
+  // Blocks an SM must hold (registers capped to fit): two warps a scheduler at least. The
+  // tensor cores (less shared memory a block): 12 or 16 warps an SM, at most 168 or 128
+  // registers a thread (ptxas -v, sm_90, BF16: 64 x 8 x 16 spilled 56 bytes under 128).
   template <class P>
   static constexpr int min_blocks() {
-    return P::kK == 16 ? (THREADS >= 256 ? 2 : 3) : (THREADS >= 256 ? 1 : 2);
+    return P::kMma ? (THREADS >= 256 ? 2 : 3) : (THREADS >= 256 ? 1 : 2);
   }
   static constexpr int WM = WM_, WN = WN_, MI = BM / WM / 16, NI = BN / WN / 8;
   static constexpr int XW = TW + KS - 1, XR = TH + KS - 1;
-  // input channel stride: 8 mod 32 banks, so the TF32 B reads (8 channels t x 8 pixels g) and
-  // the FMA row reads spread over the banks
+  // fp32 (FMA) tiles: input channel stride 8 mod 32 banks, so that the row reads spread over
+  // the banks
   static constexpr int CS = round_up_c(XR * XW, 32) + 8;
   static constexpr int SA = BM + 8;  // weight rows: 8 mod 32 banks for the A fragments
   static constexpr int X_STAGE = CK * CS, W_STAGE = KK * CK * SA;
   static_assert(WM * WN * 32 == THREADS, "the warps cover the block on the tensor-core path");
   static_assert(TW % 8 == 0 && BM % 16 == 0 && MI >= 1 && NI >= 1, "tile shape");
-  // BF16 (two stages, register-staged): the halo tile from an even column, XB pixels of 16
-  // channels (swizzled rows, kit::swz16), and the weights, KK x BM rows of 16 channels.
-  // Pixels of the halo tile padded to 24 channels (48 bytes: 8 consecutive pixels on 8 bank
-  // groups, at any tap's offset, with no per-tap swizzle arithmetic).
+  // Tensor cores (two stages, register-staged), in 16-bit units (a TF32 element is two): the
+  // halo tile from an even column, XB pixels of 16 units (16 bf16 or 8 TF32 channels), and the
+  // weights, KK x BM rows of 16 units (swizzled rows, kit::swz16). Pixels of the halo tile
+  // padded to 24 units (48 bytes: 8 consecutive pixels on 8 bank groups, at any tap's offset,
+  // with no per-tap swizzle arithmetic).
   static constexpr int XWB = TW + round_up_c(KS, 2), XB = XR * XWB, XP16 = 24;
   static constexpr int X16_STAGE = XB * XP16, W16_STAGE = KK * BM * 16;  // bf16 elements
   // Several images a block (direct_fwd_imgs): the halos of the patch's images, CAP pixels at
@@ -402,8 +415,8 @@ struct FwdCfg {
   static_assert((BN / WN) % TW == 0 && BM / WM % 16 == 0, "BF16: a warp's pixels are whole rows");
   template <class P>
   static size_t smem_bytes() {
-    return P::kK == 16 ? 2 * 2 * static_cast<size_t>(X16_STAGE + W16_STAGE)
-                       : sizeof(float) * STAGES * (X_STAGE + W_STAGE);
+    return P::kMma ? 2 * 2 * static_cast<size_t>(X16_STAGE + W16_STAGE)
+                   : sizeof(float) * STAGES * (X_STAGE + W_STAGE);
   }
   static size_t smem_bytes_imgs() { return 2 * 2 * static_cast<size_t>(XI16_STAGE + W16_STAGE); }
   // From a channel-minor copy (direct_fwd_cm): CM_STAGES stages by cp.async, as many as keep
@@ -427,10 +440,10 @@ using Fwd32K = FwdCfg<32, 16, 16, 1, 4, 3, KS>;    // 128 threads
 template <class E>
 struct FwdArgsOf {
   int n, c, h, w, k, oh, ow, pad, Mp, tiles_x, tiles_y;
-  int pairs;        // BF16: x's pixel pairs are 4-byte aligned (w even, x aligned)
-  int y_pairs;      // BF16: y's (and msrc's) pixel pairs are 4-byte aligned (ow even), no phases
+  int pairs;        // tensor cores: x's pixel pairs are one access (w even, x aligned to a pair)
+  int y_pairs;      // ... y's (and msrc's) pixel pairs (ow even), no phases
   const E* x;
-  const E* wp;      // [c][9][Mp]; BF16 [c / 16][KK][Mp][16]
+  const E* wp;      // fp32 [c][9][Mp]; TF32 [c / 8][9][Mp][8]; BF16 [c / 16][KK][Mp][16]
   const float* bias;
   E* y;
   Act act;
@@ -451,13 +464,14 @@ struct FwdArgsOf {
   float* part;
 };
 
-// acc += taps [TAP0, TAP1) of one 16-channel stage of a BF16 forward-kind pass: xs the stage's
-// halo tile ([pixel][XP16]), ws its weights ([tap][BM][16], rows swizzled by kit::swz16);
-// a_lane, b_lane this lane's A and B offsets (fwd_bf16_steps); IMGS: the B pixel of each pair of
-// n tiles at boff[nj / 2], tap rows rsx apart. Per tap a warp issues MI ldmatrix.x4 (A), NI / 2
-// ldmatrix.x4 (B) and MI NI mma.
-template <class T, bool IMGS, int TAP0, int TAP1>
-__device__ __forceinline__ void fwd_bf16_taps(float* acc, const uint16_t* xs, const uint16_t* ws,
+// acc += taps [TAP0, TAP1) of one stage of a forward-kind pass on the tensor cores (P: BF16, 16
+// channels a stage; TF32, 8: 32 bytes a pixel either way, so the addresses in 16-bit units are
+// the same): xs the stage's halo tile ([pixel][XP16] units), ws its weights ([tap][BM][16]
+// units, rows swizzled by kit::swz16); a_lane, b_lane this lane's A and B offsets
+// (fwd_mma_steps); IMGS: the B pixel of each pair of n tiles at boff[nj / 2], tap rows rsx
+// apart. Per tap a warp issues MI ldmatrix.x4 (A), NI / 2 ldmatrix.x4 (B) and MI NI mma.
+template <class T, class P, bool IMGS, int TAP0, int TAP1>
+__device__ __forceinline__ void fwd_mma_taps(float* acc, const uint16_t* xs, const uint16_t* ws,
                                               int a_lane, int b_lane, const int* boff, int rsx) {
   constexpr int BM = T::BM, TW = T::TW, XWB = T::XWB;
 #pragma unroll
@@ -481,39 +495,40 @@ __device__ __forceinline__ void fwd_bf16_taps(float* acc, const uint16_t* xs, co
 #pragma unroll
     for (int mi = 0; mi < T::MI; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < T::NI; ++ni) BF16::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
+      for (int ni = 0; ni < T::NI; ++ni) P::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
   }
 }
 
-// This lane's A and B offsets in a BF16 forward-kind stage (fwd_bf16_taps). A: matrix j = lane
+// This lane's A and B offsets in a BF16 forward-kind stage (fwd_mma_taps). A: matrix j = lane
 // / 8 of ldmatrix.x4 is (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15) of a
 // 16 x 16 tile; the swizzle of row tap * BM + m0 + mi * 16 + r is r's. B: matrices (tile ni, k
 // 0-7), (ni, k 8-15), (ni + 1, k 0-7), (ni + 1, k 8-15): the lane's pixel (tile ni + lane / 16: 8
 // pixels further along the row; the halo tile starting `shift` columns left of the window), its
 // half of the 16 channels.
 template <class T>
-__device__ __forceinline__ int fwd_bf16_a_lane(int wm, int lane) {
+__device__ __forceinline__ int fwd_mma_a_lane(int wm, int lane) {
   return swz16(wm * (T::BM / T::WM) + (lane & 15), lane >> 4);
 }
 template <class T>
-__device__ __forceinline__ int fwd_bf16_b_lane(int wn, int lane, int shift) {
+__device__ __forceinline__ int fwd_mma_b_lane(int wn, int lane, int shift) {
   const int pn0 = wn * (T::BN / T::WN);
   return ((pn0 / T::TW) * T::XWB + shift + (lane >> 4) * 8 + (lane & 7)) * T::XP16 +
          ((lane >> 3) & 1) * 8;
 }
 
-// One 16-channel step's weights of a BF16 forward-kind pass into ws ([tap][BM][16], rows
-// swizzled by kit::swz16) by cp.async, from wp's [step][tap][Mp][16] at output channel m0
-// (prep_weights_bf16_k's layout); the caller commits.
+// One step's weights of a forward-kind pass on the tensor cores into ws ([tap][BM][16] 16-bit
+// units, rows swizzled by kit::swz16) by cp.async, from wp's [step][tap][Mp][16 units] at output
+// channel m0 (prep_weights_mma_k's layout: 16 bf16 or 8 TF32 channels a row); the caller
+// commits.
 // Units (tap, row m, half hh), thread t units t + j THREADS: with U = 2 BM units a tap (a power
 // of two), a unit's tap, row and half are shifts and masks of compile-time steps (a runtime loop with divisions cost ~80 instructions a warp a step on Fwd128: ncu,
 // D.conv2's forward at f6207d1).
 template <class T>
-__device__ __forceinline__ void fwd_bf16_load_w(uint16_t* ws, const bf16* wp, int step, int Mp,
-                                                int m0, int tid) {
+__device__ __forceinline__ void fwd_mma_load_w(uint16_t* ws, const uint16_t* wp, int step, int Mp,
+                                               int m0, int tid) {
   constexpr int BM = T::BM, U = 2 * BM, N = T::KK * U;
   static_assert((U & (U - 1)) == 0, "power-of-two units a tap");
-  const bf16* src = wp + (static_cast<int64_t>(step) * T::KK * Mp + m0) * 16;
+  const uint16_t* src = wp + (static_cast<int64_t>(step) * T::KK * Mp + m0) * 16;
 #pragma unroll
   for (int j = 0; j < (N + T::THREADS - 1) / T::THREADS; ++j) {
     const int e = tid + j * T::THREADS, tap = e / U, m = (e % U) >> 1, hh = e & 1;
@@ -522,21 +537,31 @@ __device__ __forceinline__ void fwd_bf16_load_w(uint16_t* ws, const bf16* wp, in
   }
 }
 
-// BF16 forward: acc += the block's products over the input channels of steps [st0, st1), 16
-// at a time (the file's comment). sm: the dynamic shared memory; (iy0, ix0) the halo's first
-// input pixel; wp: the weights of the block's phase. IMGS: several images a block (a.imgs, a.hal;
-// xim the first of them), their halos side by side, each lane's B pixel gathered by address.
-template <class T, bool IMGS = false>
-__device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* acc, uint16_t* sm,
-                                               const bf16* xim, int iy0, int ix0, int m0, int st0,
-                                               int st1, const bf16* wp, int tid, int lane, int wm,
-                                               int wn, int left = 0) {
+// Forward-kind pass on the tensor cores (P: BF16 or TF32): acc += the block's products over the
+// input channels of steps [st0, st1), kStepChannels<P> at a time (the file's comment). sm: the
+// dynamic shared memory; (iy0, ix0) the halo's first input pixel; wp: the weights of the block's
+// phase. IMGS (BF16): several images a block (a.imgs, a.hal; xim the first of them), their halos
+// side by side, each lane's B pixel gathered by address.
+template <class P>
+constexpr int kStepChannels = P::kK == 16 ? 16 : 8;  // 32 bytes of a pixel's channels
+template <class T, class P, bool IMGS = false>
+__device__ __forceinline__ void fwd_mma_steps(const FwdArgsOf<typename P::Data>& a, float* acc,
+                                              uint16_t* sm, const typename P::Data* xim, int iy0,
+                                              int ix0, int m0, int st0, int st1,
+                                              const typename P::Data* wp, int tid, int lane,
+                                              int wm, int wn, int left = 0) {
+  static_assert(P::kMma && (!IMGS || P::kK == 16), "tensor cores; several images: BF16");
   constexpr int XWB = T::XWB, XB = T::XB, THREADS = T::THREADS;
   constexpr int XSTAGE = IMGS ? T::XI16_STAGE : T::X16_STAGE;
-  // The input's units (kit::HaloPairsBf16, kit::HaloImagesBf16): channel pairs t % 4 and
-  // t % 4 + 4 (the two halves of a stage), a group of 8 channels each.
-  using Halo = std::conditional_t<IMGS, HaloImagesBf16<T::XP16, THREADS, 1, T::RJI>,
-                                  HaloPairsBf16<XWB, XB, T::XP16, THREADS, 1>>;
+  constexpr int CS = kStepChannels<P>, CH = CS / 2;  // a stage's channels, a half's
+  // The input's units (kit::HaloPairsBf16, kit::HaloImagesBf16; TF32: kit::HaloPairsF32): the
+  // two halves of a stage (16 bytes of a pixel each), channel pairs t % 4 (BF16) or channel
+  // t % 4 (TF32) of each.
+  using Halo = std::conditional_t<
+      P::kK == 16,
+      std::conditional_t<IMGS, HaloImagesBf16<T::XP16, THREADS, 1, T::RJI>,
+                         HaloPairsBf16<XWB, XB, T::XP16, THREADS, 1>>,
+      HaloPairsF32<XWB, XB, T::XP16, THREADS>>;
   uint16_t* Xs = sm;                   // 2 x [XB (CAP)][XP16]
   uint16_t* Ws = sm + 2 * XSTAGE;      // 2 x [KK * BM][16]
   const int shift = ix0 & 1, ix0e = ix0 - shift;  // the tile from an even column
@@ -546,9 +571,9 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   // keep two base registers, not one address per fragment.
   // A: matrix j = lane / 8 of ldmatrix.x4 is (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15),
   // (m 8-15, k 8-15) of a 16 x 16 tile; the swizzle of row tap * BM + m0 + mi * 16 + r is r's.
-  const int a_lane = fwd_bf16_a_lane<T>(wm, lane);
+  const int a_lane = fwd_mma_a_lane<T>(wm, lane);
   const int pn0 = wn * (T::BN / T::WN);
-  const int b_lane = fwd_bf16_b_lane<T>(wn, lane, shift);
+  const int b_lane = fwd_mma_b_lane<T>(wn, lane, shift);
   // IMGS: the lane's pixel of each pair of n tiles as its place in the halos (pixels past the
   // patch's images read image 0's first: their sums are never written), and the tap row's step.
   int boff[IMGS ? T::NI / 2 : 1];
@@ -576,26 +601,27 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
   Halo rx;
   auto load_x = [&](int ci0, int hh) {
     if constexpr (IMGS)
-      rx.load(xim, static_cast<int64_t>(a.c) * a.h * a.w, left, a.c, a.h, a.w, ci0 + hh * 8, iy0,
+      rx.load(xim, static_cast<int64_t>(a.c) * a.h * a.w, left, a.c, a.h, a.w, ci0 + hh * CH, iy0,
               ix0e, pairs, a.hal, i0, r0, c0, fresh(tid));
     else
-      rx.load(xim, a.c, a.h, a.w, ci0 + hh * 8, iy0, ix0e, pairs, fresh(tid));
+      rx.load(xim, a.c, a.h, a.w, ci0 + hh * CH, iy0, ix0e, pairs, fresh(tid));
   };
   auto store_x = [&](int buf, int hh) { rx.store(Xs + buf * XSTAGE + hh * 8, fresh(tid)); };
   auto load_w = [&](int buf, int step) {
-    fwd_bf16_load_w<T>(Ws + buf * T::W16_STAGE, wp, step, a.Mp, m0, tid);
+    fwd_mma_load_w<T>(Ws + buf * T::W16_STAGE, reinterpret_cast<const uint16_t*>(wp), step, a.Mp,
+                      m0, tid);
     cp_async_commit();
   };
   auto compute = [&](auto half, int buf) {  // half: taps [0, KK/2) or the rest
     constexpr int kMid = (T::KK + 1) / 2, kHalf = decltype(half)::value;
-    fwd_bf16_taps<T, IMGS, kHalf ? kMid : 0, kHalf ? T::KK : kMid>(
+    fwd_mma_taps<T, P, IMGS, kHalf ? kMid : 0, kHalf ? T::KK : kMid>(
         acc, Xs + buf * XSTAGE, Ws + buf * T::W16_STAGE, a_lane, b_lane, boff, rsx);
   };
 
   if (st0 >= st1) return;
   load_w(0, st0);
   for (int hh = 0; hh < 2; ++hh) {
-    load_x(st0 * 16, hh);
+    load_x(st0 * CS, hh);
     store_x(0, hh);
   }
   cp_async_wait<0>();
@@ -605,12 +631,12 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
     const bool more = st + 1 < st1;
     if (more) {
       load_w(buf ^ 1, st + 1);
-      load_x((st + 1) * 16, 0);
+      load_x((st + 1) * CS, 0);
     }
     compute(std::integral_constant<int, 0>{}, buf);
     if (more) {
       store_x(buf ^ 1, 0);
-      load_x((st + 1) * 16, 1);
+      load_x((st + 1) * CS, 1);
     }
     compute(std::integral_constant<int, 1>{}, buf);
     if (more) store_x(buf ^ 1, 1);
@@ -622,8 +648,8 @@ __device__ __forceinline__ void fwd_bf16_steps(const FwdArgsOf<bf16>& a, float* 
 // BF16 forward-kind steps from a channel-minor copy of the input (a.x: [image][c / 16][h][w][16],
 // conv2d_direct_channel_minor): acc += the block's products over all a.c / 16 steps, the halo
 // tile of the window's first pixel (iy0, ix0) and the weights both by cp.async (kit::HaloCm16,
-// fwd_bf16_load_w), S stages in flight: a step waits on the oldest stage only, and x holds no
-// staging registers (fwd_bf16_steps stages x through registers, two stages: each step waited on
+// fwd_mma_load_w), S stages in flight: a step waits on the oldest stage only, and x holds no
+// staging registers (fwd_mma_steps stages x through registers, two stages: each step waited on
 // a round trip). Fwd128 on D.conv2 (ncu, H200): ~430 -> 261 instructions a warp a step for its
 // 64 mma, the file's header. xim: the block's image; wp: its phase's weights.
 template <class T, int S>
@@ -636,9 +662,10 @@ __device__ __forceinline__ void fwd_bf16_steps_cm(const FwdArgsOf<bf16>& a, floa
   uint16_t* Xs = sm;                        // S x [XB][XP16]
   uint16_t* Ws = sm + S * T::X16_STAGE;     // S x [KK * BM][16]
   const int steps = (a.c + 15) / 16, group = a.h * a.w * 16;
-  const int a_lane = fwd_bf16_a_lane<T>(wm, lane), b_lane = fwd_bf16_b_lane<T>(wn, lane, 0);
+  const int a_lane = fwd_mma_a_lane<T>(wm, lane), b_lane = fwd_mma_b_lane<T>(wn, lane, 0);
   auto load = [&](int buf, int step) {
-    fwd_bf16_load_w<T>(Ws + buf * T::W16_STAGE, wp, step, a.Mp, m0, tid);
+    fwd_mma_load_w<T>(Ws + buf * T::W16_STAGE, reinterpret_cast<const uint16_t*>(wp), step, a.Mp,
+                      m0, tid);
     Halo::load(Xs + buf * T::X16_STAGE, xim + static_cast<int64_t>(step) * group, a.h, a.w, iy0,
                ix0, tid);
   };
@@ -653,17 +680,18 @@ __device__ __forceinline__ void fwd_bf16_steps_cm(const FwdArgsOf<bf16>& a, floa
     if (st + S - 1 < steps) load((st + S - 1) % S, st + S - 1);
     cp_async_commit();
     const int buf = st % S;
-    fwd_bf16_taps<T, false, 0, T::KK>(acc, Xs + buf * T::X16_STAGE, Ws + buf * T::W16_STAGE,
-                                      a_lane, b_lane, nullptr, 0);
+    fwd_mma_taps<T, BF16, false, 0, T::KK>(acc, Xs + buf * T::X16_STAGE,
+                                            Ws + buf * T::W16_STAGE, a_lane, b_lane, nullptr, 0);
   }
   cp_async_wait<0>();
 }
 
-// BF16 forward epilogue where y's rows are pixel pairs 4-byte aligned (FwdArgsOf::y_pairs): an
-// accumulator's two values of a row (pixels 2t, 2t + 1 of channel m: 8 pixels of a row are one
-// m16n8 tile, so both lie in the patch's row, and with an even width both in y or neither)
-// written as one bf16x2 store at the lane's base plus the tile's row and column. The values
-// are those of `put` in direct_fwd, rounded alike (cvt.rn.bf16x2 is two cvt.rn.bf16); the
+// The tensor-core forward epilogue where y's rows are aligned pixel pairs (FwdArgsOf::y_pairs):
+// an accumulator's two values of a row (pixels 2t, 2t + 1 of channel m: 8 pixels of a row are
+// one m16n8 tile, so both lie in the patch's row, and with an even width both in y or neither)
+// written as one store at the lane's base plus the tile's row and column (bf16x2, 4 bytes; a
+// float32 y: float2, 8 bytes). The values are those of `put` in direct_fwd, rounded alike
+// (bf16: cvt.rn.bf16x2 is two cvt.rn.bf16); the
 // activations are compile-time (A: act, M: mact; at most one of them not None, y_pairs says)
 // and kEdge masks the stores of a warp whose tile reaches past k, oh or ow: interior warps
 // check nothing (measured in SASS: 133 instructions an output pair with the general `put`,
@@ -673,15 +701,17 @@ __device__ __forceinline__ void fwd_bf16_steps_cm(const FwdArgsOf<bf16>& a, floa
 // 4t + 2 + pq), two 2-byte stores (and two msrc loads), an odd ow masking the second: ncu on
 // D.conv2's backward-data (f6207d1) counted 856 instructions a warp a 16-channel step with the
 // general put, most of them the epilogue's, and instruction-fetch stalls.
-template <class T, bool kEdge, FusedAct A, FusedAct M, bool kPhase = false>
-__device__ __forceinline__ void fwd_bf16_put_pairs(const FwdArgsOf<bf16>& a, const float* acc,
-                                                   bf16* yim, int mw, int oy0, int ox0, int pn0,
-                                                   int gq, int tq, int pr = 0, int pq = 0) {
+template <class T, bool kEdge, FusedAct A, FusedAct M, bool kPhase = false, class E>
+__device__ __forceinline__ void fwd_mma_put_pairs(const FwdArgsOf<E>& a, const float* acc,
+                                                  E* yim, int mw, int oy0, int ox0, int pn0,
+                                                  int gq, int tq, int pr = 0, int pq = 0) {
+  constexpr bool kBf16 = std::is_same<E, bf16>::value;
+  static_assert(kBf16 || !kPhase, "phases: the 4x4 stride-2 layers, bf16");
   constexpr int TW = T::TW, NI = T::NI;
   const Act act{A, a.act.slope}, mact{M, a.mact.slope};
   const int yw = kPhase ? a.dw : a.ow, yhw = kPhase ? a.dh * a.dw : a.oh * a.ow;
   const int ox = ox0 + 2 * tq, oyw = oy0 + pn0 / TW;
-  const bf16* msrc = M != FusedAct::None ? a.msrc + (yim - a.y) : nullptr;
+  const E* msrc = M != FusedAct::None ? a.msrc + (yim - a.y) : nullptr;
 #pragma unroll
   for (int mi = 0; mi < T::MI; ++mi)
 #pragma unroll
@@ -703,9 +733,9 @@ __device__ __forceinline__ void fwd_bf16_put_pairs(const FwdArgsOf<bf16>& a, con
             v0 = act_grad(ldg_f32(msrc + o), v0, mact);
             if (second) v1 = act_grad(ldg_f32(msrc + o + 2), v1, mact);
           }
-          yim[o] = from_f32<bf16>(v0);
-          if (second) yim[o + 2] = from_f32<bf16>(v1);
-        } else {
+          yim[o] = from_f32<E>(v0);
+          if (second) yim[o + 2] = from_f32<E>(v1);
+        } else if constexpr (kBf16) {
           const int o = base + r * yw + col;
           if (M != FusedAct::None) {
             const uint32_t s = ldg_bits32(msrc + o);
@@ -713,27 +743,34 @@ __device__ __forceinline__ void fwd_bf16_put_pairs(const FwdArgsOf<bf16>& a, con
             v1 = act_grad(bf16_float(s >> 16), v1, mact);
           }
           *reinterpret_cast<uint32_t*>(yim + o) = bf16x2_bits(v0, v1);
+        } else {
+          const int o = base + r * yw + col;
+          if (M != FusedAct::None) {
+            const float2 s = __ldg(reinterpret_cast<const float2*>(msrc + o));
+            v0 = act_grad(s.x, v0, mact);
+            v1 = act_grad(s.y, v1, mact);
+          }
+          *reinterpret_cast<float2*>(yim + o) = make_float2(v0, v1);
         }
       }
     }
 }
-// fwd_bf16_put_pairs with the run's activations.
-template <class T, bool kEdge, bool kPhase = false>
-__device__ __forceinline__ void fwd_bf16_put_pairs_of(const FwdArgsOf<bf16>& a, const float* acc,
-                                                      bf16* yim, int mw, int oy0, int ox0,
-                                                      int pn0, int gq, int tq, int pr = 0,
-                                                      int pq = 0) {
+// fwd_mma_put_pairs with the run's activations.
+template <class T, bool kEdge, bool kPhase = false, class E>
+__device__ __forceinline__ void fwd_mma_put_pairs_of(const FwdArgsOf<E>& a, const float* acc,
+                                                     E* yim, int mw, int oy0, int ox0, int pn0,
+                                                     int gq, int tq, int pr = 0, int pq = 0) {
   constexpr FusedAct N = FusedAct::None, R = FusedAct::ReLU, L = FusedAct::LeakyReLU;
   if (a.mact.kind == R)
-    fwd_bf16_put_pairs<T, kEdge, N, R, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+    fwd_mma_put_pairs<T, kEdge, N, R, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
   else if (a.mact.kind == L)
-    fwd_bf16_put_pairs<T, kEdge, N, L, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+    fwd_mma_put_pairs<T, kEdge, N, L, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
   else if (a.act.kind == R)
-    fwd_bf16_put_pairs<T, kEdge, R, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+    fwd_mma_put_pairs<T, kEdge, R, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
   else if (a.act.kind == L)
-    fwd_bf16_put_pairs<T, kEdge, L, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+    fwd_mma_put_pairs<T, kEdge, L, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
   else
-    fwd_bf16_put_pairs<T, kEdge, N, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+    fwd_mma_put_pairs<T, kEdge, N, N, kPhase>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
 }
 
 // A forward-kind block's place (one image a block): blockIdx.x its image and patch of TH x TW
@@ -778,25 +815,31 @@ __device__ __forceinline__ void fwd_put(const FwdArgsOf<E>& a, E* yim, int oy0, 
   yim[o] = from_f32<E>(v);  // bf16: rounded once, here
 }
 
-// The epilogue of a BF16 forward-kind block of image img: output pairs where y's rows allow or
-// by phases (fwd_bf16_put_pairs), else fwd_put an accumulator at a time.
-template <class T>
-__device__ __forceinline__ void fwd_bf16_epilogue(const FwdArgsOf<bf16>& a, const float* acc,
-                                                  int img, int oy0, int ox0, int m0, int pr,
-                                                  int pq, int wm, int wn, int gq, int tq) {
-  bf16* yim = a.y + static_cast<int64_t>(img) * a.y_img;
+// The epilogue of a tensor-core forward-kind block of image img: output pairs where y's rows
+// allow or by phases (fwd_mma_put_pairs), else fwd_put an accumulator at a time.
+template <class T, class E>
+__device__ __forceinline__ void fwd_mma_epilogue(const FwdArgsOf<E>& a, const float* acc,
+                                                 int img, int oy0, int ox0, int m0, int pr,
+                                                 int pq, int wm, int wn, int gq, int tq) {
+  E* yim = a.y + static_cast<int64_t>(img) * a.y_img;
   const int mw = m0 + wm * (T::BM / T::WM), pn0 = wn * (T::BN / T::WN);
   if (a.y_pairs || a.phases) {
     const bool edge = mw + T::BM / T::WM > a.k || oy0 + (pn0 + T::BN / T::WN) / T::TW > a.oh ||
                       ox0 + T::TW > a.ow;
-    if (a.phases && edge)
-      fwd_bf16_put_pairs_of<T, true, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
-    else if (a.phases)
-      fwd_bf16_put_pairs_of<T, false, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
-    else if (edge)
-      fwd_bf16_put_pairs_of<T, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+    if constexpr (std::is_same<E, bf16>::value) {  // (phases: bf16 only)
+      if (a.phases && edge) {
+        fwd_mma_put_pairs_of<T, true, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+        return;
+      }
+      if (a.phases) {
+        fwd_mma_put_pairs_of<T, false, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq, pr, pq);
+        return;
+      }
+    }
+    if (edge)
+      fwd_mma_put_pairs_of<T, true>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
     else
-      fwd_bf16_put_pairs_of<T, false>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
+      fwd_mma_put_pairs_of<T, false>(a, acc, yim, mw, oy0, ox0, pn0, gq, tq);
     return;
   }
   mma_tiles_for_each<T::MI, T::NI>(acc, mw, pn0, gq, tq, [&](int m, int p, float v) {
@@ -804,26 +847,37 @@ __device__ __forceinline__ void fwd_bf16_epilogue(const FwdArgsOf<bf16>& a, cons
   });
 }
 
+// The forward kind of pass (forward; backward-data of dy with the rotated kernels), one image a
+// block: on the tensor cores (P: TF32, BF16) by fwd_mma_steps and fwd_mma_epilogue; fp32 on the
+// FMA units by the float tiles below.
 template <class T, class P>
 __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
     direct_fwd(const FwdArgsOf<typename P::Data> a) {
   using E = typename P::Data;
-  constexpr bool TF32 = P::kMma;  // the tensor cores (TF32 or BF16)
-  constexpr int BM = T::BM, TW = T::TW, CK = T::CK, XW = T::XW, XR = T::XR;
-  constexpr int CS = T::CS, SA = T::SA, STAGES = T::STAGES, THREADS = T::THREADS;
   extern __shared__ __align__(16) float smem[];
-  float* Xs = smem;                           // STAGES x [CK][CS]
-  float* Ws = smem + STAGES * T::X_STAGE;     // STAGES x [KK][CK][SA]
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const FwdPlace b = fwd_place<T>(a);
   const int img = b.img, oy0 = b.oy0, ox0 = b.ox0, m0 = b.m0, pr = b.pr, pq = b.pq;
   const int iy0 = b.iy0, ix0 = b.ix0;
   const int hw = a.h * a.w;
   const E* xim = a.x + static_cast<int64_t>(img) * a.c * hw;
-  const int steps = (a.c + CK - 1) / CK;
-
-  auto load = [&](int s, int ci0) {
-    if constexpr (P::kK != 16) {  // fp32 tiles (BF16: fwd_bf16_steps)
+  if constexpr (P::kMma) {
+    const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
+    float acc[T::MI * T::NI * 4];
+#pragma unroll
+    for (int i = 0; i < T::MI * T::NI * 4; ++i) acc[i] = 0.f;
+    constexpr int CS = kStepChannels<P>;
+    fwd_mma_steps<T, P>(a, acc, reinterpret_cast<uint16_t*>(smem), xim, iy0, ix0, m0, 0,
+                        (a.c + CS - 1) / CS, a.wp + blockIdx.z * a.w_phase, tid, lane, wm, wn);
+    fwd_mma_epilogue<T>(a, acc, img, oy0, ox0, m0, pr, pq, wm, wn, gq, tq);
+  } else {
+    // fp32: thread (ty, tx) computes 8 channels x 8 pixels (the file's comment).
+    constexpr int BM = T::BM, TW = T::TW, CK = T::CK, XW = T::XW, XR = T::XR;
+    constexpr int CS = T::CS, SA = T::SA, STAGES = T::STAGES, THREADS = T::THREADS;
+    float* Xs = smem;                           // STAGES x [CK][CS]
+    float* Ws = smem + STAGES * T::X_STAGE;     // STAGES x [KK][CK][SA]
+    const int steps = (a.c + CK - 1) / CK;
+    auto load = [&](int s, int ci0) {
       load_halo_tile<CK, XR, XW, CS, THREADS, true>(Xs + s * T::X_STAGE, xim, a.x, ci0, a.c, a.h,
                                                     a.w, iy0, ix0, tid);
       float* ws = Ws + s * T::W_STAGE;
@@ -835,33 +889,15 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
                    ok ? a.wp + (static_cast<int64_t>(ci0 + ci) * 9 + tap) * a.Mp + m0 + m4 * 4 : a.wp,
                    ok);
       }
-    }
-  };
-  // TF32: the input tile rounded in place, each thread the elements it copied.
-  auto round_tile = [&](int s) {
-    round_halo_tile<CK, XR, XW, CS, THREADS>(Xs + s * T::X_STAGE, tid);
-  };
-
-  // FMA path: 8 channels x 8 pixels a thread.
-  const int ty = tid / (T::BN / 8), tx = tid % (T::BN / 8);
-  const int py = tx / (TW / 8), px0 = (tx % (TW / 8)) * 8;
-  // TF32 path
-  const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
-  int boff[T::NI];  // this lane's pixel of each n tile, as an offset in the halo tile
+    };
+    const int ty = tid / (T::BN / 8), tx = tid % (T::BN / 8);
+    const int py = tx / (TW / 8), px0 = (tx % (TW / 8)) * 8;
+    float acc[64];
 #pragma unroll
-  for (int ni = 0; ni < T::NI; ++ni) {
-    const int pn = wn * (T::BN / T::WN) + ni * 8 + gq;
-    boff[ni] = (pn / TW) * XW + pn % TW;
-  }
-  constexpr int kAcc = TF32 ? T::MI * T::NI * 4 : 64;
-  float acc[kAcc];
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
-
-  auto compute = [&](int s) {
-    const float* xs = Xs + s * T::X_STAGE;
-    const float* ws = Ws + s * T::W_STAGE;
-    if constexpr (!TF32) {
+    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+    auto compute = [&](int s) {
+      const float* xs = Xs + s * T::X_STAGE;
+      const float* ws = Ws + s * T::W_STAGE;
 #pragma unroll 1
       for (int ci = 0; ci < CK; ++ci)
 #pragma unroll
@@ -881,38 +917,7 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
               for (int j = 0; j < 8; ++j) acc[i * 8 + j] = fmaf(av[i], xv[j + q], acc[i * 8 + j]);
           }
         }
-    } else {
-#pragma unroll
-      for (int tap = 0; tap < T::KK; ++tap) {
-        const int toff = (tap / T::KS) * XW + tap % T::KS;
-        uint32_t af[T::MI][4], bf[T::NI][2];
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi) {
-          const int m = wm * (BM / T::WM) + mi * 16 + gq;
-          const float* wr = ws + (tap * CK + tq) * SA + m;
-          af[mi][0] = __float_as_uint(wr[0]);
-          af[mi][1] = __float_as_uint(wr[8]);
-          af[mi][2] = __float_as_uint(wr[4 * SA]);
-          af[mi][3] = __float_as_uint(wr[4 * SA + 8]);
-        }
-#pragma unroll
-        for (int ni = 0; ni < T::NI; ++ni) {
-          const float* xr = xs + tq * CS + boff[ni] + toff;
-          bf[ni][0] = __float_as_uint(xr[0]);
-          bf[ni][1] = __float_as_uint(xr[4 * CS]);
-        }
-#pragma unroll
-        for (int mi = 0; mi < T::MI; ++mi)
-#pragma unroll
-          for (int ni = 0; ni < T::NI; ++ni) P::mma(acc + (mi * T::NI + ni) * 4, af[mi], bf[ni]);
-      }
-    }
-  };
-
-  if constexpr (P::kK == 16) {
-    fwd_bf16_steps<T>(a, acc, reinterpret_cast<uint16_t*>(smem), xim, iy0, ix0, m0, 0,
-                      (a.c + 15) / 16, a.wp + blockIdx.z * a.w_phase, tid, lane, wm, wn);
-  } else {
+    };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < steps) load(s, s * CK);
@@ -921,31 +926,20 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
     for (int st = 0; st < steps; ++st) {
       const int s = st % STAGES;
       cp_async_wait<STAGES - 2>();
-      if (TF32) round_tile(s);
       __syncthreads();
       if (st + STAGES - 1 < steps) load((st + STAGES - 1) % STAGES, (st + STAGES - 1) * CK);
       cp_async_commit();
       compute(s);
     }
     cp_async_wait<0>();
-  }
-
-  if constexpr (P::kK == 16) {
-    fwd_bf16_epilogue<T>(a, acc, img, oy0, ox0, m0, pr, pq, wm, wn, gq, tq);
-    return;
-  }
-  E* yim = a.y + static_cast<int64_t>(img) * a.y_img;
-  auto put = [&](int m, int p, float v) { fwd_put<T>(a, yim, oy0, ox0, pr, pq, m, p, v); };
-  if (!TF32) {
+    E* yim = a.y + static_cast<int64_t>(img) * a.y_img;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const int m = m0 + (i / 4) * (BM / 2) + ty * 4 + i % 4;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) put(m, py * TW + px0 + j, acc[i * 8 + j]);
+      for (int j = 0; j < 8; ++j)
+        fwd_put<T>(a, yim, oy0, ox0, pr, pq, m, py * TW + px0 + j, acc[i * 8 + j]);
     }
-  } else {
-    mma_tiles_for_each<T::MI, T::NI>(acc, m0 + wm * (BM / T::WM), wn * (T::BN / T::WN), gq, tq,
-                                     put);
   }
 }
 
@@ -953,7 +947,7 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
 // its input (a.x: [n][a.c / 16][a.h][a.w][16], conv2d_direct_channel_minor): direct_fwd's block
 // (BM output channels x a TH x TW patch of one image; blockIdx.z the phase with a.phases), its
 // steps by fwd_bf16_steps_cm (T::CM_STAGES stages of cp.async), its epilogue
-// (fwd_bf16_epilogue). Floor: the pass's FLOPs at mma.sync's rate, or x's copy and y once.
+// (fwd_mma_epilogue). Floor: the pass's FLOPs at mma.sync's rate, or x's copy and y once.
 template <class T>
 __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<BF16>())
     direct_fwd_cm(const FwdArgsOf<bf16> a) {
@@ -967,7 +961,7 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<BF16>())
   for (int i = 0; i < T::MI * T::NI * 4; ++i) acc[i] = 0.f;
   fwd_bf16_steps_cm<T, T::CM_STAGES>(a, acc, reinterpret_cast<uint16_t*>(smem), xim, b.iy0, b.ix0,
                                      b.m0, a.wp + blockIdx.z * a.w_phase, tid, lane, wm, wn);
-  fwd_bf16_epilogue<T>(a, acc, b.img, b.oy0, b.ox0, b.m0, b.pr, b.pq, wm, wn, gq, tq);
+  fwd_mma_epilogue<T>(a, acc, b.img, b.oy0, b.ox0, b.m0, b.pr, b.pq, wm, wn, gq, tq);
 }
 
 // BF16 forward-kind pass with several images a block (FwdArgsOf::imgs; the 2x2 kernels of the
@@ -989,7 +983,7 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<BF16>())
   float acc[T::MI * T::NI * 4];
 #pragma unroll
   for (int i = 0; i < T::MI * T::NI * 4; ++i) acc[i] = 0.f;
-  fwd_bf16_steps<T, true>(a, acc, reinterpret_cast<uint16_t*>(smem),
+  fwd_mma_steps<T, BF16, true>(a, acc, reinterpret_cast<uint16_t*>(smem),
                           a.x + static_cast<int64_t>(img0) * a.c * a.h * a.w, iy0, ix0, m0, st0,
                           st1, a.wp + z * a.w_phase, tid, lane, wm, wn, a.n - img0);
   // this lane's outputs n = pn0 + ni * 8 + 2 tq (+ 1): their image's place in part, -1 past the
@@ -1566,9 +1560,10 @@ void with_precision_of(CudaExec e, F&& f) {
     with_precision(e.tf32, f);
 }
 
-// BF16's 4-byte loads of pixel pairs: a row of even width in a 4-byte aligned tensor.
-bool pairs_aligned(const void* p, int64_t width) {
-  return width % 2 == 0 && aligned(p, 4);
+// The loads and stores of pixel pairs in one access (BF16: 4 bytes; TF32's float32 tensors: 8):
+// a row of even width in a tensor aligned to a pair.
+bool pairs_aligned(const void* p, int64_t width, size_t elem_bytes = 2) {
+  return width % 2 == 0 && aligned(p, 2 * elem_bytes);
 }
 // ... in whole 16-byte groups of 8 (BF16 backward-weights' g loads)
 bool octets_aligned(const void* p, int64_t width) {
@@ -1736,9 +1731,10 @@ void run_fwd(int in_ch, int h, int w, int out_ch, int oh, int ow, int pad, int64
   a.ow = ow;
   a.pad = pad;
   a.Mp = Mp;
-  a.pairs = pairs_aligned(x, w);
-  // (fwd_bf16_put_pairs: at most one activation, compile-time)
-  a.y_pairs = !a.phases && pairs_aligned(y, ow) && (msrc == nullptr || pairs_aligned(msrc, ow)) &&
+  a.pairs = pairs_aligned(x, w, sizeof(E));
+  // (fwd_mma_put_pairs: at most one activation, compile-time)
+  a.y_pairs = !a.phases && pairs_aligned(y, ow, sizeof(E)) &&
+              (msrc == nullptr || pairs_aligned(msrc, ow, sizeof(E))) &&
               (act.kind == FusedAct::None || mact.kind == FusedAct::None);
   a.x = x;
   a.wp = wp;
@@ -1891,35 +1887,44 @@ bool bww_imgs(DirectImages mode, int64_t oh, int64_t ow, ImgHalo* hal) {
   return imgs_wanted(mode, fits, hal->imgs, "direct 4x4 stride-2 backward-weights (bf16)");
 }
 
-// The weights re-laid out into ws for a forward-kind pass (flip: backward-data's rotated
-// kernels); returns Mp.
-int prep_weights(const float* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e) {
-  const int Mp = static_cast<int>(conv3x3::round_up(flip ? c : k, 128));
-  const int64_t total = (flip ? k : c) * 9 * Mp;
-  prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
-      static_cast<int>(k), static_cast<int>(c), Mp, flip, e.tf32, w, ws);
-  PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights");
-  return Mp;
-}
-// bf16, the taps of prep_weights_bf16_k (S2d, Phase: a 4x4 stride-2 kernel's 2x2 kernels;
-// Phase: four layouts of conv2d_direct_weights_floats(k, c, true, 4) floats each).
-int prep_weights(const bf16* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e,
-                 Taps taps = Taps::Plain) {
+// The tensor cores' layout (prep_weights_mma_k) of w (E: bf16, or float32 rounded to TF32)
+// into ws, with the taps (Plain: 3x3; S2d, Phase (bf16): a 4x4 stride-2 kernel's 2x2 kernels,
+// Phase four layouts of conv2d_direct_weights_floats(k, c, true, 4) floats each); returns Mp.
+template <class E>
+int prep_weights_mma(const E* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e,
+                     Taps taps = Taps::Plain) {
+  constexpr int G = 32 / sizeof(E);
   const int64_t cc = taps == Taps::S2d ? 4 * c : c, kk = taps == Taps::Plain ? 9 : 4;
   const bool ko_in = flip || taps == Taps::Phase;
   const int Mp = static_cast<int>(conv3x3::round_up(ko_in ? cc : k, 128));
   const int64_t rows =
-      conv3x3::round_up(ko_in ? k : cc, 16) / 16 * kk * (taps == Taps::Phase ? 4 : 1);
-  PDNN_CHECK(rows * Mp * 16 < INT_MAX, "direct convolution (bf16): %lld x %lld weights exceed "
-             "the 32-bit indexing of their re-layout", (long long)k, (long long)c);
-  const int per = rows * Mp * 16 >= (int64_t{1} << 18) ? kPrepRows : 1;  // rows a thread
-  const dim3 grid(static_cast<unsigned>(Mp * 16 / kThreads + (Mp * 16 % kThreads != 0)),
+      conv3x3::round_up(ko_in ? k : cc, G) / G * kk * (taps == Taps::Phase ? 4 : 1);
+  PDNN_CHECK(rows * Mp * G < INT_MAX, "direct convolution (%s): %lld x %lld weights exceed "
+             "the 32-bit indexing of their re-layout", sizeof(E) == 2 ? "bf16" : "tf32",
+             (long long)k, (long long)c);
+  const int per = rows * Mp * G >= (int64_t{1} << 18) ? kPrepRows : 1;  // rows a thread
+  const dim3 grid(static_cast<unsigned>(Mp * G / kThreads + (Mp * G % kThreads != 0)),
                   static_cast<unsigned>(std::min<int64_t>((rows + per - 1) / per, 65535)));
-  prep_weights_bf16_k<<<grid, kThreads, 0, stream_of(e)>>>(
+  prep_weights_mma_k<E, G><<<grid, kThreads, 0, stream_of(e)>>>(
       static_cast<int>(k), static_cast<int>(cc), static_cast<int>(c), static_cast<int>(kk), Mp,
-      flip, taps, per, w, reinterpret_cast<bf16*>(ws));
-  PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights (bf16)");
+      flip, taps, per, w, reinterpret_cast<E*>(ws));
+  PDNN_CUDA_LAUNCH_CHECK("direct convolution's weights (tensor cores)");
   return Mp;
+}
+// The weights re-laid out into ws for a forward-kind pass (flip: backward-data's rotated
+// kernels); returns Mp. fp32: [c][9][Mp] for the FMA tiles; TF32: the tensor cores' layout.
+int prep_weights(const float* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e) {
+  if (e.tf32) return prep_weights_mma(w, k, c, flip, ws, e);
+  const int Mp = static_cast<int>(conv3x3::round_up(flip ? c : k, 128));
+  const int64_t total = (flip ? k : c) * 9 * Mp;
+  prep_weights_k<<<blocks_for(total), kThreads, 0, stream_of(e)>>>(
+      static_cast<int>(k), static_cast<int>(c), Mp, flip, w, ws);
+  PDNN_CUDA_LAUNCH_CHECK("direct 3x3 weights");
+  return Mp;
+}
+int prep_weights(const bf16* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e,
+                 Taps taps = Taps::Plain) {
+  return prep_weights_mma(w, k, c, flip, ws, e, taps);
 }
 
 template <class E>

@@ -281,6 +281,65 @@ struct HaloPairsBf16 {
   }
 };
 
+// The same tile for a float32 input on the TF32 path: a stage is 8 channels (32 bytes a pixel,
+// as bf16's 16), a half of it 4, so that the tile's bytes, and every ldmatrix address into it,
+// are bf16's (an ldmatrix row of 16 bytes holds 4 TF32 elements, which land in the mma's
+// fragment order: kit/mma.h). The units are (channel, pixel pair): thread t copies channel
+// cb + t % 4 at HaloPairsBf16's pixel pairs, rounded to TF32 as it arrives (cvt.rna, once an
+// element: the inner loop converts nothing), one 8-byte load where `pairs` (w even, x 8-byte
+// aligned, the tile from an even column), else two 4-byte ones; a 4-byte store a pixel.
+template <int XWB, int XB, int XP, int THREADS>
+struct HaloPairsF32 {
+  static constexpr int NPP = XB / 2, PPT = THREADS / 4, RJ = (NPP + PPT - 1) / PPT;
+  static constexpr int DROW = 2 * PPT / XWB, DCOL = 2 * PPT % XWB;  // the step, rows/columns
+  static_assert(XWB % 2 == 0 && XB % XWB == 0 && THREADS % 4 == 0 && XP % 2 == 0, "pixel pairs");
+  uint32_t r[RJ][2];  // pixel 2pp's and 2pp + 1's TF32 bits
+
+  __device__ __forceinline__ void load(const float* xim, int nch, int h, int w, int cb, int iy0,
+                                       int ix0e, bool pairs, int tid) {
+    const int pp0 = tid >> 2, r0 = 2 * pp0 / XWB;
+    int iy = iy0 + r0, ix = ix0e + 2 * pp0 - r0 * XWB;  // unit j's first pixel in x
+    const int ix_end = ix0e + XWB, hw = h * w;
+    const int c = cb + (tid & 3);
+    const bool ck = c < nch;
+    const float* xc = xim + static_cast<int64_t>(ck ? c : 0) * hw;
+#pragma unroll
+    for (int j = 0; j < RJ; ++j) {
+      const bool in_y = ck && (j < RJ - 1 || pp0 + j * PPT < NPP) &&
+                        static_cast<unsigned>(iy) < static_cast<unsigned>(h);
+      const bool ok0 = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(w);
+      const int off = iy * w + ix;
+      if (pairs) {  // ix even, w even: both pixels in the image or neither
+        const float2 v = ok0 ? __ldg(reinterpret_cast<const float2*>(xc + off)) : float2{0.f, 0.f};
+        r[j][0] = tf32_bits(v.x);
+        r[j][1] = tf32_bits(v.y);
+      } else {
+        const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(w);
+        r[j][0] = tf32_bits(ok0 ? __ldg(xc + off) : 0.f);
+        r[j][1] = tf32_bits(ok1 ? __ldg(xc + off + 1) : 0.f);
+      }
+      ix += DCOL;
+      iy += DROW;
+      if (ix >= ix_end) {
+        ix -= XWB;
+        ++iy;
+      }
+    }
+  }
+  // The loaded units into xs (16-bit units, the stage's tile at its half's column): channel
+  // cb + t % 4 at pixel 2 pp, then at 2 pp + 1.
+  __device__ __forceinline__ void store(uint16_t* xs, int tid) const {
+    uint16_t* base = xs + 2 * (tid >> 2) * XP + 2 * (tid & 3);
+#pragma unroll
+    for (int j = 0; j < RJ; ++j) {
+      if (j == RJ - 1 && (tid >> 2) + j * PPT >= NPP) break;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(base + 2 * j * PPT * XP);
+      dst[0] = r[j][0];
+      dst[XP / 2] = r[j][1];
+    }
+  }
+};
+
 // ---- bf16 halo tiles from a channel-minor copy (cp.async) ---------------------------------
 // One group of 16 channels of a halo tile into shared memory as [pixel of the tile][XP
 // channels] (XB pixels in rows XWB wide, the tile's first pixel (iy0, ix0)), from xg: one

@@ -250,8 +250,8 @@ __global__ void prep_weights_k(int k, int c, int Mp, bool flip, const float* __r
 // TF32 here) for the A fragments (k = input channel) of the forward kind of pass; KK taps; cc:
 // the kernel's channels (4c with S2d; c: w's). The pass's input channels are w's
 // output channels k when flip (backward-data: the kernel rotated by 180 degrees) or Phase
-// (then one such layout per phase, phase-major: direct::prep_index). A row (phase, i / 16,
-// tap) holds Mp x 16 outputs, over blockIdx.x; a thread takes `per` rows (kPrepRows at most;
+// (then one such layout per phase, phase-major: direct::prep_index). A row (phase, i / G,
+// tap) holds Mp x G outputs, over blockIdx.x; a thread takes `per` rows (kPrepRows at most;
 // blockIdx.y's group, striding), their loads issued before any store, so that several are in
 // flight: the gather's latency, not its bytes, sets the time of the large layouts. Index
 // arithmetic in 32 bits, one division a row. ncu on an H200 (results/bench/w5-side-kernels-h200),
@@ -396,7 +396,7 @@ struct FwdCfg {
   // fp32 (FMA) tiles: input channel stride 8 mod 32 banks, so that the row reads spread over
   // the banks
   static constexpr int CS = round_up_c(XR * XW, 32) + 8;
-  static constexpr int SA = BM + 8;  // weight rows: 8 mod 32 banks for the A fragments
+  static constexpr int SA = BM + 8;  // fp32 tiles' weight rows: 8 mod 32 banks
   static constexpr int X_STAGE = CK * CS, W_STAGE = KK * CK * SA;
   static_assert(WM * WN * 32 == THREADS, "the warps cover the block on the tensor-core path");
   static_assert(TW % 8 == 0 && BM % 16 == 0 && MI >= 1 && NI >= 1, "tile shape");

@@ -118,6 +118,22 @@ TEST_F(MemoryStudyTwin, CommandWritesARowPerVariantAndSide) {
   ASSERT_EQ(t.size(), 3u) << r.output;
   EXPECT_EQ(t[1][2] + " " + t[1][3] + " " + t[1][13], "plain 16 timeout");
   EXPECT_EQ(t[2][2] + " " + t[2][3] + " " + t[2][13], "plain 32 skipped: timeout at 16");
+  // Killed from outside (SIGKILL, as the kernel's out-of-memory killer sends it; the script's
+  // test hook sends it to itself at the given side): the row says "killed", the output names
+  // the signal and the child's peak host memory, and the larger side is skipped.
+  r = run_command("PDNN_TWIN_TEST_SIGKILL_SIDE=32 " + common +
+                  "--sides 16,32,64 --variants plain --out " + path("k.csv"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto k = testing::read_csv(path("k.csv"));
+  ASSERT_EQ(k.size(), 4u) << r.output;
+  EXPECT_EQ(k[1][2] + " " + k[1][3] + " " + k[1][13], "plain 16 ok");
+  EXPECT_EQ(k[2][2] + " " + k[2][3] + " " + k[2][13], "plain 32 killed");
+  EXPECT_EQ(k[3][2] + " " + k[3][3] + " " + k[3][13], "plain 64 skipped: killed at 32");
+  EXPECT_TRUE(contains(r.output, "plain                    32: failed: killed by SIGKILL after "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, ", its peak host memory ")) << r.output;
+  EXPECT_TRUE(contains(r.output, " GiB (the host has ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "out-of-memory killer, most likely")) << r.output;
   r = run_command(common + "--sides 18 --out " + path("bad.csv"));
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.output, "torch_memory_bench.py: --sides 18: must be a multiple of 4, at least 4\n");

@@ -40,8 +40,11 @@ allocator and autotuner but not for the import (6 s on the 2-core CI machine; th
 and max. Peak memory: torch.cuda.max_memory_allocated() (tensors) and max_memory_reserved()
 (what the caching allocator held) over the timed steps, in GiB. A run that does not fit writes
 status "oom" and empty times. Memory grows with the side, so once a variant runs out of memory,
-fails (status "error", the reason printed: e.g. a tensor past a kernel's 32-bit indexing) or
-runs past its time at one side, its larger sides are not tried: status "skipped: oom at N".
+fails (status "error", the reason printed: e.g. a tensor past a kernel's 32-bit indexing), is
+killed from outside (status "killed", the signal, the child's peak host memory and the host's
+printed: SIGKILL is, most likely, the kernel's out-of-memory killer, as for save_on_cpu's host
+copies of W4 at 1120 on a 128 GiB host) or runs past its time at one side, its larger sides are
+not tried: status "skipped: oom at N".
 --timeout bounds each process (cuDNN's autotuner, in the warm-up steps, is the slow part at
 large sides; save_on_cpu's copies the other): a run past it is killed, status "timeout", and
 the whole table fits one command of a lent GPU (issue 33). --budget bounds the whole command
@@ -212,6 +215,27 @@ def run_one(a, variant, side):
     return out
 
 
+def no_row_why(status, usage, secs):
+    """Why a child wrote no row, from its wait status and resource usage: a signal not sent by
+    the --timeout (SIGKILL from the kernel when the host runs out of memory: save_on_cpu's host
+    copies at a large side) with the child's peak host memory beside the host's, else its exit
+    code."""
+    if not os.WIFSIGNALED(status):
+        return "the child exited with status %d and no row" % os.WEXITSTATUS(status)
+    sig = os.WTERMSIG(status)
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = "signal %d" % sig
+    host_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GIB
+    why = "killed by %s after %.0f s, its peak host memory %.1f GiB (the host has %.1f GiB)" % (
+        name, secs, usage.ru_maxrss * 1024 / GIB, host_gib)
+    if sig == signal.SIGKILL:
+        why += ": by the kernel's out-of-memory killer, most likely (this script sends it only "
+        why += "past --timeout or --budget, which say so)"
+    return why
+
+
 def run_child(a, v, side, timeout):
     """One (variant, side) in a fresh process, within `timeout` s (0: none): the row's dict.
     The child is forked from this process (torch imported, CUDA not yet touched: forking is
@@ -221,6 +245,8 @@ def run_child(a, v, side, timeout):
     if pid == 0:  # the child: one run, its dict down the pipe, no Python exit handlers
         os.close(rd)
         code = 0
+        if os.environ.get("PDNN_TWIN_TEST_SIGKILL_SIDE") == str(side):  # (the tests' external kill)
+            os.kill(os.getpid(), signal.SIGKILL)
         try:
             data = json.dumps(run_one(a, v, side))
         except BaseException as e:  # noqa: BLE001 - reported as the row's error
@@ -230,7 +256,8 @@ def run_child(a, v, side, timeout):
             f.write(data)
         os._exit(code)
     os.close(wr)
-    deadline = time.monotonic() + timeout if timeout else None
+    started = time.monotonic()
+    deadline = started + timeout if timeout else None
     chunks = []
     with os.fdopen(rd, "rb") as f:
         while True:
@@ -247,12 +274,14 @@ def run_child(a, v, side, timeout):
             if not b:
                 break
             chunks.append(b)
-    _, status = os.waitpid(pid, 0)
+    _, status, usage = os.wait4(pid, 0)
     try:
         r = json.loads(b"".join(chunks).decode())
     except ValueError:
-        r = {"status": "error", "error": "the child ended with status %d and no row" % status}
-    if r.get("status") == "error":
+        r = {"status": "error", "error": no_row_why(status, usage, time.monotonic() - started)}
+        if os.WIFSIGNALED(status):
+            r["status"] = "killed"
+    if r.get("status") in ("error", "killed"):
         print("torch %-22s %4d: failed: %s" % (v, side, r.get("error", "")), file=sys.stderr)
         r.update(gpu="", versions="", steps=0)
     return r

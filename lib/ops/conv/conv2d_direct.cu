@@ -499,7 +499,7 @@ __device__ __forceinline__ void fwd_mma_taps(float* acc, const uint16_t* xs, con
   }
 }
 
-// This lane's A and B offsets in a BF16 forward-kind stage (fwd_mma_taps). A: matrix j = lane
+// This lane's A and B offsets in a tensor-core forward-kind stage (fwd_mma_taps; in 16-bit units). A: matrix j = lane
 // / 8 of ldmatrix.x4 is (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15) of a
 // 16 x 16 tile; the swizzle of row tap * BM + m0 + mi * 16 + r is r's. B: matrices (tile ni, k
 // 0-7), (ni, k 8-15), (ni + 1, k 0-7), (ni + 1, k 8-15): the lane's pixel (tile ni + lane / 16: 8
@@ -538,12 +538,10 @@ __device__ __forceinline__ void fwd_mma_load_w(uint16_t* ws, const uint16_t* wp,
 }
 
 // Forward-kind pass on the tensor cores (P: BF16 or TF32): acc += the block's products over the
-// input channels of steps [st0, st1), kStepChannels<P> at a time (the file's comment). sm: the
+// input channels of steps [st0, st1), row_channels of them at a time (the file's comment). sm: the
 // dynamic shared memory; (iy0, ix0) the halo's first input pixel; wp: the weights of the block's
 // phase. IMGS (BF16): several images a block (a.imgs, a.hal; xim the first of them), their halos
 // side by side, each lane's B pixel gathered by address.
-template <class P>
-constexpr int kStepChannels = P::kK == 16 ? 16 : 8;  // 32 bytes of a pixel's channels
 template <class T, class P, bool IMGS = false>
 __device__ __forceinline__ void fwd_mma_steps(const FwdArgsOf<typename P::Data>& a, float* acc,
                                               uint16_t* sm, const typename P::Data* xim, int iy0,
@@ -553,7 +551,8 @@ __device__ __forceinline__ void fwd_mma_steps(const FwdArgsOf<typename P::Data>&
   static_assert(P::kMma && (!IMGS || P::kK == 16), "tensor cores; several images: BF16");
   constexpr int XWB = T::XWB, XB = T::XB, THREADS = T::THREADS;
   constexpr int XSTAGE = IMGS ? T::XI16_STAGE : T::X16_STAGE;
-  constexpr int CS = kStepChannels<P>, CH = CS / 2;  // a stage's channels, a half's
+  // a stage's channels, a half's
+  constexpr int CS = direct::row_channels(sizeof(typename P::Data)), CH = CS / 2;
   // The input's units (kit::HaloPairsBf16, kit::HaloImagesBf16; TF32: kit::HaloPairsF32): the
   // two halves of a stage (16 bytes of a pixel each), channel pairs t % 4 (BF16) or channel
   // t % 4 (TF32) of each.
@@ -866,7 +865,7 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<P>())
     float acc[T::MI * T::NI * 4];
 #pragma unroll
     for (int i = 0; i < T::MI * T::NI * 4; ++i) acc[i] = 0.f;
-    constexpr int CS = kStepChannels<P>;
+    constexpr int CS = direct::row_channels(sizeof(E));
     fwd_mma_steps<T, P>(a, acc, reinterpret_cast<uint16_t*>(smem), xim, iy0, ix0, m0, 0,
                         (a.c + CS - 1) / CS, a.wp + blockIdx.z * a.w_phase, tid, lane, wm, wn);
     fwd_mma_epilogue<T>(a, acc, img, oy0, ox0, m0, pr, pq, wm, wn, gq, tq);
@@ -1893,7 +1892,7 @@ bool bww_imgs(DirectImages mode, int64_t oh, int64_t ow, ImgHalo* hal) {
 template <class E>
 int prep_weights_mma(const E* w, int64_t k, int64_t c, bool flip, float* ws, CudaExec e,
                      Taps taps = Taps::Plain) {
-  constexpr int G = 32 / sizeof(E);
+  constexpr int G = direct::row_channels(sizeof(E));
   const int64_t cc = taps == Taps::S2d ? 4 * c : c, kk = taps == Taps::Plain ? 9 : 4;
   const bool ko_in = flip || taps == Taps::Phase;
   const int Mp = static_cast<int>(conv3x3::round_up(ko_in ? cc : k, 128));

@@ -138,9 +138,10 @@ size_t conv2d_direct_fwd_imgs_part_floats(int64_t in_ch, int64_t out_ch, int64_t
 
 size_t conv2d_direct_weights_floats(int64_t in_ch, int64_t out_ch, bool is_bf16, int64_t kk) {
   const int64_t Mp = conv3x3::round_up(out_ch, 128);
-  if (is_bf16) return static_cast<size_t>(conv3x3::round_up(in_ch, 16) * kk * Mp / 2);
-  // float32: TF32's rows of 8 input channels (the FMA tiles' [c][9][Mp] is no larger)
-  return static_cast<size_t>(conv3x3::round_up(in_ch, 8) * kk * Mp);
+  // rows of direct::row_channels input channels (float32: TF32's; the FMA tiles' [c][9][Mp] is
+  // no larger)
+  const int64_t rows = conv3x3::round_up(in_ch, direct::row_channels(is_bf16 ? 2 : 4));
+  return static_cast<size_t>(rows * kk * Mp / (is_bf16 ? 2 : 1));
 }
 
 size_t conv2d_direct_bww_part_floats(const ConvGeom& g, int64_t cx, int64_t n, int64_t k,

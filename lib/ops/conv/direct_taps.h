@@ -30,6 +30,10 @@ PDNN_HD int64_t w_index(Taps t, int ko, int ci, int tap, int c, int phase) {
          2 * (tap & 1) - (phase & 1);
 }
 
+// The input channels of a tensor-core stage's row: 32 bytes of a pixel's channels (16 bf16, or
+// 8 float32 on the TF32 path), in the input tile and in the weights' layout alike.
+PDNN_HD constexpr int row_channels(int elem_bytes) { return 32 / elem_bytes; }
+
 // Where the bf16 passes' re-laid-out weights (conv2d_direct_weights) hold the weight of pass
 // input channel i, output channel o and tap: rows of 16 input channels for the mma's A
 // fragments, out[phase][i / 16][tap][o][i % 16], o < Mp (a multiple of 128), in16 row groups,

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <utility>
 #include <limits>
 #include <string>
@@ -58,6 +59,20 @@ const ConvCase kCases[] = {
     {"c1_k10", 4, 1, 28, 28, 10, 3, 1, 1, FusedAct::ReLU, true},
     {"k1_s2_empty_phases", 2, 6, 7, 8, 5, 1, 2, 0, FusedAct::None, true},
     {"m24_taps288", 2, 32, 10, 9, 24, 3, 1, 1, FusedAct::ReLU, true},
+};
+
+// The direct kernels' tensor-core 3x3 cases past kCases' (both precisions' tile tests): even
+// widths past a tile with interior and edge warps in one launch (34 x 36: 16-row tiles 16 + 16
+// + 2, 8-row tiles 4 x 8 + 2, columns 16 + 16 + 4; k = 32 fills the 32-row warps of M32 and M64),
+// without an activation (20 x 32), with LeakyReLU (18 x 32): the pixel-pair loads and the pair
+// epilogue; padding 0 and 2 (halo tiles from an even and an odd column), 72 output channels (two
+// 64-row tiles, past 128 padded), 40 input channels (past one and two steps of 16 or 8).
+const ConvCase kDirectEvenCases[] = {
+    {"even_34x36_m32", 1, 32, 34, 36, 32, 3, 1, 1, FusedAct::ReLU, true},
+    {"even_20x32_none", 2, 32, 20, 32, 32, 3, 1, 1, FusedAct::None, true},
+    {"even_18x32_leaky", 1, 32, 18, 32, 32, 3, 1, 1, FusedAct::LeakyReLU, false},
+    {"p0_even_m72", 2, 20, 8, 12, 72, 3, 1, 0, FusedAct::LeakyReLU, true},
+    {"p2_even_c40", 2, 40, 6, 10, 16, 3, 1, 2, FusedAct::ReLU, false},
 };
 
 Act act_of(FusedAct a) { return Act{a, a == FusedAct::LeakyReLU ? 0.2f : 0.f}; }
@@ -371,18 +386,9 @@ TEST(ConvGpu, EveryDirectTileMatchesTheReference) {
   std::vector<ConvCase> cases;
   for (const ConvCase& c : kCases)
     if (c.kernel == 3 && c.stride == 1) cases.push_back(c);
-  // TF32's forward kind of pass (forward, backward-data) stages pixel pairs as one 8-byte load
-  // where x's rows allow (even width, x 8-byte aligned) and writes output pairs as one 8-byte
-  // store where y's do (warps inside y unmasked, warps past k, oh or ow masked): even widths
-  // past a tile with both kinds of warp in one launch (34 x 36: 16-row tiles 16 + 16 + 2,
-  // 8-row tiles 4 x 8 + 2, columns 16 + 16 + 4; k = 32 fills the 32-row warps of M32 and M64),
-  // no activation, LeakyReLU; padding 0 and 2 (halo tiles from an even and an odd column), 72
-  // output channels, 40 input channels (past one and two 8-channel steps, not a multiple).
-  cases.push_back({"even_34x36_m32", 1, 32, 34, 36, 32, 3, 1, 1, FusedAct::ReLU, true});
-  cases.push_back({"even_20x32_none", 2, 32, 20, 32, 32, 3, 1, 1, FusedAct::None, true});
-  cases.push_back({"even_18x32_leaky", 1, 32, 18, 32, 32, 3, 1, 1, FusedAct::LeakyReLU, false});
-  cases.push_back({"p0_even_m72", 2, 20, 8, 12, 72, 3, 1, 0, FusedAct::LeakyReLU, true});
-  cases.push_back({"p2_even_c40", 2, 40, 6, 10, 16, 3, 1, 2, FusedAct::ReLU, false});
+  // TF32's forward kind of pass stages pixel pairs as one 8-byte load where x's rows allow
+  // (even width, x 8-byte aligned) and writes output pairs as one 8-byte store where y's do
+  cases.insert(cases.end(), std::begin(kDirectEvenCases), std::end(kDirectEvenCases));
   int checked = 0, unaligned = 0;
   for (bool tf32 : {false, true}) {
     ctx.set_precision(tf32 ? Precision::Tf32 : Precision::Fp32);
@@ -511,15 +517,7 @@ TEST(ConvGpu, Bf16EveryDirectTileMatchesTheReference) {
   for (const ConvCase& c : kCases)
     if ((c.kernel == 3 && c.stride == 1) || (c.kernel == 4 && c.stride == 2 && c.pad == 1))
       cases.push_back(c);
-  // even widths past a tile: interior and edge warps (34 x 36: 16-row tiles 16 + 16 + 2, 8-row
-  // tiles 4 x 8 + 2, columns 16 + 16 + 4; k = 32 fills the 32-row warps of M32 and M64), without
-  // an activation (20 x 32), with LeakyReLU (18 x 32)
-  cases.push_back({"even_34x36_m32", 1, 32, 34, 36, 32, 3, 1, 1, FusedAct::ReLU, true});
-  cases.push_back({"even_20x32_none", 2, 32, 20, 32, 32, 3, 1, 1, FusedAct::None, true});
-  cases.push_back({"even_18x32_leaky", 1, 32, 18, 32, 32, 3, 1, 1, FusedAct::LeakyReLU, false});
-  // even width with padding 0 and 2, 72 output channels (two 64-row tiles, past 128 padded)
-  cases.push_back({"p0_even_m72", 2, 20, 8, 12, 72, 3, 1, 0, FusedAct::LeakyReLU, true});
-  cases.push_back({"p2_even_c40", 2, 40, 6, 10, 16, 3, 1, 2, FusedAct::ReLU, false});
+  cases.insert(cases.end(), std::begin(kDirectEvenCases), std::end(kDirectEvenCases));
   // 4x4 stride 2 padding 1 (kCases' k4s2_leaky too): odd output sizes, W5's first layer's 3
   // channels, 130 output channels (past one 128-row tile), 40 channels (160 phase channels)
   cases.push_back({"k4s2_c3_relu_bias", 3, 3, 10, 14, 17, 4, 2, 1, FusedAct::ReLU, true});

@@ -517,23 +517,24 @@ __device__ __forceinline__ int fwd_mma_b_lane(int wn, int lane, int shift) {
 }
 
 // One step's weights of a forward-kind pass on the tensor cores into ws ([tap][BM][16] 16-bit
-// units, rows swizzled by kit::swz16) by cp.async, from wp's [step][tap][Mp][16 units] at output
-// channel m0 (prep_weights_mma_k's layout: 16 bf16 or 8 TF32 channels a row); the caller
-// commits.
+// units, rows swizzled by kit::swz16) by cp.async, from wp's [step][tap][Mp][G] at output
+// channel m0 (prep_weights_mma_k's layout: G = 16 bf16 or 8 TF32 channels a row, 32 bytes);
+// the caller commits. (wp in its own element type: read through a uint16_t view, the bf16
+// kernels compiled differently, W5's Fwd128 channel-minor forward spilling 8 bytes more.)
 // Units (tap, row m, half hh), thread t units t + j THREADS: with U = 2 BM units a tap (a power
 // of two), a unit's tap, row and half are shifts and masks of compile-time steps (a runtime loop with divisions cost ~80 instructions a warp a step on Fwd128: ncu,
 // D.conv2's forward at f6207d1).
-template <class T>
-__device__ __forceinline__ void fwd_mma_load_w(uint16_t* ws, const uint16_t* wp, int step, int Mp,
+template <class T, class E>
+__device__ __forceinline__ void fwd_mma_load_w(uint16_t* ws, const E* wp, int step, int Mp,
                                                int m0, int tid) {
-  constexpr int BM = T::BM, U = 2 * BM, N = T::KK * U;
+  constexpr int BM = T::BM, U = 2 * BM, N = T::KK * U, G = direct::row_channels(sizeof(E));
   static_assert((U & (U - 1)) == 0, "power-of-two units a tap");
-  const uint16_t* src = wp + (static_cast<int64_t>(step) * T::KK * Mp + m0) * 16;
+  const E* src = wp + (static_cast<int64_t>(step) * T::KK * Mp + m0) * G;
 #pragma unroll
   for (int j = 0; j < (N + T::THREADS - 1) / T::THREADS; ++j) {
     const int e = tid + j * T::THREADS, tap = e / U, m = (e % U) >> 1, hh = e & 1;
     if (N % T::THREADS != 0 && e >= N) break;
-    cp_async16(ws + swz16(tap * BM + m, hh), src + (tap * Mp + m) * 16 + hh * 8, true);
+    cp_async16(ws + swz16(tap * BM + m, hh), src + (tap * Mp + m) * G + hh * (G / 2), true);
   }
 }
 
@@ -607,8 +608,7 @@ __device__ __forceinline__ void fwd_mma_steps(const FwdArgsOf<typename P::Data>&
   };
   auto store_x = [&](int buf, int hh) { rx.store(Xs + buf * XSTAGE + hh * 8, fresh(tid)); };
   auto load_w = [&](int buf, int step) {
-    fwd_mma_load_w<T>(Ws + buf * T::W16_STAGE, reinterpret_cast<const uint16_t*>(wp), step, a.Mp,
-                      m0, tid);
+    fwd_mma_load_w<T>(Ws + buf * T::W16_STAGE, wp, step, a.Mp, m0, tid);
     cp_async_commit();
   };
   auto compute = [&](auto half, int buf) {  // half: taps [0, KK/2) or the rest
@@ -663,8 +663,7 @@ __device__ __forceinline__ void fwd_bf16_steps_cm(const FwdArgsOf<bf16>& a, floa
   const int steps = (a.c + 15) / 16, group = a.h * a.w * 16;
   const int a_lane = fwd_mma_a_lane<T>(wm, lane), b_lane = fwd_mma_b_lane<T>(wn, lane, 0);
   auto load = [&](int buf, int step) {
-    fwd_mma_load_w<T>(Ws + buf * T::W16_STAGE, reinterpret_cast<const uint16_t*>(wp), step, a.Mp,
-                      m0, tid);
+    fwd_mma_load_w<T>(Ws + buf * T::W16_STAGE, wp, step, a.Mp, m0, tid);
     Halo::load(Xs + buf * T::X16_STAGE, xim + static_cast<int64_t>(step) * group, a.h, a.w, iy0,
                ix0, tid);
   };

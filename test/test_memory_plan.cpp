@@ -699,7 +699,7 @@ Model small_unet() {
 // small_unet's plan of a 256 x 256 training step made on the CPU, under `limit` (0: none), the
 // run's flags as `set` leaves them (a plan is printed as with --memory-plan).
 void plan_small_unet_on_cpu(int64_t limit, const std::function<void(RunConfig&)>& set,
-                            MemoryPlan* p) {
+                            MemoryPlan* p, int64_t side = 256) {
   Context ctx(1, 7);
   Model m = small_unet();
   m.reset_parameters(ctx.rng());
@@ -708,7 +708,57 @@ void plan_small_unet_on_cpu(int64_t limit, const std::function<void(RunConfig&)>
   rc.memory_plan = true;
   rc.gpu_memory_limit = limit;
   set(rc);
-  plan_step_memory(ctx, m, *opt, Shape{1, 3, 256, 256}, rc, 0, p);
+  plan_step_memory(ctx, m, *opt, Shape{1, 3, side, side}, rc, 0, p);
+}
+// ... uncapped, at side x side.
+void plan_small_unet_at(int64_t side, const std::function<void(RunConfig&)>& set, MemoryPlan* p) {
+  plan_small_unet_on_cpu(0, set, p, side);
+}
+
+// Where a convolution's images pass 2^31 elements only the implicit GEMM's 64-bit kernels run
+// it (gpu_conv_image_past_32bit): the plan takes those layers' times from --layer-times-wide (a
+// profile made with --conv-algo implicit), every other layer's from --layer-times. The U-Net at
+// 7168 x 7168 on an H200 ran 22% past a plan without it: its profile at 2048 had timed the
+// direct kernels and cuDNN in those layers. small_unet (base 8, depth 2) at 16384 x 16384:
+// the convolutions at full resolution (8 channels: 2^31 elements) and dec2.conv1, whose input
+// is the concatenation's 32 channels at 8192; nothing at 8192.
+TEST(MemoryPlan, LayersPastThirtyTwoBitImagesTakeTheWideProfilesTimes) {
+  const std::string stem = ::testing::TempDir() + "pdnn_times_" + std::to_string(::getpid());
+  const std::string base = stem + ".csv", wide = stem + "_wide.csv";
+  const std::vector<std::string> full = {"enc1.conv1", "enc1.conv2", "dec2.conv1", "up1",
+                                         "dec1.conv1", "dec1.conv2", "head"};
+  for (const int64_t side : {int64_t{8192}, int64_t{16384}}) {
+    SCOPED_TRACE(side);
+    Model m = small_unet();
+    auto opt = make_optimizer("adam", m.parameters(), 1e-3f);
+    const StepMem s = describe_step(m, Shape{1, 3, side, side}, opt.get(), 25000.0);
+    int past = 0;
+    for (const LayerMem& l : s.layers) {
+      const bool at_full = std::find(full.begin(), full.end(), l.label) != full.end();
+      EXPECT_EQ(l.past_32bit, side == 16384 && at_full) << l.label;
+      past += l.past_32bit && !l.absorbed;
+    }
+    // A profile as --profile writes it (no rows for fused layers), at this size: every layer
+    // 1 ms forward and 2 backward; in the implicit GEMM's, 5 and 7.
+    auto write = [&](const std::string& path, int f, int b) {
+      std::ofstream o(path);
+      o << "layer,kind,output_shape,fwd_ms,bwd_ms,update_ms,share,gflops\n";
+      for (const LayerMem& l : s.layers)
+        if (!l.absorbed) o << l.label << ",Layer,\"" << l.out_shape << "\"," << f << "," << b << ",0,0,0\n";
+    };
+    write(base, 1, 2);
+    write(wide, 5, 7);
+    MemoryPlan without, with;
+    plan_small_unet_at(side, [&](RunConfig& rc) { rc.layer_times = base; }, &without);
+    plan_small_unet_at(side, [&](RunConfig& rc) {
+      rc.layer_times = base;
+      rc.layer_times_wide = wide;
+    }, &with);
+    EXPECT_EQ(past, side == 16384 ? 7 : 0);
+    EXPECT_NEAR(with.step_ms - without.step_ms, 9.0 * past, 1e-6);
+  }
+  std::remove(base.c_str());
+  std::remove(wide.c_str());
 }
 
 TEST(MemoryPlan, CpuPlanAssumesTheCopyRateItIsGiven) {

@@ -170,7 +170,7 @@ TEST(RunFlags, Bf16IsRefusedInOneLineOnTheCpuAndRunsUnderAMemoryPlan) {
 
 // The plan's times at the least workspace: --least-workspace makes the profile on a GPU and is
 // refused on the CPU in one line (its convolutions share no workspace); --layer-times-least
-// is that profile, read beside --layer-times only.
+// is that profile, read beside --layer-times only (as --layer-times-mid and --layer-times-wide).
 TEST(RunFlags, LeastWorkspaceIsTheGpusAndItsProfileNeedsLayerTimes) {
   expect_refused({"--least-workspace"}, "--least-workspace: the CPU's convolutions have no shared workspace");
   const Parsed gpu = parse({"--least-workspace", "--device", "cuda"});
@@ -213,6 +213,11 @@ TEST(RunFlags, LeastWorkspaceIsTheGpusAndItsProfileNeedsLayerTimes) {
   const Parsed three = parse({"--layer-times", csv, "--layer-times-least", csv, "--layer-times-mid", csv});
   EXPECT_TRUE(three.ok) << three.error;
   EXPECT_EQ(three.cfg.layer_times_mid, csv);
+  // The implicit GEMM's profile, for the layers past 32-bit images: beside --layer-times only.
+  expect_refused({"--layer-times-wide", csv}, "--layer-times-wide requires --layer-times");
+  const Parsed wide = parse({"--layer-times", csv, "--layer-times-wide", csv});
+  EXPECT_TRUE(wide.ok) << wide.error;
+  EXPECT_EQ(wide.cfg.layer_times_wide, csv);
   std::remove(csv.c_str());
   expect_refused({"--layer-times", csv, "--layer-times-least", csv}, "File does not exist");
 }

@@ -156,6 +156,7 @@ void set_gpu_conv_needs(BackwardNeeds& b, const ConvGeom& g, int64_t n, int64_t 
   b.fast_workspace_bytes = w.most;
   b.columns_bytes = w.columns;
   b.timing_bytes = gpu_conv_timing_bytes(p.conv_policy, forced, weight_elems, bias_elems);
+  b.past_32bit = gpu_conv_image_past_32bit(g, k);
 }
 
 void Conv2d::reset_parameters(Rng& rng) {

@@ -45,6 +45,9 @@ struct BackwardNeeds {
   // algorithms at the first step of a shape: a convolution's weight gradient accumulates, so
   // the trials write a scratch one (ops/conv/conv2d_algo.h, gpu_conv_timing_bytes).
   int64_t timing_bytes = 0;
+  // Its GPU passes index an image past 32 bits at this size (gpu_conv_image_past_32bit): only
+  // the implicit GEMM's 64-bit kernels run them, whatever a profile at a smaller size timed.
+  bool past_32bit = false;
 };
 
 // What a layer's backward_needs is asked for: the activations' type (bfloat16 under

@@ -1444,6 +1444,7 @@ StepMem describe_step(Model& model, const Shape& in, Optimizer* opt, double gflo
       lm.workspace_bytes = b.workspace_bytes;
       lm.fast_workspace_bytes = b.fast_workspace_bytes;
       lm.columns_bytes = b.columns_bytes;
+      lm.past_32bit = b.past_32bit;
       timing = std::max(timing, b.timing_bytes);
       lm.argmax_bytes = std::min(b.argmax_bytes, lm.scratch_bytes);
       lm.batch_coupled = b.batch_coupled;

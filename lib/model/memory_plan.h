@@ -101,6 +101,9 @@ struct LayerMem {
   // FFT and Winograd fit, im2col's columns may not); < 0: none (the least times hold there).
   double mid_fwd_ms = -1, mid_bwd_ms = -1;
   int64_t mid_workspace_bytes = -1;
+  // A convolution whose images pass 32-bit indexing at this size: the implicit GEMM runs it
+  // under any workspace (BackwardNeeds::past_32bit; its times from --layer-times-wide).
+  bool past_32bit = false;
 };
 
 // l's times at workspace w (-1: unbounded): its fastest where w holds what they ask; else its

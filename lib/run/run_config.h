@@ -92,6 +92,12 @@ struct RunConfig {
   // --workspace-held: the GPU's workspace held to that many bytes, as a plan's (0: not held).
   std::string layer_times_mid;
   int64_t workspace_held = 0;
+  // --layer-times-wide: one made with --conv-algo implicit, the times of the convolutions whose
+  // images pass 32-bit indexing at this run's size (from 5793 x 5793 at 64 channels): there
+  // only the implicit GEMM's 64-bit kernels run, which a profile at a smaller size, where the
+  // direct kernels and cuDNN run them, did not time (the U-Net at 7168 on an H200: its step
+  // 22% past the plan's without them).
+  std::string layer_times_wide;
   // --plan-copy-gbs: the host<->GPU copy rate a plan made on the CPU assumes (1e9 bytes/s each
   // way; 0: its default, 20); a GPU run measures its own.
   double plan_copy_gb_s = 0;

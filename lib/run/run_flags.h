@@ -93,17 +93,21 @@ inline void add_memory_flags(CLI::App& app, RunConfig& cfg) {
                      "layer times instead of estimates from FLOPs (made at another batch or size, "
                      "each layer's scaled by its output elements)")
           ->check(CLI::ExistingFile);
-  app.add_option("--layer-times-least", cfg.layer_times_least,
-                 "with --layer-times: a --profile CSV made with --least-workspace, the times of "
-                 "the layers whose faster algorithms the limit's workspace leaves out")
-      ->check(CLI::ExistingFile)
-      ->needs(times);
-  app.add_option("--layer-times-mid", cfg.layer_times_mid,
-                 "with --layer-times-least: a --profile CSV made with --workspace-held, the "
-                 "times of the layers whose im2col columns the limit's workspace leaves out "
-                 "while it holds at least that workspace (scaled as the times are)")
-      ->check(CLI::ExistingFile)
-      ->needs(times);
+  // The profiles read beside --layer-times: each a file that exists.
+  const auto beside_times = [&app, times](const char* flag, std::string& path, const char* what) {
+    app.add_option(flag, path, what)->check(CLI::ExistingFile)->needs(times);
+  };
+  beside_times("--layer-times-least", cfg.layer_times_least,
+               "with --layer-times: a --profile CSV made with --least-workspace, the times of "
+               "the layers whose faster algorithms the limit's workspace leaves out");
+  beside_times("--layer-times-mid", cfg.layer_times_mid,
+               "with --layer-times-least: a --profile CSV made with --workspace-held, the "
+               "times of the layers whose im2col columns the limit's workspace leaves out "
+               "while it holds at least that workspace (scaled as the times are)");
+  beside_times("--layer-times-wide", cfg.layer_times_wide,
+               "with --layer-times: a --profile CSV made with --conv-algo implicit, the times "
+               "of the convolutions whose images pass 2^31 elements at this size, which only "
+               "the implicit GEMM's 64-bit kernels run (scaled as the times are)");
   app.add_option_function<std::string>(
          "--workspace-held",
          [&cfg](const std::string& v) { cfg.workspace_held = parse_memory_size(v, "--workspace-held"); },

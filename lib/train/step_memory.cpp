@@ -310,7 +310,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   }
   const int64_t n = batch.n();
   const bool measured = !cfg.layer_times.empty();
-  StepMem timed, timed_least, timed_mid;  // the profiles' times, at the whole batch
+  StepMem timed, timed_least, timed_mid, timed_wide;  // the profiles' times, at the whole batch
   int64_t mid_ws = -1;  // the workspace timed_mid's profile held, scaled to this run
   bool times_scaled = false;  // ... measured at another batch or size
   auto describe = [&](int64_t rows) {
@@ -322,15 +322,24 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
     if (!timed.layers.empty()) {  // the profiles' times (once read, below), in proportion to the rows
       const double share = static_cast<double>(rows) / static_cast<double>(n);
       for (size_t i = 0; i < m.layers.size(); ++i) {
-        m.layers[i].fwd_ms = timed.layers[i].fwd_ms * share;
-        m.layers[i].bwd_ms = timed.layers[i].bwd_ms * share;
-        if (timed_least.layers.empty()) continue;
-        m.layers[i].least_fwd_ms = timed_least.layers[i].fwd_ms * share;
-        m.layers[i].least_bwd_ms = timed_least.layers[i].bwd_ms * share;
-        if (timed_mid.layers.empty()) continue;
-        m.layers[i].mid_fwd_ms = timed_mid.layers[i].fwd_ms * share;
-        m.layers[i].mid_bwd_ms = timed_mid.layers[i].bwd_ms * share;
-        m.layers[i].mid_workspace_bytes = static_cast<int64_t>(static_cast<double>(mid_ws) * share);
+        LayerMem& l = m.layers[i];
+        l.fwd_ms = timed.layers[i].fwd_ms * share;
+        l.bwd_ms = timed.layers[i].bwd_ms * share;
+        if (!timed_least.layers.empty()) {
+          l.least_fwd_ms = timed_least.layers[i].fwd_ms * share;
+          l.least_bwd_ms = timed_least.layers[i].bwd_ms * share;
+          if (!timed_mid.layers.empty()) {
+            l.mid_fwd_ms = timed_mid.layers[i].fwd_ms * share;
+            l.mid_bwd_ms = timed_mid.layers[i].bwd_ms * share;
+            l.mid_workspace_bytes = static_cast<int64_t>(static_cast<double>(mid_ws) * share);
+          }
+        }
+        // Past 32-bit images the implicit GEMM runs the layer under any workspace: its times.
+        if (l.past_32bit && !timed_wide.layers.empty()) {
+          l.fwd_ms = l.least_fwd_ms = timed_wide.layers[i].fwd_ms * share;
+          l.bwd_ms = l.least_bwd_ms = timed_wide.layers[i].bwd_ms * share;
+          l.mid_fwd_ms = l.mid_bwd_ms = -1;
+        }
       }
       m.update_ms = timed.update_ms;
     }
@@ -415,6 +424,11 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
       PDNN_CHECK(mid_ws > 0, "--layer-times-mid %s: its profile ran without a workspace limit "
                  "(make it with --workspace-held)", cfg.layer_times_mid.c_str());
     }
+    if (!cfg.layer_times_wide.empty()) {
+      timed_wide = whole;
+      times_scaled = read_layer_times(timed_wide, cfg.layer_times_wide, "--layer-times-wide") ||
+                     times_scaled;
+    }
   }
   const MemoryPlan p = plan_training_step(describe, n, o);
   if (plan) *plan = p;
@@ -431,6 +445,14 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
                                        : "; where it holds " + format_bytes(mid_ws) + " or more: " +
                                              cfg.layer_times_mid) +
                                   ")") +
+                       (cfg.layer_times_wide.empty()
+                            ? ""
+                            : strprintf(" (where a convolution's images pass 2^31 elements, %d "
+                                        "layer(s) here: %s)",
+                                        static_cast<int>(std::count_if(
+                                            timed.layers.begin(), timed.layers.end(),
+                                            [](const LayerMem& l) { return l.past_32bit; })),
+                                        cfg.layer_times_wide.c_str())) +
                        (times_scaled ? ", measured at another size and scaled by each layer's output elements" : "")
                  : strprintf("layer times estimated from FLOPs at %.0f GFLOP/s", rate);
     std::printf("memory plan of a training step, input %s, %s, on %s (%s; copy bandwidth %s%s):\n%s",

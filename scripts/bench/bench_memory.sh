@@ -48,7 +48,11 @@
 # its own side) instead of FLOPs at an assumed rate. LAYER_TIMES_MID (none; e.g. 2G): on a GPU
 # a third profile with the workspace held to that size there (--workspace-held), whose times
 # the plans take where their workspace holds as much, scaled to their side (--layer-times-mid:
-# cuDNN's FFT and Winograd fit where im2col's columns do not).
+# cuDNN's FFT and Winograd fit where im2col's columns do not). On a GPU also a profile of the
+# implicit GEMM there (--conv-algo implicit), whose times the plans take for the convolutions
+# whose images pass 2^31 elements at their side (--layer-times-wide: the U-Net's full
+# resolution from 5793 x 5793, which only the implicit GEMM's 64-bit kernels run; LAYER_TIMES_WIDE=0
+# leaves it out).
 # BUDGET (0: none): seconds the pdnn runs may take together (a GPU visit's command is killed at
 # 10 minutes, its unpacked rows with it): a run still going when they end is killed, status
 # "budget", and the runs after it are not started, status "skipped: budget".
@@ -109,6 +113,10 @@ if [ -n "${LAYER_TIMES_SIDE:-}" ]; then  # every plan's layer times from measure
     if [ -n "${LAYER_TIMES_MID:-}" ]; then
       profile "${lt%.csv}_mid.csv" --workspace-held "$LAYER_TIMES_MID"
       times+=(--layer-times-mid "${lt%.csv}_mid.csv")
+    fi
+    if [ "${LAYER_TIMES_WIDE:-1}" = 1 ]; then
+      profile "${lt%.csv}_wide.csv" --conv-algo implicit
+      times+=(--layer-times-wide "${lt%.csv}_wide.csv")
     fi
   fi
   app_args+=("${times[@]}")

@@ -92,6 +92,10 @@ bool own_algo(ConvAlgo a) {
 
 }  // namespace
 
+bool gpu_conv_image_past_32bit(const ConvGeom& g, int64_t k) {
+  return g.c * g.h * g.w >= INT_MAX || k * g.oh * g.ow >= INT_MAX;
+}
+
 std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                           const std::string& policy, bool have_cudnn,
                                           DType dtype) {
@@ -107,11 +111,10 @@ std::vector<ConvAlgo> gpu_conv_candidates(ConvPass pass, const ConvGeom& g, int6
   // stride-2 padding-1 layers in bf16 (over their space-to-depth phases: 4c channels)
   const bool k4s2 = dtype == DType::BF16 && conv4x4s2_applies(g) &&
                     4 * g.c * (g.h / 2 + 1) * (g.w / 2 + 2) < INT_MAX;  // its phases' indexing
-  if ((conv3x3_applies(g) || k4s2) && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
+  if ((conv3x3_applies(g) || k4s2) && !gpu_conv_image_past_32bit(g, k))
     all.push_back(ConvAlgo::Direct);
   // cuDNN's 4-d descriptors hold an image of fewer than 2^31 elements (conv2d_cudnn.cu)
-  if (have_cudnn && g.c * g.h * g.w < INT_MAX && k * g.oh * g.ow < INT_MAX)
-    all.push_back(ConvAlgo::Cudnn);
+  if (have_cudnn && !gpu_conv_image_past_32bit(g, k)) all.push_back(ConvAlgo::Cudnn);
   std::vector<ConvAlgo> out;
   ConvAlgo forced = ConvAlgo::Auto;
   if (policy != "auto" && policy != "own") PDNN_CHECK(parse_conv_algo(policy, &forced),

@@ -31,6 +31,13 @@ bool valid_gpu_conv_policy(const std::string& policy);
 // The policy of one pass under a (per-pass) policy string: "auto", "own" or an algorithm.
 std::string gpu_conv_pass_policy(const std::string& policy, ConvPass pass);
 
+// Whether an image of the shape, its input (c x h x w) or its output (k x oh x ow), has 2^31 - 1
+// elements or more: the direct kernels and cuDNN index an image in 32 bits and cannot run it;
+// the implicit GEMM's 64-bit instantiation can (and im2col's, a chunk of one image, where its
+// input's image still fits). A plan made at such a size takes those layers' times from a
+// profile of the implicit GEMM (--layer-times-wide).
+bool gpu_conv_image_past_32bit(const ConvGeom& g, int64_t k);
+
 // The algorithms that can run `pass` of this shape on the GPU under `policy` for tensors of
 // dtype, in a fixed order (every algorithm takes bf16; direct runs 4x4 stride-2 padding-1
 // shapes in bf16 only).

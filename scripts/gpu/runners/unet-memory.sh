@@ -45,7 +45,9 @@
 # pdnn run's plan takes its layer times from those profiles, scaled to its own side (the
 # second's where its workspace leaves a layer's faster algorithms out; LAYER_TIMES_MID, e.g. 2G:
 # a third with the workspace held to that, whose times hold where a plan's workspace holds as
-# much, scaled to its side); without it the plans' times come from
+# much, scaled to its side; and one of the implicit GEMM, whose times the plans take for the
+# convolutions whose images pass 2^31 elements at their side, from 5793 x 5793 at 64 channels:
+# LAYER_TIMES_WIDE=0 leaves it out); without it the plans' times come from
 # FLOPs at an assumed 25,000 GFLOP/s, 23-35% over the H200's steps), BUDGET (540 s, 0: none: the runner's parts together, counted
 # from its start; the device tool kills a command at 600 s, or earlier when the session's
 # device time is short, and with it every row not yet packed: keep BUDGET under the call's

@@ -494,7 +494,8 @@ TEST(MemoryPlan, MidTimesHoldBetweenTheirWorkspaceAndTheFastest) {
 // Buying workspace: where a larger workspace times a layer faster, the step is planned with
 // the workspace held to it and the rest moved to make room (here an output offloaded), and kept where its predicted step is shorter: with copies that cost nothing
 // worth counting it is (12 ms against 18 on the least workspace); with copies so slow that
-// the offload stalls the step, the least workspace's plan stays. Without the option, never.
+// the offload stalls the step, the least workspace's plan stays. Without the option, never; nor
+// where the host's pinned memory cannot take what it moves (PlanOptions::host_limit_bytes).
 TEST(MemoryPlan, WorkspaceIsBoughtWhereItShortensTheStep) {
   StepMem m = four_layers();  // each layer 1 ms forward, 2 backward: 12 ms
   m.layers[0].param_bytes = 0;  // (no optimizer state to move instead)
@@ -525,6 +526,19 @@ TEST(MemoryPlan, WorkspaceIsBoughtWhereItShortensTheStep) {
   EXPECT_EQ(kept.fixed.workspace, 10);
   EXPECT_EQ(kept.workspace_bought, 0);
   EXPECT_DOUBLE_EQ(kept.step_ms, 18.0);
+  // Nor where the host cannot take what it moves: the plan keeps the least workspace.
+  ASSERT_GT(bought.host_bytes, 0);
+  PlanOptions host = o;
+  host.host_limit_bytes = bought.host_bytes - 1;
+  const MemoryPlan small_host = plan_memory(m, host);
+  EXPECT_EQ(small_host.workspace_bought, 0);
+  EXPECT_EQ(small_host.fixed.workspace, 10);
+  EXPECT_LE(small_host.host_bytes, host.host_limit_bytes);
+  EXPECT_DOUBLE_EQ(small_host.step_ms, 18.0);
+  host.host_limit_bytes = bought.host_bytes;
+  EXPECT_EQ(plan_memory(m, host).workspace_bought, 40);
+  EXPECT_EQ(host_limit_bytes(1000), 900);
+  EXPECT_EQ(host_limit_bytes(0), 0);
   PlanOptions slow = o;  // tens of bytes at 1e-9 GB/s: tens of seconds each way
   slow.h2d_gb_s = slow.d2h_gb_s = 1e-9;
   const MemoryPlan least = plan_memory(m, slow);

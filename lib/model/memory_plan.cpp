@@ -309,7 +309,8 @@ int64_t max_workspace(const StepMem& m) {
 // The workspace may also be bought (buy): where a larger one times layers faster (their mid
 // times' workspace, or their fastest algorithms'), the step is planned with the workspace held
 // to it, the rest under what the limit then leaves (more offloaded or recomputed), and the plan
-// with the shortest predicted step that fits is kept. (With cuDNN's transforms the U-Net's
+// with the shortest predicted step that fits is kept (the device's limit, and the host's
+// pinned memory, o.host_limit_bytes). (With cuDNN's transforms the U-Net's
 // capped steps at 1024 and 2048 ran 1.31-1.36x their uncapped ones on 37-248 MiB of workspace,
 // their copies costing under 0.1 ms.) plan_at(d, w): the plan of description d with its layers
 // timed at workspace w (-1: each at its fastest, as without a limit).
@@ -317,6 +318,9 @@ template <class PlanAt>
 MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt plan_at,
                               bool buy = true) {
   if (o.limit_bytes <= 0) return plan_at(m, -1);
+  const auto host_fits = [&o](const MemoryPlan& q) {
+    return o.host_limit_bytes <= 0 || q.host_bytes <= o.host_limit_bytes;
+  };
   const int64_t least = least_workspace_bytes(m);
   MemoryPlan p = plan_at(m, least);
   bool faster = false;  // a layer runs faster algorithms in p's workspace than in the least
@@ -328,7 +332,7 @@ MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt pla
   }
   if (p.fits && faster) {
     const MemoryPlan q = plan_at(m, p.fixed.workspace);
-    if (q.fits && q.fixed.workspace >= p.fixed.workspace) p = q;
+    if (q.fits && q.fixed.workspace >= p.fixed.workspace && (host_fits(q) || !host_fits(p))) p = q;
   }
   if (!p.fits || !buy || !o.buy_workspace) return p;
   std::vector<int64_t> wants;  // workspaces past p's at which a layer's times drop
@@ -355,7 +359,7 @@ MemoryPlan timed_by_workspace(const StepMem& m, const PlanOptions& o, PlanAt pla
     held.workspace_floor = w;
     MemoryPlan q = plan_at(held, w);
     q.workspace_bought = w;
-    if (q.fits && q.step_ms < p.step_ms) p = q;
+    if (q.fits && host_fits(q) && q.step_ms < p.step_ms) p = q;
   }
   return p;
 }
@@ -965,8 +969,10 @@ void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
             flag ? strprintf("raise %s, or ", flag).c_str() : "");
 }
 
+int64_t host_limit_bytes(int64_t available) { return available > 0 ? available / 10 * 9 : 0; }
+
 void require_host_fits(const MemoryPlan& p, int64_t available, const char* flag) {
-  if (available <= 0 || p.host_bytes <= available / 10 * 9) return;
+  if (available <= 0 || p.host_bytes <= host_limit_bytes(available)) return;
   PDNN_FAIL("the memory plan keeps %s in pinned host memory (offloaded outputs %s, optimizer "
             "state %s), more than 90%% of the %s this host has available: here the host's "
             "memory runs out, not the GPU's; %slower --batch or --size",

@@ -430,6 +430,8 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
                      times_scaled;
     }
   }
+  // On the GPU the host's memory bounds what the plan offloads: a workspace is not bought past it.
+  if (gpu) o.host_limit_bytes = host_limit_bytes(host_available_bytes());
   const MemoryPlan p = plan_training_step(describe, n, o);
   if (plan) *plan = p;
   const StepMem m = describe(p.micro_batches > 1 ? p.micro_rows : n);

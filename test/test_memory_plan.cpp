@@ -537,8 +537,8 @@ TEST(MemoryPlan, WorkspaceIsBoughtWhereItShortensTheStep) {
   EXPECT_DOUBLE_EQ(small_host.step_ms, 18.0);
   host.host_limit_bytes = bought.host_bytes;
   EXPECT_EQ(plan_memory(m, host).workspace_bought, 40);
-  EXPECT_EQ(host_limit_bytes(1000), 900);
-  EXPECT_EQ(host_limit_bytes(0), 0);
+  EXPECT_EQ(pinnable_host_bytes(1000), 900);
+  EXPECT_EQ(pinnable_host_bytes(0), 0);
   PlanOptions slow = o;  // tens of bytes at 1e-9 GB/s: tens of seconds each way
   slow.h2d_gb_s = slow.d2h_gb_s = 1e-9;
   const MemoryPlan least = plan_memory(m, slow);

@@ -969,10 +969,10 @@ void require_fits(const MemoryPlan& p, const PlanOptions& o, const char* flag) {
             flag ? strprintf("raise %s, or ", flag).c_str() : "");
 }
 
-int64_t host_limit_bytes(int64_t available) { return available > 0 ? available / 10 * 9 : 0; }
+int64_t pinnable_host_bytes(int64_t available) { return available > 0 ? available / 10 * 9 : 0; }
 
 void require_host_fits(const MemoryPlan& p, int64_t available, const char* flag) {
-  if (available <= 0 || p.host_bytes <= host_limit_bytes(available)) return;
+  if (available <= 0 || p.host_bytes <= pinnable_host_bytes(available)) return;
   PDNN_FAIL("the memory plan keeps %s in pinned host memory (offloaded outputs %s, optimizer "
             "state %s), more than 90%% of the %s this host has available: here the host's "
             "memory runs out, not the GPU's; %slower --batch or --size",

@@ -176,7 +176,7 @@ struct PlanOptions {
   // faster (memory_plan.cpp: timed_by_workspace); false: the workspace is what the plan leaves.
   bool buy_workspace = true;
   // The pinned host memory a plan may keep (host_bytes; 0: no bound): a workspace is not bought
-  // where its plan would keep more (a GPU run's: host_limit_bytes(available), which
+  // where its plan would keep more (a GPU run's: pinnable_host_bytes(available), which
   // require_host_fits holds the plan to; the U-Net at 8192 under 137G, timed with its
   // implicit-GEMM layers, bought 22.75 GiB and moved 119 GiB to a host with 119.7 available).
   int64_t host_limit_bytes = 0;
@@ -184,7 +184,7 @@ struct PlanOptions {
 
 // The pinned host memory a plan may keep on a host with `available` bytes free: 90% of it (0:
 // unknown, no bound); pinned pages cannot be swapped, and the process and the system need some.
-int64_t host_limit_bytes(int64_t available);
+int64_t pinnable_host_bytes(int64_t available);
 
 enum class Placement { Keep, Offload, Recompute };
 const char* placement_name(Placement p);  // "device", "host", "recompute"

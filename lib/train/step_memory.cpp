@@ -430,8 +430,10 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
                      times_scaled;
     }
   }
-  // On the GPU the host's memory bounds what the plan offloads: a workspace is not bought past it.
-  if (gpu) o.host_limit_bytes = host_limit_bytes(host_available_bytes());
+  // On the GPU the host's memory bounds what the plan offloads: a workspace is not bought past
+  // it, and the plan is held to it below (read once: the two must agree).
+  const int64_t host_available = gpu ? host_available_bytes() : 0;
+  o.host_limit_bytes = pinnable_host_bytes(host_available);
   const MemoryPlan p = plan_training_step(describe, n, o);
   if (plan) *plan = p;
   const StepMem m = describe(p.micro_batches > 1 ? p.micro_rows : n);
@@ -471,7 +473,7 @@ bool plan_step_memory(Context& ctx, Model& model, Optimizer& opt, const Shape& b
   if (!capped) return true;
   const char* flag = cfg.gpu_memory_limit > 0 ? "--gpu-memory-limit" : nullptr;
   require_fits(p, o, flag);
-  if (gpu) require_host_fits(p, host_available_bytes(), flag);
+  require_host_fits(p, host_available, flag);
   apply_memory_plan(ctx, model, opt, m, p, o.state_chunk_bytes);
   // On the GPU, the workspace at the plan's budget, now, and never past it (the CPU's kernels
   // have workspaces of their own sizes: a plan made there is a GPU's).

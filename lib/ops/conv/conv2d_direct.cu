@@ -104,7 +104,7 @@
 //   - forward: x's space-to-depth phases xs (n, 4c, h/2 + 1, w/2 + 1 rounded up to even),
 //     xs[4c + 2pr + pq][u][v] = x[c][2u + pr - 1][2v + pq - 1], are made by one pass
 //     (space_to_depth_k), then the forward kernel runs the unpadded 2x2 convolution of xs with
-//     w'[k][4c + 2pr + pq][a][b] = w[k][c][2a + pr][2b + pq] (laid out by prep_weights_bf16_k):
+//     w'[k][4c + 2pr + pq][a][b] = w[k][c][2a + pr][2b + pq] (laid out by prep_weights_mma_k):
 //     block = BM output channels x TH x TW output pixels of one image, the reduction 16 phase
 //     channels x 4 taps a stage; a warp's tile and a thread's accumulators as in 3x3 (Fwd64:
 //     32 x 64 outputs a warp, 64 fp32 sums a thread), 4 instead of 9 taps a stage.

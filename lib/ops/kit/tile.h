@@ -285,15 +285,19 @@ struct HaloPairsBf16 {
 // as bf16's 16), a half of it 4, so that the tile's bytes, and every ldmatrix address into it,
 // are bf16's (an ldmatrix row of 16 bytes holds 4 TF32 elements, which land in the mma's
 // fragment order: kit/mma.h). The units are (channel, pixel pair): thread t copies channel
-// cb + t % 4 at HaloPairsBf16's pixel pairs, rounded to TF32 as it arrives (cvt.rna, once an
-// element: the inner loop converts nothing), one 8-byte load where `pairs` (w even, x 8-byte
-// aligned, the tile from an even column), else two 4-byte ones; a 4-byte store a pixel.
+// cb + t % 4 at HaloPairsBf16's pixel pairs, one 8-byte load where `pairs` (w even, x 8-byte
+// aligned, the tile from an even column), else two 4-byte ones; a 4-byte store a pixel,
+// rounded to TF32 as it is stored (cvt.rna, once an element: the inner loop converts nothing).
+// Not as it arrives: the rounding reads the loaded register, so in load() it made the warp
+// wait for the next step's loads before the current step's mma (W4 conv2's TF32 forward, ncu:
+// 61% of its stall cycles on those loads, 2.7x bf16's time where the rate and bytes give 2x);
+// in store() the loads are in flight while the step computes, as bf16's are.
 template <int XWB, int XB, int XP, int THREADS>
 struct HaloPairsF32 {
   static constexpr int NPP = XB / 2, PPT = THREADS / 4, RJ = (NPP + PPT - 1) / PPT;
   static constexpr int DROW = 2 * PPT / XWB, DCOL = 2 * PPT % XWB;  // the step, rows/columns
   static_assert(XWB % 2 == 0 && XB % XWB == 0 && THREADS % 4 == 0 && XP % 2 == 0, "pixel pairs");
-  uint32_t r[RJ][2];  // pixel 2pp's and 2pp + 1's TF32 bits
+  float r[RJ][2];  // pixel 2pp's and 2pp + 1's values as loaded
 
   __device__ __forceinline__ void load(const float* xim, int nch, int h, int w, int cb, int iy0,
                                        int ix0e, bool pairs, int tid) {
@@ -311,12 +315,12 @@ struct HaloPairsF32 {
       const int off = iy * w + ix;
       if (pairs) {  // ix even, w even: both pixels in the image or neither
         const float2 v = ok0 ? __ldg(reinterpret_cast<const float2*>(xc + off)) : float2{0.f, 0.f};
-        r[j][0] = tf32_bits(v.x);
-        r[j][1] = tf32_bits(v.y);
+        r[j][0] = v.x;
+        r[j][1] = v.y;
       } else {
         const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(w);
-        r[j][0] = tf32_bits(ok0 ? __ldg(xc + off) : 0.f);
-        r[j][1] = tf32_bits(ok1 ? __ldg(xc + off + 1) : 0.f);
+        r[j][0] = ok0 ? __ldg(xc + off) : 0.f;
+        r[j][1] = ok1 ? __ldg(xc + off + 1) : 0.f;
       }
       ix += DCOL;
       iy += DROW;
@@ -334,8 +338,8 @@ struct HaloPairsF32 {
     for (int j = 0; j < RJ; ++j) {
       if (j == RJ - 1 && (tid >> 2) + j * PPT >= NPP) break;
       uint32_t* dst = reinterpret_cast<uint32_t*>(base + 2 * j * PPT * XP);
-      dst[0] = r[j][0];
-      dst[XP / 2] = r[j][1];
+      dst[0] = tf32_bits(r[j][0]);
+      dst[XP / 2] = tf32_bits(r[j][1]);
     }
   }
 };

@@ -218,7 +218,7 @@ double mib(size_t floats) { return static_cast<double>(floats) * 4.0 / 1048576.0
 // The timing's early ends (choose_algo): one timed run from this many ms; none more for a
 // candidate this many times the best so far.
 constexpr double kOneRunMs = 20.0;
-constexpr double kSlowerMs = 1.5;
+constexpr double kLosingRatio = 1.5;
 
 // "conv2d fwd n1 c128x1024x1024 ... (in dec1.conv1 forward)": the pass's key and, inside a
 // model's step, the layer it runs for (the context's memory role).
@@ -342,7 +342,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
     }
     // The best of up to 3 runs. Fewer where more cannot change the choice: a run of
     // kOneRunMs or more (its jitter, microseconds, is far below a percent of it), or one
-    // already kSlowerMs times the best so far. At large sides the timing was most of a run's
+    // already kLosingRatio times the best so far. At large sides the timing was most of a run's
     // first block (W4 at 1344: ~45 s of its 52; the U-Net at 5792: 237 s).
     for (int rep = 0; rep < 3; ++rep) {
       cuda_delay(cs.stream(), 1000);  // GPU time only, as in the step's CUDA graph
@@ -351,7 +351,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
       run(a, true);
       const double t = cuda_event_elapsed_ms(t0, cuda_event_record(cs.stream()));
       ms = std::min(ms, t);
-      if (t >= kOneRunMs || t > kSlowerMs * best_ms) break;
+      if (t >= kOneRunMs || t > kLosingRatio * best_ms) break;
     }
     if (ms < best_ms) {
       best_ms = ms;

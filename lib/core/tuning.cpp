@@ -54,6 +54,11 @@ const Tuning::Choice* Tuning::lookup(const std::string& key) {
   return &it->second;
 }
 
+const Tuning::Choice* Tuning::find(const std::string& key) const {
+  auto it = choices_.find(key);
+  return it == choices_.end() ? nullptr : &it->second;
+}
+
 void Tuning::put(const std::string& key, const std::string& choice, double ms) {
   choices_[key] = Choice{choice, ms, false};
   auto it = made_index_.find(key);

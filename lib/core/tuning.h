@@ -34,6 +34,9 @@ class Tuning {
 
   // The choice for key, or nullptr; a choice found is listed in made() from then on.
   const Choice* lookup(const std::string& key);
+  // The choice for key, or nullptr, without listing it in made() (a choice consulted for
+  // another key's, not used).
+  const Choice* find(const std::string& key) const;
   // Records a new choice (and rewrites the cache file, if any).
   void put(const std::string& key, const std::string& choice, double ms);
 

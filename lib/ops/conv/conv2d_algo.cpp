@@ -291,6 +291,23 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
                 "memory plan's %.1f MiB: chosen again\n",
                 key.c_str(), conv_algo_name(a), mib(ws_floats(a)), mib(limit));
   }
+  // Under a plan, the unplanned choice of the shape (this run's, or the cache file's) stands
+  // where it is one of pdnn's own algorithms and fits the plan's workspace: those run the same
+  // under a plan, while cuDNN, the one candidate a plan can slow (it finds its algorithm within
+  // what the plan leaves), lost to it without one. A cuDNN choice is timed again. (The memory
+  // table's capped runs timed every pass of their side a second time: W4 at 1344 under 77G.)
+  if (planned) {
+    const std::string free_key = gpu_conv_key(pass, g, n, k, act, prec) + " " + policy;
+    ConvAlgo a;
+    const Tuning::Choice* c = tune.find(free_key);
+    if (c && parse_conv_algo(c->choice, &a) && own_algo(a) && ws_floats(a) <= limit) {
+      tune.put(key, c->choice, c->ms);
+      std::printf("conv algorithm: %s -> %s (the unplanned choice, %.3f ms: pdnn's own, within "
+                  "the plan's %.1f MiB of workspace)\n",
+                  key.c_str(), conv_algo_name(a), c->ms, mib(limit));
+      return a;
+    }
+  }
   PDNN_CHECK(!cuda_stream_capturing(cs.stream()),
              "%s: no algorithm chosen before the CUDA graph capture (run the step eagerly once "
              "first)", key.c_str());

@@ -105,7 +105,10 @@ std::string gpu_conv_key(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
 // for every path: no algorithm asking more is run. Timing leaves it out (and says so), a tuned
 // choice that does not fit is made again, a forced one (by the layer or --conv-algo) fails
 // naming the pass, the layer (the context's memory role), the algorithm, its bytes and the
-// workspace's; no candidate fitting fails alike.
+// workspace's; no candidate fitting fails alike. A choice under a limit has a key of its own
+// ("... auto-planned"); it is the unplanned choice of the shape, untimed, where that one is
+// pdnn's own and fits (own algorithms run the same under a plan; cuDNN, found within what the
+// plan leaves, is timed again).
 ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                          Act act, DType dtype, ConvAlgo requested,
                          const std::function<size_t(ConvAlgo)>& ws_floats,

@@ -23,7 +23,7 @@
 //     an ldmatrix row of 16 bytes holds 4 TF32 elements, which land in m16n8k8's fragment
 //     order (kit/mma.h), so the tiles, the swizzles and every ldmatrix address are BF16's; only
 //     the staging (kit::HaloPairsF32: a channel's pixel pair as one 8-byte load, rounded to TF32
-//     as it arrives), the weights' layout ([c / 8][tap][Mp][8], rounded when re-laid out), the
+//     as it is stored to shared memory), the weights' layout ([c / 8][tap][Mp][8], rounded when re-laid out), the
 //     mma and the epilogue's pair store (8 bytes) differ. No conversion sits in the inner loop.
 //     Until issue 32 TF32 ran on the fp32 tiles' layout, a fragment element by element from
 //     channel-major shared memory (24 4-byte shared loads a tap a warp on Fwd64 where ldmatrix

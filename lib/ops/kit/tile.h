@@ -193,64 +193,95 @@ __device__ __forceinline__ void round_halo_tile(float* xs, int tid) {
 }
 
 // ---- bf16 halo tiles, pixel-major (the direct kernels' BF16 paths) --------------------------
+// The walk both staging loaders below (HaloPairsBf16, HaloPairsF32) take over a halo tile of XB
+// pixels in rows XWB wide (from an even column), by pixel pairs: thread t's units are pairs
+// t / 4 + j THREADS / 4 (j < RJ), so that a unit's place in x follows from the previous one's
+// by compile-time steps (no division a unit, 32-bit offsets) and its shared address from the
+// thread's by a compile-time offset.
+template <int XWB, int XB, int THREADS>
+struct HaloPairWalk {
+  static constexpr int NPP = XB / 2, PPT = THREADS / 4, RJ = (NPP + PPT - 1) / PPT;
+  static constexpr int DROW = 2 * PPT / XWB, DCOL = 2 * PPT % XWB;  // the step, rows/columns
+  static_assert(XWB % 2 == 0 && XB % XWB == 0 && THREADS % 4 == 0, "pixel pairs");
+  int pp0, iy, ix, ix_end;  // the thread's first pair; the current unit's first pixel in x; the
+                            // tile's column end
+
+  __device__ __forceinline__ HaloPairWalk(int iy0, int ix0e, int tid) {
+    pp0 = tid >> 2;
+    const int r0 = 2 * pp0 / XWB;
+    iy = iy0 + r0;
+    ix = ix0e + 2 * pp0 - r0 * XWB;
+    ix_end = ix0e + XWB;
+  }
+  __device__ __forceinline__ void next() {
+    ix += DCOL;
+    iy += DROW;
+    if (ix >= ix_end) {
+      ix -= XWB;
+      ++iy;
+    }
+  }
+  // Whether the thread whose first pair is pp has its unit j past the tile's pairs (only the
+  // last round, j = RJ - 1, can be), and whether this thread has a unit j.
+  __device__ __forceinline__ static bool past(int j, int pp) { return pp + j * PPT >= NPP; }
+  __device__ __forceinline__ bool has(int j) const { return j < RJ - 1 || pp0 + j * PPT < NPP; }
+  // In a tile of XP 16-bit units a pixel: the thread's first unit's first pixel at its 4-byte
+  // column tid % 4 of xs, and unit j's offset from it.
+  template <int XP>
+  __device__ __forceinline__ static uint16_t* base(uint16_t* xs, int tid) {
+    return xs + 2 * (tid >> 2) * XP + 2 * (tid & 3);
+  }
+  template <int XP>
+  __device__ __forceinline__ static constexpr int unit(int j) { return 2 * j * PPT * XP; }
+};
+
 // G groups of 8 channels of a halo tile of x (NCHW bf16) staged through registers into shared
 // memory as [pixel of the tile][channel] (XP elements a pixel: rows of channels for ldmatrix),
 // XB pixels in rows XWB (even) wide from an even column. The units are (channel pair, pixel
-// pair): thread t copies channel pairs t % 4 + 4 g at pixel pairs t / 4 + j THREADS / 4, so that
-// a unit's place in the tile follows from the previous one's by compile-time steps (no division
-// a unit, 32-bit offsets) and its shared address from the thread's by a compile-time offset; the
-// two channels' pixel pairs become two channel pairs by byte permutes (a 4-byte store each).
+// pair): thread t copies channel pairs t % 4 + 4 g at HaloPairWalk's pixel pairs; the two
+// channels' pixel pairs become two channel pairs by byte permutes (a 4-byte store each).
 // Where x's pixel pairs are 4-byte aligned (`pairs`: w even, x aligned, the tile from an even
 // column) a unit's channel is one 4-byte load, else two 2-byte loads. Zeros outside the image
 // and past its channels.
 template <int XWB, int XB, int XP, int THREADS, int G>
 struct HaloPairsBf16 {
-  static constexpr int NPP = XB / 2, PPT = THREADS / 4, RJ = (NPP + PPT - 1) / PPT;
-  static constexpr int DROW = 2 * PPT / XWB, DCOL = 2 * PPT % XWB;  // the step, rows/columns
-  static_assert(XWB % 2 == 0 && XB % XWB == 0 && THREADS % 4 == 0 && XP % 2 == 0, "pixel pairs");
+  using Walk = HaloPairWalk<XWB, XB, THREADS>;
+  static constexpr int RJ = Walk::RJ;
+  static_assert(XP % 2 == 0, "pixel pairs");
   uint32_t r[G][RJ][2];  // group g: channel c's and c + 1's pixel pair
 
   // Channels cb + 8 g + 2 (tid % 4) (and + 1) of xim (nch channels of h x w), the tile's first
   // pixel (iy0, ix0e), ix0e even.
   __device__ __forceinline__ void load(const bf16* xim, int nch, int h, int w, int cb, int iy0,
                                        int ix0e, bool pairs, int tid) {
-    const int pp0 = tid >> 2, r0 = 2 * pp0 / XWB;
-    int iy = iy0 + r0, ix = ix0e + 2 * pp0 - r0 * XWB;  // unit j's first pixel in x
-    const int ix_end = ix0e + XWB, hw = h * w;
+    Walk u(iy0, ix0e, tid);
+    const int hw = h * w;
     const int c = cb + 2 * (tid & 3);
     // read only where the channel exists: offsets within an image are 32-bit
     const bf16* xc = xim + static_cast<int64_t>(c) * hw;
-    auto next = [&] {
-      ix += DCOL;
-      iy += DROW;
-      if (ix >= ix_end) {
-        ix -= XWB;
-        ++iy;
-      }
-    };
     if (pairs) {  // ix even, w even: both pixels in the image or neither
 #pragma unroll
       for (int j = 0; j < RJ; ++j) {
-        const bool ok = (j < RJ - 1 || pp0 + j * PPT < NPP) &&
-                        static_cast<unsigned>(iy) < static_cast<unsigned>(h) &&
-                        static_cast<unsigned>(ix) < static_cast<unsigned>(w);
-        const int off = iy * w + ix;
+        const bool ok = u.has(j) &&
+                        static_cast<unsigned>(u.iy) < static_cast<unsigned>(h) &&
+                        static_cast<unsigned>(u.ix) < static_cast<unsigned>(w);
+        const int off = u.iy * w + u.ix;
 #pragma unroll
         for (int g = 0; g < G; ++g) {
           const bf16* p = xc + static_cast<int64_t>(8 * g) * hw + off;
           r[g][j][0] = ok && c + 8 * g < nch ? ldg_bits32(p) : 0u;
           r[g][j][1] = ok && c + 8 * g + 1 < nch ? ldg_bits32(p + hw) : 0u;
         }
-        next();
+        u.next();
       }
     } else {
 #pragma unroll
       for (int j = 0; j < RJ; ++j) {
-        const bool in_y = (j < RJ - 1 || pp0 + j * PPT < NPP) &&
-                          static_cast<unsigned>(iy) < static_cast<unsigned>(h);
-        const bool ok0 = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(w);
-        const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(w);
-        const int off = iy * w + ix;
+        const bool in_y = u.has(j) &&
+                          static_cast<unsigned>(u.iy) < static_cast<unsigned>(h);
+        const bool ok0 = in_y && static_cast<unsigned>(u.ix) < static_cast<unsigned>(w);
+        const bool ok1 = in_y && static_cast<unsigned>(u.ix + 1) < static_cast<unsigned>(w);
+        const int off = u.iy * w + u.ix;
 #pragma unroll
         for (int g = 0; g < G; ++g) {
           const bf16* p = xc + static_cast<int64_t>(8 * g) * hw + off;
@@ -260,20 +291,20 @@ struct HaloPairsBf16 {
           r[g][j][1] = (ok0 && c1 ? ldg_bits16(p + hw) : 0u) |
                        (ok1 && c1 ? ldg_bits16(p + hw + 1) : 0u) << 16;
         }
-        next();
+        u.next();
       }
     }
   }
   // The loaded units into xs (the stage's tile, at channel cb's column): (c, c + 1) at pixel
   // 2 pp, then at 2 pp + 1.
   __device__ __forceinline__ void store(uint16_t* xs, int tid) const {
-    uint16_t* base = xs + 2 * (tid >> 2) * XP + 2 * (tid & 3);
+    uint16_t* base = Walk::template base<XP>(xs, tid);
 #pragma unroll
     for (int j = 0; j < RJ; ++j) {
-      if (j == RJ - 1 && (tid >> 2) + j * PPT >= NPP) break;
+      if (j == RJ - 1 && Walk::past(j, tid >> 2)) break;
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        uint32_t* dst = reinterpret_cast<uint32_t*>(base + 2 * j * PPT * XP + 8 * g);
+        uint32_t* dst = reinterpret_cast<uint32_t*>(base + Walk::template unit<XP>(j) + 8 * g);
         dst[0] = __byte_perm(r[g][j][0], r[g][j][1], 0x5410);
         dst[XP / 2] = __byte_perm(r[g][j][0], r[g][j][1], 0x7632);
       }
@@ -294,50 +325,44 @@ struct HaloPairsBf16 {
 // in store() the loads are in flight while the step computes, as bf16's are.
 template <int XWB, int XB, int XP, int THREADS>
 struct HaloPairsF32 {
-  static constexpr int NPP = XB / 2, PPT = THREADS / 4, RJ = (NPP + PPT - 1) / PPT;
-  static constexpr int DROW = 2 * PPT / XWB, DCOL = 2 * PPT % XWB;  // the step, rows/columns
-  static_assert(XWB % 2 == 0 && XB % XWB == 0 && THREADS % 4 == 0 && XP % 2 == 0, "pixel pairs");
+  using Walk = HaloPairWalk<XWB, XB, THREADS>;
+  static constexpr int RJ = Walk::RJ;
+  static_assert(XP % 2 == 0, "pixel pairs");
   float r[RJ][2];  // pixel 2pp's and 2pp + 1's values as loaded
 
   __device__ __forceinline__ void load(const float* xim, int nch, int h, int w, int cb, int iy0,
                                        int ix0e, bool pairs, int tid) {
-    const int pp0 = tid >> 2, r0 = 2 * pp0 / XWB;
-    int iy = iy0 + r0, ix = ix0e + 2 * pp0 - r0 * XWB;  // unit j's first pixel in x
-    const int ix_end = ix0e + XWB, hw = h * w;
+    Walk u(iy0, ix0e, tid);
+    const int hw = h * w;
     const int c = cb + (tid & 3);
     const bool ck = c < nch;
     const float* xc = xim + static_cast<int64_t>(ck ? c : 0) * hw;
 #pragma unroll
     for (int j = 0; j < RJ; ++j) {
-      const bool in_y = ck && (j < RJ - 1 || pp0 + j * PPT < NPP) &&
-                        static_cast<unsigned>(iy) < static_cast<unsigned>(h);
-      const bool ok0 = in_y && static_cast<unsigned>(ix) < static_cast<unsigned>(w);
-      const int off = iy * w + ix;
+      const bool in_y = ck && u.has(j) &&
+                        static_cast<unsigned>(u.iy) < static_cast<unsigned>(h);
+      const bool ok0 = in_y && static_cast<unsigned>(u.ix) < static_cast<unsigned>(w);
+      const int off = u.iy * w + u.ix;
       if (pairs) {  // ix even, w even: both pixels in the image or neither
         const float2 v = ok0 ? __ldg(reinterpret_cast<const float2*>(xc + off)) : float2{0.f, 0.f};
         r[j][0] = v.x;
         r[j][1] = v.y;
       } else {
-        const bool ok1 = in_y && static_cast<unsigned>(ix + 1) < static_cast<unsigned>(w);
+        const bool ok1 = in_y && static_cast<unsigned>(u.ix + 1) < static_cast<unsigned>(w);
         r[j][0] = ok0 ? __ldg(xc + off) : 0.f;
         r[j][1] = ok1 ? __ldg(xc + off + 1) : 0.f;
       }
-      ix += DCOL;
-      iy += DROW;
-      if (ix >= ix_end) {
-        ix -= XWB;
-        ++iy;
-      }
+      u.next();
     }
   }
   // The loaded units into xs (16-bit units, the stage's tile at its half's column): channel
   // cb + t % 4 at pixel 2 pp, then at 2 pp + 1.
   __device__ __forceinline__ void store(uint16_t* xs, int tid) const {
-    uint16_t* base = xs + 2 * (tid >> 2) * XP + 2 * (tid & 3);
+    uint16_t* base = Walk::template base<XP>(xs, tid);
 #pragma unroll
     for (int j = 0; j < RJ; ++j) {
-      if (j == RJ - 1 && (tid >> 2) + j * PPT >= NPP) break;
-      uint32_t* dst = reinterpret_cast<uint32_t*>(base + 2 * j * PPT * XP);
+      if (j == RJ - 1 && Walk::past(j, tid >> 2)) break;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(base + Walk::template unit<XP>(j));
       dst[0] = tf32_bits(r[j][0]);
       dst[XP / 2] = tf32_bits(r[j][1]);
     }

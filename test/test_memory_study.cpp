@@ -230,6 +230,31 @@ TEST_F(MemoryTable, UNetStudyTableFromTwoVisits) {
   EXPECT_EQ(slurp("t.png").substr(1, 3), "PNG");
 }
 
+// W4's pdnn step (memory_table.py): a row of two blocks written before the app left out the
+// block that times the algorithms (before 2026-11-27T20:00Z) holds that block, and its faster
+// block is the steady one; a later row's two blocks are both steady: their median, not the
+// faster (which would favour pdnn); a row of more blocks: the median.
+TEST_F(MemoryTable, W4StepIsTheSteadyBlocksMedian) {
+  spit("w4.csv",
+       "app,framework,variant,side,batch,precision,gpu_memory_limit_gib,peak_gib,"
+       "peak_reserved_gib,median_ms,min_ms,max_ms,steps,status,planned_gib,context_gib,plan,gpu,"
+       "versions,git_rev,host,timestamp\n"
+       "caltech9,pdnn,plain,224,64,fp32,,3.600,3.600,50.0,30.0,70.0,2,ok graph,4.200,0.600,,H200,,"
+       "r,h,2026-11-27T01:00:00Z\n"
+       "caltech9,pdnn,plain,448,64,fp32,,14.300,14.300,100.0,98.0,102.0,2,ok graph,14.900,0.600,,"
+       "H200,,r,h,2026-11-29T13:58:19Z\n"
+       "caltech9,pdnn,plain,672,64,fp32,,32.100,32.100,220.0,218.0,221.0,3,ok graph,32.700,0.600,,"
+       "H200,,r,h,2026-11-27T01:00:00Z\n");
+  const testing::CommandResult r =
+      run_command(kPython + " " PDNN_SOURCE_DIR "/scripts/report/memory_table.py " + path("w4.csv") +
+                  " --out " + path("w4t.md"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string md = slurp("w4t.md");
+  for (const char* line : {"| 224 | 3.60 GiB, 30 ms |", "| 448 | 14.30 GiB, 100 ms |",
+                           "| 672 | 32.10 GiB, 220 ms |"})
+    EXPECT_TRUE(contains(md, line)) << line << "\n---\n" << md;
+}
+
 // nvidia-smi's samples of the whole GPU (scripts/report/smi_peaks.py): each stretch above the
 // idle level is one process, named by the runner's phase it began in, with its largest sample;
 // a sample or mark it cannot read is an error naming the file and line.

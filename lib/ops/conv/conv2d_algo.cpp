@@ -274,8 +274,8 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
   const bool planned = limit > 0 && policy == "auto";
   // The pass's policy is part of the key: "own" must not reuse a cuDNN choice "auto" made (nor
   // a planned run one an unplanned run made).
-  const std::string key =
-      gpu_conv_key(pass, g, n, k, act, prec) + " " + policy + (planned ? "-planned" : "");
+  const std::string unplanned_key = gpu_conv_key(pass, g, n, k, act, prec) + " " + policy;
+  const std::string key = planned ? unplanned_key + "-planned" : unplanned_key;
   if (const Tuning::Choice* c = tune.lookup(key)) {
     ConvAlgo a;
     PDNN_CHECK(parse_conv_algo(c->choice, &a) && a != ConvAlgo::Auto,
@@ -297,9 +297,8 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
   // what the plan leaves), lost to it without one. A cuDNN choice is timed again. (The memory
   // table's capped runs timed every pass of their side a second time: W4 at 1344 under 77G.)
   if (planned) {
-    const std::string free_key = gpu_conv_key(pass, g, n, k, act, prec) + " " + policy;
     ConvAlgo a;
-    const Tuning::Choice* c = tune.find(free_key);
+    const Tuning::Choice* c = tune.find(unplanned_key);
     if (c && parse_conv_algo(c->choice, &a) && own_algo(a) && ws_floats(a) <= limit) {
       tune.put(key, c->choice, c->ms);
       std::printf("conv algorithm: %s -> %s (the unplanned choice, %.3f ms: pdnn's own, within "

@@ -1052,18 +1052,24 @@ struct BwwCfg {
   static constexpr int KS = KS_, KK = KS * KS;
   static constexpr int THREADS = (BM / 8) * BC;  // FMA: 8 output channels x 1 input channel
   // BF16: 12 warps an SM at 128 threads (168 registers a thread; shared memory would allow
-  // four blocks), 16 at 256 (128 registers).
+  // four blocks), 16 at 256 (128 registers). TF32: two blocks, 16 warps at 256 (two stages
+  // without y are 114 KB with CS_T unpadded: 125 registers, no spills); with y one fits
+  // (181 KB). FMA: one at 256.
   template <class Prec>
   static constexpr int min_blocks() {
-    return Prec::kK == 16 ? (THREADS >= 256 ? 2 : 3) : (THREADS >= 256 ? 1 : 2);
+    if (Prec::kK == 16) return THREADS >= 256 ? 2 : 3;
+    if (Prec::kMma) return 2;
+    return THREADS >= 256 ? 1 : 2;
   }
   static constexpr int WM = WM_, WN = WN_;       // TF32: a warp 32 output x 8 input channels
   static constexpr int XW = TW + KS - 1, XR = TH + KS - 1;
   // g rows: 4 mod 32 banks (TF32 A reads: 8 rows g x 4 pixels t); input channel stride: odd
-  // for the FMA path (a warp reads 32 channels at one place), 4 mod 32 for the TF32 B reads
-  // (8 channels g x 4 pixels t)
+  // for the FMA path (a warp reads 32 channels at one place), 4 mod 8 for the TF32 B reads
+  // (8 channels g x 4 pixels t: g CS = 4 g (odd) mod 32 puts the 8 channels on 8 different
+  // groups of 4 banks), the patch itself where it is (180 floats at 8 x 16), not padded
   static constexpr int SG = P + 4;
-  static constexpr int CS_F = round_up_c(XR * XW, 32) + 1, CS_T = round_up_c(XR * XW, 32) + 4;
+  static constexpr int CS_F = round_up_c(XR * XW, 32) + 1, CS_T = round_up_c(XR * XW + 4, 8) - 4;
+  static_assert(CS_T >= XR * XW && CS_T % 8 == 4, "TF32 B reads: channel stride 4 mod 8");
   static_assert(WM * 32 == BM && WN * 8 == BC && WM * WN * 32 == THREADS, "warps cover the block");
   static_assert(TW % 8 == 0 && BC <= 32, "tile shape");
   // BF16 (two stages, register-staged; a 16-deep step is one row of the patch): g rows of P
@@ -1087,7 +1093,7 @@ struct BwwCfg {
   }
 };
 template <int KS>
-using Bww64K = BwwCfg<64, 32, 8, 16, 2, 4, 2, KS>;  // 256 threads (two stages: 185 KB with y)
+using Bww64K = BwwCfg<64, 32, 8, 16, 2, 4, 2, KS>;  // 256 threads (TF32, two stages: 181 KB with y)
 template <int KS>
 using Bww32K = BwwCfg<32, 32, 8, 16, 1, 4, 3, KS>;  // 128 threads
 

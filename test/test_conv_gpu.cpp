@@ -807,6 +807,95 @@ TEST(ConvGpu, Bf16ChannelMinorCopies) {
 #endif
 }
 
+// The GPU's im2col kernels (cuda::Im2colKernel) each equal the host's columns bit for bit,
+// every element written (poisoned first), in fp32 and bf16, forced one by one on each geometry
+// they fit: K4S2 on 4x4 stride-2 padding-1 inputs with w and ow multiples of 4 (row padding 1
+// and 0, an odd height, several images a block), Four and One there and on the geometries that
+// leave K4S2 out (ow % 4 != 0, x one element off its alignment), One alone where n*oh*ow % 4 != 0.
+// Any must pick K4S2 where it fits (the DCGAN's layers take it), and forcing a kernel that does
+// not fit throws.
+TEST(ConvGpu, Im2colEveryKernelEqualsTheHostsColumns) {
+#if !PDNN_HAVE_CUDA
+  GTEST_SKIP() << "needs a CUDA build";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  Context ctx(1, 1, Device::CUDA);
+  using K = cuda::Im2colKernel;
+  struct ImCase { int64_t n, c, h, w, k, s, ph, pw, offset; K fits; };
+  const ImCase cases[] = {
+      {3, 3, 8, 8, 4, 2, 1, 1, 0, K::K4S2},     // ow 4: a group of 4 columns is a whole row
+      {2, 5, 7, 16, 4, 2, 1, 1, 0, K::K4S2},    // odd h: the last kernel rows past the image
+      {1, 2, 16, 16, 4, 2, 0, 1, 0, K::K4S2},   // no row padding
+      {130, 2, 4, 8, 4, 2, 1, 1, 0, K::K4S2},   // 260 groups of 4 columns: more than a block
+      {2, 5, 7, 12, 4, 2, 1, 1, 0, K::Four},    // ow 6
+      {3, 3, 8, 8, 4, 2, 1, 1, 1, K::Four},     // x one element off its 4-element alignment
+      {3, 2, 5, 5, 3, 1, 1, 1, 0, K::One},      // n*oh*ow = 75
+  };
+  int checked = 0;
+  for (const ImCase& ic : cases) {
+    const ConvGeom g = conv_geom("test", ic.c, ic.h, ic.w, ic.k, ic.k, ic.s, ic.s, ic.ph, ic.pw);
+    const int64_t np = ic.n * g.col_cols(), len = ic.n * ic.c * ic.h * ic.w;
+    Rng rng(31);
+    Tensor xf = testing::random_tensor(Shape{ic.offset + len}, rng);
+    const Tensor xb = testing::to_bf16(xf, Device::CUDA, ctx);
+    const Tensor xbh = testing::widened(xb, ctx);
+    const Tensor xfd = xf.to(Device::CUDA, ctx);
+    for (const bool b16 : {false, true}) {
+      const Tensor& xh = b16 ? xbh : xf;
+      std::vector<float> ref(static_cast<size_t>(g.col_rows() * np));
+      for (int64_t r = 0; r < g.col_rows(); ++r)
+        for (int64_t col = 0; col < np; ++col) {
+          const int64_t ci = r / (ic.k * ic.k), ki = r / ic.k % ic.k, kj = r % ic.k;
+          const int64_t i = col / g.col_cols(), oy = col % g.col_cols() / g.ow, ox = col % g.ow;
+          const int64_t yy = oy * ic.s - ic.ph + ki, xx = ox * ic.s - ic.pw + kj;
+          ref[static_cast<size_t>(r * np + col)] =
+              yy >= 0 && yy < ic.h && xx >= 0 && xx < ic.w
+                  ? xh[ic.offset + ((i * ic.c + ci) * ic.h + yy) * ic.w + xx]
+                  : 0.f;
+        }
+      Tensor poison(Shape{g.col_rows(), np});
+      poison.fill(std::nanf(""));
+      const void* xp = b16 ? static_cast<const void*>(xb.data<bf16>() + ic.offset)
+                           : static_cast<const void*>(xfd.data() + ic.offset);
+      {
+        Tensor cols = b16 ? testing::bf16_poisoned(poison.shape(), Device::CUDA, ctx)
+                          : poison.to(Device::CUDA, ctx);
+        const void* cp = b16 ? static_cast<const void*>(cols.data<bf16>()) : cols.data();
+        EXPECT_EQ(cuda::im2col_kernel_for(g, ic.n, xp, cp, b16 ? 2 : 4), ic.fits);
+      }
+      for (const K k : {K::Any, K::One, K::Four, K::K4S2}) {
+        const bool fits = k == K::Any || k == K::One || k == ic.fits ||
+                          (k == K::Four && ic.fits == K::K4S2);
+        SCOPED_TRACE(std::string(b16 ? "bf16 " : "fp32 ") + std::to_string(ic.n) + "x" +
+                     std::to_string(ic.c) + "x" + std::to_string(ic.h) + "x" +
+                     std::to_string(ic.w) + " k" + std::to_string(ic.k) + " s" +
+                     std::to_string(ic.s) + " ph" + std::to_string(ic.ph) + " offset " +
+                     std::to_string(ic.offset) + ", kernel " + std::to_string(static_cast<int>(k)));
+        Tensor cols = b16 ? testing::bf16_poisoned(poison.shape(), Device::CUDA, ctx)
+                          : poison.to(Device::CUDA, ctx);
+        auto run = [&] {
+          if (b16)
+            cuda::im2col_batch(g, ic.n, xb.data<bf16>() + ic.offset, cols.data<bf16>(),
+                               ctx.cuda_exec(), k);
+          else
+            cuda::im2col_batch(g, ic.n, xfd.data() + ic.offset, cols.data(), ctx.cuda_exec(), k);
+        };
+        if (!fits) {
+          EXPECT_THROW(run(), Error);
+          continue;
+        }
+        run();
+        expect_equals_reference(b16 ? testing::widened(cols, ctx) : cols.to(Device::CPU, ctx), ref);
+        ++checked;
+      }
+    }
+  }
+  // K4S2 cases: Any, One, Four, K4S2; Four cases: Any, One, Four; One: Any, One; x2 precisions
+  EXPECT_EQ(checked, 2 * (4 * 4 + 2 * 3 + 1 * 2));
+#endif
+}
+
 // The bf16 passes' re-laid-out weights (conv2d_direct_weights) equal w's elements at
 // w_index bit for bit, element by element at direct::prep_index, with zeros past the channels
 // and every element of the layout written (poisoned first): each kind of taps (3x3 forward and

@@ -9,6 +9,7 @@
 // and 6.5 s (up1's forward, head's backward-data; ~0.1 s due): the wrapped counter read and
 // wrote where it pointed (test: ConvGpu.Index64Col2imNearTwoToThe31StaysInBounds).
 #include <climits>
+#include <cstdint>
 
 #include "cuda/launch.h"
 #include "ops/conv/im2col.h"
@@ -88,6 +89,54 @@ __global__ void im2col_k4(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
   }
 }
 
+// 4x4 stride-2 padding-1 (every DCGAN convolution): thread t writes the 16 taps of channel
+// blockIdx.y at columns 4t ... 4t + 3, one output row's ox0 ... ox0 + 3 (ow % 4 == 0). For kernel
+// row ki they read input row 2 oy - ph + ki at 2 ox0 - 1 ... 2 ox0 + 8, which the thread loads as
+// the four aligned 4-element vectors from 2 ox0 - 4 (w % 4 == 0: a vector is wholly inside the
+// row or outside) and picks its 4 taps' 4 values from (tap kj, column j: element 2 j + 3 + kj).
+// Why: im2col_k4 runs a tap's row a block, so each input value is fetched 16 times by 16 blocks
+// (4 scalar loads a thread for one 4-column store); here 16 vector loads feed 16 vector stores.
+// Floor: the columns' bytes (16 x the input's) written once, the input read ~2x (rows shared by
+// neighbouring output rows), at the copy rate.
+template <class E>
+__global__ void im2col_k4s2(Geom32 g, int np, FastDiv div_p, FastDiv div_ow,
+                            const E* __restrict__ x, E* __restrict__ cols) {
+  struct alignas(4 * sizeof(E)) Four {
+    E v[4];
+  };
+  const int p = g.oh * g.ow, np4 = np / 4, hw = g.h * g.w;
+  for (int ci = blockIdx.y; ci < g.c; ci += gridDim.y) {
+    Four* rows = reinterpret_cast<Four*>(cols + static_cast<int64_t>(ci) * 16 * np);
+    PDNN_GRID_LOOP(c4, np4) {
+      const int col = 4 * static_cast<int>(c4);
+      const int i = div_p.div(col), q = col - i * p, oy = div_ow.div(q), ox0 = q - oy * g.ow;
+      const E* plane = x + (i * g.c + ci) * hw;
+      const int x0 = 2 * ox0 - 4;
+#pragma unroll
+      for (int ki = 0; ki < 4; ++ki) {
+        const int yy = 2 * oy - g.ph + ki;
+        const bool row_ok = yy >= 0 && yy < g.h;
+        E win[16];
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          const int xs = x0 + 4 * v;
+          Four t{};
+          if (row_ok && xs >= 0 && xs < g.w) t = *reinterpret_cast<const Four*>(plane + yy * g.w + xs);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) win[4 * v + j] = t.v[j];
+        }
+#pragma unroll
+        for (int kj = 0; kj < 4; ++kj) {
+          Four o;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) o.v[j] = win[2 * j + 3 + kj];
+          rows[static_cast<int64_t>(ki * 4 + kj) * np4 + c4] = o;
+        }
+      }
+    }
+  }
+}
+
 // x: float, or bf16 (the sum in fp32, rounded once). div_w, div_h, div_c: w, h and c.
 template <bool kStride1, class E>
 __global__ void col2im_k(Geom32 g, int total, int np, FastDiv div_w, FastDiv div_h, FastDiv div_c,
@@ -139,29 +188,73 @@ __global__ void to_ncp(int n, int c, int p, const float* __restrict__ x, float* 
   }
 }
 
-// 4 columns a thread where n*p % 4 == 0 (every row of cols then starts 4-aligned), else 1.
+const char* kernel_name(Im2colKernel k) {
+  switch (k) {
+    case Im2colKernel::Any: return "any";
+    case Im2colKernel::One: return "one";
+    case Im2colKernel::Four: return "four";
+    case Im2colKernel::K4S2: return "k4s2";
+  }
+  return "?";
+}
+
+bool aligned_to(const void* ptr, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
+}
+
+// K4S2 where it fits, else 4 columns a thread where n*p % 4 == 0 (every row of cols then starts
+// 4-aligned), else 1.
 template <class E>
-void im2col_launch(const ConvGeom& g, int64_t n, const E* x, E* cols, CudaExec e) {
+void im2col_launch(const ConvGeom& g, int64_t n, const E* x, E* cols, CudaExec e, Im2colKernel k) {
   const int64_t np = n * g.col_cols();
   if (np <= 0) return;
+  const Im2colKernel fits = im2col_kernel_for(g, n, x, cols, sizeof(E));
+  if (k == Im2colKernel::Any) k = fits;
+  PDNN_CHECK(k == Im2colKernel::One || (k == Im2colKernel::Four && fits != Im2colKernel::One) ||
+                 k == fits,
+             "im2col_batch: kernel %s does not fit this geometry and these pointers (%s does)",
+             kernel_name(k), kernel_name(fits));
   const FastDiv dp(static_cast<uint32_t>(g.col_cols())), dow(static_cast<uint32_t>(g.ow));
-  if (np % 4 == 0)
-    im2col_k4<<<grid2d(np / 4, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+  const int t = tpb(e, 128);
+  if (k == Im2colKernel::K4S2) {
+    const int64_t bx = (np / 4 + t - 1) / t;
+    const dim3 grid(static_cast<unsigned>(bx < 65535 ? bx : 65535),
+                    static_cast<unsigned>(g.c < 65535 ? g.c : 65535));
+    im2col_k4s2<<<grid, t, 0, stream_of(e)>>>(geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
+  } else if (k == Im2colKernel::Four) {
+    im2col_k4<<<grid2d(np / 4, g.col_rows(), t), t, 0, stream_of(e)>>>(
         geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
-  else
-    im2col_k<<<grid2d(np, g.col_rows(), tpb(e, 128)), tpb(e, 128), 0, stream_of(e)>>>(
+  } else {
+    im2col_k<<<grid2d(np, g.col_rows(), t), t, 0, stream_of(e)>>>(
         geom32(g, n), static_cast<int>(np), dp, dow, x, cols);
+  }
   PDNN_CUDA_LAUNCH_CHECK("im2col_batch");
 }
 
 }  // namespace
 
-void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e) {
-  im2col_launch(g, n, x, cols, e);
+Im2colKernel im2col_kernel_for(const ConvGeom& g, int64_t n, const void* x, const void* cols,
+                               size_t elem_bytes) {
+  if (n * g.col_cols() % 4 != 0) return Im2colKernel::One;
+  if (g.kh == 4 && g.kw == 4 && g.sh == 2 && g.sw == 2 && g.pw == 1 && g.w % 4 == 0 &&
+      g.ow % 4 == 0 && aligned_to(x, 4 * elem_bytes) && aligned_to(cols, 4 * elem_bytes))
+    return Im2colKernel::K4S2;
+  return Im2colKernel::Four;
 }
 
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e,
+                  Im2colKernel k) {
+  im2col_launch(g, n, x, cols, e, k);
+}
+void im2col_batch(const ConvGeom& g, int64_t n, const bf16* x, bf16* cols, CudaExec e,
+                  Im2colKernel k) {
+  im2col_launch(g, n, x, cols, e, k);
+}
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e) {
+  im2col_launch(g, n, x, cols, e, Im2colKernel::Any);
+}
 void im2col_batch(const ConvGeom& g, int64_t n, const bf16* x, bf16* cols, CudaExec e) {
-  im2col_launch(g, n, x, cols, e);
+  im2col_launch(g, n, x, cols, e, Im2colKernel::Any);
 }
 
 namespace {

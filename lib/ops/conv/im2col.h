@@ -63,6 +63,18 @@ void cnhw_to_nchw(int64_t n, int64_t c, int64_t p, const float* x, float* y, Cpu
 }  // namespace cpu
 
 namespace cuda {
+// The GPU's im2col kernels: Any picks the fastest that fits (K4S2, else Four, else One); the
+// tests force each. One: a column a thread. Four: 4 columns a thread (n*oh*ow % 4 == 0), each
+// tap's row a block. K4S2: 4x4 stride-2 padding-1 (the DCGAN's layers), all 16 taps of 4
+// columns a thread from 4-element vectors of x (also w % 4 == 0, ow % 4 == 0, x and cols
+// aligned to 4 elements). Forcing one that does not fit throws.
+enum class Im2colKernel { Any, One, Four, K4S2 };
+Im2colKernel im2col_kernel_for(const ConvGeom& g, int64_t n, const void* x, const void* cols,
+                               size_t elem_bytes);
+void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e,
+                  Im2colKernel k);
+void im2col_batch(const ConvGeom& g, int64_t n, const bf16* x, bf16* cols, CudaExec e,
+                  Im2colKernel k);
 void im2col_batch(const ConvGeom& g, int64_t n, const float* x, float* cols, CudaExec e);
 void col2im_batch(const ConvGeom& g, int64_t n, const float* cols, float* x, CudaExec e);
 // bf16 convolutions: bf16 columns; col2im from fp32 columns (the product's) into bf16 x, each

@@ -16,6 +16,7 @@
 #include <utility>
 #include <unistd.h>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -1188,6 +1189,121 @@ TEST(Tuning, FindConsultsWithoutListing) {
   ASSERT_NE(t.lookup("conv2d fwd a auto"), nullptr);
   EXPECT_EQ(t.made().size(), 1u);
   std::remove(cache.c_str());
+}
+
+// keep writes a detail of a choice to the file as a line of its own, read back by find (in this
+// run and the next), never listed among the run's choices.
+TEST(Tuning, KeepWritesADetailWithoutListingIt) {
+  const std::string cache = ::testing::TempDir() + "pdnn_tuning_keep_" + std::to_string(::getpid()) + ".tsv";
+  std::remove(cache.c_str());
+  {
+    Tuning t;
+    t.set_cache_file(cache, "gpu");
+    t.put("conv2d fwd a auto", "cudnn", 0.25);
+    t.keep("cudnn-pick conv2d fwd a", "cudnn 91900 algo 1 math 3 ws 1024");
+    ASSERT_NE(t.find("cudnn-pick conv2d fwd a"), nullptr);
+    EXPECT_EQ(t.find("cudnn-pick conv2d fwd a")->choice, "cudnn 91900 algo 1 math 3 ws 1024");
+    ASSERT_EQ(t.made().size(), 1u);
+    EXPECT_EQ(t.made()[0].first, "conv2d fwd a auto");
+  }
+  Tuning t;
+  t.set_cache_file(cache, "gpu");
+  ASSERT_NE(t.find("cudnn-pick conv2d fwd a"), nullptr);
+  EXPECT_EQ(t.find("cudnn-pick conv2d fwd a")->choice, "cudnn 91900 algo 1 math 3 ws 1024");
+  EXPECT_TRUE(t.find("cudnn-pick conv2d fwd a")->from_file);
+  EXPECT_TRUE(t.made().empty());
+  std::remove(cache.c_str());
+}
+
+// cuDNN's own algorithm for a pass is kept beside the choice of cuDNN and taken from the cache by
+// a later run, which then finds nothing (conv2d_cudnn_picks / adopt_picks): a run from the file
+// runs what the run that timed it ran. A fresh context takes each pass's picks of another one
+// as they were, runs the forward with them within the reference's bound, and leaves alone what
+// is not this cuDNN's, past the cap, not strict fp32 math in fp32, malformed, or already picked.
+// Through the tuning: a cache file that chose cuDNN with a pick gets that pick in the pass.
+TEST(ConvGpu, CudnnPicksAreKeptAndTakenFromTheCache) {
+#if !PDNN_HAVE_CUDA || !PDNN_CUDNN_HEADER
+  GTEST_SKIP() << "needs a CUDA build with cudnn.h";
+#else
+  std::string why;
+  if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
+  if (!cuda::cudnn_api()) GTEST_SKIP() << "needs cuDNN: " << cudnn_status();
+  const ConvCase& c = kCases[1];  // 5x5, no activation, a bias (added outside cuDNN)
+  Inputs in = inputs_of(c);
+  const Act act = in.act;
+  std::vector<std::pair<std::string, std::string>> picks;
+  for (const ConvPass pass : {ConvPass::Forward, ConvPass::BackwardData, ConvPass::BackwardWeights}) {
+    Context ctx(1, 1, Device::CUDA);
+    ASSERT_NE(ctx.cuda().cudnn(), nullptr);
+    cuda::conv2d_cudnn_workspace_floats(pass, in.g, c.n, c.k, act, ctx.cuda_exec(), DType::F32);
+    const auto made = cuda::conv2d_cudnn_picks(pass, in.g, c.n, c.k, act, ctx.cuda_exec(), DType::F32);
+    ASSERT_EQ(made.size(), 1u);
+    picks.push_back(made[0]);
+    EXPECT_EQ(made[0].second.rfind("cudnn " + std::to_string(cuda::cudnn_api()->version) + " algo ", 0), 0u)
+        << made[0].second;
+    // Another context takes it as it was.
+    Context other(1, 1, Device::CUDA);
+    ASSERT_NE(other.cuda().cudnn(), nullptr);
+    std::map<std::string, std::string> file{made[0]};
+    auto from = [&](const std::string& key) -> const std::string* {
+      auto it = file.find(key);
+      return it == file.end() ? nullptr : &it->second;
+    };
+    EXPECT_EQ(cuda::conv2d_cudnn_adopt_picks(pass, in.g, c.n, c.k, act, other.cuda_exec(), DType::F32, from), 1);
+    EXPECT_EQ(cuda::conv2d_cudnn_picks(pass, in.g, c.n, c.k, act, other.cuda_exec(), DType::F32), made);
+    // Picked already: nothing more is taken.
+    EXPECT_EQ(cuda::conv2d_cudnn_adopt_picks(pass, in.g, c.n, c.k, act, other.cuda_exec(), DType::F32, from), 0);
+    // What a fresh context leaves alone.
+    int algo = -1, math = -1;
+    size_t version = 0, ws = 0;
+    ASSERT_EQ(std::sscanf(made[0].second.c_str(), "cudnn %zu algo %d math %d ws %zu", &version,
+                          &algo, &math, &ws), 4);
+    for (const std::string& bad :
+         {strprintf("cudnn %zu algo %d math %d ws %zu", version + 1, algo, math, ws),
+          strprintf("cudnn %zu algo %d math %d ws %zu", version, algo, math, size_t{1} << 40),
+          strprintf("cudnn %zu algo %d math %d ws %zu", version, algo, 1, ws),
+          strprintf("cudnn %zu algo %d math %d ws %zu", version, 99, math, ws),
+          strprintf("cudnn %zu algo %d math %d ws %zu junk", version, algo, math, ws),
+          std::string("cudnn")}) {
+      Context fresh(1, 1, Device::CUDA);
+      ASSERT_NE(fresh.cuda().cudnn(), nullptr);
+      std::map<std::string, std::string> f{{made[0].first, bad}};
+      auto from_bad = [&](const std::string& key) -> const std::string* {
+        auto it = f.find(key);
+        return it == f.end() ? nullptr : &it->second;
+      };
+      EXPECT_EQ(cuda::conv2d_cudnn_adopt_picks(pass, in.g, c.n, c.k, act, fresh.cuda_exec(), DType::F32,
+                                               from_bad), 0) << bad;
+      EXPECT_TRUE(cuda::conv2d_cudnn_picks(pass, in.g, c.n, c.k, act, fresh.cuda_exec(), DType::F32).empty());
+    }
+  }
+  // Through the tuning: the file chose cuDNN for the forward and kept a pick; the forward runs
+  // on that pick (not one found now) and matches the reference.
+  const std::string cache = ::testing::TempDir() + "pdnn_cudnn_pick_" + std::to_string(::getpid()) + ".tsv";
+  {
+    Context ctx(1, 1, Device::CUDA);
+    const std::string device = ctx.cuda().info().name;
+    const std::string key = gpu_conv_key(ConvPass::Forward, in.g, c.n, c.k, act, "fp32") + " auto";
+    std::ofstream(cache) << device << "\t" << key << "\tcudnn\t0.1\n"
+                         << device << "\tcudnn-pick " << picks[0].first << "\t" << picks[0].second
+                         << "\t0\n";
+    ctx.tuning().set_cache_file(cache, device);
+    const Tensor x = in.x.to(Device::CUDA, ctx), w = in.w.to(Device::CUDA, ctx),
+                 b = in.b.to(Device::CUDA, ctx);
+    Tensor y = poisoned(Shape{c.n, c.k, in.g.oh, in.g.ow}, Device::CUDA, ctx);
+    ops::conv2d_forward(ctx, fwd_args<Tensor>(in, c, &x, &w, &b, &y));
+    ASSERT_EQ(ctx.tuning().made().size(), 1u);
+    EXPECT_EQ(ctx.tuning().made()[0].second.choice, "cudnn");
+    const std::vector<std::pair<std::string, std::string>> want{picks[0]};
+    EXPECT_EQ(cuda::conv2d_cudnn_picks(ConvPass::Forward, in.g, c.n, c.k, act, ctx.cuda_exec(), DType::F32),
+              want);
+    const Tensor yh = y.to(Device::CPU, ctx);
+    const testing::ConvReference r =
+        conv_reference(in.g, c.n, c.k, in.x, in.w, c.bias ? &in.b : nullptr, yh, in.dy, in.act);
+    expect_conv_within(yh, r.y, r.y_abs, nullptr, double(in.g.col_rows()), false, "y");
+  }
+  std::remove(cache.c_str());
+#endif
 }
 
 // Under a memory plan (the context's workspace has a limit) the choice has its own key: it never

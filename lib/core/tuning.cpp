@@ -71,6 +71,11 @@ void Tuning::put(const std::string& key, const std::string& choice, double ms) {
   if (!path_.empty()) save();
 }
 
+void Tuning::keep(const std::string& key, const std::string& detail) {
+  choices_[key] = Choice{detail, 0.0, false};
+  if (!path_.empty()) save();
+}
+
 void Tuning::save() const {
   AtomicFile f(path_);
   f.stream() << "# pdnn algorithm cache: device, key, choice, ms (written by pdnn; safe to delete)\n";

@@ -39,6 +39,10 @@ class Tuning {
   const Choice* find(const std::string& key) const;
   // Records a new choice (and rewrites the cache file, if any).
   void put(const std::string& key, const std::string& choice, double ms);
+  // Records a detail of a choice under a key of its own (cuDNN's own algorithm beside the choice
+  // of cuDNN: conv2d_algo.cpp), in the file as a choice, but not listed in made(): the run's
+  // header lists what ran, not how. Read back with find().
+  void keep(const std::string& key, const std::string& detail);
 
   // Every choice this run used, in the order first used: (key, choice).
   const std::vector<std::pair<std::string, Choice>>& made() const { return made_; }

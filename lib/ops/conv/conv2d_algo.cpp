@@ -237,6 +237,34 @@ std::string who(Context& ctx, const std::string& key) {
             who(ctx, key).c_str(), conv_algo_name(a), how, mib(need), mib(limit));
 }
 
+// cuDNN's own algorithm for a pass the tuning chose cuDNN for, in the tuning beside the choice
+// ("cudnn-pick " + its key), so that a run reading the cache file runs the algorithm the run
+// that timed the choice found, rather than finding again on a GPU that has run nothing yet
+// (conv2d_gpu.h, conv2d_cudnn_picks).
+const std::string kCudnnPick = "cudnn-pick ";
+void keep_cudnn_picks(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                      Act act, DType dtype) {
+#if PDNN_HAVE_CUDA
+  for (const auto& [key, value] : cuda::conv2d_cudnn_picks(pass, g, n, k, act, ctx.cuda_exec(), dtype))
+    ctx.tuning().keep(kCudnnPick + key, value);
+#else
+  (void)ctx, (void)pass, (void)g, (void)n, (void)k, (void)act, (void)dtype;
+#endif
+}
+void adopt_cudnn_picks(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                       Act act, DType dtype) {
+#if PDNN_HAVE_CUDA
+  const Tuning& tune = ctx.tuning();
+  cuda::conv2d_cudnn_adopt_picks(pass, g, n, k, act, ctx.cuda_exec(), dtype,
+                                 [&](const std::string& key) -> const std::string* {
+                                   const Tuning::Choice* c = tune.find(kCudnnPick + key);
+                                   return c ? &c->choice : nullptr;
+                                 });
+#else
+  (void)ctx, (void)pass, (void)g, (void)n, (void)k, (void)act, (void)dtype;
+#endif
+}
+
 }  // namespace
 
 ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
@@ -285,6 +313,8 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
                "algorithm cache %s chose cudnn for %s, but %s: remove the file or pass "
                "--conv-algo-cache none", tune.cache_file().c_str(), key.c_str(),
                cudnn_status().c_str());
+    // cuDNN's own algorithm as the run that chose cuDNN found it (conv2d_cudnn_picks).
+    if (a == ConvAlgo::Cudnn && limit == 0) adopt_cudnn_picks(ctx, pass, g, n, k, act, dtype);
     // A choice made under a larger workspace (another cap, or none) is made again here.
     if (limit == 0 || ws_floats(a) <= limit) return a;
     std::printf("conv algorithm: %s: %s, chosen before, needs %.1f MiB of workspace, past the "
@@ -384,6 +414,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
               in.c_str(), left_out.c_str(), limit > 0 ? " (raise --gpu-memory-limit)" : "");
   }
   tune.put(key, conv_algo_name(best), best_ms);
+  if (best == ConvAlgo::Cudnn && limit == 0) keep_cudnn_picks(ctx, pass, g, n, k, act, dtype);
   // One line per choice, at the first step of each shape: the run's log says what ran.
   std::printf("conv algorithm: %s -> %s (ms: %s)\n", key.c_str(), conv_algo_name(best),
               tried.c_str());

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 
 #include "core/error.h"
 #include "cuda/cudnn.h"
@@ -341,6 +342,82 @@ size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n
   return conv2d_cudnn_beside_floats(pass, g, n, k, act, is_bf16) + (ws + 3) / 4;
 }
 
+namespace {
+// The pass's pick keys without a workspace limit, one per slice size (as
+// conv2d_cudnn_workspace_floats picks them), with the cap they were picked under.
+std::vector<std::string> pick_keys_of(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
+                                      Act act, CudaExec e, bool is_bf16, size_t* cap) {
+  std::vector<std::string> keys;
+  if (e.workspace_limit_bytes > 0) return keys;
+  const int64_t s = slice_of(g, n, k, e);
+  *cap = pick_cap(pass, g, n, k, act, is_bf16, e);
+  for (int64_t m : {s, n % s})
+    if (m > 0) keys.push_back(pick_key(pass, g, m, k, e, *cap, is_bf16));
+  return keys;
+}
+// Whether `algo` is one of cuDNN's algorithms of the pass's kind.
+bool algo_of_pass(ConvPass pass, int algo) {
+  const int count = pass == ConvPass::Forward        ? CUDNN_CONVOLUTION_FWD_ALGO_COUNT
+                    : pass == ConvPass::BackwardData ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
+                                                     : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  return algo >= 0 && algo < count;
+}
+// Whether algorithm `algo` of the pass's kind is one of cuDNN's and sums directly.
+bool algo_sums_directly(ConvPass pass, int algo) {
+  if (algo < 0) return false;
+  if (pass == ConvPass::Forward)
+    return algo < CUDNN_CONVOLUTION_FWD_ALGO_COUNT &&
+           sums_directly(static_cast<cudnnConvolutionFwdAlgo_t>(algo));
+  if (pass == ConvPass::BackwardData)
+    return algo < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT &&
+           sums_directly(static_cast<cudnnConvolutionBwdDataAlgo_t>(algo));
+  return algo < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT &&
+         sums_directly(static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo));
+}
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> conv2d_cudnn_picks(
+    ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act, CudaExec e, DType dtype) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t cap = 0;
+  const CudnnContext& c = cudnn_of(e);
+  for (const std::string& key : pick_keys_of(pass, g, n, k, act, e, dtype == DType::BF16, &cap)) {
+    auto it = c.picks.find(key);
+    if (it == c.picks.end()) continue;
+    out.emplace_back(key, strprintf("cudnn %zu algo %d math %d ws %zu", cudnn_api()->version,
+                                    it->second.algo, it->second.math, it->second.ws));
+  }
+  return out;
+}
+
+int conv2d_cudnn_adopt_picks(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
+                             CudaExec e, DType dtype,
+                             const std::function<const std::string*(const std::string&)>& cached) {
+  CudnnContext& c = cudnn_of(e);
+  const bool is_bf16 = dtype == DType::BF16;
+  if (c.transforms_only) return 0;  // a test's setting: cuDNN finds among the transforms
+  const Rules r = rules_of(e, is_bf16, c.transforms_only);
+  size_t cap = 0;
+  int took = 0;
+  for (const std::string& key : pick_keys_of(pass, g, n, k, act, e, is_bf16, &cap)) {
+    const std::string* v = cached(key);
+    if (!v || c.picks.count(key)) continue;
+    size_t version = 0, ws = 0;
+    int algo = -1, math = -1, used = 0;
+    if (std::sscanf(v->c_str(), "cudnn %zu algo %d math %d ws %zu%n", &version, &algo, &math,
+                    &ws, &used) != 4 ||
+        static_cast<size_t>(used) != v->size() || version != cudnn_api()->version || ws > cap ||
+        (r.strict && math != CUDNN_FMA_MATH) ||
+        (math != CUDNN_FMA_MATH && math != CUDNN_DEFAULT_MATH &&
+         math != CUDNN_TENSOR_OP_MATH && math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) ||
+        (r.direct ? !algo_sums_directly(pass, algo) : !algo_of_pass(pass, algo)))
+      continue;
+    c.picks.emplace(key, Pick{algo, math, ws});
+    ++took;
+  }
+  return took;
+}
+
 size_t conv2d_cudnn_least_bytes(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                 CudaExec e, DType dtype) {
   const bool is_bf16 = dtype == DType::BF16;
@@ -461,6 +538,15 @@ size_t conv2d_cudnn_workspace_floats(ConvPass, const ConvGeom&, int64_t, int64_t
 }
 size_t conv2d_cudnn_least_bytes(ConvPass, const ConvGeom&, int64_t, int64_t, CudaExec, DType) {
   no_cudnn();
+}
+std::vector<std::pair<std::string, std::string>> conv2d_cudnn_picks(ConvPass, const ConvGeom&,
+                                                                    int64_t, int64_t, Act,
+                                                                    CudaExec, DType) {
+  return {};
+}
+int conv2d_cudnn_adopt_picks(ConvPass, const ConvGeom&, int64_t, int64_t, Act, CudaExec, DType,
+                             const std::function<const std::string*(const std::string&)>&) {
+  return 0;
 }
 void conv2d_cudnn_forward(const ConvFwd&, float*, CudaExec) { no_cudnn(); }
 void conv2d_cudnn_backward(const ConvBwd&, float*, CudaExec) { no_cudnn(); }

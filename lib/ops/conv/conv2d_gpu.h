@@ -20,6 +20,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/exec.h"
 #include "ops/activation.h"
@@ -152,6 +156,21 @@ size_t conv2d_cudnn_workspace_floats(ConvPass pass, const ConvGeom& g, int64_t n
 // memory plan's least workspace only cuDNN knows (conv2d_algo.h, gpu_conv_workspace_bounds).
 size_t conv2d_cudnn_least_bytes(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k,
                                 CudaExec e, DType dtype = DType::F32);
+// cuDNN's own algorithm for a pass, kept in the algorithm cache beside the choice of cuDNN, so
+// that a run reading the file runs what the run that timed it ran: cuDNN's timing (cudnnFind)
+// ranks its algorithms differently on a GPU that has run nothing yet, as in a run whose choices
+// all come from the file (W5 fp32 on an H200: another algorithm for its 64-channel 32x32
+// forward, the step 5.53 -> 5.86 ms). Without a workspace limit only (a plan finds cuDNN's
+// algorithm in its own buffers, at the pass's first call).
+// conv2d_cudnn_picks: the pass's picks made so far in e's context, one per slice size, as
+// (key, "cudnn <version> algo <a> math <m> ws <bytes>"). conv2d_cudnn_adopt_picks: takes for
+// each of the pass's keys not picked yet the value `cached` gives (nullptr: none) where it is of
+// this cuDNN, within the pass's cap and allowed at e's precision; returns how many it took.
+std::vector<std::pair<std::string, std::string>> conv2d_cudnn_picks(
+    ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act, CudaExec e, DType dtype);
+int conv2d_cudnn_adopt_picks(ConvPass pass, const ConvGeom& g, int64_t n, int64_t k, Act act,
+                             CudaExec e, DType dtype,
+                             const std::function<const std::string*(const std::string&)>& cached);
 void conv2d_cudnn_forward(const ConvFwd& a, float* ws, CudaExec e);
 // dw += and db += when given; dx = when given (the dx_act fields are not read).
 void conv2d_cudnn_backward(const ConvBwd& a, float* ws, CudaExec e);

@@ -9,7 +9,6 @@
 // and 6.5 s (up1's forward, head's backward-data; ~0.1 s due): the wrapped counter read and
 // wrote where it pointed (test: ConvGpu.Index64Col2imNearTwoToThe31StaysInBounds).
 #include <climits>
-#include <cstdint>
 
 #include "cuda/launch.h"
 #include "ops/conv/im2col.h"
@@ -198,10 +197,6 @@ const char* kernel_name(Im2colKernel k) {
   return "?";
 }
 
-bool aligned_to(const void* ptr, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
-}
-
 // K4S2 where it fits, else 4 columns a thread where n*p % 4 == 0 (every row of cols then starts
 // 4-aligned), else 1.
 template <class E>
@@ -237,7 +232,7 @@ Im2colKernel im2col_kernel_for(const ConvGeom& g, int64_t n, const void* x, cons
                                size_t elem_bytes) {
   if (n * g.col_cols() % 4 != 0) return Im2colKernel::One;
   if (g.kh == 4 && g.kw == 4 && g.sh == 2 && g.sw == 2 && g.pw == 1 && g.w % 4 == 0 &&
-      g.ow % 4 == 0 && aligned_to(x, 4 * elem_bytes) && aligned_to(cols, 4 * elem_bytes))
+      g.ow % 4 == 0 && aligned(x, 4 * elem_bytes) && aligned(cols, 4 * elem_bytes))
     return Im2colKernel::K4S2;
   return Im2colKernel::Four;
 }

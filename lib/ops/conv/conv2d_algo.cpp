@@ -304,6 +304,7 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
   // a planned run one an unplanned run made).
   const std::string unplanned_key = gpu_conv_key(pass, g, n, k, act, prec) + " " + policy;
   const std::string key = planned ? unplanned_key + "-planned" : unplanned_key;
+  const size_t listed = tune.made().size();  // lookup lists a choice at its first use
   if (const Tuning::Choice* c = tune.lookup(key)) {
     ConvAlgo a;
     PDNN_CHECK(parse_conv_algo(c->choice, &a) && a != ConvAlgo::Auto,
@@ -313,8 +314,10 @@ ConvAlgo gpu_conv_choose(Context& ctx, ConvPass pass, const ConvGeom& g, int64_t
                "algorithm cache %s chose cudnn for %s, but %s: remove the file or pass "
                "--conv-algo-cache none", tune.cache_file().c_str(), key.c_str(),
                cudnn_status().c_str());
-    // cuDNN's own algorithm as the run that chose cuDNN found it (conv2d_cudnn_picks).
-    if (a == ConvAlgo::Cudnn && limit == 0) adopt_cudnn_picks(ctx, pass, g, n, k, act, dtype);
+    // cuDNN's own algorithm as the run that chose cuDNN found it (conv2d_cudnn_picks), taken
+    // at the choice's first use in this run (every call of the pass asks: eager steps).
+    if (a == ConvAlgo::Cudnn && limit == 0 && tune.made().size() > listed)
+      adopt_cudnn_picks(ctx, pass, g, n, k, act, dtype);
     // A choice made under a larger workspace (another cap, or none) is made again here.
     if (limit == 0 || ws_floats(a) <= limit) return a;
     std::printf("conv algorithm: %s: %s, chosen before, needs %.1f MiB of workspace, past the "

@@ -1228,6 +1228,13 @@ TEST(ConvGpu, CudnnPicksAreKeptAndTakenFromTheCache) {
   std::string why;
   if (!cuda_usable(&why)) GTEST_SKIP() << "needs a GPU: " << why;
   if (!cuda::cudnn_api()) GTEST_SKIP() << "needs cuDNN: " << cudnn_status();
+  // What conv2d_cudnn_adopt_picks asks of a cache: the value kept for a key, or nullptr.
+  auto cached_in = [](const std::map<std::string, std::string>& file) {
+    return [&file](const std::string& key) -> const std::string* {
+      auto it = file.find(key);
+      return it == file.end() ? nullptr : &it->second;
+    };
+  };
   const ConvCase& c = kCases[1];  // 5x5, no activation, a bias (added outside cuDNN)
   Inputs in = inputs_of(c);
   const Act act = in.act;
@@ -1244,11 +1251,8 @@ TEST(ConvGpu, CudnnPicksAreKeptAndTakenFromTheCache) {
     // Another context takes it as it was.
     Context other(1, 1, Device::CUDA);
     ASSERT_NE(other.cuda().cudnn(), nullptr);
-    std::map<std::string, std::string> file{made[0]};
-    auto from = [&](const std::string& key) -> const std::string* {
-      auto it = file.find(key);
-      return it == file.end() ? nullptr : &it->second;
-    };
+    const std::map<std::string, std::string> file{made[0]};
+    const auto from = cached_in(file);
     EXPECT_EQ(cuda::conv2d_cudnn_adopt_picks(pass, in.g, c.n, c.k, act, other.cuda_exec(), DType::F32, from), 1);
     EXPECT_EQ(cuda::conv2d_cudnn_picks(pass, in.g, c.n, c.k, act, other.cuda_exec(), DType::F32), made);
     // Picked already: nothing more is taken.
@@ -1267,11 +1271,8 @@ TEST(ConvGpu, CudnnPicksAreKeptAndTakenFromTheCache) {
           std::string("cudnn")}) {
       Context fresh(1, 1, Device::CUDA);
       ASSERT_NE(fresh.cuda().cudnn(), nullptr);
-      std::map<std::string, std::string> f{{made[0].first, bad}};
-      auto from_bad = [&](const std::string& key) -> const std::string* {
-        auto it = f.find(key);
-        return it == f.end() ? nullptr : &it->second;
-      };
+      const std::map<std::string, std::string> f{{made[0].first, bad}};
+      const auto from_bad = cached_in(f);
       EXPECT_EQ(cuda::conv2d_cudnn_adopt_picks(pass, in.g, c.n, c.k, act, fresh.cuda_exec(), DType::F32,
                                                from_bad), 0) << bad;
       EXPECT_TRUE(cuda::conv2d_cudnn_picks(pass, in.g, c.n, c.k, act, fresh.cuda_exec(), DType::F32).empty());

@@ -82,6 +82,15 @@ pdnn_run() {
   local workload=$1 app=$2 per=$3 steps=$4
   shift 4
   [ -x "$W/$app" ] || { echo "SKIP $workload: $app is not in the bundle"; return 0; }
+  # The algorithm cache first, by a short untimed run, so that every timed row below (1 GPU
+  # and 2) takes its choices from the same file. Before, the 1-GPU row was the one that timed
+  # them and the rest read them, and a run's speed depended on which: cuDNN's algorithm found
+  # at a run's first call on an idle GPU made W5 fp32 5.86 ms against 5.53, read as scaling
+  # (results/scale/w5-dist-h200x2-s22/).
+  echo "== pdnn $workload, 1 GPU, the algorithm cache (untimed)"
+  # shellcheck disable=SC2086
+  "$W/$app" "$@" --device cuda --batch "$per" --steps 20 > "$tmp/warm.log" 2>&1 ||
+    { tail -5 "$tmp/warm.log"; echo "FAILED: pdnn $workload cache warm-up"; }
   for variant in "graph:" "eager:--cuda-graph off"; do
     local mode=${variant%%:*} flags=${variant#*:}
     echo "== pdnn $workload, 1 GPU, batch $per, $mode"

@@ -2,9 +2,11 @@
 // rounding (CPU), the argmax rule on ties and NaNs against the CPU's max pooling (CPU), and on a
 // GPU the device side of each piece against the host: rounding bit for bit, the TF32 and BF16
 // mma wrappers with ldmatrix through a one-warp tile GEMM within bounds derived from the unit
-// roundoff, ldmatrix.x1, and the argmax rule. The GPU tests skip, saying why, without a device.
+// roundoff, ldmatrix.x1, the argmax rule, and the split sum's fixed order (bit for bit its host
+// twin, each group count). The GPU tests skip, saying why, without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +21,7 @@
 #include "ops/kit/act.h"
 #include "ops/kit/argmax.h"
 #include "ops/kit/round.h"
+#include "ops/kit/split_k.h"
 #include "ops/maxpool2d.h"
 #if PDNN_HAVE_CUDA
 #include "kernel_kit_probe.h"
@@ -360,6 +363,75 @@ TEST(KernelKitGpu, ArgmaxRuleAsTheCpu) {
         if (!std::isnan(m.value)) EXPECT_EQ(v[o], m.value);
       }
   }
+#endif
+}
+
+// kit::sum_splits against its host twin, bit for bit, for every group count the order takes
+// (1 to 32: few splits, many; lengths on both sides of 16,384) with and without the bias row,
+// the partial sums' magnitudes spread over 2^-20..2^20 so that any other order of the adds
+// rounds differently (checked: the plain left-to-right sum differs somewhere), and within the
+// bound of a recursive sum against double.
+TEST(KernelKitGpu, SplitSumIsItsHostTwinsOrderBitForBit) {
+  PDNN_NEED_GPU();
+#if PDNN_HAVE_CUDA
+  Context ctx(1, 0, Device::CUDA);
+  struct Case {
+    int splits, M, N;
+    bool bias;
+  };
+  const Case cases[] = {{1, 3, 5, true},     {2, 64, 600, false}, {5, 4, 9, true},
+                        {9, 7, 11, true},    {20, 5, 9, true},    {392, 32, 27, true},
+                        {523, 64, 288, true}, {64, 128, 1152, false}, {37, 130, 129, true}};
+  std::vector<int> groups_seen;
+  bool order_shows = false;
+  Rng rng(33);
+  auto value = [&] {
+    const double u = Rng::to_unit(rng.next()), v = Rng::to_unit(rng.next());
+    return static_cast<float>((2.0 * u - 1.0) * std::ldexp(1.0, static_cast<int>(40 * v) - 20));
+  };
+  for (const Case& c : cases) {
+    const int64_t mn = static_cast<int64_t>(c.M) * c.N;
+    groups_seen.push_back(kit::sum_split_groups(c.splits, mn));
+    groups_seen.push_back(kit::sum_split_groups(c.splits, c.M));
+    std::vector<float> part(static_cast<size_t>(c.splits * mn)), bpart(static_cast<size_t>(c.splits) * c.M);
+    std::vector<float> dw(static_cast<size_t>(mn)), db(static_cast<size_t>(c.M));
+    for (float& v : part) v = value();
+    for (float& v : bpart) v = value();
+    for (float& v : dw) v = value();
+    for (float& v : db) v = value();
+    Tensor part_d = on_gpu(part, ctx), bpart_d = on_gpu(bpart, ctx), dw_d = on_gpu(dw, ctx),
+           db_d = on_gpu(db, ctx);
+    kit::sum_splits(c.splits, c.M, c.N, part_d.data(), c.bias ? bpart_d.data() : nullptr,
+                    dw_d.data(), c.bias ? db_d.data() : nullptr, ctx.cuda_exec(), "test");
+    const std::vector<float> got_w = f32_of(dw_d, ctx), got_b = f32_of(db_d, ctx);
+    std::vector<float> want_w = dw, want_b = db;
+    kit::sum_splits_host(c.splits, mn, part.data(), want_w.data());
+    if (c.bias) kit::sum_splits_host(c.splits, c.M, bpart.data(), want_b.data());
+    const std::string what = "splits " + std::to_string(c.splits) + ", " + std::to_string(c.M) +
+                             " x " + std::to_string(c.N);
+    for (int64_t i = 0; i < mn; ++i) {
+      ASSERT_EQ(to_bits(got_w[i]), to_bits(want_w[i])) << what << ": dw[" << i << "]";
+      double exact = dw[i], mag = std::fabs(dw[i]), serial = 0.0;
+      float plain = 0.f;
+      for (int z = 0; z < c.splits; ++z) {
+        const float p = part[static_cast<size_t>(z * mn + i)];
+        exact += p;
+        mag += std::fabs(p);
+        plain += p;
+      }
+      serial = static_cast<double>(dw[i] + plain);
+      if (to_bits(static_cast<float>(serial)) != to_bits(got_w[i])) order_shows = true;
+      // a recursive float sum of splits + 1 terms: |error| <= (splits + 1) u sum |terms|
+      ASSERT_LE(std::fabs(got_w[i] - exact), (c.splits + 1) * std::ldexp(1.0, -24) * mag)
+          << what << ": dw[" << i << "]";
+    }
+    for (int m = 0; m < c.M; ++m)
+      ASSERT_EQ(to_bits(got_b[m]), to_bits(c.bias ? want_b[m] : db[m])) << what << ": db[" << m << "]";
+  }
+  for (const int g : {1, 2, 4, 8, 16, 32})
+    EXPECT_NE(std::find(groups_seen.begin(), groups_seen.end(), g), groups_seen.end())
+        << "no case sums in " << g << " groups";
+  EXPECT_TRUE(order_shows) << "no case tells the grouped order from the plain one";
 #endif
 }
 

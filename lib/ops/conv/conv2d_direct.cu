@@ -1345,6 +1345,11 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
     }
   };
 
+  // A warp whose 8 input channels all lie past x's (W4 conv1: 3 of the block's 32) only stages:
+  // its mma would multiply zeros. W4 conv1's kernel 308 -> 250 us at ncu's clocks, where the
+  // tensor cores are the limit; at the H200's own clocks g's staging is, and it gains ~10-15 us
+  // (the pass 0.311 -> 0.247 ms with the grouped split sum, whose share is ~50 us).
+  const bool busy = c0 + wn * 8 < a.c;
   if (steps > 0)
     for (int half = 0; half < 2; ++half) {
       load(t_begin, half);
@@ -1363,12 +1368,12 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
         for (uint32_t u : {v.x, v.y, v.z, v.w}) bias_sum += bf16_float(u & 0xffffu) + bf16_float(u >> 16);
       }
     }
-    compute(buf, 0);
+    if (busy) compute(buf, 0);
     if (more) {
       store(buf ^ 1, 0);
       load(t_begin + st + 1, 1);
     }
-    compute(buf, TH / 2);
+    if (busy) compute(buf, TH / 2);
     if (more) store(buf ^ 1, 1);
     __syncthreads();
   }
@@ -1431,6 +1436,8 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
   const int cl = tid % BC, mg = tid / BC;
   // TF32 path
   const int wm = warp / T::WN, wn = warp % T::WN, gq = lane / 4, tq = lane % 4;
+  // (TF32: a warp whose 8 input channels lie past x's only stages, as in bww_bf16_steps)
+  const bool busy = !TF32 || c0 + wn * 8 < a.c;
   constexpr int kAcc = TF32 ? 8 * T::KK : 72;  // FMA: 8 x 9; TF32: MI 2 x NI KK x 4
   float acc[kAcc];
 #pragma unroll
@@ -1510,7 +1517,7 @@ __global__ void __launch_bounds__(T::THREADS, T::template min_blocks<Prec>())
         const float* gr = Gs + s * G_STAGE + tid * SG;
         for (int p = 0; p < P; ++p) bias_sum += gr[p];
       }
-      compute(s);
+      if (busy) compute(s);
     }
     cp_async_wait<0>();
   }

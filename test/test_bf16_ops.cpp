@@ -336,6 +336,58 @@ TEST(Bf16Gpu, DenseForwardAndBackward) {
   pt::expect_within(db.to(Device::CPU, ctx), dbr, 0.0, dba, "db");
 }
 
+// dense_backward's dw_zero on the GPU, fp32 (cuBLAS and the thin small-batch product) and bf16
+// (cuBLAS's bf16 GEMM into fp32): dw prefilled with NaN is written (neither GEMM reads it), and
+// equals the same backward added onto zeros within the fp32 sums' bound (beta 0 may take
+// another cuBLAS kernel: another order of the n products).
+TEST(Bf16Gpu, DenseBackwardIntoZerosWritesWithoutReadingDw) {
+  PDNN_NEED_GPU();
+  Context ctx(1, 1, Device::CUDA);
+  const Device G = Device::CUDA;
+  Rng rng(15);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Act act{FusedAct::ReLU, 0.f};
+  struct Case {
+    bool bf;
+    int64_t n, in, out;
+  };
+  // fp32: the thin product (weights up to 4 Mi elements), then cuBLAS (past them); bf16: cuBLAS
+  for (const Case& c : {Case{false, 8, 96, 24}, Case{false, 8, 4096, 1040}, Case{true, 40, 96, 24}}) {
+    const bool bf = c.bf;
+    const int64_t n = c.n, in = c.in, out = c.out;
+    SCOPED_TRACE(std::string(bf ? "bf16" : "fp32") + " " + std::to_string(out) + " x " +
+                 std::to_string(in));
+    const Tensor xf = pt::bf16_rounded(pt::random_tensor(Shape{n, in}, rng));
+    const Tensor wf = pt::bf16_rounded(pt::random_tensor(Shape{out, in}, rng));
+    const Tensor dyf = pt::bf16_rounded(pt::random_tensor(Shape{n, out}, rng));
+    const Tensor x = bf ? pt::to_bf16(xf, G, ctx) : xf.to(G, ctx);
+    const Tensor w = bf ? pt::to_bf16(wf, G, ctx) : wf.to(G, ctx);
+    const Tensor dy = bf ? pt::to_bf16(dyf, G, ctx) : dyf.to(G, ctx);
+    Tensor y = bf ? pt::bf16_poisoned(Shape{n, out}, G, ctx)
+                  : Tensor::empty(Shape{n, out}, DType::F32, G, ctx);
+    ops::dense_forward(ctx, x, w, Tensor(), y, act);
+    Tensor none;
+    Tensor added = Tensor::zeros(Shape{out, in}).to(G, ctx);
+    ops::dense_backward(ctx, x, w, dy, y, added, none, nullptr, act, /*dw_zero=*/false);
+    Tensor written(Shape{out, in});
+    written.fill(nan);
+    written = written.to(G, ctx);
+    ops::dense_backward(ctx, x, w, dy, y, written, none, nullptr, act, /*dw_zero=*/true);
+    const Tensor a = added.to(Device::CPU, ctx), b = written.to(Device::CPU, ctx);
+    const Tensor yh = bf ? pt::widened(y, ctx) : y.to(Device::CPU, ctx);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t q = 0; q < in; ++q) {
+        double mag = 0.0;
+        for (int64_t i = 0; i < n; ++i)
+          if (yh[i * out + o] > 0.f) mag += std::fabs(double(dyf[i * out + o]) * xf[i * in + q]);
+        const int64_t k = o * in + q;
+        ASSERT_FALSE(std::isnan(b[k])) << "dW[" << k << "]: read, not written";
+        // two fp32 sums of n products, each within (n + 1) u sum |products| of the exact one
+        ASSERT_LE(std::fabs(double(b[k]) - a[k]), 2.0 * (n + 1) * kFp32U * mag) << "dW[" << k << "]";
+      }
+  }
+}
+
 // The activations on bf16 tensors, forward and backward, against double from the bf16 inputs
 // (backward from the GPU's own bf16 y, as a model's backward reads it). Bounds: ReLU is exact
 // (a maximum and a select); LeakyReLU one fp32 product then the rounding to bf16 (2^-8 + 2^-23);

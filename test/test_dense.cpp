@@ -1,9 +1,12 @@
 // Dense: forward against a naive loop (2-D and 4-D input, with and without bias), gradients
-// by finite differences, accumulation of parameter gradients, PyTorch-default init, errors.
+// by finite differences, accumulation of parameter gradients (written by the first backward
+// after zero_grad), PyTorch-default init, errors.
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "layers/dense.h"
+#include "model/sequential.h"
 #include "testing.h"
 
 using namespace pdnn;
@@ -118,6 +121,46 @@ TEST(Dense, ParameterGradientsAccumulateInputGradientIsWritten) {
   }
   pt::expect_close(dx, dx_once, 0, 0, "dx is written, not accumulated");
   d.backward(ctx, x, y, dy, nullptr);  // first layer: no input gradient wanted
+}
+
+// After zero_grad (the layer's own, or the model's over its flat buffer) the first backward
+// writes the weight gradient (dense_backward's dw_zero: the GEMM's beta 0, dw not read) and
+// the ones after add to it. Each path is forced and told apart by NaN in dw before the
+// backward: written over on the first, kept on the second. The written gradient is the one
+// added onto zeros (a layer whose gradients were zeroed by hand takes that path). The GPU's
+// twins: Bf16Gpu.DenseBackwardIntoZerosWritesWithoutReadingDw.
+TEST(Dense, TheFirstBackwardAfterZeroGradWritesTheWeightGradient) {
+  Context ctx(1);
+  Rng rng(5);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Sequential m;
+  Dense& d = m.emplace<Dense>(7, 5);
+  randomise(d, rng);
+  Dense hand(7, 5);  // the same parameters, its gradients zeroed by hand (added onto)
+  for (size_t k = 0; k < d.params().size(); ++k) *hand.params()[k].value = d.params()[k].value->clone();
+  Tensor x = pt::random_tensor(Shape{4, 7}, rng);
+  Tensor dy = pt::random_tensor(Shape{4, 5}, rng);
+  Tensor y = m.forward(ctx, x).clone();
+  Tensor yh(y.shape());
+  hand.forward(ctx, x, yh);
+  for (auto& p : hand.params()) p.grad->zero();
+  hand.backward(ctx, x, yh, dy, nullptr);
+  for (const bool model_zeroes : {true, false}) {
+    SCOPED_TRACE(model_zeroes ? "Model::zero_grad" : "Layer::zero_grad");
+    if (model_zeroes)
+      m.zero_grad(ctx);
+    else
+      d.zero_grad();
+    Tensor& dw = *d.params()[0].grad;
+    dw.fill(nan);  // not zeros: the written path must not read them
+    d.backward(ctx, x, y, dy, nullptr);
+    // (beta 0 may take another BLAS kernel than beta 1: the sums of 4 products to an ulp or two)
+    pt::expect_close(dw, *hand.params()[0].grad, 1e-6, 1e-6, "dW written after zero_grad");
+    dw.fill(nan);  // the next backward adds: NaN stays
+    d.backward(ctx, x, y, dy, nullptr);
+    for (int64_t i = 0; i < dw.numel(); ++i)
+      ASSERT_TRUE(std::isnan(dw[i])) << "dW[" << i << "]: the second backward wrote it";
+  }
 }
 
 TEST(Dense, ResetParametersIsPyTorchDefaultAndSeeded) {

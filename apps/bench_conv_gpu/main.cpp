@@ -182,7 +182,7 @@ void rest_of_w4(Context& ctx, const Ceilings& ceil, int repeat, CsvWriter& csv,
   const TimingStats dense = time_ms(ctx, repeat, [&] {
     cuda::dense_backward(n, in, out, x.data(), w.data(), dy.data(), y.data(), dw.data(),
                          db.data(), dx.data(), Act{FusedAct::ReLU, 0.f}, ws.data(),
-                         ctx.cuda_exec());
+                         /*dw_zero=*/false, ctx.cuda_exec());
   });
   x = Tensor();
   dx = Tensor();

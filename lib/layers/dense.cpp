@@ -54,7 +54,8 @@ void Dense::backward(Context& ctx, const Tensor& x, const Tensor& y, const Tenso
   check_same_shape("Dense backward: y vs expected", y.shape(), output_shape(x.shape()));
   check_same_shape("Dense backward: dy vs y", dy.shape(), y.shape());
   if (dx) check_same_shape("Dense backward: dx vs x", dx->shape(), x.shape());
-  ops::dense_backward(ctx, x, weight_for(x, w_, w16_, "Dense"), dy, y, dw_, db_, dx, act_);
+  ops::dense_backward(ctx, x, weight_for(x, w_, w16_, "Dense"), dy, y, dw_, db_, dx, act_,
+                      take_grads_zero());
 }
 
 std::vector<Param> Dense::params() {

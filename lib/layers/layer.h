@@ -1,7 +1,8 @@
 // The layer contract (after Caffe): forward(x) -> y into a buffer the caller sized with
 // output_shape(); backward(x, y, dy) -> dx, accumulating parameter gradients.
 // Gradients are true dL/dx: parameter gradients accumulate (+=), activation gradients are
-// written (=), zero_grad() is explicit.
+// written (=), zero_grad() is explicit (after it a layer may write its parameter gradients in
+// its next backward, the same values: mark_grads_zero).
 #pragma once
 #include <string>
 #include <vector>
@@ -176,11 +177,23 @@ class Layer {
   // Host-side convenience for layers used on their own (a model zeroes its flat buffer).
   void zero_grad() {
     for (auto& p : params()) p.grad->zero();
+    mark_grads_zero();
   }
+  // The parameter gradients were just zeroed (Model::zero_grad, zero_grad): the next backward
+  // may write them (=) rather than add to them, the same values without reading them (Dense:
+  // W4's 1024 x 100352 weight gradient, 411 MB). That backward clears it (take_grads_zero).
+  void mark_grads_zero() { grads_zero_ = true; }
 
  protected:
+  // Whether the gradients are still the zeros mark_grads_zero promised; false from here on.
+  bool take_grads_zero() {
+    const bool z = grads_zero_;
+    grads_zero_ = false;
+    return z;
+  }
   bool training_ = true;
   bool param_grads_ = true;
+  bool grads_zero_ = false;
   bool dy_writable_ = false;
 };
 

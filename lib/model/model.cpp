@@ -707,7 +707,10 @@ std::vector<size_t> Model::param_layers() {
   return out;
 }
 
-void Model::zero_grad(Context& ctx) { ops::zero(ctx, parameters().grads()); }
+void Model::zero_grad(Context& ctx) {
+  ops::zero(ctx, parameters().grads());
+  for (Node& nd : nodes_) nd.layer->mark_grads_zero();
+}
 
 void Model::train(bool on) {
   training_ = on;

@@ -25,11 +25,11 @@ void dense_forward(int64_t n, int64_t in, int64_t out, const float* x, const flo
 
 void dense_backward(int64_t n, int64_t in, int64_t out, const float* x, const float* w,
                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                    float* ws, CpuExec e) {
+                    float* ws, bool dw_zero, CpuExec e) {
   if (act.kind == FusedAct::ReLU) relu_backward(n * out, y, dy, ws, e);
   if (act.kind == FusedAct::LeakyReLU) leaky_relu_backward(n * out, act.slope, y, dy, ws, e);
   if (act.kind != FusedAct::None) dy = ws;
-  gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw, e);
+  gemm(true, false, out, in, n, 1.f, dy, x, dw_zero ? 0.f : 1.f, dw, e);
   if (db) {
     // Rows in order: a fixed summation order at any thread count.
     for (int64_t i = 0; i < n; ++i)
@@ -61,7 +61,7 @@ void dense_forward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor&
 }
 
 void dense_backward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& dy,
-                    const Tensor& y, Tensor& dw, Tensor& db, Tensor* dx, Act act) {
+                    const Tensor& y, Tensor& dw, Tensor& db, Tensor* dx, Act act, bool dw_zero) {
   const int64_t out = w.shape(0), in = w.shape(1), n = x.shape(0);
   PDNN_CHECK(x.numel() == n * in && dy.numel() == n * out && dw.numel() == w.numel() &&
                  (db.empty() || db.numel() == out) && (!dx || dx->numel() == x.numel()) &&
@@ -79,13 +79,13 @@ void dense_backward(Context& ctx, const Tensor& x, const Tensor& w, const Tensor
     PDNN_DISPATCH_GPU(ctx, d, dense_backward, n, in, out, x.data<bf16>(), w.data<bf16>(),
                       dy.data<bf16>(), act.kind == FusedAct::None ? nullptr : y.data<bf16>(),
                       dw.data(), db.empty() ? nullptr : db.data(),
-                      dx ? dx->data<bf16>() : nullptr, act, ws);
+                      dx ? dx->data<bf16>() : nullptr, act, ws, dw_zero);
     return;
   }
   float* ws = act.kind == FusedAct::None ? nullptr : ctx.workspace(d, static_cast<size_t>(n * out));
   PDNN_DISPATCH(ctx, d, dense_backward, n, in, out, x.data(), w.data(), dy.data(),
                 act.kind == FusedAct::None ? nullptr : y.data(), dw.data(),
-                db.empty() ? nullptr : db.data(), dx ? dx->data() : nullptr, act, ws);
+                db.empty() ? nullptr : db.data(), dx ? dx->data() : nullptr, act, ws, dw_zero);
 }
 
 }  // namespace ops

@@ -216,7 +216,7 @@ void dense_forward(int64_t n, int64_t in, int64_t out, const bf16* x, const bf16
 
 void dense_backward(int64_t n, int64_t in, int64_t out, const bf16* x, const bf16* w,
                     const bf16* dy, const bf16* y, float* dw, float* db, bf16* dx, Act act,
-                    float* ws, CudaExec e) {
+                    float* ws, bool dw_zero, CudaExec e) {
   if (act.kind != FusedAct::None) {
     bf16* g = reinterpret_cast<bf16*>(ws);
     act_mask_bf16<<<blocks_for(n * out, tpb(e)), tpb(e), 0, stream_of(e)>>>(
@@ -224,7 +224,7 @@ void dense_backward(int64_t n, int64_t in, int64_t out, const bf16* x, const bf1
     PDNN_CUDA_LAUNCH_CHECK("dense activation backward (bf16)");
     dy = g;
   }
-  gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw, e);  // fp32 dw += g^T x
+  gemm(true, false, out, in, n, 1.f, dy, x, dw_zero ? 0.f : 1.f, dw, e);  // fp32 dw (+)= g^T x
   if (db) {
     rows_bias_backward_bf16<<<blocks_for(out, 64), 64, 0, stream_of(e)>>>(
         static_cast<int>(n), static_cast<int>(out), dy, db);
@@ -252,7 +252,7 @@ void dense_forward(int64_t n, int64_t in, int64_t out, const float* x, const flo
 
 void dense_backward(int64_t n, int64_t in, int64_t out, const float* x, const float* w,
                     const float* dy, const float* y, float* dw, float* db, float* dx, Act act,
-                    float* ws, CudaExec e) {
+                    float* ws, bool dw_zero, CudaExec e) {
   if (act.kind != FusedAct::None) {
     act_mask<<<blocks_for(n * out, tpb(e)), tpb(e), 0, stream_of(e)>>>(static_cast<int>(n * out), y, dy,
                                                                 act, ws);
@@ -266,9 +266,9 @@ void dense_backward(int64_t n, int64_t in, int64_t out, const float* x, const fl
   const bool thin = n <= kDenseSmallKRows && in % 4 == 0 && out * in <= kDenseSmallKWeights;
   if (thin)  // dw (out x in) += dy^T x: j = batch row, t = output feature
     small_k_gemm_launch(static_cast<int>(n), static_cast<int>(out), static_cast<int>(in), dy,
-                        static_cast<int>(out), 1, x, dw, true, e);
+                        static_cast<int>(out), 1, x, dw, !dw_zero, e);
   else
-    gemm(true, false, out, in, n, 1.f, dy, x, 1.f, dw, e);
+    gemm(true, false, out, in, n, 1.f, dy, x, dw_zero ? 0.f : 1.f, dw, e);
   if (db) {
     rows_bias_backward<<<blocks_for(out, 64), 64, 0, stream_of(e)>>>(static_cast<int>(n),
                                                                      static_cast<int>(out), dy, db);

@@ -364,15 +364,12 @@ bool algo_of_pass(ConvPass pass, int algo) {
 }
 // Whether algorithm `algo` of the pass's kind is one of cuDNN's and sums directly.
 bool algo_sums_directly(ConvPass pass, int algo) {
-  if (algo < 0) return false;
+  if (!algo_of_pass(pass, algo)) return false;
   if (pass == ConvPass::Forward)
-    return algo < CUDNN_CONVOLUTION_FWD_ALGO_COUNT &&
-           sums_directly(static_cast<cudnnConvolutionFwdAlgo_t>(algo));
+    return sums_directly(static_cast<cudnnConvolutionFwdAlgo_t>(algo));
   if (pass == ConvPass::BackwardData)
-    return algo < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT &&
-           sums_directly(static_cast<cudnnConvolutionBwdDataAlgo_t>(algo));
-  return algo < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT &&
-         sums_directly(static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo));
+    return sums_directly(static_cast<cudnnConvolutionBwdDataAlgo_t>(algo));
+  return sums_directly(static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo));
 }
 }  // namespace
 

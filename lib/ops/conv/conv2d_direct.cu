@@ -1346,9 +1346,9 @@ __device__ __forceinline__ void bww_bf16_steps(const BwwArgsOf<bf16>& a, float* 
   };
 
   // A warp whose 8 input channels all lie past x's (W4 conv1: 3 of the block's 32) only stages:
-  // its mma would multiply zeros. W4 conv1's kernel 308 -> 250 us at ncu's clocks, where the
-  // tensor cores are the limit; at the H200's own clocks g's staging is, and it gains ~10-15 us
-  // (the pass 0.311 -> 0.247 ms with the grouped split sum, whose share is ~50 us).
+  // its mma would multiply zeros. W4 conv1's kernel 308 -> 250 us at ncu's (lower) clocks; at
+  // the H200's own ~10-15 us (the pass 0.311 -> 0.247 ms with the grouped split sum, ~50 us of
+  // that): there g's staging limits it, not the tensor cores.
   const bool busy = c0 + wn * 8 < a.c;
   if (steps > 0)
     for (int half = 0; half < 2; ++half) {

@@ -31,11 +31,11 @@ __global__ void __launch_bounds__(kSumThreads)
   float* out = bias ? db : dw;
   const int e = threadIdx.x % E, grp = threadIdx.x / E;
   const int64_t i = (bias ? blockIdx.x - dw_blocks : blockIdx.x) * static_cast<int64_t>(E) + e;
-  const int per = (splits + G - 1) / G, z1 = min(splits, (grp + 1) * per);
+  const SplitGroup r = split_group(splits, G, grp);
   float s = 0.f;
   if (i < len) {
 #pragma unroll 8
-    for (int z = grp * per; z < z1; ++z) s += p[static_cast<int64_t>(z) * len + i];
+    for (int z = r.first; z < r.last; ++z) s += p[static_cast<int64_t>(z) * len + i];
   }
   sums[threadIdx.x] = s;
   __syncthreads();

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/exec.h"
+#include "ops/kit/host_device.h"
 
 namespace pdnn {
 namespace kit {
@@ -53,16 +54,24 @@ inline int sum_split_groups(int splits, int64_t length) {
   while (g * 2 <= most && g * 2 <= splits) g *= 2;
   return g;
 }
+// Group grp's splits [first, last) of G groups: the kernel's and the host twin's one rule.
+struct SplitGroup {
+  int first, last;
+};
+PDNN_HD SplitGroup split_group(int splits, int G, int grp) {
+  const int per = (splits + G - 1) / G, first = grp * per;
+  return {first, first + per < splits ? first + per : splits};
+}
 // The same sum on the host, in the same order, bit for bit (the test's twin): out[i] += the
 // sum of part[z * length + i] over z < splits, for i < length.
 inline void sum_splits_host(int splits, int64_t length, const float* part, float* out) {
-  const int G = sum_split_groups(splits, length), per = (splits + G - 1) / G;
+  const int G = sum_split_groups(splits, length);
   for (int64_t i = 0; i < length; ++i) {
     float t = 0.f;
     for (int grp = 0; grp < G; ++grp) {
+      const SplitGroup r = split_group(splits, G, grp);
       float s = 0.f;
-      for (int z = grp * per; z < std::min(splits, (grp + 1) * per); ++z)
-        s += part[static_cast<int64_t>(z) * length + i];
+      for (int z = r.first; z < r.last; ++z) s += part[static_cast<int64_t>(z) * length + i];
       t += s;
     }
     out[i] += t;

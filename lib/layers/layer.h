@@ -181,7 +181,8 @@ class Layer {
   }
   // The parameter gradients were just zeroed (Model::zero_grad, zero_grad): the next backward
   // may write them (=) rather than add to them, the same values without reading them (Dense:
-  // W4's 1024 x 100352 weight gradient, 411 MB). That backward clears it (take_grads_zero).
+  // W4's 1024 x 100352 weight gradient, 411 MB). A layer that writes takes it in that backward
+  // (take_grads_zero), which clears it; the others never read it.
   void mark_grads_zero() { grads_zero_ = true; }
 
  protected:
